@@ -1,0 +1,213 @@
+// Package apperr is Herald's error catalogue: every application error code,
+// its HTTP status and whether a client may retry it. Both transports (GraphQL
+// and REST) render errors from here and nowhere else.
+package apperr
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Code is a stable application error code. Clients branch on it; messages
+// may change between versions, codes do not.
+type Code string
+
+// Codes of the spec's section 7, both tables, plus the codes Herald adds.
+const (
+	// Authentication and authorization.
+	AuthRequired            Code = "AUTH_REQUIRED"
+	TokenExpired            Code = "TOKEN_EXPIRED"
+	TokenInvalid            Code = "TOKEN_INVALID"
+	InsufficientPermissions Code = "INSUFFICIENT_PERMISSIONS"
+	InvalidCredentials      Code = "INVALID_CREDENTIALS"
+	EmailNotVerified        Code = "EMAIL_NOT_VERIFIED"
+
+	// Input.
+	ValidationError  Code = "VALIDATION_ERROR"
+	InvalidInput     Code = "INVALID_INPUT"
+	InvalidEmail     Code = "INVALID_EMAIL"
+	WeakPassword     Code = "WEAK_PASSWORD"
+	PayloadTooLarge  Code = "PAYLOAD_TOO_LARGE"
+	GraphQLParse     Code = "GRAPHQL_PARSE_FAILED"
+	GraphQLInvalid   Code = "GRAPHQL_VALIDATION_FAILED"
+	QueryTooComplex  Code = "QUERY_TOO_COMPLEX"
+	NotFound         Code = "NOT_FOUND"
+	MethodNotAllowed Code = "METHOD_NOT_ALLOWED"
+
+	// Accounts and verification.
+	EmailExists             Code = "EMAIL_EXISTS"
+	EmailAlreadyExists      Code = "EMAIL_ALREADY_EXISTS"
+	EmailNotFound           Code = "EMAIL_NOT_FOUND"
+	AlreadyVerified         Code = "ALREADY_VERIFIED"
+	InvalidVerificationCode Code = "INVALID_VERIFICATION_CODE"
+	VerificationCodeExpired Code = "VERIFICATION_CODE_EXPIRED"
+	EmailDeliveryFailed     Code = "EMAIL_DELIVERY_FAILED"
+	InvalidReferral         Code = "INVALID_REFERRAL"
+	UserNotFound            Code = "USER_NOT_FOUND"
+
+	// Devices, subscriptions and notifications.
+	DeviceNotFound        Code = "DEVICE_NOT_FOUND"
+	InvalidPushToken      Code = "INVALID_PUSH_TOKEN"
+	DeviceLimitReached    Code = "DEVICE_LIMIT_REACHED"
+	SubscriptionNotFound  Code = "SUBSCRIPTION_NOT_FOUND"
+	SubscriptionExpired   Code = "SUBSCRIPTION_EXPIRED"
+	JobNotFound           Code = "JOB_NOT_FOUND"
+	ServerNotFound        Code = "SERVER_NOT_FOUND"
+	QuotaExceeded         Code = "QUOTA_EXCEEDED"
+	VPNConnectionFailed   Code = "VPN_CONNECTION_FAILED"
+	DNSResolutionFailed   Code = "DNS_RESOLUTION_FAILED"
+	PaymentFailed         Code = "PAYMENT_FAILED"
+	InsufficientBalance   Code = "INSUFFICIENT_BALANCE"
+	MessengerNotConnected Code = "MESSENGER_NOT_CONNECTED"
+	ChatNotFound          Code = "CHAT_NOT_FOUND"
+	ChatBlocked           Code = "CHAT_BLOCKED"
+	InvalidMessage        Code = "INVALID_MESSAGE"
+
+	// Limits and the platform.
+	RateLimited        Code = "RATE_LIMITED"
+	Banned             Code = "BANNED"
+	Internal           Code = "INTERNAL_ERROR"
+	ServiceUnavailable Code = "SERVICE_UNAVAILABLE"
+	UpstreamError      Code = "UPSTREAM_ERROR"
+)
+
+// Entry is one row of the catalogue.
+type Entry struct {
+	Code    Code
+	Status  int
+	Message string // default human sentence
+}
+
+// catalogue maps every code to its HTTP status and default message. The
+// statuses the spec leaves open are fixed here (see README, "Errors").
+var catalogue = map[Code]Entry{
+	AuthRequired:            {AuthRequired, http.StatusUnauthorized, "Authentication is required."},
+	TokenExpired:            {TokenExpired, http.StatusUnauthorized, "The token has expired."},
+	TokenInvalid:            {TokenInvalid, http.StatusUnauthorized, "The token is malformed, revoked or signed by an unknown key."},
+	InsufficientPermissions: {InsufficientPermissions, http.StatusForbidden, "You do not have permission to do this."},
+	InvalidCredentials:      {InvalidCredentials, http.StatusUnauthorized, "The email or password is wrong."},
+	EmailNotVerified:        {EmailNotVerified, http.StatusForbidden, "The email address has not been verified yet."},
+
+	ValidationError:  {ValidationError, http.StatusBadRequest, "The request is invalid."},
+	InvalidInput:     {InvalidInput, http.StatusBadRequest, "The input is invalid."},
+	InvalidEmail:     {InvalidEmail, http.StatusUnprocessableEntity, "The email address is not valid."},
+	WeakPassword:     {WeakPassword, http.StatusUnprocessableEntity, "The password is too weak."},
+	PayloadTooLarge:  {PayloadTooLarge, http.StatusRequestEntityTooLarge, "The request body is too large."},
+	GraphQLParse:     {GraphQLParse, http.StatusBadRequest, "The GraphQL document could not be parsed."},
+	GraphQLInvalid:   {GraphQLInvalid, http.StatusUnprocessableEntity, "The GraphQL document is not valid against the schema."},
+	QueryTooComplex:  {QueryTooComplex, http.StatusBadRequest, "The GraphQL document is too large, too deep or too complex."},
+	NotFound:         {NotFound, http.StatusNotFound, "There is nothing at this path."},
+	MethodNotAllowed: {MethodNotAllowed, http.StatusMethodNotAllowed, "This method is not allowed on this path."},
+
+	EmailExists:             {EmailExists, http.StatusConflict, "An account with this email already exists."},
+	EmailAlreadyExists:      {EmailAlreadyExists, http.StatusConflict, "An account with this email already exists."},
+	EmailNotFound:           {EmailNotFound, http.StatusBadRequest, "No account has this email address."},
+	AlreadyVerified:         {AlreadyVerified, http.StatusBadRequest, "This account is already verified."},
+	InvalidVerificationCode: {InvalidVerificationCode, http.StatusBadRequest, "The code is not valid."},
+	VerificationCodeExpired: {VerificationCodeExpired, http.StatusBadRequest, "The code has expired; ask for a new one."},
+	EmailDeliveryFailed:     {EmailDeliveryFailed, http.StatusBadGateway, "The email could not be sent; try again later."},
+	InvalidReferral:         {InvalidReferral, http.StatusOK, "The referral code was not found and was ignored."},
+	UserNotFound:            {UserNotFound, http.StatusNotFound, "No such user."},
+
+	DeviceNotFound:        {DeviceNotFound, http.StatusNotFound, "No such device."},
+	InvalidPushToken:      {InvalidPushToken, http.StatusUnprocessableEntity, "The device's push token is invalid or expired."},
+	DeviceLimitReached:    {DeviceLimitReached, http.StatusConflict, "The plan's device limit is reached."},
+	SubscriptionNotFound:  {SubscriptionNotFound, http.StatusNotFound, "No active subscription."},
+	SubscriptionExpired:   {SubscriptionExpired, http.StatusForbidden, "The subscription has expired."},
+	JobNotFound:           {JobNotFound, http.StatusNotFound, "No such job."},
+	ServerNotFound:        {ServerNotFound, http.StatusNotFound, "No such server."},
+	QuotaExceeded:         {QuotaExceeded, http.StatusTooManyRequests, "The plan's quota is used up."},
+	VPNConnectionFailed:   {VPNConnectionFailed, http.StatusInternalServerError, "The tunnel could not be established."},
+	DNSResolutionFailed:   {DNSResolutionFailed, http.StatusInternalServerError, "DNS resolution failed."},
+	PaymentFailed:         {PaymentFailed, http.StatusBadRequest, "The payment could not be processed."},
+	InsufficientBalance:   {InsufficientBalance, http.StatusBadRequest, "The balance is too low."},
+	MessengerNotConnected: {MessengerNotConnected, http.StatusServiceUnavailable, "The messenger bot is not connected."},
+	ChatNotFound:          {ChatNotFound, http.StatusNotFound, "The chat was not found."},
+	ChatBlocked:           {ChatBlocked, http.StatusForbidden, "The user has blocked the bot."},
+	InvalidMessage:        {InvalidMessage, http.StatusBadRequest, "The message is empty, too long or cannot be parsed."},
+
+	RateLimited:        {RateLimited, http.StatusTooManyRequests, "Too many requests; slow down."},
+	Banned:             {Banned, http.StatusForbidden, "This address is banned."},
+	Internal:           {Internal, http.StatusInternalServerError, "An unexpected error occurred."},
+	ServiceUnavailable: {ServiceUnavailable, http.StatusServiceUnavailable, "The service is unavailable; try again later."},
+	UpstreamError:      {UpstreamError, http.StatusBadGateway, "An upstream service failed; try again later."},
+}
+
+// Lookup returns the catalogue entry of code. An unknown code is a
+// programming error and is reported as INTERNAL_ERROR.
+func Lookup(code Code) Entry {
+	if e, ok := catalogue[code]; ok {
+		return e
+	}
+	return catalogue[Internal]
+}
+
+// All returns every entry, for documentation and tests.
+func All() []Entry {
+	out := make([]Entry, 0, len(catalogue))
+	for _, e := range catalogue {
+		out = append(out, e)
+	}
+	return out
+}
+
+// Retryable reports whether a client may retry a request that failed with
+// this HTTP status (the spec's section 7).
+func Retryable(status int) bool {
+	switch status {
+	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable:
+		return true
+	}
+	return false
+}
+
+// Error is an application error: a code, a human message and optional
+// details that both transports render (REST `details`, GraphQL `extensions`).
+type Error struct {
+	Code    Code
+	Message string
+	Details map[string]any
+	// RetryAfter, when positive, becomes the Retry-After header.
+	RetryAfterSeconds int
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+// Status is the HTTP status of the error's code.
+func (e *Error) Status() int { return Lookup(e.Code).Status }
+
+// New returns an error with the code's default message.
+func New(code Code) *Error { return &Error{Code: code, Message: Lookup(code).Message} }
+
+// Newf returns an error with a message of its own.
+func Newf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// With returns a copy of e with one more detail.
+func (e *Error) With(key string, value any) *Error {
+	c := *e
+	c.Details = make(map[string]any, len(e.Details)+1)
+	for k, v := range e.Details {
+		c.Details[k] = v
+	}
+	c.Details[key] = value
+	return &c
+}
+
+// As extracts the application error from err. Anything that is not one is
+// an internal error: its text is never shown to a client.
+func As(err error) *Error {
+	var ae *Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return New(Internal)
+}
+
+// Is reports whether err carries the given code.
+func Is(err error, code Code) bool {
+	var ae *Error
+	return errors.As(err, &ae) && ae.Code == code
+}
