@@ -1,0 +1,143 @@
+// Package password hashes and checks passwords with argon2id, stored in the
+// PHC string form ($argon2id$v=19$m=…,t=…,p=…$salt$hash) so the cost can be
+// raised later and old hashes still verify (and are flagged for rehash).
+package password
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+
+	"golang.org/x/crypto/argon2"
+)
+
+// Params is the argon2id cost.
+type Params struct {
+	MemoryKiB   uint32
+	Iterations  uint32
+	Parallelism uint8
+	SaltLen     uint32
+	KeyLen      uint32
+}
+
+// DefaultParams follows RFC 9106's second recommended option scaled to a
+// server: 64 MiB, 3 passes, 2 lanes.
+func DefaultParams() Params {
+	return Params{MemoryKiB: 64 * 1024, Iterations: 3, Parallelism: 2, SaltLen: 16, KeyLen: 32}
+}
+
+func (p Params) String() string {
+	return fmt.Sprintf("argon2id m=%dKiB t=%d p=%d", p.MemoryKiB, p.Iterations, p.Parallelism)
+}
+
+// ErrMalformedHash means a stored hash is not an argon2id PHC string.
+var ErrMalformedHash = errors.New("password: malformed argon2id hash")
+
+// Hasher hashes under a bound on concurrent hashes: each hash holds
+// MemoryKiB of memory, so a burst of signups must queue, not exhaust RAM.
+type Hasher struct {
+	params Params
+	slots  chan struct{}
+	dummy  string
+}
+
+// NewHasher returns a hasher that runs at most maxConcurrent hashes at once.
+func NewHasher(p Params, maxConcurrent int) *Hasher {
+	if maxConcurrent < 1 {
+		maxConcurrent = 1
+	}
+	h := &Hasher{params: p, slots: make(chan struct{}, maxConcurrent)}
+	h.dummy = h.encode(make([]byte, p.SaltLen), []byte("dummy password for timing"))
+	return h
+}
+
+// Params returns the hasher's current cost.
+func (h *Hasher) Params() Params { return h.params }
+
+func (h *Hasher) acquire(ctx context.Context) error {
+	select {
+	case h.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (h *Hasher) release() { <-h.slots }
+
+// Hash returns the PHC string of plain with a fresh random salt.
+func (h *Hasher) Hash(ctx context.Context, plain string) (string, error) {
+	salt := make([]byte, h.params.SaltLen)
+	if _, err := rand.Read(salt); err != nil {
+		return "", err
+	}
+	if err := h.acquire(ctx); err != nil {
+		return "", err
+	}
+	defer h.release()
+	return h.encode(salt, []byte(plain)), nil
+}
+
+func (h *Hasher) encode(salt, plain []byte) string {
+	p := h.params
+	key := argon2.IDKey(plain, salt, p.Iterations, p.MemoryKiB, p.Parallelism, p.KeyLen)
+	enc := base64.RawStdEncoding
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s",
+		argon2.Version, p.MemoryKiB, p.Iterations, p.Parallelism, enc.EncodeToString(salt), enc.EncodeToString(key))
+}
+
+// Verify reports whether plain matches the PHC string encoded, and whether
+// the hash used a weaker cost than the hasher's and should be replaced.
+func (h *Hasher) Verify(ctx context.Context, plain, encoded string) (ok, needsRehash bool, err error) {
+	p, salt, key, err := decode(encoded)
+	if err != nil {
+		return false, false, err
+	}
+	if err := h.acquire(ctx); err != nil {
+		return false, false, err
+	}
+	defer h.release()
+	got := argon2.IDKey([]byte(plain), salt, p.Iterations, p.MemoryKiB, p.Parallelism, uint32(len(key)))
+	ok = subtle.ConstantTimeCompare(got, key) == 1
+	weaker := p.MemoryKiB < h.params.MemoryKiB || p.Iterations < h.params.Iterations ||
+		p.Parallelism < h.params.Parallelism || uint32(len(key)) < h.params.KeyLen
+	return ok, ok && weaker, nil
+}
+
+// VerifyDummy spends the same time as Verify against a hash that matches
+// nothing, so an unknown account cannot be told from a wrong password.
+func (h *Hasher) VerifyDummy(ctx context.Context, plain string) {
+	_, _, _ = h.Verify(ctx, plain, h.dummy)
+}
+
+func decode(encoded string) (Params, []byte, []byte, error) {
+	parts := strings.Split(encoded, "$")
+	// "", "argon2id", "v=19", "m=..,t=..,p=..", salt, key
+	if len(parts) != 6 || parts[1] != "argon2id" {
+		return Params{}, nil, nil, ErrMalformedHash
+	}
+	var version int
+	if _, err := fmt.Sscanf(parts[2], "v=%d", &version); err != nil || version != argon2.Version {
+		return Params{}, nil, nil, ErrMalformedHash
+	}
+	var p Params
+	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &p.MemoryKiB, &p.Iterations, &p.Parallelism); err != nil {
+		return Params{}, nil, nil, ErrMalformedHash
+	}
+	if p.MemoryKiB == 0 || p.Iterations == 0 || p.Parallelism == 0 {
+		return Params{}, nil, nil, ErrMalformedHash
+	}
+	salt, err := base64.RawStdEncoding.DecodeString(parts[4])
+	if err != nil {
+		return Params{}, nil, nil, ErrMalformedHash
+	}
+	key, err := base64.RawStdEncoding.DecodeString(parts[5])
+	if err != nil || len(key) == 0 {
+		return Params{}, nil, nil, ErrMalformedHash
+	}
+	return p, salt, key, nil
+}

@@ -1,0 +1,287 @@
+package sqlstore_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/sqlstore"
+	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
+	"github.com/herald-vpn/herald/internal/storage"
+)
+
+// mustOpen opens and migrates a fresh database with a fixed clock.
+func mustOpen(t *testing.T, url string) (*sqlstore.DB, *time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sqlstore.Open(ctx, url, sqlstore.JobsConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	db.Now = func() time.Time { return now }
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return db, &now
+}
+
+func newAccount(id, email, code string) accounts.NewAccount {
+	return accounts.NewAccount{ID: id, Email: email, PasswordHash: "$argon2id$x", ReferralCode: code, Trial: 7 * 24 * time.Hour, ReferralBonus: 24 * time.Hour}
+}
+
+func TestConformance(t *testing.T) {
+	cases := []struct {
+		name string
+		fn   func(t *testing.T, db *sqlstore.DB, now *time.Time)
+	}{
+		{"MigrateTwiceIsANoOp", testMigrateTwice},
+		{"CreateAndFind", testCreateAndFind},
+		{"DuplicateEmailIsConflict", testDuplicateEmail},
+		{"ConcurrentSignupsOneWins", testConcurrentCreate},
+		{"ReferralAppliedOnce", testReferral},
+		{"UnknownReferralIgnored", testUnknownReferral},
+		{"SendLeaseIsExclusive", testSendLease},
+		{"SendStatsAndCodes", testSendStatsAndCodes},
+		{"AttemptCodeSpendsAttempts", testAttemptCode},
+		{"AttemptCodeExpired", testAttemptExpired},
+		{"SecretFirstWriterWins", testSecret},
+	}
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					t.Parallel()
+					db, now := mustOpen(t, sqlstoretest.NewURL(t, d))
+					c.fn(t, db, now)
+				})
+			}
+		})
+	}
+}
+
+func testCreateAndFind(t *testing.T, db *sqlstore.DB, now *time.Time) {
+	ctx := context.Background()
+	a, applied, err := db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
+	if err != nil || applied {
+		t.Fatalf("create: %v applied=%v", err, applied)
+	}
+	if a.Email != "a@example.com" || a.Verified() || a.Subscription.Plan != "trial" || !a.Subscription.ExpiresAt.Equal(now.Add(7*24*time.Hour)) {
+		t.Fatalf("unexpected account %+v", a)
+	}
+	b, err := db.AccountByEmail(ctx, "a@example.com")
+	if err != nil || b.ID != "id-1" || !b.CreatedAt.Equal(*now) {
+		t.Fatalf("by email: %+v %v", b, err)
+	}
+	if _, err := db.AccountByID(ctx, "nope"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("missing account: %v", err)
+	}
+}
+
+func testDuplicateEmail(t *testing.T, db *sqlstore.DB, _ *time.Time) {
+	ctx := context.Background()
+	if _, _, err := db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA")); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := db.CreateAccount(ctx, newAccount("id-2", "a@example.com", "BBBBBBBB"))
+	if !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("err = %v, want ErrConflict", err)
+	}
+	if _, err := db.AccountByID(ctx, "id-2"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatal("a failed create left a row behind")
+	}
+}
+
+func testConcurrentCreate(t *testing.T, db *sqlstore.DB, _ *time.Time) {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make([]error, 10)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, errs[i] = db.CreateAccount(ctx, newAccount("id-"+string(rune('a'+i)), "race@example.com", "CODE000"+string(rune('A'+i))))
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case !errors.Is(err, storage.ErrConflict):
+			t.Errorf("unexpected error %v", err)
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d creates succeeded, want 1", ok)
+	}
+}
+
+func testReferral(t *testing.T, db *sqlstore.DB, now *time.Time) {
+	ctx := context.Background()
+	db.CreateAccount(ctx, newAccount("ref", "ref@example.com", "REFCODE2"))
+	n := newAccount("new", "new@example.com", "NEWCODE2")
+	n.Referral = "REFCODE2"
+	a, applied, err := db.CreateAccount(ctx, n)
+	if err != nil || !applied {
+		t.Fatalf("applied=%v err=%v", applied, err)
+	}
+	want := now.Add(8 * 24 * time.Hour)
+	if !a.Subscription.ExpiresAt.Equal(want) {
+		t.Fatalf("new account expires %v, want %v", a.Subscription.ExpiresAt, want)
+	}
+	r, _ := db.AccountByID(ctx, "ref")
+	if !r.Subscription.ExpiresAt.Equal(want) {
+		t.Fatalf("referrer expires %v, want %v", r.Subscription.ExpiresAt, want)
+	}
+}
+
+func testUnknownReferral(t *testing.T, db *sqlstore.DB, now *time.Time) {
+	n := newAccount("new", "new@example.com", "NEWCODE2")
+	n.Referral = "NOSUCHCD"
+	a, applied, err := db.CreateAccount(context.Background(), n)
+	if err != nil || applied || !a.Subscription.ExpiresAt.Equal(now.Add(7*24*time.Hour)) {
+		t.Fatalf("applied=%v err=%v expires=%v", applied, err, a.Subscription.ExpiresAt)
+	}
+}
+
+func testSendLease(t *testing.T, db *sqlstore.DB, now *time.Time) {
+	ctx := context.Background()
+	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	won := 0
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ok, err := db.AcquireSendLease(ctx, "id-1", accounts.PurposeVerify, now.Add(time.Minute))
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				mu.Lock()
+				won++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if won != 1 {
+		t.Fatalf("%d leases granted, want 1", won)
+	}
+	if ok, _ := db.AcquireSendLease(ctx, "id-1", accounts.PurposeReset, now.Add(time.Minute)); !ok {
+		t.Fatal("a lease of another purpose was refused")
+	}
+	*now = now.Add(2 * time.Minute) // the holder crashed; its lease lapses
+	if ok, _ := db.AcquireSendLease(ctx, "id-1", accounts.PurposeVerify, now.Add(time.Minute)); !ok {
+		t.Fatal("an expired lease was not taken over")
+	}
+	db.ReleaseSendLease(ctx, "id-1", accounts.PurposeVerify)
+	if ok, _ := db.AcquireSendLease(ctx, "id-1", accounts.PurposeVerify, now.Add(time.Minute)); !ok {
+		t.Fatal("a released lease was refused")
+	}
+}
+
+func testSendStatsAndCodes(t *testing.T, db *sqlstore.DB, now *time.Time) {
+	ctx := context.Background()
+	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
+	start := *now
+	send := func(requested bool) {
+		if err := db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeVerify, Hash: []byte{1}, ExpiresAt: now.Add(time.Minute), Attempts: 5, Requested: requested}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(false)
+	*now = now.Add(10 * time.Minute)
+	send(true)
+	*now = now.Add(10 * time.Minute)
+	send(true)
+	st, err := db.SendStats(ctx, "id-1", accounts.PurposeVerify, start.Add(5*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.RequestedInWindow != 2 || !st.OldestInWindow.Equal(start.Add(10*time.Minute)) || !st.LastRequested.Equal(*now) || !st.LastSent.Equal(*now) {
+		t.Fatalf("stats %+v", st)
+	}
+	st, _ = db.SendStats(ctx, "id-1", accounts.PurposeVerify, start.Add(15*time.Minute))
+	if st.RequestedInWindow != 1 {
+		t.Fatalf("window stats %+v", st)
+	}
+	st, _ = db.SendStats(ctx, "id-1", accounts.PurposeReset, start)
+	if st != (accounts.SendStats{}) {
+		t.Fatalf("other purpose stats %+v", st)
+	}
+}
+
+func testAttemptCode(t *testing.T, db *sqlstore.DB, now *time.Time) {
+	ctx := context.Background()
+	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
+	res, err := db.AttemptCode(ctx, "id-1", accounts.PurposeVerify, func([]byte) bool { return true }, accounts.CodeEffect{MarkVerified: true})
+	if err != nil || res.Found {
+		t.Fatalf("no code yet: %+v %v", res, err)
+	}
+	db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeVerify, Hash: []byte("old"), ExpiresAt: now.Add(time.Minute), Attempts: 3})
+	db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeVerify, Hash: []byte("right"), ExpiresAt: now.Add(time.Minute), Attempts: 3})
+	match := func(h []byte) bool { return bytes.Equal(h, []byte("right")) }
+	old := func(h []byte) bool { return bytes.Equal(h, []byte("old")) }
+	for want := 2; want >= 0; want-- {
+		res, _ := db.AttemptCode(ctx, "id-1", accounts.PurposeVerify, old, accounts.CodeEffect{MarkVerified: true})
+		if !res.Found || res.Matched || res.AttemptsLeft != want {
+			t.Fatalf("wrong attempt: %+v, want %d left", res, want)
+		}
+	}
+	res, _ = db.AttemptCode(ctx, "id-1", accounts.PurposeVerify, match, accounts.CodeEffect{MarkVerified: true})
+	if res.Matched {
+		t.Fatal("a code with no attempts left was accepted")
+	}
+	db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeVerify, Hash: []byte("right"), ExpiresAt: now.Add(time.Minute), Attempts: 3})
+	res, _ = db.AttemptCode(ctx, "id-1", accounts.PurposeVerify, match, accounts.CodeEffect{MarkVerified: true})
+	if !res.Matched {
+		t.Fatalf("right code refused: %+v", res)
+	}
+	a, _ := db.AccountByID(ctx, "id-1")
+	if !a.Verified() || !a.EmailVerifiedAt.Equal(*now) {
+		t.Fatalf("not verified: %+v", a)
+	}
+	res, _ = db.AttemptCode(ctx, "id-1", accounts.PurposeVerify, match, accounts.CodeEffect{MarkVerified: true})
+	if res.Found {
+		t.Fatal("a used code is still there")
+	}
+}
+
+func testAttemptExpired(t *testing.T, db *sqlstore.DB, now *time.Time) {
+	ctx := context.Background()
+	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
+	db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeVerify, Hash: []byte("right"), ExpiresAt: now.Add(time.Minute), Attempts: 5})
+	*now = now.Add(time.Minute)
+	res, err := db.AttemptCode(ctx, "id-1", accounts.PurposeVerify, func([]byte) bool { return true }, accounts.CodeEffect{MarkVerified: true})
+	if err != nil || !res.Expired || res.Matched {
+		t.Fatalf("%+v %v", res, err)
+	}
+}
+
+func testSecret(t *testing.T, db *sqlstore.DB, _ *time.Time) {
+	ctx := context.Background()
+	first, err := db.Secret(ctx, "k", func() ([]byte, error) { return []byte("one"), nil })
+	if err != nil || string(first) != "one" {
+		t.Fatalf("%q %v", first, err)
+	}
+	second, _ := db.Secret(ctx, "k", func() ([]byte, error) { return []byte("two"), nil })
+	if string(second) != "one" {
+		t.Fatalf("secret changed to %q", second)
+	}
+}
+
+func testMigrateTwice(t *testing.T, db *sqlstore.DB, _ *time.Time) {
+	applied, err := db.Migrate(context.Background())
+	if err != nil || len(applied) != 0 {
+		t.Fatalf("second migrate applied %v, err %v", applied, err)
+	}
+}
