@@ -1,0 +1,125 @@
+package telegram
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Clock abstracts time so Pacer can be tested without real sleeping.
+type Clock interface {
+	Now() time.Time
+	// Sleep waits for d or until ctx is done, returning ctx.Err() then.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// PacerConfig tunes a Pacer; zero fields take Telegram's published limits.
+type PacerConfig struct {
+	PerChat time.Duration // minimum gap between sends to one chat; default 1s
+	Global  time.Duration // minimum gap between any two sends; default ~33.3ms (30/s)
+	Clock   Clock         // default: real time
+}
+
+// Pacer spaces outgoing sends so the bot stays under Telegram's limits
+// (about 1 message/second per chat, 30/second overall). Callers wait for a
+// slot rather than being refused. Safe for concurrent use.
+type Pacer struct {
+	perChat, global time.Duration
+	clock           Clock
+
+	mu         sync.Mutex
+	globalNext time.Time            // earliest time of the next send overall
+	chatNext   map[string]time.Time // earliest time of the next send per chat
+	calls      int
+}
+
+// NewPacer returns a Pacer with cfg's limits.
+func NewPacer(cfg PacerConfig) *Pacer {
+	if cfg.PerChat <= 0 {
+		cfg.PerChat = time.Second
+	}
+	if cfg.Global <= 0 {
+		// Rounded up so 30 slots never fit inside one second.
+		cfg.Global = (time.Second + 29) / 30
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = realClock{}
+	}
+	return &Pacer{perChat: cfg.PerChat, global: cfg.Global, clock: cfg.Clock,
+		chatNext: make(map[string]time.Time)}
+}
+
+// Wait blocks until a send to chatID may go out, or ctx is done. Slots are
+// reserved in call order, so concurrent callers are served fairly; a slot
+// abandoned by a cancelled caller is simply left unused.
+func (p *Pacer) Wait(ctx context.Context, chatID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	now := p.clock.Now()
+	at := now
+	if p.globalNext.After(at) {
+		at = p.globalNext
+	}
+	if n, ok := p.chatNext[chatID]; ok && n.After(at) {
+		at = n
+	}
+	p.globalNext = at.Add(p.global)
+	p.chatNext[chatID] = at.Add(p.perChat)
+	p.calls++
+	if p.calls%1024 == 0 {
+		p.prune(now)
+	}
+	p.mu.Unlock()
+
+	if d := at.Sub(now); d > 0 {
+		return p.clock.Sleep(ctx, d)
+	}
+	return nil
+}
+
+// Pause delays future sends to chatID by at least d from now, or all sends
+// when chatID is "" – use it with the RetryAfter of a 429.
+func (p *Pacer) Pause(chatID string, d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	until := p.clock.Now().Add(d)
+	if chatID == "" {
+		if until.After(p.globalNext) {
+			p.globalNext = until
+		}
+		return
+	}
+	if until.After(p.chatNext[chatID]) {
+		p.chatNext[chatID] = until
+	}
+}
+
+// prune forgets chats whose next slot has passed so the map stays bounded
+// by the chats active in the last PerChat interval. Caller holds mu.
+func (p *Pacer) prune(now time.Time) {
+	for id, t := range p.chatNext {
+		if !t.After(now) {
+			delete(p.chatNext, id)
+		}
+	}
+}
