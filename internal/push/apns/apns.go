@@ -1,0 +1,267 @@
+// Package apns sends push notifications to Apple devices over HTTP/2 with
+// token-based (.p8, ES256 JWT) authentication, using
+// github.com/sideshow/apns2 for request construction and JWT refresh.
+//
+// # Payload
+//
+// A notification with a title or body becomes an alert push:
+//
+//	{"aps":{"alert":{"title":…,"body":…}}, <data keys…>}
+//
+// sent with apns-push-type alert and priority 10. With neither title nor
+// body it becomes a silent background push ({"aps":{"content-available":1}},
+// push type background, priority 5), mirroring FCM data-only messages.
+// push.Notification.Data entries are placed at the top level with their
+// JSON types kept (no string conversion, unlike FCM); a data key "aps" is
+// ignored because APNs reserves it. Data that cannot be JSON-encoded fails
+// the send with push.Other (reason InvalidData).
+//
+// # Errors
+//
+// All errors are *push.Error with Provider "apns" and Reason the APNs reason
+// string (BadDeviceToken, Unregistered, ...). APNs sends no Retry-After, so
+// RetryAfter is always 0 and callers fall back to their backoff. Local
+// reasons: Transport (Retryable), TLS (Fatal), Canceled (Other),
+// InvalidData (Other), EmptyToken (DeadToken).
+package apns
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/sideshow/apns2"
+	"github.com/sideshow/apns2/token"
+	"golang.org/x/net/http2"
+
+	"github.com/herald-vpn/herald/internal/push"
+)
+
+const providerName = "apns"
+
+// Client is an APNs push.Provider. It is safe for concurrent use and should
+// be shared: Apple treats connection churn as abuse, and the provider JWT
+// is cached and refreshed before its one-hour lifetime ends.
+type Client struct {
+	c     *apns2.Client
+	topic string
+}
+
+var _ push.Provider = (*Client)(nil)
+
+// Option customises New.
+type Option func(*options)
+
+type options struct {
+	tlsConfig  *tls.Config
+	httpClient *http.Client
+}
+
+// WithTLSConfig sets the TLS configuration of the default HTTP/2 transport,
+// e.g. RootCAs trusting a test server.
+func WithTLSConfig(cfg *tls.Config) Option {
+	return func(o *options) { o.tlsConfig = cfg }
+}
+
+// WithHTTPClient replaces the HTTP client entirely. It must speak HTTP/2.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(o *options) { o.httpClient = hc }
+}
+
+// New builds a Client from a .p8 auth key (PEM, PKCS#8 EC P-256) and its
+// Key ID, the Apple Team ID and the topic (app bundle ID).
+//
+// endpoint: "" or "production" → api.push.apple.com; "sandbox" or
+// "development" → api.sandbox.push.apple.com; anything else is used as the
+// base URL (tests).
+func New(keyP8 []byte, keyID, teamID, topic, endpoint string, opts ...Option) (*Client, error) {
+	if keyID == "" || teamID == "" || topic == "" {
+		return nil, errors.New("apns: keyID, teamID and topic are required")
+	}
+	host, err := resolveEndpoint(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	authKey, err := token.AuthKeyFromBytes(keyP8)
+	if err != nil {
+		return nil, fmt.Errorf("apns: parse .p8 key: %w", err)
+	}
+	tok := &token.Token{AuthKey: authKey, KeyID: keyID, TeamID: teamID}
+	// Sign once now: apns2 ignores signing errors later, so surface them here.
+	if _, err := tok.Generate(); err != nil {
+		return nil, fmt.Errorf("apns: sign provider token: %w", err)
+	}
+
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	c := apns2.NewTokenClient(tok)
+	c.Host = host
+	if o.httpClient != nil {
+		c.HTTPClient = o.httpClient
+	} else {
+		// Our own transport instead of apns2's, which depends on package-level
+		// dial settings and cannot take a TLS config for token clients.
+		c.HTTPClient = NewHTTPClient(o.tlsConfig)
+	}
+	return &Client{c: c, topic: topic}, nil
+}
+
+// NewHTTPClient returns the HTTP/2 client New uses by default
+// (golang.org/x/net/http2, as apns2 itself uses): long-lived, ping-checked
+// connections multiplexing many pushes each; concurrent first requests share
+// one dial (net/http would open one TLS connection per request, which Apple
+// treats as abuse), and more connections open only when APNs's stream limit
+// is reached. cfg may be nil.
+func NewHTTPClient(cfg *tls.Config) *http.Client {
+	if cfg == nil {
+		cfg = &tls.Config{}
+	} else {
+		cfg = cfg.Clone()
+	}
+	if cfg.MinVersion == 0 {
+		cfg.MinVersion = tls.VersionTLS12
+	}
+	tr := &http2.Transport{
+		TLSClientConfig: cfg,
+		ReadIdleTimeout: 15 * time.Second,
+		PingTimeout:     15 * time.Second,
+		IdleConnTimeout: 10 * time.Minute,
+	}
+	// Timeout backs up callers that pass a context without deadline.
+	return &http.Client{Transport: tr, Timeout: 60 * time.Second}
+}
+
+func resolveEndpoint(endpoint string) (string, error) {
+	switch strings.ToLower(endpoint) {
+	case "", "production":
+		return apns2.HostProduction, nil
+	case "sandbox", "development":
+		return apns2.HostDevelopment, nil
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return "", fmt.Errorf("apns: invalid endpoint %q", endpoint)
+	}
+	return strings.TrimRight(endpoint, "/"), nil
+}
+
+// Topic returns the apns-topic (bundle ID) used for every push.
+func (c *Client) Topic() string { return c.topic }
+
+// Send delivers n to the device token t.Token.
+func (c *Client) Send(ctx context.Context, t push.Target, n push.Notification) error {
+	if t.Token == "" {
+		return &push.Error{Kind: push.DeadToken, Provider: providerName, Reason: "EmptyToken"}
+	}
+	payload, background, err := BuildPayload(n)
+	if err != nil {
+		return &push.Error{Kind: push.Other, Provider: providerName, Reason: "InvalidData", Err: err}
+	}
+	note := &apns2.Notification{
+		DeviceToken: t.Token,
+		Topic:       c.topic,
+		Payload:     payload, // pre-encoded, so apns2 errors are transport errors only
+		PushType:    apns2.PushTypeAlert,
+		Priority:    apns2.PriorityHigh,
+	}
+	if background {
+		note.PushType = apns2.PushTypeBackground
+		note.Priority = apns2.PriorityLow // APNs rejects priority 10 for background pushes
+	}
+	resp, err := c.c.PushWithContext(ctx, note)
+	if err != nil {
+		return transportError(ctx, err)
+	}
+	if resp.Sent() {
+		return nil
+	}
+	return &push.Error{
+		Kind:     kindOf(resp.StatusCode, resp.Reason),
+		Provider: providerName,
+		Reason:   resp.Reason,
+		Status:   resp.StatusCode,
+	}
+}
+
+// BuildPayload returns the JSON payload for n and whether it is a silent
+// background push (see the package documentation).
+func BuildPayload(n push.Notification) (payload []byte, background bool, err error) {
+	body := make(map[string]any, len(n.Data)+1)
+	for k, v := range n.Data {
+		if k != "aps" {
+			body[k] = v
+		}
+	}
+	if n.Title == "" && n.Body == "" {
+		body["aps"] = map[string]any{"content-available": 1}
+		background = true
+	} else {
+		alert := map[string]string{}
+		if n.Title != "" {
+			alert["title"] = n.Title
+		}
+		if n.Body != "" {
+			alert["body"] = n.Body
+		}
+		body["aps"] = map[string]any{"alert": alert}
+	}
+	payload, err = json.Marshal(body)
+	return payload, background, err
+}
+
+func transportError(ctx context.Context, err error) error {
+	pe := &push.Error{Kind: push.Retryable, Provider: providerName, Reason: "Transport", Err: err}
+	switch {
+	case ctx.Err() != nil:
+		// The caller gave up; not a provider failure.
+		pe.Kind, pe.Reason = push.Other, "Canceled"
+	case isTLSConfigError(err):
+		// Certificate problems do not heal by retrying.
+		pe.Kind, pe.Reason = push.Fatal, "TLS"
+	}
+	return pe
+}
+
+func isTLSConfigError(err error) bool {
+	if _, ok := errors.AsType[*tls.CertificateVerificationError](err); ok {
+		return true
+	}
+	_, ok := errors.AsType[tls.RecordHeaderError](err) // server is not TLS
+	return ok
+}
+
+// kindOf maps an APNs status and reason to a push.Kind; reasons take
+// precedence, the status is the fallback for reasons this table lacks.
+func kindOf(status int, reason string) push.Kind {
+	switch reason {
+	case apns2.ReasonBadDeviceToken, apns2.ReasonDeviceTokenNotForTopic,
+		apns2.ReasonUnregistered, apns2.ReasonExpiredToken:
+		return push.DeadToken
+	case apns2.ReasonTooManyRequests, apns2.ReasonTooManyProviderTokenUpdates,
+		apns2.ReasonInternalServerError, apns2.ReasonServiceUnavailable,
+		apns2.ReasonShutdown, apns2.ReasonIdleTimeout:
+		return push.Retryable
+	case apns2.ReasonInvalidProviderToken, apns2.ReasonExpiredProviderToken,
+		apns2.ReasonMissingProviderToken, apns2.ReasonBadTopic,
+		apns2.ReasonTopicDisallowed, apns2.ReasonMissingTopic, apns2.ReasonForbidden,
+		apns2.ReasonBadCertificate, apns2.ReasonBadCertificateEnvironment:
+		return push.Fatal
+	}
+	switch {
+	case status == http.StatusGone:
+		return push.DeadToken
+	case status == http.StatusForbidden:
+		return push.Fatal
+	case status == http.StatusTooManyRequests || status >= 500:
+		return push.Retryable
+	}
+	return push.Other
+}

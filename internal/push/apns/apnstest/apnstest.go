@@ -1,0 +1,427 @@
+// Package apnstest is an in-process HTTP/2 TLS fake of the APNs provider
+// API (POST /3/device/{token}) for tests of code that sends through
+// internal/push/apns.
+//
+// Typical use:
+//
+//	srv := apnstest.NewServer(t)
+//	key := srv.NewKey("KEYID12345", "TEAMID1234")
+//	c, err := apns.New(key, "KEYID12345", "TEAMID1234", srv.Topic, srv.URL,
+//		apns.WithTLSConfig(srv.TLSConfig()))
+//	srv.Fail("dead-token", -1, apnstest.Unregistered())
+//
+// The fake checks the provider JWT (ES256, kid registered via NewKey or
+// AddKey, iss = that key's team, iat within the last hour), the apns-topic
+// header and HTTP/2. All methods are safe for concurrent use.
+package apnstest
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// DefaultTopic is the topic NewServer expects unless WithTopic is given.
+const DefaultTopic = "com.herald.test"
+
+// maxPayload is APNs's limit for regular pushes.
+const maxPayload = 4096
+
+// Fault is a scripted APNs error answer.
+type Fault struct {
+	Status int    // HTTP status, e.g. 410
+	Reason string // APNs reason, e.g. "Unregistered"
+	// Timestamp is sent (as ms since epoch) for 410 answers; zero means now.
+	Timestamp time.Time
+}
+
+// BadDeviceToken is a 400 for a malformed or wrong-environment token.
+func BadDeviceToken() Fault { return Fault{Status: 400, Reason: "BadDeviceToken"} }
+
+// DeviceTokenNotForTopic is a 400 for a token of another app.
+func DeviceTokenNotForTopic() Fault { return Fault{Status: 400, Reason: "DeviceTokenNotForTopic"} }
+
+// Unregistered is a 410 for an uninstalled app.
+func Unregistered() Fault { return Fault{Status: 410, Reason: "Unregistered"} }
+
+// ExpiredToken is a 410 for an expired device token.
+func ExpiredToken() Fault { return Fault{Status: 410, Reason: "ExpiredToken"} }
+
+// TooManyRequests is a 429 for pushing too often to one device.
+func TooManyRequests() Fault { return Fault{Status: 429, Reason: "TooManyRequests"} }
+
+// InternalServerError is a 500.
+func InternalServerError() Fault { return Fault{Status: 500, Reason: "InternalServerError"} }
+
+// ServiceUnavailable is a 503.
+func ServiceUnavailable() Fault { return Fault{Status: 503, Reason: "ServiceUnavailable"} }
+
+// Shutdown is a 503 sent while APNs drains a connection.
+func Shutdown() Fault { return Fault{Status: 503, Reason: "Shutdown"} }
+
+// InvalidProviderToken is a 403 for a JWT APNs cannot verify.
+func InvalidProviderToken() Fault { return Fault{Status: 403, Reason: "InvalidProviderToken"} }
+
+// ExpiredProviderToken is a 403 for a JWT older than an hour.
+func ExpiredProviderToken() Fault { return Fault{Status: 403, Reason: "ExpiredProviderToken"} }
+
+// Message is one push the fake accepted.
+type Message struct {
+	Token    string
+	Topic    string
+	PushType string
+	Priority int
+	ApnsID   string
+	Title    string // aps.alert.title
+	Body     string // aps.alert.body
+	// Payload is the whole decoded JSON body (aps plus custom keys).
+	Payload map[string]any
+}
+
+// Option configures NewServer.
+type Option func(*Server)
+
+// WithTopic sets the apns-topic the fake accepts.
+func WithTopic(topic string) Option { return func(s *Server) { s.Topic = topic } }
+
+// Server is the fake.
+type Server struct {
+	URL   string
+	Topic string
+
+	srv   *httptest.Server
+	conns atomic.Int64 // accepted TCP connections
+
+	mu        sync.Mutex
+	keys      map[string]teamKey // by key ID
+	verified  map[string]string  // JWT → key ID, to skip re-verifying ECDSA
+	scripts   map[string]*script
+	messages  []Message
+	delivered map[string]int
+	attempts  map[string]int
+	down      bool
+	seq       int
+}
+
+type teamKey struct {
+	pub  *ecdsa.PublicKey
+	team string
+}
+
+type script struct {
+	remaining int // < 0: forever
+	fault     Fault
+}
+
+// NewServer starts an HTTP/2 TLS fake closed by t.Cleanup.
+func NewServer(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	s := &Server{
+		Topic:     DefaultTopic,
+		keys:      map[string]teamKey{},
+		verified:  map[string]string{},
+		scripts:   map[string]*script{},
+		delivered: map[string]int{},
+		attempts:  map[string]int{},
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /3/device/{token}", s.handlePush)
+	s.srv = httptest.NewUnstartedServer(mux)
+	s.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.conns.Add(1)
+		}
+	}
+	s.srv.EnableHTTP2 = true
+	s.srv.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 1000} // like APNs
+	s.srv.StartTLS()
+	s.URL = s.srv.URL
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// Connections counts TCP connections accepted so far; HTTP/2 clients
+// should need very few even for large concurrent bursts.
+func (s *Server) Connections() int { return int(s.conns.Load()) }
+
+// Close shuts the server down (also done by t.Cleanup).
+func (s *Server) Close() { s.srv.Close() }
+
+// CertPool trusts the fake's certificate.
+func (s *Server) CertPool() *x509.CertPool {
+	pool := x509.NewCertPool()
+	pool.AddCert(s.srv.Certificate())
+	return pool
+}
+
+// TLSConfig trusts the fake; pass it to apns.WithTLSConfig.
+func (s *Server) TLSConfig() *tls.Config { return &tls.Config{RootCAs: s.CertPool()} }
+
+// GenerateKey returns a fresh ES256 (P-256) key as .p8 PEM (PKCS#8,
+// "PRIVATE KEY"), the format Apple issues.
+func GenerateKey() (p8 []byte, pub *ecdsa.PublicKey, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), &key.PublicKey, nil
+}
+
+// AddKey makes the fake accept JWTs signed by pub with this kid and team.
+func (s *Server) AddKey(keyID, teamID string, pub *ecdsa.PublicKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keys[keyID] = teamKey{pub: pub, team: teamID}
+}
+
+// NewKey generates a .p8 key, registers it for keyID/teamID and returns it.
+func (s *Server) NewKey(keyID, teamID string) []byte {
+	p8, pub, err := GenerateKey()
+	if err != nil {
+		panic(fmt.Sprintf("apnstest: generate key: %v", err))
+	}
+	s.AddKey(keyID, teamID, pub)
+	return p8
+}
+
+// Fail makes the next times pushes to token fail with f (times < 0: every
+// push; 0 clears the script). Afterwards pushes to token succeed again.
+func (s *Server) Fail(token string, times int, f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if times == 0 {
+		delete(s.scripts, token)
+		return
+	}
+	s.scripts[token] = &script{remaining: times, fault: f}
+}
+
+// SetDown makes every push answer 503 ServiceUnavailable while on.
+func (s *Server) SetDown(down bool) {
+	s.mu.Lock()
+	s.down = down
+	s.mu.Unlock()
+}
+
+// Messages returns a copy of every accepted push, in arrival order.
+func (s *Server) Messages() []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Message(nil), s.messages...)
+}
+
+// MessagesFor returns the accepted pushes for one device token.
+func (s *Server) MessagesFor(token string) []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Message
+	for _, m := range s.messages {
+		if m.Token == token {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Delivered counts accepted pushes for token.
+func (s *Server) Delivered(token string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.delivered[token]
+}
+
+// Attempts counts authenticated pushes for token, failed or not.
+func (s *Server) Attempts(token string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.attempts[token]
+}
+
+// TotalDelivered counts all accepted pushes.
+func (s *Server) TotalDelivered() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.messages)
+}
+
+func (s *Server) handlePush(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor != 2 {
+		writeReason(w, Fault{Status: http.StatusHTTPVersionNotSupported, Reason: "HTTP2Required"})
+		return
+	}
+	token := r.PathValue("token")
+	raw, err := io.ReadAll(io.LimitReader(r.Body, maxPayload+1))
+	if err != nil {
+		writeReason(w, Fault{Status: 400, Reason: "BadPayload"})
+		return
+	}
+	if f := s.checkAuth(r.Header.Get("authorization")); f != nil {
+		writeReason(w, *f)
+		return
+	}
+	topic := r.Header.Get("apns-topic")
+	switch {
+	case topic == "":
+		writeReason(w, Fault{Status: 400, Reason: "MissingTopic"})
+		return
+	case topic != s.Topic:
+		writeReason(w, Fault{Status: 400, Reason: "TopicDisallowed"})
+		return
+	case len(raw) == 0:
+		writeReason(w, Fault{Status: 400, Reason: "PayloadEmpty"})
+		return
+	case len(raw) > maxPayload:
+		writeReason(w, Fault{Status: 413, Reason: "PayloadTooLarge"})
+		return
+	}
+	var payload map[string]any
+	if err := json.Unmarshal(raw, &payload); err != nil {
+		writeReason(w, Fault{Status: 400, Reason: "BadPayload"})
+		return
+	}
+	prio, _ := strconv.Atoi(r.Header.Get("apns-priority"))
+	id := r.Header.Get("apns-id")
+	if id == "" {
+		id = newUUID()
+	}
+
+	s.mu.Lock()
+	s.attempts[token]++
+	var fault *Fault
+	if s.down {
+		f := ServiceUnavailable()
+		fault = &f
+	} else if sc := s.scripts[token]; sc != nil {
+		f := sc.fault
+		fault = &f
+		if sc.remaining > 0 {
+			sc.remaining--
+			if sc.remaining == 0 {
+				delete(s.scripts, token)
+			}
+		}
+	}
+	if fault == nil {
+		m := Message{Token: token, Topic: topic, PushType: r.Header.Get("apns-push-type"), Priority: prio, ApnsID: id, Payload: payload}
+		if aps, ok := payload["aps"].(map[string]any); ok {
+			if alert, ok := aps["alert"].(map[string]any); ok {
+				m.Title, _ = alert["title"].(string)
+				m.Body, _ = alert["body"].(string)
+			}
+		}
+		s.messages = append(s.messages, m)
+		s.delivered[token]++
+	}
+	s.mu.Unlock()
+
+	w.Header().Set("apns-id", id)
+	if fault != nil {
+		writeReason(w, *fault)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// checkAuth validates "bearer <ES256 JWT>" as APNs does for token auth.
+func (s *Server) checkAuth(h string) *Fault {
+	jwt, ok := strings.CutPrefix(h, "bearer ")
+	if !ok || jwt == "" {
+		return &Fault{Status: 403, Reason: "MissingProviderToken"}
+	}
+	parts := strings.Split(jwt, ".")
+	if len(parts) != 3 {
+		return &Fault{Status: 403, Reason: "InvalidProviderToken"}
+	}
+	var hdr struct {
+		Alg string `json:"alg"`
+		Kid string `json:"kid"`
+	}
+	var claims struct {
+		Iss string `json:"iss"`
+		Iat int64  `json:"iat"`
+	}
+	if decodeSegment(parts[0], &hdr) != nil || decodeSegment(parts[1], &claims) != nil {
+		return &Fault{Status: 403, Reason: "InvalidProviderToken"}
+	}
+	s.mu.Lock()
+	key, known := s.keys[hdr.Kid]
+	_, cached := s.verified[jwt]
+	s.mu.Unlock()
+	if !known || hdr.Alg != "ES256" || claims.Iss != key.team {
+		return &Fault{Status: 403, Reason: "InvalidProviderToken"}
+	}
+	if iat := time.Unix(claims.Iat, 0); time.Since(iat) > time.Hour {
+		return &Fault{Status: 403, Reason: "ExpiredProviderToken"}
+	}
+	if cached {
+		return nil
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil || len(sig) != 64 {
+		return &Fault{Status: 403, Reason: "InvalidProviderToken"}
+	}
+	sum := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
+	rr, ss := new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])
+	if !ecdsa.Verify(key.pub, sum[:], rr, ss) {
+		return &Fault{Status: 403, Reason: "InvalidProviderToken"}
+	}
+	s.mu.Lock()
+	s.verified[jwt] = hdr.Kid
+	s.mu.Unlock()
+	return nil
+}
+
+func writeReason(w http.ResponseWriter, f Fault) {
+	body := map[string]any{"reason": f.Reason}
+	if f.Status == http.StatusGone {
+		ts := f.Timestamp
+		if ts.IsZero() {
+			ts = time.Now()
+		}
+		body["timestamp"] = ts.UnixMilli()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(f.Status)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+func decodeSegment(seg string, v any) error {
+	b, err := base64.RawURLEncoding.DecodeString(seg)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}

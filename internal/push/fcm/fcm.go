@@ -1,0 +1,306 @@
+// Package fcm sends push notifications through the Firebase Cloud Messaging
+// HTTP v1 API (POST {endpoint}/v1/projects/{project}/messages:send),
+// authenticating with a Google service-account JSON via OAuth2.
+//
+// # Data encoding
+//
+// FCM only accepts string values in message.data. push.Notification.Data
+// values are therefore converted: a string is sent unchanged; every other
+// value (numbers, bools, nil, maps/objects, slices/arrays, structs) is sent
+// as its JSON text, e.g. 42 → "42", true → "true",
+// map[string]any{"a":1} → `{"a":1}`. Apps must JSON-decode non-string
+// fields. A value that cannot be JSON-encoded fails the send with
+// push.Other (reason InvalidData).
+//
+// When Title and Body are both empty no "notification" block is sent, which
+// makes it a data-only message.
+//
+// # Errors
+//
+// All errors are *push.Error with Provider "fcm". Reason is the FcmError
+// errorCode when present (UNREGISTERED, SENDER_ID_MISMATCH, ...), otherwise
+// the google.rpc status (INVALID_ARGUMENT, UNAUTHENTICATED, ...). Local
+// reasons: TOKEN_ENDPOINT (OAuth2 token fetch failed: Fatal, or Retryable
+// for 408/429/500/503), Transport (Retryable), TLS (Fatal), Canceled
+// (Other), InvalidData (Other), EmptyToken (DeadToken).
+package fcm
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/google"
+
+	"github.com/herald-vpn/herald/internal/push"
+)
+
+const (
+	// DefaultEndpoint is the production FCM API.
+	DefaultEndpoint = "https://fcm.googleapis.com"
+	// Scope is the OAuth2 scope FCM HTTP v1 requires.
+	Scope = "https://www.googleapis.com/auth/firebase.messaging"
+
+	providerName = "fcm"
+	// tokenFetchTimeout bounds OAuth2 token requests, which do not see the
+	// caller's ctx (the oauth2 token source keeps its own context).
+	tokenFetchTimeout = 30 * time.Second
+	// maxErrorBody limits how much of an error response we read.
+	maxErrorBody = 64 << 10
+)
+
+// Client is an FCM HTTP v1 push.Provider. It is safe for concurrent use and
+// should be shared: it keeps HTTP/2 connections and the access token alive.
+type Client struct {
+	httpClient *http.Client
+	tokens     oauth2.TokenSource
+	sendURL    string
+	projectID  string
+}
+
+var _ push.Provider = (*Client)(nil)
+
+// New builds a Client from a service-account JSON key.
+//
+// projectID defaults to project_id in the key; endpoint defaults to
+// DefaultEndpoint; httpClient defaults to NewHTTPClient(nil). The OAuth2
+// token is fetched lazily from the key's token_uri using httpClient's
+// transport, so tests can point token_uri at a fake. ctx only carries
+// values for token fetches; its cancellation is ignored so the Client
+// outlives it.
+func New(ctx context.Context, credentialsJSON []byte, projectID, endpoint string, httpClient *http.Client) (*Client, error) {
+	if httpClient == nil {
+		httpClient = NewHTTPClient(nil)
+	}
+	tokenHTTP := &http.Client{Transport: httpClient.Transport, Timeout: tokenFetchTimeout}
+	tctx := context.WithValue(context.WithoutCancel(ctx), oauth2.HTTPClient, tokenHTTP)
+	// Typed loader: only service-account keys are accepted, as recommended
+	// over the deprecated untyped CredentialsFromJSON.
+	creds, err := google.CredentialsFromJSONWithType(tctx, credentialsJSON, google.ServiceAccount, Scope)
+	if err != nil {
+		return nil, fmt.Errorf("fcm: parse credentials: %w", err)
+	}
+	// The oauth2 library parses the key only at the first token fetch;
+	// parse it now so a broken key fails at startup, not mid-broadcast.
+	if err := checkPrivateKey(credentialsJSON); err != nil {
+		return nil, fmt.Errorf("fcm: credentials: %w", err)
+	}
+	if projectID == "" {
+		projectID = creds.ProjectID
+	}
+	if projectID == "" {
+		return nil, errors.New("fcm: no project ID given and none in credentials")
+	}
+	if endpoint == "" {
+		endpoint = DefaultEndpoint
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return nil, fmt.Errorf("fcm: invalid endpoint %q", endpoint)
+	}
+	return &Client{
+		httpClient: httpClient,
+		tokens:     creds.TokenSource,
+		sendURL:    strings.TrimRight(endpoint, "/") + "/v1/projects/" + url.PathEscape(projectID) + "/messages:send",
+		projectID:  projectID,
+	}, nil
+}
+
+// ProjectID returns the Firebase project messages are sent for.
+func (c *Client) ProjectID() string { return c.projectID }
+
+// NewHTTPClient returns the HTTP client New uses by default, tuned for many
+// concurrent sends to one host. https URLs go over HTTP/2
+// (golang.org/x/net/http2): concurrent first requests share one dial instead
+// of each opening a TLS connection (net/http's behaviour, golang/go#13957),
+// further connections open only when a connection's stream limit is reached,
+// and idle connections are health-checked with pings. Plain http URLs (test
+// fakes) use HTTP/1.1 keep-alive with at most 64 connections.
+// rootCAs nil means the system roots; tests pass the fake's pool.
+// Proxies from the environment are honoured for http URLs only.
+func NewHTTPClient(rootCAs *x509.CertPool) *http.Client {
+	h2 := &http2.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: rootCAs, MinVersion: tls.VersionTLS12},
+		ReadIdleTimeout: 30 * time.Second,
+		PingTimeout:     15 * time.Second,
+		IdleConnTimeout: 90 * time.Second,
+	}
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	h1 := &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         dialer.DialContext,
+		MaxConnsPerHost:     64, // bounds sockets during big broadcasts
+		MaxIdleConns:        64,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	return &http.Client{Transport: &schemeTransport{https: h2, http: h1}}
+}
+
+// schemeTransport sends https requests over HTTP/2 and the rest over HTTP/1.1.
+type schemeTransport struct {
+	https *http2.Transport
+	http  *http.Transport
+}
+
+func (t *schemeTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Scheme == "https" {
+		return t.https.RoundTrip(r)
+	}
+	return t.http.RoundTrip(r)
+}
+
+// CloseIdleConnections lets http.Client.CloseIdleConnections reach both.
+func (t *schemeTransport) CloseIdleConnections() {
+	t.https.CloseIdleConnections()
+	t.http.CloseIdleConnections()
+}
+
+type sendRequest struct {
+	Message message `json:"message"`
+}
+
+type message struct {
+	Token        string            `json:"token"`
+	Notification *notification     `json:"notification,omitempty"`
+	Data         map[string]string `json:"data,omitempty"`
+}
+
+type notification struct {
+	Title string `json:"title,omitempty"`
+	Body  string `json:"body,omitempty"`
+}
+
+// EncodeData converts notification data to FCM's string-only map, following
+// the rules in the package documentation.
+func EncodeData(data map[string]any) (map[string]string, error) {
+	if len(data) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(data))
+	for k, v := range data {
+		if s, ok := v.(string); ok {
+			out[k] = s
+			continue
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("data[%q]: %w", k, err)
+		}
+		out[k] = string(b)
+	}
+	return out, nil
+}
+
+// Send delivers n to t.Token. t.Platform is not inspected: routing is the
+// caller's concern.
+func (c *Client) Send(ctx context.Context, t push.Target, n push.Notification) error {
+	if t.Token == "" {
+		return &push.Error{Kind: push.DeadToken, Provider: providerName, Reason: "EmptyToken"}
+	}
+	data, err := EncodeData(n.Data)
+	if err != nil {
+		return &push.Error{Kind: push.Other, Provider: providerName, Reason: "InvalidData", Err: err}
+	}
+	msg := sendRequest{Message: message{Token: t.Token, Data: data}}
+	if n.Title != "" || n.Body != "" {
+		msg.Message.Notification = &notification{Title: n.Title, Body: n.Body}
+	}
+	body, err := json.Marshal(msg)
+	if err != nil {
+		return &push.Error{Kind: push.Other, Provider: providerName, Reason: "InvalidData", Err: err}
+	}
+
+	tok, err := c.tokens.Token()
+	if err != nil {
+		return tokenError(err)
+	}
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.sendURL, bytes.NewReader(body))
+	if err != nil {
+		return &push.Error{Kind: push.Fatal, Provider: providerName, Reason: "BadRequest", Err: err}
+	}
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	tok.SetAuthHeader(req)
+
+	resp, err := c.httpClient.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			// The caller gave up; not a provider failure.
+			return &push.Error{Kind: push.Other, Provider: providerName, Reason: "Canceled", Err: err}
+		}
+		if isTLSConfigError(err) {
+			// Certificate problems do not heal by retrying.
+			return &push.Error{Kind: push.Fatal, Provider: providerName, Reason: "TLS", Err: err}
+		}
+		return &push.Error{Kind: push.Retryable, Provider: providerName, Reason: "Transport", Err: err}
+	}
+	defer resp.Body.Close()
+
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		// Drain so the connection is reused (HTTP/1.1 fallback).
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+		return nil
+	}
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	return classifyResponse(resp.StatusCode, resp.Header, raw)
+}
+
+// tokenError classifies OAuth2 token endpoint failures: a misconfigured or
+// revoked key is Fatal; a token endpoint answering 408/429/500/503 is
+// Retryable. Network failures reaching the endpoint are Fatal because the
+// oauth2 library does not expose them as typed errors.
+func tokenError(err error) error {
+	pe := &push.Error{Kind: push.Fatal, Provider: providerName, Reason: "TOKEN_ENDPOINT", Err: err}
+	if ae, ok := errors.AsType[*google.AuthenticationError](err); ok && ae.Temporary() {
+		pe.Kind = push.Retryable
+	}
+	if re, ok := errors.AsType[*oauth2.RetrieveError](err); ok && re.Response != nil {
+		pe.Status = re.Response.StatusCode
+		if pe.Kind == push.Retryable {
+			pe.RetryAfter = parseRetryAfter(re.Response.Header.Get("Retry-After"), time.Now())
+		}
+	}
+	return pe
+}
+
+func checkPrivateKey(credentialsJSON []byte) error {
+	var f struct {
+		PrivateKey string `json:"private_key"`
+	}
+	if err := json.Unmarshal(credentialsJSON, &f); err != nil {
+		return err
+	}
+	block, _ := pem.Decode([]byte(f.PrivateKey))
+	if block == nil {
+		return errors.New("private_key is not PEM")
+	}
+	if _, err := x509.ParsePKCS8PrivateKey(block.Bytes); err == nil {
+		return nil
+	}
+	if _, err := x509.ParsePKCS1PrivateKey(block.Bytes); err != nil {
+		return fmt.Errorf("private_key: %w", err)
+	}
+	return nil
+}
+
+func isTLSConfigError(err error) bool {
+	if _, ok := errors.AsType[*tls.CertificateVerificationError](err); ok {
+		return true
+	}
+	_, ok := errors.AsType[tls.RecordHeaderError](err) // server is not TLS
+	return ok
+}

@@ -1,0 +1,142 @@
+// Package push is the provider-neutral part of Herald's push delivery:
+// the Provider interface, one shared outcome classification (Kind, Error,
+// Classify), a Router that picks FCM or APNs per platform, a Dev provider
+// that only logs, and a bounded retry helper.
+//
+// Provider implementations live in the fcm and apns subpackages; they
+// report every failure as *Error so callers only ever need Classify to
+// decide what to do (delete the token, retry, alert an operator, or drop).
+package push
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Notification is what is shown to the user plus optional app data.
+// How Data values are encoded is provider specific (see the fcm and apns
+// package docs).
+type Notification struct {
+	Title string
+	Body  string
+	Data  map[string]any
+}
+
+// Platform values for Target.Platform.
+const (
+	PlatformAndroid = "android"
+	PlatformIOS     = "ios"
+)
+
+// Target is one device registration.
+type Target struct {
+	Platform string // PlatformAndroid or PlatformIOS
+	Token    string
+}
+
+// Provider delivers a single notification to a single device.
+// Implementations must be safe for concurrent use.
+type Provider interface {
+	Send(ctx context.Context, t Target, n Notification) error
+}
+
+// Kind is the outcome class of a send, shared by all providers.
+type Kind int
+
+const (
+	// Sent: the provider accepted the notification (err == nil).
+	Sent Kind = iota
+	// DeadToken: the device token will never work again; delete it.
+	DeadToken
+	// Retryable: transient (rate limit, provider outage, network); retry later,
+	// not before the returned retry-after duration.
+	Retryable
+	// Fatal: authentication or configuration is wrong; every further send
+	// will fail the same way, so stop and alert.
+	Fatal
+	// Other: this one message failed for a non-transient reason (bad payload,
+	// cancelled context, unknown error); do not retry, keep the token.
+	Other
+)
+
+// String returns a short, stable name suitable for logs and metric labels.
+func (k Kind) String() string {
+	switch k {
+	case Sent:
+		return "sent"
+	case DeadToken:
+		return "dead_token"
+	case Retryable:
+		return "retryable"
+	case Fatal:
+		return "fatal"
+	case Other:
+		return "other"
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Error is the error type every provider in this module returns.
+type Error struct {
+	Kind       Kind
+	Provider   string        // "fcm", "apns", "router", ...
+	Reason     string        // provider reason code, e.g. UNREGISTERED, BadDeviceToken
+	Status     int           // HTTP status, 0 when no response was received
+	RetryAfter time.Duration // server-requested delay (Retry-After), 0 if none
+	Err        error         // underlying cause, may be nil
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.Provider != "" {
+		b.WriteString(e.Provider)
+	} else {
+		b.WriteString("push")
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Kind.String())
+	if e.Reason != "" {
+		b.WriteString(" ")
+		b.WriteString(e.Reason)
+	}
+	if e.Status != 0 {
+		b.WriteString(" (HTTP ")
+		b.WriteString(strconv.Itoa(e.Status))
+		b.WriteString(")")
+	}
+	if e.RetryAfter > 0 {
+		b.WriteString(" retry after ")
+		b.WriteString(e.RetryAfter.String())
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Classify maps any error returned by a Provider (possibly wrapped) to its
+// Kind and, for Retryable, the minimum delay the provider asked for.
+// nil is Sent; errors that are not *Error (including bare context errors)
+// are Other, because nothing says a retry would help.
+func Classify(err error) (Kind, time.Duration) {
+	if err == nil {
+		return Sent, 0
+	}
+	if pe, ok := errors.AsType[*Error](err); ok {
+		switch pe.Kind {
+		case Retryable:
+			return Retryable, max(pe.RetryAfter, 0)
+		case Sent:
+			// A non-nil error never means sent; an *Error missing its Kind is a bug.
+			return Other, 0
+		}
+		return pe.Kind, 0
+	}
+	return Other, 0
+}

@@ -1,0 +1,264 @@
+package push_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/push"
+)
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		name      string
+		err       error
+		wantKind  push.Kind
+		wantAfter time.Duration
+	}{
+		{"nil is sent", nil, push.Sent, 0},
+		{"dead token", &push.Error{Kind: push.DeadToken, Reason: "UNREGISTERED"}, push.DeadToken, 0},
+		{"retryable keeps retry-after", &push.Error{Kind: push.Retryable, RetryAfter: 5 * time.Second}, push.Retryable, 5 * time.Second},
+		{"retry-after ignored unless retryable", &push.Error{Kind: push.Fatal, RetryAfter: 5 * time.Second}, push.Fatal, 0},
+		{"wrapped", fmt.Errorf("outer: %w", &push.Error{Kind: push.DeadToken}), push.DeadToken, 0},
+		{"joined", errors.Join(context.Canceled, &push.Error{Kind: push.Retryable, RetryAfter: time.Second}), push.Retryable, time.Second},
+		{"error without kind is not sent", &push.Error{Reason: "x"}, push.Other, 0},
+		{"bare context error", context.DeadlineExceeded, push.Other, 0},
+		{"unknown error", errors.New("boom"), push.Other, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kind, after := push.Classify(tt.err)
+			if kind != tt.wantKind || after != tt.wantAfter {
+				t.Fatalf("Classify = %v, %v; want %v, %v", kind, after, tt.wantKind, tt.wantAfter)
+			}
+		})
+	}
+}
+
+func TestErrorMessage(t *testing.T) {
+	err := &push.Error{Kind: push.DeadToken, Provider: "fcm", Reason: "UNREGISTERED", Status: 404, Err: errors.New("Requested entity was not found.")}
+	want := "fcm: dead_token UNREGISTERED (HTTP 404): Requested entity was not found."
+	if got := err.Error(); got != want {
+		t.Fatalf("Error() = %q, want %q", got, want)
+	}
+	if !errors.Is(err, err.Err) {
+		t.Fatal("Unwrap does not expose the cause")
+	}
+}
+
+// named is a Provider that records which instance was used.
+type named struct {
+	name string
+	got  *[]string
+}
+
+func (p named) Send(context.Context, push.Target, push.Notification) error {
+	*p.got = append(*p.got, p.name)
+	return nil
+}
+
+type fcmClient struct{} // stands in for a typed-nil *fcm.Client
+
+func (*fcmClient) Send(context.Context, push.Target, push.Notification) error { return nil }
+
+func TestRouter(t *testing.T) {
+	var typedNil *fcmClient
+	tests := []struct {
+		name           string
+		fcm, apns, dev bool
+		typedNilFCM    bool
+		platform       string
+		want           string    // provider used
+		wantErr        push.Kind // when want == ""
+	}{
+		{name: "android to fcm", fcm: true, apns: true, dev: true, platform: "android", want: "fcm"},
+		{name: "ios to apns", fcm: true, apns: true, dev: true, platform: "ios", want: "apns"},
+		{name: "ios falls back to fcm", fcm: true, dev: true, platform: "ios", want: "fcm"},
+		{name: "platform case-insensitive", fcm: true, apns: true, platform: "iOS", want: "apns"},
+		{name: "none configured android to dev", dev: true, platform: "android", want: "dev"},
+		{name: "none configured ios to dev", dev: true, platform: "ios", want: "dev"},
+		{name: "typed nil fcm counts as unset", typedNilFCM: true, dev: true, platform: "android", want: "dev"},
+		{name: "android without fcm is fatal", apns: true, dev: true, platform: "android", wantErr: push.Fatal},
+		{name: "nothing at all is fatal", platform: "ios", wantErr: push.Fatal},
+		{name: "unknown platform", fcm: true, apns: true, platform: "web", wantErr: push.Other},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			var f, a, d push.Provider
+			if tt.fcm {
+				f = named{"fcm", &got}
+			}
+			if tt.typedNilFCM {
+				f = typedNil
+			}
+			if tt.apns {
+				a = named{"apns", &got}
+			}
+			if tt.dev {
+				d = named{"dev", &got}
+			}
+			err := push.NewRouter(f, a, d).Send(t.Context(), push.Target{Platform: tt.platform, Token: "tok"}, push.Notification{})
+			if tt.want == "" {
+				if kind, _ := push.Classify(err); kind != tt.wantErr {
+					t.Fatalf("err = %v (kind %v), want kind %v", err, kind, tt.wantErr)
+				}
+				if len(got) != 0 {
+					t.Fatalf("providers called: %v", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Send: %v", err)
+			}
+			if len(got) != 1 || got[0] != tt.want {
+				t.Fatalf("used %v, want [%s]", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDevLogs(t *testing.T) {
+	var buf bytes.Buffer
+	dev := push.NewDev(slog.New(slog.NewJSONHandler(&buf, nil)))
+	token := "abcdefgh-secret-rest-of-token"
+	err := dev.Send(t.Context(), push.Target{Platform: "ios", Token: token},
+		push.Notification{Title: "Hi", Body: "There", Data: map[string]any{"n": 1}})
+	if kind, _ := push.Classify(err); kind != push.Sent {
+		t.Fatalf("Send = %v, want sent", err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
+		t.Fatalf("log is not one JSON record: %v\n%s", err, buf.String())
+	}
+	want := map[string]any{
+		"level":        "INFO",
+		"platform":     "ios",
+		"token_prefix": "abcdefgh…",
+		"title":        "Hi",
+		"body":         "There",
+	}
+	for k, v := range want {
+		if rec[k] != v {
+			t.Errorf("log[%q] = %v, want %v", k, rec[k], v)
+		}
+	}
+	if d, _ := rec["data"].(map[string]any); d["n"] != float64(1) {
+		t.Errorf("log data = %v", rec["data"])
+	}
+	if strings.Contains(buf.String(), "secret") {
+		t.Errorf("full token leaked into log: %s", buf.String())
+	}
+}
+
+// scripted returns the given errors in order, then nil.
+type scripted struct {
+	mu    sync.Mutex
+	errs  []error
+	calls int
+}
+
+func (s *scripted) Send(context.Context, push.Target, push.Notification) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	if len(s.errs) == 0 {
+		return nil
+	}
+	err := s.errs[0]
+	s.errs = s.errs[1:]
+	return err
+}
+
+// sleepRecorder replaces real waiting in retry tests.
+type sleepRecorder struct{ waits []time.Duration }
+
+func (r *sleepRecorder) sleep(ctx context.Context, d time.Duration) error {
+	r.waits = append(r.waits, d)
+	return ctx.Err()
+}
+
+func TestSendWithRetry(t *testing.T) {
+	retry := func(after time.Duration) error {
+		return &push.Error{Kind: push.Retryable, Reason: "UNAVAILABLE", RetryAfter: after}
+	}
+	dead := &push.Error{Kind: push.DeadToken, Reason: "UNREGISTERED"}
+	fatal := &push.Error{Kind: push.Fatal, Reason: "THIRD_PARTY_AUTH_ERROR"}
+	policy := push.RetryPolicy{Attempts: 4, BaseBackoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second}
+
+	tests := []struct {
+		name      string
+		errs      []error
+		wantKind  push.Kind
+		wantCalls int
+		wantWaits []time.Duration
+	}{
+		{"first try", nil, push.Sent, 1, nil},
+		{"exponential backoff then success", []error{retry(0), retry(0)}, push.Sent, 3, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond}},
+		{"retry-after honoured", []error{retry(3 * time.Second), retry(time.Second)}, push.Sent, 3, []time.Duration{3 * time.Second, time.Second}},
+		{"backoff wins over shorter retry-after", []error{retry(0), retry(0), retry(100 * time.Millisecond)}, push.Sent, 4, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}},
+		{"gives up after attempts", []error{retry(0), retry(0), retry(0), retry(0), retry(0)}, push.Retryable, 4, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}},
+		{"retry-after beyond max returns at once", []error{retry(time.Hour)}, push.Retryable, 1, nil},
+		{"dead token not retried", []error{dead}, push.DeadToken, 1, nil},
+		{"fatal not retried", []error{retry(0), fatal}, push.Fatal, 2, []time.Duration{100 * time.Millisecond}},
+		{"other not retried", []error{errors.New("boom")}, push.Other, 1, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &scripted{errs: tt.errs}
+			rec := &sleepRecorder{}
+			pol := policy
+			pol.Sleep = rec.sleep
+			err := push.SendWithRetry(t.Context(), p, push.Target{Platform: "android", Token: "t"}, push.Notification{}, pol)
+			if kind, _ := push.Classify(err); kind != tt.wantKind {
+				t.Fatalf("err = %v (kind %v), want %v", err, kind, tt.wantKind)
+			}
+			if p.calls != tt.wantCalls {
+				t.Errorf("calls = %d, want %d", p.calls, tt.wantCalls)
+			}
+			if fmt.Sprint(rec.waits) != fmt.Sprint(tt.wantWaits) {
+				t.Errorf("waits = %v, want %v", rec.waits, tt.wantWaits)
+			}
+		})
+	}
+}
+
+func TestSendWithRetryStopsOnCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	p := &scripted{errs: []error{
+		&push.Error{Kind: push.Retryable}, &push.Error{Kind: push.Retryable}, &push.Error{Kind: push.Retryable},
+	}}
+	pol := push.RetryPolicy{Attempts: 5, Sleep: func(ctx context.Context, _ time.Duration) error {
+		cancel() // the caller gives up while we wait
+		return ctx.Err()
+	}}
+	err := push.SendWithRetry(ctx, p, push.Target{}, push.Notification{}, pol)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if p.calls != 1 {
+		t.Fatalf("calls = %d, want 1", p.calls)
+	}
+}
+
+func TestRetryJitterBounds(t *testing.T) {
+	pol := push.RetryPolicy{Attempts: 2, BaseBackoff: time.Second, MaxBackoff: time.Minute, Jitter: 0.5}
+	for range 50 {
+		rec := &sleepRecorder{}
+		pol.Sleep = rec.sleep
+		p := &scripted{errs: []error{&push.Error{Kind: push.Retryable}}}
+		if err := push.SendWithRetry(t.Context(), p, push.Target{}, push.Notification{}, pol); err != nil {
+			t.Fatal(err)
+		}
+		if w := rec.waits[0]; w < 500*time.Millisecond || w > time.Second {
+			t.Fatalf("jittered wait %v outside [0.5s, 1s]", w)
+		}
+	}
+}

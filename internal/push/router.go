@@ -1,0 +1,107 @@
+package push
+
+import (
+	"context"
+	"log/slog"
+	"reflect"
+	"strings"
+)
+
+// NewRouter returns a Provider that dispatches by Target.Platform:
+//
+//   - ios: apns when configured, otherwise fcm (FCM can reach iOS apps that
+//     registered through the Firebase SDK).
+//   - android: fcm.
+//   - when neither fcm nor apns is configured, every target goes to dev.
+//
+// A nil Provider (including a typed nil such as (*fcm.Client)(nil)) means
+// "not configured". A platform with no provider while some real provider is
+// configured yields a Fatal error (reason NoProvider) rather than silently
+// dev-logging production traffic. Unknown platforms yield Other
+// (reason UnknownPlatform).
+func NewRouter(fcm, apns Provider, dev Provider) Provider {
+	r := &router{fcm: configured(fcm), apns: configured(apns), dev: configured(dev)}
+	return r
+}
+
+type router struct {
+	fcm, apns, dev Provider
+}
+
+func (r *router) Send(ctx context.Context, t Target, n Notification) error {
+	p, err := r.pick(t.Platform)
+	if err != nil {
+		return err
+	}
+	return p.Send(ctx, t, n)
+}
+
+func (r *router) pick(platform string) (Provider, error) {
+	var p Provider
+	switch {
+	case r.fcm == nil && r.apns == nil:
+		p = r.dev
+	case strings.EqualFold(platform, PlatformIOS):
+		p = r.apns
+		if p == nil {
+			p = r.fcm
+		}
+	case strings.EqualFold(platform, PlatformAndroid):
+		p = r.fcm
+	default:
+		return nil, &Error{Kind: Other, Provider: "router", Reason: "UnknownPlatform: " + platform}
+	}
+	if p == nil {
+		return nil, &Error{Kind: Fatal, Provider: "router", Reason: "NoProvider: " + platform}
+	}
+	return p, nil
+}
+
+// configured turns typed nils into untyped nil so that callers can pass an
+// unset *fcm.Client without tripping the classic nil-interface trap.
+func configured(p Provider) Provider {
+	if p == nil {
+		return nil
+	}
+	v := reflect.ValueOf(p)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
+		if v.IsNil() {
+			return nil
+		}
+	}
+	return p
+}
+
+// NewDev returns a Provider for development that delivers nothing: it logs
+// each push at INFO (platform, token prefix only, title, body, data) and
+// reports it sent. A nil logger means slog.Default().
+func NewDev(logger *slog.Logger) Provider {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return devProvider{log: logger}
+}
+
+type devProvider struct{ log *slog.Logger }
+
+func (d devProvider) Send(ctx context.Context, t Target, n Notification) error {
+	d.log.LogAttrs(ctx, slog.LevelInfo, "push (dev provider, not delivered)",
+		slog.String("platform", t.Platform),
+		slog.String("token_prefix", TokenPrefix(t.Token)),
+		slog.String("title", n.Title),
+		slog.String("body", n.Body),
+		slog.Any("data", n.Data),
+	)
+	return nil
+}
+
+// TokenPrefix shortens a device token for logs: device tokens are
+// credentials for pushing to a user, so never log them whole.
+func TokenPrefix(token string) string {
+	const keep = 8
+	if len(token) <= keep {
+		return token
+	}
+	return token[:keep] + "…"
+}
