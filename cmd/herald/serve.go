@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/api"
+	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/config"
+	"github.com/herald-vpn/herald/internal/mail"
+	"github.com/herald-vpn/herald/internal/metrics"
+	"github.com/herald-vpn/herald/internal/password"
+	"github.com/herald-vpn/herald/internal/server"
+	"github.com/herald-vpn/herald/internal/sqlstore"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// app is Herald wired together: the one place that knows every concrete
+// type.
+type app struct {
+	cfg      config.Config
+	logger   *slog.Logger
+	metrics  *metrics.Metrics
+	db       *sqlstore.DB
+	accounts *accounts.Service
+}
+
+// loadConfig reads and validates the configuration.
+func loadConfig(env *environment) (config.Config, error) {
+	cfg, err := config.Load(env.getenv)
+	if err != nil {
+		return cfg, configError{err.Error()}
+	}
+	return cfg, nil
+}
+
+// openApp opens the database, migrates it and builds the services. Workers
+// are registered but not started.
+func openApp(ctx context.Context, env *environment, cfg config.Config) (*app, error) {
+	logger := newLogger(env.stderr, cfg.LogFormat, cfg.LogLevel)
+	m := metrics.New()
+	workers := river.NewWorkers()
+	db, err := sqlstore.Open(ctx, cfg.DatabaseURL, sqlstore.JobsConfig{
+		Workers: workers,
+		Queues: map[string]river.QueueConfig{
+			river.QueueDefault:  {MaxWorkers: 10},
+			accounts.QueueEmail: {MaxWorkers: 5},
+		},
+		RetryPolicy: sqlstore.Backoff{Base: cfg.JobRetryBase, Max: cfg.JobRetryMax},
+		FetchPoll:   cfg.JobPoll,
+		Logger:      logger.With("component", "jobs"),
+		Middleware:  []rivertype.Middleware{m.JobMiddleware()},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if applied, err := db.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("migrate: %w", err)
+	} else if len(applied) > 0 {
+		logger.Info("migrations applied", "migrations", applied)
+	}
+	var sender mail.Sender
+	if cfg.SMTPURL != "" {
+		s, err := mail.NewSMTP(cfg.SMTPURL, cfg.MailFrom)
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		sender = s
+	} else {
+		sender = mail.NewDev(logger)
+		logger.Warn("HERALD_SMTP_URL is not set: emails are written to this log, not sent")
+	}
+	hasher := password.NewHasher(password.Params{
+		MemoryKiB:   uint32(cfg.Argon2MemoryKiB),
+		Iterations:  uint32(cfg.Argon2Iterations),
+		Parallelism: uint8(cfg.Argon2Parallelism),
+		SaltLen:     16,
+		KeyLen:      32,
+	}, cfg.HashConcurrency)
+	acctCfg := accounts.Config{
+		CodeTTL:           cfg.VerificationCodeTTL,
+		CodeAttempts:      5,
+		ResendCooldown:    cfg.ResendCooldown,
+		ResendHourlyLimit: cfg.ResendHourlyLimit,
+		TrialPeriod:       cfg.TrialPeriod,
+		ReferralBonus:     cfg.ReferralBonus,
+		SendTimeout:       15 * time.Second,
+		CodeKey:           cfg.SecretKey,
+	}
+	accts, err := accounts.NewService(ctx, db, hasher, m.CountingMailer(sender), acctCfg, logger, nil)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	river.AddWorker(workers, &accounts.CodeEmailWorker{Service: accts})
+	return &app{cfg: cfg, logger: logger, metrics: m, db: db, accounts: accts}, nil
+}
+
+func cmdMigrate(ctx context.Context, env *environment, args []string) error {
+	fs := newFlags(env, "migrate", "Apply the database migrations and exit.", true)
+	if helped, err := parseFlags(fs, args); helped || err != nil {
+		return err
+	}
+	cfg, err := loadConfig(env)
+	if err != nil {
+		return err
+	}
+	dialect, _, _ := sqlstore.ParseURL(cfg.DatabaseURL)
+	db, err := sqlstore.Open(ctx, cfg.DatabaseURL, sqlstore.JobsConfig{})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	applied, err := db.Migrate(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "%s: %d migrations applied %v\n", dialect, len(applied), applied)
+	return nil
+}
+
+func cmdServe(ctx context.Context, env *environment, args []string) error {
+	fs := newFlags(env, "serve", "Run the server until SIGINT or SIGTERM.", true)
+	addr := fs.String("addr", "", "listen address (overrides HERALD_ADDR)")
+	if helped, err := parseFlags(fs, args); helped || err != nil {
+		return err
+	}
+	cfg, err := loadConfig(env)
+	if err != nil {
+		return err
+	}
+	if *addr != "" {
+		cfg.Addr = *addr
+	}
+	a, err := openApp(ctx, env, cfg)
+	if err != nil {
+		return err
+	}
+	defer a.db.Close()
+	return a.serve(ctx)
+}
+
+// serve runs until ctx ends, then shuts down in order: stop accepting and
+// finish requests, then let running jobs finish, then close the database.
+func (a *app) serve(ctx context.Context) error {
+	ln, err := net.Listen("tcp", a.cfg.Addr)
+	if err != nil {
+		return err
+	}
+	handler := server.NewServer(server.Deps{
+		Logger:         a.logger,
+		DB:             a.db,
+		Metrics:        a.metrics,
+		Accounts:       a.accounts,
+		Guard:          noGuard{},
+		TrustedProxies: a.cfg.TrustedProxies,
+		Version:        version,
+	})
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(a.logger.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	if err := a.db.StartJobs(ctx); err != nil {
+		return fmt.Errorf("start jobs: %w", err)
+	}
+	a.logger.Info("herald listening", "addr", ln.Addr().String(), "database", string(a.db.Dialect()), "version", version)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	a.logger.Info("shutting down", "timeout", a.cfg.ShutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		a.logger.Warn("requests still running at shutdown deadline", "err", err)
+	}
+	if err := a.db.StopJobs(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		a.logger.Warn("stopping jobs", "err", err)
+	}
+	a.logger.Info("stopped")
+	return nil
+}
+
+// noGuard refuses every protected operation until sessions exist.
+type noGuard struct{}
+
+func (noGuard) Require(ctx context.Context, _ string) (context.Context, error) {
+	return ctx, apperr.New(apperr.AuthRequired)
+}
+
+var _ api.Guard = noGuard{}
+
+func printConfig(w io.Writer) {
+	fmt.Fprintln(w, "\nEnvironment:")
+	for _, v := range config.Vars() {
+		def := v.Default
+		if def == "" {
+			def = "(empty)"
+		}
+		fmt.Fprintf(w, "  %-30s %s (default %s)\n", v.Name, v.Help, def)
+	}
+}

@@ -1,0 +1,117 @@
+package accounts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/mail"
+	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/riverqueue/river"
+)
+
+// Mailer sends one email.
+type Mailer interface {
+	Send(ctx context.Context, m mail.Message) error
+}
+
+// CodeEmailArgs is the durable job that emails a fresh code after signup.
+// It carries no code: the worker makes one when it runs, so no code is ever
+// stored in clear, not even in the job table.
+type CodeEmailArgs struct {
+	AccountID string  `json:"account_id"`
+	Purpose   Purpose `json:"purpose"`
+}
+
+func (CodeEmailArgs) Kind() string { return "code_email" }
+
+// InsertOpts puts code emails on their own queue so a push broadcast cannot
+// delay them.
+func (CodeEmailArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: QueueEmail} }
+
+// QueueEmail is the River queue of code emails.
+const QueueEmail = "email"
+
+// CodeEmailWorker works CodeEmailArgs jobs.
+type CodeEmailWorker struct {
+	river.WorkerDefaults[CodeEmailArgs]
+	Service *Service
+}
+
+func (w *CodeEmailWorker) Work(ctx context.Context, job *river.Job[CodeEmailArgs]) error {
+	return w.Service.deliverQueuedCode(ctx, job.Args.AccountID, job.Args.Purpose, job.CreatedAt)
+}
+
+// deliverQueuedCode sends the code email of a job. A failed send returns the
+// error so River retries with backoff: a mail-server outage delays the email
+// but never loses it.
+func (s *Service) deliverQueuedCode(ctx context.Context, accountID string, p Purpose, queuedAt time.Time) error {
+	acct, err := s.store.AccountByID(ctx, accountID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return river.JobCancel(fmt.Errorf("account %s no longer exists", accountID))
+	}
+	if err != nil {
+		return err
+	}
+	if p == PurposeVerify && acct.Verified() {
+		return nil
+	}
+	now := s.now()
+	stats, err := s.store.SendStats(ctx, acct.ID, p, now.Add(-time.Hour))
+	if err != nil {
+		return err
+	}
+	if stats.LastSent.After(queuedAt) {
+		return nil // the user asked for a newer code, which went out already
+	}
+	ok, err := s.store.AcquireSendLease(ctx, acct.ID, p, now.Add(s.leaseFor()))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return river.JobSnooze(5 * time.Second)
+	}
+	return s.sendCode(ctx, acct, p, false)
+}
+
+// sendCode makes a code, mails it, and only then stores it, so a failed send
+// leaves the code the user already has alive. The caller holds the lease.
+func (s *Service) sendCode(ctx context.Context, acct Account, p Purpose, requested bool) error {
+	code, err := newCode()
+	if err != nil {
+		s.store.ReleaseSendLease(context.WithoutCancel(ctx), acct.ID, p)
+		return err
+	}
+	sendCtx, cancel := context.WithTimeout(ctx, s.cfg.SendTimeout)
+	err = s.mailer.Send(sendCtx, codeEmail(acct.Email, p, code, s.cfg.CodeTTL))
+	cancel()
+	if err != nil {
+		s.store.ReleaseSendLease(context.WithoutCancel(ctx), acct.ID, p)
+		s.logger.WarnContext(ctx, "code email not sent", "account_id", acct.ID, "purpose", string(p), "err", err)
+		return fmt.Errorf("send %s code email: %w", p, err)
+	}
+	return s.store.RecordCodeSent(context.WithoutCancel(ctx), CodeSent{
+		AccountID: acct.ID,
+		Purpose:   p,
+		Hash:      hashCode(s.codeKey, acct.ID, p, code),
+		ExpiresAt: s.now().Add(s.cfg.CodeTTL),
+		Attempts:  s.cfg.CodeAttempts,
+		Requested: requested,
+	})
+}
+
+// codeEmail is the message carrying a code: the text part has the code on
+// a line of its own so people (and tests) can find it.
+func codeEmail(to string, p Purpose, code string, ttl time.Duration) mail.Message {
+	subject, intro := "Verify your Herald email address", "Use this code to verify your email address:"
+	if p == PurposeReset {
+		subject, intro = "Reset your Herald password", "Use this code to reset your password:"
+	}
+	minutes := int(ttl.Round(time.Minute) / time.Minute)
+	text := fmt.Sprintf("%s\n\n%s\n\nThe code is valid for %d minutes. If you did not ask for it, ignore this email.\n", intro, code, minutes)
+	htmlBody := fmt.Sprintf(`<!doctype html><html><body><p>%s</p><p style="font-size:24px;font-weight:bold;letter-spacing:4px">%s</p><p>The code is valid for %d minutes. If you did not ask for it, ignore this email.</p></body></html>`,
+		html.EscapeString(intro), html.EscapeString(code), minutes)
+	return mail.Message{To: to, Subject: subject, Text: text, HTML: htmlBody}
+}

@@ -1,0 +1,285 @@
+package accounts
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/password"
+	"github.com/herald-vpn/herald/internal/storage"
+)
+
+// Config holds the account rules an operator may tune.
+type Config struct {
+	CodeTTL           time.Duration // validity of a one-time code
+	CodeAttempts      int           // wrong attempts a code survives
+	ResendCooldown    time.Duration // between two user-requested code emails
+	ResendHourlyLimit int           // user-requested code emails per sliding hour
+	TrialPeriod       time.Duration
+	ReferralBonus     time.Duration
+	SendTimeout       time.Duration // bound on one synchronous email send
+	// CodeKey keys the code hashes; empty: a key generated once and kept
+	// in the database.
+	CodeKey []byte
+}
+
+// DefaultConfig is the spec's numbers.
+func DefaultConfig() Config {
+	return Config{
+		CodeTTL:           15 * time.Minute,
+		CodeAttempts:      5,
+		ResendCooldown:    60 * time.Second,
+		ResendHourlyLimit: 5,
+		TrialPeriod:       168 * time.Hour,
+		ReferralBonus:     168 * time.Hour,
+		SendTimeout:       15 * time.Second,
+	}
+}
+
+// Service is the account lifecycle.
+type Service struct {
+	store   Store
+	hasher  *password.Hasher
+	mailer  Mailer
+	cfg     Config
+	codeKey []byte
+	logger  *slog.Logger
+	now     func() time.Time
+}
+
+// NewService loads (or creates) the code-hashing key and returns the service.
+func NewService(ctx context.Context, store Store, hasher *password.Hasher, mailer Mailer, cfg Config, logger *slog.Logger, now func() time.Time) (*Service, error) {
+	if now == nil {
+		now = func() time.Time { return time.Now().UTC() }
+	}
+	if cfg.CodeAttempts <= 0 {
+		cfg.CodeAttempts = 5
+	}
+	if cfg.SendTimeout <= 0 {
+		cfg.SendTimeout = 15 * time.Second
+	}
+	key := cfg.CodeKey
+	if len(key) == 0 {
+		var err error
+		key, err = store.Secret(ctx, "code_hash_key", func() ([]byte, error) {
+			b := make([]byte, 32)
+			_, err := rand.Read(b)
+			return b, err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("load code hashing key: %w", err)
+		}
+	}
+	return &Service{store: store, hasher: hasher, mailer: mailer, cfg: cfg, codeKey: key, logger: logger, now: now}, nil
+}
+
+// Hasher returns the password hasher, shared with sessions.
+func (s *Service) Hasher() *password.Hasher { return s.hasher }
+
+// SignupResult is what a signup did.
+type SignupResult struct {
+	Account         Account
+	ReferralApplied bool
+}
+
+// Signup creates an unverified account with a trial subscription and queues
+// its verification email in the same transaction.
+func (s *Service) Signup(ctx context.Context, email, plain, referral string) (SignupResult, error) {
+	email, err := NormalizeEmail(email)
+	if err != nil {
+		return SignupResult{}, err
+	}
+	if err := ValidatePassword(plain); err != nil {
+		return SignupResult{}, err
+	}
+	// Spare the hashing cost when the answer is already known.
+	if _, err := s.store.AccountByEmail(ctx, email); err == nil {
+		return SignupResult{}, apperr.New(apperr.EmailExists)
+	} else if !errors.Is(err, storage.ErrNotFound) {
+		return SignupResult{}, err
+	}
+	hash, err := s.hasher.Hash(ctx, plain)
+	if err != nil {
+		return SignupResult{}, err
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return SignupResult{}, err
+	}
+	// A clash on the random referral code is retried with a new one; a
+	// clash on the email means another signup won the race.
+	for attempt := 0; attempt < 5; attempt++ {
+		code, err := newReferralCode()
+		if err != nil {
+			return SignupResult{}, err
+		}
+		acct, applied, err := s.store.CreateAccount(ctx, NewAccount{
+			ID:            id.String(),
+			Email:         email,
+			PasswordHash:  hash,
+			ReferralCode:  code,
+			Trial:         s.cfg.TrialPeriod,
+			Referral:      normalizeReferral(referral),
+			ReferralBonus: s.cfg.ReferralBonus,
+			Job:           CodeEmailArgs{AccountID: id.String(), Purpose: PurposeVerify},
+		})
+		if err == nil {
+			return SignupResult{Account: acct, ReferralApplied: applied}, nil
+		}
+		if !errors.Is(err, storage.ErrConflict) {
+			return SignupResult{}, err
+		}
+		if _, err := s.store.AccountByEmail(ctx, email); err == nil {
+			return SignupResult{}, apperr.New(apperr.EmailExists)
+		}
+	}
+	return SignupResult{}, errors.New("signup: could not find a free referral code")
+}
+
+// accountByEmail finds an account by a user-typed address.
+func (s *Service) accountByEmail(ctx context.Context, raw string) (Account, error) {
+	email, err := NormalizeEmail(raw)
+	if err != nil {
+		return Account{}, err
+	}
+	acct, err := s.store.AccountByEmail(ctx, email)
+	if errors.Is(err, storage.ErrNotFound) {
+		return Account{}, apperr.New(apperr.EmailNotFound)
+	}
+	return acct, err
+}
+
+// ResendVerification emails a new verification code now, within the
+// cooldown and hourly cap, and reports EMAIL_DELIVERY_FAILED when the mail
+// server refuses or cannot be reached.
+func (s *Service) ResendVerification(ctx context.Context, email string) error {
+	acct, err := s.accountByEmail(ctx, email)
+	if err != nil {
+		return err
+	}
+	if acct.Verified() {
+		return apperr.New(apperr.AlreadyVerified)
+	}
+	return s.SendRequestedCode(ctx, acct, PurposeVerify)
+}
+
+// SendRequestedCode sends a code the user asked for, synchronously, under
+// the resend limits. Twenty parallel requests send one email: the lease lets
+// one through and the others are told to wait.
+func (s *Service) SendRequestedCode(ctx context.Context, acct Account, p Purpose) error {
+	if err := s.checkSendLimits(ctx, acct.ID, p); err != nil {
+		return err
+	}
+	ok, err := s.store.AcquireSendLease(ctx, acct.ID, p, s.now().Add(s.leaseFor()))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return rateLimited(s.cfg.ResendCooldown, "A code email is already on its way; wait before asking again.")
+	}
+	// A request that finished between the check and the lease has moved
+	// the limits; look again now that nobody else can.
+	if err := s.checkSendLimits(ctx, acct.ID, p); err != nil {
+		s.store.ReleaseSendLease(context.WithoutCancel(ctx), acct.ID, p)
+		return err
+	}
+	if err := s.sendCode(ctx, acct, p, true); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return apperr.New(apperr.EmailDeliveryFailed)
+	}
+	return nil
+}
+
+func (s *Service) checkSendLimits(ctx context.Context, accountID string, p Purpose) error {
+	now := s.now()
+	stats, err := s.store.SendStats(ctx, accountID, p, now.Add(-time.Hour))
+	if err != nil {
+		return err
+	}
+	if !stats.LastRequested.IsZero() {
+		if wait := stats.LastRequested.Add(s.cfg.ResendCooldown).Sub(now); wait > 0 {
+			return rateLimited(wait, "Wait before asking for another code.")
+		}
+	}
+	if s.cfg.ResendHourlyLimit > 0 && stats.RequestedInWindow >= s.cfg.ResendHourlyLimit {
+		wait := stats.OldestInWindow.Add(time.Hour).Sub(now)
+		return rateLimited(wait, "Too many codes asked for in the last hour.")
+	}
+	return nil
+}
+
+func rateLimited(wait time.Duration, msg string) error {
+	secs := int(math.Ceil(wait.Seconds()))
+	if secs < 1 {
+		secs = 1
+	}
+	e := apperr.Newf(apperr.RateLimited, "%s Retry in %d seconds.", msg, secs).With("retryAfter", secs)
+	e.RetryAfterSeconds = secs
+	return e
+}
+
+// leaseFor bounds how long a crashed sender can hold the lease.
+func (s *Service) leaseFor() time.Duration { return s.cfg.SendTimeout + 5*time.Second }
+
+// VerifyEmail checks a verification code and marks the account verified.
+func (s *Service) VerifyEmail(ctx context.Context, email, code string) error {
+	acct, err := s.accountByEmail(ctx, email)
+	if err != nil {
+		return err
+	}
+	if acct.Verified() {
+		return apperr.New(apperr.AlreadyVerified)
+	}
+	return s.consumeCode(ctx, acct, PurposeVerify, code, CodeEffect{MarkVerified: true})
+}
+
+// consumeCode checks a code in constant time and applies effect when right.
+func (s *Service) consumeCode(ctx context.Context, acct Account, p Purpose, code string, effect CodeEffect) error {
+	want := hashCode(s.codeKey, acct.ID, p, code)
+	res, err := s.store.AttemptCode(ctx, acct.ID, p, func(stored []byte) bool {
+		return hmac.Equal(stored, want)
+	}, effect)
+	if err != nil {
+		return err
+	}
+	switch {
+	case res.Matched:
+		return nil
+	case !res.Found:
+		return apperr.Newf(apperr.InvalidVerificationCode, "There is no code to check; ask for a new one.").With("attemptsRemaining", 0)
+	case res.Expired:
+		return apperr.New(apperr.VerificationCodeExpired)
+	case res.AttemptsLeft == 0:
+		return apperr.Newf(apperr.InvalidVerificationCode, "The code is wrong and no attempts are left; ask for a new one.").With("attemptsRemaining", 0)
+	}
+	return apperr.Newf(apperr.InvalidVerificationCode, "The code is wrong; %d attempts left.", res.AttemptsLeft).With("attemptsRemaining", res.AttemptsLeft)
+}
+
+// ValidCodeFormat reports whether s looks like a code at all.
+func ValidCodeFormat(s string) bool {
+	s = strings.TrimSpace(s)
+	if len(s) != 6 {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// SignupMessage is the confirmation both doors show after a signup.
+func SignupMessage(email string) string {
+	return "Account created. We sent a verification code to " + email + "."
+}

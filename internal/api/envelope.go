@@ -1,0 +1,72 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/herald-vpn/herald/internal/apperr"
+)
+
+// Envelope is the REST response shape of the spec's section 2.
+type Envelope struct {
+	Success bool           `json:"success"`
+	Data    any            `json:"data,omitempty"`
+	Error   *EnvelopeError `json:"error,omitempty"`
+}
+
+// EnvelopeError is the error member of the envelope.
+type EnvelopeError struct {
+	Code    apperr.Code    `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// restCodes renames the codes whose REST name differs from the GraphQL one
+// (the spec's section 7).
+var restCodes = map[apperr.Code]apperr.Code{
+	apperr.EmailExists: apperr.EmailAlreadyExists,
+}
+
+// WriteData writes a success envelope.
+func WriteData(w http.ResponseWriter, status int, data any) {
+	writeJSON(w, status, Envelope{Success: true, Data: data})
+}
+
+// WriteError writes the error envelope of err. An error that is not an
+// application error is logged with the request's logger and shown as
+// INTERNAL_ERROR, never with its text.
+func WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	ae := apperr.As(err)
+	if ae.Code == apperr.Internal {
+		Logger(r.Context()).ErrorContext(r.Context(), "internal error", "err", err)
+	}
+	code := ae.Code
+	if renamed, ok := restCodes[code]; ok {
+		code = renamed
+	}
+	if ae.RetryAfterSeconds > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(ae.RetryAfterSeconds))
+	}
+	writeJSON(w, ae.Status(), Envelope{Error: &EnvelopeError{Code: code, Message: ae.Message, Details: ae.Details}})
+}
+
+// writeJSON is the one place a JSON response is written.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		body = []byte(`{"success":false,"error":{"code":"INTERNAL_ERROR","message":"An unexpected error occurred."}}`)
+	}
+	WriteRawJSON(w, status, body)
+}
+
+// WriteRawJSON writes an already encoded JSON body.
+func WriteRawJSON(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(body)+1))
+	w.WriteHeader(status)
+	w.Write(body)
+	w.Write([]byte{'\n'})
+}

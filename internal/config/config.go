@@ -1,0 +1,212 @@
+// Package config reads Herald's configuration from environment variables
+// and validates all of it at start-up, reporting one line per problem.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/sqlstore"
+)
+
+// Config is everything an operator can set.
+type Config struct {
+	Addr            string
+	DatabaseURL     string
+	LogFormat       string
+	LogLevel        string
+	ShutdownTimeout time.Duration
+
+	SMTPURL  string
+	MailFrom string
+
+	TrustedProxies []netip.Prefix
+
+	VerificationCodeTTL time.Duration
+	ResendCooldown      time.Duration
+	ResendHourlyLimit   int
+	TrialPeriod         time.Duration
+	ReferralBonus       time.Duration
+	SecretKey           []byte
+
+	Argon2MemoryKiB   int
+	Argon2Iterations  int
+	Argon2Parallelism int
+	HashConcurrency   int
+
+	JobRetryBase time.Duration
+	JobRetryMax  time.Duration
+	JobPoll      time.Duration
+}
+
+// Var documents one environment variable; the README's table and
+// `herald --help` are made from the same list.
+type Var struct {
+	Name    string
+	Default string
+	Example string
+	Help    string
+	set     func(c *Config, v string) error
+}
+
+// Vars lists every variable Herald reads.
+func Vars() []Var {
+	return []Var{
+		{"HERALD_ADDR", "127.0.0.1:8080", ":8080", "listen address", func(c *Config, v string) error {
+			if _, _, err := splitHostPort(v); err != nil {
+				return err
+			}
+			c.Addr = v
+			return nil
+		}},
+		{"HERALD_DATABASE_URL", "sqlite:herald.db", "postgres://herald@db:5432/herald", "sqlite:PATH (embedded) or postgres://… (production)", func(c *Config, v string) error {
+			if _, _, err := sqlstore.ParseURL(v); err != nil {
+				return err
+			}
+			c.DatabaseURL = v
+			return nil
+		}},
+		{"HERALD_LOG_FORMAT", "json", "text", "json or text", func(c *Config, v string) error {
+			if v != "json" && v != "text" {
+				return fmt.Errorf("must be json or text, not %q", v)
+			}
+			c.LogFormat = v
+			return nil
+		}},
+		{"HERALD_LOG_LEVEL", "info", "debug", "debug, info, warn or error", func(c *Config, v string) error {
+			switch v {
+			case "debug", "info", "warn", "error":
+				c.LogLevel = v
+				return nil
+			}
+			return fmt.Errorf("must be debug, info, warn or error, not %q", v)
+		}},
+		{"HERALD_SHUTDOWN_TIMEOUT", "30s", "10s", "how long a shutdown waits for requests and jobs in flight", duration(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
+		{"HERALD_SMTP_URL", "", "smtp://user:pass@mail.example.com:587", "smtp:// (STARTTLS when offered) or smtps:// (implicit TLS); empty: emails are written to the log", func(c *Config, v string) error {
+			if v == "" {
+				return nil
+			}
+			u, err := url.Parse(v)
+			if err != nil || (u.Scheme != "smtp" && u.Scheme != "smtps") || u.Hostname() == "" || u.Port() == "" {
+				return errors.New("must look like smtp://[user:pass@]host:port or smtps://[user:pass@]host:port")
+			}
+			c.SMTPURL = v
+			return nil
+		}},
+		{"HERALD_MAIL_FROM", "Herald <no-reply@localhost>", "Herald <no-reply@example.com>", "sender of every email", func(c *Config, v string) error {
+			if !strings.Contains(v, "@") {
+				return fmt.Errorf("must be an address, not %q", v)
+			}
+			c.MailFrom = v
+			return nil
+		}},
+		{"HERALD_TRUSTED_PROXIES", "", "10.0.0.0/8,127.0.0.1/32", "CIDRs whose X-Forwarded-For is believed", func(c *Config, v string) error {
+			c.TrustedProxies = nil
+			for _, part := range strings.Split(v, ",") {
+				part = strings.TrimSpace(part)
+				if part == "" {
+					continue
+				}
+				p, err := netip.ParsePrefix(part)
+				if err != nil {
+					a, aerr := netip.ParseAddr(part)
+					if aerr != nil {
+						return fmt.Errorf("%q is not a CIDR", part)
+					}
+					p = netip.PrefixFrom(a, a.BitLen())
+				}
+				c.TrustedProxies = append(c.TrustedProxies, p.Masked())
+			}
+			return nil
+		}},
+		{"HERALD_VERIFICATION_CODE_TTL", "15m", "10m", "validity of an emailed code", duration(func(c *Config) *time.Duration { return &c.VerificationCodeTTL })},
+		{"HERALD_RESEND_COOLDOWN", "60s", "30s", "wait between two code emails a user asks for", duration(func(c *Config) *time.Duration { return &c.ResendCooldown })},
+		{"HERALD_RESEND_HOURLY_LIMIT", "5", "3", "code emails a user may ask for per email per sliding hour", integer(func(c *Config) *int { return &c.ResendHourlyLimit }, 1)},
+		{"HERALD_TRIAL_PERIOD", "168h", "336h", "trial subscription of a new account", duration(func(c *Config) *time.Duration { return &c.TrialPeriod })},
+		{"HERALD_REFERRAL_BONUS", "168h", "72h", "extension given to both sides of a referral", duration(func(c *Config) *time.Duration { return &c.ReferralBonus })},
+		{"HERALD_SECRET_KEY", "", "(64 hex digits)", "key of the code hashes, hex, at least 32 bytes; empty: generated once and kept in the database", func(c *Config, v string) error {
+			if v == "" {
+				return nil
+			}
+			var b []byte
+			if _, err := fmt.Sscanf(v, "%x", &b); err != nil || len(b) < 32 || len(v) != 2*len(b) {
+				return errors.New("must be at least 64 hex digits")
+			}
+			c.SecretKey = b
+			return nil
+		}},
+		{"HERALD_ARGON2_MEMORY", "65536", "19456", "argon2id memory per hash, KiB", integer(func(c *Config) *int { return &c.Argon2MemoryKiB }, 8)},
+		{"HERALD_ARGON2_ITERATIONS", "3", "2", "argon2id passes", integer(func(c *Config) *int { return &c.Argon2Iterations }, 1)},
+		{"HERALD_ARGON2_PARALLELISM", "2", "1", "argon2id lanes", integer(func(c *Config) *int { return &c.Argon2Parallelism }, 1)},
+		{"HERALD_HASH_CONCURRENCY", strconv.Itoa(runtime.NumCPU()), "4", "password hashes run at once (each holds HERALD_ARGON2_MEMORY)", integer(func(c *Config) *int { return &c.HashConcurrency }, 1)},
+		{"HERALD_JOB_RETRY_BASE", "1s", "5s", "first retry delay of a failed background job (doubles each attempt)", duration(func(c *Config) *time.Duration { return &c.JobRetryBase })},
+		{"HERALD_JOB_RETRY_MAX", "10m", "1h", "longest delay between two retries of a background job", duration(func(c *Config) *time.Duration { return &c.JobRetryMax })},
+		{"HERALD_JOB_POLL", "1s", "200ms", "how often workers look for new background jobs", duration(func(c *Config) *time.Duration { return &c.JobPoll })},
+	}
+}
+
+func duration(field func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("%q is not a duration (use Go syntax such as 90s, 15m, 168h)", v)
+		}
+		if d <= 0 {
+			return fmt.Errorf("must be positive, not %s", v)
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+func integer(field func(*Config) *int, min int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("%q is not a whole number", v)
+		}
+		if n < min {
+			return fmt.Errorf("must be at least %d, not %d", min, n)
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+func splitHostPort(addr string) (string, int, error) {
+	i := strings.LastIndex(addr, ":")
+	if i < 0 {
+		return "", 0, fmt.Errorf("%q needs a port, such as 127.0.0.1:8080", addr)
+	}
+	port, err := strconv.Atoi(addr[i+1:])
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("%q has no valid port", addr)
+	}
+	return addr[:i], port, nil
+}
+
+// Load reads every variable through getenv, returning all problems at once,
+// one per line.
+func Load(getenv func(string) string) (Config, error) {
+	var c Config
+	var problems []string
+	for _, v := range Vars() {
+		val := strings.TrimSpace(getenv(v.Name))
+		if val == "" {
+			val = v.Default
+		}
+		if err := v.set(&c, val); err != nil {
+			problems = append(problems, v.Name+": "+err.Error())
+		}
+	}
+	if len(problems) > 0 {
+		return c, errors.New(strings.Join(problems, "\n"))
+	}
+	return c, nil
+}

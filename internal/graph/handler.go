@@ -1,0 +1,247 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
+	"github.com/99designs/gqlgen/graphql/executor"
+	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"github.com/herald-vpn/herald/internal/api"
+	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+)
+
+// Limits bound what one document may ask for.
+type Limits struct {
+	MaxDepth      int // selection depth
+	MaxComplexity int // gqlgen's field-count complexity
+}
+
+// DefaultLimits suit the schema: its deepest useful query is shallow.
+func DefaultLimits() Limits { return Limits{MaxDepth: 10, MaxComplexity: 200} }
+
+// Handler serves POST /graphql. It is our own transport over gqlgen's
+// executor so that each error's HTTP status comes from the catalogue.
+type Handler struct {
+	exec   *executor.Executor
+	limits Limits
+}
+
+// NewHandler returns the GraphQL endpoint over the resolver.
+func NewHandler(r *Resolver, limits Limits) *Handler {
+	schema := NewExecutableSchema(Config{Resolvers: r, Directives: DirectiveRoot{Auth: r.authDirective}})
+	exec := executor.New(schema)
+	exec.Use(extension.Introspection{})
+	exec.Use(extension.FixedComplexityLimit(limits.MaxComplexity))
+	exec.SetErrorPresenter(presentError)
+	exec.SetRecoverFunc(func(ctx context.Context, p any) error {
+		api.Logger(ctx).ErrorContext(ctx, "panic in resolver", "panic", fmt.Sprint(p))
+		return apperr.New(apperr.Internal)
+	})
+	return &Handler{exec: exec, limits: limits}
+}
+
+// presentError renders an error as the spec's GraphQL error: message, path
+// and extensions.code with the error's details beside it.
+func presentError(ctx context.Context, err error) *gqlerror.Error {
+	gqlErr := graphql.DefaultErrorPresenter(ctx, err)
+	var ae *apperr.Error
+	if !errors.As(err, &ae) {
+		// gqlgen's own errors (unknown field, bad variable) keep their
+		// message; anything else is internal and is logged, not shown.
+		if gqlErr.Extensions != nil && gqlErr.Extensions["code"] != nil {
+			return gqlErr
+		}
+		var inner *gqlerror.Error
+		if errors.As(err, &inner) && inner.Err == nil {
+			gqlErr.Extensions = map[string]any{"code": apperr.GraphQLInvalid}
+			return gqlErr
+		}
+		api.Logger(ctx).ErrorContext(ctx, "internal error", "err", err, "path", gqlErr.Path.String())
+		ae = apperr.New(apperr.Internal)
+	}
+	gqlErr.Message = ae.Message
+	ext := make(map[string]any, len(ae.Details)+1)
+	for k, v := range ae.Details {
+		ext[k] = v
+	}
+	ext["code"] = ae.Code
+	gqlErr.Extensions = ext
+	return gqlErr
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := graphql.Now()
+	ctx := graphql.StartOperationTrace(r.Context())
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		h.writeErrors(w, http.StatusMethodNotAllowed, gqlerror.List{codeError(apperr.New(apperr.MethodNotAllowed))})
+		return
+	}
+	body, err := api.ReadBody(w, r)
+	if err != nil {
+		h.writeAppError(w, err)
+		return
+	}
+	req, err := DecodeRequest(body)
+	if err != nil {
+		h.writeAppError(w, err)
+		return
+	}
+	params := &graphql.RawParams{
+		Query:         req.Query,
+		Variables:     req.Variables,
+		OperationName: req.OperationName,
+		Headers:       r.Header,
+		ReadTime:      graphql.TraceTiming{Start: start, End: graphql.Now()},
+	}
+	opCtx, errs := h.exec.CreateOperationContext(ctx, params)
+	if errs != nil {
+		h.writeErrors(w, operationErrorStatus(errs), presentList(ctx, errs))
+		return
+	}
+	if depth := selectionDepth(opCtx.Operation.SelectionSet, 0); depth > h.limits.MaxDepth {
+		h.writeAppError(w, apperr.Newf(apperr.QueryTooComplex, "The query is %d levels deep; at most %d are allowed.", depth, h.limits.MaxDepth).With("limit", h.limits.MaxDepth))
+		return
+	}
+	api.Info(ctx).Operation = OperationName(opCtx.Operation)
+	handle, ctx := h.exec.DispatchOperation(ctx, opCtx)
+	resp := handle(ctx)
+	if resp == nil {
+		return
+	}
+	status := http.StatusOK
+	if len(resp.Errors) > 0 && (len(resp.Data) == 0 || string(resp.Data) == "null") {
+		status = statusOf(resp.Errors[0])
+		resp.Data = nil
+	}
+	writeResponse(w, status, resp)
+}
+
+// OperationName names an operation by its root fields, for logs and
+// metrics: "signup", or "me+version".
+func OperationName(op *ast.OperationDefinition) string {
+	if op == nil {
+		return ""
+	}
+	seen := map[string]bool{}
+	var names []string
+	for _, sel := range op.SelectionSet {
+		if f, ok := sel.(*ast.Field); ok && !seen[f.Name] {
+			seen[f.Name] = true
+			names = append(names, f.Name)
+		}
+	}
+	sort.Strings(names)
+	return strings.Join(names, "+")
+}
+
+func selectionDepth(set ast.SelectionSet, depth int) int {
+	max := depth
+	for _, sel := range set {
+		var d int
+		switch s := sel.(type) {
+		case *ast.Field:
+			d = selectionDepth(s.SelectionSet, depth+1)
+		case *ast.InlineFragment:
+			d = selectionDepth(s.SelectionSet, depth)
+		case *ast.FragmentSpread:
+			if s.Definition != nil {
+				d = selectionDepth(s.Definition.SelectionSet, depth)
+			}
+		}
+		if d > max {
+			max = d
+		}
+	}
+	return max
+}
+
+// operationErrorStatus: parse errors are 400, validation errors 422, an
+// over-complex document 400.
+func operationErrorStatus(errs gqlerror.List) int {
+	for _, e := range errs {
+		switch e.Extensions["code"] {
+		case errcode.ParseFailed:
+			return http.StatusBadRequest
+		case "COMPLEXITY_LIMIT_EXCEEDED":
+			return http.StatusBadRequest
+		}
+	}
+	return http.StatusUnprocessableEntity
+}
+
+// presentList gives gqlgen's pre-execution errors our codes.
+func presentList(ctx context.Context, errs gqlerror.List) gqlerror.List {
+	out := make(gqlerror.List, 0, len(errs))
+	for _, e := range errs {
+		c := *e
+		code := apperr.GraphQLInvalid
+		switch e.Extensions["code"] {
+		case errcode.ParseFailed:
+			code = apperr.GraphQLParse
+		case "COMPLEXITY_LIMIT_EXCEEDED":
+			code = apperr.QueryTooComplex
+		}
+		c.Extensions = map[string]any{"code": code}
+		out = append(out, &c)
+	}
+	return out
+}
+
+func statusOf(e *gqlerror.Error) int {
+	code, _ := e.Extensions["code"].(apperr.Code)
+	if s, ok := e.Extensions["code"].(string); ok {
+		code = apperr.Code(s)
+	}
+	if code == "" {
+		return http.StatusInternalServerError
+	}
+	return apperr.Lookup(code).Status
+}
+
+func codeError(ae *apperr.Error) *gqlerror.Error {
+	ext := map[string]any{"code": ae.Code}
+	for k, v := range ae.Details {
+		ext[k] = v
+	}
+	return &gqlerror.Error{Message: ae.Message, Extensions: ext}
+}
+
+func (h *Handler) writeAppError(w http.ResponseWriter, err error) {
+	ae := apperr.As(err)
+	h.writeErrors(w, ae.Status(), gqlerror.List{codeError(ae)})
+}
+
+func (h *Handler) writeErrors(w http.ResponseWriter, status int, errs gqlerror.List) {
+	writeResponse(w, status, &graphql.Response{Errors: errs})
+}
+
+// response is graphql.Response with data always present (null on error),
+// as the spec's error envelope shows it.
+type response struct {
+	Errors     gqlerror.List   `json:"errors,omitempty"`
+	Data       json.RawMessage `json:"data"`
+	Extensions map[string]any  `json:"extensions,omitempty"`
+}
+
+func writeResponse(w http.ResponseWriter, status int, resp *graphql.Response) {
+	data := json.RawMessage(resp.Data)
+	if len(data) == 0 {
+		data = json.RawMessage("null")
+	}
+	body, err := json.Marshal(response{Errors: resp.Errors, Data: data, Extensions: resp.Extensions})
+	if err != nil {
+		status = http.StatusInternalServerError
+		body = []byte(`{"errors":[{"message":"An unexpected error occurred.","extensions":{"code":"INTERNAL_ERROR"}}],"data":null}`)
+	}
+	api.WriteRawJSON(w, status, body)
+}

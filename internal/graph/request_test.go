@@ -1,0 +1,62 @@
+package graph
+
+import (
+	"testing"
+
+	"github.com/herald-vpn/herald/internal/apperr"
+)
+
+func TestDecodeRequest(t *testing.T) {
+	cases := []struct {
+		name string
+		body string
+		code apperr.Code // "" means accepted
+	}{
+		{"minimal", `{"query":"{ version }"}`, ""},
+		{"with variables", `{"query":"mutation($e:String!){resendVerificationEmail(email:$e)}","variables":{"e":"a@b.co","n":12,"f":1.5}}`, ""},
+		{"null variables", `{"query":"{ version }","variables":null}`, ""},
+		{"empty body", ``, apperr.ValidationError},
+		{"not json", `query { version }`, apperr.ValidationError},
+		{"array", `[{"query":"{ version }"}]`, apperr.ValidationError},
+		{"missing query", `{"variables":{}}`, apperr.ValidationError},
+		{"query not string", `{"query":12}`, apperr.ValidationError},
+		{"variables not object", `{"query":"{ version }","variables":[1]}`, apperr.ValidationError},
+		{"trailing", `{"query":"{ version }"} {}`, apperr.ValidationError},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := DecodeRequest([]byte(c.body))
+			if c.code == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if !apperr.Is(err, c.code) {
+				t.Fatalf("err = %v, want %s", err, c.code)
+			}
+		})
+	}
+}
+
+func FuzzDecodeRequest(f *testing.F) {
+	for _, seed := range []string{
+		`{"query":"{ version }"}`,
+		`{"query":"mutation($e:String!){signup(email:$e,password:\"x\")}","variables":{"e":"a@b.co","n":[1,2.5,{"x":null}]},"operationName":"x"}`,
+		`{"query":""}`, `null`, `{}`, `{"query":"q","variables":{"big":123456789012345678901234567890}}`, "\x00", `{"query":"\ud800"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := DecodeRequest(body)
+		if err != nil {
+			if ae := apperr.As(err); ae.Code == apperr.Internal {
+				t.Fatalf("decoder returned a non-application error: %v", err)
+			}
+			return
+		}
+		if req.Query == "" || len(req.Query) > MaxQueryBytes || req.Variables == nil {
+			t.Fatalf("accepted an invalid request: %+v", req)
+		}
+	})
+}

@@ -1,0 +1,56 @@
+package server
+
+import (
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/herald-vpn/herald/internal/api"
+	"github.com/herald-vpn/herald/internal/apperr"
+)
+
+// addRoutes is the whole HTTP surface in one place.
+func addRoutes(mux *http.ServeMux, d Deps) {
+	// Operations: outside the envelope and the rate limits.
+	mux.HandleFunc("GET /healthz", healthz)
+	mux.HandleFunc("GET /readyz", readyz(d.DB))
+	mux.Handle("GET /metrics", d.Metrics.Handler())
+
+	// GraphQL.
+	mux.Handle("/graphql", observe(d, "/graphql", newGraphQL(d)))
+
+	// REST under /api/v1, every answer in the envelope.
+	h := newREST(d)
+	v1 := restRoutes{mux: mux, d: d, methods: map[string][]string{}}
+	v1.handle("POST", "/api/v1/auth/register", h.Register)
+	v1.handle("POST", "/api/v1/auth/verify", h.Verify)
+	v1.handle("POST", "/api/v1/auth/resend-verification", h.ResendVerification)
+	v1.finish()
+}
+
+// restRoutes registers REST routes so that a wrong method on a known path
+// gets 405 and an unknown path 404, both in the envelope.
+type restRoutes struct {
+	mux     *http.ServeMux
+	d       Deps
+	methods map[string][]string
+}
+
+func (rr restRoutes) handle(method, path string, h http.HandlerFunc) {
+	rr.methods[path] = append(rr.methods[path], method)
+	rr.mux.Handle(method+" "+path, observe(rr.d, method+" "+path, h))
+}
+
+func (rr restRoutes) finish() {
+	for path, methods := range rr.methods {
+		sort.Strings(methods)
+		allow := strings.Join(methods, ", ")
+		rr.mux.Handle(path, observe(rr.d, path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			api.WriteError(w, r, apperr.Newf(apperr.MethodNotAllowed, "%s is not allowed here; use %s.", r.Method, allow))
+		})))
+	}
+	rr.mux.Handle("/api/", observe(rr.d, "/api/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		api.WriteError(w, r, apperr.Newf(apperr.NotFound, "There is no %s %s.", r.Method, r.URL.Path))
+	})))
+}
