@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+
+	"github.com/herald-vpn/herald/internal/apperr"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -48,6 +50,8 @@ func commands() []command {
 	return []command{
 		{"serve", "run the server (the default)", cmdServe},
 		{"migrate", "apply the database migrations and exit", cmdMigrate},
+		{"admin", "create or revoke operator accounts (admin create|revoke --email E)", cmdAdmin},
+		{"keys", "print a new JWK set for HERALD_JWT_KEYS_FILE (keys generate)", cmdKeys},
 		{"version", "print the version", cmdVersion},
 	}
 }
@@ -143,4 +147,13 @@ func newLogger(w io.Writer, format, level string) *slog.Logger {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// describe turns an application error into a line for a terminal.
+func describe(err error) error {
+	var ae *apperr.Error
+	if errors.As(err, &ae) {
+		return fmt.Errorf("%s: %s", ae.Code, ae.Message)
+	}
+	return err
 }

@@ -11,13 +11,12 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/accounts"
-	"github.com/herald-vpn/herald/internal/api"
-	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/config"
 	"github.com/herald-vpn/herald/internal/mail"
 	"github.com/herald-vpn/herald/internal/metrics"
 	"github.com/herald-vpn/herald/internal/password"
 	"github.com/herald-vpn/herald/internal/server"
+	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
@@ -31,6 +30,7 @@ type app struct {
 	metrics  *metrics.Metrics
 	db       *sqlstore.DB
 	accounts *accounts.Service
+	sessions *sessions.Service
 }
 
 // loadConfig reads and validates the configuration.
@@ -103,7 +103,19 @@ func openApp(ctx context.Context, env *environment, cfg config.Config) (*app, er
 		return nil, err
 	}
 	river.AddWorker(workers, &accounts.CodeEmailWorker{Service: accts})
-	return &app{cfg: cfg, logger: logger, metrics: m, db: db, accounts: accts}, nil
+	sessCfg := sessions.Config{AccessTTL: cfg.AccessTokenTTL, RefreshTTL: cfg.RefreshTokenTTL, Grace: cfg.RefreshGrace, Issuer: cfg.JWTIssuer}
+	if cfg.JWTKeysFile != "" {
+		if sessCfg.Keys, err = sessions.LoadKeySetFile(cfg.JWTKeysFile); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("HERALD_JWT_KEYS_FILE: %w", err)
+		}
+	}
+	sess, err := sessions.NewService(ctx, db, accts, sessCfg, nil)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &app{cfg: cfg, logger: logger, metrics: m, db: db, accounts: accts, sessions: sess}, nil
 }
 
 func cmdMigrate(ctx context.Context, env *environment, args []string) error {
@@ -162,7 +174,7 @@ func (a *app) serve(ctx context.Context) error {
 		DB:             a.db,
 		Metrics:        a.metrics,
 		Accounts:       a.accounts,
-		Guard:          noGuard{},
+		Sessions:       a.sessions,
 		TrustedProxies: a.cfg.TrustedProxies,
 		Version:        version,
 	})
@@ -199,15 +211,6 @@ func (a *app) serve(ctx context.Context) error {
 	a.logger.Info("stopped")
 	return nil
 }
-
-// noGuard refuses every protected operation until sessions exist.
-type noGuard struct{}
-
-func (noGuard) Require(ctx context.Context, _ string) (context.Context, error) {
-	return ctx, apperr.New(apperr.AuthRequired)
-}
-
-var _ api.Guard = noGuard{}
 
 func printConfig(w io.Writer) {
 	fmt.Fprintln(w, "\nEnvironment:")

@@ -67,6 +67,8 @@ type NewAccount struct {
 	Trial         time.Duration
 	Referral      string // the referrer's code, "" when none
 	ReferralBonus time.Duration
+	Verified      bool   // operators' accounts are created verified
+	Scope         string // space-separated scopes
 	// Job is inserted in the same transaction (the verification email).
 	Job river.JobArgs
 }
@@ -127,6 +129,12 @@ type Store interface {
 	// spends one attempt on a miss, and on a match deletes the code and
 	// applies effect, all in one transaction.
 	AttemptCode(ctx context.Context, accountID string, p Purpose, matches func(hash []byte) bool, effect CodeEffect) (CodeAttempt, error)
+
+	UpdatePasswordHash(ctx context.Context, accountID, hash string) error
+	// SetScope replaces the account's scopes; revoke also revokes every
+	// session so a removed scope cannot outlive its tokens.
+	SetScope(ctx context.Context, accountID, scope string, revokeSessions bool) error
+	EnqueueJob(ctx context.Context, args river.JobArgs) error
 
 	// Secret returns the named server secret, storing generate()'s value
 	// the first time (the first writer wins across replicas).

@@ -23,6 +23,9 @@ type Mailer interface {
 type CodeEmailArgs struct {
 	AccountID string  `json:"account_id"`
 	Purpose   Purpose `json:"purpose"`
+	// Requested marks a code the user asked for (password reset): it
+	// counts against the resend limits.
+	Requested bool `json:"requested,omitempty"`
 }
 
 func (CodeEmailArgs) Kind() string { return "code_email" }
@@ -41,13 +44,14 @@ type CodeEmailWorker struct {
 }
 
 func (w *CodeEmailWorker) Work(ctx context.Context, job *river.Job[CodeEmailArgs]) error {
-	return w.Service.deliverQueuedCode(ctx, job.Args.AccountID, job.Args.Purpose, job.CreatedAt)
+	return w.Service.deliverQueuedCode(ctx, job.Args, job.CreatedAt)
 }
 
 // deliverQueuedCode sends the code email of a job. A failed send returns the
 // error so River retries with backoff: a mail-server outage delays the email
 // but never loses it.
-func (s *Service) deliverQueuedCode(ctx context.Context, accountID string, p Purpose, queuedAt time.Time) error {
+func (s *Service) deliverQueuedCode(ctx context.Context, args CodeEmailArgs, queuedAt time.Time) error {
+	accountID, p := args.AccountID, args.Purpose
 	acct, err := s.store.AccountByID(ctx, accountID)
 	if errors.Is(err, storage.ErrNotFound) {
 		return river.JobCancel(fmt.Errorf("account %s no longer exists", accountID))
@@ -73,7 +77,7 @@ func (s *Service) deliverQueuedCode(ctx context.Context, accountID string, p Pur
 	if !ok {
 		return river.JobSnooze(5 * time.Second)
 	}
-	return s.sendCode(ctx, acct, p, false)
+	return s.sendCode(ctx, acct, p, args.Requested)
 }
 
 // sendCode makes a code, mails it, and only then stores it, so a failed send

@@ -110,27 +110,39 @@ func (s *Service) Signup(ctx context.Context, email, plain, referral string) (Si
 	if err != nil {
 		return SignupResult{}, err
 	}
-	id, err := uuid.NewV7()
+	return s.create(ctx, email, hash, referral, false, "")
+}
+
+// create stores a new account. A clash on the random referral code is
+// retried with a new one; a clash on the email means another signup won the
+// race. Unverified accounts get their verification email queued in the
+// same transaction.
+func (s *Service) create(ctx context.Context, email, hash, referral string, verified bool, scope string) (SignupResult, error) {
+	uid, err := uuid.NewV7()
 	if err != nil {
 		return SignupResult{}, err
 	}
-	// A clash on the random referral code is retried with a new one; a
-	// clash on the email means another signup won the race.
+	id := uid.String()
 	for attempt := 0; attempt < 5; attempt++ {
 		code, err := newReferralCode()
 		if err != nil {
 			return SignupResult{}, err
 		}
-		acct, applied, err := s.store.CreateAccount(ctx, NewAccount{
-			ID:            id.String(),
+		n := NewAccount{
+			ID:            id,
 			Email:         email,
 			PasswordHash:  hash,
 			ReferralCode:  code,
 			Trial:         s.cfg.TrialPeriod,
 			Referral:      normalizeReferral(referral),
 			ReferralBonus: s.cfg.ReferralBonus,
-			Job:           CodeEmailArgs{AccountID: id.String(), Purpose: PurposeVerify},
-		})
+			Verified:      verified,
+			Scope:         scope,
+		}
+		if !verified {
+			n.Job = CodeEmailArgs{AccountID: id, Purpose: PurposeVerify}
+		}
+		acct, applied, err := s.store.CreateAccount(ctx, n)
 		if err == nil {
 			return SignupResult{Account: acct, ReferralApplied: applied}, nil
 		}

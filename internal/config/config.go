@@ -40,6 +40,12 @@ type Config struct {
 	Argon2Parallelism int
 	HashConcurrency   int
 
+	AccessTokenTTL  time.Duration
+	RefreshTokenTTL time.Duration
+	RefreshGrace    time.Duration
+	JWTKeysFile     string
+	JWTIssuer       string
+
 	JobRetryBase time.Duration
 	JobRetryMax  time.Duration
 	JobPoll      time.Duration
@@ -139,6 +145,17 @@ func Vars() []Var {
 				return errors.New("must be at least 64 hex digits")
 			}
 			c.SecretKey = b
+			return nil
+		}},
+		{"HERALD_ACCESS_TOKEN_TTL", "24h", "1h", "lifetime of an access token (JWT)", duration(func(c *Config) *time.Duration { return &c.AccessTokenTTL })},
+		{"HERALD_REFRESH_TOKEN_TTL", "720h", "2160h", "lifetime of a session's refresh token", duration(func(c *Config) *time.Duration { return &c.RefreshTokenTTL })},
+		{"HERALD_REFRESH_REUSE_GRACE", "10s", "5s", "window in which a just-rotated refresh token may be used again (two tabs) without revoking the session", duration(func(c *Config) *time.Duration { return &c.RefreshGrace })},
+		{"HERALD_JWT_KEYS_FILE", "", "/etc/herald/jwks.json", "JWK set of Ed25519 keys, one marked \"active\": true; empty: a key generated once and kept in the database", func(c *Config, v string) error {
+			c.JWTKeysFile = v
+			return nil
+		}},
+		{"HERALD_JWT_ISSUER", "herald", "https://api.example.com", "iss claim of access tokens", func(c *Config, v string) error {
+			c.JWTIssuer = v
 			return nil
 		}},
 		{"HERALD_ARGON2_MEMORY", "65536", "19456", "argon2id memory per hash, KiB", integer(func(c *Config) *int { return &c.Argon2MemoryKiB }, 8)},

@@ -2,6 +2,21 @@
 
 package graph
 
+import (
+	"time"
+)
+
+type AuthPayload struct {
+	// A JWT (EdDSA) to send as Authorization: Bearer <accessToken>.
+	AccessToken string `json:"accessToken"`
+	// An opaque token for refreshToken; single use.
+	RefreshToken string `json:"refreshToken"`
+	// Always Bearer.
+	TokenType string `json:"tokenType"`
+	// Seconds until the access token expires.
+	ExpiresIn int `json:"expiresIn"`
+}
+
 type Mutation struct {
 }
 
@@ -11,4 +26,21 @@ type Query struct {
 type SignupResult struct {
 	Message string `json:"message"`
 	Success bool   `json:"success"`
+}
+
+type User struct {
+	ID            string            `json:"id"`
+	Email         string            `json:"email"`
+	EmailVerified bool              `json:"emailVerified"`
+	CreatedAt     time.Time         `json:"createdAt"`
+	ReferralCode  string            `json:"referralCode"`
+	Subscription  *UserSubscription `json:"subscription"`
+}
+
+type UserSubscription struct {
+	// trial, basic or premium.
+	Plan string `json:"plan"`
+	// active until expiresAt, expired from then on.
+	Status    string    `json:"status"`
+	ExpiresAt time.Time `json:"expiresAt"`
 }

@@ -2,16 +2,19 @@ package graph
 
 import (
 	"context"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/api"
+	"github.com/herald-vpn/herald/internal/sessions"
 )
 
 // Resolver holds the services the GraphQL door opens onto. It does no work
 // of its own: every rule lives in the services.
 type Resolver struct {
 	Accounts *accounts.Service
+	Sessions *sessions.Service
 	Guard    api.Guard
 	Version  string
 }
@@ -27,4 +30,29 @@ func (r *Resolver) authDirective(ctx context.Context, _ any, next graphql.Resolv
 		return nil, err
 	}
 	return next(ctx)
+}
+
+// caller is the authenticated account of the request.
+func (r *Resolver) caller(ctx context.Context) (accounts.Account, error) {
+	id, _ := sessions.FromContext(ctx)
+	return r.Accounts.ByID(ctx, id.AccountID)
+}
+
+func (r *Resolver) user(a accounts.Account) *User {
+	return &User{
+		ID:            a.ID,
+		Email:         a.Email,
+		EmailVerified: a.Verified(),
+		CreatedAt:     a.CreatedAt.UTC().Truncate(time.Second),
+		ReferralCode:  a.ReferralCode,
+		Subscription: &UserSubscription{
+			Plan:      a.Subscription.Plan,
+			Status:    a.Subscription.Status(r.Accounts.Now()),
+			ExpiresAt: a.Subscription.ExpiresAt.UTC().Truncate(time.Second),
+		},
+	}
+}
+
+func authPayload(t sessions.Tokens) *AuthPayload {
+	return &AuthPayload{AccessToken: t.AccessToken, RefreshToken: t.RefreshToken, TokenType: t.TokenType, ExpiresIn: t.ExpiresIn}
 }

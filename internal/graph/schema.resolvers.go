@@ -7,7 +7,9 @@ package graph
 
 import (
 	"context"
+
 	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/sessions"
 )
 
 // Signup is the resolver for the signup field.
@@ -39,9 +41,70 @@ func (r *mutationResolver) ResendVerificationEmail(ctx context.Context, email st
 	return true, nil
 }
 
+// Login is the resolver for the login field.
+func (r *mutationResolver) Login(ctx context.Context, email string, password string) (*AuthPayload, error) {
+	t, err := r.Sessions.Login(ctx, email, password)
+	if err != nil {
+		return nil, err
+	}
+	return authPayload(t), nil
+}
+
+// RefreshToken is the resolver for the refreshToken field.
+func (r *mutationResolver) RefreshToken(ctx context.Context, refreshToken string) (*AuthPayload, error) {
+	t, err := r.Sessions.Refresh(ctx, refreshToken)
+	if err != nil {
+		return nil, err
+	}
+	return authPayload(t), nil
+}
+
+// Logout is the resolver for the logout field.
+func (r *mutationResolver) Logout(ctx context.Context) (bool, error) {
+	id, _ := sessions.FromContext(ctx)
+	if err := r.Sessions.Logout(ctx, id); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// RequestPasswordReset is the resolver for the requestPasswordReset field.
+func (r *mutationResolver) RequestPasswordReset(ctx context.Context, email string) (bool, error) {
+	if err := r.Accounts.RequestPasswordReset(ctx, email); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// ResetPassword is the resolver for the resetPassword field.
+func (r *mutationResolver) ResetPassword(ctx context.Context, email string, code string, newPassword string) (bool, error) {
+	if err := r.Accounts.ResetPassword(ctx, email, code, newPassword); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
 // Version is the resolver for the version field.
 func (r *queryResolver) Version(ctx context.Context) (string, error) {
 	return r.Resolver.Version, nil
+}
+
+// Me is the resolver for the me field.
+func (r *queryResolver) Me(ctx context.Context) (*User, error) {
+	acct, err := r.caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.user(acct), nil
+}
+
+// GetReferralCode is the resolver for the getReferralCode field.
+func (r *queryResolver) GetReferralCode(ctx context.Context) (string, error) {
+	acct, err := r.caller(ctx)
+	if err != nil {
+		return "", err
+	}
+	return acct.ReferralCode, nil
 }
 
 // Mutation returns MutationResolver implementation.

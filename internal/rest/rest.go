@@ -9,12 +9,14 @@ import (
 
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/api"
+	"github.com/herald-vpn/herald/internal/sessions"
 )
 
 // Handlers holds the services the REST door opens onto.
 type Handlers struct {
 	Accounts *accounts.Service
-	Now      func() time.Time
+	Sessions *sessions.Service
+	Guard    api.Guard
 }
 
 // User is the REST user record (the spec's section 2).
@@ -69,7 +71,7 @@ func (h *Handlers) Register(w http.ResponseWriter, r *http.Request) {
 	}
 	api.WriteData(w, http.StatusCreated, map[string]any{
 		"message":         accounts.SignupMessage(res.Account.Email),
-		"user":            NewUser(res.Account, h.Now()),
+		"user":            NewUser(res.Account, h.Accounts.Now()),
 		"referralApplied": res.ReferralApplied,
 	})
 }

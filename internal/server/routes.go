@@ -15,6 +15,7 @@ func addRoutes(mux *http.ServeMux, d Deps) {
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", readyz(d.DB))
 	mux.Handle("GET /metrics", d.Metrics.Handler())
+	mux.HandleFunc("GET /.well-known/jwks.json", jwks(d.Sessions))
 
 	// GraphQL.
 	mux.Handle("/graphql", observe(d, "/graphql", newGraphQL(d)))
@@ -25,6 +26,12 @@ func addRoutes(mux *http.ServeMux, d Deps) {
 	v1.handle("POST", "/api/v1/auth/register", h.Register)
 	v1.handle("POST", "/api/v1/auth/verify", h.Verify)
 	v1.handle("POST", "/api/v1/auth/resend-verification", h.ResendVerification)
+	v1.handle("POST", "/api/v1/auth/login", h.Login)
+	v1.handle("POST", "/api/v1/auth/refresh", h.Refresh)
+	v1.handle("POST", "/api/v1/auth/logout", h.Authed("", h.Logout))
+	v1.handle("POST", "/api/v1/auth/password-reset", h.RequestPasswordReset)
+	v1.handle("POST", "/api/v1/auth/password-reset/confirm", h.ResetPassword)
+	v1.handle("GET", "/api/v1/users/me", h.Authed("", h.Me))
 	v1.finish()
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/herald-vpn/herald/internal/graph"
 	"github.com/herald-vpn/herald/internal/metrics"
 	"github.com/herald-vpn/herald/internal/rest"
+	"github.com/herald-vpn/herald/internal/sessions"
 )
 
 // Pinger reports whether the database answers.
@@ -28,17 +29,13 @@ type Deps struct {
 	DB             Pinger
 	Metrics        *metrics.Metrics
 	Accounts       *accounts.Service
-	Guard          api.Guard
+	Sessions       *sessions.Service
 	TrustedProxies []netip.Prefix
 	Version        string
-	Now            func() time.Time
 }
 
 // NewServer returns the whole HTTP handler.
 func NewServer(d Deps) http.Handler {
-	if d.Now == nil {
-		d.Now = func() time.Time { return time.Now().UTC() }
-	}
 	mux := http.NewServeMux()
 	addRoutes(mux, d)
 	return withRequestInfo(d, mux)
@@ -66,10 +63,20 @@ func readyz(db Pinger) http.HandlerFunc {
 
 // newGraphQL builds the GraphQL door.
 func newGraphQL(d Deps) http.Handler {
-	return graph.NewHandler(&graph.Resolver{Accounts: d.Accounts, Guard: d.Guard, Version: d.Version}, graph.DefaultLimits())
+	return graph.NewHandler(&graph.Resolver{Accounts: d.Accounts, Sessions: d.Sessions, Guard: d.Sessions, Version: d.Version}, graph.DefaultLimits())
 }
 
 // newREST builds the REST door's handlers.
 func newREST(d Deps) *rest.Handlers {
-	return &rest.Handlers{Accounts: d.Accounts, Now: d.Now}
+	return &rest.Handlers{Accounts: d.Accounts, Sessions: d.Sessions, Guard: d.Sessions}
+}
+
+// jwks publishes the public keys that verify access tokens.
+func jwks(s *sessions.Service) http.HandlerFunc {
+	body := s.JWKS()
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/jwk-set+json")
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		w.Write(body)
+	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/riverqueue/river"
 )
 
 const accountColumns = `a.id, a.email, a.password_hash, a.email_verified_at, a.referral_code, a.scope, a.created_at, s.plan, s.expires_at`
@@ -40,8 +41,12 @@ func (db *DB) CreateAccount(ctx context.Context, n accounts.NewAccount) (account
 				return err
 			}
 		}
-		if _, err := tx.q.exec(ctx, `INSERT INTO accounts (id, email, password_hash, referral_code, created_at) VALUES (?, ?, ?, ?, ?)`,
-			n.ID, n.Email, n.PasswordHash, n.ReferralCode, tx.now); err != nil {
+		var verifiedAt *time.Time
+		if n.Verified {
+			verifiedAt = &tx.now
+		}
+		if _, err := tx.q.exec(ctx, `INSERT INTO accounts (id, email, password_hash, referral_code, scope, email_verified_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			n.ID, n.Email, n.PasswordHash, n.ReferralCode, n.Scope, verifiedAt, tx.now); err != nil {
 			return err
 		}
 		trialEnd := tx.now.Add(n.Trial)
@@ -249,6 +254,31 @@ func (db *DB) Secret(ctx context.Context, name string, generate func() ([]byte, 
 	return v, err
 }
 
-// revokeAllSessions is completed by the sessions migration; until sessions
-// exist there is nothing to revoke.
-func (tx *Tx) revokeAllSessions(ctx context.Context, accountID string) error { return nil }
+// UpdatePasswordHash implements accounts.Store.
+func (db *DB) UpdatePasswordHash(ctx context.Context, accountID, hash string) error {
+	_, err := db.conn().exec(ctx, `UPDATE accounts SET password_hash = ? WHERE id = ?`, hash, accountID)
+	return err
+}
+
+// SetScope implements accounts.Store.
+func (db *DB) SetScope(ctx context.Context, accountID, scope string, revokeSessions bool) error {
+	return db.inTx(ctx, func(tx *Tx) error {
+		n, err := tx.q.exec(ctx, `UPDATE accounts SET scope = ? WHERE id = ?`, scope, accountID)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return storage.ErrNotFound
+		}
+		if revokeSessions {
+			return tx.revokeAllSessions(ctx, accountID)
+		}
+		return nil
+	})
+}
+
+// EnqueueJob implements accounts.Store.
+func (db *DB) EnqueueJob(ctx context.Context, args river.JobArgs) error {
+	_, err := db.InsertJob(ctx, args, nil)
+	return err
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/herald-vpn/herald/internal/storage"
@@ -51,6 +52,8 @@ func TestConformance(t *testing.T) {
 		{"AttemptCodeSpendsAttempts", testAttemptCode},
 		{"AttemptCodeExpired", testAttemptExpired},
 		{"SecretFirstWriterWins", testSecret},
+		{"RefreshRotationGraceAndReuse", testRefreshRotation},
+		{"RevokeSessions", testRevokeSessions},
 	}
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
@@ -283,5 +286,64 @@ func testMigrateTwice(t *testing.T, db *sqlstore.DB, _ *time.Time) {
 	applied, err := db.Migrate(context.Background())
 	if err != nil || len(applied) != 0 {
 		t.Fatalf("second migrate applied %v, err %v", applied, err)
+	}
+}
+
+func testRefreshRotation(t *testing.T, db *sqlstore.DB, now *time.Time) {
+	ctx := context.Background()
+	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
+	s := sessions.Session{ID: "s-1", AccountID: "id-1", CreatedAt: *now, ExpiresAt: now.Add(time.Hour)}
+	if err := db.CreateSession(ctx, s, []byte("t1")); err != nil {
+		t.Fatal(err)
+	}
+	grace := 5 * time.Second
+	steps := []struct {
+		advance  time.Duration
+		old, new string
+		want     sessions.RotateOutcome
+	}{
+		{0, "nope", "x", sessions.RefreshUnknown},
+		{time.Second, "t1", "t2", sessions.RefreshRotated},
+		{time.Second, "t1", "t2b", sessions.RefreshGrace}, // a second tab, within grace
+		{time.Second, "t2", "t3", sessions.RefreshRotated},
+		{time.Second, "t2b", "t3b", sessions.RefreshRotated}, // the sibling lives on its own
+		{10 * time.Second, "t1", "t9", sessions.RefreshReused},
+		{0, "t3", "t4", sessions.RefreshRevoked},
+	}
+	for i, st := range steps {
+		*now = now.Add(st.advance)
+		res, err := db.RotateRefresh(ctx, []byte(st.old), []byte(st.new), grace)
+		if err != nil || res.Outcome != st.want {
+			t.Fatalf("step %d: outcome %v err %v, want %v", i, res.Outcome, err, st.want)
+		}
+	}
+	got, _ := db.SessionByID(ctx, "s-1")
+	if got.RevokedAt == nil {
+		t.Fatal("reuse did not revoke the session")
+	}
+}
+
+func testRevokeSessions(t *testing.T, db *sqlstore.DB, now *time.Time) {
+	ctx := context.Background()
+	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
+	for _, id := range []string{"s-1", "s-2"} {
+		db.CreateSession(ctx, sessions.Session{ID: id, AccountID: "id-1", CreatedAt: *now, ExpiresAt: now.Add(time.Hour)}, []byte(id))
+	}
+	db.RevokeSession(ctx, "s-1")
+	s1, _ := db.SessionByID(ctx, "s-1")
+	s2, _ := db.SessionByID(ctx, "s-2")
+	if s1.RevokedAt == nil || s2.RevokedAt != nil {
+		t.Fatalf("after one logout: %+v %+v", s1, s2)
+	}
+	*now = now.Add(2 * time.Hour)
+	if res, _ := db.RotateRefresh(ctx, []byte("s-2"), []byte("n"), time.Second); res.Outcome != sessions.RefreshExpired {
+		t.Fatalf("expired refresh: %v", res.Outcome)
+	}
+	if err := db.SetScope(ctx, "id-1", "", true); err != nil {
+		t.Fatal(err)
+	}
+	s2, _ = db.SessionByID(ctx, "s-2")
+	if s2.RevokedAt == nil {
+		t.Fatal("revoking the scope left a session alive")
 	}
 }

@@ -1,0 +1,170 @@
+package accounts
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/storage"
+)
+
+// ByID returns an account.
+func (s *Service) ByID(ctx context.Context, id string) (Account, error) {
+	acct, err := s.store.AccountByID(ctx, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return Account{}, apperr.New(apperr.UserNotFound)
+	}
+	return acct, err
+}
+
+// Now is the service's clock, for transports that render statuses.
+func (s *Service) Now() time.Time { return s.now() }
+
+// CheckCredentials returns the account whose email and password these are.
+// An unknown email and a wrong password give the same error after about
+// the same work (a dummy hash is checked); an unverified account is told so
+// only once its password was right. A hash of weaker cost than the current
+// one is replaced.
+func (s *Service) CheckCredentials(ctx context.Context, email, plain string) (Account, error) {
+	badCredentials := apperr.New(apperr.InvalidCredentials)
+	norm, err := NormalizeEmail(email)
+	if err != nil || plain == "" || len(plain) > 4*MaxPasswordLen {
+		s.hasher.VerifyDummy(ctx, plain)
+		return Account{}, badCredentials
+	}
+	acct, err := s.store.AccountByEmail(ctx, norm)
+	if errors.Is(err, storage.ErrNotFound) {
+		s.hasher.VerifyDummy(ctx, plain)
+		return Account{}, badCredentials
+	}
+	if err != nil {
+		return Account{}, err
+	}
+	ok, rehash, err := s.hasher.Verify(ctx, plain, acct.PasswordHash)
+	if err != nil || !ok {
+		if err != nil && ctx.Err() == nil {
+			s.logger.ErrorContext(ctx, "stored password hash unreadable", "account_id", acct.ID, "err", err)
+		}
+		return Account{}, badCredentials
+	}
+	if !acct.Verified() {
+		return Account{}, apperr.New(apperr.EmailNotVerified)
+	}
+	if rehash {
+		if h, err := s.hasher.Hash(ctx, plain); err == nil {
+			if err := s.store.UpdatePasswordHash(ctx, acct.ID, h); err != nil {
+				s.logger.WarnContext(ctx, "password rehash not saved", "account_id", acct.ID, "err", err)
+			}
+		}
+	}
+	return acct, nil
+}
+
+// RequestPasswordReset emails a reset code when the account exists and the
+// resend limits allow it. It answers the same in every case, and the email
+// goes through the durable job queue, so neither the answer nor its timing
+// tells whether an account exists.
+func (s *Service) RequestPasswordReset(ctx context.Context, email string) error {
+	norm, err := NormalizeEmail(email)
+	if err != nil {
+		return err
+	}
+	acct, err := s.store.AccountByEmail(ctx, norm)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.checkSendLimits(ctx, acct.ID, PurposeReset); err != nil {
+		if apperr.Is(err, apperr.RateLimited) {
+			s.logger.InfoContext(ctx, "password reset request over the resend limits", "account_id", acct.ID)
+			return nil
+		}
+		return err
+	}
+	return s.store.EnqueueJob(ctx, CodeEmailArgs{AccountID: acct.ID, Purpose: PurposeReset, Requested: true})
+}
+
+// ResetPassword checks a reset code, sets the new password and revokes
+// every session of the account. The code proves the mailbox, so an
+// unverified account becomes verified too.
+func (s *Service) ResetPassword(ctx context.Context, email, code, newPassword string) error {
+	if err := ValidatePassword(newPassword); err != nil {
+		return err
+	}
+	norm, err := NormalizeEmail(email)
+	if err != nil {
+		return err
+	}
+	acct, err := s.store.AccountByEmail(ctx, norm)
+	if errors.Is(err, storage.ErrNotFound) {
+		// As for a wrong code: the answer must not reveal the account.
+		return apperr.Newf(apperr.InvalidVerificationCode, "The code is not valid.").With("attemptsRemaining", 0)
+	}
+	if err != nil {
+		return err
+	}
+	hash, err := s.hasher.Hash(ctx, newPassword)
+	if err != nil {
+		return err
+	}
+	return s.consumeCode(ctx, acct, PurposeReset, code, CodeEffect{MarkVerified: true, NewPasswordHash: hash, RevokeSessions: true})
+}
+
+// GrantAdmin makes the account an operator, creating it verified when it
+// does not exist. It returns the account id.
+func (s *Service) GrantAdmin(ctx context.Context, email, plain string) (string, bool, error) {
+	norm, err := NormalizeEmail(email)
+	if err != nil {
+		return "", false, err
+	}
+	acct, err := s.store.AccountByEmail(ctx, norm)
+	if err == nil {
+		if !acct.HasScope("admin") {
+			if err := s.store.SetScope(ctx, acct.ID, strings.TrimSpace(acct.Scope+" admin"), false); err != nil {
+				return "", false, err
+			}
+		}
+		return acct.ID, false, nil
+	}
+	if !errors.Is(err, storage.ErrNotFound) {
+		return "", false, err
+	}
+	if err := ValidatePassword(plain); err != nil {
+		return "", false, err
+	}
+	hash, err := s.hasher.Hash(ctx, plain)
+	if err != nil {
+		return "", false, err
+	}
+	res, err := s.create(ctx, norm, hash, "", true, "admin")
+	if err != nil {
+		return "", false, err
+	}
+	return res.Account.ID, true, nil
+}
+
+// RevokeAdmin takes the admin scope away and ends the account's sessions.
+func (s *Service) RevokeAdmin(ctx context.Context, email string) error {
+	norm, err := NormalizeEmail(email)
+	if err != nil {
+		return err
+	}
+	acct, err := s.store.AccountByEmail(ctx, norm)
+	if errors.Is(err, storage.ErrNotFound) {
+		return apperr.New(apperr.UserNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	var kept []string
+	for _, sc := range acct.Scopes() {
+		if sc != "admin" {
+			kept = append(kept, sc)
+		}
+	}
+	return s.store.SetScope(ctx, acct.ID, strings.Join(kept, " "), true)
+}

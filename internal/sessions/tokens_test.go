@@ -1,0 +1,186 @@
+package sessions
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/herald-vpn/herald/internal/apperr"
+)
+
+func newKey(t testing.TB) Key {
+	seed := make([]byte, 32)
+	rand.Read(seed)
+	k, err := KeyFromSeed(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func newSigner(t testing.TB, now *time.Time, active Key, others ...Key) *signer {
+	ks, err := NewKeySet(active, others...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &signer{keys: ks, issuer: "herald", ttl: time.Hour, now: func() time.Time { return *now }}
+}
+
+func TestTokenRoundTrip(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	s := newSigner(t, &now, newKey(t))
+	tok, exp, err := s.issue("acct", "sess", []string{"admin"})
+	if err != nil || !exp.Equal(now.Add(time.Hour)) {
+		t.Fatal(err, exp)
+	}
+	id, err := s.verify(tok)
+	if err != nil || id.AccountID != "acct" || id.SessionID != "sess" || !id.Has("admin") {
+		t.Fatalf("%+v %v", id, err)
+	}
+	// The header names the key and the algorithm.
+	parts := strings.Split(tok, ".")
+	hdr, _ := jwt.NewParser().DecodeSegment(parts[0])
+	var h map[string]any
+	json.Unmarshal(hdr, &h)
+	if h["alg"] != "EdDSA" || h["kid"] != s.keys.active.ID {
+		t.Fatalf("header %v", h)
+	}
+}
+
+func TestTokensRefused(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	key := newKey(t)
+	s := newSigner(t, &now, key)
+	good, _, _ := s.issue("acct", "sess", nil)
+	claims := Claims{SessionID: "sess", RegisteredClaims: jwt.RegisteredClaims{Issuer: "herald", Subject: "acct", ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}}
+
+	foreign := newKey(t)
+	foreignTok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims)
+	foreignTok.Header["kid"] = key.ID // claims our key id, signed by another
+	forged, _ := foreignTok.SignedString(foreign.Private)
+
+	noneTok := jwt.NewWithClaims(jwt.SigningMethodNone, claims)
+	noneTok.Header["kid"] = key.ID
+	none, _ := noneTok.SignedString(jwt.UnsafeAllowNoneSignatureType)
+
+	hsTok := jwt.NewWithClaims(jwt.SigningMethodHS256, claims)
+	hsTok.Header["kid"] = key.ID
+	hs, _ := hsTok.SignedString([]byte(key.Public))
+
+	unknownKid := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims)
+	unknownKid.Header["kid"] = "no-such-key"
+	unknown, _ := unknownKid.SignedString(key.Private)
+
+	otherIssuer := claims
+	otherIssuer.Issuer = "someone-else"
+	oiTok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, otherIssuer)
+	oiTok.Header["kid"] = key.ID
+	oi, _ := oiTok.SignedString(key.Private)
+
+	cases := map[string]string{
+		"foreign key":    forged,
+		"alg none":       none,
+		"HS256 with pub": hs,
+		"unknown kid":    unknown,
+		"truncated":      good[:len(good)-10],
+		"garbage":        "not.a.jwt",
+		"empty":          "",
+		"other issuer":   oi,
+	}
+	for name, tok := range cases {
+		t.Run(name, func(t *testing.T) {
+			if _, err := s.verify(tok); !apperr.Is(err, apperr.TokenInvalid) {
+				t.Fatalf("err = %v, want TOKEN_INVALID", err)
+			}
+		})
+	}
+}
+
+func TestExpiredToken(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	s := newSigner(t, &now, newKey(t))
+	tok, exp, _ := s.issue("acct", "sess", nil)
+	now = now.Add(2 * time.Hour)
+	_, err := s.verify(tok)
+	ae := apperr.As(err)
+	if ae.Code != apperr.TokenExpired || ae.Details["expiredAt"] != exp.Format(time.RFC3339) || ae.Details["tokenType"] != "access" {
+		t.Fatalf("%+v", ae)
+	}
+}
+
+func TestKeyRotation(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	oldKey, newK := newKey(t), newKey(t)
+	before := newSigner(t, &now, oldKey)
+	oldTok, _, _ := before.issue("acct", "sess", nil)
+
+	after := newSigner(t, &now, newK, Key{ID: oldKey.ID, Public: oldKey.Public})
+	if _, err := after.verify(oldTok); err != nil {
+		t.Fatalf("token of a verify-only key refused: %v", err)
+	}
+	newTok, _, _ := after.issue("acct", "sess", nil)
+	if _, err := after.verify(newTok); err != nil {
+		t.Fatal(err)
+	}
+	removed := newSigner(t, &now, newK)
+	if _, err := removed.verify(oldTok); !apperr.Is(err, apperr.TokenInvalid) {
+		t.Fatalf("token of a removed key: %v", err)
+	}
+}
+
+func TestParseKeySet(t *testing.T) {
+	a, b := newKey(t), newKey(t)
+	doc := func(keys ...map[string]any) []byte {
+		out, _ := json.Marshal(map[string]any{"keys": keys})
+		return out
+	}
+	ks, err := ParseKeySet(doc(a.JWK(true), b.JWK(false)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ks.active.ID != a.ID || ks.byID[b.ID].Private != nil {
+		t.Fatal("wrong active key, or a verify-only key kept its private part")
+	}
+	var pub struct {
+		Keys []map[string]any `json:"keys"`
+	}
+	json.Unmarshal(ks.PublicJWKS(), &pub)
+	if len(pub.Keys) != 2 {
+		t.Fatalf("jwks has %d keys", len(pub.Keys))
+	}
+	for _, k := range pub.Keys {
+		if _, ok := k["d"]; ok {
+			t.Fatal("the JWKS leaks a private key")
+		}
+	}
+	noPriv := a.JWK(true)
+	delete(noPriv, "d")
+	bad := map[string][]byte{
+		"none active":        doc(a.JWK(false)),
+		"two active":         doc(a.JWK(true), b.JWK(true)),
+		"active without d":   doc(noPriv),
+		"not json":           []byte("{"),
+		"wrong kty":          doc(map[string]any{"kty": "RSA", "kid": "x"}),
+		"mismatched private": doc(map[string]any{"kty": "OKP", "crv": "Ed25519", "kid": "x", "x": a.JWK(false)["x"], "d": b.JWK(false)["d"], "active": true}),
+	}
+	for name, d := range bad {
+		if _, err := ParseKeySet(d); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func BenchmarkVerifyToken(b *testing.B) {
+	now := time.Now()
+	s := newSigner(b, &now, newKey(b))
+	tok, _, _ := s.issue("acct", "sess", []string{"admin"})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.verify(tok); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
