@@ -12,12 +12,16 @@ import (
 
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/config"
+	"github.com/herald-vpn/herald/internal/graph"
+	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/herald-vpn/herald/internal/mail"
 	"github.com/herald-vpn/herald/internal/metrics"
 	"github.com/herald-vpn/herald/internal/password"
 	"github.com/herald-vpn/herald/internal/server"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/sqlstore"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 )
@@ -31,6 +35,50 @@ type app struct {
 	db       *sqlstore.DB
 	accounts *accounts.Service
 	sessions *sessions.Service
+}
+
+// newGate builds the rate limiter: in memory, or Redis with an in-memory
+// fallback when Redis cannot be reached.
+func (a *app) newGate(ctx context.Context) (*limits.Gate, func() map[string]string, func(), error) {
+	cfg := a.cfg
+	policy := limits.AbusePolicy{
+		RefusalsBeforeBlock: cfg.BlockAfterRefusals,
+		RefusalWindow:       cfg.BlockRefusalWindow,
+		BlockFor:            cfg.BlockDuration,
+		BanAfterBlocks:      cfg.BanAfterBlocks,
+		BanWindow:           cfg.BanWindow,
+	}
+	tiers := limits.PerMinute(cfg.RateLimitGlobal, cfg.RateLimitAuth, cfg.RateLimitProtected, cfg.RateLimitAdmin, cfg.RateLimitAPIKey)
+	mem := limits.NewMemory(policy, nil)
+	if cfg.RedisURL == "" {
+		return limits.NewGate(mem, tiers, a.db, a.logger, 0), nil, func() { mem.Close() }, nil
+	}
+	opts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("HERALD_REDIS_URL: %w", err)
+	}
+	// Short timeouts: a request must not wait long on a Redis that is gone.
+	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = 500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
+	client := redis.NewClient(opts)
+	fb := limits.NewFallback(limits.NewRedis(client, policy, "herald:rl:", nil), mem, a.logger.With("component", "ratelimit"), nil)
+	a.metrics.Registry().MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "herald_rate_limiter_degraded", Help: "1 while the rate limiter counts in memory because Redis is unreachable.",
+	}, func() float64 {
+		if fb.Degraded() {
+			return 1
+		}
+		return 0
+	}))
+	degraded := func() map[string]string {
+		if fb.Degraded() {
+			return map[string]string{"rateLimiter": "redis unreachable; counting in memory on this replica"}
+		}
+		return nil
+	}
+	if err := client.Ping(ctx).Err(); err != nil {
+		a.logger.Warn("Redis unreachable at start; rate limits counted in memory until it answers", "err", err)
+	}
+	return limits.NewGate(fb, tiers, a.db, a.logger, 0), degraded, func() { client.Close(); mem.Close() }, nil
 }
 
 // loadConfig reads and validates the configuration.
@@ -169,14 +217,26 @@ func (a *app) serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	gate, degraded, closeGate, err := a.newGate(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeGate()
 	handler := server.NewServer(server.Deps{
 		Logger:         a.logger,
 		DB:             a.db,
 		Metrics:        a.metrics,
 		Accounts:       a.accounts,
 		Sessions:       a.sessions,
+		Gate:           gate,
+		Degraded:       degraded,
 		TrustedProxies: a.cfg.TrustedProxies,
 		Version:        version,
+		GraphQLLimits: graph.Limits{
+			MaxDepth:         a.cfg.GraphQLMaxDepth,
+			MaxComplexity:    a.cfg.GraphQLMaxComplexity,
+			MaxRootMutations: a.cfg.GraphQLMaxRootMutations,
+		},
 	})
 	srv := &http.Server{
 		Handler:           handler,

@@ -5,6 +5,7 @@ package api
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"net/netip"
 )
 
@@ -43,4 +44,18 @@ func Logger(ctx context.Context) *slog.Logger { return Info(ctx).Logger }
 // valid token.
 type Guard interface {
 	Require(ctx context.Context, scope string) (context.Context, error)
+}
+
+// Cost is what a request asks of the rate limits: units per tier class.
+// Global is charged for every request; Protected and Admin are counted per
+// authenticated user.
+type Cost struct {
+	Global, Auth, Protected, Admin int
+}
+
+// Admission admits a request under the rate limits and bans, setting the
+// X-RateLimit headers on w. The returned context carries the caller's
+// identity when the cost needed it.
+type Admission interface {
+	Admit(ctx context.Context, w http.ResponseWriter, c Cost) (context.Context, error)
 }

@@ -46,6 +46,15 @@ type Config struct {
 	JWTKeysFile     string
 	JWTIssuer       string
 
+	RateLimitGlobal, RateLimitAuth, RateLimitProtected, RateLimitAdmin, RateLimitAPIKey int
+	RedisURL                                                                            string
+	BlockAfterRefusals                                                                  int
+	BlockRefusalWindow, BlockDuration                                                   time.Duration
+	BanAfterBlocks                                                                      int
+	BanWindow                                                                           time.Duration
+
+	GraphQLMaxRootMutations, GraphQLMaxDepth, GraphQLMaxComplexity int
+
 	JobRetryBase time.Duration
 	JobRetryMax  time.Duration
 	JobPoll      time.Duration
@@ -158,6 +167,29 @@ func Vars() []Var {
 			c.JWTIssuer = v
 			return nil
 		}},
+		{"HERALD_RATE_LIMIT_GLOBAL", "100", "300", "requests per minute per client IP, every API request (0 disables)", integer(func(c *Config) *int { return &c.RateLimitGlobal }, 0)},
+		{"HERALD_RATE_LIMIT_AUTH", "10", "20", "requests per minute per client IP to signup, verification, login, refresh and password reset (0 disables)", integer(func(c *Config) *int { return &c.RateLimitAuth }, 0)},
+		{"HERALD_RATE_LIMIT_PROTECTED", "300", "600", "requests per minute per user to operations that need a token (0 disables)", integer(func(c *Config) *int { return &c.RateLimitProtected }, 0)},
+		{"HERALD_RATE_LIMIT_ADMIN", "1000", "2000", "requests per minute per admin to admin operations (0 disables)", integer(func(c *Config) *int { return &c.RateLimitAdmin }, 0)},
+		{"HERALD_RATE_LIMIT_APIKEY", "60", "120", "requests per minute per API key to API-key routes (0 disables)", integer(func(c *Config) *int { return &c.RateLimitAPIKey }, 0)},
+		{"HERALD_REDIS_URL", "", "redis://redis:6379/0", "Redis for rate-limit counters shared by replicas; empty: counted in memory", func(c *Config, v string) error {
+			if v == "" {
+				return nil
+			}
+			if u, err := url.Parse(v); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+				return errors.New("must look like redis://[user:pass@]host:port[/db] or rediss://…")
+			}
+			c.RedisURL = v
+			return nil
+		}},
+		{"HERALD_BLOCK_AFTER_REFUSALS", "20", "50", "refused requests within HERALD_BLOCK_REFUSAL_WINDOW that block an IP", integer(func(c *Config) *int { return &c.BlockAfterRefusals }, 1)},
+		{"HERALD_BLOCK_REFUSAL_WINDOW", "10m", "5m", "window of the refusal count", duration(func(c *Config) *time.Duration { return &c.BlockRefusalWindow })},
+		{"HERALD_BLOCK_DURATION", "15m", "1h", "how long a block lasts", duration(func(c *Config) *time.Duration { return &c.BlockDuration })},
+		{"HERALD_BAN_AFTER_BLOCKS", "3", "5", "blocks within HERALD_BAN_WINDOW that ban an IP until an operator lifts it", integer(func(c *Config) *int { return &c.BanAfterBlocks }, 1)},
+		{"HERALD_BAN_WINDOW", "24h", "48h", "window of the block count", duration(func(c *Config) *time.Duration { return &c.BanWindow })},
+		{"HERALD_GRAPHQL_MAX_ROOT_MUTATIONS", "10", "5", "mutation fields one GraphQL document may hold", integer(func(c *Config) *int { return &c.GraphQLMaxRootMutations }, 1)},
+		{"HERALD_GRAPHQL_MAX_DEPTH", "10", "8", "selection depth of one GraphQL document", integer(func(c *Config) *int { return &c.GraphQLMaxDepth }, 1)},
+		{"HERALD_GRAPHQL_MAX_COMPLEXITY", "200", "100", "field complexity of one GraphQL document", integer(func(c *Config) *int { return &c.GraphQLMaxComplexity }, 1)},
 		{"HERALD_ARGON2_MEMORY", "65536", "19456", "argon2id memory per hash, KiB", integer(func(c *Config) *int { return &c.Argon2MemoryKiB }, 8)},
 		{"HERALD_ARGON2_ITERATIONS", "3", "2", "argon2id passes", integer(func(c *Config) *int { return &c.Argon2Iterations }, 1)},
 		{"HERALD_ARGON2_PARALLELISM", "2", "1", "argon2id lanes", integer(func(c *Config) *int { return &c.Argon2Parallelism }, 1)},

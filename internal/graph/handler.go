@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
@@ -21,22 +22,25 @@ import (
 
 // Limits bound what one document may ask for.
 type Limits struct {
-	MaxDepth      int // selection depth
-	MaxComplexity int // gqlgen's field-count complexity
+	MaxDepth         int // selection depth
+	MaxComplexity    int // gqlgen's field-count complexity
+	MaxRootMutations int // root fields of one mutation document
 }
 
 // DefaultLimits suit the schema: its deepest useful query is shallow.
-func DefaultLimits() Limits { return Limits{MaxDepth: 10, MaxComplexity: 200} }
+func DefaultLimits() Limits { return Limits{MaxDepth: 10, MaxComplexity: 200, MaxRootMutations: 10} }
 
 // Handler serves POST /graphql. It is our own transport over gqlgen's
 // executor so that each error's HTTP status comes from the catalogue.
 type Handler struct {
 	exec   *executor.Executor
+	schema *ast.Schema
 	limits Limits
+	adm    api.Admission
 }
 
 // NewHandler returns the GraphQL endpoint over the resolver.
-func NewHandler(r *Resolver, limits Limits) *Handler {
+func NewHandler(r *Resolver, limits Limits, adm api.Admission) *Handler {
 	schema := NewExecutableSchema(Config{Resolvers: r, Directives: DirectiveRoot{Auth: r.authDirective}})
 	exec := executor.New(schema)
 	exec.Use(extension.Introspection{})
@@ -46,7 +50,7 @@ func NewHandler(r *Resolver, limits Limits) *Handler {
 		api.Logger(ctx).ErrorContext(ctx, "panic in resolver", "panic", fmt.Sprint(p))
 		return apperr.New(apperr.Internal)
 	})
-	return &Handler{exec: exec, limits: limits}
+	return &Handler{exec: exec, schema: schema.Schema(), limits: limits, adm: adm}
 }
 
 // presentError renders an error as the spec's GraphQL error: message, path
@@ -81,21 +85,33 @@ func presentError(ctx context.Context, err error) *gqlerror.Error {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := graphql.Now()
 	ctx := graphql.StartOperationTrace(r.Context())
+	// A request refused before its document is understood still costs one
+	// global unit, so its answer carries the rate-limit headers too.
+	refuse := func(status int, errs gqlerror.List) {
+		if _, err := h.adm.Admit(ctx, w, api.Cost{Global: 1}); err != nil {
+			h.writeAppError(w, err)
+			return
+		}
+		h.writeErrors(w, status, errs)
+	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		h.writeErrors(w, http.StatusMethodNotAllowed, gqlerror.List{codeError(apperr.New(apperr.MethodNotAllowed))})
+		refuse(http.StatusMethodNotAllowed, gqlerror.List{codeError(apperr.New(apperr.MethodNotAllowed))})
 		return
 	}
 	body, err := api.ReadBody(w, r)
-	if err != nil {
-		h.writeAppError(w, err)
-		return
+	if err == nil {
+		var req Request
+		if req, err = DecodeRequest(body); err == nil {
+			h.execute(ctx, w, r, req, start, refuse)
+			return
+		}
 	}
-	req, err := DecodeRequest(body)
-	if err != nil {
-		h.writeAppError(w, err)
-		return
-	}
+	ae := apperr.As(err)
+	refuse(ae.Status(), gqlerror.List{codeError(ae)})
+}
+
+func (h *Handler) execute(ctx context.Context, w http.ResponseWriter, r *http.Request, req Request, start time.Time, refuse func(int, gqlerror.List)) {
 	params := &graphql.RawParams{
 		Query:         req.Query,
 		Variables:     req.Variables,
@@ -105,14 +121,28 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	opCtx, errs := h.exec.CreateOperationContext(ctx, params)
 	if errs != nil {
-		h.writeErrors(w, operationErrorStatus(errs), presentList(ctx, errs))
+		refuse(operationErrorStatus(errs), presentList(ctx, errs))
 		return
 	}
 	if depth := selectionDepth(opCtx.Operation.SelectionSet, 0); depth > h.limits.MaxDepth {
-		h.writeAppError(w, apperr.Newf(apperr.QueryTooComplex, "The query is %d levels deep; at most %d are allowed.", depth, h.limits.MaxDepth).With("limit", h.limits.MaxDepth))
+		ae := apperr.Newf(apperr.QueryTooComplex, "The query is %d levels deep; at most %d are allowed.", depth, h.limits.MaxDepth).With("limit", h.limits.MaxDepth)
+		refuse(ae.Status(), gqlerror.List{codeError(ae)})
+		return
+	}
+	fields := rootFields(opCtx.Operation.SelectionSet, nil)
+	if opCtx.Operation.Operation == ast.Mutation && len(fields) > h.limits.MaxRootMutations {
+		ae := apperr.Newf(apperr.QueryTooComplex, "The document has %d mutation fields; at most %d are allowed.", len(fields), h.limits.MaxRootMutations).With("limit", h.limits.MaxRootMutations)
+		refuse(ae.Status(), gqlerror.List{codeError(ae)})
 		return
 	}
 	api.Info(ctx).Operation = OperationName(opCtx.Operation)
+	// Every root field is charged before any runs, so a document that does
+	// not fit is refused whole, before any side effect.
+	ctx, err := h.adm.Admit(ctx, w, h.cost(opCtx.Operation.Operation, fields))
+	if err != nil {
+		h.writeAppError(w, err)
+		return
+	}
 	handle, ctx := h.exec.DispatchOperation(ctx, opCtx)
 	resp := handle(ctx)
 	if resp == nil {
@@ -124,6 +154,52 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		resp.Data = nil
 	}
 	writeResponse(w, status, resp)
+}
+
+// rootFields lists the operation's root fields, through fragments.
+func rootFields(set ast.SelectionSet, out []*ast.Field) []*ast.Field {
+	for _, sel := range set {
+		switch s := sel.(type) {
+		case *ast.Field:
+			out = append(out, s)
+		case *ast.InlineFragment:
+			out = rootFields(s.SelectionSet, out)
+		case *ast.FragmentSpread:
+			if s.Definition != nil {
+				out = rootFields(s.Definition.SelectionSet, out)
+			}
+		}
+	}
+	return out
+}
+
+// cost charges each root field to the tier its definition declares:
+// @limit(tier:) or, for @auth fields, protected or admin.
+func (h *Handler) cost(op ast.Operation, fields []*ast.Field) api.Cost {
+	root := h.schema.Query
+	if op == ast.Mutation {
+		root = h.schema.Mutation
+	}
+	c := api.Cost{Global: max(len(fields), 1)}
+	for _, f := range fields {
+		def := root.Fields.ForName(f.Name)
+		if def == nil {
+			continue // __typename, __schema: global only
+		}
+		if d := def.Directives.ForName("limit"); d != nil {
+			if a := d.Arguments.ForName("tier"); a != nil && a.Value.Raw == "auth" {
+				c.Auth++
+			}
+		}
+		if d := def.Directives.ForName("auth"); d != nil {
+			if a := d.Arguments.ForName("scope"); a != nil && a.Value.Raw == "admin" {
+				c.Admin++
+			} else {
+				c.Protected++
+			}
+		}
+	}
+	return c
 }
 
 // OperationName names an operation by its root fields, for logs and

@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -13,6 +14,7 @@ import (
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/api"
 	"github.com/herald-vpn/herald/internal/graph"
+	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/herald-vpn/herald/internal/metrics"
 	"github.com/herald-vpn/herald/internal/rest"
 	"github.com/herald-vpn/herald/internal/sessions"
@@ -30,8 +32,14 @@ type Deps struct {
 	Metrics        *metrics.Metrics
 	Accounts       *accounts.Service
 	Sessions       *sessions.Service
+	Gate           *limits.Gate
+	// Degraded reports subsystems running in a fallback mode (for
+	// /readyz), such as the rate limiter counting in memory because Redis
+	// is unreachable.
+	Degraded func() map[string]string
 	TrustedProxies []netip.Prefix
 	Version        string
+	GraphQLLimits  graph.Limits
 }
 
 // NewServer returns the whole HTTP handler.
@@ -46,24 +54,34 @@ func healthz(w http.ResponseWriter, _ *http.Request) {
 	w.Write([]byte(`{"status":"ok"}` + "\n"))
 }
 
-func readyz(db Pinger) http.HandlerFunc {
+// readyz is ready while the database answers; degraded subsystems (the
+// rate limiter without Redis) are reported but do not make it unready.
+func readyz(db Pinger, degraded func() map[string]string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		w.Header().Set("Content-Type", "application/json")
+		body := map[string]any{"status": "ready", "database": "ok"}
+		status := http.StatusOK
 		if err := db.Ping(ctx); err != nil {
 			api.Logger(r.Context()).WarnContext(r.Context(), "readiness check failed", "err", err)
-			w.WriteHeader(http.StatusServiceUnavailable)
-			w.Write([]byte(`{"status":"unavailable","database":"unreachable"}` + "\n"))
-			return
+			body["status"], body["database"] = "unavailable", "unreachable"
+			status = http.StatusServiceUnavailable
 		}
-		w.Write([]byte(`{"status":"ready","database":"ok"}` + "\n"))
+		if degraded != nil {
+			if d := degraded(); len(d) > 0 {
+				body["degraded"] = d
+			}
+		}
+		out, _ := json.Marshal(body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		w.Write(append(out, '\n'))
 	}
 }
 
 // newGraphQL builds the GraphQL door.
-func newGraphQL(d Deps) http.Handler {
-	return graph.NewHandler(&graph.Resolver{Accounts: d.Accounts, Sessions: d.Sessions, Guard: d.Sessions, Version: d.Version}, graph.DefaultLimits())
+func newGraphQL(d Deps, adm api.Admission) http.Handler {
+	return graph.NewHandler(&graph.Resolver{Accounts: d.Accounts, Sessions: d.Sessions, Guard: d.Sessions, Version: d.Version}, d.GraphQLLimits, adm)
 }
 
 // newREST builds the REST door's handlers.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
@@ -54,6 +55,7 @@ func TestConformance(t *testing.T) {
 		{"SecretFirstWriterWins", testSecret},
 		{"RefreshRotationGraceAndReuse", testRefreshRotation},
 		{"RevokeSessions", testRevokeSessions},
+		{"Bans", testBans},
 	}
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
@@ -345,5 +347,28 @@ func testRevokeSessions(t *testing.T, db *sqlstore.DB, now *time.Time) {
 	s2, _ = db.SessionByID(ctx, "s-2")
 	if s2.RevokedAt == nil {
 		t.Fatal("revoking the scope left a session alive")
+	}
+}
+
+func testBans(t *testing.T, db *sqlstore.DB, now *time.Time) {
+	ctx := context.Background()
+	for _, ip := range []string{"203.0.113.9", "2001:db8::/64", "203.0.113.9"} {
+		if err := db.AddBan(ctx, limits.Ban{IP: ip, Reason: "test", CreatedAt: *now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bans, err := db.ListBans(ctx)
+	if err != nil || len(bans) != 2 {
+		t.Fatalf("%v %v", bans, err)
+	}
+	if err := db.LiftBan(ctx, "203.0.113.9"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.LiftBan(ctx, "203.0.113.9"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("lifting twice: %v", err)
+	}
+	bans, _ = db.ListBans(ctx)
+	if len(bans) != 1 || bans[0].IP != "2001:db8::/64" {
+		t.Fatalf("%v", bans)
 	}
 }
