@@ -140,7 +140,12 @@ func (h *Handler) execute(ctx context.Context, w http.ResponseWriter, r *http.Re
 	// not fit is refused whole, before any side effect.
 	ctx, err := h.adm.Admit(ctx, w, h.cost(opCtx.Operation.Operation, fields))
 	if err != nil {
-		h.writeAppError(w, err)
+		ae := apperr.As(err)
+		e := codeError(ae)
+		if len(fields) > 0 {
+			e.Path = ast.Path{ast.PathName(fields[0].Alias)}
+		}
+		h.writeErrors(w, ae.Status(), gqlerror.List{e})
 		return
 	}
 	handle, ctx := h.exec.DispatchOperation(ctx, opCtx)
