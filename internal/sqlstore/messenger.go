@@ -1,0 +1,157 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/messenger"
+	"github.com/herald-vpn/herald/internal/storage"
+)
+
+const subscriberColumns = `chat_id, username, first_name, start_payload, status, subscribed_since, updated_at`
+
+func scanSubscriber(r row) (messenger.Subscriber, error) {
+	var s messenger.Subscriber
+	var id int64
+	var status string
+	if err := r.Scan(&id, &s.Username, &s.FirstName, &s.StartPayload, &status, &s.SubscribedSince, &s.UpdatedAt); err != nil {
+		return messenger.Subscriber{}, err
+	}
+	s.ChatID = strconv.FormatInt(id, 10)
+	s.Status = messenger.SubscriberStatus(status)
+	s.SubscribedSince = s.SubscribedSince.UTC()
+	s.UpdatedAt = s.UpdatedAt.UTC()
+	return s, nil
+}
+
+// ApplyTelegramUpdate implements messenger.Store: the update id is recorded and
+// the change applied in one transaction, so a redelivered update (even
+// concurrently, on another replica) changes nothing.
+func (db *DB) ApplyTelegramUpdate(ctx context.Context, updateID int64, change *messenger.Change) (messenger.Outcome, error) {
+	var out messenger.Outcome
+	err := db.inTx(ctx, func(tx *Tx) error {
+		out = messenger.Outcome{}
+		n, err := tx.q.exec(ctx, `INSERT INTO telegram_updates (update_id, processed_at) VALUES (?, ?) ON CONFLICT (update_id) DO NOTHING`, updateID, tx.now)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			out.Duplicate = true
+			return nil
+		}
+		if _, err := tx.q.exec(ctx, `DELETE FROM telegram_updates WHERE processed_at < ?`, tx.now.Add(-messenger.UpdateRetention)); err != nil {
+			return err
+		}
+		if change == nil {
+			return nil
+		}
+		out, err = tx.applyTelegramChange(ctx, *change)
+		return err
+	})
+	return out, err
+}
+
+// ApplySubscriberChange implements messenger.Store.
+func (db *DB) ApplySubscriberChange(ctx context.Context, change messenger.Change) (messenger.Outcome, error) {
+	var out messenger.Outcome
+	err := db.inTx(ctx, func(tx *Tx) error {
+		var err error
+		out, err = tx.applyTelegramChange(ctx, change)
+		return err
+	})
+	return out, err
+}
+
+// applyTelegramChange reads the chat's row under lock, asks the domain
+// rule what it becomes and writes that.
+func (tx *Tx) applyTelegramChange(ctx context.Context, c messenger.Change) (messenger.Outcome, error) {
+	var out messenger.Outcome
+	prev, err := scanSubscriber(tx.q.queryRow(ctx, `SELECT `+subscriberColumns+` FROM telegram_subscribers WHERE chat_id = ?`+tx.db.forUpdate(), c.ChatID))
+	switch {
+	case err == nil:
+		out.Before = &prev
+	case !errors.Is(err, storage.ErrNotFound):
+		return out, err
+	}
+	out.After = out.Before
+	next := c.Apply(out.Before, tx.now)
+	if next == nil {
+		return out, nil
+	}
+	_, err = tx.q.exec(ctx, `INSERT INTO telegram_subscribers (`+subscriberColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (chat_id) DO UPDATE SET username = excluded.username, first_name = excluded.first_name,
+			start_payload = excluded.start_payload, status = excluded.status,
+			subscribed_since = excluded.subscribed_since, updated_at = excluded.updated_at`,
+		c.ChatID, next.Username, next.FirstName, next.StartPayload, string(next.Status), next.SubscribedSince, next.UpdatedAt)
+	if err != nil {
+		return out, err
+	}
+	out.After, out.Changed = next, true
+	return out, nil
+}
+
+// LastTelegramUpdateID implements messenger.Store.
+func (db *DB) LastTelegramUpdateID(ctx context.Context, since time.Time) (int64, bool, error) {
+	var id *int64
+	if err := db.conn().queryRow(ctx, `SELECT MAX(update_id) FROM telegram_updates WHERE processed_at >= ?`, since).Scan(&id); err != nil {
+		return 0, false, err
+	}
+	if id == nil {
+		return 0, false, nil
+	}
+	return *id, true, nil
+}
+
+// CountTelegramSubscribers implements messenger.Store.
+func (db *DB) CountTelegramSubscribers(ctx context.Context) (int, error) {
+	var n int
+	err := db.conn().queryRow(ctx, `SELECT COUNT(*) FROM telegram_subscribers WHERE status = ?`, string(messenger.Subscribed)).Scan(&n)
+	return n, err
+}
+
+// ListTelegramSubscribers implements messenger.Store with keyset pagination on
+// (subscribed_since, chat_id), newest first.
+func (db *DB) ListTelegramSubscribers(ctx context.Context, after *messenger.Position, limit int) ([]messenger.Subscriber, error) {
+	q := `SELECT ` + subscriberColumns + ` FROM telegram_subscribers`
+	var args []any
+	if after != nil {
+		q += ` WHERE subscribed_since < ? OR (subscribed_since = ? AND chat_id < ?)`
+		args = append(args, after.Since, after.Since, after.ChatID)
+	}
+	q += ` ORDER BY subscribed_since DESC, chat_id DESC LIMIT ?`
+	args = append(args, limit)
+	rs, err := db.conn().query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []messenger.Subscriber
+	for rs.Next() {
+		s, err := scanSubscriber(rs)
+		if err != nil {
+			return nil, translate(err)
+		}
+		out = append(out, s)
+	}
+	return out, translate(rs.Err())
+}
+
+// AcquireLease implements messenger.Store: one conditional upsert that
+// succeeds for a new lease, a renewal by the holder or an expired lease,
+// so two replicas cannot both hold it.
+func (db *DB) AcquireLease(ctx context.Context, name, holder string, until time.Time) (bool, error) {
+	n, err := db.conn().exec(ctx, `INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+		WHERE leases.holder = excluded.holder OR leases.expires_at < ?`, name, holder, until, db.Now())
+	return n == 1, err
+}
+
+// ReleaseLease implements messenger.Store.
+func (db *DB) ReleaseLease(ctx context.Context, name, holder string) error {
+	_, err := db.conn().exec(ctx, `DELETE FROM leases WHERE name = ? AND holder = ?`, name, holder)
+	return err
+}
+
+var _ messenger.Store = (*DB)(nil)

@@ -1,0 +1,283 @@
+package sqlstore_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/messenger"
+	"github.com/herald-vpn/herald/internal/sqlstore"
+	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
+)
+
+func TestMessengerConformance(t *testing.T) {
+	cases := []struct {
+		name string
+		fn   func(t *testing.T, db *sqlstore.DB, now *time.Time)
+	}{
+		{"SubscriptionLifecycle", testSubscriptionLifecycle},
+		{"ReplayedUpdateAppliedOnce", testReplayedUpdate},
+		{"ConcurrentReplaysOneWins", testConcurrentReplays},
+		{"UpdateIDsPrunedAndLastID", testUpdatePruning},
+		{"ListSubscribersKeyset", testListSubscribers},
+		{"LeaseExclusiveRenewableExpiring", testLease},
+	}
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					t.Parallel()
+					db, now := mustOpen(t, sqlstoretest.NewURL(t, d))
+					c.fn(t, db, now)
+				})
+			}
+		})
+	}
+}
+
+func count(t *testing.T, db *sqlstore.DB) int {
+	t.Helper()
+	n, err := db.CountTelegramSubscribers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func testSubscriptionLifecycle(t *testing.T, db *sqlstore.DB, now *time.Time) {
+	ctx := context.Background()
+	start := *now
+	steps := []struct {
+		change     messenger.Change
+		wantChange bool
+		wantStatus messenger.SubscriberStatus // "" : chat unknown
+		wantCount  int
+	}{
+		{messenger.Change{Kind: messenger.Unsubscribe, ChatID: 7}, false, "", 0},
+		{messenger.Change{Kind: messenger.Block, ChatID: 7}, false, "", 0},
+		{messenger.Change{Kind: messenger.Subscribe, ChatID: 7, Username: "ann", FirstName: "Ann", Payload: "promo"}, true, messenger.Subscribed, 1},
+		{messenger.Change{Kind: messenger.Subscribe, ChatID: -100123, FirstName: "A group"}, true, messenger.Subscribed, 2},
+		{messenger.Change{Kind: messenger.Block, ChatID: 7}, true, messenger.Blocked, 1},
+		{messenger.Change{Kind: messenger.Unblock, ChatID: 7}, true, messenger.Subscribed, 2},
+		{messenger.Change{Kind: messenger.Unsubscribe, ChatID: 7}, true, messenger.Unsubscribed, 1},
+		{messenger.Change{Kind: messenger.Block, ChatID: 7}, false, messenger.Unsubscribed, 1},
+		{messenger.Change{Kind: messenger.Unblock, ChatID: 7}, false, messenger.Unsubscribed, 1},
+		{messenger.Change{Kind: messenger.Subscribe, ChatID: 7, Username: "ann2"}, true, messenger.Subscribed, 2},
+	}
+	for i, st := range steps {
+		*now = start.Add(time.Duration(i) * time.Minute)
+		out, err := db.ApplyTelegramUpdate(ctx, int64(i+1), &st.change)
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		var status messenger.SubscriberStatus
+		if out.After != nil {
+			status = out.After.Status
+		}
+		if out.Duplicate || out.Changed != st.wantChange || status != st.wantStatus {
+			t.Fatalf("step %d (%s): outcome %+v, want changed=%v status=%q", i, st.change.Kind, out, st.wantChange, st.wantStatus)
+		}
+		if n := count(t, db); n != st.wantCount {
+			t.Fatalf("step %d: %d subscribers, want %d", i, n, st.wantCount)
+		}
+	}
+	items, err := db.ListTelegramSubscribers(ctx, nil, 10)
+	if err != nil || len(items) != 2 {
+		t.Fatalf("list: %v %+v", err, items)
+	}
+	ann := items[0]
+	// Re-subscribing after /stop starts a new subscription; the payload of
+	// the earlier /start is kept because the new one carried none.
+	want := messenger.Subscriber{ChatID: "7", Username: "ann2", FirstName: "Ann", StartPayload: "promo",
+		SubscribedSince: start.Add(9 * time.Minute), Status: messenger.Subscribed, UpdatedAt: start.Add(9 * time.Minute)}
+	if !ann.SubscribedSince.Equal(want.SubscribedSince) || !ann.UpdatedAt.Equal(want.UpdatedAt) {
+		t.Fatalf("subscriber times\n got %+v\nwant %+v", ann, want)
+	}
+	ann.SubscribedSince, ann.UpdatedAt, want.SubscribedSince, want.UpdatedAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	if ann != want {
+		t.Fatalf("subscriber\n got %+v\nwant %+v", ann, want)
+	}
+	// A send answering 403 blocks without any update.
+	out, err := db.ApplySubscriberChange(ctx, messenger.Change{Kind: messenger.Block, ChatID: 7})
+	if err != nil || !out.Changed || out.After.Status != messenger.Blocked || out.Before.Status != messenger.Subscribed {
+		t.Fatalf("apply change: %+v %v", out, err)
+	}
+}
+
+func testReplayedUpdate(t *testing.T, db *sqlstore.DB, _ *time.Time) {
+	ctx := context.Background()
+	sub := &messenger.Change{Kind: messenger.Subscribe, ChatID: 1}
+	if out, err := db.ApplyTelegramUpdate(ctx, 10, sub); err != nil || out.Duplicate || !out.Changed {
+		t.Fatalf("first: %+v %v", out, err)
+	}
+	db.ApplyTelegramUpdate(ctx, 11, &messenger.Change{Kind: messenger.Unsubscribe, ChatID: 1})
+	out, err := db.ApplyTelegramUpdate(ctx, 10, sub)
+	if err != nil || !out.Duplicate || out.Changed {
+		t.Fatalf("replay: %+v %v", out, err)
+	}
+	if n := count(t, db); n != 0 {
+		t.Fatalf("the replayed /start re-subscribed: %d subscribers", n)
+	}
+	// An update that changes nothing is still recorded.
+	db.ApplyTelegramUpdate(ctx, 12, nil)
+	if out, _ := db.ApplyTelegramUpdate(ctx, 12, nil); !out.Duplicate {
+		t.Fatal("an update without a change was not recorded")
+	}
+}
+
+func testConcurrentReplays(t *testing.T, db *sqlstore.DB, _ *time.Time) {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	applied := 0
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := db.ApplyTelegramUpdate(ctx, 99, &messenger.Change{Kind: messenger.Subscribe, ChatID: 5})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if !out.Duplicate {
+				mu.Lock()
+				applied++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if applied != 1 {
+		t.Fatalf("update applied %d times, want 1", applied)
+	}
+}
+
+func testUpdatePruning(t *testing.T, db *sqlstore.DB, now *time.Time) {
+	ctx := context.Background()
+	start := *now
+	if _, ok, err := db.LastTelegramUpdateID(ctx, start.Add(-time.Hour)); err != nil || ok {
+		t.Fatalf("empty table: ok=%v err=%v", ok, err)
+	}
+	for id := int64(1); id <= 3; id++ {
+		if _, err := db.ApplyTelegramUpdate(ctx, id, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if id, ok, _ := db.LastTelegramUpdateID(ctx, start.Add(-time.Hour)); !ok || id != 3 {
+		t.Fatalf("last = %d %v, want 3", id, ok)
+	}
+	*now = start.Add(messenger.UpdateRetention + time.Hour)
+	if _, err := db.ApplyTelegramUpdate(ctx, 4, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := db.LastTelegramUpdateID(ctx, start.Add(time.Hour)); !ok {
+		t.Fatal("the newest update is missing")
+	}
+	if id, _, _ := db.LastTelegramUpdateID(ctx, start.Add(-time.Hour)); id != 4 {
+		t.Fatalf("last = %d, want 4", id)
+	}
+	// Ids past the retention were pruned: they count as new again.
+	if out, _ := db.ApplyTelegramUpdate(ctx, 2, nil); out.Duplicate {
+		t.Fatal("an old update id was not pruned")
+	}
+	if out, _ := db.ApplyTelegramUpdate(ctx, 4, nil); !out.Duplicate {
+		t.Fatal("a recent update id was pruned")
+	}
+}
+
+func testListSubscribers(t *testing.T, db *sqlstore.DB, now *time.Time) {
+	ctx := context.Background()
+	start := *now
+	// Seven chats: pairs share a subscription time, so the chat id breaks ties.
+	var want []string
+	for i := 0; i < 7; i++ {
+		*now = start.Add(time.Duration(i/2) * time.Second).Add(time.Duration(i/2) * 1500 * time.Microsecond)
+		if _, err := db.ApplyTelegramUpdate(ctx, int64(i+1), &messenger.Change{Kind: messenger.Subscribe, ChatID: int64(100 + i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.ApplyTelegramUpdate(ctx, 50, &messenger.Change{Kind: messenger.Block, ChatID: 103})
+	for i := 6; i >= 0; i-- {
+		want = append(want, strconv.Itoa(100+i))
+	}
+	var got []string
+	var after *messenger.Position
+	for page := 0; page < 5; page++ {
+		items, err := db.ListTelegramSubscribers(ctx, after, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range items {
+			got = append(got, s.ChatID)
+		}
+		if len(items) < 3 {
+			break
+		}
+		last := items[len(items)-1]
+		id, _ := strconv.ParseInt(last.ChatID, 10, 64)
+		after = &messenger.Position{Since: last.SubscribedSince, ChatID: id}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("pages gave %v, want %v", got, want)
+	}
+}
+
+func testLease(t *testing.T, db *sqlstore.DB, now *time.Time) {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var winners []string
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := "replica-" + strconv.Itoa(i)
+			ok, err := db.AcquireLease(ctx, "poll", h, now.Add(time.Minute))
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				mu.Lock()
+				winners = append(winners, h)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(winners) != 1 {
+		t.Fatalf("%d holders, want 1", len(winners))
+	}
+	holder, other := winners[0], "someone-else"
+	steps := []struct {
+		desc    string
+		advance time.Duration
+		holder  string
+		want    bool
+	}{
+		{"the holder renews", 30 * time.Second, holder, true},
+		{"another is refused before expiry", 50 * time.Second, other, false},
+		{"another takes an expired lease", 20 * time.Second, other, true},
+		{"the old holder is refused now", 0, holder, false},
+	}
+	for _, st := range steps {
+		*now = now.Add(st.advance)
+		ok, err := db.AcquireLease(ctx, "poll", st.holder, now.Add(time.Minute))
+		if err != nil || ok != st.want {
+			t.Fatalf("%s: ok=%v err=%v", st.desc, ok, err)
+		}
+	}
+	if ok, _ := db.AcquireLease(ctx, "other-name", holder, now.Add(time.Minute)); !ok {
+		t.Fatal("a lease of another name was refused")
+	}
+	db.ReleaseLease(ctx, "poll", holder) // not the holder: no effect
+	if ok, _ := db.AcquireLease(ctx, "poll", holder, now.Add(time.Minute)); ok {
+		t.Fatal("a release by a non-holder freed the lease")
+	}
+	db.ReleaseLease(ctx, "poll", other)
+	if ok, _ := db.AcquireLease(ctx, "poll", holder, now.Add(time.Minute)); !ok {
+		t.Fatal("a released lease was refused")
+	}
+}
