@@ -15,6 +15,7 @@ import (
 	"github.com/herald-vpn/herald/internal/graph"
 	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/herald-vpn/herald/internal/mail"
+	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/metrics"
 	"github.com/herald-vpn/herald/internal/password"
 	"github.com/herald-vpn/herald/internal/server"
@@ -29,12 +30,13 @@ import (
 // app is Herald wired together: the one place that knows every concrete
 // type.
 type app struct {
-	cfg      config.Config
-	logger   *slog.Logger
-	metrics  *metrics.Metrics
-	db       *sqlstore.DB
-	accounts *accounts.Service
-	sessions *sessions.Service
+	cfg       config.Config
+	logger    *slog.Logger
+	metrics   *metrics.Metrics
+	db        *sqlstore.DB
+	accounts  *accounts.Service
+	sessions  *sessions.Service
+	messenger *messenger.Service
 }
 
 // newGate builds the rate limiter: in memory, or Redis with an in-memory
@@ -163,7 +165,17 @@ func openApp(ctx context.Context, env *environment, cfg config.Config) (*app, er
 		db.Close()
 		return nil, err
 	}
-	return &app{cfg: cfg, logger: logger, metrics: m, db: db, accounts: accts, sessions: sess}, nil
+	bot, err := messenger.NewService(ctx, db, messenger.Config{
+		Token:         cfg.TelegramBotToken,
+		APIURL:        cfg.TelegramAPIURL,
+		WebhookURL:    cfg.TelegramWebhookURL,
+		WebhookSecret: cfg.TelegramWebhookSecret,
+	}, nil, logger.With("component", "messenger"), nil)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("messenger: %w", err)
+	}
+	return &app{cfg: cfg, logger: logger, metrics: m, db: db, accounts: accts, sessions: sess, messenger: bot}, nil
 }
 
 func cmdMigrate(ctx context.Context, env *environment, args []string) error {
@@ -228,6 +240,7 @@ func (a *app) serve(ctx context.Context) error {
 		Metrics:        a.metrics,
 		Accounts:       a.accounts,
 		Sessions:       a.sessions,
+		Messenger:      a.messenger,
 		Gate:           gate,
 		Degraded:       degraded,
 		TrustedProxies: a.cfg.TrustedProxies,
@@ -251,6 +264,9 @@ func (a *app) serve(ctx context.Context) error {
 	if err := a.db.StartJobs(ctx); err != nil {
 		return fmt.Errorf("start jobs: %w", err)
 	}
+	if err := a.messenger.Start(ctx); err != nil {
+		return fmt.Errorf("start messenger: %w", err)
+	}
 	a.logger.Info("herald listening", "addr", ln.Addr().String(), "database", string(a.db.Dialect()), "version", version)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -264,6 +280,9 @@ func (a *app) serve(ctx context.Context) error {
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		a.logger.Warn("requests still running at shutdown deadline", "err", err)
+	}
+	if err := a.messenger.Stop(sctx); err != nil {
+		a.logger.Warn("stopping messenger", "err", err)
 	}
 	if err := a.db.StopJobs(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		a.logger.Warn("stopping jobs", "err", err)

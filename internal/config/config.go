@@ -55,6 +55,11 @@ type Config struct {
 
 	GraphQLMaxRootMutations, GraphQLMaxDepth, GraphQLMaxComplexity int
 
+	TelegramBotToken      string
+	TelegramAPIURL        string
+	TelegramWebhookURL    string
+	TelegramWebhookSecret string
+
 	JobRetryBase time.Duration
 	JobRetryMax  time.Duration
 	JobPoll      time.Duration
@@ -190,6 +195,37 @@ func Vars() []Var {
 		{"HERALD_GRAPHQL_MAX_ROOT_MUTATIONS", "10", "5", "mutation fields one GraphQL document may hold", integer(func(c *Config) *int { return &c.GraphQLMaxRootMutations }, 1)},
 		{"HERALD_GRAPHQL_MAX_DEPTH", "10", "8", "selection depth of one GraphQL document", integer(func(c *Config) *int { return &c.GraphQLMaxDepth }, 1)},
 		{"HERALD_GRAPHQL_MAX_COMPLEXITY", "200", "100", "field complexity of one GraphQL document", integer(func(c *Config) *int { return &c.GraphQLMaxComplexity }, 1)},
+		{"HERALD_TELEGRAM_BOT_TOKEN", "", "123456:ABC-DEF…", "Telegram bot token; empty: the messenger is not connected", func(c *Config, v string) error {
+			c.TelegramBotToken = v
+			return nil
+		}},
+		{"HERALD_TELEGRAM_API_URL", "https://api.telegram.org", "http://127.0.0.1:8081", "Bot API server", func(c *Config, v string) error {
+			if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return fmt.Errorf("%q is not an http(s) URL", v)
+			}
+			c.TelegramAPIURL = v
+			return nil
+		}},
+		{"HERALD_TELEGRAM_WEBHOOK_URL", "", "https://api.example.com/webhooks/telegram", "public HTTPS address of POST /webhooks/telegram; empty: the server long-polls (one replica at a time)", func(c *Config, v string) error {
+			if v == "" {
+				return nil
+			}
+			if u, err := url.Parse(v); err != nil || u.Scheme != "https" || u.Host == "" {
+				return fmt.Errorf("%q is not an https URL", v)
+			}
+			c.TelegramWebhookURL = v
+			return nil
+		}},
+		{"HERALD_TELEGRAM_WEBHOOK_SECRET", "", "s3cret_token-1", "secret Telegram sends in X-Telegram-Bot-Api-Secret-Token (1-256 of A-Za-z0-9_-); empty: generated once and kept in the database", func(c *Config, v string) error {
+			if v == "" {
+				return nil
+			}
+			if len(v) > 256 || strings.Trim(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") != "" {
+				return errors.New("must be 1 to 256 characters of A-Za-z0-9_-")
+			}
+			c.TelegramWebhookSecret = v
+			return nil
+		}},
 		{"HERALD_ARGON2_MEMORY", "65536", "19456", "argon2id memory per hash, KiB", integer(func(c *Config) *int { return &c.Argon2MemoryKiB }, 8)},
 		{"HERALD_ARGON2_ITERATIONS", "3", "2", "argon2id passes", integer(func(c *Config) *int { return &c.Argon2Iterations }, 1)},
 		{"HERALD_ARGON2_PARALLELISM", "2", "1", "argon2id lanes", integer(func(c *Config) *int { return &c.Argon2Parallelism }, 1)},

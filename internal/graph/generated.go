@@ -45,6 +45,28 @@ type ComplexityRoot struct {
 		TokenType    func(childComplexity int) int
 	}
 
+	MessengerBotStatus struct {
+		BotName         func(childComplexity int) int
+		BotUsername     func(childComplexity int) int
+		Connected       func(childComplexity int) int
+		SubscriberCount func(childComplexity int) int
+		WebhookURL      func(childComplexity int) int
+	}
+
+	MessengerSubscriber struct {
+		ChatID          func(childComplexity int) int
+		FirstName       func(childComplexity int) int
+		StartPayload    func(childComplexity int) int
+		Status          func(childComplexity int) int
+		SubscribedSince func(childComplexity int) int
+		Username        func(childComplexity int) int
+	}
+
+	MessengerSubscriberConnection struct {
+		Nodes    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
 	Mutation struct {
 		Login                   func(childComplexity int, email string, password string) int
 		Logout                  func(childComplexity int) int
@@ -52,14 +74,27 @@ type ComplexityRoot struct {
 		RequestPasswordReset    func(childComplexity int, email string) int
 		ResendVerificationEmail func(childComplexity int, email string) int
 		ResetPassword           func(childComplexity int, email string, code string, newPassword string) int
+		SendMessengerMessage    func(childComplexity int, chatID string, message string, options *MessengerMessageOptions) int
 		Signup                  func(childComplexity int, email string, password string, referral *string) int
 		VerifyEmail             func(childComplexity int, email string, code string) int
 	}
 
+	PageInfo struct {
+		EndCursor   func(childComplexity int) int
+		HasNextPage func(childComplexity int) int
+	}
+
 	Query struct {
-		GetReferralCode func(childComplexity int) int
-		Me              func(childComplexity int) int
-		Version         func(childComplexity int) int
+		GetReferralCode      func(childComplexity int) int
+		Me                   func(childComplexity int) int
+		MessengerBotStatus   func(childComplexity int) int
+		MessengerSubscribers func(childComplexity int, first *int, after *string) int
+		Version              func(childComplexity int) int
+	}
+
+	SendMessengerMessageResult struct {
+		MessageID func(childComplexity int) int
+		Success   func(childComplexity int) int
 	}
 
 	SignupResult struct {
@@ -96,11 +131,14 @@ type MutationResolver interface {
 	Logout(ctx context.Context) (bool, error)
 	RequestPasswordReset(ctx context.Context, email string) (bool, error)
 	ResetPassword(ctx context.Context, email string, code string, newPassword string) (bool, error)
+	SendMessengerMessage(ctx context.Context, chatID string, message string, options *MessengerMessageOptions) (*SendMessengerMessageResult, error)
 }
 type QueryResolver interface {
 	Version(ctx context.Context) (string, error)
 	Me(ctx context.Context) (*User, error)
 	GetReferralCode(ctx context.Context) (string, error)
+	MessengerBotStatus(ctx context.Context) (*MessengerBotStatus, error)
+	MessengerSubscribers(ctx context.Context, first *int, after *string) (*MessengerSubscriberConnection, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -145,6 +183,87 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AuthPayload.TokenType(childComplexity), true
+
+	case "MessengerBotStatus.botName":
+		if e.ComplexityRoot.MessengerBotStatus.BotName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessengerBotStatus.BotName(childComplexity), true
+	case "MessengerBotStatus.botUsername":
+		if e.ComplexityRoot.MessengerBotStatus.BotUsername == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessengerBotStatus.BotUsername(childComplexity), true
+	case "MessengerBotStatus.connected":
+		if e.ComplexityRoot.MessengerBotStatus.Connected == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessengerBotStatus.Connected(childComplexity), true
+	case "MessengerBotStatus.subscriberCount":
+		if e.ComplexityRoot.MessengerBotStatus.SubscriberCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessengerBotStatus.SubscriberCount(childComplexity), true
+	case "MessengerBotStatus.webhookUrl":
+		if e.ComplexityRoot.MessengerBotStatus.WebhookURL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessengerBotStatus.WebhookURL(childComplexity), true
+
+	case "MessengerSubscriber.chatId":
+		if e.ComplexityRoot.MessengerSubscriber.ChatID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessengerSubscriber.ChatID(childComplexity), true
+	case "MessengerSubscriber.firstName":
+		if e.ComplexityRoot.MessengerSubscriber.FirstName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessengerSubscriber.FirstName(childComplexity), true
+	case "MessengerSubscriber.startPayload":
+		if e.ComplexityRoot.MessengerSubscriber.StartPayload == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessengerSubscriber.StartPayload(childComplexity), true
+	case "MessengerSubscriber.status":
+		if e.ComplexityRoot.MessengerSubscriber.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessengerSubscriber.Status(childComplexity), true
+	case "MessengerSubscriber.subscribedSince":
+		if e.ComplexityRoot.MessengerSubscriber.SubscribedSince == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessengerSubscriber.SubscribedSince(childComplexity), true
+	case "MessengerSubscriber.username":
+		if e.ComplexityRoot.MessengerSubscriber.Username == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessengerSubscriber.Username(childComplexity), true
+
+	case "MessengerSubscriberConnection.nodes":
+		if e.ComplexityRoot.MessengerSubscriberConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessengerSubscriberConnection.Nodes(childComplexity), true
+	case "MessengerSubscriberConnection.pageInfo":
+		if e.ComplexityRoot.MessengerSubscriberConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MessengerSubscriberConnection.PageInfo(childComplexity), true
 
 	case "Mutation.login":
 		if e.ComplexityRoot.Mutation.Login == nil {
@@ -207,6 +326,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ResetPassword(childComplexity, args["email"].(string), args["code"].(string), args["newPassword"].(string)), true
+	case "Mutation.sendMessengerMessage":
+		if e.ComplexityRoot.Mutation.SendMessengerMessage == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_sendMessengerMessage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SendMessengerMessage(childComplexity, args["chatId"].(string), args["message"].(string), args["options"].(*MessengerMessageOptions)), true
 	case "Mutation.signup":
 		if e.ComplexityRoot.Mutation.Signup == nil {
 			break
@@ -230,6 +360,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Mutation.VerifyEmail(childComplexity, args["email"].(string), args["code"].(string)), true
 
+	case "PageInfo.endCursor":
+		if e.ComplexityRoot.PageInfo.EndCursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PageInfo.EndCursor(childComplexity), true
+	case "PageInfo.hasNextPage":
+		if e.ComplexityRoot.PageInfo.HasNextPage == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PageInfo.HasNextPage(childComplexity), true
+
 	case "Query.getReferralCode":
 		if e.ComplexityRoot.Query.GetReferralCode == nil {
 			break
@@ -243,12 +386,42 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Me(childComplexity), true
+	case "Query.messengerBotStatus":
+		if e.ComplexityRoot.Query.MessengerBotStatus == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.MessengerBotStatus(childComplexity), true
+	case "Query.messengerSubscribers":
+		if e.ComplexityRoot.Query.MessengerSubscribers == nil {
+			break
+		}
+
+		args, err := ec.field_Query_messengerSubscribers_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.MessengerSubscribers(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Query.version":
 		if e.ComplexityRoot.Query.Version == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Query.Version(childComplexity), true
+
+	case "SendMessengerMessageResult.messageId":
+		if e.ComplexityRoot.SendMessengerMessageResult.MessageID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SendMessengerMessageResult.MessageID(childComplexity), true
+	case "SendMessengerMessageResult.success":
+		if e.ComplexityRoot.SendMessengerMessageResult.Success == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SendMessengerMessageResult.Success(childComplexity), true
 
 	case "SignupResult.message":
 		if e.ComplexityRoot.SignupResult.Message == nil {
@@ -326,7 +499,10 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 	opCtx := graphql.GetOperationContext(ctx)
 	ec := newExecutionContext(opCtx, e, make(chan graphql.DeferredResult))
-	inputUnmarshalMap := graphql.BuildUnmarshalerMap()
+	inputUnmarshalMap := graphql.BuildUnmarshalerMap(
+		ec.unmarshalInputMessengerButton,
+		ec.unmarshalInputMessengerMessageOptions,
+	)
 	first := true
 
 	switch opCtx.Operation.Operation {
@@ -432,6 +608,70 @@ func (ec *executionContext) childFields_AuthPayload(ctx context.Context, field g
 		return ec.fieldContext_AuthPayload_expiresIn(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type AuthPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_MessengerBotStatus(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "connected":
+		return ec.fieldContext_MessengerBotStatus_connected(ctx, field)
+	case "botUsername":
+		return ec.fieldContext_MessengerBotStatus_botUsername(ctx, field)
+	case "botName":
+		return ec.fieldContext_MessengerBotStatus_botName(ctx, field)
+	case "subscriberCount":
+		return ec.fieldContext_MessengerBotStatus_subscriberCount(ctx, field)
+	case "webhookUrl":
+		return ec.fieldContext_MessengerBotStatus_webhookUrl(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MessengerBotStatus", field.Name)
+}
+
+func (ec *executionContext) childFields_MessengerSubscriber(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "chatId":
+		return ec.fieldContext_MessengerSubscriber_chatId(ctx, field)
+	case "username":
+		return ec.fieldContext_MessengerSubscriber_username(ctx, field)
+	case "firstName":
+		return ec.fieldContext_MessengerSubscriber_firstName(ctx, field)
+	case "startPayload":
+		return ec.fieldContext_MessengerSubscriber_startPayload(ctx, field)
+	case "subscribedSince":
+		return ec.fieldContext_MessengerSubscriber_subscribedSince(ctx, field)
+	case "status":
+		return ec.fieldContext_MessengerSubscriber_status(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MessengerSubscriber", field.Name)
+}
+
+func (ec *executionContext) childFields_MessengerSubscriberConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "nodes":
+		return ec.fieldContext_MessengerSubscriberConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_MessengerSubscriberConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MessengerSubscriberConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_PageInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "endCursor":
+		return ec.fieldContext_PageInfo_endCursor(ctx, field)
+	case "hasNextPage":
+		return ec.fieldContext_PageInfo_hasNextPage(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PageInfo", field.Name)
+}
+
+func (ec *executionContext) childFields_SendMessengerMessageResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "success":
+		return ec.fieldContext_SendMessengerMessageResult_success(ctx, field)
+	case "messageId":
+		return ec.fieldContext_SendMessengerMessageResult_messageId(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SendMessengerMessageResult", field.Name)
 }
 
 func (ec *executionContext) childFields_SignupResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -698,6 +938,36 @@ func (ec *executionContext) field_Mutation_resetPassword_args(ctx context.Contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_sendMessengerMessage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "chatId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["chatId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "message",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["message"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "options",
+		func(ctx context.Context, v any) (*MessengerMessageOptions, error) {
+			return ec.unmarshalOMessengerMessageOptions2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerMessageOptions(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["options"] = arg2
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_signup_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -761,6 +1031,28 @@ func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs
 		return nil, err
 	}
 	args["name"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_messengerSubscribers_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
 	return args, nil
 }
 
@@ -914,6 +1206,323 @@ func (ec *executionContext) _AuthPayload_expiresIn(ctx context.Context, field gr
 }
 func (ec *executionContext) fieldContext_AuthPayload_expiresIn(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("AuthPayload", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _MessengerBotStatus_connected(ctx context.Context, field graphql.CollectedField, obj *MessengerBotStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessengerBotStatus_connected(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Connected, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessengerBotStatus_connected(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessengerBotStatus", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _MessengerBotStatus_botUsername(ctx context.Context, field graphql.CollectedField, obj *MessengerBotStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessengerBotStatus_botUsername(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.BotUsername, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MessengerBotStatus_botUsername(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessengerBotStatus", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _MessengerBotStatus_botName(ctx context.Context, field graphql.CollectedField, obj *MessengerBotStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessengerBotStatus_botName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.BotName, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MessengerBotStatus_botName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessengerBotStatus", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _MessengerBotStatus_subscriberCount(ctx context.Context, field graphql.CollectedField, obj *MessengerBotStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessengerBotStatus_subscriberCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SubscriberCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessengerBotStatus_subscriberCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessengerBotStatus", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _MessengerBotStatus_webhookUrl(ctx context.Context, field graphql.CollectedField, obj *MessengerBotStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessengerBotStatus_webhookUrl(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WebhookURL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MessengerBotStatus_webhookUrl(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessengerBotStatus", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _MessengerSubscriber_chatId(ctx context.Context, field graphql.CollectedField, obj *MessengerSubscriber) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessengerSubscriber_chatId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ChatID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessengerSubscriber_chatId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessengerSubscriber", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _MessengerSubscriber_username(ctx context.Context, field graphql.CollectedField, obj *MessengerSubscriber) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessengerSubscriber_username(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Username, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MessengerSubscriber_username(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessengerSubscriber", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _MessengerSubscriber_firstName(ctx context.Context, field graphql.CollectedField, obj *MessengerSubscriber) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessengerSubscriber_firstName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FirstName, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MessengerSubscriber_firstName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessengerSubscriber", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _MessengerSubscriber_startPayload(ctx context.Context, field graphql.CollectedField, obj *MessengerSubscriber) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessengerSubscriber_startPayload(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StartPayload, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MessengerSubscriber_startPayload(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessengerSubscriber", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _MessengerSubscriber_subscribedSince(ctx context.Context, field graphql.CollectedField, obj *MessengerSubscriber) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessengerSubscriber_subscribedSince(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SubscribedSince, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessengerSubscriber_subscribedSince(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessengerSubscriber", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _MessengerSubscriber_status(ctx context.Context, field graphql.CollectedField, obj *MessengerSubscriber) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessengerSubscriber_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessengerSubscriber_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MessengerSubscriber", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _MessengerSubscriberConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *MessengerSubscriberConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessengerSubscriberConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []MessengerSubscriber) graphql.Marshaler {
+			return ec.marshalNMessengerSubscriber2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerSubscriberᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessengerSubscriberConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MessengerSubscriberConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MessengerSubscriber(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MessengerSubscriberConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *MessengerSubscriberConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MessengerSubscriberConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MessengerSubscriberConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MessengerSubscriberConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Mutation_signup(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -1260,6 +1869,114 @@ func (ec *executionContext) fieldContext_Mutation_resetPassword(ctx context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_sendMessengerMessage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_sendMessengerMessage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SendMessengerMessage(ctx, fc.Args["chatId"].(string), fc.Args["message"].(string), fc.Args["options"].(*MessengerMessageOptions))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalOString2ᚖstring(ctx, "admin")
+				if err != nil {
+					var zeroVal *SendMessengerMessageResult
+					return zeroVal, err
+				}
+				if ec.Directives.Auth == nil {
+					var zeroVal *SendMessengerMessageResult
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *SendMessengerMessageResult) graphql.Marshaler {
+			return ec.marshalNSendMessengerMessageResult2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐSendMessengerMessageResult(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_sendMessengerMessage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SendMessengerMessageResult(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_sendMessengerMessage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PageInfo_endCursor(ctx context.Context, field graphql.CollectedField, obj *PageInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PageInfo_endCursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EndCursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_PageInfo_endCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *PageInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PageInfo_hasNextPage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HasNextPage, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PageInfo_hasNextPage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
 func (ec *executionContext) _Query_version(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -1364,6 +2081,118 @@ func (ec *executionContext) fieldContext_Query_getReferralCode(_ context.Context
 	return graphql.NewScalarFieldContext("Query", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _Query_messengerBotStatus(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_messengerBotStatus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().MessengerBotStatus(ctx)
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalOString2ᚖstring(ctx, "admin")
+				if err != nil {
+					var zeroVal *MessengerBotStatus
+					return zeroVal, err
+				}
+				if ec.Directives.Auth == nil {
+					var zeroVal *MessengerBotStatus
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *MessengerBotStatus) graphql.Marshaler {
+			return ec.marshalNMessengerBotStatus2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerBotStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_messengerBotStatus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MessengerBotStatus(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_messengerSubscribers(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_messengerSubscribers(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().MessengerSubscribers(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalOString2ᚖstring(ctx, "admin")
+				if err != nil {
+					var zeroVal *MessengerSubscriberConnection
+					return zeroVal, err
+				}
+				if ec.Directives.Auth == nil {
+					var zeroVal *MessengerSubscriberConnection
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *MessengerSubscriberConnection) graphql.Marshaler {
+			return ec.marshalNMessengerSubscriberConnection2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerSubscriberConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_messengerSubscribers(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MessengerSubscriberConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_messengerSubscribers_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -1438,6 +2267,52 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _SendMessengerMessageResult_success(ctx context.Context, field graphql.CollectedField, obj *SendMessengerMessageResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SendMessengerMessageResult_success(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Success, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SendMessengerMessageResult_success(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SendMessengerMessageResult", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _SendMessengerMessageResult_messageId(ctx context.Context, field graphql.CollectedField, obj *SendMessengerMessageResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SendMessengerMessageResult_messageId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MessageID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SendMessengerMessageResult_messageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SendMessengerMessageResult", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _SignupResult_message(ctx context.Context, field graphql.CollectedField, obj *SignupResult) (ret graphql.Marshaler) {
@@ -2761,6 +3636,94 @@ func (ec *executionContext) fieldContext___Type_isOneOf(_ context.Context, field
 
 // region    **************************** input.gotpl *****************************
 
+func (ec *executionContext) unmarshalInputMessengerButton(ctx context.Context, obj any) (MessengerButton, error) {
+	var it MessengerButton
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"text", "url"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "text":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("text"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Text = data
+		case "url":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("url"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URL = data
+		}
+	}
+	return it, nil
+}
+
+func (ec *executionContext) unmarshalInputMessengerMessageOptions(ctx context.Context, obj any) (MessengerMessageOptions, error) {
+	var it MessengerMessageOptions
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"silent", "buttons", "imageUrl", "documentUrl"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "silent":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("silent"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Silent = data
+		case "buttons":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("buttons"))
+			data, err := ec.unmarshalOMessengerButton2ᚕᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerButtonᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Buttons = data
+		case "imageUrl":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("imageUrl"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ImageURL = data
+		case "documentUrl":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("documentUrl"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DocumentURL = data
+		}
+	}
+	return it, nil
+}
+
 // endregion **************************** input.gotpl *****************************
 
 // region    ************************** interface.gotpl ***************************
@@ -2798,6 +3761,170 @@ func (ec *executionContext) _AuthPayload(ctx context.Context, sel ast.SelectionS
 			}
 		case "expiresIn":
 			out.Values[i] = ec._AuthPayload_expiresIn(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var messengerBotStatusImplementors = []string{"MessengerBotStatus"}
+
+func (ec *executionContext) _MessengerBotStatus(ctx context.Context, sel ast.SelectionSet, obj *MessengerBotStatus) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, messengerBotStatusImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MessengerBotStatus")
+		case "connected":
+			out.Values[i] = ec._MessengerBotStatus_connected(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "botUsername":
+			out.Values[i] = ec._MessengerBotStatus_botUsername(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "botName":
+			out.Values[i] = ec._MessengerBotStatus_botName(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "subscriberCount":
+			out.Values[i] = ec._MessengerBotStatus_subscriberCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "webhookUrl":
+			out.Values[i] = ec._MessengerBotStatus_webhookUrl(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var messengerSubscriberImplementors = []string{"MessengerSubscriber"}
+
+func (ec *executionContext) _MessengerSubscriber(ctx context.Context, sel ast.SelectionSet, obj *MessengerSubscriber) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, messengerSubscriberImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MessengerSubscriber")
+		case "chatId":
+			out.Values[i] = ec._MessengerSubscriber_chatId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "username":
+			out.Values[i] = ec._MessengerSubscriber_username(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "firstName":
+			out.Values[i] = ec._MessengerSubscriber_firstName(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "startPayload":
+			out.Values[i] = ec._MessengerSubscriber_startPayload(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "subscribedSince":
+			out.Values[i] = ec._MessengerSubscriber_subscribedSince(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "status":
+			out.Values[i] = ec._MessengerSubscriber_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var messengerSubscriberConnectionImplementors = []string{"MessengerSubscriberConnection"}
+
+func (ec *executionContext) _MessengerSubscriberConnection(ctx context.Context, sel ast.SelectionSet, obj *MessengerSubscriberConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, messengerSubscriberConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MessengerSubscriberConnection")
+		case "nodes":
+			out.Values[i] = ec._MessengerSubscriberConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._MessengerSubscriberConnection_pageInfo(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -2895,6 +4022,56 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_resetPassword(ctx, field)
 			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sendMessengerMessage":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_sendMessengerMessage(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var pageInfoImplementors = []string{"PageInfo"}
+
+func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet, obj *PageInfo) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, pageInfoImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PageInfo")
+		case "endCursor":
+			out.Values[i] = ec._PageInfo_endCursor(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "hasNextPage":
+			out.Values[i] = ec._PageInfo_hasNextPage(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -3005,6 +4182,50 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "messengerBotStatus":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_messengerBotStatus(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "messengerSubscribers":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_messengerSubscribers(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -3018,6 +4239,49 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			})
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var sendMessengerMessageResultImplementors = []string{"SendMessengerMessageResult"}
+
+func (ec *executionContext) _SendMessengerMessageResult(ctx context.Context, sel ast.SelectionSet, obj *SendMessengerMessageResult) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, sendMessengerMessageResultImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SendMessengerMessageResult")
+		case "success":
+			out.Values[i] = ec._SendMessengerMessageResult_success(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "messageId":
+			out.Values[i] = ec._SendMessengerMessageResult_messageId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -3648,6 +4912,97 @@ func (ec *executionContext) marshalNInt2int(ctx context.Context, sel ast.Selecti
 	return res
 }
 
+func (ec *executionContext) marshalNMessengerBotStatus2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerBotStatus(ctx context.Context, sel ast.SelectionSet, v MessengerBotStatus) graphql.Marshaler {
+	return ec._MessengerBotStatus(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNMessengerBotStatus2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerBotStatus(ctx context.Context, sel ast.SelectionSet, v *MessengerBotStatus) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._MessengerBotStatus(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNMessengerButton2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerButton(ctx context.Context, v any) (MessengerButton, error) {
+	res, err := ec.unmarshalInputMessengerButton(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNMessengerButton2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerButtonᚄ(ctx context.Context, v any) ([]MessengerButton, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]MessengerButton, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNMessengerButton2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerButton(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNMessengerSubscriber2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerSubscriber(ctx context.Context, sel ast.SelectionSet, v MessengerSubscriber) graphql.Marshaler {
+	return ec._MessengerSubscriber(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNMessengerSubscriber2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerSubscriberᚄ(ctx context.Context, sel ast.SelectionSet, v []MessengerSubscriber) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNMessengerSubscriber2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerSubscriber(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNMessengerSubscriberConnection2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerSubscriberConnection(ctx context.Context, sel ast.SelectionSet, v MessengerSubscriberConnection) graphql.Marshaler {
+	return ec._MessengerSubscriberConnection(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNMessengerSubscriberConnection2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerSubscriberConnection(ctx context.Context, sel ast.SelectionSet, v *MessengerSubscriberConnection) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._MessengerSubscriberConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *PageInfo) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._PageInfo(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNSendMessengerMessageResult2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐSendMessengerMessageResult(ctx context.Context, sel ast.SelectionSet, v SendMessengerMessageResult) graphql.Marshaler {
+	return ec._SendMessengerMessageResult(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSendMessengerMessageResult2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐSendMessengerMessageResult(ctx context.Context, sel ast.SelectionSet, v *SendMessengerMessageResult) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._SendMessengerMessageResult(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNSignupResult2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐSignupResult(ctx context.Context, sel ast.SelectionSet, v SignupResult) graphql.Marshaler {
 	return ec._SignupResult(ctx, sel, &v)
 }
@@ -3886,6 +5241,49 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	_ = ctx
 	res := graphql.MarshalBoolean(*v)
 	return res
+}
+
+func (ec *executionContext) unmarshalOInt2ᚖint(ctx context.Context, v any) (*int, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalInt(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOInt2ᚖint(ctx context.Context, sel ast.SelectionSet, v *int) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalInt(*v)
+	return res
+}
+
+func (ec *executionContext) unmarshalOMessengerButton2ᚕᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerButtonᚄ(ctx context.Context, v any) ([][]MessengerButton, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([][]MessengerButton, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNMessengerButton2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerButtonᚄ(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalOMessengerMessageOptions2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerMessageOptions(ctx context.Context, v any) (*MessengerMessageOptions, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputMessengerMessageOptions(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalOString2ᚖstring(ctx context.Context, v any) (*string, error) {

@@ -17,10 +17,63 @@ type AuthPayload struct {
 	ExpiresIn int `json:"expiresIn"`
 }
 
+type MessengerBotStatus struct {
+	Connected       bool    `json:"connected"`
+	BotUsername     *string `json:"botUsername,omitempty"`
+	BotName         *string `json:"botName,omitempty"`
+	SubscriberCount int     `json:"subscriberCount"`
+	WebhookURL      *string `json:"webhookUrl,omitempty"`
+}
+
+type MessengerButton struct {
+	Text string `json:"text"`
+	// http or https.
+	URL string `json:"url"`
+}
+
+type MessengerMessageOptions struct {
+	// Deliver without a notification sound.
+	Silent *bool `json:"silent,omitempty"`
+	// Rows of inline URL buttons.
+	Buttons [][]MessengerButton `json:"buttons,omitempty"`
+	// Send a photo with the message as its caption (at most 1024 characters).
+	ImageURL *string `json:"imageUrl,omitempty"`
+	// Send a document with the message as its caption (at most 1024 characters).
+	DocumentURL *string `json:"documentUrl,omitempty"`
+}
+
+type MessengerSubscriber struct {
+	ChatID    string  `json:"chatId"`
+	Username  *string `json:"username,omitempty"`
+	FirstName *string `json:"firstName,omitempty"`
+	// The deep-link payload sent with /start, if any.
+	StartPayload    *string   `json:"startPayload,omitempty"`
+	SubscribedSince time.Time `json:"subscribedSince"`
+	// subscribed, unsubscribed or blocked.
+	Status string `json:"status"`
+}
+
+type MessengerSubscriberConnection struct {
+	Nodes    []MessengerSubscriber `json:"nodes"`
+	PageInfo *PageInfo             `json:"pageInfo"`
+}
+
 type Mutation struct {
 }
 
+// Cursor pagination: pass endCursor as after for the next page.
+type PageInfo struct {
+	EndCursor   *string `json:"endCursor,omitempty"`
+	HasNextPage bool    `json:"hasNextPage"`
+}
+
 type Query struct {
+}
+
+type SendMessengerMessageResult struct {
+	Success bool `json:"success"`
+	// Telegram's message id.
+	MessageID string `json:"messageId"`
 }
 
 type SignupResult struct {

@@ -7,16 +7,18 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/api"
+	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/sessions"
 )
 
 // Resolver holds the services the GraphQL door opens onto. It does no work
 // of its own: every rule lives in the services.
 type Resolver struct {
-	Accounts *accounts.Service
-	Sessions *sessions.Service
-	Guard    api.Guard
-	Version  string
+	Accounts  *accounts.Service
+	Sessions  *sessions.Service
+	Messenger *messenger.Service
+	Guard     api.Guard
+	Version   string
 }
 
 // authDirective enforces @auth(scope:) before the field's resolver runs.
@@ -55,4 +57,38 @@ func (r *Resolver) user(a accounts.Account) *User {
 
 func authPayload(t sessions.Tokens) *AuthPayload {
 	return &AuthPayload{AccessToken: t.AccessToken, RefreshToken: t.RefreshToken, TokenType: t.TokenType, ExpiresIn: t.ExpiresIn}
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func pageInfo(end string, more bool) *PageInfo {
+	return &PageInfo{EndCursor: nonEmpty(end), HasNextPage: more}
+}
+
+func messengerOptions(o *MessengerMessageOptions) messenger.SendOptions {
+	if o == nil {
+		return messenger.SendOptions{}
+	}
+	out := messenger.SendOptions{Silent: deref(o.Silent), ImageURL: deref(o.ImageURL), DocumentURL: deref(o.DocumentURL)}
+	for _, row := range o.Buttons {
+		var r []messenger.Button
+		for _, b := range row {
+			r = append(r, messenger.Button{Text: b.Text, URL: b.URL})
+		}
+		out.Buttons = append(out.Buttons, r)
+	}
+	return out
 }

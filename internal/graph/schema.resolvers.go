@@ -7,6 +7,7 @@ package graph
 
 import (
 	"context"
+	"time"
 
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/sessions"
@@ -84,6 +85,15 @@ func (r *mutationResolver) ResetPassword(ctx context.Context, email string, code
 	return true, nil
 }
 
+// SendMessengerMessage is the resolver for the sendMessengerMessage field.
+func (r *mutationResolver) SendMessengerMessage(ctx context.Context, chatID string, message string, options *MessengerMessageOptions) (*SendMessengerMessageResult, error) {
+	id, err := r.Messenger.Send(ctx, chatID, message, messengerOptions(options))
+	if err != nil {
+		return nil, err
+	}
+	return &SendMessengerMessageResult{Success: true, MessageID: id}, nil
+}
+
 // Version is the resolver for the version field.
 func (r *queryResolver) Version(ctx context.Context) (string, error) {
 	return r.Resolver.Version, nil
@@ -105,6 +115,35 @@ func (r *queryResolver) GetReferralCode(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return acct.ReferralCode, nil
+}
+
+// MessengerBotStatus is the resolver for the messengerBotStatus field.
+func (r *queryResolver) MessengerBotStatus(ctx context.Context) (*MessengerBotStatus, error) {
+	st, err := r.Messenger.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &MessengerBotStatus{Connected: st.Connected, BotUsername: st.BotUsername, BotName: st.BotName, SubscriberCount: st.SubscriberCount, WebhookURL: st.WebhookURL}, nil
+}
+
+// MessengerSubscribers is the resolver for the messengerSubscribers field.
+func (r *queryResolver) MessengerSubscribers(ctx context.Context, first *int, after *string) (*MessengerSubscriberConnection, error) {
+	page, err := r.Messenger.Subscribers(ctx, deref(first), deref(after))
+	if err != nil {
+		return nil, err
+	}
+	out := &MessengerSubscriberConnection{Nodes: make([]MessengerSubscriber, 0, len(page.Items)), PageInfo: pageInfo(page.EndCursor, page.HasNextPage)}
+	for _, sub := range page.Items {
+		out.Nodes = append(out.Nodes, MessengerSubscriber{
+			ChatID:          sub.ChatID,
+			Username:        nonEmpty(sub.Username),
+			FirstName:       nonEmpty(sub.FirstName),
+			StartPayload:    nonEmpty(sub.StartPayload),
+			SubscribedSince: sub.SubscribedSince.UTC().Truncate(time.Second),
+			Status:          string(sub.Status),
+		})
+	}
+	return out, nil
 }
 
 // Mutation returns MutationResolver implementation.

@@ -18,6 +18,10 @@ func addRoutes(mux *http.ServeMux, d Deps) {
 	mux.Handle("GET /metrics", d.Metrics.Handler())
 	mux.HandleFunc("GET /.well-known/jwks.json", jwks(d.Sessions))
 
+	// Telegram's webhook: authenticated by its secret header, outside the
+	// API rate limits (a 429 would only make Telegram redeliver).
+	mux.Handle("POST /webhooks/telegram", d.Messenger.WebhookHandler())
+
 	adm := admission{gate: d.Gate, guard: d.Sessions}
 
 	// GraphQL: the handler charges each root field to the tier its schema

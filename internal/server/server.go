@@ -15,6 +15,7 @@ import (
 	"github.com/herald-vpn/herald/internal/api"
 	"github.com/herald-vpn/herald/internal/graph"
 	"github.com/herald-vpn/herald/internal/limits"
+	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/metrics"
 	"github.com/herald-vpn/herald/internal/rest"
 	"github.com/herald-vpn/herald/internal/sessions"
@@ -27,16 +28,17 @@ type Pinger interface {
 
 // Deps is everything the HTTP surface needs.
 type Deps struct {
-	Logger         *slog.Logger
-	DB             Pinger
-	Metrics        *metrics.Metrics
-	Accounts       *accounts.Service
-	Sessions       *sessions.Service
-	Gate           *limits.Gate
+	Logger    *slog.Logger
+	DB        Pinger
+	Metrics   *metrics.Metrics
+	Accounts  *accounts.Service
+	Sessions  *sessions.Service
+	Messenger *messenger.Service
+	Gate      *limits.Gate
 	// Degraded reports subsystems running in a fallback mode (for
 	// /readyz), such as the rate limiter counting in memory because Redis
 	// is unreachable.
-	Degraded func() map[string]string
+	Degraded       func() map[string]string
 	TrustedProxies []netip.Prefix
 	Version        string
 	GraphQLLimits  graph.Limits
@@ -81,7 +83,7 @@ func readyz(db Pinger, degraded func() map[string]string) http.HandlerFunc {
 
 // newGraphQL builds the GraphQL door.
 func newGraphQL(d Deps, adm api.Admission) http.Handler {
-	return graph.NewHandler(&graph.Resolver{Accounts: d.Accounts, Sessions: d.Sessions, Guard: d.Sessions, Version: d.Version}, d.GraphQLLimits, adm)
+	return graph.NewHandler(&graph.Resolver{Accounts: d.Accounts, Sessions: d.Sessions, Messenger: d.Messenger, Guard: d.Sessions, Version: d.Version}, d.GraphQLLimits, adm)
 }
 
 // newREST builds the REST door's handlers.
