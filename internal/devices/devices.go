@@ -1,0 +1,135 @@
+// Package devices owns the devices of Herald's accounts: registration with
+// the plan's device limit, push-token updates (one token, one device),
+// removal, the administrators' listing, the operator's plan changes and the
+// bulk import of devices from an older system.
+//
+// The rules live here; the Store (sqlstore on SQLite and PostgreSQL) runs
+// them inside its transactions so that they hold under concurrency.
+package devices
+
+import (
+	"context"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/accounts"
+)
+
+// Platforms a device can have.
+const (
+	PlatformAndroid = "android"
+	PlatformIOS     = "ios"
+)
+
+// Push-token states. A token is invalid once a provider called it dead, or
+// when the device lost it to another device; a new token makes it valid.
+const (
+	TokenValid   = "valid"
+	TokenInvalid = "invalid"
+)
+
+// Plans and their default active-device limits.
+const (
+	PlanTrial   = "trial"
+	PlanBasic   = "basic"
+	PlanPremium = "premium"
+)
+
+// DefaultPlanLimits is trial 3, basic 5, premium 10 active devices.
+func DefaultPlanLimits() map[string]int {
+	return map[string]int{PlanTrial: 3, PlanBasic: 5, PlanPremium: 10}
+}
+
+// Device is one registered app installation of an account.
+type Device struct {
+	ID              string // deviceId, assigned at registration
+	AccountID       string
+	Platform        string // PlatformAndroid or PlatformIOS
+	Name            string
+	PushToken       string // "" once the token moved to another device or the device was removed
+	Active          bool   // false once removed
+	PushTokenStatus string // TokenValid or TokenInvalid
+	CreatedAt       time.Time
+	LastSeenAt      time.Time
+}
+
+// NewDevice is what the store needs to register a device.
+type NewDevice struct {
+	ID        string
+	AccountID string
+	Platform  string
+	Name      string // as given; "" keeps the name of a refreshed device
+	NewName   string // the name of a created device ("": Name)
+	PushToken string
+}
+
+// Quota is what the device-limit rule sees inside the registering
+// transaction, with the account's subscription row locked.
+type Quota struct {
+	Plan          string
+	ExpiresAt     time.Time
+	ActiveDevices int
+}
+
+// ImportRow is one accepted line of an import file, its email already
+// normalized and its device ID already chosen.
+type ImportRow struct {
+	Line      int
+	ID        string // used when the row creates a device
+	Email     string
+	Platform  string
+	PushToken string
+	Name      string // "" keeps an existing device's name
+	NewName   string // the name of a device this row creates
+}
+
+// ImportBatch is what the store did with one batch of rows.
+type ImportBatch struct {
+	Imported int // devices created
+	Updated  int // existing devices of the same account refreshed
+	// Rejected lists rows the store refused (unknown email).
+	Rejected []LineError
+}
+
+// Store is the persistence the devices service needs; sqlstore implements
+// it. Errors are the storage package's.
+type Store interface {
+	// AccountByID is accounts.Store's lookup.
+	AccountByID(ctx context.Context, id string) (accounts.Account, error)
+
+	// ListDevices returns the account's active devices, oldest first.
+	ListDevices(ctx context.Context, accountID string) ([]Device, error)
+
+	// RegisterDevice, in one transaction holding the account's
+	// subscription row: when an active device of the same account already
+	// holds the token it refreshes that device (platform, name when not
+	// empty, lastSeenAt, valid) and returns it without calling allow;
+	// otherwise it counts the account's active devices, calls allow (whose
+	// error aborts), takes the token from any other device and inserts d.
+	// ErrNotFound when the account does not exist; ErrConflict when a
+	// concurrent registration took the token first (retry).
+	RegisterDevice(ctx context.Context, d NewDevice, allow func(Quota) error) (Device, error)
+
+	// UpdatePushToken gives the account's active device the token (taking
+	// it from any other device) and marks it valid. ErrNotFound when the
+	// device is unknown, inactive or another account's.
+	UpdatePushToken(ctx context.Context, accountID, deviceID, token string) (Device, error)
+
+	// DeactivateDevice makes the device inactive and drops its token.
+	// ErrNotFound when unknown, already inactive or another account's.
+	DeactivateDevice(ctx context.Context, accountID, deviceID string) error
+
+	// AdminDevices returns up to limit devices, active or not, with an ID
+	// greater than after, in ID order; accountID "" means every account.
+	AdminDevices(ctx context.Context, accountID, after string, limit int) ([]Device, error)
+
+	// SetPlan changes the subscription of the account with this
+	// (normalized) email. ErrNotFound when there is none.
+	SetPlan(ctx context.Context, email, plan string, expires time.Time) (accounts.Account, error)
+
+	// ImportDevices applies one batch in one transaction: emails are
+	// resolved in one query (unknown: rejected); a token already held by
+	// a device of the same account updates that device, a token held by
+	// another account's device moves to a new device; later rows win over
+	// earlier ones in the batch. Plan limits do not apply.
+	ImportDevices(ctx context.Context, rows []ImportRow) (ImportBatch, error)
+}

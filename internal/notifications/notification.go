@@ -1,0 +1,116 @@
+// Package notifications sends push notifications: to one device at once
+// (SendToDevice) and to every device as a durable background job
+// (Broadcast, worked by BroadcastWorker on the River queue QueuePush).
+//
+// # Delivery guarantee of a broadcast
+//
+// A broadcast walks the recipients in keyset-paged batches ordered by device
+// ID. Each batch is claimed in one transaction: a delivery row per device
+// (job_id, device_id unique, status "claimed", claimed_by the worker's
+// lease) is written together with the walk's cursor, before anything is
+// sent. Outcomes (sent, failed, invalid, retry) are written after the sends,
+// in small groups as answers come in (every 100 answers or 100 ms), with the
+// job's counters in the same transaction. A device that has a delivery row
+// in any final state is never sent to again, by any worker, and the cursor
+// only moves together with the claims, so no device is skipped.
+//
+// The one window no design can close is a crash after the provider accepted
+// a message and before its outcome was written: neither FCM nor APNs can be
+// asked whether a message was delivered, so such a claim has an unknown
+// outcome. The next run (a new lease) re-sends claims whose outcome is
+// unknown: a broadcast is at-least-once for the few messages in flight at
+// the moment of a kill -9 (at most Concurrency + FlushSize, 164 by default)
+// and exactly-once for every other device. We chose this over at-most-once
+// because a user who misses a notification has no way of knowing, while a
+// duplicate is visible and rare. A graceful stop (SIGTERM, River's
+// StopAndCancel) starts no new send, lets those in flight finish within
+// StopGrace and writes their outcomes, so it leaves no duplicate.
+//
+// Only one worker works a broadcast at a time: it holds a lease on the job
+// row, renewed while it works and checked in every claiming transaction. A
+// River job that finds the lease held by a live worker snoozes until it
+// expires; after a kill -9 the lease expires after LeaseTTL and Recover
+// (called at start-up) queues a River job that takes over.
+package notifications
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/push"
+)
+
+// Size limits, in bytes, chosen so that every notification fits the 4 KB
+// payload limit of both FCM and APNs.
+const (
+	MaxSubjectBytes = 512
+	MaxContentBytes = 2048
+	MaxDataBytes    = 1024 // the data object as JSON
+)
+
+// Notification is what is pushed: subject → title, content → body, data →
+// the data payload (FCM receives non-string values as JSON text; APNs keeps
+// JSON types; see the push/fcm and push/apns documentation).
+type Notification struct {
+	Subject string
+	Content string
+	Data    map[string]any
+}
+
+// reservedDataKeys are data keys FCM or APNs refuse or reserve.
+var reservedDataKeys = map[string]bool{
+	"aps": true, "from": true, "notification": true, "message_type": true, "collapse_key": true,
+}
+
+// Validate returns INVALID_INPUT naming the field when subject or content is
+// missing or blank, or a field is too large, or data uses a key the
+// providers reserve.
+func (n Notification) Validate() error {
+	if strings.TrimSpace(n.Subject) == "" {
+		return invalidInput("subject", "The notification subject is required.")
+	}
+	if strings.TrimSpace(n.Content) == "" {
+		return invalidInput("content", "The notification content is required.")
+	}
+	if len(n.Subject) > MaxSubjectBytes {
+		return invalidInput("subject", fmt.Sprintf("The notification subject is longer than %d bytes.", MaxSubjectBytes))
+	}
+	if len(n.Content) > MaxContentBytes {
+		return invalidInput("content", fmt.Sprintf("The notification content is longer than %d bytes.", MaxContentBytes))
+	}
+	for k := range n.Data {
+		lk := strings.ToLower(k)
+		if k == "" || reservedDataKeys[lk] || strings.HasPrefix(lk, "google.") || strings.HasPrefix(lk, "gcm.") {
+			return invalidInput("data", fmt.Sprintf("The data key %q is reserved by the push providers.", k))
+		}
+	}
+	if _, err := n.encodeData(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// encodeData returns the data as JSON, nil when there is none.
+func (n Notification) encodeData() ([]byte, error) {
+	if len(n.Data) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(n.Data)
+	if err != nil {
+		return nil, invalidInput("data", "The notification data cannot be encoded as JSON.")
+	}
+	if len(b) > MaxDataBytes {
+		return nil, invalidInput("data", fmt.Sprintf("The notification data is larger than %d bytes as JSON.", MaxDataBytes))
+	}
+	return b, nil
+}
+
+func (n Notification) push() push.Notification {
+	return push.Notification{Title: n.Subject, Body: n.Content, Data: n.Data}
+}
+
+func invalidInput(field, msg string) *apperr.Error {
+	return apperr.Newf(apperr.InvalidInput, "%s", msg).With("field", field)
+}

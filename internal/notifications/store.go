@@ -1,0 +1,156 @@
+package notifications
+
+import (
+	"context"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/devices"
+	"github.com/riverqueue/river"
+)
+
+// Broadcast job statuses: queued → running → completed, failed or
+// cancelled.
+const (
+	StatusQueued    = "queued"
+	StatusRunning   = "running"
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+)
+
+// Delivery states of one device in one broadcast.
+const (
+	// DeliveryClaimed: about to be sent or in flight; outcome unknown.
+	DeliveryClaimed = "claimed"
+	// DeliverySent: the provider accepted it.
+	DeliverySent = "sent"
+	// DeliveryFailed: will not be sent (non-transient failure, or still
+	// failing transiently in the broadcast's last pass).
+	DeliveryFailed = "failed"
+	// DeliveryInvalid: the provider called the token dead; the device is
+	// marked invalid.
+	DeliveryInvalid = "invalid"
+	// DeliveryRetry: failed transiently; sent again later in the broadcast.
+	DeliveryRetry = "retry"
+	// DeliverySkipped: no longer a recipient (removed, or its token died
+	// or moved) when an unresolved delivery was taken up again.
+	DeliverySkipped = "skipped"
+)
+
+// Job is a broadcast job.
+type Job struct {
+	ID              string
+	Status          string
+	Subject         string
+	Content         string
+	Data            map[string]any
+	TotalRecipients int // active devices with a valid token when queued
+	Sent            int
+	Failed          int
+	InvalidTokens   int
+	CreatedAt       time.Time
+	StartedAt       *time.Time
+	FinishedAt      *time.Time
+	// Error says why a failed job failed.
+	Error string
+}
+
+// Finished reports whether the job reached a final status.
+func (j Job) Finished() bool {
+	return j.Status == StatusCompleted || j.Status == StatusFailed || j.Status == StatusCancelled
+}
+
+// NewBroadcast is what the store needs to create a broadcast job.
+type NewBroadcast struct {
+	ID      string
+	Subject string
+	Content string
+	Data    []byte // JSON object, nil when none
+}
+
+// Lease is the outcome of trying to take a broadcast's lease.
+type Lease struct {
+	Job      Job       // as it is after the attempt
+	Acquired bool      // the caller now holds the lease (and Job is running)
+	HeldBy   string    // the holder when not acquired
+	Until    time.Time // the lease's expiry (the holder's when not acquired)
+}
+
+// Claim is one device claimed for sending.
+type Claim struct {
+	DeviceID string
+	Platform string
+	Token    string
+}
+
+// Claims is a claimed batch.
+type Claims struct {
+	Claims []Claim
+	// Last is the last device ID looked at; the next page starts after it.
+	Last string
+	// Done: nothing is left after this batch.
+	Done bool
+	// Stop: the caller no longer holds the lease or the job is no longer
+	// running (cancelled); nothing was claimed.
+	Stop bool
+}
+
+// Outcome is the result of one claimed send.
+type Outcome struct {
+	DeviceID string
+	Token    string // the token sent to; an invalid outcome marks the device only if it still has it
+	Status   string // DeliverySent, DeliveryFailed, DeliveryInvalid or DeliveryRetry
+}
+
+// Store is the persistence the notifications service needs; sqlstore
+// implements it. Errors are the storage package's.
+type Store interface {
+	// DeviceByID returns any device, active or not. ErrNotFound when unknown.
+	DeviceByID(ctx context.Context, id string) (devices.Device, error)
+	// InvalidatePushToken marks the device's token invalid if it still is
+	// token.
+	InvalidatePushToken(ctx context.Context, deviceID, token string) error
+
+	// CreateBroadcast counts the active devices with a valid token, writes
+	// the job (queued) and inserts job, in one transaction.
+	CreateBroadcast(ctx context.Context, b NewBroadcast, job river.JobArgs) (Job, error)
+	// BroadcastJob returns one job. ErrNotFound when unknown.
+	BroadcastJob(ctx context.Context, id string) (Job, error)
+	// BroadcastJobs returns up to limit jobs, newest first, older than the
+	// job beforeID ("" for the newest).
+	BroadcastJobs(ctx context.Context, beforeID string, limit int) ([]Job, error)
+	// CancelBroadcast cancels a queued or running job and returns it; a
+	// finished job is returned unchanged. ErrNotFound when unknown.
+	CancelBroadcast(ctx context.Context, id string) (Job, error)
+	// UnfinishedBroadcasts returns the IDs of queued and running jobs.
+	UnfinishedBroadcasts(ctx context.Context) ([]string, error)
+	// InsertJob inserts a River job outside any transaction.
+	InsertJob(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (int64, error)
+
+	// AcquireBroadcast gives owner the job's lease until the given time
+	// when it is free, expired or owner's, and moves a queued job to
+	// running (startedAt). A finished job is returned without a lease.
+	AcquireBroadcast(ctx context.Context, id, owner string, until time.Time) (Lease, error)
+	// ReclaimDeliveries takes up, in device order after `after`, up to
+	// limit unresolved deliveries: those in DeliveryRetry, and (unless
+	// retriesOnly) those DeliveryClaimed by another owner (a worker that
+	// died). Devices no longer recipients become DeliverySkipped; the
+	// rest become DeliveryClaimed by owner and are returned. It renews the
+	// lease until `until`.
+	ReclaimDeliveries(ctx context.Context, id, owner string, retriesOnly bool, after string, limit int, until time.Time) (Claims, error)
+	// ClaimNextBatch claims, after the job's cursor, up to limit active
+	// devices with a valid token created no later than the job, and moves
+	// the cursor past them, in one transaction; it renews the lease.
+	ClaimNextBatch(ctx context.Context, id, owner string, limit int, until time.Time) (Claims, error)
+	// RecordDeliveries writes outcomes of deliveries owner has claimed,
+	// adds them to the job's counters, marks dead tokens invalid and
+	// renews the lease, in one transaction. It reports whether owner still
+	// holds the lease.
+	RecordDeliveries(ctx context.Context, id, owner string, outcomes []Outcome, until time.Time) (bool, error)
+	// FinishBroadcast moves a running job whose lease owner holds to
+	// status (completed or failed, with errMsg) and frees the lease; it
+	// returns the job as it is.
+	FinishBroadcast(ctx context.Context, id, owner, status, errMsg string) (Job, error)
+	// ReleaseBroadcast frees owner's lease.
+	ReleaseBroadcast(ctx context.Context, id, owner string) error
+}

@@ -1,0 +1,341 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/devices"
+	"github.com/herald-vpn/herald/internal/storage"
+)
+
+const deviceColumns = `id, account_id, platform, name, push_token, push_token_status, active, created_at, last_seen_at`
+
+func scanDevice(r row) (devices.Device, error) {
+	var d devices.Device
+	var token *string
+	if err := r.Scan(&d.ID, &d.AccountID, &d.Platform, &d.Name, &token, &d.PushTokenStatus, &d.Active, &d.CreatedAt, &d.LastSeenAt); err != nil {
+		return devices.Device{}, err
+	}
+	if token != nil {
+		d.PushToken = *token
+	}
+	d.CreatedAt, d.LastSeenAt = d.CreatedAt.UTC(), d.LastSeenAt.UTC()
+	return d, nil
+}
+
+func scanDevices(rs rows, err error) ([]devices.Device, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []devices.Device
+	for rs.Next() {
+		d, err := scanDevice(rs)
+		if err != nil {
+			return nil, translate(err)
+		}
+		out = append(out, d)
+	}
+	return out, translate(rs.Err())
+}
+
+// placeholders returns "?, ?, …" for n values.
+func placeholders(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return strings.Repeat("?, ", n-1) + "?"
+}
+
+// ListDevices implements devices.Store.
+func (db *DB) ListDevices(ctx context.Context, accountID string) ([]devices.Device, error) {
+	return scanDevices(db.conn().query(ctx, `SELECT `+deviceColumns+` FROM devices WHERE account_id = ? AND active = TRUE ORDER BY created_at, id`, accountID))
+}
+
+// DeviceByID implements notifications.Store.
+func (db *DB) DeviceByID(ctx context.Context, id string) (devices.Device, error) {
+	return scanDevice(db.conn().queryRow(ctx, `SELECT `+deviceColumns+` FROM devices WHERE id = ?`, id))
+}
+
+// InvalidatePushToken implements notifications.Store.
+func (db *DB) InvalidatePushToken(ctx context.Context, deviceID, token string) error {
+	_, err := db.conn().exec(ctx, `UPDATE devices SET push_token_status = 'invalid' WHERE id = ? AND push_token = ?`, deviceID, token)
+	return err
+}
+
+// RegisterDevice implements devices.Store. The account's subscription row
+// is locked (PostgreSQL FOR UPDATE; SQLite's IMMEDIATE transaction holds
+// the write lock), so two registrations of one account count one after the
+// other.
+func (db *DB) RegisterDevice(ctx context.Context, d devices.NewDevice, allow func(devices.Quota) error) (devices.Device, error) {
+	var out devices.Device
+	err := db.inTx(ctx, func(tx *Tx) error {
+		var q devices.Quota
+		if err := tx.q.queryRow(ctx, `SELECT plan, expires_at FROM subscriptions WHERE account_id = ?`+db.forUpdate(), d.AccountID).Scan(&q.Plan, &q.ExpiresAt); err != nil {
+			return err
+		}
+		q.ExpiresAt = q.ExpiresAt.UTC()
+		var holderID, holderAccount string
+		var holderActive bool
+		err := tx.q.queryRow(ctx, `SELECT id, account_id, active FROM devices WHERE push_token = ?`+db.forUpdate(), d.PushToken).Scan(&holderID, &holderAccount, &holderActive)
+		held := err == nil
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+		if held && holderAccount == d.AccountID && holderActive {
+			// The same app registering again: refresh, do not count twice.
+			if _, err := tx.q.exec(ctx, `UPDATE devices SET platform = ?, name = CASE WHEN ? = '' THEN name ELSE ? END, push_token_status = 'valid', last_seen_at = ? WHERE id = ?`,
+				d.Platform, d.Name, d.Name, tx.now, holderID); err != nil {
+				return err
+			}
+			out, err = scanDevice(tx.q.queryRow(ctx, `SELECT `+deviceColumns+` FROM devices WHERE id = ?`, holderID))
+			return err
+		}
+		if err := tx.q.queryRow(ctx, `SELECT COUNT(*) FROM devices WHERE account_id = ? AND active = TRUE`, d.AccountID).Scan(&q.ActiveDevices); err != nil {
+			return err
+		}
+		if err := allow(q); err != nil {
+			return err
+		}
+		if held {
+			if _, err := tx.q.exec(ctx, `UPDATE devices SET push_token = NULL, push_token_status = 'invalid' WHERE id = ?`, holderID); err != nil {
+				return err
+			}
+		}
+		name := d.NewName
+		if name == "" {
+			name = d.Name
+		}
+		if _, err := tx.q.exec(ctx, `INSERT INTO devices (`+deviceColumns+`) VALUES (?, ?, ?, ?, ?, 'valid', TRUE, ?, ?)`,
+			d.ID, d.AccountID, d.Platform, name, d.PushToken, tx.now, tx.now); err != nil {
+			return err
+		}
+		out = devices.Device{ID: d.ID, AccountID: d.AccountID, Platform: d.Platform, Name: name, PushToken: d.PushToken,
+			Active: true, PushTokenStatus: devices.TokenValid, CreatedAt: tx.now, LastSeenAt: tx.now}
+		return nil
+	})
+	return out, err
+}
+
+// UpdatePushToken implements devices.Store.
+func (db *DB) UpdatePushToken(ctx context.Context, accountID, deviceID, token string) (devices.Device, error) {
+	var out devices.Device
+	err := db.inTx(ctx, func(tx *Tx) error {
+		var id string
+		if err := tx.q.queryRow(ctx, `SELECT id FROM devices WHERE id = ? AND account_id = ? AND active = TRUE`+db.forUpdate(), deviceID, accountID).Scan(&id); err != nil {
+			return err
+		}
+		if _, err := tx.q.exec(ctx, `UPDATE devices SET push_token = NULL, push_token_status = 'invalid' WHERE push_token = ? AND id <> ?`, token, id); err != nil {
+			return err
+		}
+		if _, err := tx.q.exec(ctx, `UPDATE devices SET push_token = ?, push_token_status = 'valid', last_seen_at = ? WHERE id = ?`, token, tx.now, id); err != nil {
+			return err
+		}
+		var err error
+		out, err = scanDevice(tx.q.queryRow(ctx, `SELECT `+deviceColumns+` FROM devices WHERE id = ?`, id))
+		return err
+	})
+	return out, err
+}
+
+// DeactivateDevice implements devices.Store.
+func (db *DB) DeactivateDevice(ctx context.Context, accountID, deviceID string) error {
+	n, err := db.conn().exec(ctx, `UPDATE devices SET active = FALSE, push_token = NULL, push_token_status = 'invalid' WHERE id = ? AND account_id = ? AND active = TRUE`, deviceID, accountID)
+	if err == nil && n == 0 {
+		return storage.ErrNotFound
+	}
+	return err
+}
+
+// AdminDevices implements devices.Store.
+func (db *DB) AdminDevices(ctx context.Context, accountID, after string, limit int) ([]devices.Device, error) {
+	if accountID != "" {
+		return scanDevices(db.conn().query(ctx, `SELECT `+deviceColumns+` FROM devices WHERE account_id = ? AND id > ? ORDER BY id LIMIT ?`, accountID, after, limit))
+	}
+	return scanDevices(db.conn().query(ctx, `SELECT `+deviceColumns+` FROM devices WHERE id > ? ORDER BY id LIMIT ?`, after, limit))
+}
+
+// SetPlan implements devices.Store.
+func (db *DB) SetPlan(ctx context.Context, email, plan string, expires time.Time) (accounts.Account, error) {
+	var id string
+	err := db.inTx(ctx, func(tx *Tx) error {
+		if err := tx.q.queryRow(ctx, `SELECT id FROM accounts WHERE email = ?`, email).Scan(&id); err != nil {
+			return err
+		}
+		_, err := tx.q.exec(ctx, `UPDATE subscriptions SET plan = ?, expires_at = ?, updated_at = ? WHERE account_id = ?`, plan, expires, tx.now, id)
+		return err
+	})
+	if err != nil {
+		return accounts.Account{}, err
+	}
+	return db.AccountByID(ctx, id)
+}
+
+// importDevice is one device an import batch writes.
+type importDevice struct {
+	id, account, platform, name string
+	token                       *string
+	created                     bool
+}
+
+// ImportDevices implements devices.Store: two lookups (emails, tokens), one
+// update for the devices that lose their token, and multi-row upserts.
+func (db *DB) ImportDevices(ctx context.Context, rows []devices.ImportRow) (devices.ImportBatch, error) {
+	var res devices.ImportBatch
+	err := db.inTx(ctx, func(tx *Tx) error {
+		res = devices.ImportBatch{}
+		accountOf, err := tx.lookupAccounts(ctx, rows)
+		if err != nil {
+			return err
+		}
+		type holder struct{ id, account string }
+		held := map[string]holder{}
+		var tokens []any
+		for _, r := range rows {
+			if _, ok := accountOf[r.Email]; ok {
+				tokens = append(tokens, r.PushToken)
+			}
+		}
+		for chunk := range chunks(tokens, 500) {
+			rs, err := tx.q.query(ctx, `SELECT id, account_id, push_token FROM devices WHERE push_token IN (`+placeholders(len(chunk))+`)`, chunk...)
+			if err != nil {
+				return err
+			}
+			for rs.Next() {
+				var h holder
+				var t string
+				if err := rs.Scan(&h.id, &h.account, &t); err != nil {
+					rs.Close()
+					return translate(err)
+				}
+				held[t] = h
+			}
+			rs.Close()
+			if err := rs.Err(); err != nil {
+				return translate(err)
+			}
+		}
+
+		// Plan the batch in memory, line by line, so later lines win.
+		var order []*importDevice
+		owner := map[string]*importDevice{} // token → the device written with it
+		var clear []any                     // existing devices losing their token
+		for _, r := range rows {
+			acct, ok := accountOf[r.Email]
+			if !ok {
+				res.Rejected = append(res.Rejected, devices.LineError{Line: r.Line, Reason: "no account has the email " + r.Email})
+				continue
+			}
+			token := r.PushToken
+			if w := owner[token]; w != nil {
+				if w.account == acct {
+					w.platform = r.Platform
+					if r.Name != "" {
+						w.name = r.Name
+					}
+					res.Updated++
+					continue
+				}
+				w.token = nil
+				if !w.created {
+					clear = append(clear, w.id)
+				}
+			} else if h, ok := held[token]; ok {
+				if h.account == acct {
+					w := &importDevice{id: h.id, account: acct, platform: r.Platform, name: r.Name, token: &token}
+					owner[token] = w
+					order = append(order, w)
+					res.Updated++
+					continue
+				}
+				clear = append(clear, h.id)
+			}
+			w := &importDevice{id: r.ID, account: acct, platform: r.Platform, name: r.NewName, token: &token, created: true}
+			owner[token] = w
+			order = append(order, w)
+			res.Imported++
+		}
+		for chunk := range chunks(clear, 500) {
+			if _, err := tx.q.exec(ctx, `UPDATE devices SET push_token = NULL, push_token_status = 'invalid' WHERE id IN (`+placeholders(len(chunk))+`)`, chunk...); err != nil {
+				return err
+			}
+		}
+		const perInsert = 200
+		for i := 0; i < len(order); i += perInsert {
+			part := order[i:min(i+perInsert, len(order))]
+			args := make([]any, 0, len(part)*8)
+			var values strings.Builder
+			for j, w := range part {
+				if j > 0 {
+					values.WriteString(", ")
+				}
+				values.WriteString("(?, ?, ?, ?, ?, ?, TRUE, ?, ?)")
+				status := devices.TokenValid
+				var token any
+				if w.token != nil {
+					token = *w.token
+				} else {
+					status = devices.TokenInvalid
+				}
+				args = append(args, w.id, w.account, w.platform, w.name, token, status, tx.now, tx.now)
+			}
+			if _, err := tx.q.exec(ctx, `INSERT INTO devices (`+deviceColumns+`) VALUES `+values.String()+`
+				ON CONFLICT (id) DO UPDATE SET platform = excluded.platform,
+					name = CASE WHEN excluded.name = '' THEN devices.name ELSE excluded.name END,
+					push_token = excluded.push_token, push_token_status = excluded.push_token_status,
+					active = TRUE, last_seen_at = excluded.last_seen_at`, args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return res, err
+}
+
+// lookupAccounts resolves the batch's emails in one query per 500.
+func (tx *Tx) lookupAccounts(ctx context.Context, rows []devices.ImportRow) (map[string]string, error) {
+	seen := map[string]bool{}
+	var emails []any
+	for _, r := range rows {
+		if !seen[r.Email] {
+			seen[r.Email] = true
+			emails = append(emails, r.Email)
+		}
+	}
+	out := make(map[string]string, len(emails))
+	for chunk := range chunks(emails, 500) {
+		rs, err := tx.q.query(ctx, `SELECT id, email FROM accounts WHERE email IN (`+placeholders(len(chunk))+`)`, chunk...)
+		if err != nil {
+			return nil, err
+		}
+		for rs.Next() {
+			var id, email string
+			if err := rs.Scan(&id, &email); err != nil {
+				rs.Close()
+				return nil, translate(err)
+			}
+			out[email] = id
+		}
+		rs.Close()
+		if err := rs.Err(); err != nil {
+			return nil, translate(err)
+		}
+	}
+	return out, nil
+}
+
+// chunks yields s in pieces of at most n.
+func chunks[T any](s []T, n int) func(yield func([]T) bool) {
+	return func(yield func([]T) bool) {
+		for i := 0; i < len(s); i += n {
+			if !yield(s[i:min(i+n, len(s))]) {
+				return
+			}
+		}
+	}
+}
+
+var _ devices.Store = (*DB)(nil)

@@ -1,0 +1,534 @@
+package sqlstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/devices"
+	"github.com/herald-vpn/herald/internal/notifications"
+	"github.com/herald-vpn/herald/internal/sqlstore"
+	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
+	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/riverqueue/river"
+)
+
+func TestDevicesConformance(t *testing.T) {
+	cases := []struct {
+		name string
+		fn   func(t *testing.T, db *sqlstore.DB, now *time.Time)
+	}{
+		{"RegisterListUpdateDeactivate", testDeviceLifecycle},
+		{"TokenMovesToNewDevice", testTokenMoves},
+		{"SameAccountSameTokenRefreshes", testReRegister},
+		{"AllowSeesQuotaAndAborts", testAllow},
+		{"ConcurrentRegistrationsHoldTheLimit", testConcurrentLimit},
+		{"OtherAccountsDeviceIsNotFound", testOtherAccount},
+		{"AdminDevicesKeyset", testAdminDevices},
+		{"SetPlan", testSetPlan},
+		{"ImportBatch", testImportBatch},
+		{"BroadcastLifecycle", testBroadcastLifecycle},
+		{"BroadcastLease", testBroadcastLease},
+		{"BroadcastReclaimAndRetry", testBroadcastReclaim},
+		{"BroadcastCancelAndList", testBroadcastCancelAndList},
+	}
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					t.Parallel()
+					db, now := mustOpenWithWorkers(t, sqlstoretest.NewURL(t, d))
+					c.fn(t, db, now)
+				})
+			}
+		})
+	}
+}
+
+// mustOpenWithWorkers is mustOpen with the broadcast worker registered, so
+// that broadcast jobs can be inserted (River refuses unknown kinds). The
+// job runner is never started.
+func mustOpenWithWorkers(t *testing.T, url string) (*sqlstore.DB, *time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &notifications.BroadcastWorker{})
+	db, err := sqlstore.Open(ctx, url, sqlstore.JobsConfig{Workers: workers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	db.Now = func() time.Time { return now }
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return db, &now
+}
+
+func allowAll(devices.Quota) error { return nil }
+
+func mustAccount(t *testing.T, db *sqlstore.DB, id string) {
+	t.Helper()
+	if _, _, err := db.CreateAccount(context.Background(), newAccount(id, id+"@example.com", "CODE"+id)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustRegister(t *testing.T, db *sqlstore.DB, id, account, token string) devices.Device {
+	t.Helper()
+	d, err := db.RegisterDevice(context.Background(), devices.NewDevice{ID: id, AccountID: account, Platform: "android", Name: "Phone " + id, PushToken: token}, allowAll)
+	if err != nil {
+		t.Fatalf("register %s: %v", id, err)
+	}
+	return d
+}
+
+func testDeviceLifecycle(t *testing.T, db *sqlstore.DB, now *time.Time) {
+	ctx := context.Background()
+	mustAccount(t, db, "a1")
+	d := mustRegister(t, db, "d1", "a1", "tok-1")
+	want := devices.Device{ID: "d1", AccountID: "a1", Platform: "android", Name: "Phone d1", PushToken: "tok-1", Active: true,
+		PushTokenStatus: "valid", CreatedAt: *now, LastSeenAt: *now}
+	if d != want {
+		t.Fatalf("registered %+v, want %+v", d, want)
+	}
+	list, err := db.ListDevices(ctx, "a1")
+	if err != nil || len(list) != 1 || list[0] != want {
+		t.Fatalf("list = %+v, %v", list, err)
+	}
+	if err := db.InvalidatePushToken(ctx, "d1", "tok-1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := db.DeviceByID(ctx, "d1"); got.PushTokenStatus != "invalid" {
+		t.Fatalf("after invalidate: %+v", got)
+	}
+	*now = now.Add(time.Hour)
+	d, err = db.UpdatePushToken(ctx, "a1", "d1", "tok-2")
+	if err != nil || d.PushToken != "tok-2" || d.PushTokenStatus != "valid" || !d.LastSeenAt.Equal(*now) {
+		t.Fatalf("update = %+v, %v", d, err)
+	}
+	if err := db.DeactivateDevice(ctx, "a1", "d1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeactivateDevice(ctx, "a1", "d1"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("second deactivate: %v", err)
+	}
+	if list, _ := db.ListDevices(ctx, "a1"); len(list) != 0 {
+		t.Fatalf("inactive device listed: %+v", list)
+	}
+	got, err := db.DeviceByID(ctx, "d1")
+	if err != nil || got.Active || got.PushToken != "" {
+		t.Fatalf("removed device = %+v, %v", got, err)
+	}
+	if _, err := db.UpdatePushToken(ctx, "a1", "d1", "tok-3"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("update inactive: %v", err)
+	}
+	if _, err := db.DeviceByID(ctx, "nope"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("unknown device: %v", err)
+	}
+}
+
+func testTokenMoves(t *testing.T, db *sqlstore.DB, _ *time.Time) {
+	ctx := context.Background()
+	mustAccount(t, db, "a1")
+	mustAccount(t, db, "a2")
+	mustRegister(t, db, "d1", "a1", "shared")
+	mustRegister(t, db, "d2", "a2", "shared")
+	old, _ := db.DeviceByID(ctx, "d1")
+	if old.PushToken != "" || old.PushTokenStatus != "invalid" || !old.Active {
+		t.Fatalf("old device kept the token: %+v", old)
+	}
+	// And back through an update.
+	mustRegister(t, db, "d3", "a1", "other")
+	if _, err := db.UpdatePushToken(ctx, "a1", "d3", "shared"); err != nil {
+		t.Fatal(err)
+	}
+	if d2, _ := db.DeviceByID(ctx, "d2"); d2.PushToken != "" {
+		t.Fatalf("d2 kept the token: %+v", d2)
+	}
+}
+
+func testReRegister(t *testing.T, db *sqlstore.DB, now *time.Time) {
+	ctx := context.Background()
+	mustAccount(t, db, "a1")
+	first := mustRegister(t, db, "d1", "a1", "tok")
+	db.InvalidatePushToken(ctx, "d1", "tok")
+	*now = now.Add(time.Minute)
+	called := false
+	d, err := db.RegisterDevice(ctx, devices.NewDevice{ID: "d2", AccountID: "a1", Platform: "ios", Name: "Renamed", PushToken: "tok"},
+		func(devices.Quota) error { called = true; return errors.New("limit") })
+	if err != nil || called {
+		t.Fatalf("re-register: %v, allow called %v", err, called)
+	}
+	if d.ID != first.ID || d.Platform != "ios" || d.Name != "Renamed" || d.PushTokenStatus != "valid" || !d.LastSeenAt.Equal(*now) {
+		t.Fatalf("re-registered %+v", d)
+	}
+}
+
+func testAllow(t *testing.T, db *sqlstore.DB, now *time.Time) {
+	ctx := context.Background()
+	mustAccount(t, db, "a1")
+	mustRegister(t, db, "d1", "a1", "t1")
+	mustRegister(t, db, "d2", "a1", "t2")
+	db.DeactivateDevice(ctx, "a1", "d2")
+	var got devices.Quota
+	refuse := errors.New("refused")
+	_, err := db.RegisterDevice(ctx, devices.NewDevice{ID: "d3", AccountID: "a1", Platform: "android", Name: "x", PushToken: "t3"},
+		func(q devices.Quota) error { got = q; return refuse })
+	if !errors.Is(err, refuse) {
+		t.Fatalf("err = %v", err)
+	}
+	want := devices.Quota{Plan: "trial", ExpiresAt: now.Add(7 * 24 * time.Hour), ActiveDevices: 1}
+	if got != want {
+		t.Fatalf("quota %+v, want %+v", got, want)
+	}
+	if _, err := db.DeviceByID(ctx, "d3"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatal("a refused registration left a device")
+	}
+	_, err = db.RegisterDevice(ctx, devices.NewDevice{ID: "d4", AccountID: "nobody", Platform: "android", Name: "x", PushToken: "t4"}, allowAll)
+	if !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("unknown account: %v", err)
+	}
+}
+
+func testConcurrentLimit(t *testing.T, db *sqlstore.DB, _ *time.Time) {
+	ctx := context.Background()
+	mustAccount(t, db, "a1")
+	limit := func(q devices.Quota) error {
+		if q.ActiveDevices >= 3 {
+			return errors.New("limit")
+		}
+		return nil
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 12)
+	for i := range errs {
+		wg.Go(func() {
+			_, errs[i] = db.RegisterDevice(ctx, devices.NewDevice{ID: fmt.Sprint("d", i), AccountID: "a1", Platform: "android", Name: "x", PushToken: fmt.Sprint("t", i)}, limit)
+		})
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		if err == nil {
+			ok++
+		}
+	}
+	list, _ := db.ListDevices(ctx, "a1")
+	if ok != 3 || len(list) != 3 {
+		t.Fatalf("%d registrations succeeded, %d devices; want 3", ok, len(list))
+	}
+}
+
+func testOtherAccount(t *testing.T, db *sqlstore.DB, _ *time.Time) {
+	ctx := context.Background()
+	mustAccount(t, db, "a1")
+	mustAccount(t, db, "a2")
+	mustRegister(t, db, "d1", "a1", "t1")
+	if _, err := db.UpdatePushToken(ctx, "a2", "d1", "t2"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("update: %v", err)
+	}
+	if err := db.DeactivateDevice(ctx, "a2", "d1"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("deactivate: %v", err)
+	}
+}
+
+func testAdminDevices(t *testing.T, db *sqlstore.DB, _ *time.Time) {
+	ctx := context.Background()
+	mustAccount(t, db, "a1")
+	mustAccount(t, db, "a2")
+	for i, acct := range []string{"a1", "a2", "a1", "a2", "a1"} {
+		mustRegister(t, db, fmt.Sprint("d", i), acct, fmt.Sprint("t", i))
+	}
+	db.DeactivateDevice(ctx, "a1", "d2")
+	ids := func(ds []devices.Device) []string {
+		var out []string
+		for _, d := range ds {
+			out = append(out, d.ID)
+		}
+		return out
+	}
+	tests := []struct {
+		account, after string
+		limit          int
+		want           []string
+	}{
+		{"", "", 2, []string{"d0", "d1"}},
+		{"", "d1", 2, []string{"d2", "d3"}},
+		{"", "d3", 2, []string{"d4"}},
+		{"a1", "", 10, []string{"d0", "d2", "d4"}},
+		{"a1", "d0", 1, []string{"d2"}},
+		{"a2", "d3", 10, nil},
+	}
+	for _, tt := range tests {
+		got, err := db.AdminDevices(ctx, tt.account, tt.after, tt.limit)
+		if err != nil || !slices.Equal(ids(got), tt.want) {
+			t.Errorf("AdminDevices(%q, %q, %d) = %v, %v; want %v", tt.account, tt.after, tt.limit, ids(got), err, tt.want)
+		}
+	}
+}
+
+func testSetPlan(t *testing.T, db *sqlstore.DB, now *time.Time) {
+	ctx := context.Background()
+	mustAccount(t, db, "a1")
+	exp := now.Add(30 * 24 * time.Hour)
+	a, err := db.SetPlan(ctx, "a1@example.com", "premium", exp)
+	if err != nil || a.Subscription.Plan != "premium" || !a.Subscription.ExpiresAt.Equal(exp) {
+		t.Fatalf("set plan: %+v, %v", a.Subscription, err)
+	}
+	if _, err := db.SetPlan(ctx, "nobody@example.com", "basic", exp); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("unknown email: %v", err)
+	}
+}
+
+func testImportBatch(t *testing.T, db *sqlstore.DB, _ *time.Time) {
+	ctx := context.Background()
+	mustAccount(t, db, "a1")
+	mustAccount(t, db, "a2")
+	mustRegister(t, db, "old1", "a1", "held-by-a1")
+	mustRegister(t, db, "old2", "a2", "held-by-a2")
+	rows := []devices.ImportRow{
+		{Line: 1, ID: "n1", Email: "a1@example.com", Platform: "ios", PushToken: "fresh", NewName: "iOS device"},
+		{Line: 2, ID: "n2", Email: "a1@example.com", Platform: "android", PushToken: "held-by-a1", Name: "", NewName: "Android device"}, // update, keep name
+		{Line: 3, ID: "n3", Email: "a1@example.com", Platform: "android", PushToken: "held-by-a2", Name: "Moved", NewName: "Moved"},     // moves from a2
+		{Line: 4, ID: "n4", Email: "ghost@example.com", Platform: "android", PushToken: "ghost", NewName: "x"},
+		{Line: 5, ID: "n5", Email: "a2@example.com", Platform: "android", PushToken: "fresh", NewName: "Took it"}, // moves from n1 in the same batch
+		{Line: 6, ID: "n6", Email: "a2@example.com", Platform: "android", PushToken: "fresh", Name: "Renamed", NewName: "Renamed"},
+	}
+	res, err := db.ImportDevices(ctx, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := devices.ImportBatch{Imported: 3, Updated: 2, Rejected: []devices.LineError{{Line: 4, Reason: "no account has the email ghost@example.com"}}}
+	if res.Imported != want.Imported || res.Updated != want.Updated || !slices.Equal(res.Rejected, want.Rejected) {
+		t.Fatalf("result %+v, want %+v", res, want)
+	}
+	check := []struct {
+		id, account, token, status, name string
+	}{
+		{"n1", "a1", "", "invalid", "iOS device"},
+		{"old1", "a1", "held-by-a1", "valid", "Phone old1"},
+		{"n3", "a1", "held-by-a2", "valid", "Moved"},
+		{"old2", "a2", "", "invalid", "Phone old2"},
+		{"n5", "a2", "fresh", "valid", "Renamed"},
+	}
+	for _, c := range check {
+		d, err := db.DeviceByID(ctx, c.id)
+		if err != nil || d.AccountID != c.account || d.PushToken != c.token || d.PushTokenStatus != c.status || d.Name != c.name || !d.Active {
+			t.Errorf("%s = %+v, %v; want %+v", c.id, d, err, c)
+		}
+	}
+	// Importing the same file again only updates.
+	rows = rows[:2]
+	rows[0].ID, rows[1].ID = "m1", "m2"
+	res, err = db.ImportDevices(ctx, rows)
+	if err != nil || res.Imported != 1 || res.Updated != 1 {
+		t.Fatalf("second import %+v, %v", res, err)
+	}
+}
+
+// seedRecipients registers n android devices d000… of account a1.
+func seedRecipients(t *testing.T, db *sqlstore.DB, n int) {
+	t.Helper()
+	mustAccount(t, db, "a1")
+	var rows []devices.ImportRow
+	for i := range n {
+		rows = append(rows, devices.ImportRow{Line: i + 1, ID: fmt.Sprintf("d%03d", i), Email: "a1@example.com", Platform: "android", PushToken: fmt.Sprintf("t%03d", i), NewName: "x"})
+	}
+	if _, err := db.ImportDevices(context.Background(), rows); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func claimIDs(cs []notifications.Claim) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.DeviceID)
+	}
+	return out
+}
+
+func testBroadcastLifecycle(t *testing.T, db *sqlstore.DB, now *time.Time) {
+	ctx := context.Background()
+	seedRecipients(t, db, 5)
+	db.DeactivateDevice(ctx, "a1", "d001")
+	db.InvalidatePushToken(ctx, "d003", "t003")
+	j, err := db.CreateBroadcast(ctx, notifications.NewBroadcast{ID: "job1", Subject: "Hi", Content: "Body", Data: []byte(`{"k":1}`)}, notifications.BroadcastArgs{JobID: "job1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Status != "queued" || j.TotalRecipients != 3 || fmt.Sprint(j.Data["k"]) != "1" || !j.CreatedAt.Equal(*now) {
+		t.Fatalf("created %+v", j)
+	}
+	until := now.Add(time.Minute)
+	l, err := db.AcquireBroadcast(ctx, "job1", "w1", until)
+	if err != nil || !l.Acquired || l.Job.Status != "running" || l.Job.StartedAt == nil {
+		t.Fatalf("acquire %+v, %v", l, err)
+	}
+	c, err := db.ClaimNextBatch(ctx, "job1", "w1", 2, until)
+	if err != nil || c.Stop || c.Done || !slices.Equal(claimIDs(c.Claims), []string{"d000", "d002"}) || c.Claims[0].Token != "t000" || c.Claims[0].Platform != "android" {
+		t.Fatalf("first batch %+v, %v", c, err)
+	}
+	// A device registered after the broadcast was queued is not a recipient.
+	*now = now.Add(time.Second)
+	mustRegister(t, db, "d999", "a1", "late")
+	c2, err := db.ClaimNextBatch(ctx, "job1", "w1", 2, until)
+	if err != nil || !c2.Done || !slices.Equal(claimIDs(c2.Claims), []string{"d004"}) {
+		t.Fatalf("second batch %+v, %v", c2, err)
+	}
+	kept, err := db.RecordDeliveries(ctx, "job1", "w1", []notifications.Outcome{
+		{DeviceID: "d000", Token: "t000", Status: "sent"},
+		{DeviceID: "d002", Token: "t002", Status: "invalid"},
+		{DeviceID: "d004", Token: "t004", Status: "failed"},
+		{DeviceID: "d000", Token: "t000", Status: "sent"}, // a repeat is not counted twice
+	}, until)
+	if err != nil || !kept {
+		t.Fatalf("record: %v kept=%v", err, kept)
+	}
+	if d, _ := db.DeviceByID(ctx, "d002"); d.PushTokenStatus != "invalid" {
+		t.Fatalf("dead token not marked: %+v", d)
+	}
+	if c3, _ := db.ClaimNextBatch(ctx, "job1", "w1", 2, until); !c3.Done || len(c3.Claims) != 0 {
+		t.Fatalf("after the walk: %+v", c3)
+	}
+	j, err = db.FinishBroadcast(ctx, "job1", "w1", "completed", "")
+	if err != nil || j.Status != "completed" || j.Sent != 1 || j.InvalidTokens != 1 || j.Failed != 1 || j.FinishedAt == nil {
+		t.Fatalf("finished %+v, %v", j, err)
+	}
+	l, err = db.AcquireBroadcast(ctx, "job1", "w2", until)
+	if err != nil || l.Acquired || !l.Job.Finished() {
+		t.Fatalf("acquire finished job: %+v, %v", l, err)
+	}
+	if _, err := db.AcquireBroadcast(ctx, "nope", "w1", until); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("unknown job: %v", err)
+	}
+}
+
+func testBroadcastLease(t *testing.T, db *sqlstore.DB, now *time.Time) {
+	ctx := context.Background()
+	seedRecipients(t, db, 3)
+	db.CreateBroadcast(ctx, notifications.NewBroadcast{ID: "job1", Subject: "s", Content: "c"}, notifications.BroadcastArgs{JobID: "job1"})
+	if l, _ := db.AcquireBroadcast(ctx, "job1", "w1", now.Add(time.Minute)); !l.Acquired {
+		t.Fatal("first acquire failed")
+	}
+	l, err := db.AcquireBroadcast(ctx, "job1", "w2", now.Add(time.Minute))
+	if err != nil || l.Acquired || l.HeldBy != "w1" || !l.Until.Equal(now.Add(time.Minute)) {
+		t.Fatalf("second acquire %+v, %v", l, err)
+	}
+	if c, _ := db.ClaimNextBatch(ctx, "job1", "w2", 10, now.Add(time.Minute)); !c.Stop {
+		t.Fatal("a worker without the lease claimed")
+	}
+	*now = now.Add(2 * time.Minute)
+	if l, _ := db.AcquireBroadcast(ctx, "job1", "w2", now.Add(time.Minute)); !l.Acquired {
+		t.Fatal("an expired lease was not taken over")
+	}
+	kept, err := db.RecordDeliveries(ctx, "job1", "w1", nil, now.Add(time.Minute))
+	if err != nil || kept {
+		t.Fatalf("old owner kept the lease: %v %v", kept, err)
+	}
+	if err := db.ReleaseBroadcast(ctx, "job1", "w2"); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := db.AcquireBroadcast(ctx, "job1", "w3", now.Add(time.Minute)); !l.Acquired {
+		t.Fatal("a released lease was not free")
+	}
+}
+
+func testBroadcastReclaim(t *testing.T, db *sqlstore.DB, now *time.Time) {
+	ctx := context.Background()
+	seedRecipients(t, db, 6)
+	db.CreateBroadcast(ctx, notifications.NewBroadcast{ID: "job1", Subject: "s", Content: "c"}, notifications.BroadcastArgs{JobID: "job1"})
+	until := now.Add(time.Minute)
+	db.AcquireBroadcast(ctx, "job1", "w1", until)
+	c, _ := db.ClaimNextBatch(ctx, "job1", "w1", 6, until)
+	if len(c.Claims) != 6 {
+		t.Fatalf("claimed %v", claimIDs(c.Claims))
+	}
+	// w1 records some outcomes and dies with the rest unknown.
+	db.RecordDeliveries(ctx, "job1", "w1", []notifications.Outcome{
+		{DeviceID: "d000", Status: "sent"}, {DeviceID: "d001", Status: "retry"},
+	}, until)
+	db.DeactivateDevice(ctx, "a1", "d003") // no longer a recipient
+	*now = now.Add(2 * time.Minute)
+	until = now.Add(time.Minute)
+	if l, _ := db.AcquireBroadcast(ctx, "job1", "w2", until); !l.Acquired {
+		t.Fatal("takeover failed")
+	}
+	r, err := db.ReclaimDeliveries(ctx, "job1", "w2", false, "", 3, until)
+	if err != nil || !slices.Equal(claimIDs(r.Claims), []string{"d001", "d002"}) || r.Last != "d003" {
+		t.Fatalf("reclaim page 1 %+v, %v", r, err)
+	}
+	r, err = db.ReclaimDeliveries(ctx, "job1", "w2", false, r.Last, 3, until)
+	if err != nil || !slices.Equal(claimIDs(r.Claims), []string{"d004", "d005"}) {
+		t.Fatalf("reclaim page 2 %+v, %v", r, err)
+	}
+	if r, _ := db.ReclaimDeliveries(ctx, "job1", "w2", false, r.Last, 3, until); r.Last != "" {
+		t.Fatalf("reclaim page 3 %+v", r)
+	}
+	// Claims of the owner itself are not orphans.
+	if r, _ := db.ReclaimDeliveries(ctx, "job1", "w2", false, "", 10, until); len(r.Claims) != 0 {
+		t.Fatalf("own claims reclaimed: %v", claimIDs(r.Claims))
+	}
+	db.RecordDeliveries(ctx, "job1", "w2", []notifications.Outcome{
+		{DeviceID: "d001", Status: "retry"}, {DeviceID: "d002", Status: "sent"}, {DeviceID: "d004", Status: "sent"}, {DeviceID: "d005", Status: "sent"},
+	}, until)
+	r, err = db.ReclaimDeliveries(ctx, "job1", "w2", true, "", 10, until)
+	if err != nil || !slices.Equal(claimIDs(r.Claims), []string{"d001"}) {
+		t.Fatalf("retries %+v, %v", r, err)
+	}
+	db.RecordDeliveries(ctx, "job1", "w2", []notifications.Outcome{{DeviceID: "d001", Status: "sent"}}, until)
+	j, _ := db.FinishBroadcast(ctx, "job1", "w2", "completed", "")
+	if j.Sent != 5 || j.Failed != 0 || j.Status != "completed" {
+		t.Fatalf("job %+v", j)
+	}
+}
+
+func testBroadcastCancelAndList(t *testing.T, db *sqlstore.DB, now *time.Time) {
+	ctx := context.Background()
+	seedRecipients(t, db, 2)
+	for _, id := range []string{"job1", "job2", "job3"} {
+		if _, err := db.CreateBroadcast(ctx, notifications.NewBroadcast{ID: id, Subject: "s", Content: "c"}, notifications.BroadcastArgs{JobID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.AcquireBroadcast(ctx, "job2", "w1", now.Add(time.Minute))
+	j, err := db.CancelBroadcast(ctx, "job2")
+	if err != nil || j.Status != "cancelled" || j.FinishedAt == nil {
+		t.Fatalf("cancel %+v, %v", j, err)
+	}
+	if c, _ := db.ClaimNextBatch(ctx, "job2", "w1", 10, now.Add(time.Minute)); !c.Stop {
+		t.Fatal("a cancelled job went on")
+	}
+	if j, _ := db.CancelBroadcast(ctx, "job2"); j.Status != "cancelled" {
+		t.Fatalf("second cancel %+v", j)
+	}
+	if _, err := db.CancelBroadcast(ctx, "nope"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("cancel unknown: %v", err)
+	}
+	ids, err := db.UnfinishedBroadcasts(ctx)
+	if err != nil || !slices.Equal(ids, []string{"job1", "job3"}) {
+		t.Fatalf("unfinished %v, %v", ids, err)
+	}
+	page := func(before string, n int) []string {
+		js, err := db.BroadcastJobs(ctx, before, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, j := range js {
+			out = append(out, j.ID)
+		}
+		return out
+	}
+	if got := page("", 2); !slices.Equal(got, []string{"job3", "job2"}) {
+		t.Fatalf("page 1 %v", got)
+	}
+	if got := page("job2", 2); !slices.Equal(got, []string{"job1"}) {
+		t.Fatalf("page 2 %v", got)
+	}
+}
