@@ -51,6 +51,8 @@ func commands() []command {
 		{"serve", "run the server (the default)", cmdServe},
 		{"migrate", "apply the database migrations and exit", cmdMigrate},
 		{"admin", "create or revoke operator accounts (admin create|revoke --email E)", cmdAdmin},
+		{"users", "change an account's plan (users set-plan --email E --plan P --expires T)", cmdUsers},
+		{"devices", "import devices from JSON Lines (devices import --file F)", cmdDevices},
 		{"bans", "list, add or lift banned client addresses (bans list|add IP --reason R|lift IP)", cmdBans},
 		{"keys", "print a new JWK set for HERALD_JWT_KEYS_FILE (keys generate)", cmdKeys},
 		{"version", "print the version", cmdVersion},

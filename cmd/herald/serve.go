@@ -8,16 +8,22 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/config"
+	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/graph"
 	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/herald-vpn/herald/internal/mail"
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/metrics"
+	"github.com/herald-vpn/herald/internal/notifications"
 	"github.com/herald-vpn/herald/internal/password"
+	"github.com/herald-vpn/herald/internal/push"
+	"github.com/herald-vpn/herald/internal/push/apns"
+	"github.com/herald-vpn/herald/internal/push/fcm"
 	"github.com/herald-vpn/herald/internal/server"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/sqlstore"
@@ -30,13 +36,15 @@ import (
 // app is Herald wired together: the one place that knows every concrete
 // type.
 type app struct {
-	cfg       config.Config
-	logger    *slog.Logger
-	metrics   *metrics.Metrics
-	db        *sqlstore.DB
-	accounts  *accounts.Service
-	sessions  *sessions.Service
-	messenger *messenger.Service
+	cfg           config.Config
+	logger        *slog.Logger
+	metrics       *metrics.Metrics
+	db            *sqlstore.DB
+	accounts      *accounts.Service
+	sessions      *sessions.Service
+	messenger     *messenger.Service
+	devices       *devices.Service
+	notifications *notifications.Service
 }
 
 // newGate builds the rate limiter: in memory, or Redis with an in-memory
@@ -61,6 +69,10 @@ func (a *app) newGate(ctx context.Context) (*limits.Gate, func() map[string]stri
 	}
 	// Short timeouts: a request must not wait long on a Redis that is gone.
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = 500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
+	// go-redis prints every failed dial straight to stderr; the fallback
+	// below already logs an outage once a minute, so keep its lines at
+	// debug level in our own log.
+	redis.SetLogger(redisLog{a.logger.With("component", "redis")})
 	client := redis.NewClient(opts)
 	fb := limits.NewFallback(limits.NewRedis(client, policy, "herald:rl:", nil), mem, a.logger.With("component", "ratelimit"), nil)
 	a.metrics.Registry().MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -83,6 +95,13 @@ func (a *app) newGate(ctx context.Context) (*limits.Gate, func() map[string]stri
 	return limits.NewGate(fb, tiers, a.db, a.logger, 0), degraded, func() { client.Close(); mem.Close() }, nil
 }
 
+// redisLog sends go-redis's internal messages to the debug log.
+type redisLog struct{ logger *slog.Logger }
+
+func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
+	l.logger.DebugContext(ctx, fmt.Sprintf(format, v...))
+}
+
 // loadConfig reads and validates the configuration.
 func loadConfig(env *environment) (config.Config, error) {
 	cfg, err := config.Load(env.getenv)
@@ -103,6 +122,9 @@ func openApp(ctx context.Context, env *environment, cfg config.Config) (*app, er
 		Queues: map[string]river.QueueConfig{
 			river.QueueDefault:  {MaxWorkers: 10},
 			accounts.QueueEmail: {MaxWorkers: 5},
+			// Each broadcast sends with its own bounded concurrency; two at
+			// once keep providers and the database within bounds.
+			notifications.QueuePush: {MaxWorkers: 2},
 		},
 		RetryPolicy: sqlstore.Backoff{Base: cfg.JobRetryBase, Max: cfg.JobRetryMax},
 		FetchPoll:   cfg.JobPoll,
@@ -175,7 +197,53 @@ func openApp(ctx context.Context, env *environment, cfg config.Config) (*app, er
 		db.Close()
 		return nil, fmt.Errorf("messenger: %w", err)
 	}
-	return &app{cfg: cfg, logger: logger, metrics: m, db: db, accounts: accts, sessions: sess, messenger: bot}, nil
+	provider, err := newPushProvider(ctx, cfg, logger)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	devs := devices.NewService(db, devices.Config{PlanLimits: cfg.PlanDeviceLimits, UpgradeURL: cfg.UpgradeURL, RenewURL: cfg.RenewURL})
+	notes := notifications.NewService(db, provider, notifications.Config{
+		BatchSize:   cfg.PushBatchSize,
+		Concurrency: cfg.PushConcurrency,
+		LeaseTTL:    cfg.PushLeaseTTL,
+		Logger:      logger.With("component", "push"),
+	})
+	river.AddWorker(workers, &notifications.BroadcastWorker{Service: notes})
+	return &app{cfg: cfg, logger: logger, metrics: m, db: db, accounts: accts, sessions: sess, messenger: bot, devices: devs, notifications: notes}, nil
+}
+
+// newPushProvider routes android to FCM, ios to APNs (or FCM without
+// APNs), each under the send-rate cap; with neither configured, the
+// development provider logs every push and reports it sent.
+func newPushProvider(ctx context.Context, cfg config.Config, logger *slog.Logger) (push.Provider, error) {
+	var fcmP, apnsP push.Provider
+	if cfg.FCMCredentialsFile != "" {
+		creds, err := os.ReadFile(cfg.FCMCredentialsFile)
+		if err != nil {
+			return nil, fmt.Errorf("HERALD_FCM_CREDENTIALS_FILE: %w", err)
+		}
+		c, err := fcm.New(ctx, creds, cfg.FCMProjectID, cfg.FCMEndpoint, nil)
+		if err != nil {
+			return nil, fmt.Errorf("FCM: %w", err)
+		}
+		fcmP = notifications.RateLimit(c, float64(cfg.PushRate))
+	}
+	if cfg.APNsKeyFile != "" {
+		key, err := os.ReadFile(cfg.APNsKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("HERALD_APNS_KEY_FILE: %w", err)
+		}
+		c, err := apns.New(key, cfg.APNsKeyID, cfg.APNsTeamID, cfg.APNsTopic, cfg.APNsEndpoint)
+		if err != nil {
+			return nil, fmt.Errorf("APNs: %w", err)
+		}
+		apnsP = notifications.RateLimit(c, float64(cfg.PushRate))
+	}
+	if fcmP == nil && apnsP == nil {
+		logger.Warn("no push provider configured: pushes are written to this log and reported sent")
+	}
+	return push.NewRouter(fcmP, apnsP, push.NewDev(logger.With("component", "push-dev"))), nil
 }
 
 func cmdMigrate(ctx context.Context, env *environment, args []string) error {
@@ -241,6 +309,8 @@ func (a *app) serve(ctx context.Context) error {
 		Accounts:       a.accounts,
 		Sessions:       a.sessions,
 		Messenger:      a.messenger,
+		Devices:        a.devices,
+		Notifications:  a.notifications,
 		Gate:           gate,
 		Degraded:       degraded,
 		TrustedProxies: a.cfg.TrustedProxies,
@@ -263,6 +333,13 @@ func (a *app) serve(ctx context.Context) error {
 	}
 	if err := a.db.StartJobs(ctx); err != nil {
 		return fmt.Errorf("start jobs: %w", err)
+	}
+	// A broadcast whose worker died (kill -9) is resumed now rather than
+	// after River's stuck-job rescue an hour later.
+	if n, err := a.notifications.Recover(ctx); err != nil {
+		a.logger.Error("resuming broadcasts", "err", err)
+	} else if n > 0 {
+		a.logger.Info("broadcasts resumed", "jobs", n)
 	}
 	if err := a.messenger.Start(ctx); err != nil {
 		return fmt.Errorf("start messenger: %w", err)

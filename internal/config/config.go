@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"net/url"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,6 +55,22 @@ type Config struct {
 	BanWindow                                                                           time.Duration
 
 	GraphQLMaxRootMutations, GraphQLMaxDepth, GraphQLMaxComplexity int
+
+	FCMCredentialsFile string
+	FCMProjectID       string
+	FCMEndpoint        string
+	APNsKeyFile        string
+	APNsKeyID          string
+	APNsTeamID         string
+	APNsTopic          string
+	APNsEndpoint       string
+	PushRate           int
+	PushBatchSize      int
+	PushConcurrency    int
+	PushLeaseTTL       time.Duration
+	PlanDeviceLimits   map[string]int
+	UpgradeURL         string
+	RenewURL           string
 
 	TelegramBotToken      string
 	TelegramAPIURL        string
@@ -164,14 +181,8 @@ func Vars() []Var {
 		{"HERALD_ACCESS_TOKEN_TTL", "24h", "1h", "lifetime of an access token (JWT)", duration(func(c *Config) *time.Duration { return &c.AccessTokenTTL })},
 		{"HERALD_REFRESH_TOKEN_TTL", "720h", "2160h", "lifetime of a session's refresh token", duration(func(c *Config) *time.Duration { return &c.RefreshTokenTTL })},
 		{"HERALD_REFRESH_REUSE_GRACE", "10s", "5s", "window in which a just-rotated refresh token may be used again (two tabs) without revoking the session", duration(func(c *Config) *time.Duration { return &c.RefreshGrace })},
-		{"HERALD_JWT_KEYS_FILE", "", "/etc/herald/jwks.json", "JWK set of Ed25519 keys, one marked \"active\": true; empty: a key generated once and kept in the database", func(c *Config, v string) error {
-			c.JWTKeysFile = v
-			return nil
-		}},
-		{"HERALD_JWT_ISSUER", "herald", "https://api.example.com", "iss claim of access tokens", func(c *Config, v string) error {
-			c.JWTIssuer = v
-			return nil
-		}},
+		{"HERALD_JWT_KEYS_FILE", "", "/etc/herald/jwks.json", "JWK set of Ed25519 keys, one marked \"active\": true; empty: a key generated once and kept in the database", str(func(c *Config) *string { return &c.JWTKeysFile })},
+		{"HERALD_JWT_ISSUER", "herald", "https://api.example.com", "iss claim of access tokens", str(func(c *Config) *string { return &c.JWTIssuer })},
 		{"HERALD_RATE_LIMIT_GLOBAL", "100", "300", "requests per minute per client IP, every API request (0 disables)", integer(func(c *Config) *int { return &c.RateLimitGlobal }, 0)},
 		{"HERALD_RATE_LIMIT_AUTH", "10", "20", "requests per minute per client IP to signup, verification, login, refresh and password reset (0 disables)", integer(func(c *Config) *int { return &c.RateLimitAuth }, 0)},
 		{"HERALD_RATE_LIMIT_PROTECTED", "300", "600", "requests per minute per user to operations that need a token (0 disables)", integer(func(c *Config) *int { return &c.RateLimitProtected }, 0)},
@@ -195,17 +206,35 @@ func Vars() []Var {
 		{"HERALD_GRAPHQL_MAX_ROOT_MUTATIONS", "10", "5", "mutation fields one GraphQL document may hold", integer(func(c *Config) *int { return &c.GraphQLMaxRootMutations }, 1)},
 		{"HERALD_GRAPHQL_MAX_DEPTH", "10", "8", "selection depth of one GraphQL document", integer(func(c *Config) *int { return &c.GraphQLMaxDepth }, 1)},
 		{"HERALD_GRAPHQL_MAX_COMPLEXITY", "200", "100", "field complexity of one GraphQL document", integer(func(c *Config) *int { return &c.GraphQLMaxComplexity }, 1)},
-		{"HERALD_TELEGRAM_BOT_TOKEN", "", "123456:ABC-DEF…", "Telegram bot token; empty: the messenger is not connected", func(c *Config, v string) error {
-			c.TelegramBotToken = v
-			return nil
-		}},
-		{"HERALD_TELEGRAM_API_URL", "https://api.telegram.org", "http://127.0.0.1:8081", "Bot API server", func(c *Config, v string) error {
-			if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return fmt.Errorf("%q is not an http(s) URL", v)
+		{"HERALD_FCM_CREDENTIALS_FILE", "", "/etc/herald/fcm-service-account.json", "Firebase service-account JSON; enables FCM for android (and ios without APNs)", str(func(c *Config) *string { return &c.FCMCredentialsFile })},
+		{"HERALD_FCM_PROJECT_ID", "", "my-vpn-app", "FCM project; empty: the project_id of the credentials file", str(func(c *Config) *string { return &c.FCMProjectID })},
+		{"HERALD_FCM_ENDPOINT", "https://fcm.googleapis.com", "http://127.0.0.1:9090", "FCM HTTP v1 server", httpURL(func(c *Config) *string { return &c.FCMEndpoint })},
+		{"HERALD_APNS_KEY_FILE", "", "/etc/herald/AuthKey_ABC123.p8", "APNs token-auth key (.p8); with the three below, enables APNs for ios", str(func(c *Config) *string { return &c.APNsKeyFile })},
+		{"HERALD_APNS_KEY_ID", "", "ABC123DEFG", "APNs key id", str(func(c *Config) *string { return &c.APNsKeyID })},
+		{"HERALD_APNS_TEAM_ID", "", "DEF123GHIJ", "Apple team id", str(func(c *Config) *string { return &c.APNsTeamID })},
+		{"HERALD_APNS_TOPIC", "", "com.example.vpn", "the app's bundle id", str(func(c *Config) *string { return &c.APNsTopic })},
+		{"HERALD_APNS_ENDPOINT", "production", "sandbox", "production, sandbox, or an https URL", str(func(c *Config) *string { return &c.APNsEndpoint })},
+		{"HERALD_PUSH_RATE", "10000", "2000", "sends per second per provider and process (0: no cap)", integer(func(c *Config) *int { return &c.PushRate }, 0)},
+		{"HERALD_PUSH_BATCH_SIZE", "500", "1000", "devices per broadcast batch", integer(func(c *Config) *int { return &c.PushBatchSize }, 1)},
+		{"HERALD_PUSH_CONCURRENCY", "64", "128", "sends in flight per broadcast", integer(func(c *Config) *int { return &c.PushConcurrency }, 1)},
+		{"HERALD_PUSH_LEASE_TTL", "30s", "10s", "how long a broadcast stays claimed by a worker that stopped answering", duration(func(c *Config) *time.Duration { return &c.PushLeaseTTL })},
+		{"HERALD_PLAN_DEVICE_LIMITS", "trial=3,basic=5,premium=10", "trial=2,basic=5,premium=20", "active devices allowed per plan", func(c *Config, v string) error {
+			m := map[string]int{}
+			for _, part := range strings.Split(v, ",") {
+				plan, n, ok := strings.Cut(strings.TrimSpace(part), "=")
+				limit, err := strconv.Atoi(strings.TrimSpace(n))
+				if !ok || strings.TrimSpace(plan) == "" || err != nil || limit < 0 {
+					return fmt.Errorf("%q is not plan=number", part)
+				}
+				m[strings.TrimSpace(plan)] = limit
 			}
-			c.TelegramAPIURL = v
+			c.PlanDeviceLimits = m
 			return nil
 		}},
+		{"HERALD_UPGRADE_URL", "https://example.com/upgrade", "https://vpn.example.com/upgrade", "shown with DEVICE_LIMIT_REACHED", httpURL(func(c *Config) *string { return &c.UpgradeURL })},
+		{"HERALD_RENEW_URL", "https://example.com/renew", "https://vpn.example.com/renew", "shown with SUBSCRIPTION_EXPIRED", httpURL(func(c *Config) *string { return &c.RenewURL })},
+		{"HERALD_TELEGRAM_BOT_TOKEN", "", "123456:ABC-DEF…", "Telegram bot token; empty: the messenger is not connected", str(func(c *Config) *string { return &c.TelegramBotToken })},
+		{"HERALD_TELEGRAM_API_URL", "https://api.telegram.org", "http://127.0.0.1:8081", "Bot API server", httpURL(func(c *Config) *string { return &c.TelegramAPIURL })},
 		{"HERALD_TELEGRAM_WEBHOOK_URL", "", "https://api.example.com/webhooks/telegram", "public HTTPS address of POST /webhooks/telegram; empty: the server long-polls (one replica at a time)", func(c *Config, v string) error {
 			if v == "" {
 				return nil
@@ -233,6 +262,23 @@ func Vars() []Var {
 		{"HERALD_JOB_RETRY_BASE", "1s", "5s", "first retry delay of a failed background job (doubles each attempt)", duration(func(c *Config) *time.Duration { return &c.JobRetryBase })},
 		{"HERALD_JOB_RETRY_MAX", "10m", "1h", "longest delay between two retries of a background job", duration(func(c *Config) *time.Duration { return &c.JobRetryMax })},
 		{"HERALD_JOB_POLL", "1s", "200ms", "how often workers look for new background jobs", duration(func(c *Config) *time.Duration { return &c.JobPoll })},
+	}
+}
+
+func str(field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		*field(c) = v
+		return nil
+	}
+}
+
+func httpURL(field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%q is not an http(s) URL", v)
+		}
+		*field(c) = v
+		return nil
 	}
 }
 
@@ -289,6 +335,10 @@ func Load(getenv func(string) string) (Config, error) {
 		if err := v.set(&c, val); err != nil {
 			problems = append(problems, v.Name+": "+err.Error())
 		}
+	}
+	apns := []string{c.APNsKeyFile, c.APNsKeyID, c.APNsTeamID, c.APNsTopic}
+	if set := len(slices.DeleteFunc(slices.Clone(apns), func(s string) bool { return s == "" })); set > 0 && set < len(apns) {
+		problems = append(problems, "HERALD_APNS_KEY_FILE, HERALD_APNS_KEY_ID, HERALD_APNS_TEAM_ID, HERALD_APNS_TOPIC: set all four to enable APNs, or none")
 	}
 	if len(problems) > 0 {
 		return c, errors.New(strings.Join(problems, "\n"))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -121,7 +122,8 @@ func (h *Handler) execute(ctx context.Context, w http.ResponseWriter, r *http.Re
 	}
 	opCtx, errs := h.exec.CreateOperationContext(ctx, params)
 	if errs != nil {
-		refuse(operationErrorStatus(errs), presentList(ctx, errs))
+		errs = presentList(opCtx.Operation, errs)
+		refuse(statusOf(errs[0]), errs)
 		return
 	}
 	if depth := selectionDepth(opCtx.Operation.SelectionSet, 0); depth > h.limits.MaxDepth {
@@ -246,22 +248,18 @@ func selectionDepth(set ast.SelectionSet, depth int) int {
 	return max
 }
 
-// operationErrorStatus: parse errors are 400, validation errors 422, an
-// over-complex document 400.
-func operationErrorStatus(errs gqlerror.List) int {
-	for _, e := range errs {
-		switch e.Extensions["code"] {
-		case errcode.ParseFailed:
-			return http.StatusBadRequest
-		case "COMPLEXITY_LIMIT_EXCEEDED":
-			return http.StatusBadRequest
-		}
-	}
-	return http.StatusUnprocessableEntity
+// inputErrorCodes names input types whose missing or malformed fields are
+// the spec's own error (sendNotificationToAll: INVALID_INPUT, 400) rather
+// than a GraphQL validation error, whichever layer catches them.
+var inputErrorCodes = map[string]apperr.Code{
+	"NotificationInput": apperr.InvalidInput,
 }
 
-// presentList gives gqlgen's pre-execution errors our codes.
-func presentList(ctx context.Context, errs gqlerror.List) gqlerror.List {
+// presentList gives gqlgen's pre-execution errors our codes: parse errors
+// GRAPHQL_PARSE_FAILED (400), an over-complex document QUERY_TOO_COMPLEX
+// (400), errors about an input type of inputErrorCodes that type's code,
+// other validation errors GRAPHQL_VALIDATION_FAILED (422).
+func presentList(op *ast.OperationDefinition, errs gqlerror.List) gqlerror.List {
 	out := make(gqlerror.List, 0, len(errs))
 	for _, e := range errs {
 		c := *e
@@ -271,11 +269,35 @@ func presentList(ctx context.Context, errs gqlerror.List) gqlerror.List {
 			code = apperr.GraphQLParse
 		case "COMPLEXITY_LIMIT_EXCEEDED":
 			code = apperr.QueryTooComplex
+		default:
+			if typ := inputTypeOf(op, e); typ != "" {
+				if mapped, ok := inputErrorCodes[typ]; ok {
+					code = mapped
+				}
+			}
 		}
 		c.Extensions = map[string]any{"code": code}
 		out = append(out, &c)
 	}
 	return out
+}
+
+// inputTypeOf finds the input type a validation error is about: named in
+// the message for literals, or the type of the variable in its path.
+func inputTypeOf(op *ast.OperationDefinition, e *gqlerror.Error) string {
+	for typ := range inputErrorCodes {
+		if strings.Contains(e.Message, `"`+typ) {
+			return typ
+		}
+	}
+	if op == nil || len(e.Path) < 2 || e.Path[0] != ast.PathName("variable") {
+		return ""
+	}
+	name, _ := e.Path[1].(ast.PathName)
+	if def := op.VariableDefinitions.ForName(string(name)); def != nil && def.Type != nil {
+		return def.Type.Name()
+	}
+	return ""
 }
 
 func statusOf(e *gqlerror.Error) int {
@@ -323,6 +345,13 @@ func writeResponse(w http.ResponseWriter, status int, resp *graphql.Response) {
 	if err != nil {
 		status = http.StatusInternalServerError
 		body = []byte(`{"errors":[{"message":"An unexpected error occurred.","extensions":{"code":"INTERNAL_ERROR"}}],"data":null}`)
+	}
+	// A 429 says when to come back in Retry-After, as the REST door does
+	// (rate-limit tiers and the resend cooldown alike).
+	if status == http.StatusTooManyRequests && len(resp.Errors) > 0 {
+		if secs, ok := resp.Errors[0].Extensions["retryAfter"].(int); ok && secs > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(secs))
+		}
 	}
 	api.WriteRawJSON(w, status, body)
 }

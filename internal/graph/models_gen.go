@@ -17,6 +17,35 @@ type AuthPayload struct {
 	ExpiresIn int `json:"expiresIn"`
 }
 
+type BroadcastResult struct {
+	// queued
+	Status  string `json:"status"`
+	Message string `json:"message"`
+	// Active devices with a valid token when the job was queued.
+	TotalRecipients int    `json:"totalRecipients"`
+	JobID           string `json:"jobId"`
+}
+
+type Device struct {
+	DeviceID string `json:"deviceId"`
+	UserID   string `json:"userId"`
+	// android or ios.
+	Platform string `json:"platform"`
+	Name     string `json:"name"`
+	// Null once the device was removed or its token moved to another device.
+	PushToken *string `json:"pushToken,omitempty"`
+	Active    bool    `json:"active"`
+	// valid or invalid.
+	PushTokenStatus string    `json:"pushTokenStatus"`
+	CreatedAt       time.Time `json:"createdAt"`
+	LastSeenAt      time.Time `json:"lastSeenAt"`
+}
+
+type DeviceConnection struct {
+	Nodes    []Device  `json:"nodes"`
+	PageInfo *PageInfo `json:"pageInfo"`
+}
+
 type MessengerBotStatus struct {
 	Connected       bool    `json:"connected"`
 	BotUsername     *string `json:"botUsername,omitempty"`
@@ -61,6 +90,36 @@ type MessengerSubscriberConnection struct {
 type Mutation struct {
 }
 
+type NotificationInput struct {
+	// Notification title.
+	Subject string `json:"subject"`
+	// Notification body.
+	Content string `json:"content"`
+	// Additional payload for the app (FCM receives non-string values as JSON text).
+	Data map[string]any `json:"data,omitempty"`
+}
+
+type NotificationJob struct {
+	ID string `json:"id"`
+	// queued, running, completed, failed or cancelled.
+	Status          string     `json:"status"`
+	Subject         string     `json:"subject"`
+	TotalRecipients int        `json:"totalRecipients"`
+	Sent            int        `json:"sent"`
+	Failed          int        `json:"failed"`
+	InvalidTokens   int        `json:"invalidTokens"`
+	CreatedAt       time.Time  `json:"createdAt"`
+	StartedAt       *time.Time `json:"startedAt,omitempty"`
+	FinishedAt      *time.Time `json:"finishedAt,omitempty"`
+	// Why a failed job failed.
+	Error *string `json:"error,omitempty"`
+}
+
+type NotificationJobConnection struct {
+	Nodes    []NotificationJob `json:"nodes"`
+	PageInfo *PageInfo         `json:"pageInfo"`
+}
+
 // Cursor pagination: pass endCursor as after for the next page.
 type PageInfo struct {
 	EndCursor   *string `json:"endCursor,omitempty"`
@@ -70,10 +129,23 @@ type PageInfo struct {
 type Query struct {
 }
 
+type RegisterDeviceInput struct {
+	// android or ios.
+	Platform  string  `json:"platform"`
+	PushToken string  `json:"pushToken"`
+	Name      *string `json:"name,omitempty"`
+}
+
 type SendMessengerMessageResult struct {
 	Success bool `json:"success"`
 	// Telegram's message id.
 	MessageID string `json:"messageId"`
+}
+
+type SendNotificationResult struct {
+	// sent
+	Status  string `json:"status"`
+	Message string `json:"message"`
 }
 
 type SignupResult struct {

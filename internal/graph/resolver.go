@@ -7,18 +7,22 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/api"
+	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/messenger"
+	"github.com/herald-vpn/herald/internal/notifications"
 	"github.com/herald-vpn/herald/internal/sessions"
 )
 
 // Resolver holds the services the GraphQL door opens onto. It does no work
 // of its own: every rule lives in the services.
 type Resolver struct {
-	Accounts  *accounts.Service
-	Sessions  *sessions.Service
-	Messenger *messenger.Service
-	Guard     api.Guard
-	Version   string
+	Accounts      *accounts.Service
+	Sessions      *sessions.Service
+	Messenger     *messenger.Service
+	Devices       *devices.Service
+	Notifications *notifications.Service
+	Guard         api.Guard
+	Version       string
 }
 
 // authDirective enforces @auth(scope:) before the field's resolver runs.
@@ -91,4 +95,46 @@ func messengerOptions(o *MessengerMessageOptions) messenger.SendOptions {
 		out.Buttons = append(out.Buttons, r)
 	}
 	return out
+}
+
+func device(d devices.Device) *Device {
+	return &Device{
+		DeviceID:        d.ID,
+		UserID:          d.AccountID,
+		Platform:        d.Platform,
+		Name:            d.Name,
+		PushToken:       nonEmpty(d.PushToken),
+		Active:          d.Active,
+		PushTokenStatus: d.PushTokenStatus,
+		CreatedAt:       d.CreatedAt.UTC().Truncate(time.Second),
+		LastSeenAt:      d.LastSeenAt.UTC().Truncate(time.Second),
+	}
+}
+
+func notificationInput(n NotificationInput) notifications.Notification {
+	return notifications.Notification{Subject: n.Subject, Content: n.Content, Data: n.Data}
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC().Truncate(time.Second)
+	return &u
+}
+
+func notificationJob(j notifications.Job) *NotificationJob {
+	return &NotificationJob{
+		ID:              j.ID,
+		Status:          j.Status,
+		Subject:         j.Subject,
+		TotalRecipients: j.TotalRecipients,
+		Sent:            j.Sent,
+		Failed:          j.Failed,
+		InvalidTokens:   j.InvalidTokens,
+		CreatedAt:       j.CreatedAt.UTC().Truncate(time.Second),
+		StartedAt:       utcPtr(j.StartedAt),
+		FinishedAt:      utcPtr(j.FinishedAt),
+		Error:           nonEmpty(j.Error),
+	}
 }

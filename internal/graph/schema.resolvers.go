@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/notifications"
 	"github.com/herald-vpn/herald/internal/sessions"
 )
 
@@ -85,6 +87,62 @@ func (r *mutationResolver) ResetPassword(ctx context.Context, email string, code
 	return true, nil
 }
 
+// RegisterDevice is the resolver for the registerDevice field.
+func (r *mutationResolver) RegisterDevice(ctx context.Context, input RegisterDeviceInput) (*Device, error) {
+	id, _ := sessions.FromContext(ctx)
+	d, err := r.Devices.Register(ctx, id.AccountID, input.Platform, input.PushToken, deref(input.Name))
+	if err != nil {
+		return nil, err
+	}
+	return device(d), nil
+}
+
+// UpdatePushToken is the resolver for the updatePushToken field.
+func (r *mutationResolver) UpdatePushToken(ctx context.Context, deviceID string, pushToken string) (*Device, error) {
+	id, _ := sessions.FromContext(ctx)
+	d, err := r.Devices.UpdatePushToken(ctx, id.AccountID, deviceID, pushToken)
+	if err != nil {
+		return nil, err
+	}
+	return device(d), nil
+}
+
+// RemoveDevice is the resolver for the removeDevice field.
+func (r *mutationResolver) RemoveDevice(ctx context.Context, deviceID string) (bool, error) {
+	id, _ := sessions.FromContext(ctx)
+	if err := r.Devices.Remove(ctx, id.AccountID, deviceID); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// SendNotificationByDeviceID is the resolver for the sendNotificationByDeviceId field.
+func (r *mutationResolver) SendNotificationByDeviceID(ctx context.Context, deviceID string, notification NotificationInput) (*SendNotificationResult, error) {
+	res, err := r.Notifications.SendToDevice(ctx, deviceID, notificationInput(notification))
+	if err != nil {
+		return nil, err
+	}
+	return &SendNotificationResult{Status: res.Status, Message: res.Message}, nil
+}
+
+// SendNotificationToAll is the resolver for the sendNotificationToAll field.
+func (r *mutationResolver) SendNotificationToAll(ctx context.Context, notification NotificationInput) (*BroadcastResult, error) {
+	job, err := r.Notifications.Broadcast(ctx, notificationInput(notification))
+	if err != nil {
+		return nil, err
+	}
+	return &BroadcastResult{Status: job.Status, Message: notifications.QueuedMessage(job), TotalRecipients: job.TotalRecipients, JobID: job.ID}, nil
+}
+
+// CancelNotificationJob is the resolver for the cancelNotificationJob field.
+func (r *mutationResolver) CancelNotificationJob(ctx context.Context, id string) (*NotificationJob, error) {
+	job, err := r.Notifications.Cancel(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return notificationJob(job), nil
+}
+
 // SendMessengerMessage is the resolver for the sendMessengerMessage field.
 func (r *mutationResolver) SendMessengerMessage(ctx context.Context, chatID string, message string, options *MessengerMessageOptions) (*SendMessengerMessageResult, error) {
 	id, err := r.Messenger.Send(ctx, chatID, message, messengerOptions(options))
@@ -115,6 +173,56 @@ func (r *queryResolver) GetReferralCode(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return acct.ReferralCode, nil
+}
+
+// Devices is the resolver for the devices field.
+func (r *queryResolver) Devices(ctx context.Context, userID *string, first *int, after *string) (*DeviceConnection, error) {
+	id, _ := sessions.FromContext(ctx)
+	if id.Has(sessions.ScopeAdmin) {
+		page, err := r.Resolver.Devices.AdminList(ctx, userID, deref(first), deref(after))
+		if err != nil {
+			return nil, err
+		}
+		out := &DeviceConnection{Nodes: make([]Device, 0, len(page.Devices)), PageInfo: pageInfo(page.EndCursor, page.HasNextPage)}
+		for _, d := range page.Devices {
+			out.Nodes = append(out.Nodes, *device(d))
+		}
+		return out, nil
+	}
+	if userID != nil && *userID != id.AccountID {
+		return nil, apperr.Newf(apperr.InsufficientPermissions, "Only admins may list another user's devices.")
+	}
+	list, err := r.Resolver.Devices.List(ctx, id.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	out := &DeviceConnection{Nodes: make([]Device, 0, len(list)), PageInfo: pageInfo("", false)}
+	for _, d := range list {
+		out.Nodes = append(out.Nodes, *device(d))
+	}
+	return out, nil
+}
+
+// NotificationJob is the resolver for the notificationJob field.
+func (r *queryResolver) NotificationJob(ctx context.Context, id string) (*NotificationJob, error) {
+	job, err := r.Notifications.Job(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return notificationJob(job), nil
+}
+
+// NotificationJobs is the resolver for the notificationJobs field.
+func (r *queryResolver) NotificationJobs(ctx context.Context, first *int, after *string) (*NotificationJobConnection, error) {
+	page, err := r.Notifications.Jobs(ctx, deref(first), deref(after))
+	if err != nil {
+		return nil, err
+	}
+	out := &NotificationJobConnection{Nodes: make([]NotificationJob, 0, len(page.Jobs)), PageInfo: pageInfo(page.EndCursor, page.HasNextPage)}
+	for _, j := range page.Jobs {
+		out.Nodes = append(out.Nodes, *notificationJob(j))
+	}
+	return out, nil
 }
 
 // MessengerBotStatus is the resolver for the messengerBotStatus field.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/api"
+	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/sessions"
 )
 
@@ -16,6 +17,7 @@ import (
 type Handlers struct {
 	Accounts *accounts.Service
 	Sessions *sessions.Service
+	Devices  *devices.Service
 	Guard    api.Guard
 }
 

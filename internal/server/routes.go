@@ -41,6 +41,10 @@ func addRoutes(mux *http.ServeMux, d Deps) {
 	v1.handle("POST", "/api/v1/auth/password-reset/confirm", limits.TierAuth, h.ResetPassword)
 	v1.handle("POST", "/api/v1/auth/logout", limits.TierProtected, h.Authed("", h.Logout))
 	v1.handle("GET", "/api/v1/users/me", limits.TierProtected, h.Authed("", h.Me))
+	v1.handle("GET", "/api/v1/devices", limits.TierProtected, h.Authed("", h.ListDevices))
+	v1.handle("POST", "/api/v1/devices", limits.TierProtected, h.Authed("", h.RegisterDevice))
+	v1.handle("PUT", "/api/v1/devices/{id}/push-token", limits.TierProtected, h.Authed("", h.UpdatePushToken))
+	v1.handle("DELETE", "/api/v1/devices/{id}", limits.TierProtected, h.Authed("", h.RemoveDevice))
 	v1.finish()
 }
 

@@ -13,10 +13,12 @@ import (
 
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/api"
+	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/graph"
 	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/metrics"
+	"github.com/herald-vpn/herald/internal/notifications"
 	"github.com/herald-vpn/herald/internal/rest"
 	"github.com/herald-vpn/herald/internal/sessions"
 )
@@ -28,13 +30,15 @@ type Pinger interface {
 
 // Deps is everything the HTTP surface needs.
 type Deps struct {
-	Logger    *slog.Logger
-	DB        Pinger
-	Metrics   *metrics.Metrics
-	Accounts  *accounts.Service
-	Sessions  *sessions.Service
-	Messenger *messenger.Service
-	Gate      *limits.Gate
+	Logger        *slog.Logger
+	DB            Pinger
+	Metrics       *metrics.Metrics
+	Accounts      *accounts.Service
+	Sessions      *sessions.Service
+	Messenger     *messenger.Service
+	Devices       *devices.Service
+	Notifications *notifications.Service
+	Gate          *limits.Gate
 	// Degraded reports subsystems running in a fallback mode (for
 	// /readyz), such as the rate limiter counting in memory because Redis
 	// is unreachable.
@@ -83,12 +87,12 @@ func readyz(db Pinger, degraded func() map[string]string) http.HandlerFunc {
 
 // newGraphQL builds the GraphQL door.
 func newGraphQL(d Deps, adm api.Admission) http.Handler {
-	return graph.NewHandler(&graph.Resolver{Accounts: d.Accounts, Sessions: d.Sessions, Messenger: d.Messenger, Guard: d.Sessions, Version: d.Version}, d.GraphQLLimits, adm)
+	return graph.NewHandler(&graph.Resolver{Accounts: d.Accounts, Sessions: d.Sessions, Messenger: d.Messenger, Devices: d.Devices, Notifications: d.Notifications, Guard: d.Sessions, Version: d.Version}, d.GraphQLLimits, adm)
 }
 
 // newREST builds the REST door's handlers.
 func newREST(d Deps) *rest.Handlers {
-	return &rest.Handlers{Accounts: d.Accounts, Sessions: d.Sessions, Guard: d.Sessions}
+	return &rest.Handlers{Accounts: d.Accounts, Sessions: d.Sessions, Devices: d.Devices, Guard: d.Sessions}
 }
 
 // jwks publishes the public keys that verify access tokens.
