@@ -80,6 +80,11 @@ func ValidatePassword(plain string) error {
 // no spaces or control characters, at most 254 characters. It returns
 // INVALID_EMAIL otherwise.
 func NormalizeEmail(raw string) (string, error) {
+	// Checked before lower-casing: strings.ToLower turns invalid UTF-8 into
+	// U+FFFD, which would then pass.
+	if !utf8.ValidString(raw) {
+		return "", apperr.New(apperr.InvalidEmail)
+	}
 	email := strings.ToLower(strings.TrimSpace(raw))
 	if !validEmail(email) {
 		return "", apperr.New(apperr.InvalidEmail)

@@ -106,6 +106,12 @@ func Open(ctx context.Context, rawURL string, jobs JobsConfig) (*DB, error) {
 	if jobs.Logger == nil {
 		riverCfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	// River refuses a poll interval shorter than its fetch cooldown (100ms
+	// by default): a faster poll (HERALD_JOB_POLL=50ms in tests) lowers the
+	// cooldown with it.
+	if jobs.FetchPoll > 0 && jobs.FetchPoll < river.FetchCooldownDefault {
+		riverCfg.FetchCooldown = max(jobs.FetchPoll, river.FetchCooldownMin)
+	}
 	switch dialect {
 	case SQLite:
 		// WAL lets readers run beside the writer; the busy timeout makes a

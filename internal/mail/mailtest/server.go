@@ -147,6 +147,9 @@ func (s *Server) start(t testing.TB, ln net.Listener, startTLS *tls.Config) {
 	}()
 	t.Cleanup(func() {
 		_ = srv.Close()
+		// Close the listener too: if Serve has not registered it yet,
+		// srv.Close cannot, and Serve would accept forever.
+		_ = ln.Close()
 		<-done
 	})
 }
