@@ -37,11 +37,7 @@ func cmdAdmin(ctx context.Context, env *environment, args []string) error {
 		fmt.Fprintln(env.stderr, "--email is required")
 		return errUsage
 	}
-	cfg, err := loadConfig(env)
-	if err != nil {
-		return err
-	}
-	a, err := openApp(ctx, env, cfg)
+	a, err := openAppFromEnv(ctx, env)
 	if err != nil {
 		return err
 	}

@@ -31,11 +31,7 @@ func cmdUsers(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(env)
-	if err != nil {
-		return err
-	}
-	a, err := openApp(ctx, env, cfg)
+	a, err := openAppFromEnv(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -83,11 +79,7 @@ Accounts must exist; plan limits do not apply. A token already registered moves 
 		defer f.Close()
 		in = f
 	}
-	cfg, err := loadConfig(env)
-	if err != nil {
-		return err
-	}
-	a, err := openApp(ctx, env, cfg)
+	a, err := openAppFromEnv(ctx, env)
 	if err != nil {
 		return err
 	}

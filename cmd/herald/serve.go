@@ -111,6 +111,15 @@ func loadConfig(env *environment) (config.Config, error) {
 	return cfg, nil
 }
 
+// openAppFromEnv is loadConfig then openApp, for the operator commands.
+func openAppFromEnv(ctx context.Context, env *environment) (*app, error) {
+	cfg, err := loadConfig(env)
+	if err != nil {
+		return nil, err
+	}
+	return openApp(ctx, env, cfg)
+}
+
 // openApp opens the database, migrates it and builds the services. Workers
 // are registered but not started.
 func openApp(ctx context.Context, env *environment, cfg config.Config) (*app, error) {

@@ -12,16 +12,12 @@ import (
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/notifications"
 	"github.com/herald-vpn/herald/internal/sqlstore"
-	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/riverqueue/river"
 )
 
 func TestDevicesConformance(t *testing.T) {
-	cases := []struct {
-		name string
-		fn   func(t *testing.T, db *sqlstore.DB, now *time.Time)
-	}{
+	cases := []storeCase{
 		{"RegisterListUpdateDeactivate", testDeviceLifecycle},
 		{"TokenMovesToNewDevice", testTokenMoves},
 		{"SameAccountSameTokenRefreshes", testReRegister},
@@ -36,17 +32,7 @@ func TestDevicesConformance(t *testing.T) {
 		{"BroadcastReclaimAndRetry", testBroadcastReclaim},
 		{"BroadcastCancelAndList", testBroadcastCancelAndList},
 	}
-	for _, d := range sqlstoretest.Dialects() {
-		t.Run(string(d), func(t *testing.T) {
-			for _, c := range cases {
-				t.Run(c.name, func(t *testing.T) {
-					t.Parallel()
-					db, now := mustOpenWithWorkers(t, sqlstoretest.NewURL(t, d))
-					c.fn(t, db, now)
-				})
-			}
-		})
-	}
+	runConformance(t, cases, mustOpenWithWorkers)
 }
 
 // mustOpenWithWorkers is mustOpen with the broadcast worker registered, so

@@ -10,14 +10,10 @@ import (
 
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/sqlstore"
-	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 )
 
 func TestMessengerConformance(t *testing.T) {
-	cases := []struct {
-		name string
-		fn   func(t *testing.T, db *sqlstore.DB, now *time.Time)
-	}{
+	cases := []storeCase{
 		{"SubscriptionLifecycle", testSubscriptionLifecycle},
 		{"ReplayedUpdateAppliedOnce", testReplayedUpdate},
 		{"ConcurrentReplaysOneWins", testConcurrentReplays},
@@ -25,17 +21,7 @@ func TestMessengerConformance(t *testing.T) {
 		{"ListSubscribersKeyset", testListSubscribers},
 		{"LeaseExclusiveRenewableExpiring", testLease},
 	}
-	for _, d := range sqlstoretest.Dialects() {
-		t.Run(string(d), func(t *testing.T) {
-			for _, c := range cases {
-				t.Run(c.name, func(t *testing.T) {
-					t.Parallel()
-					db, now := mustOpen(t, sqlstoretest.NewURL(t, d))
-					c.fn(t, db, now)
-				})
-			}
-		})
-	}
+	runConformance(t, cases, mustOpen)
 }
 
 func count(t *testing.T, db *sqlstore.DB) int {

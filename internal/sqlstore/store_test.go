@@ -33,15 +33,34 @@ func mustOpen(t *testing.T, url string) (*sqlstore.DB, *time.Time) {
 	return db, &now
 }
 
+// storeCase is one conformance test, run on every database.
+type storeCase struct {
+	name string
+	fn   func(t *testing.T, db *sqlstore.DB, now *time.Time)
+}
+
+// runConformance runs each case in parallel on a fresh database of every
+// dialect under test.
+func runConformance(t *testing.T, cases []storeCase, open func(*testing.T, string) (*sqlstore.DB, *time.Time)) {
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					t.Parallel()
+					db, now := open(t, sqlstoretest.NewURL(t, d))
+					c.fn(t, db, now)
+				})
+			}
+		})
+	}
+}
+
 func newAccount(id, email, code string) accounts.NewAccount {
 	return accounts.NewAccount{ID: id, Email: email, PasswordHash: "$argon2id$x", ReferralCode: code, Trial: 7 * 24 * time.Hour, ReferralBonus: 24 * time.Hour}
 }
 
 func TestConformance(t *testing.T) {
-	cases := []struct {
-		name string
-		fn   func(t *testing.T, db *sqlstore.DB, now *time.Time)
-	}{
+	cases := []storeCase{
 		{"MigrateTwiceIsANoOp", testMigrateTwice},
 		{"CreateAndFind", testCreateAndFind},
 		{"DuplicateEmailIsConflict", testDuplicateEmail},
@@ -57,17 +76,7 @@ func TestConformance(t *testing.T) {
 		{"RevokeSessions", testRevokeSessions},
 		{"Bans", testBans},
 	}
-	for _, d := range sqlstoretest.Dialects() {
-		t.Run(string(d), func(t *testing.T) {
-			for _, c := range cases {
-				t.Run(c.name, func(t *testing.T) {
-					t.Parallel()
-					db, now := mustOpen(t, sqlstoretest.NewURL(t, d))
-					c.fn(t, db, now)
-				})
-			}
-		})
-	}
+	runConformance(t, cases, mustOpen)
 }
 
 func testCreateAndFind(t *testing.T, db *sqlstore.DB, now *time.Time) {
