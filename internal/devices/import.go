@@ -3,11 +3,13 @@ package devices
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/herald-vpn/herald/internal/accounts"
@@ -57,6 +59,9 @@ func (s *Service) Import(ctx context.Context, r io.Reader, progress func(done in
 	br := bufio.NewReaderSize(r, 256<<10)
 	batch := make([]ImportRow, 0, s.cfg.ImportBatchSize)
 	lineNo := 0
+	// Lines refused while reading wait for the store's refusals of the
+	// same batch, so that Errors is in file order.
+	var refused []LineError
 	flush := func() error {
 		if len(batch) > 0 {
 			b, err := s.store.ImportDevices(ctx, batch)
@@ -65,11 +70,14 @@ func (s *Service) Import(ctx context.Context, r io.Reader, progress func(done in
 			}
 			res.Imported += b.Imported
 			res.Updated += b.Updated
-			for _, e := range b.Rejected {
-				s.reject(&res, e.Line, e.Reason)
-			}
+			refused = append(refused, b.Rejected...)
 			batch = batch[:0]
 		}
+		slices.SortStableFunc(refused, func(a, b LineError) int { return cmp.Compare(a.Line, b.Line) })
+		for _, e := range refused {
+			s.reject(&res, e.Line, e.Reason)
+		}
+		refused = refused[:0]
 		if progress != nil {
 			progress(lineNo)
 		}
@@ -100,12 +108,22 @@ func (s *Service) Import(ctx context.Context, r io.Reader, progress func(done in
 			continue
 		}
 		if len(chunk) > MaxImportLineLen {
-			s.reject(&res, lineNo, fmt.Sprintf("line longer than %d bytes", MaxImportLineLen))
+			refused = append(refused, LineError{Line: lineNo, Reason: fmt.Sprintf("line longer than %d bytes", MaxImportLineLen)})
+			if len(refused) >= s.cfg.ImportBatchSize { // bounded memory for a file of bad lines
+				if err := flush(); err != nil {
+					return res, err
+				}
+			}
 			continue
 		}
 		row, reason := s.parseLine(chunk)
 		if reason != "" {
-			s.reject(&res, lineNo, reason)
+			refused = append(refused, LineError{Line: lineNo, Reason: reason})
+			if len(refused) >= s.cfg.ImportBatchSize { // bounded memory for a file of bad lines
+				if err := flush(); err != nil {
+					return res, err
+				}
+			}
 			continue
 		}
 		row.Line = lineNo

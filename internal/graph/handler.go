@@ -19,6 +19,7 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+	"github.com/vektah/gqlparser/v2/parser"
 )
 
 // Limits bound what one document may ask for.
@@ -122,7 +123,13 @@ func (h *Handler) execute(ctx context.Context, w http.ResponseWriter, r *http.Re
 	}
 	opCtx, errs := h.exec.CreateOperationContext(ctx, params)
 	if errs != nil {
-		errs = presentList(opCtx.Operation, errs)
+		op := opCtx.Operation
+		if op == nil {
+			// A document that fails validation has no operation yet;
+			// parsing it alone names its root fields for presentList.
+			op = parseOperation(req.Query, req.OperationName)
+		}
+		errs = presentList(h.schema, op, errs)
 		refuse(statusOf(errs[0]), errs)
 		return
 	}
@@ -161,6 +168,17 @@ func (h *Handler) execute(ctx context.Context, w http.ResponseWriter, r *http.Re
 		resp.Data = nil
 	}
 	writeResponse(w, status, resp)
+}
+
+// parseOperation parses query without validating it and returns the
+// operation named name (the only one when name is empty), nil when there
+// is none or the query does not parse.
+func parseOperation(query, name string) *ast.OperationDefinition {
+	doc, err := parser.ParseQuery(&ast.Source{Input: query})
+	if err != nil {
+		return nil
+	}
+	return doc.Operations.ForName(name)
 }
 
 // rootFields lists the operation's root fields, through fragments.
@@ -259,7 +277,7 @@ var inputErrorCodes = map[string]apperr.Code{
 // GRAPHQL_PARSE_FAILED (400), an over-complex document QUERY_TOO_COMPLEX
 // (400), errors about an input type of inputErrorCodes that type's code,
 // other validation errors GRAPHQL_VALIDATION_FAILED (422).
-func presentList(op *ast.OperationDefinition, errs gqlerror.List) gqlerror.List {
+func presentList(schema *ast.Schema, op *ast.OperationDefinition, errs gqlerror.List) gqlerror.List {
 	out := make(gqlerror.List, 0, len(errs))
 	for _, e := range errs {
 		c := *e
@@ -270,9 +288,20 @@ func presentList(op *ast.OperationDefinition, errs gqlerror.List) gqlerror.List 
 		case "COMPLEXITY_LIMIT_EXCEEDED":
 			code = apperr.QueryTooComplex
 		default:
-			if typ := inputTypeOf(op, e); typ != "" {
+			if typ := inputTypeOf(schema, op, e); typ != "" {
 				if mapped, ok := inputErrorCodes[typ]; ok {
 					code = mapped
+					// It is the operation's own error, so it names the
+					// operation in path, as every application error does;
+					// a variable's path moves into the message.
+					if len(e.Path) > 0 {
+						c.Message = e.Path.String() + ": " + e.Message
+					}
+					if op != nil {
+						if fields := rootFields(op.SelectionSet, nil); len(fields) > 0 {
+							c.Path = ast.Path{ast.PathName(fields[0].Alias)}
+						}
+					}
 				}
 			}
 		}
@@ -283,11 +312,34 @@ func presentList(op *ast.OperationDefinition, errs gqlerror.List) gqlerror.List 
 }
 
 // inputTypeOf finds the input type a validation error is about: named in
-// the message for literals, or the type of the variable in its path.
-func inputTypeOf(op *ast.OperationDefinition, e *gqlerror.Error) string {
+// the message, the input object literal at the error's location, or the
+// type of the variable in its path.
+func inputTypeOf(schema *ast.Schema, op *ast.OperationDefinition, e *gqlerror.Error) string {
 	for typ := range inputErrorCodes {
 		if strings.Contains(e.Message, `"`+typ) {
 			return typ
+		}
+	}
+	if op != nil && schema != nil && len(e.Locations) > 0 {
+		root := schema.Query
+		if op.Operation == ast.Mutation {
+			root = schema.Mutation
+		}
+		for _, f := range rootFields(op.SelectionSet, nil) {
+			var def *ast.FieldDefinition
+			if root != nil {
+				def = root.Fields.ForName(f.Name)
+			}
+			if def == nil {
+				continue
+			}
+			for _, a := range f.Arguments {
+				if ad := def.Arguments.ForName(a.Name); ad != nil {
+					if typ := literalTypeAt(schema, a.Value, ad.Type, e.Locations[0]); typ != "" {
+						return typ
+					}
+				}
+			}
 		}
 	}
 	if op == nil || len(e.Path) < 2 || e.Path[0] != ast.PathName("variable") {
@@ -296,6 +348,38 @@ func inputTypeOf(op *ast.OperationDefinition, e *gqlerror.Error) string {
 	name, _ := e.Path[1].(ast.PathName)
 	if def := op.VariableDefinitions.ForName(string(name)); def != nil && def.Type != nil {
 		return def.Type.Name()
+	}
+	return ""
+}
+
+// literalTypeAt returns the innermost input object type whose literal in v
+// (of type t) holds a field value at loc, "" when there is none.
+func literalTypeAt(schema *ast.Schema, v *ast.Value, t *ast.Type, loc gqlerror.Location) string {
+	if v == nil || t == nil {
+		return ""
+	}
+	switch v.Kind {
+	case ast.ListValue:
+		for _, c := range v.Children {
+			if typ := literalTypeAt(schema, c.Value, t.Elem, loc); typ != "" {
+				return typ
+			}
+		}
+	case ast.ObjectValue:
+		def := schema.Types[t.Name()]
+		if def == nil || def.Kind != ast.InputObject {
+			return ""
+		}
+		for _, c := range v.Children {
+			if fd := def.Fields.ForName(c.Name); fd != nil {
+				if typ := literalTypeAt(schema, c.Value, fd.Type, loc); typ != "" {
+					return typ
+				}
+			}
+			if p := c.Value.Position; p != nil && p.Line == loc.Line && p.Column == loc.Column {
+				return def.Name
+			}
+		}
 	}
 	return ""
 }
