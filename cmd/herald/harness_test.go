@@ -1,0 +1,500 @@
+package main
+
+// The end-to-end harness: it starts the real server through run(), exactly
+// as main does, on a free loopback port, against a fresh real database
+// (SQLite, and PostgreSQL when HERALD_TEST_POSTGRES_URL is set) and a real
+// SMTP server on loopback (mailtest). Tests talk to it over HTTP only.
+//
+// Reuse it for any feature test:
+//
+//	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
+//		h := startHerald(t, d, map[string]string{"HERALD_RESEND_COOLDOWN": "1s"})
+//		status, body := h.graphql(t, `{ version }`, nil, withBearer(token))
+//		status, env, hdr := h.rest(t, "POST", "/api/v1/auth/register", map[string]any{...})
+//		msg := h.SMTP.WaitForMessage(t, "a@example.com", mailWait)
+//		if strings.Contains(h.logs(), secret) { ... }
+//	})
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/mail/mailtest"
+	"github.com/herald-vpn/herald/internal/sqlstore"
+	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
+)
+
+// Generous bounds for things that happen in the background. They are
+// deadlines for polling, never assertions about how long something took.
+const (
+	startWait = 30 * time.Second // server up
+	mailWait  = 20 * time.Second // an email arrives
+	pollWait  = 20 * time.Second // any other eventual condition
+)
+
+// testDefaults is the configuration every harness server starts with;
+// startHerald's env map is layered over it (and over nothing else: the
+// process environment is never read, so tests are hermetic).
+func testDefaults() map[string]string {
+	return map[string]string{
+		"HERALD_LOG_FORMAT":         "json",
+		"HERALD_LOG_LEVEL":          "info",
+		"HERALD_MAIL_FROM":          "Herald <no-reply@herald.test>",
+		"HERALD_ARGON2_MEMORY":      "1024",
+		"HERALD_ARGON2_ITERATIONS":  "1",
+		"HERALD_ARGON2_PARALLELISM": "1",
+		"HERALD_JOB_POLL":           "50ms",
+		"HERALD_JOB_RETRY_BASE":     "50ms",
+		"HERALD_JOB_RETRY_MAX":      "200ms",
+		"HERALD_SHUTDOWN_TIMEOUT":   "10s",
+	}
+}
+
+// herald is one running server and what it is wired to.
+type herald struct {
+	Dialect sqlstoretest.Dialect
+	BaseURL string            // http://127.0.0.1:PORT
+	DBURL   string            // HERALD_DATABASE_URL
+	SMTP    *mailtest.Server  // the server's mail relay
+	Env     map[string]string // the effective configuration
+
+	stdout, stderr *syncBuffer
+	client         *http.Client
+	cancel         context.CancelFunc
+	done           chan error
+
+	mu      sync.Mutex
+	stopped bool
+	runErr  error
+	db      *sqlstore.DB
+}
+
+// forEachDialect runs fn as a parallel subtest per database this run
+// covers (sqlstoretest.Dialects).
+func forEachDialect(t *testing.T, fn func(t *testing.T, d sqlstoretest.Dialect)) {
+	t.Helper()
+	for _, d := range sqlstoretest.Dialects() {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			fn(t, d)
+		})
+	}
+}
+
+// startHerald starts `herald serve` through run() with a fresh database of
+// dialect d and its own SMTP server, waits until /healthz answers, and stops
+// it when the test ends (failing the test if run does not return nil). env
+// overrides testDefaults and the per-server values (HERALD_DATABASE_URL,
+// HERALD_SMTP_URL, HERALD_ADDR); an empty value means "unset".
+func startHerald(t testing.TB, d sqlstoretest.Dialect, env map[string]string) *herald {
+	t.Helper()
+	h := &herald{
+		Dialect: d,
+		SMTP:    mailtest.NewServer(t),
+		stdout:  &syncBuffer{},
+		stderr:  &syncBuffer{},
+		Env:     testDefaults(),
+	}
+	h.Env["HERALD_DATABASE_URL"] = sqlstoretest.NewURL(t, d)
+	h.Env["HERALD_SMTP_URL"] = h.SMTP.URL()
+	for k, v := range env {
+		h.Env[k] = v
+	}
+	h.DBURL = h.Env["HERALD_DATABASE_URL"]
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	h.client = &http.Client{Transport: transport, Timeout: 60 * time.Second}
+
+	// A port picked by listening on :0 and closing can be taken by someone
+	// else before the server binds it; try again with another then.
+	for attempt := 1; ; attempt++ {
+		addr := env["HERALD_ADDR"]
+		if addr == "" {
+			addr = freeAddr(t)
+		}
+		h.Env["HERALD_ADDR"] = addr
+		h.BaseURL = "http://" + addr
+		err := h.launch(t)
+		if err == nil {
+			break
+		}
+		if attempt < 3 && env["HERALD_ADDR"] == "" && strings.Contains(err.Error(), "address already in use") {
+			continue
+		}
+		t.Fatalf("herald did not start: %v\nlogs:\n%s", err, h.logs())
+	}
+	t.Cleanup(func() {
+		if err := h.stop(); err != nil {
+			t.Errorf("run returned %v after cancel, want nil", err)
+		}
+		transport.CloseIdleConnections()
+		if t.Failed() {
+			t.Logf("herald logs (%s):\n%s", d, tail(h.logs(), 200))
+		}
+	})
+	return h
+}
+
+// launch runs the server in a goroutine and waits for /healthz; an error
+// means run returned (or never became healthy), and the server is stopped.
+func (h *herald) launch(t testing.TB) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	getenv := func(k string) string { return h.Env[k] }
+	go func() { done <- run(ctx, []string{"serve"}, getenv, strings.NewReader(""), h.stdout, h.stderr) }()
+	deadline := time.Now().Add(startWait)
+	for {
+		select {
+		case err := <-done:
+			cancel()
+			return fmt.Errorf("run returned before the server was healthy: %v", err)
+		default:
+		}
+		req, _ := http.NewRequest(http.MethodGet, h.BaseURL+"/healthz", nil)
+		resp, err := h.client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				h.cancel, h.done = cancel, done
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			return fmt.Errorf("/healthz not answering after %s (last error %v)", startWait, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stop cancels the server's context and waits for run to return, giving
+// its error. It is idempotent; startHerald's cleanup calls it.
+func (h *herald) stop() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped {
+		return h.runErr
+	}
+	h.stopped = true
+	if h.db != nil {
+		h.db.Close()
+		h.db = nil
+	}
+	h.cancel()
+	select {
+	case h.runErr = <-h.done:
+	case <-time.After(60 * time.Second):
+		h.runErr = errors.New("run did not return within 60s of cancel")
+	}
+	return h.runErr
+}
+
+// logs returns everything the server wrote to stderr (its JSON log).
+func (h *herald) logs() string { return h.stderr.String() }
+
+// stdoutText returns what the server wrote to stdout.
+func (h *herald) stdoutText() string { return h.stdout.String() }
+
+// logLines parses the JSON log, one object per line.
+func (h *herald) logLines(t testing.TB) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for line := range strings.Lines(h.logs()) {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line is not JSON: %q", line)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// reqOption adjusts a request before it is sent.
+type reqOption func(*http.Request)
+
+// withHeader sets one request header.
+func withHeader(key, value string) reqOption {
+	return func(r *http.Request) { r.Header.Set(key, value) }
+}
+
+// withBearer sets Authorization: Bearer token.
+func withBearer(token string) reqOption { return withHeader("Authorization", "Bearer "+token) }
+
+// do sends one request and returns the status, headers and body. body may
+// be nil, []byte or string (sent as is), or anything else (sent as JSON);
+// a body is sent as application/json unless an option says otherwise.
+func (h *herald) do(t testing.TB, method, path string, body any, opts ...reqOption) (int, http.Header, []byte) {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		rd = bytes.NewReader(b)
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		enc, err := json.Marshal(b)
+		if err != nil {
+			t.Fatalf("encode request body: %v", err)
+		}
+		rd = bytes.NewReader(enc)
+	}
+	req, err := http.NewRequest(method, h.BaseURL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for _, o := range opts {
+		o(req)
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read body: %v", method, path, err)
+	}
+	return resp.StatusCode, resp.Header, raw
+}
+
+// graphql posts {query, variables} to /graphql and decodes the answer,
+// which must be a JSON object.
+func (h *herald) graphql(t testing.TB, query string, vars map[string]any, opts ...reqOption) (int, map[string]any) {
+	t.Helper()
+	status, body, _ := h.graphqlHeader(t, query, vars, opts...)
+	return status, body
+}
+
+// graphqlHeader is graphql that also returns the response headers.
+func (h *herald) graphqlHeader(t testing.TB, query string, vars map[string]any, opts ...reqOption) (int, map[string]any, http.Header) {
+	t.Helper()
+	req := map[string]any{"query": query}
+	if vars != nil {
+		req["variables"] = vars
+	}
+	status, hdr, raw := h.do(t, http.MethodPost, "/graphql", req, opts...)
+	return status, decodeObject(t, "POST /graphql", raw), hdr
+}
+
+// rest sends a request to a REST path and decodes the envelope, which every
+// REST answer must be: a JSON object with a boolean "success".
+func (h *herald) rest(t testing.TB, method, path string, body any, opts ...reqOption) (int, map[string]any, http.Header) {
+	t.Helper()
+	status, hdr, raw := h.do(t, method, path, body, opts...)
+	env := decodeObject(t, method+" "+path, raw)
+	if _, ok := env["success"].(bool); !ok {
+		t.Fatalf("%s %s: answer is not the envelope (no boolean success): %s", method, path, raw)
+	}
+	if ct := hdr.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("%s %s: Content-Type %q, want application/json", method, path, ct)
+	}
+	return status, env, hdr
+}
+
+func decodeObject(t testing.TB, what string, raw []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		t.Fatalf("%s: answer is not a JSON object (%v): %.500s", what, err, raw)
+	}
+	return m
+}
+
+// store opens the server's own database (the same URL) for tests that
+// check what is not observable over the API. It is closed before the
+// server stops.
+func (h *herald) store(t testing.TB) *sqlstore.DB {
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped {
+		t.Fatal("store: the server has stopped")
+	}
+	if h.db == nil {
+		db, err := sqlstore.Open(context.Background(), h.DBURL, sqlstore.JobsConfig{})
+		if err != nil {
+			t.Fatalf("open the server's database: %v", err)
+		}
+		h.db = db
+	}
+	return h.db
+}
+
+// account reads an account straight from the database.
+func (h *herald) account(t testing.TB, email string) accounts.Account {
+	t.Helper()
+	a, err := h.store(t).AccountByEmail(context.Background(), email)
+	if err != nil {
+		t.Fatalf("account %s: %v", email, err)
+	}
+	return a
+}
+
+// sendStats reads the verification-email bookkeeping of an account.
+func (h *herald) sendStats(t testing.TB, email string) accounts.SendStats {
+	t.Helper()
+	a := h.account(t, email)
+	st, err := h.store(t).SendStats(context.Background(), a.ID, accounts.PurposeVerify, time.Now().Add(-time.Hour))
+	if err != nil {
+		t.Fatalf("send stats of %s: %v", email, err)
+	}
+	return st
+}
+
+// code waits for the n-th email to email (n from 1), checks it is a
+// well-formed code email (a text part with the 6-digit code on a line of
+// its own, an HTML part carrying the same code), and returns the code. The
+// server mails a code before it stores it, so code also waits until the
+// server has recorded a send at or after the email's arrival: from then on
+// the code can be checked.
+func (h *herald) code(t testing.TB, email string, n int) string {
+	t.Helper()
+	msgs := h.SMTP.WaitForMessages(t, email, n, mailWait)
+	msg := msgs[n-1]
+	if msg.ParseErr != nil {
+		t.Fatalf("email %d to %s does not parse: %v", n, email, msg.ParseErr)
+	}
+	code, ok := mailtest.ExtractCode(msg.Text)
+	if !ok {
+		t.Fatalf("email %d to %s has no 6-digit code on a line of its own:\n%s", n, email, msg.Text)
+	}
+	if msg.HTML == "" || !strings.Contains(msg.HTML, code) {
+		t.Fatalf("email %d to %s: HTML part missing or without the code:\n%s", n, email, msg.HTML)
+	}
+	eventually(t, func() bool { return !h.sendStats(t, email).LastSent.Before(msg.Received) },
+		"the server never recorded the code emailed to %s", email)
+	return code
+}
+
+// metric returns the value of one sample of /metrics, such as
+// `herald_emails_total{result="sent"}`, or 0 when it is absent.
+func (h *herald) metric(t testing.TB, sample string) float64 {
+	t.Helper()
+	status, _, raw := h.do(t, http.MethodGet, "/metrics", nil)
+	if status != http.StatusOK {
+		t.Fatalf("GET /metrics: status %d", status)
+	}
+	for line := range strings.Lines(string(raw)) {
+		name, value, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if ok && name == sample {
+			var v float64
+			if _, err := fmt.Sscan(value, &v); err != nil {
+				t.Fatalf("metric %s: bad value %q", sample, value)
+			}
+			return v
+		}
+	}
+	return 0
+}
+
+// eventually polls cond every 10ms until it holds, failing the test after
+// pollWait.
+func eventually(t testing.TB, cond func() bool, format string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(pollWait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: "+format, append([]any{pollWait}, args...)...)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// freeAddr returns a loopback address with a port nobody listened on a
+// moment ago.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func tail(s string, lines int) string {
+	all := strings.Split(s, "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
+
+// jsonPath walks nested objects: jsonPath(body, "data", "signup", "success").
+func jsonPath(v any, keys ...string) any {
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
+
+// asInt returns a JSON number as an int, failing on anything else or on a
+// fraction.
+func asInt(t testing.TB, v any) int {
+	t.Helper()
+	f, ok := v.(float64)
+	if !ok || f != float64(int(f)) {
+		t.Fatalf("%v (%T) is not a whole number", v, v)
+	}
+	return int(f)
+}
+
+// asStrings returns a JSON array of strings.
+func asStrings(t testing.TB, v any) []string {
+	t.Helper()
+	arr, ok := v.([]any)
+	if !ok {
+		t.Fatalf("%v (%T) is not an array", v, v)
+	}
+	out := make([]string, len(arr))
+	for i, e := range arr {
+		s, ok := e.(string)
+		if !ok {
+			t.Fatalf("element %d of %v is not a string", i, v)
+		}
+		out[i] = s
+	}
+	return out
+}
