@@ -30,7 +30,7 @@ func cmdAdmin(ctx context.Context, env *environment, args []string) error {
 	if sub == "create" {
 		password = fs.String("password", "", "password of a new account (prefer standard input: shell history keeps flags)")
 	}
-	if helped, err := parseFlags(fs, args[1:]); helped || err != nil {
+	if helped, err := parseFlags(env, fs, args[1:]); helped || err != nil {
 		return err
 	}
 	if *email == "" {
@@ -77,7 +77,7 @@ func cmdKeys(_ context.Context, env *environment, args []string) error {
 		return errUsage
 	}
 	fs := newFlags(env, "keys generate", "Print a JWK set with one new active Ed25519 key, for HERALD_JWT_KEYS_FILE.\nTo rotate, add a new key marked active and drop \"active\" and \"d\" from the old one.", false)
-	if helped, err := parseFlags(fs, args[1:]); helped || err != nil {
+	if helped, err := parseFlags(env, fs, args[1:]); helped || err != nil {
 		return err
 	}
 	seed := make([]byte, 32)

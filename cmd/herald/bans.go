@@ -27,6 +27,7 @@ func cmdBans(ctx context.Context, env *environment, args []string) error {
 	if sub != "list" {
 		if len(rest) == 0 || rest[0] == "" || rest[0][0] == '-' {
 			if len(rest) > 0 && (rest[0] == "-h" || rest[0] == "--help") {
+				fs.SetOutput(env.stdout)
 				fs.Usage()
 				return nil
 			}
@@ -35,7 +36,7 @@ func cmdBans(ctx context.Context, env *environment, args []string) error {
 		}
 		ip, rest = rest[0], rest[1:]
 	}
-	if helped, err := parseFlags(fs, rest); helped || err != nil {
+	if helped, err := parseFlags(env, fs, rest); helped || err != nil {
 		return err
 	}
 	cfg, err := loadConfig(env)

@@ -20,7 +20,7 @@ func cmdUsers(ctx context.Context, env *environment, args []string) error {
 	email := fs.String("email", "", "account email (required)")
 	plan := fs.String("plan", "", "trial, basic or premium (required)")
 	expires := fs.String("expires", "", "an RFC 3339 time (2027-01-01T00:00:00Z) or a duration from now (720h) (required)")
-	if helped, err := parseFlags(fs, args[1:]); helped || err != nil {
+	if helped, err := parseFlags(env, fs, args[1:]); helped || err != nil {
 		return err
 	}
 	if *email == "" || *plan == "" || *expires == "" {
@@ -63,7 +63,7 @@ func cmdDevices(ctx context.Context, env *environment, args []string) error {
 	fs := newFlags(env, "devices import", `Import devices from JSON Lines: {"email","platform","pushToken","name"?} per line.
 Accounts must exist; plan limits do not apply. A token already registered moves to the imported device.`, true)
 	file := fs.String("file", "", "JSON Lines file, or - for standard input (required)")
-	if helped, err := parseFlags(fs, args[1:]); helped || err != nil {
+	if helped, err := parseFlags(env, fs, args[1:]); helped || err != nil {
 		return err
 	}
 	if *file == "" {

@@ -97,16 +97,17 @@ func printUsage(w io.Writer) {
 func newFlags(env *environment, name, summary string, withConfig bool) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
+	// Usage goes where the flag set writes: standard output when help was
+	// asked for, standard error after a mistake (see parseFlags).
 	fs.Usage = func() {
-		fmt.Fprintf(env.stdout, "Usage: herald %s [flags]\n\n%s\n", name, summary)
+		w := fs.Output()
+		fmt.Fprintf(w, "Usage: herald %s [flags]\n\n%s\n", name, summary)
 		if hasFlags(fs) {
-			fmt.Fprintln(env.stdout, "\nFlags:")
-			fs.SetOutput(env.stdout)
+			fmt.Fprintln(w, "\nFlags:")
 			fs.PrintDefaults()
-			fs.SetOutput(env.stderr)
 		}
 		if withConfig {
-			printConfig(env.stdout)
+			printConfig(w)
 		}
 	}
 	return fs
@@ -119,7 +120,15 @@ func hasFlags(fs *flag.FlagSet) bool {
 }
 
 // parseFlags parses args, turning -h into a clean exit.
-func parseFlags(fs *flag.FlagSet, args []string) (helped bool, err error) {
+func parseFlags(env *environment, fs *flag.FlagSet, args []string) (helped bool, err error) {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "-h" || a == "-help" || a == "--help" || a == "--h" {
+			fs.SetOutput(env.stdout)
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return true, nil
@@ -135,7 +144,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (helped bool, err error) {
 
 func cmdVersion(_ context.Context, env *environment, args []string) error {
 	fs := newFlags(env, "version", "Print the version.", false)
-	if helped, err := parseFlags(fs, args); helped || err != nil {
+	if helped, err := parseFlags(env, fs, args); helped || err != nil {
 		return err
 	}
 	fmt.Fprintln(env.stdout, "herald", version)

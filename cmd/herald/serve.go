@@ -257,7 +257,7 @@ func newPushProvider(ctx context.Context, cfg config.Config, logger *slog.Logger
 
 func cmdMigrate(ctx context.Context, env *environment, args []string) error {
 	fs := newFlags(env, "migrate", "Apply the database migrations and exit.", true)
-	if helped, err := parseFlags(fs, args); helped || err != nil {
+	if helped, err := parseFlags(env, fs, args); helped || err != nil {
 		return err
 	}
 	cfg, err := loadConfig(env)
@@ -281,7 +281,7 @@ func cmdMigrate(ctx context.Context, env *environment, args []string) error {
 func cmdServe(ctx context.Context, env *environment, args []string) error {
 	fs := newFlags(env, "serve", "Run the server until SIGINT or SIGTERM.", true)
 	addr := fs.String("addr", "", "listen address (overrides HERALD_ADDR)")
-	if helped, err := parseFlags(fs, args); helped || err != nil {
+	if helped, err := parseFlags(env, fs, args); helped || err != nil {
 		return err
 	}
 	cfg, err := loadConfig(env)

@@ -113,9 +113,20 @@ func codeEmail(to string, p Purpose, code string, ttl time.Duration) mail.Messag
 	if p == PurposeReset {
 		subject, intro = "Reset your Herald password", "Use this code to reset your password:"
 	}
-	minutes := int(ttl.Round(time.Minute) / time.Minute)
-	text := fmt.Sprintf("%s\n\n%s\n\nThe code is valid for %d minutes. If you did not ask for it, ignore this email.\n", intro, code, minutes)
-	htmlBody := fmt.Sprintf(`<!doctype html><html><body><p>%s</p><p style="font-size:24px;font-weight:bold;letter-spacing:4px">%s</p><p>The code is valid for %d minutes. If you did not ask for it, ignore this email.</p></body></html>`,
-		html.EscapeString(intro), html.EscapeString(code), minutes)
+	validity := validFor(ttl)
+	text := fmt.Sprintf("%s\n\n%s\n\nThe code is valid for %s. If you did not ask for it, ignore this email.\n", intro, code, validity)
+	htmlBody := fmt.Sprintf(`<!doctype html><html><body><p>%s</p><p style="font-size:24px;font-weight:bold;letter-spacing:4px">%s</p><p>The code is valid for %s. If you did not ask for it, ignore this email.</p></body></html>`,
+		html.EscapeString(intro), html.EscapeString(code), validity)
 	return mail.Message{To: to, Subject: subject, Text: text, HTML: htmlBody}
+}
+
+// validFor says how long a code lives, in words.
+func validFor(ttl time.Duration) string {
+	if ttl < time.Minute {
+		return fmt.Sprintf("%d seconds", int(ttl.Round(time.Second)/time.Second))
+	}
+	if m := int(ttl.Round(time.Minute) / time.Minute); m != 1 {
+		return fmt.Sprintf("%d minutes", m)
+	}
+	return "1 minute"
 }
