@@ -80,6 +80,7 @@ func (s *Service) work(ctx context.Context, id string, lastAttempt bool) error {
 		return river.JobSnooze(wait)
 	}
 	r := &run{s: s, id: id, owner: owner, n: Notification{Subject: lease.Job.Subject, Content: lease.Job.Content, Data: lease.Job.Data}.push()}
+	r.n.CollapseKey = id // a resend after a crash replaces, not repeats, on the device
 	s.log.InfoContext(ctx, "broadcast working", "job_id", id, "total_recipients", lease.Job.TotalRecipients)
 	err = r.all(ctx)
 	bg := context.WithoutCancel(ctx)

@@ -124,12 +124,12 @@ func TestBroadcastToTenThousandDevices(t *testing.T) {
 			t.Fatalf("providers got %d messages, want %d", total, wantSent)
 		}
 		for _, m := range e.fcm.Messages() {
-			if m.Title != hello.Subject || m.Body != hello.Content || m.Data["kind"] != "maintenance" || m.Data["minutes"] != "15" || m.Data["nested"] != `{"a":true}` {
+			if m.Title != hello.Subject || m.Body != hello.Content || m.Data["kind"] != "maintenance" || m.Data["minutes"] != "15" || m.Data["nested"] != `{"a":true}` || m.CollapseKey != job.ID {
 				t.Fatalf("FCM message %+v", m)
 			}
 		}
 		for _, m := range e.apns.Messages() {
-			if m.Title != hello.Subject || m.Body != hello.Content || m.Payload["kind"] != "maintenance" || m.Payload["minutes"] != float64(15) {
+			if m.Title != hello.Subject || m.Body != hello.Content || m.Payload["kind"] != "maintenance" || m.Payload["minutes"] != float64(15) || m.Collapse != job.ID {
 				t.Fatalf("APNs message %+v", m)
 			}
 		}

@@ -23,6 +23,11 @@ type Notification struct {
 	Title string
 	Body  string
 	Data  map[string]any
+	// CollapseKey, when set, makes pushes with the same key replace each
+	// other on the device (FCM collapse_key, APNs apns-collapse-id, at most
+	// 64 bytes): a broadcast sets its job id, so a send repeated after a
+	// crash is shown once.
+	CollapseKey string
 }
 
 // Platform values for Target.Platform.

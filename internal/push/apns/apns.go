@@ -171,6 +171,7 @@ func (c *Client) Send(ctx context.Context, t push.Target, n push.Notification) e
 		Payload:     payload, // pre-encoded, so apns2 errors are transport errors only
 		PushType:    apns2.PushTypeAlert,
 		Priority:    apns2.PriorityHigh,
+		CollapseID:  n.CollapseKey,
 	}
 	if background {
 		note.PushType = apns2.PushTypeBackground

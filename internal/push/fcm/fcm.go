@@ -177,6 +177,16 @@ type message struct {
 	Token        string            `json:"token"`
 	Notification *notification     `json:"notification,omitempty"`
 	Data         map[string]string `json:"data,omitempty"`
+	Android      *androidConfig    `json:"android,omitempty"`
+	APNs         *apnsConfig       `json:"apns,omitempty"`
+}
+
+type androidConfig struct {
+	CollapseKey string `json:"collapse_key,omitempty"`
+}
+
+type apnsConfig struct {
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 type notification struct {
@@ -218,6 +228,10 @@ func (c *Client) Send(ctx context.Context, t push.Target, n push.Notification) e
 	msg := sendRequest{Message: message{Token: t.Token, Data: data}}
 	if n.Title != "" || n.Body != "" {
 		msg.Message.Notification = &notification{Title: n.Title, Body: n.Body}
+	}
+	if n.CollapseKey != "" {
+		msg.Message.Android = &androidConfig{CollapseKey: n.CollapseKey}
+		msg.Message.APNs = &apnsConfig{Headers: map[string]string{"apns-collapse-id": n.CollapseKey}}
 	}
 	body, err := json.Marshal(msg)
 	if err != nil {

@@ -90,6 +90,7 @@ type Message struct {
 	PushType string
 	Priority int
 	ApnsID   string
+	Collapse string // apns-collapse-id
 	Title    string // aps.alert.title
 	Body     string // aps.alert.body
 	// Payload is the whole decoded JSON body (aps plus custom keys).
@@ -327,7 +328,7 @@ func (s *Server) handlePush(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if fault == nil {
-		m := Message{Token: token, Topic: topic, PushType: r.Header.Get("apns-push-type"), Priority: prio, ApnsID: id, Payload: payload}
+		m := Message{Token: token, Topic: topic, PushType: r.Header.Get("apns-push-type"), Priority: prio, ApnsID: id, Collapse: r.Header.Get("apns-collapse-id"), Payload: payload}
 		if aps, ok := payload["aps"].(map[string]any); ok {
 			if alert, ok := aps["alert"].(map[string]any); ok {
 				m.Title, _ = alert["title"].(string)

@@ -118,6 +118,7 @@ type Message struct {
 	Title           string
 	Body            string
 	Data            map[string]string
+	CollapseKey     string // android.collapse_key
 }
 
 // Option configures NewServer.
@@ -448,7 +449,10 @@ type sendBody struct {
 			Title string `json:"title"`
 			Body  string `json:"body"`
 		} `json:"notification"`
-		Data map[string]string `json:"data"`
+		Data    map[string]string `json:"data"`
+		Android *struct {
+			CollapseKey string `json:"collapse_key"`
+		} `json:"android"`
 	} `json:"message"`
 }
 
@@ -497,6 +501,9 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 	var id int
 	if fault == nil {
 		m := Message{Proto: r.Proto, Project: project, Token: token, Data: body.Message.Data}
+		if a := body.Message.Android; a != nil {
+			m.CollapseKey = a.CollapseKey
+		}
 		if n := body.Message.Notification; n != nil {
 			m.HasNotification, m.Title, m.Body = true, n.Title, n.Body
 		}
