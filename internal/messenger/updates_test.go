@@ -270,8 +270,10 @@ func TestTwoPollersOneLease(t *testing.T) {
 		eventually(t, "the second poller", func() bool { return tb.calls("getUpdates") > 0 })
 		fake.PushText(200, "/start")
 		eventually(t, "the /start polled by the second replica", func() bool { return a.count() == 4 })
-		if n := len(fake.Sent()); n != 4 {
-			t.Fatalf("%d replies for 4 /start, want 4", n)
+		// The reply is sent after the subscriber is stored: wait for it.
+		eventually(t, "a reply to each of the 4 /start", func() bool { return len(fake.Sent()) == 4 })
+		if n := ta.calls("sendMessage") + tb.calls("sendMessage"); n != 4 {
+			t.Fatalf("%d replies sent for 4 /start, want 4", n)
 		}
 	})
 }
