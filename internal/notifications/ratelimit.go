@@ -2,7 +2,6 @@ package notifications
 
 import (
 	"context"
-	"reflect"
 	"sync"
 	"time"
 
@@ -21,7 +20,7 @@ const DefaultSendRate = 10_000
 // p (also a typed nil such as an unset *fcm.Client, which push.NewRouter
 // reads as "not configured"), returns p unchanged.
 func RateLimit(p push.Provider, perSecond float64) push.Provider {
-	if perSecond <= 0 || isNil(p) {
+	if perSecond <= 0 || push.IsNil(p) {
 		return p
 	}
 	interval := time.Duration(float64(time.Second) / perSecond)
@@ -66,24 +65,5 @@ func (b *bucket) wait(ctx context.Context) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-func isNil(p push.Provider) bool {
-	if p == nil {
-		return true
-	}
-	v := reflect.ValueOf(p)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
-		return v.IsNil()
-	}
-	return false
+	return push.Sleep(ctx, d)
 }

@@ -47,7 +47,7 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	}
 	p.Jitter = min(max(p.Jitter, 0), 1)
 	if p.Sleep == nil {
-		p.Sleep = sleepCtx
+		p.Sleep = Sleep
 	}
 	return p
 }
@@ -91,7 +91,8 @@ func SendWithRetry(ctx context.Context, p Provider, t Target, n Notification, po
 	}
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// Sleep waits d or until ctx ends, whichever is first.
+func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -60,17 +60,24 @@ func (r *router) pick(platform string) (Provider, error) {
 // configured turns typed nils into untyped nil so that callers can pass an
 // unset *fcm.Client without tripping the classic nil-interface trap.
 func configured(p Provider) Provider {
-	if p == nil {
+	if IsNil(p) {
 		return nil
+	}
+	return p
+}
+
+// IsNil reports whether p is nil or a typed nil (an unset *fcm.Client):
+// "not configured".
+func IsNil(p Provider) bool {
+	if p == nil {
+		return true
 	}
 	v := reflect.ValueOf(p)
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
-		if v.IsNil() {
-			return nil
-		}
+		return v.IsNil()
 	}
-	return p
+	return false
 }
 
 // NewDev returns a Provider for development that delivers nothing: it logs

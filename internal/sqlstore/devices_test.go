@@ -39,21 +39,9 @@ func TestDevicesConformance(t *testing.T) {
 // that broadcast jobs can be inserted (River refuses unknown kinds). The
 // job runner is never started.
 func mustOpenWithWorkers(t *testing.T, url string) (*sqlstore.DB, *time.Time) {
-	t.Helper()
-	ctx := context.Background()
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &notifications.BroadcastWorker{})
-	db, err := sqlstore.Open(ctx, url, sqlstore.JobsConfig{Workers: workers})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	db.Now = func() time.Time { return now }
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return db, &now
+	return mustOpenJobs(t, url, sqlstore.JobsConfig{Workers: workers})
 }
 
 func allowAll(devices.Quota) error { return nil }

@@ -18,9 +18,15 @@ import (
 
 // mustOpen opens and migrates a fresh database with a fixed clock.
 func mustOpen(t *testing.T, url string) (*sqlstore.DB, *time.Time) {
+	return mustOpenJobs(t, url, sqlstore.JobsConfig{})
+}
+
+// mustOpenJobs is mustOpen with a job configuration (the workers River
+// must know before it accepts a job kind).
+func mustOpenJobs(t *testing.T, url string, jobs sqlstore.JobsConfig) (*sqlstore.DB, *time.Time) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := sqlstore.Open(ctx, url, sqlstore.JobsConfig{})
+	db, err := sqlstore.Open(ctx, url, jobs)
 	if err != nil {
 		t.Fatal(err)
 	}
