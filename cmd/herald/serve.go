@@ -139,6 +139,7 @@ func openApp(ctx context.Context, env *environment, cfg config.Config) (*app, er
 		FetchPoll:   cfg.JobPoll,
 		Logger:      logger.With("component", "jobs"),
 		Middleware:  []rivertype.Middleware{m.JobMiddleware()},
+		Periodic:    []*river.PeriodicJob{sqlstore.HousekeepingSchedule()},
 	})
 	if err != nil {
 		return nil, err
@@ -184,6 +185,7 @@ func openApp(ctx context.Context, env *environment, cfg config.Config) (*app, er
 		return nil, err
 	}
 	river.AddWorker(workers, &accounts.CodeEmailWorker{Service: accts})
+	river.AddWorker(workers, &sqlstore.HousekeepingWorker{DB: db, DeliveryRetention: cfg.DeliveryRetention, Logger: logger.With("component", "housekeeping")})
 	sessCfg := sessions.Config{AccessTTL: cfg.AccessTokenTTL, RefreshTTL: cfg.RefreshTokenTTL, Grace: cfg.RefreshGrace, Issuer: cfg.JWTIssuer}
 	if cfg.JWTKeysFile != "" {
 		if sessCfg.Keys, err = sessions.LoadKeySetFile(cfg.JWTKeysFile); err != nil {

@@ -43,6 +43,7 @@ type JobsConfig struct {
 	FetchPoll  time.Duration
 	Logger     *slog.Logger
 	Middleware []rivertype.Middleware
+	Periodic   []*river.PeriodicJob
 }
 
 // DB is an open database with its job queue.
@@ -102,6 +103,7 @@ func Open(ctx context.Context, rawURL string, jobs JobsConfig) (*DB, error) {
 		MaxAttempts:       100,
 		FetchPollInterval: jobs.FetchPoll,
 		Middleware:        jobs.Middleware,
+		PeriodicJobs:      jobs.Periodic,
 	}
 	if jobs.Logger == nil {
 		riverCfg.Logger = slog.New(slog.DiscardHandler)

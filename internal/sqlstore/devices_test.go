@@ -374,6 +374,17 @@ func testBroadcastLifecycle(t *testing.T, db *sqlstore.DB, now *time.Time) {
 	if err != nil || j.Status != "completed" || j.Sent != 1 || j.InvalidTokens != 1 || j.Failed != 1 || j.FinishedAt == nil {
 		t.Fatalf("finished %+v, %v", j, err)
 	}
+	// Housekeeping drops the delivery records of finished jobs once they are
+	// old enough, and keeps the job and its counters.
+	if p, _ := db.Prune(ctx, now.Add(-time.Hour)); p.Deliveries != 0 {
+		t.Fatalf("pruned the deliveries of a recent job: %+v", p)
+	}
+	if p, _ := db.Prune(ctx, now.Add(time.Hour)); p.Deliveries != 3 {
+		t.Fatalf("pruned %+v, want 3 deliveries", p)
+	}
+	if kept, _ := db.BroadcastJob(ctx, "job1"); kept.Sent != 1 || kept.Status != "completed" {
+		t.Fatalf("the job after pruning: %+v", kept)
+	}
 	l, err = db.AcquireBroadcast(ctx, "job1", "w2", until)
 	if err != nil || l.Acquired || !l.Job.Finished() {
 		t.Fatalf("acquire finished job: %+v, %v", l, err)

@@ -81,6 +81,7 @@ func TestConformance(t *testing.T) {
 		{"RefreshRotationGraceAndReuse", testRefreshRotation},
 		{"RevokeSessions", testRevokeSessions},
 		{"Bans", testBans},
+		{"PruneSessionsCodesLeases", testPrune},
 	}
 	runConformance(t, cases, mustOpen)
 }
@@ -385,5 +386,35 @@ func testBans(t *testing.T, db *sqlstore.DB, now *time.Time) {
 	bans, _ = db.ListBans(ctx)
 	if len(bans) != 1 || bans[0].IP != "2001:db8::/64" {
 		t.Fatalf("%v", bans)
+	}
+}
+
+func testPrune(t *testing.T, db *sqlstore.DB, now *time.Time) {
+	ctx := context.Background()
+	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
+	start := *now
+	db.CreateSession(ctx, sessions.Session{ID: "old", AccountID: "id-1", CreatedAt: start, ExpiresAt: start.Add(time.Hour)}, []byte("old"))
+	db.CreateSession(ctx, sessions.Session{ID: "live", AccountID: "id-1", CreatedAt: start, ExpiresAt: start.Add(30 * 24 * time.Hour)}, []byte("live"))
+	db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeVerify, Hash: []byte{1}, ExpiresAt: start.Add(time.Minute), Attempts: 5})
+	db.AcquireSendLease(ctx, "id-1", accounts.PurposeReset, start.Add(time.Minute))
+	*now = start.Add(72 * time.Hour)
+	p, err := db.Prune(ctx, *now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Sessions != 1 || p.Codes != 1 || p.Leases != 1 {
+		t.Fatalf("pruned %+v", p)
+	}
+	if _, err := db.SessionByID(ctx, "old"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatal("an ended session survived")
+	}
+	if _, err := db.SessionByID(ctx, "live"); err != nil {
+		t.Fatal("a live session was pruned")
+	}
+	if res, _ := db.RotateRefresh(ctx, []byte("live"), []byte("next"), time.Second); res.Outcome != sessions.RefreshRotated {
+		t.Fatalf("the live session's refresh token: %v", res.Outcome)
+	}
+	if p, _ := db.Prune(ctx, *now); p != (sqlstore.Pruned{}) {
+		t.Fatalf("a second pass pruned %+v", p)
 	}
 }
