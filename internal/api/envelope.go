@@ -2,10 +2,12 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 
 	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/storage"
 )
 
 // Envelope is the REST response shape of the spec's section 2.
@@ -37,9 +39,12 @@ func WriteData(w http.ResponseWriter, status int, data any) {
 // application error is logged with the request's logger and shown as
 // INTERNAL_ERROR, never with its text.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
-	ae := apperr.As(err)
-	if ae.Code == apperr.Internal {
+	ae := Classify(err)
+	switch ae.Code {
+	case apperr.Internal:
 		Logger(r.Context()).ErrorContext(r.Context(), "internal error", "err", err)
+	case apperr.ServiceUnavailable:
+		Logger(r.Context()).WarnContext(r.Context(), "database busy or unreachable", "err", err)
 	}
 	code := ae.Code
 	if renamed, ok := restCodes[code]; ok {
@@ -69,4 +74,20 @@ func WriteRawJSON(w http.ResponseWriter, status int, body []byte) {
 	w.WriteHeader(status)
 	w.Write(body)
 	w.Write([]byte{'\n'})
+}
+
+// Classify is the application error a door shows for err: an application
+// error as it is; a database that is locked, overloaded or unreachable
+// SERVICE_UNAVAILABLE (503, retryable); anything else INTERNAL_ERROR.
+func Classify(err error) *apperr.Error {
+	var ae *apperr.Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	if errors.Is(err, storage.ErrBusy) {
+		e := apperr.Newf(apperr.ServiceUnavailable, "The service is busy; try again shortly.")
+		e.RetryAfterSeconds = 1
+		return e
+	}
+	return apperr.New(apperr.Internal)
 }

@@ -71,8 +71,12 @@ func presentError(ctx context.Context, err error) *gqlerror.Error {
 			gqlErr.Extensions = map[string]any{"code": apperr.GraphQLInvalid}
 			return gqlErr
 		}
-		api.Logger(ctx).ErrorContext(ctx, "internal error", "err", err, "path", gqlErr.Path.String())
-		ae = apperr.New(apperr.Internal)
+		ae = api.Classify(err)
+		if ae.Code == apperr.Internal {
+			api.Logger(ctx).ErrorContext(ctx, "internal error", "err", err, "path", gqlErr.Path.String())
+		} else {
+			api.Logger(ctx).WarnContext(ctx, "database busy or unreachable", "err", err, "path", gqlErr.Path.String())
+		}
 	}
 	gqlErr.Message = ae.Message
 	ext := make(map[string]any, len(ae.Details)+1)
@@ -109,7 +113,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ae := apperr.As(err)
+	ae := api.Classify(err)
 	refuse(ae.Status(), gqlerror.List{codeError(ae)})
 }
 
@@ -149,7 +153,7 @@ func (h *Handler) execute(ctx context.Context, w http.ResponseWriter, r *http.Re
 	// not fit is refused whole, before any side effect.
 	ctx, err := h.adm.Admit(ctx, w, h.cost(opCtx.Operation.Operation, fields))
 	if err != nil {
-		ae := apperr.As(err)
+		ae := api.Classify(err)
 		e := codeError(ae)
 		if len(fields) > 0 {
 			e.Path = ast.Path{ast.PathName(fields[0].Alias)}
@@ -404,7 +408,7 @@ func codeError(ae *apperr.Error) *gqlerror.Error {
 }
 
 func (h *Handler) writeAppError(w http.ResponseWriter, err error) {
-	ae := apperr.As(err)
+	ae := api.Classify(err)
 	h.writeErrors(w, ae.Status(), gqlerror.List{codeError(ae)})
 }
 
