@@ -295,17 +295,17 @@ func presentList(schema *ast.Schema, op *ast.OperationDefinition, errs gqlerror.
 			if typ := inputTypeOf(schema, op, e); typ != "" {
 				if mapped, ok := inputErrorCodes[typ]; ok {
 					code = mapped
-					// It is the operation's own error, so it names the
-					// operation in path, as every application error does;
-					// a variable's path moves into the message.
+				}
+			}
+			// Once the document parsed, an error names the operation in
+			// path, as every application error does; a variable's path
+			// moves into the message.
+			if op != nil {
+				if fields := rootFields(op.SelectionSet, nil); len(fields) > 0 {
 					if len(e.Path) > 0 {
 						c.Message = e.Path.String() + ": " + e.Message
 					}
-					if op != nil {
-						if fields := rootFields(op.SelectionSet, nil); len(fields) > 0 {
-							c.Path = ast.Path{ast.PathName(fields[0].Alias)}
-						}
-					}
+					c.Path = ast.Path{ast.PathName(fields[0].Alias)}
 				}
 			}
 		}
