@@ -122,8 +122,13 @@ type Store interface {
 	AcquireSendLease(ctx context.Context, accountID string, p Purpose, until time.Time) (bool, error)
 	ReleaseSendLease(ctx context.Context, accountID string, p Purpose) error
 	SendStats(ctx context.Context, accountID string, p Purpose, windowStart time.Time) (SendStats, error)
-	// RecordCodeSent replaces the live code, records the send and releases
-	// the lease, in one transaction.
+	// StagePendingCode keeps the code of an email being sent; it already
+	// verifies, so a user quick off the mark is not refused. DropPendingCode
+	// forgets it when the send failed.
+	StagePendingCode(ctx context.Context, accountID string, p Purpose, hash []byte, expiresAt time.Time) error
+	DropPendingCode(ctx context.Context, accountID string, p Purpose) error
+	// RecordCodeSent replaces the live code (and any pending one), records
+	// the send and releases the lease, in one transaction.
 	RecordCodeSent(ctx context.Context, c CodeSent) error
 	// AttemptCode checks the live code with matches under a row lock,
 	// spends one attempt on a miss, and on a match deletes the code and

@@ -80,27 +80,35 @@ func (s *Service) deliverQueuedCode(ctx context.Context, args CodeEmailArgs, que
 	return s.sendCode(ctx, acct, p, args.Requested)
 }
 
-// sendCode makes a code, mails it, and only then stores it, so a failed send
-// leaves the code the user already has alive. The caller holds the lease.
+// sendCode makes a code, stages it as pending, mails it, and only then makes
+// it the live code: a failed send drops the pending code and leaves the one
+// the user already has alive. The caller holds the lease.
 func (s *Service) sendCode(ctx context.Context, acct Account, p Purpose, requested bool) error {
+	bg := context.WithoutCancel(ctx)
 	code, err := newCode()
 	if err != nil {
-		s.store.ReleaseSendLease(context.WithoutCancel(ctx), acct.ID, p)
+		s.store.ReleaseSendLease(bg, acct.ID, p)
+		return err
+	}
+	hash, expires := hashCode(s.codeKey, acct.ID, p, code), s.now().Add(s.cfg.CodeTTL)
+	if err := s.store.StagePendingCode(ctx, acct.ID, p, hash, expires); err != nil {
+		s.store.ReleaseSendLease(bg, acct.ID, p)
 		return err
 	}
 	sendCtx, cancel := context.WithTimeout(ctx, s.cfg.SendTimeout)
 	err = s.mailer.Send(sendCtx, codeEmail(acct.Email, p, code, s.cfg.CodeTTL))
 	cancel()
 	if err != nil {
-		s.store.ReleaseSendLease(context.WithoutCancel(ctx), acct.ID, p)
+		s.store.DropPendingCode(bg, acct.ID, p)
+		s.store.ReleaseSendLease(bg, acct.ID, p)
 		s.logger.WarnContext(ctx, "code email not sent", "account_id", acct.ID, "purpose", string(p), "err", err)
 		return fmt.Errorf("send %s code email: %w", p, err)
 	}
-	return s.store.RecordCodeSent(context.WithoutCancel(ctx), CodeSent{
+	return s.store.RecordCodeSent(bg, CodeSent{
 		AccountID: acct.ID,
 		Purpose:   p,
-		Hash:      hashCode(s.codeKey, acct.ID, p, code),
-		ExpiresAt: s.now().Add(s.cfg.CodeTTL),
+		Hash:      hash,
+		ExpiresAt: expires,
 		Attempts:  s.cfg.CodeAttempts,
 		Requested: requested,
 	})

@@ -159,6 +159,9 @@ func (db *DB) RecordCodeSent(ctx context.Context, c accounts.CodeSent) error {
 		if _, err := tx.q.exec(ctx, `DELETE FROM one_time_codes WHERE account_id = ? AND purpose = ?`, c.AccountID, string(c.Purpose)); err != nil {
 			return err
 		}
+		if _, err := tx.q.exec(ctx, `DELETE FROM pending_codes WHERE account_id = ? AND purpose = ?`, c.AccountID, string(c.Purpose)); err != nil {
+			return err
+		}
 		if _, err := tx.q.exec(ctx, `INSERT INTO one_time_codes (account_id, purpose, code_hash, expires_at, attempts_left, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 			c.AccountID, string(c.Purpose), c.Hash, c.ExpiresAt, c.Attempts, tx.now); err != nil {
 			return err
@@ -186,11 +189,29 @@ func (db *DB) AttemptCode(ctx context.Context, accountID string, p accounts.Purp
 		var left int
 		err := tx.q.queryRow(ctx, `SELECT code_hash, expires_at, attempts_left FROM one_time_codes WHERE account_id = ? AND purpose = ?`+db.forUpdate(),
 			accountID, string(p)).Scan(&hash, &expires, &left)
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
 			return err
+		}
+		live := err == nil
+		// A code still being emailed counts as soon as it matches.
+		var pendingHash []byte
+		var pendingExpires time.Time
+		err = tx.q.queryRow(ctx, `SELECT code_hash, expires_at FROM pending_codes WHERE account_id = ? AND purpose = ?`+db.forUpdate(),
+			accountID, string(p)).Scan(&pendingHash, &pendingExpires)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+		if err == nil && tx.now.Before(pendingExpires) && matches(pendingHash) {
+			res = accounts.CodeAttempt{Found: true, Matched: true}
+			for _, table := range []string{"one_time_codes", "pending_codes"} {
+				if _, err := tx.q.exec(ctx, `DELETE FROM `+table+` WHERE account_id = ? AND purpose = ?`, accountID, string(p)); err != nil {
+					return err
+				}
+			}
+			return tx.applyCodeEffect(ctx, accountID, effect)
+		}
+		if !live {
+			return nil
 		}
 		res.Found = true
 		res.AttemptsLeft = left
@@ -252,6 +273,20 @@ func (db *DB) Secret(ctx context.Context, name string, generate func() ([]byte, 
 	}
 	err = db.conn().queryRow(ctx, `SELECT value FROM secrets WHERE name = ?`, name).Scan(&v)
 	return v, err
+}
+
+// StagePendingCode implements accounts.Store.
+func (db *DB) StagePendingCode(ctx context.Context, accountID string, p accounts.Purpose, hash []byte, expiresAt time.Time) error {
+	_, err := db.conn().exec(ctx, `INSERT INTO pending_codes (account_id, purpose, code_hash, expires_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (account_id, purpose) DO UPDATE SET code_hash = excluded.code_hash, expires_at = excluded.expires_at`,
+		accountID, string(p), hash, expiresAt)
+	return err
+}
+
+// DropPendingCode implements accounts.Store.
+func (db *DB) DropPendingCode(ctx context.Context, accountID string, p accounts.Purpose) error {
+	_, err := db.conn().exec(ctx, `DELETE FROM pending_codes WHERE account_id = ? AND purpose = ?`, accountID, string(p))
+	return err
 }
 
 // UpdatePasswordHash implements accounts.Store.

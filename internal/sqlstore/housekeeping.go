@@ -11,7 +11,7 @@ import (
 
 // Pruned counts what one housekeeping pass removed.
 type Pruned struct {
-	Deliveries, Sessions, Codes, Leases int64
+	Deliveries, Sessions, Codes, PendingCodes, Leases int64
 }
 
 // sessionKeep is how long an ended session (expired or revoked) is kept:
@@ -35,6 +35,7 @@ func (db *DB) Prune(ctx context.Context, deliveriesBefore time.Time) (Pruned, er
 				(SELECT id FROM notification_jobs WHERE finished_at IS NOT NULL AND finished_at < ?)`, []any{deliveriesBefore}},
 			{&p.Sessions, `DELETE FROM sessions WHERE expires_at < ? OR revoked_at < ?`, []any{tx.now.Add(-sessionKeep), tx.now.Add(-sessionKeep)}},
 			{&p.Codes, `DELETE FROM one_time_codes WHERE expires_at < ?`, []any{tx.now.Add(-24 * time.Hour)}},
+			{&p.PendingCodes, `DELETE FROM pending_codes WHERE expires_at < ?`, []any{tx.now.Add(-24 * time.Hour)}},
 			{&p.Leases, `DELETE FROM code_send_leases WHERE locked_until < ?`, []any{tx.now}},
 		}
 		for _, s := range steps {

@@ -77,6 +77,7 @@ func TestConformance(t *testing.T) {
 		{"SendStatsAndCodes", testSendStatsAndCodes},
 		{"AttemptCodeSpendsAttempts", testAttemptCode},
 		{"AttemptCodeExpired", testAttemptExpired},
+		{"PendingCodeVerifiesAndIsDropped", testPendingCode},
 		{"SecretFirstWriterWins", testSecret},
 		{"RefreshRotationGraceAndReuse", testRefreshRotation},
 		{"RevokeSessions", testRevokeSessions},
@@ -416,5 +417,48 @@ func testPrune(t *testing.T, db *sqlstore.DB, now *time.Time) {
 	}
 	if p, _ := db.Prune(ctx, *now); p != (sqlstore.Pruned{}) {
 		t.Fatalf("a second pass pruned %+v", p)
+	}
+}
+
+func testPendingCode(t *testing.T, db *sqlstore.DB, now *time.Time) {
+	ctx := context.Background()
+	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
+	is := func(want string) func([]byte) bool {
+		return func(h []byte) bool { return bytes.Equal(h, []byte(want)) }
+	}
+	verify := accounts.CodeEffect{MarkVerified: true}
+
+	// A failed send: the pending code is dropped, the live one still works.
+	db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeVerify, Hash: []byte("live"), ExpiresAt: now.Add(time.Minute), Attempts: 5})
+	db.StagePendingCode(ctx, "id-1", accounts.PurposeVerify, []byte("lost"), now.Add(time.Minute))
+	db.DropPendingCode(ctx, "id-1", accounts.PurposeVerify)
+	if res, _ := db.AttemptCode(ctx, "id-1", accounts.PurposeVerify, is("lost"), verify); res.Matched || res.AttemptsLeft != 4 {
+		t.Fatalf("a dropped pending code: %+v", res)
+	}
+
+	// A pending code verifies before its send is recorded, and replaces
+	// the live one.
+	db.StagePendingCode(ctx, "id-1", accounts.PurposeVerify, []byte("new"), now.Add(time.Minute))
+	if res, _ := db.AttemptCode(ctx, "id-1", accounts.PurposeVerify, is("new"), verify); !res.Matched {
+		t.Fatalf("a pending code was refused: %+v", res)
+	}
+	if a, _ := db.AccountByID(ctx, "id-1"); !a.Verified() {
+		t.Fatal("not verified by the pending code")
+	}
+	if res, _ := db.AttemptCode(ctx, "id-1", accounts.PurposeVerify, is("live"), verify); res.Found {
+		t.Fatalf("codes survived a match: %+v", res)
+	}
+
+	// Recording the send makes the pending code the live one; an expired
+	// pending code never matches.
+	db.StagePendingCode(ctx, "id-1", accounts.PurposeReset, []byte("r1"), now.Add(time.Minute))
+	db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeReset, Hash: []byte("r1"), ExpiresAt: now.Add(time.Minute), Attempts: 5})
+	db.StagePendingCode(ctx, "id-1", accounts.PurposeReset, []byte("r2"), now.Add(time.Second))
+	*now = now.Add(2 * time.Second)
+	if res, _ := db.AttemptCode(ctx, "id-1", accounts.PurposeReset, is("r2"), accounts.CodeEffect{}); res.Matched || res.AttemptsLeft != 4 {
+		t.Fatalf("an expired pending code: %+v", res)
+	}
+	if res, _ := db.AttemptCode(ctx, "id-1", accounts.PurposeReset, is("r1"), accounts.CodeEffect{}); !res.Matched {
+		t.Fatalf("the recorded code: %+v", res)
 	}
 }
