@@ -50,6 +50,9 @@ func (s Subscription) Status(now time.Time) string {
 // Plans.
 const PlanTrial = "trial"
 
+// ScopeAdmin is the scope of operators.
+const ScopeAdmin = "admin"
+
 // Purpose is what a one-time code is for.
 type Purpose string
 

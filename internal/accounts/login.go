@@ -67,15 +67,8 @@ func (s *Service) CheckCredentials(ctx context.Context, email, plain string) (Ac
 // goes through the durable job queue, so neither the answer nor its timing
 // tells whether an account exists.
 func (s *Service) RequestPasswordReset(ctx context.Context, email string) error {
-	norm, err := NormalizeEmail(email)
-	if err != nil {
-		return err
-	}
-	acct, err := s.store.AccountByEmail(ctx, norm)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
+	acct, _, found, err := s.lookup(ctx, email)
+	if err != nil || !found {
 		return err
 	}
 	if err := s.checkSendLimits(ctx, acct.ID, PurposeReset); err != nil {
@@ -95,17 +88,13 @@ func (s *Service) ResetPassword(ctx context.Context, email, code, newPassword st
 	if err := ValidatePassword(newPassword); err != nil {
 		return err
 	}
-	norm, err := NormalizeEmail(email)
+	acct, _, found, err := s.lookup(ctx, email)
 	if err != nil {
 		return err
 	}
-	acct, err := s.store.AccountByEmail(ctx, norm)
-	if errors.Is(err, storage.ErrNotFound) {
+	if !found {
 		// As for a wrong code: the answer must not reveal the account.
 		return apperr.Newf(apperr.InvalidVerificationCode, "The code is not valid.").With("attemptsRemaining", 0)
-	}
-	if err != nil {
-		return err
 	}
 	hash, err := s.hasher.Hash(ctx, newPassword)
 	if err != nil {
@@ -117,21 +106,17 @@ func (s *Service) ResetPassword(ctx context.Context, email, code, newPassword st
 // GrantAdmin makes the account an operator, creating it verified when it
 // does not exist. It returns the account id.
 func (s *Service) GrantAdmin(ctx context.Context, email, plain string) (string, bool, error) {
-	norm, err := NormalizeEmail(email)
+	acct, norm, found, err := s.lookup(ctx, email)
 	if err != nil {
 		return "", false, err
 	}
-	acct, err := s.store.AccountByEmail(ctx, norm)
-	if err == nil {
-		if !acct.HasScope("admin") {
-			if err := s.store.SetScope(ctx, acct.ID, strings.TrimSpace(acct.Scope+" admin"), false); err != nil {
+	if found {
+		if !acct.HasScope(ScopeAdmin) {
+			if err := s.store.SetScope(ctx, acct.ID, strings.TrimSpace(acct.Scope+" "+ScopeAdmin), false); err != nil {
 				return "", false, err
 			}
 		}
 		return acct.ID, false, nil
-	}
-	if !errors.Is(err, storage.ErrNotFound) {
-		return "", false, err
 	}
 	if err := ValidatePassword(plain); err != nil {
 		return "", false, err
@@ -140,7 +125,7 @@ func (s *Service) GrantAdmin(ctx context.Context, email, plain string) (string, 
 	if err != nil {
 		return "", false, err
 	}
-	res, err := s.create(ctx, norm, hash, "", true, "admin")
+	res, err := s.create(ctx, norm, hash, "", true, ScopeAdmin)
 	if err != nil {
 		return "", false, err
 	}
@@ -149,20 +134,16 @@ func (s *Service) GrantAdmin(ctx context.Context, email, plain string) (string, 
 
 // RevokeAdmin takes the admin scope away and ends the account's sessions.
 func (s *Service) RevokeAdmin(ctx context.Context, email string) error {
-	norm, err := NormalizeEmail(email)
+	acct, _, found, err := s.lookup(ctx, email)
 	if err != nil {
 		return err
 	}
-	acct, err := s.store.AccountByEmail(ctx, norm)
-	if errors.Is(err, storage.ErrNotFound) {
+	if !found {
 		return apperr.New(apperr.UserNotFound)
-	}
-	if err != nil {
-		return err
 	}
 	var kept []string
 	for _, sc := range acct.Scopes() {
-		if sc != "admin" {
+		if sc != ScopeAdmin {
 			kept = append(kept, sc)
 		}
 	}

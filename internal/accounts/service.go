@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -80,9 +79,6 @@ func NewService(ctx context.Context, store Store, hasher *password.Hasher, maile
 	}
 	return &Service{store: store, hasher: hasher, mailer: mailer, cfg: cfg, codeKey: key, logger: logger, now: now}, nil
 }
-
-// Hasher returns the password hasher, shared with sessions.
-func (s *Service) Hasher() *password.Hasher { return s.hasher }
 
 // SignupResult is what a signup did.
 type SignupResult struct {
@@ -156,14 +152,25 @@ func (s *Service) create(ctx context.Context, email, hash, referral string, veri
 	return SignupResult{}, errors.New("signup: could not find a free referral code")
 }
 
-// accountByEmail finds an account by a user-typed address.
-func (s *Service) accountByEmail(ctx context.Context, raw string) (Account, error) {
+// lookup finds the account of a user-typed address: INVALID_EMAIL for a
+// malformed one, found false for an unknown one. It also returns the
+// normalized address.
+func (s *Service) lookup(ctx context.Context, raw string) (Account, string, bool, error) {
 	email, err := NormalizeEmail(raw)
 	if err != nil {
-		return Account{}, err
+		return Account{}, "", false, err
 	}
 	acct, err := s.store.AccountByEmail(ctx, email)
 	if errors.Is(err, storage.ErrNotFound) {
+		return Account{}, email, false, nil
+	}
+	return acct, email, err == nil, err
+}
+
+// accountByEmail is lookup with EMAIL_NOT_FOUND for an unknown address.
+func (s *Service) accountByEmail(ctx context.Context, raw string) (Account, error) {
+	acct, _, found, err := s.lookup(ctx, raw)
+	if err == nil && !found {
 		return Account{}, apperr.New(apperr.EmailNotFound)
 	}
 	return acct, err
@@ -275,20 +282,6 @@ func (s *Service) consumeCode(ctx context.Context, acct Account, p Purpose, code
 		return apperr.Newf(apperr.InvalidVerificationCode, "The code is wrong and no attempts are left; ask for a new one.").With("attemptsRemaining", 0)
 	}
 	return apperr.Newf(apperr.InvalidVerificationCode, "The code is wrong; %d attempts left.", res.AttemptsLeft).With("attemptsRemaining", res.AttemptsLeft)
-}
-
-// ValidCodeFormat reports whether s looks like a code at all.
-func ValidCodeFormat(s string) bool {
-	s = strings.TrimSpace(s)
-	if len(s) != 6 {
-		return false
-	}
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // SignupMessage is the confirmation both doors show after a signup.

@@ -102,12 +102,10 @@ func validation(field, constraint, received string) *apperr.Error {
 		With("field", field).With("constraint", constraint).With("received", received)
 }
 
-// Required checks that each named field is non-empty.
-func Required(fields ...[2]string) error {
-	for _, f := range fields {
-		if strings.TrimSpace(f[1]) == "" {
-			return validation(f[0], "required", "empty")
-		}
+// Required refuses an empty field with VALIDATION_ERROR naming it.
+func Required(field, value string) error {
+	if strings.TrimSpace(value) == "" {
+		return validation(field, "required", "empty")
 	}
 	return nil
 }

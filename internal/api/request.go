@@ -39,13 +39,6 @@ func Info(ctx context.Context) *RequestInfo {
 // Logger returns the request's logger (with its request ID).
 func Logger(ctx context.Context) *slog.Logger { return Info(ctx).Logger }
 
-// Guard authenticates the request's bearer token and checks a scope; it
-// returns the context carrying the caller's identity. "" asks only for a
-// valid token.
-type Guard interface {
-	Require(ctx context.Context, scope string) (context.Context, error)
-}
-
 // Cost is what a request asks of the rate limits: units per tier class.
 // Global is charged for every request; Protected and Admin are counted per
 // authenticated user.

@@ -29,9 +29,6 @@ type Limits struct {
 	MaxRootMutations int // root fields of one mutation document
 }
 
-// DefaultLimits suit the schema: its deepest useful query is shallow.
-func DefaultLimits() Limits { return Limits{MaxDepth: 10, MaxComplexity: 200, MaxRootMutations: 10} }
-
 // Handler serves POST /graphql. It is our own transport over gqlgen's
 // executor so that each error's HTTP status comes from the catalogue.
 type Handler struct {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/herald-vpn/herald/internal/accounts"
-	"github.com/herald-vpn/herald/internal/api"
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/notifications"
@@ -21,7 +20,6 @@ type Resolver struct {
 	Messenger     *messenger.Service
 	Devices       *devices.Service
 	Notifications *notifications.Service
-	Guard         api.Guard
 	Version       string
 }
 
@@ -31,7 +29,7 @@ func (r *Resolver) authDirective(ctx context.Context, _ any, next graphql.Resolv
 	if scope != nil {
 		s = *scope
 	}
-	ctx, err := r.Guard.Require(ctx, s)
+	ctx, err := r.Sessions.Require(ctx, s)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,7 @@ import (
 // not empty); the identity is in the request's context.
 func (h *Handlers) Authed(scope string, next func(http.ResponseWriter, *http.Request, sessions.Identity)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ctx, err := h.Guard.Require(r.Context(), scope)
+		ctx, err := h.Sessions.Require(r.Context(), scope)
 		if err != nil {
 			api.WriteError(w, r, err)
 			return
@@ -52,7 +52,7 @@ func (h *Handlers) Refresh(w http.ResponseWriter, r *http.Request) {
 		api.WriteError(w, r, err)
 		return
 	}
-	if err := api.Required([2]string{"refreshToken", in.RefreshToken}); err != nil {
+	if err := api.Required("refreshToken", in.RefreshToken); err != nil {
 		api.WriteError(w, r, err)
 		return
 	}

@@ -18,7 +18,6 @@ type Handlers struct {
 	Accounts *accounts.Service
 	Sessions *sessions.Service
 	Devices  *devices.Service
-	Guard    api.Guard
 }
 
 // User is the REST user record (the spec's section 2).

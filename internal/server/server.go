@@ -87,12 +87,12 @@ func readyz(db Pinger, degraded func() map[string]string) http.HandlerFunc {
 
 // newGraphQL builds the GraphQL door.
 func newGraphQL(d Deps, adm api.Admission) http.Handler {
-	return graph.NewHandler(&graph.Resolver{Accounts: d.Accounts, Sessions: d.Sessions, Messenger: d.Messenger, Devices: d.Devices, Notifications: d.Notifications, Guard: d.Sessions, Version: d.Version}, d.GraphQLLimits, adm)
+	return graph.NewHandler(&graph.Resolver{Accounts: d.Accounts, Sessions: d.Sessions, Messenger: d.Messenger, Devices: d.Devices, Notifications: d.Notifications, Version: d.Version}, d.GraphQLLimits, adm)
 }
 
 // newREST builds the REST door's handlers.
 func newREST(d Deps) *rest.Handlers {
-	return &rest.Handlers{Accounts: d.Accounts, Sessions: d.Sessions, Devices: d.Devices, Guard: d.Sessions}
+	return &rest.Handlers{Accounts: d.Accounts, Sessions: d.Sessions, Devices: d.Devices}
 }
 
 // jwks publishes the public keys that verify access tokens.

@@ -21,8 +21,8 @@ import (
 	"github.com/herald-vpn/herald/internal/storage"
 )
 
-// Scope held by operators.
-const ScopeAdmin = "admin"
+// ScopeAdmin is the scope held by operators.
+const ScopeAdmin = accounts.ScopeAdmin
 
 // Session is one login.
 type Session struct {
@@ -226,7 +226,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (Identity, err
 	return id, nil
 }
 
-// Require implements api.Guard: it reads the bearer token of the request,
+// Require is the auth check of both doors: it reads the bearer token of the request,
 // authenticates it and checks scope.
 func (s *Service) Require(ctx context.Context, scope string) (context.Context, error) {
 	if id, ok := FromContext(ctx); ok {
