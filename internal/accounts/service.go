@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"time"
 
 	"github.com/google/uuid"
@@ -238,13 +237,8 @@ func (s *Service) checkSendLimits(ctx context.Context, accountID string, p Purpo
 }
 
 func rateLimited(wait time.Duration, msg string) error {
-	secs := int(math.Ceil(wait.Seconds()))
-	if secs < 1 {
-		secs = 1
-	}
-	e := apperr.Newf(apperr.RateLimited, "%s Retry in %d seconds.", msg, secs).With("retryAfter", secs)
-	e.RetryAfterSeconds = secs
-	return e
+	secs := apperr.WaitSeconds(wait)
+	return apperr.Newf(apperr.RateLimited, "%s Retry in %d seconds.", msg, secs).WithRetryAfter(secs)
 }
 
 // leaseFor bounds how long a crashed sender can hold the lease.

@@ -96,10 +96,8 @@ func jsonType(kind string) string {
 	return "number"
 }
 
-// validation is VALIDATION_ERROR with the spec's details.
 func validation(field, constraint, received string) *apperr.Error {
-	return apperr.Newf(apperr.ValidationError, "Field %q is invalid: expected %s.", field, constraint).
-		With("field", field).With("constraint", constraint).With("received", received)
+	return apperr.Invalid(field, constraint, received)
 }
 
 // Required refuses an empty field with VALIDATION_ERROR naming it.

@@ -77,17 +77,20 @@ func WriteRawJSON(w http.ResponseWriter, status int, body []byte) {
 }
 
 // Classify is the application error a door shows for err: an application
-// error as it is; a database that is locked, overloaded or unreachable
+// error as it is; text the database cannot store VALIDATION_ERROR (400); a
+// database that is locked, overloaded or unreachable
 // SERVICE_UNAVAILABLE (503, retryable); anything else INTERNAL_ERROR.
 func Classify(err error) *apperr.Error {
 	var ae *apperr.Error
 	if errors.As(err, &ae) {
 		return ae
 	}
+	if errors.Is(err, storage.ErrInvalidText) {
+		return apperr.Newf(apperr.ValidationError, "A field holds characters that cannot be stored (a NUL byte or invalid UTF-8).").
+			With("constraint", "valid UTF-8 without NUL").With("received", "invalid characters")
+	}
 	if errors.Is(err, storage.ErrBusy) {
-		e := apperr.Newf(apperr.ServiceUnavailable, "The service is busy; try again shortly.")
-		e.RetryAfterSeconds = 1
-		return e
+		return apperr.Newf(apperr.ServiceUnavailable, "The service is busy; try again shortly.").WithRetryAfter(1)
 	}
 	return apperr.New(apperr.Internal)
 }

@@ -6,7 +6,9 @@ package apperr
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"time"
 )
 
 // Code is a stable application error code. Clients branch on it; messages
@@ -194,6 +196,26 @@ func (e *Error) With(key string, value any) *Error {
 	}
 	c.Details[key] = value
 	return &c
+}
+
+// WaitSeconds rounds a wait up to whole seconds, at least 1, as
+// Retry-After and retryAfter carry it.
+func WaitSeconds(d time.Duration) int {
+	return max(int(math.Ceil(d.Seconds())), 1)
+}
+
+// WithRetryAfter returns a copy of e that tells the client to wait secs
+// seconds: the retryAfter detail and the Retry-After header, kept in step.
+func (e *Error) WithRetryAfter(secs int) *Error {
+	c := e.With("retryAfter", secs)
+	c.RetryAfterSeconds = secs
+	return c
+}
+
+// Invalid is VALIDATION_ERROR for one field, with the spec's details.
+func Invalid(field, constraint, received string) *Error {
+	return Newf(ValidationError, "Field %q is invalid: expected %s.", field, constraint).
+		With("field", field).With("constraint", constraint).With("received", received)
 }
 
 // As extracts the application error from err. Anything that is not one is

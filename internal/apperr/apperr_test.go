@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestSpecStatuses(t *testing.T) {
@@ -59,5 +60,21 @@ func TestREADMEListsEveryCode(t *testing.T) {
 		if !strings.Contains(string(readme), "| `"+string(e.Code)+"` |") {
 			t.Errorf("README's error table lacks %s", e.Code)
 		}
+	}
+}
+
+func TestRetryAfterAndInvalid(t *testing.T) {
+	for d, want := range map[time.Duration]int{0: 1, 300 * time.Millisecond: 1, time.Second: 1, 1500 * time.Millisecond: 2, time.Minute: 60} {
+		if got := WaitSeconds(d); got != want {
+			t.Errorf("WaitSeconds(%v) = %d, want %d", d, got, want)
+		}
+	}
+	e := New(RateLimited).WithRetryAfter(7)
+	if e.RetryAfterSeconds != 7 || e.Details["retryAfter"] != 7 {
+		t.Fatalf("%+v", e)
+	}
+	v := Invalid("email", "type string", "number")
+	if v.Code != ValidationError || v.Details["field"] != "email" || v.Details["constraint"] != "type string" || v.Details["received"] != "number" {
+		t.Fatalf("%+v", v)
 	}
 }

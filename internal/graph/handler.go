@@ -431,9 +431,9 @@ func writeResponse(w http.ResponseWriter, status int, resp *graphql.Response) {
 		status = http.StatusInternalServerError
 		body = []byte(`{"errors":[{"message":"An unexpected error occurred.","extensions":{"code":"INTERNAL_ERROR"}}],"data":null}`)
 	}
-	// A 429 says when to come back in Retry-After, as the REST door does
-	// (rate-limit tiers and the resend cooldown alike).
-	if status == http.StatusTooManyRequests && len(resp.Errors) > 0 {
+	// A 429 or 503 says when to come back in Retry-After, as the REST door
+	// does (rate-limit tiers, the resend cooldown, a busy database).
+	if (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable) && len(resp.Errors) > 0 {
 		if secs, ok := resp.Errors[0].Extensions["retryAfter"].(int); ok && secs > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(secs))
 		}

@@ -37,6 +37,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/push"
@@ -80,6 +82,11 @@ func (n Notification) Validate() error {
 	if len(n.Content) > MaxContentBytes {
 		return invalidInput("content", fmt.Sprintf("The notification content is longer than %d bytes.", MaxContentBytes))
 	}
+	for field, text := range map[string]string{"subject": n.Subject, "content": n.Content} {
+		if !printable(text) {
+			return invalidInput(field, fmt.Sprintf("The notification %s holds invalid UTF-8 or control characters.", field))
+		}
+	}
 	for k := range n.Data {
 		lk := strings.ToLower(k)
 		if k == "" || reservedDataKeys[lk] || strings.HasPrefix(lk, "google.") || strings.HasPrefix(lk, "gcm.") {
@@ -113,4 +120,13 @@ func (n Notification) push() push.Notification {
 
 func invalidInput(field, msg string) *apperr.Error {
 	return apperr.Newf(apperr.InvalidInput, "%s", msg).With("field", field)
+}
+
+// printable reports whether text is valid UTF-8 without control characters
+// other than newline and tab (a NUL would be refused by PostgreSQL).
+func printable(text string) bool {
+	if !utf8.ValidString(text) {
+		return false
+	}
+	return strings.IndexFunc(text, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }) < 0
 }

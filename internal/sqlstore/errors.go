@@ -41,6 +41,8 @@ func translate(err error) error {
 		switch pe.Code {
 		case "23505": // unique_violation
 			return fmt.Errorf("%w (%s)", storage.ErrConflict, pe.ConstraintName)
+		case "22021", "22P05": // character_not_in_repertoire (a NUL or bad UTF-8), untranslatable_character
+			return fmt.Errorf("%w (%s)", storage.ErrInvalidText, pe.Code)
 		case "40001", "40P01", "55P03", "57P01", "53300": // serialization, deadlock, lock, shutdown, too many connections
 			return fmt.Errorf("%w (%s)", storage.ErrBusy, pe.Code)
 		}

@@ -10,6 +10,9 @@ var (
 	ErrNotFound = errors.New("storage: not found")
 	// ErrConflict: a unique key is already taken.
 	ErrConflict = errors.New("storage: already exists")
+	// ErrInvalidText: a value the database cannot store as text (a NUL
+	// byte, invalid UTF-8): the client's input, refused as invalid.
+	ErrInvalidText = errors.New("storage: text the database cannot store")
 	// ErrBusy: the database is locked or the connection failed; the
 	// operation may succeed if retried.
 	ErrBusy = errors.New("storage: busy or unavailable")
