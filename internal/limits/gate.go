@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -68,7 +67,7 @@ type Gate struct {
 
 	mu        sync.RWMutex
 	banned    map[string]bool // by Subject
-	loadedAt  time.Time
+	loadedAt  time.Time       // when the last refresh started
 	refreshEv time.Duration
 }
 
@@ -91,12 +90,16 @@ func Subject(ip netip.Addr) string {
 	return ip.Unmap().String()
 }
 
+// isBanned answers from the ban set in memory. When the set is stale, the
+// one request that claims the refresh re-reads it; the others, and every
+// request while the database fails, use the set they have, so an outage
+// costs one query and one log line per refresh period, not per request.
 func (g *Gate) isBanned(ctx context.Context, subject string) bool {
 	g.mu.RLock()
 	fresh := g.now().Sub(g.loadedAt) < g.refreshEv
 	banned := g.banned[subject]
 	g.mu.RUnlock()
-	if fresh {
+	if fresh || !g.claimRefresh() {
 		return banned
 	}
 	list, err := g.bans.ListBans(ctx)
@@ -109,9 +112,20 @@ func (g *Gate) isBanned(ctx context.Context, subject string) bool {
 		m[b.IP] = true
 	}
 	g.mu.Lock()
-	g.banned, g.loadedAt = m, g.now()
+	g.banned = m
 	g.mu.Unlock()
 	return m[subject]
+}
+
+// claimRefresh marks the refresh as started, for one caller only.
+func (g *Gate) claimRefresh() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.now().Sub(g.loadedAt) < g.refreshEv {
+		return false
+	}
+	g.loadedAt = g.now()
+	return true
 }
 
 // BanSubject normalizes what an operator types (an address, or an IPv6
@@ -151,38 +165,38 @@ func (g *Gate) Admit(ctx context.Context, w http.ResponseWriter, ip netip.Addr, 
 		g.logger.ErrorContext(ctx, "rate limiter failed; request let through", "err", err)
 		return nil
 	}
-	h := w.Header()
-	if d.Tier != "" && !d.Blocked {
-		h.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
-		h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
-		h.Set("X-RateLimit-Reset", strconv.FormatInt(d.Reset.Unix(), 10))
-	}
 	if d.BanDue {
 		g.ban(ctx, subject, "blocked repeatedly for continued requests after being rate limited")
 	}
+	secs := apperr.WaitSeconds(d.RetryAfter)
+	h := w.Header()
+	switch {
+	case d.Blocked:
+		setLimitHeaders(h, 0, 0, g.now().Add(time.Duration(secs)*time.Second))
+	case d.Tier != "":
+		setLimitHeaders(h, d.Limit, d.Remaining, d.Reset)
+	}
 	if d.Allowed {
 		return nil
-	}
-	secs := int(math.Ceil(d.RetryAfter.Seconds()))
-	if secs < 1 {
-		secs = 1
-	}
-	if d.Blocked {
-		h.Set("X-RateLimit-Limit", "0")
-		h.Set("X-RateLimit-Remaining", "0")
-		h.Set("X-RateLimit-Reset", strconv.FormatInt(g.now().Add(time.Duration(secs)*time.Second).Unix(), 10))
 	}
 	msg := fmt.Sprintf("Too many requests (%s tier); retry in %d seconds.", d.Tier, secs)
 	if d.Blocked {
 		msg = fmt.Sprintf("This address is blocked for continuing after being rate limited; retry in %d seconds.", secs)
 	}
-	e := apperr.Newf(apperr.RateLimited, "%s", msg).
+	return apperr.Newf(apperr.RateLimited, "%s", msg).
 		With("limit", d.Limit).
 		With("window", fmt.Sprintf("%ds", int(d.Window/time.Second))).
-		With("retryAfter", secs).
-		With("tier", d.Tier)
-	e.RetryAfterSeconds = secs
-	return e
+		With("tier", d.Tier).
+		WithRetryAfter(secs)
+}
+
+// setLimitHeaders writes the X-RateLimit-* headers. The keys are written in
+// Go's canonical form, as Header.Set would send them, so no key is rebuilt
+// per request.
+func setLimitHeaders(h http.Header, limit, remaining int, reset time.Time) {
+	h["X-Ratelimit-Limit"] = []string{strconv.Itoa(limit)}
+	h["X-Ratelimit-Remaining"] = []string{strconv.Itoa(remaining)}
+	h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(reset.Unix(), 10)}
 }
 
 func (g *Gate) ban(ctx context.Context, subject, reason string) {

@@ -372,3 +372,50 @@ func benchPrefix(b *testing.B) string {
 	})
 	return prefix
 }
+
+// countingBans counts the reads of the real ban store, and can make them
+// fail as an unreachable database would.
+type countingBans struct {
+	*sqlstore.DB
+	mu    sync.Mutex
+	reads int
+	fail  bool
+}
+
+func (c *countingBans) ListBans(ctx context.Context) ([]limits.Ban, error) {
+	c.mu.Lock()
+	c.reads++
+	fail := c.fail
+	c.mu.Unlock()
+	if fail {
+		return nil, context.DeadlineExceeded
+	}
+	return c.DB.ListBans(ctx)
+}
+
+// A stale ban set is re-read by one request, not by every request that
+// notices; a failing store is asked once per refresh period, not per request.
+func TestBanRefreshIsClaimedOnce(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		t.Run("fail="+strconv.FormatBool(fail), func(t *testing.T) {
+			mem := limits.NewMemory(limits.DefaultAbusePolicy(), (&clock{t: gateStart}).Now)
+			t.Cleanup(func() { mem.Close() })
+			store := &countingBans{DB: banStore(t), fail: fail}
+			gate := limits.NewGate(mem, limits.PerMinute(0, 0, 0, 0, 0), store, slog.New(slog.DiscardHandler), time.Hour)
+			var wg sync.WaitGroup
+			for i := 0; i < 50; i++ {
+				wg.Go(func() {
+					for j := 0; j < 5; j++ {
+						if err := gate.Admit(context.Background(), httptest.NewRecorder(), netip.MustParseAddr("203.0.113.7"), limits.Units{Global: 1}); err != nil {
+							t.Error(err)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if store.reads != 1 {
+				t.Fatalf("the ban list was read %d times for 250 requests in one refresh period, want 1", store.reads)
+			}
+		})
+	}
+}
