@@ -34,6 +34,9 @@ type Limits struct {
 type Handler struct {
 	exec   *executor.Executor
 	schema *ast.Schema
+	// tiers maps each root field ("Mutation.signup") to the cost it adds,
+	// read once from the schema's @limit and @auth directives.
+	tiers map[string]api.Cost
 	limits Limits
 	adm    api.Admission
 }
@@ -49,7 +52,7 @@ func NewHandler(r *Resolver, limits Limits, adm api.Admission) *Handler {
 		api.Logger(ctx).ErrorContext(ctx, "panic in resolver", "panic", fmt.Sprint(p))
 		return apperr.New(apperr.Internal)
 	})
-	return &Handler{exec: exec, schema: schema.Schema(), limits: limits, adm: adm}
+	return &Handler{exec: exec, schema: schema.Schema(), tiers: rootFieldCosts(schema.Schema()), limits: limits, adm: adm}
 }
 
 // presentError renders an error as the spec's GraphQL error: message, path
@@ -199,31 +202,47 @@ func rootFields(set ast.SelectionSet, out []*ast.Field) []*ast.Field {
 	return out
 }
 
-// cost charges each root field to the tier its definition declares:
-// @limit(tier:) or, for @auth fields, protected or admin.
+// rootFieldCosts reads the tier of every root field from its definition:
+// @limit(tier: "auth") is auth; @auth is protected, or admin with that scope.
+func rootFieldCosts(schema *ast.Schema) map[string]api.Cost {
+	costs := map[string]api.Cost{}
+	for _, root := range []*ast.Definition{schema.Query, schema.Mutation} {
+		if root == nil {
+			continue
+		}
+		for _, def := range root.Fields {
+			var c api.Cost
+			if d := def.Directives.ForName("limit"); d != nil {
+				if a := d.Arguments.ForName("tier"); a != nil && a.Value.Raw == "auth" {
+					c.Auth = 1
+				}
+			}
+			if d := def.Directives.ForName("auth"); d != nil {
+				if a := d.Arguments.ForName("scope"); a != nil && a.Value.Raw == "admin" {
+					c.Admin = 1
+				} else {
+					c.Protected = 1
+				}
+			}
+			costs[root.Name+"."+def.Name] = c
+		}
+	}
+	return costs
+}
+
+// cost charges each root field to its tier, and every field to global;
+// __typename and __schema cost global only.
 func (h *Handler) cost(op ast.Operation, fields []*ast.Field) api.Cost {
-	root := h.schema.Query
+	root := h.schema.Query.Name
 	if op == ast.Mutation {
-		root = h.schema.Mutation
+		root = h.schema.Mutation.Name
 	}
 	c := api.Cost{Global: max(len(fields), 1)}
 	for _, f := range fields {
-		def := root.Fields.ForName(f.Name)
-		if def == nil {
-			continue // __typename, __schema: global only
-		}
-		if d := def.Directives.ForName("limit"); d != nil {
-			if a := d.Arguments.ForName("tier"); a != nil && a.Value.Raw == "auth" {
-				c.Auth++
-			}
-		}
-		if d := def.Directives.ForName("auth"); d != nil {
-			if a := d.Arguments.ForName("scope"); a != nil && a.Value.Raw == "admin" {
-				c.Admin++
-			} else {
-				c.Protected++
-			}
-		}
+		t := h.tiers[root+"."+f.Name]
+		c.Auth += t.Auth
+		c.Protected += t.Protected
+		c.Admin += t.Admin
 	}
 	return c
 }
