@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/limits"
-	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/storage"
 )
 
@@ -39,18 +38,18 @@ func cmdBans(ctx context.Context, env *environment, args []string) error {
 	if helped, err := parseFlags(env, fs, rest); helped || err != nil {
 		return err
 	}
-	cfg, err := loadConfig(env)
-	if err != nil {
-		return err
+	var subject string
+	if sub != "list" {
+		var err error
+		if subject, err = limits.BanSubject(ip); err != nil {
+			return err
+		}
 	}
-	db, err := sqlstore.Open(ctx, cfg.DatabaseURL, sqlstore.JobsConfig{})
+	_, db, _, err := openStore(ctx, env)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if _, err := db.Migrate(ctx); err != nil {
-		return err
-	}
 	switch sub {
 	case "list":
 		bans, err := db.ListBans(ctx)
@@ -64,10 +63,6 @@ func cmdBans(ctx context.Context, env *environment, args []string) error {
 		}
 		return tw.Flush()
 	case "add":
-		subject, err := limits.BanSubject(ip)
-		if err != nil {
-			return err
-		}
 		if *reason == "" {
 			*reason = "banned by an operator"
 		}
@@ -76,10 +71,6 @@ func cmdBans(ctx context.Context, env *environment, args []string) error {
 		}
 		fmt.Fprintf(env.stdout, "banned %s\n", subject)
 	case "lift":
-		subject, err := limits.BanSubject(ip)
-		if err != nil {
-			return err
-		}
 		if err := db.LiftBan(ctx, subject); errors.Is(err, storage.ErrNotFound) {
 			return fmt.Errorf("%s is not banned", subject)
 		} else if err != nil {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/herald-vpn/herald/internal/devices"
 )
 
 // cmdUsers is `herald users set-plan`: an operator's way to change a plan
@@ -31,12 +33,12 @@ func cmdUsers(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	a, err := openAppFromEnv(ctx, env)
+	devs, closeDB, err := openDevices(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer a.db.Close()
-	sub, err := a.devices.SetPlan(ctx, *email, *plan, at)
+	defer closeDB()
+	sub, err := devs.SetPlan(ctx, *email, *plan, at)
 	if err != nil {
 		return describe(err)
 	}
@@ -79,11 +81,11 @@ Accounts must exist; plan limits do not apply. A token already registered moves 
 		defer f.Close()
 		in = f
 	}
-	a, err := openAppFromEnv(ctx, env)
+	devs, closeDB, err := openDevices(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer a.db.Close()
+	defer closeDB()
 	var progress func(int)
 	if isTerminal(env.stderr, env.getenv) {
 		start := time.Now()
@@ -91,7 +93,7 @@ Accounts must exist; plan limits do not apply. A token already registered moves 
 			fmt.Fprintf(env.stderr, "\r%d lines (%.0f/s)", done, float64(done)/max(time.Since(start).Seconds(), 0.001))
 		}
 	}
-	res, err := a.devices.Import(ctx, in, progress)
+	res, err := devs.Import(ctx, in, progress)
 	if progress != nil {
 		fmt.Fprintln(env.stderr)
 	}
@@ -115,4 +117,14 @@ func isTerminal(w io.Writer, getenv func(string) string) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0 && !strings.EqualFold(getenv("TERM"), "dumb")
+}
+
+// openDevices is the devices service over the migrated store, for the
+// operator commands.
+func openDevices(ctx context.Context, env *environment) (*devices.Service, func() error, error) {
+	cfg, db, _, err := openStore(ctx, env)
+	if err != nil {
+		return nil, nil, err
+	}
+	return newDevices(db, cfg), db.Close, nil
 }

@@ -111,6 +111,11 @@ func loadConfig(env *environment) (config.Config, error) {
 	return cfg, nil
 }
 
+// newDevices is the devices service as configured.
+func newDevices(db *sqlstore.DB, cfg config.Config) *devices.Service {
+	return devices.NewService(db, devices.Config{PlanLimits: cfg.PlanDeviceLimits, UpgradeURL: cfg.UpgradeURL, RenewURL: cfg.RenewURL})
+}
+
 // openAppFromEnv is loadConfig then openApp, for the operator commands.
 func openAppFromEnv(ctx context.Context, env *environment) (*app, error) {
 	cfg, err := loadConfig(env)
@@ -213,7 +218,7 @@ func openApp(ctx context.Context, env *environment, cfg config.Config) (*app, er
 		db.Close()
 		return nil, err
 	}
-	devs := devices.NewService(db, devices.Config{PlanLimits: cfg.PlanDeviceLimits, UpgradeURL: cfg.UpgradeURL, RenewURL: cfg.RenewURL})
+	devs := newDevices(db, cfg)
 	notes := notifications.NewService(db, provider, notifications.Config{
 		BatchSize:   cfg.PushBatchSize,
 		Concurrency: cfg.PushConcurrency,
@@ -262,22 +267,33 @@ func cmdMigrate(ctx context.Context, env *environment, args []string) error {
 	if helped, err := parseFlags(env, fs, args); helped || err != nil {
 		return err
 	}
-	cfg, err := loadConfig(env)
-	if err != nil {
-		return err
-	}
-	dialect, _, _ := sqlstore.ParseURL(cfg.DatabaseURL)
-	db, err := sqlstore.Open(ctx, cfg.DatabaseURL, sqlstore.JobsConfig{})
+	_, db, applied, err := openStore(ctx, env)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	fmt.Fprintf(env.stdout, "%s: %d migrations applied %v\n", db.Dialect(), len(applied), applied)
+	return nil
+}
+
+// openStore is what the operator commands that only touch the database
+// need: the configuration and the migrated store, without the mailer, the
+// keys or the push providers (a broken APNs key must not stop an import).
+func openStore(ctx context.Context, env *environment) (config.Config, *sqlstore.DB, []string, error) {
+	cfg, err := loadConfig(env)
+	if err != nil {
+		return cfg, nil, nil, err
+	}
+	db, err := sqlstore.Open(ctx, cfg.DatabaseURL, sqlstore.JobsConfig{})
+	if err != nil {
+		return cfg, nil, nil, err
+	}
 	applied, err := db.Migrate(ctx)
 	if err != nil {
-		return err
+		db.Close()
+		return cfg, nil, nil, err
 	}
-	fmt.Fprintf(env.stdout, "%s: %d migrations applied %v\n", dialect, len(applied), applied)
-	return nil
+	return cfg, db, applied, nil
 }
 
 func cmdServe(ctx context.Context, env *environment, args []string) error {
