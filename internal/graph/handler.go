@@ -36,7 +36,7 @@ type Handler struct {
 	schema *ast.Schema
 	// tiers maps each root field ("Mutation.signup") to the cost it adds,
 	// read once from the schema's @limit and @auth directives.
-	tiers map[string]api.Cost
+	tiers  map[string]api.Cost
 	limits Limits
 	adm    api.Admission
 }
