@@ -59,38 +59,6 @@ func (l *logBuffer) String() string {
 	return l.b.String()
 }
 
-// fakeClock makes the pacer's waits instant while recording them.
-type fakeClock struct {
-	mu    sync.Mutex
-	now   time.Time
-	slept time.Duration
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if d > 0 {
-		c.now = c.now.Add(d)
-		c.slept += d
-	}
-	return nil
-}
-
-func (c *fakeClock) Slept() time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.slept
-}
-
 // env is a service over a real database and the fake Bot API.
 type env struct {
 	t     *testing.T
@@ -98,7 +66,7 @@ type env struct {
 	fake  *telegramtest.Server
 	svc   *messenger.Service
 	logs  *logBuffer
-	clock *fakeClock
+	clock *telegramtest.Clock
 }
 
 type option func(*messenger.Config, **http.Client, *func() time.Time)
@@ -123,7 +91,7 @@ func newEnv(t *testing.T, db *sqlstore.DB, opts ...option) *env {
 
 func newEnvWith(t *testing.T, db *sqlstore.DB, fake *telegramtest.Server, opts ...option) *env {
 	t.Helper()
-	e := &env{t: t, db: db, fake: fake, logs: &logBuffer{}, clock: &fakeClock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}}
+	e := &env{t: t, db: db, fake: fake, logs: &logBuffer{}, clock: telegramtest.NewClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC), true)}
 	cfg := messenger.Config{
 		Token:       token,
 		APIURL:      fake.URL,

@@ -144,7 +144,8 @@ type Store interface {
 	// ApplyTelegramUpdate records updateID as processed and, in the same
 	// transaction, applies change (nil: only record it) with Change.Apply.
 	// An update id already recorded gives Outcome{Duplicate: true} and
-	// changes nothing. Ids older than UpdateRetention are pruned.
+	// changes nothing. Ids older than UpdateRetention may be forgotten
+	// (sqlstore prunes them in its periodic housekeeping).
 	ApplyTelegramUpdate(ctx context.Context, updateID int64, change *Change) (Outcome, error)
 	// ApplySubscriberChange applies a change that comes from no update (a
 	// send that answered 403).

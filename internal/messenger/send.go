@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"html"
-	"math"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -196,13 +195,8 @@ func sendError(err error) error {
 		return apperr.Newf(apperr.InvalidMessage, "Telegram refused the message: its text, media address or buttons are not acceptable.")
 	case telegram.RateLimited:
 		d, _ := telegram.RetryAfter(err)
-		secs := int(math.Ceil(d.Seconds()))
-		if secs < 1 {
-			secs = 1
-		}
-		e := apperr.Newf(apperr.RateLimited, "Telegram asks to wait %d seconds before sending again.", secs).With("retryAfter", secs)
-		e.RetryAfterSeconds = secs
-		return e
+		secs := apperr.WaitSeconds(d)
+		return apperr.Newf(apperr.RateLimited, "Telegram asks to wait %d seconds before sending again.", secs).WithRetryAfter(secs)
 	case telegram.Unauthorized:
 		return apperr.Newf(apperr.MessengerNotConnected, "The messenger bot is not connected: Telegram rejected the bot token.")
 	case telegram.Unreachable:

@@ -307,7 +307,7 @@ type Page struct {
 func (s *Service) Subscribers(ctx context.Context, first int, after string) (Page, error) {
 	switch {
 	case first < 0:
-		return Page{}, invalidField("first", "a number from 0 to "+strconv.Itoa(MaxPageSize), strconv.Itoa(first))
+		return Page{}, apperr.Invalid("first", "a number from 0 to "+strconv.Itoa(MaxPageSize), strconv.Itoa(first))
 	case first == 0:
 		first = DefaultPageSize
 	case first > MaxPageSize:
@@ -317,7 +317,7 @@ func (s *Service) Subscribers(ctx context.Context, first int, after string) (Pag
 	if after != "" {
 		p, err := decodeCursor(after)
 		if err != nil {
-			return Page{}, invalidField("after", "an endCursor of an earlier page", after)
+			return Page{}, apperr.Invalid("after", "an endCursor of an earlier page", after)
 		}
 		pos = &p
 	}
@@ -333,11 +333,6 @@ func (s *Service) Subscribers(ctx context.Context, first int, after string) (Pag
 		page.EndCursor = encodeCursor(page.Items[n-1])
 	}
 	return page, nil
-}
-
-func invalidField(field, constraint, received string) *apperr.Error {
-	return apperr.Newf(apperr.ValidationError, "Field %q is invalid: expected %s.", field, constraint).
-		With("field", field).With("constraint", constraint).With("received", received)
 }
 
 // Cursors are opaque to clients: base64url of "v1|<since>|<chat id>".

@@ -36,7 +36,7 @@ const maxPayload = 256
 // update can then be delivered again.
 func (s *Service) HandleUpdate(ctx context.Context, u telegram.Update) error {
 	if u.UpdateID <= 0 {
-		return invalidField("update_id", "a positive update id", strconv.FormatInt(u.UpdateID, 10))
+		return apperr.Invalid("update_id", "a positive update id", strconv.FormatInt(u.UpdateID, 10))
 	}
 	change, cmd, chatID := interpret(u)
 	out, err := s.store.ApplyTelegramUpdate(ctx, u.UpdateID, change)
@@ -67,10 +67,7 @@ func interpret(u telegram.Update) (change *Change, cmd string, chatID int64) {
 			return nil, "", 0
 		}
 		cmd, payload := telegram.ParseCommand(m.Text)
-		c := &Change{ChatID: m.Chat.ID, Username: m.Chat.Username, FirstName: m.Chat.FirstName}
-		if c.FirstName == "" {
-			c.FirstName = m.Chat.Title
-		}
+		c := changeFor(m.Chat)
 		if m.From != nil && m.Chat.Type == "private" {
 			c.Username, c.FirstName = m.From.Username, m.From.FirstName
 		}
@@ -90,10 +87,7 @@ func interpret(u telegram.Update) (change *Change, cmd string, chatID int64) {
 		}
 	case u.MyChatMember != nil:
 		mc := u.MyChatMember
-		c := &Change{ChatID: mc.Chat.ID, Username: mc.Chat.Username, FirstName: mc.Chat.FirstName}
-		if c.FirstName == "" {
-			c.FirstName = mc.Chat.Title
-		}
+		c := changeFor(mc.Chat)
 		switch mc.NewChatMember.Status {
 		case "kicked", "left":
 			c.Kind = Block
@@ -105,6 +99,16 @@ func interpret(u telegram.Update) (change *Change, cmd string, chatID int64) {
 		return c, "", 0
 	}
 	return nil, "", 0
+}
+
+// changeFor starts a change for chat c, naming it by its first name or,
+// for groups and channels, its title. The caller sets the kind.
+func changeFor(c telegram.Chat) *Change {
+	ch := &Change{ChatID: c.ID, Username: c.Username, FirstName: c.FirstName}
+	if ch.FirstName == "" {
+		ch.FirstName = c.Title
+	}
+	return ch
 }
 
 func replyFor(cmd string, out Outcome) string {
@@ -176,7 +180,7 @@ func (s *Service) WebhookHandler() http.Handler {
 		}
 		var u telegram.Update
 		if err := json.Unmarshal(body, &u); err != nil {
-			api.WriteError(w, r, invalidField("body", "a Telegram Update object", "malformed JSON"))
+			api.WriteError(w, r, apperr.Invalid("body", "a Telegram Update object", "malformed JSON"))
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), webhookTimeout)

@@ -6,12 +6,13 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/riverqueue/river"
 )
 
 // Pruned counts what one housekeeping pass removed.
 type Pruned struct {
-	Deliveries, Sessions, Codes, PendingCodes, Leases int64
+	Deliveries, Sessions, Codes, PendingCodes, Leases, TelegramUpdates int64
 }
 
 // sessionKeep is how long an ended session (expired or revoked) is kept:
@@ -22,7 +23,9 @@ const sessionKeep = 48 * time.Hour
 // the per-device delivery records of broadcasts that finished before
 // deliveriesBefore (the job row and its counters stay), sessions that ended
 // more than two days ago (with their refresh tokens), codes that expired a
-// day ago and lapsed send leases.
+// day ago, lapsed send leases and Telegram update ids processed more than
+// messenger.UpdateRetention ago (Telegram keeps an undelivered update for
+// at most 24 hours, so a replay older than that cannot happen).
 func (db *DB) Prune(ctx context.Context, deliveriesBefore time.Time) (Pruned, error) {
 	var p Pruned
 	err := db.inTx(ctx, func(tx *Tx) error {
@@ -37,6 +40,7 @@ func (db *DB) Prune(ctx context.Context, deliveriesBefore time.Time) (Pruned, er
 			{&p.Codes, `DELETE FROM one_time_codes WHERE expires_at < ?`, []any{tx.now.Add(-24 * time.Hour)}},
 			{&p.PendingCodes, `DELETE FROM pending_codes WHERE expires_at < ?`, []any{tx.now.Add(-24 * time.Hour)}},
 			{&p.Leases, `DELETE FROM code_send_leases WHERE locked_until < ?`, []any{tx.now}},
+			{&p.TelegramUpdates, `DELETE FROM telegram_updates WHERE processed_at < ?`, []any{tx.now.Add(-messenger.UpdateRetention)}},
 		}
 		for _, s := range steps {
 			n, err := tx.q.exec(ctx, s.sql, s.args...)
@@ -68,7 +72,8 @@ func (w *HousekeepingWorker) Work(ctx context.Context, _ *river.Job[Housekeeping
 	if err != nil {
 		return fmt.Errorf("housekeeping: %w", err)
 	}
-	w.Logger.InfoContext(ctx, "housekeeping", "deliveries", p.Deliveries, "sessions", p.Sessions, "codes", p.Codes, "leases", p.Leases)
+	w.Logger.InfoContext(ctx, "housekeeping", "deliveries", p.Deliveries, "sessions", p.Sessions, "codes", p.Codes, "pending_codes", p.PendingCodes, "leases", p.Leases,
+		"telegram_updates", p.TelegramUpdates)
 	return nil
 }
 

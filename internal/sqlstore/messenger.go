@@ -28,7 +28,8 @@ func scanSubscriber(r row) (messenger.Subscriber, error) {
 
 // ApplyTelegramUpdate implements messenger.Store: the update id is recorded and
 // the change applied in one transaction, so a redelivered update (even
-// concurrently, on another replica) changes nothing.
+// concurrently, on another replica) changes nothing. Prune removes ids
+// older than messenger.UpdateRetention.
 func (db *DB) ApplyTelegramUpdate(ctx context.Context, updateID int64, change *messenger.Change) (messenger.Outcome, error) {
 	var out messenger.Outcome
 	err := db.inTx(ctx, func(tx *Tx) error {
@@ -40,9 +41,6 @@ func (db *DB) ApplyTelegramUpdate(ctx context.Context, updateID int64, change *m
 		if n == 0 {
 			out.Duplicate = true
 			return nil
-		}
-		if _, err := tx.q.exec(ctx, `DELETE FROM telegram_updates WHERE processed_at < ?`, tx.now.Add(-messenger.UpdateRetention)); err != nil {
-			return err
 		}
 		if change == nil {
 			return nil

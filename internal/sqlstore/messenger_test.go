@@ -159,6 +159,17 @@ func testUpdatePruning(t *testing.T, db *sqlstore.DB, now *time.Time) {
 	if _, err := db.ApplyTelegramUpdate(ctx, 4, nil); err != nil {
 		t.Fatal(err)
 	}
+	// Housekeeping removes exactly the ids past the retention.
+	p, err := db.Prune(ctx, *now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.TelegramUpdates != 3 {
+		t.Fatalf("pruned %d update ids, want 3", p.TelegramUpdates)
+	}
+	if p, _ := db.Prune(ctx, *now); p.TelegramUpdates != 0 {
+		t.Fatalf("a second pass pruned %d update ids", p.TelegramUpdates)
+	}
 	if _, ok, _ := db.LastTelegramUpdateID(ctx, start.Add(time.Hour)); !ok {
 		t.Fatal("the newest update is missing")
 	}

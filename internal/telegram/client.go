@@ -119,9 +119,6 @@ func (c *Client) GetUpdates(ctx context.Context, offset int64, timeoutSec int, a
 func (c *Client) SendMessage(ctx context.Context, chatID, text string, opts SendOptions) (Message, error) {
 	p := sendParams(chatID, opts)
 	p["text"] = text
-	if opts.DisableLinkPreview {
-		p["link_preview_options"] = map[string]bool{"is_disabled": true}
-	}
 	var m Message
 	err := c.call(ctx, "sendMessage", p, &m, 0)
 	return m, err
@@ -130,25 +127,24 @@ func (c *Client) SendMessage(ctx context.Context, chatID, text string, opts Send
 // SendPhoto sends the photo at photoURL (Telegram fetches it) with an
 // optional caption; opts.ParseMode applies to the caption.
 func (c *Client) SendPhoto(ctx context.Context, chatID, photoURL, caption string, opts SendOptions) (Message, error) {
-	p := sendParams(chatID, opts)
-	p["photo"] = photoURL
-	if caption != "" {
-		p["caption"] = caption
-	}
-	var m Message
-	err := c.call(ctx, "sendPhoto", p, &m, 0)
-	return m, err
+	return c.sendMedia(ctx, "sendPhoto", "photo", chatID, photoURL, caption, opts)
 }
 
 // SendDocument sends the file at documentURL with an optional caption.
 func (c *Client) SendDocument(ctx context.Context, chatID, documentURL, caption string, opts SendOptions) (Message, error) {
+	return c.sendMedia(ctx, "sendDocument", "document", chatID, documentURL, caption, opts)
+}
+
+// sendMedia calls a send method that takes a file URL in field and an
+// optional caption.
+func (c *Client) sendMedia(ctx context.Context, method, field, chatID, url, caption string, opts SendOptions) (Message, error) {
 	p := sendParams(chatID, opts)
-	p["document"] = documentURL
+	p[field] = url
 	if caption != "" {
 		p["caption"] = caption
 	}
 	var m Message
-	err := c.call(ctx, "sendDocument", p, &m, 0)
+	err := c.call(ctx, method, p, &m, 0)
 	return m, err
 }
 
@@ -181,16 +177,16 @@ type apiResponse struct {
 	ErrorCode   int             `json:"error_code"`
 	Description string          `json:"description"`
 	Parameters  *struct {
-		RetryAfter      int   `json:"retry_after"`
-		MigrateToChatID int64 `json:"migrate_to_chat_id"`
+		RetryAfter int `json:"retry_after"`
 	} `json:"parameters"`
 }
 
-// call POSTs params as JSON to method and decodes result into out (if
-// non-nil). extra lengthens the deadline for long polls.
-func (c *Client) call(ctx context.Context, method string, params any, out any, extra time.Duration) error {
+// call POSTs params as a JSON object to method ("{}" when there are none)
+// and decodes result into out (if non-nil). extra lengthens the deadline
+// for long polls.
+func (c *Client) call(ctx context.Context, method string, params map[string]any, out any, extra time.Duration) error {
 	body := []byte("{}")
-	if params != nil {
+	if len(params) > 0 {
 		var err error
 		if body, err = json.Marshal(params); err != nil {
 			return fmt.Errorf("telegram %s: encode request: %w", method, err)
@@ -223,7 +219,6 @@ func (c *Client) call(ctx context.Context, method string, params any, out any, e
 		e := &APIError{Method: method, Code: r.ErrorCode, Description: r.Description}
 		if r.Parameters != nil {
 			e.RetryAfter = time.Duration(r.Parameters.RetryAfter) * time.Second
-			e.MigrateToChatID = r.Parameters.MigrateToChatID
 		}
 		return e
 	}

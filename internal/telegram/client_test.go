@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -191,7 +192,7 @@ func TestSendMethods(t *testing.T) {
 	}}
 	text, mode := telegram.FormatMarkdown("**Renew** now: 4.99 (50% off!)")
 	m, err := c.SendMessage(ctx, "42", text, telegram.SendOptions{
-		ParseMode: mode, DisableNotification: true, ReplyMarkup: kb, DisableLinkPreview: true})
+		ParseMode: mode, DisableNotification: true, ReplyMarkup: kb})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,6 +386,32 @@ func TestTokenRedaction(t *testing.T) {
 		if strings.Contains(s, token) {
 			t.Fatalf("client prints token: %q", s)
 		}
+	}
+}
+
+func TestRequestBodyIsObject(t *testing.T) {
+	// Methods without parameters still send a JSON object, never null.
+	var bodies []string
+	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		bodies = append(bodies, string(b))
+		return &http.Response{StatusCode: 200, Status: "200 OK", Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(strings.NewReader(`{"ok":true,"result":true}`))}, nil
+	})}
+	c := telegram.New(token, "https://api.example", hc)
+	ctx := context.Background()
+	if err := c.DeleteWebhook(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteWebhook(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`{}`, `{"drop_pending_updates":true}`}
+	if strings.Join(bodies, " ") != strings.Join(want, " ") {
+		t.Fatalf("bodies = %q, want %q", bodies, want)
 	}
 }
 

@@ -10,11 +10,10 @@ import (
 
 // APIError is an {"ok":false,...} answer from the Bot API.
 type APIError struct {
-	Method          string
-	Code            int    // error_code, e.g. 400, 403, 429
-	Description     string // e.g. "Bad Request: chat not found"
-	RetryAfter      time.Duration
-	MigrateToChatID int64 // set when a group became a supergroup
+	Method      string
+	Code        int    // error_code, e.g. 400, 403, 429
+	Description string // e.g. "Bad Request: chat not found"
+	RetryAfter  time.Duration
 }
 
 func (e *APIError) Error() string {

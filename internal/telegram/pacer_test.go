@@ -9,53 +9,14 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/telegram"
+	"github.com/herald-vpn/herald/internal/telegram/telegramtest"
 )
 
 // globalGap is the Pacer's default spacing: 1s/30 rounded up.
 const globalGap = (time.Second + 29) / 30
 
-// fakeClock records requested sleeps; with advance set, sleeping moves
-// the clock forward as real time would.
-type fakeClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	advance bool
-	sleeps  []time.Duration
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.sleeps = append(c.sleeps, d)
-	if c.advance {
-		c.now = c.now.Add(d)
-	}
-	return nil
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-func (c *fakeClock) taken() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]time.Duration(nil), c.sleeps...)
-}
-
 func TestPacerPerChat(t *testing.T) {
-	clk := &fakeClock{now: time.Unix(1000, 0), advance: true}
+	clk := telegramtest.NewClock(time.Unix(1000, 0), true)
 	p := telegram.NewPacer(telegram.PacerConfig{Clock: clk})
 	ctx := context.Background()
 	for range 3 {
@@ -68,33 +29,33 @@ func TestPacerPerChat(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []time.Duration{time.Second, time.Second, globalGap}
-	if got := clk.taken(); !slices.Equal(got, want) {
+	if got := clk.Sleeps(); !slices.Equal(got, want) {
 		t.Fatalf("sleeps = %v, want %v", got, want)
 	}
 
 	// After a quiet spell nobody waits.
 	clk.Add(5 * time.Second)
-	before := len(clk.taken())
+	before := len(clk.Sleeps())
 	if err := p.Wait(ctx, "A"); err != nil {
 		t.Fatal(err)
 	}
-	if len(clk.taken()) != before {
-		t.Fatalf("slept after idle period: %v", clk.taken()[before:])
+	if len(clk.Sleeps()) != before {
+		t.Fatalf("slept after idle period: %v", clk.Sleeps()[before:])
 	}
 }
 
 func TestPacerGlobal(t *testing.T) {
 	// The clock stands still, so each wait is the offset of its slot.
-	clk := &fakeClock{now: time.Unix(1000, 0)}
+	clk := telegramtest.NewClock(time.Unix(1000, 0), false)
 	p := telegram.NewPacer(telegram.PacerConfig{Clock: clk})
 	var offsets []time.Duration
 	for i := range 31 {
-		n := len(clk.taken())
+		n := len(clk.Sleeps())
 		if err := p.Wait(context.Background(), string(rune('a'+i))); err != nil {
 			t.Fatal(err)
 		}
 		off := time.Duration(0)
-		if s := clk.taken(); len(s) > n {
+		if s := clk.Sleeps(); len(s) > n {
 			off = s[n]
 		}
 		offsets = append(offsets, off)
@@ -114,7 +75,7 @@ func TestPacerGlobal(t *testing.T) {
 }
 
 func TestPacerConcurrent(t *testing.T) {
-	clk := &fakeClock{now: time.Unix(1000, 0)}
+	clk := telegramtest.NewClock(time.Unix(1000, 0), false)
 	p := telegram.NewPacer(telegram.PacerConfig{Clock: clk, PerChat: time.Second, Global: 10 * time.Millisecond})
 	var wg sync.WaitGroup
 	for range 20 {
@@ -125,7 +86,7 @@ func TestPacerConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	got := clk.taken()
+	got := clk.Sleeps()
 	slices.Sort(got)
 	// One caller goes at once; the others get distinct one-second slots.
 	if len(got) != 19 {
@@ -139,7 +100,7 @@ func TestPacerConcurrent(t *testing.T) {
 }
 
 func TestPacerPauseAndCancel(t *testing.T) {
-	clk := &fakeClock{now: time.Unix(1000, 0)}
+	clk := telegramtest.NewClock(time.Unix(1000, 0), false)
 	p := telegram.NewPacer(telegram.PacerConfig{Clock: clk})
 	p.Pause("A", 5*time.Second)
 	if err := p.Wait(context.Background(), "A"); err != nil {
@@ -149,7 +110,7 @@ func TestPacerPauseAndCancel(t *testing.T) {
 	if err := p.Wait(context.Background(), "B"); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := clk.taken(), []time.Duration{5 * time.Second, 5*time.Second + globalGap}; !slices.Equal(got, want) {
+	if got, want := clk.Sleeps(), []time.Duration{5 * time.Second, 5*time.Second + globalGap}; !slices.Equal(got, want) {
 		// B waits for the global slot after A's (later than the 3s pause).
 		t.Fatalf("sleeps = %v, want %v", got, want)
 	}

@@ -1,7 +1,5 @@
 package telegram
 
-import "time"
-
 // ParseModeHTML is the only parse mode this package produces; HTML is far
 // easier to escape correctly than MarkdownV2.
 const ParseModeHTML = "HTML"
@@ -44,9 +42,6 @@ type Message struct {
 	Text      string `json:"text,omitempty"`
 	Caption   string `json:"caption,omitempty"`
 }
-
-// Time converts Date to a time.Time.
-func (m Message) Time() time.Time { return time.Unix(m.Date, 0) }
 
 // ChatMember carries the status of a user in a chat: creator,
 // administrator, member, restricted, left or kicked.
@@ -106,6 +101,4 @@ type SendOptions struct {
 	ParseMode           string // "" for plain text, or ParseModeHTML
 	DisableNotification bool
 	ReplyMarkup         *InlineKeyboardMarkup
-	// DisableLinkPreview only applies to SendMessage.
-	DisableLinkPreview bool
 }

@@ -153,18 +153,11 @@ func (s *Server) Client() *telegram.Client {
 	return telegram.New(s.token, s.URL, s.srv.Client())
 }
 
-// Me returns the bot user getMe answers with; SetMe changes it.
+// Me returns the bot user getMe answers with.
 func (s *Server) Me() telegram.User {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.me
-}
-
-// SetMe sets the bot user getMe answers with.
-func (s *Server) SetMe(u telegram.User) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.me = u
 }
 
 // PushUpdate queues u for getUpdates, assigning the next update_id if
