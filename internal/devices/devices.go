@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/push"
 )
 
-// Platforms a device can have.
+// Platforms a device can have: push's target platforms.
 const (
-	PlatformAndroid = "android"
-	PlatformIOS     = "ios"
+	PlatformAndroid = push.PlatformAndroid
+	PlatformIOS     = push.PlatformIOS
 )
 
 // Push-token states. A token is invalid once a provider called it dead, or

@@ -83,6 +83,15 @@ func (s *Service) Import(ctx context.Context, r io.Reader, progress func(done in
 		}
 		return nil
 	}
+	// refuse rejects the current line; a full buffer of refusals is
+	// flushed, which bounds memory for a file of bad lines.
+	refuse := func(reason string) error {
+		refused = append(refused, LineError{Line: lineNo, Reason: reason})
+		if len(refused) >= s.cfg.ImportBatchSize {
+			return flush()
+		}
+		return nil
+	}
 	var long []byte
 	for {
 		chunk, isPrefix, err := br.ReadLine()
@@ -108,21 +117,15 @@ func (s *Service) Import(ctx context.Context, r io.Reader, progress func(done in
 			continue
 		}
 		if len(chunk) > MaxImportLineLen {
-			refused = append(refused, LineError{Line: lineNo, Reason: fmt.Sprintf("line longer than %d bytes", MaxImportLineLen)})
-			if len(refused) >= s.cfg.ImportBatchSize { // bounded memory for a file of bad lines
-				if err := flush(); err != nil {
-					return res, err
-				}
+			if err := refuse(fmt.Sprintf("line longer than %d bytes", MaxImportLineLen)); err != nil {
+				return res, err
 			}
 			continue
 		}
 		row, reason := s.parseLine(chunk)
 		if reason != "" {
-			refused = append(refused, LineError{Line: lineNo, Reason: reason})
-			if len(refused) >= s.cfg.ImportBatchSize { // bounded memory for a file of bad lines
-				if err := flush(); err != nil {
-					return res, err
-				}
+			if err := refuse(reason); err != nil {
+				return res, err
 			}
 			continue
 		}

@@ -53,7 +53,6 @@ type Config struct {
 type Service struct {
 	store Store
 	cfg   Config
-	now   func() time.Time
 }
 
 // NewService returns the service.
@@ -67,11 +66,10 @@ func NewService(store Store, cfg Config) *Service {
 	if cfg.MaxImportErrors <= 0 {
 		cfg.MaxImportErrors = 10_000
 	}
-	now := cfg.Now
-	if now == nil {
-		now = func() time.Time { return time.Now().UTC() }
+	if cfg.Now == nil {
+		cfg.Now = func() time.Time { return time.Now().UTC() }
 	}
-	return &Service{store: store, cfg: cfg, now: now}
+	return &Service{store: store, cfg: cfg}
 }
 
 // Plans returns the configured plan names, sorted.
@@ -110,7 +108,7 @@ func (s *Service) Register(ctx context.Context, accountID, platform, pushToken, 
 		return Device{}, err
 	}
 	allow := func(q Quota) error {
-		now := s.now()
+		now := s.cfg.Now()
 		if !now.Before(q.ExpiresAt) {
 			return apperr.Newf(apperr.SubscriptionExpired, "Your %s subscription expired on %s; renew it to add devices.", q.Plan, q.ExpiresAt.UTC().Format(time.RFC3339)).
 				With("expiredAt", q.ExpiresAt.UTC().Format(time.RFC3339)).
@@ -129,20 +127,17 @@ func (s *Service) Register(ctx context.Context, accountID, platform, pushToken, 
 	}
 	// Two registrations racing for one token: the loser retries and then
 	// sees the winner's device, from which it takes the token.
-	for attempt := 0; ; attempt++ {
+	d, err := retryConflict(func() (Device, error) {
 		id, err := newID()
 		if err != nil {
 			return Device{}, err
 		}
-		d, err := s.store.RegisterDevice(ctx, NewDevice{ID: id, AccountID: accountID, Platform: platform, Name: name, NewName: orDefaultName(name, platform), PushToken: token}, allow)
-		if errors.Is(err, storage.ErrConflict) && attempt < 3 {
-			continue
-		}
-		if errors.Is(err, storage.ErrNotFound) {
-			return Device{}, apperr.New(apperr.UserNotFound)
-		}
-		return d, err
+		return s.store.RegisterDevice(ctx, NewDevice{ID: id, AccountID: accountID, Platform: platform, Name: name, NewName: orDefaultName(name, platform), PushToken: token}, allow)
+	})
+	if errors.Is(err, storage.ErrNotFound) {
+		return Device{}, apperr.New(apperr.UserNotFound)
 	}
+	return d, err
 }
 
 // UpdatePushToken gives one of the account's active devices a new token and
@@ -153,15 +148,25 @@ func (s *Service) UpdatePushToken(ctx context.Context, accountID, deviceID, push
 	if err != nil {
 		return Device{}, err
 	}
+	d, err := retryConflict(func() (Device, error) {
+		return s.store.UpdatePushToken(ctx, accountID, deviceID, token)
+	})
+	if errors.Is(err, storage.ErrNotFound) {
+		return Device{}, deviceNotFound(deviceID)
+	}
+	return d, err
+}
+
+// retryConflict calls op until it returns something other than
+// storage.ErrConflict (a concurrent write took the token first), at most
+// four times in all, and returns its last result.
+func retryConflict[T any](op func() (T, error)) (T, error) {
 	for attempt := 0; ; attempt++ {
-		d, err := s.store.UpdatePushToken(ctx, accountID, deviceID, token)
+		v, err := op()
 		if errors.Is(err, storage.ErrConflict) && attempt < 3 {
 			continue
 		}
-		if errors.Is(err, storage.ErrNotFound) {
-			return Device{}, deviceNotFound(deviceID)
-		}
-		return d, err
+		return v, err
 	}
 }
 
@@ -192,11 +197,11 @@ func (s *Service) AdminList(ctx context.Context, accountID *string, first int, a
 		first = DefaultPageSize
 	}
 	if first < 0 || first > MaxPageSize {
-		return Page{}, validation("first", fmt.Sprintf("between 1 and %d", MaxPageSize), fmt.Sprint(first))
+		return Page{}, apperr.Invalid("first", fmt.Sprintf("between 1 and %d", MaxPageSize), fmt.Sprint(first))
 	}
 	afterID, err := DecodeCursor(after)
 	if err != nil {
-		return Page{}, validation("after", "a cursor from an earlier page", after)
+		return Page{}, apperr.Invalid("after", "a cursor from an earlier page", after)
 	}
 	acct := ""
 	if accountID != nil {
@@ -230,10 +235,10 @@ func (s *Service) SetPlan(ctx context.Context, email, plan string, expires time.
 		return accounts.Subscription{}, err
 	}
 	if _, ok := s.cfg.PlanLimits[plan]; !ok {
-		return accounts.Subscription{}, validation("plan", "one of "+strings.Join(s.Plans(), ", "), plan)
+		return accounts.Subscription{}, apperr.Invalid("plan", "one of "+strings.Join(s.Plans(), ", "), plan)
 	}
 	if expires.IsZero() {
-		return accounts.Subscription{}, validation("expires", "a time", "")
+		return accounts.Subscription{}, apperr.Invalid("expires", "a time", "")
 	}
 	a, err := s.store.SetPlan(ctx, email, plan, expires.UTC())
 	if errors.Is(err, storage.ErrNotFound) {
@@ -245,7 +250,7 @@ func (s *Service) SetPlan(ctx context.Context, email, plan string, expires time.
 // ValidatePlatform returns VALIDATION_ERROR unless p is android or ios.
 func ValidatePlatform(p string) error {
 	if p != PlatformAndroid && p != PlatformIOS {
-		return validation("platform", "one of android, ios", p)
+		return apperr.Invalid("platform", "one of android, ios", p)
 	}
 	return nil
 }
@@ -253,13 +258,13 @@ func ValidatePlatform(p string) error {
 func normalizeToken(t string) (string, error) {
 	t = strings.TrimSpace(t)
 	if t == "" {
-		return "", validation("pushToken", "required", "empty")
+		return "", apperr.Invalid("pushToken", "required", "empty")
 	}
 	if len(t) > MaxPushTokenLen {
-		return "", validation("pushToken", fmt.Sprintf("at most %d bytes", MaxPushTokenLen), fmt.Sprintf("%d bytes", len(t)))
+		return "", apperr.Invalid("pushToken", fmt.Sprintf("at most %d bytes", MaxPushTokenLen), fmt.Sprintf("%d bytes", len(t)))
 	}
 	if !utf8.ValidString(t) || strings.IndexFunc(t, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
-		return "", validation("pushToken", "no spaces or control characters", "invalid characters")
+		return "", apperr.Invalid("pushToken", "no spaces or control characters", "invalid characters")
 	}
 	return t, nil
 }
@@ -267,10 +272,10 @@ func normalizeToken(t string) (string, error) {
 func normalizeName(n string) (string, error) {
 	n = strings.TrimSpace(n)
 	if !utf8.ValidString(n) || strings.IndexFunc(n, unicode.IsControl) >= 0 {
-		return "", validation("name", "no control characters", "invalid characters")
+		return "", apperr.Invalid("name", "no control characters", "invalid characters")
 	}
 	if c := utf8.RuneCountInString(n); c > MaxNameLen {
-		return "", validation("name", fmt.Sprintf("at most %d characters", MaxNameLen), fmt.Sprintf("%d characters", c))
+		return "", apperr.Invalid("name", fmt.Sprintf("at most %d characters", MaxNameLen), fmt.Sprintf("%d characters", c))
 	}
 	return n, nil
 }
@@ -288,12 +293,6 @@ func orDefaultName(name, platform string) string {
 
 func deviceNotFound(id string) error {
 	return apperr.Newf(apperr.DeviceNotFound, "No device with the id %q.", id)
-}
-
-// validation is VALIDATION_ERROR with the spec's details.
-func validation(field, constraint, received string) *apperr.Error {
-	return apperr.Newf(apperr.ValidationError, "Field %q is invalid: expected %s.", field, constraint).
-		With("field", field).With("constraint", constraint).With("received", received)
 }
 
 // newID is a device ID: a UUIDv7, random in its last 74 bits and ordered by

@@ -81,7 +81,7 @@ func (s *Service) work(ctx context.Context, id string, lastAttempt bool) error {
 	}
 	r := &run{s: s, id: id, owner: owner, n: Notification{Subject: lease.Job.Subject, Content: lease.Job.Content, Data: lease.Job.Data}.push()}
 	r.n.CollapseKey = id // a resend after a crash replaces, not repeats, on the device
-	s.log.InfoContext(ctx, "broadcast working", "job_id", id, "total_recipients", lease.Job.TotalRecipients)
+	s.cfg.Logger.InfoContext(ctx, "broadcast working", "job_id", id, "total_recipients", lease.Job.TotalRecipients)
 	err = r.all(ctx)
 	bg := context.WithoutCancel(ctx)
 	var fatal *fatalError
@@ -91,14 +91,14 @@ func (s *Service) work(ctx context.Context, id string, lastAttempt bool) error {
 		if ferr != nil {
 			return ferr
 		}
-		s.log.InfoContext(ctx, "broadcast finished", "job_id", id, "status", j.Status, "sent", j.Sent, "failed", j.Failed, "invalid_tokens", j.InvalidTokens)
+		s.cfg.Logger.InfoContext(ctx, "broadcast finished", "job_id", id, "status", j.Status, "sent", j.Sent, "failed", j.Failed, "invalid_tokens", j.InvalidTokens)
 		return nil
 	case errors.Is(err, errStopped):
 		// Cancelled, or the lease was lost to another worker.
 		s.store.ReleaseBroadcast(bg, id, owner)
 		return nil
 	case errors.As(err, &fatal):
-		s.log.ErrorContext(ctx, "BROADCAST FAILED: the push provider refused the request; check the FCM/APNs credentials and settings", "job_id", id, "err", fatal.err)
+		s.cfg.Logger.ErrorContext(ctx, "BROADCAST FAILED: the push provider refused the request; check the FCM/APNs credentials and settings", "job_id", id, "err", fatal.err)
 		_, ferr := s.store.FinishBroadcast(bg, id, owner, StatusFailed, "push provider refused the request: "+fatal.err.Error())
 		return ferr
 	case ctx.Err() != nil:
@@ -113,7 +113,7 @@ func (s *Service) work(ctx context.Context, id string, lastAttempt bool) error {
 		// The provider or the database is down: River retries later and
 		// the next run continues from the checkpoint.
 		s.store.ReleaseBroadcast(bg, id, owner)
-		s.log.WarnContext(ctx, "broadcast paused; River retries it", "job_id", id, "err", err)
+		s.cfg.Logger.WarnContext(ctx, "broadcast paused; River retries it", "job_id", id, "err", err)
 		return err
 	}
 }
@@ -263,7 +263,7 @@ func (r *run) send(ctx context.Context, claims []Claim, final bool) error {
 			stop()
 		}
 		if !kept && err == nil && firstErr == nil {
-			r.s.log.WarnContext(ctx, "broadcast lease lost to another worker", "job_id", r.id)
+			r.s.cfg.Logger.WarnContext(ctx, "broadcast lease lost to another worker", "job_id", r.id)
 			firstErr = errStopped
 			stop()
 		}
@@ -281,12 +281,13 @@ func (r *run) send(ctx context.Context, claims []Claim, final bool) error {
 				}
 				return ctx.Err()
 			}
-			o, known := r.outcome(ctx, res, final)
+			kind, _ := push.Classify(res.err)
+			o, known := r.outcome(ctx, res, kind, final)
 			if !known {
 				continue
 			}
 			pending = append(pending, o)
-			switch kind, _ := push.Classify(res.err); kind {
+			switch kind {
 			case push.Retryable:
 				consecutive++
 				if consecutive >= downAfter && firstErr == nil {
@@ -315,12 +316,12 @@ type result struct {
 	err error
 }
 
-// outcome maps a send's result to the delivery's new state; known is false
-// when the send was interrupted by the worker's own shutdown, whose outcome
-// is left unknown (claimed) for the next run.
-func (r *run) outcome(ctx context.Context, res result, final bool) (Outcome, bool) {
+// outcome maps a send's result, of kind (push.Classify of res.err), to the
+// delivery's new state; known is false when the send was interrupted by the
+// worker's own shutdown, whose outcome is left unknown (claimed) for the
+// next run.
+func (r *run) outcome(ctx context.Context, res result, kind push.Kind, final bool) (Outcome, bool) {
 	o := Outcome{DeviceID: res.c.DeviceID, Token: res.c.Token}
-	kind, _ := push.Classify(res.err)
 	switch kind {
 	case push.Sent:
 		o.Status = DeliverySent

@@ -70,33 +70,37 @@ var reservedDataKeys = map[string]bool{
 // missing or blank, or a field is too large, or data uses a key the
 // providers reserve.
 func (n Notification) Validate() error {
+	_, err := n.validate()
+	return err
+}
+
+// validate is Validate that also returns the data as JSON (nil when there
+// is none), which it has to encode to check its size.
+func (n Notification) validate() ([]byte, error) {
 	if strings.TrimSpace(n.Subject) == "" {
-		return invalidInput("subject", "The notification subject is required.")
+		return nil, invalidInput("subject", "The notification subject is required.")
 	}
 	if strings.TrimSpace(n.Content) == "" {
-		return invalidInput("content", "The notification content is required.")
+		return nil, invalidInput("content", "The notification content is required.")
 	}
 	if len(n.Subject) > MaxSubjectBytes {
-		return invalidInput("subject", fmt.Sprintf("The notification subject is longer than %d bytes.", MaxSubjectBytes))
+		return nil, invalidInput("subject", fmt.Sprintf("The notification subject is longer than %d bytes.", MaxSubjectBytes))
 	}
 	if len(n.Content) > MaxContentBytes {
-		return invalidInput("content", fmt.Sprintf("The notification content is longer than %d bytes.", MaxContentBytes))
+		return nil, invalidInput("content", fmt.Sprintf("The notification content is longer than %d bytes.", MaxContentBytes))
 	}
 	for field, text := range map[string]string{"subject": n.Subject, "content": n.Content} {
 		if !printable(text) {
-			return invalidInput(field, fmt.Sprintf("The notification %s holds invalid UTF-8 or control characters.", field))
+			return nil, invalidInput(field, fmt.Sprintf("The notification %s holds invalid UTF-8 or control characters.", field))
 		}
 	}
 	for k := range n.Data {
 		lk := strings.ToLower(k)
 		if k == "" || reservedDataKeys[lk] || strings.HasPrefix(lk, "google.") || strings.HasPrefix(lk, "gcm.") {
-			return invalidInput("data", fmt.Sprintf("The data key %q is reserved by the push providers.", k))
+			return nil, invalidInput("data", fmt.Sprintf("The data key %q is reserved by the push providers.", k))
 		}
 	}
-	if _, err := n.encodeData(); err != nil {
-		return err
-	}
-	return nil
+	return n.encodeData()
 }
 
 // encodeData returns the data as JSON, nil when there is none.

@@ -98,14 +98,12 @@ type Service struct {
 	store    Store
 	provider push.Provider
 	cfg      Config
-	log      *slog.Logger
 }
 
 // NewService returns the service. provider is usually a push.NewRouter of
 // the configured providers, each wrapped in RateLimit.
 func NewService(store Store, provider push.Provider, cfg Config) *Service {
-	cfg = cfg.withDefaults()
-	return &Service{store: store, provider: provider, cfg: cfg, log: cfg.Logger}
+	return &Service{store: store, provider: provider, cfg: cfg.withDefaults()}
 }
 
 // StatusSent is SendToDevice's status.
@@ -146,15 +144,15 @@ func (s *Service) SendToDevice(ctx context.Context, deviceID string, n Notificat
 		return SendResult{Status: StatusSent, Message: fmt.Sprintf("Notification sent to device %s.", deviceID)}, nil
 	case push.DeadToken:
 		if err := s.store.InvalidatePushToken(context.WithoutCancel(ctx), d.ID, d.PushToken); err != nil {
-			s.log.ErrorContext(ctx, "marking a dead push token invalid", "device_id", d.ID, "err", err)
+			s.cfg.Logger.ErrorContext(ctx, "marking a dead push token invalid", "device_id", d.ID, "err", err)
 		}
-		s.log.InfoContext(ctx, "push token is dead; device marked invalid", "device_id", d.ID, "reason", reasonOf(err))
+		s.cfg.Logger.InfoContext(ctx, "push token is dead; device marked invalid", "device_id", d.ID, "reason", reasonOf(err))
 		return SendResult{}, invalidToken(deviceID)
 	case push.Fatal:
-		s.log.ErrorContext(ctx, "PUSH PROVIDER MISCONFIGURED: check the FCM/APNs credentials and settings", "device_id", d.ID, "platform", d.Platform, "err", err)
+		s.cfg.Logger.ErrorContext(ctx, "PUSH PROVIDER MISCONFIGURED: check the FCM/APNs credentials and settings", "device_id", d.ID, "platform", d.Platform, "err", err)
 		return SendResult{}, apperr.Newf(apperr.UpstreamError, "The push provider refused the request; the operator has been alerted.")
 	case push.Retryable:
-		s.log.WarnContext(ctx, "push provider unavailable", "device_id", d.ID, "err", err)
+		s.cfg.Logger.WarnContext(ctx, "push provider unavailable", "device_id", d.ID, "err", err)
 		return SendResult{}, apperr.Newf(apperr.UpstreamError, "The push provider is unavailable; try again later.")
 	}
 	if ctx.Err() != nil {
@@ -163,7 +161,7 @@ func (s *Service) SendToDevice(ctx context.Context, deviceID string, n Notificat
 	if r := reasonOf(err); r == "InvalidData" || r == "INVALID_ARGUMENT" {
 		return SendResult{}, invalidInput("data", "The push provider refused the notification's data.")
 	}
-	s.log.WarnContext(ctx, "push failed", "device_id", d.ID, "err", err)
+	s.cfg.Logger.WarnContext(ctx, "push failed", "device_id", d.ID, "err", err)
 	return SendResult{}, apperr.Newf(apperr.UpstreamError, "The push provider did not accept the notification.")
 }
 
@@ -183,10 +181,7 @@ func reasonOf(err error) string {
 // is returned queued with TotalRecipients counted in that transaction.
 // INVALID_INPUT for a bad notification.
 func (s *Service) Broadcast(ctx context.Context, n Notification) (Job, error) {
-	if err := n.Validate(); err != nil {
-		return Job{}, err
-	}
-	data, err := n.encodeData()
+	data, err := n.validate()
 	if err != nil {
 		return Job{}, err
 	}
@@ -228,13 +223,11 @@ func (s *Service) Jobs(ctx context.Context, first int, after string) (JobPage, e
 		first = DefaultPageSize
 	}
 	if first < 0 || first > MaxPageSize {
-		return JobPage{}, apperr.Newf(apperr.ValidationError, "Field \"first\" is invalid: expected between 1 and %d.", MaxPageSize).
-			With("field", "first").With("constraint", fmt.Sprintf("between 1 and %d", MaxPageSize)).With("received", fmt.Sprint(first))
+		return JobPage{}, apperr.Invalid("first", fmt.Sprintf("between 1 and %d", MaxPageSize), fmt.Sprint(first))
 	}
 	before, err := decodeCursor(after)
 	if err != nil {
-		return JobPage{}, apperr.Newf(apperr.ValidationError, "Field \"after\" is invalid: expected a cursor from an earlier page.").
-			With("field", "after").With("constraint", "a cursor from an earlier page").With("received", after)
+		return JobPage{}, apperr.Invalid("after", "a cursor from an earlier page", after)
 	}
 	js, err := s.store.BroadcastJobs(ctx, before, first+1)
 	if err != nil {
@@ -277,7 +270,7 @@ func (s *Service) Recover(ctx context.Context) (int, error) {
 		}
 	}
 	if len(ids) > 0 {
-		s.log.InfoContext(ctx, "resuming unfinished broadcasts", "jobs", len(ids))
+		s.cfg.Logger.InfoContext(ctx, "resuming unfinished broadcasts", "jobs", len(ids))
 	}
 	return len(ids), nil
 }

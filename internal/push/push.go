@@ -10,6 +10,7 @@ package push
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"strconv"
 	"strings"
@@ -124,6 +125,30 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// TransportError is the *Error for a request to provider that got no
+// response: Other (reason Canceled) when ctx is done, since the caller gave
+// up and the provider did not fail; Fatal (reason TLS) for a certificate
+// problem or a server that does not speak TLS, which retrying does not
+// heal; otherwise Retryable (reason Transport).
+func TransportError(ctx context.Context, provider string, err error) *Error {
+	pe := &Error{Kind: Retryable, Provider: provider, Reason: "Transport", Err: err}
+	switch {
+	case ctx.Err() != nil:
+		pe.Kind, pe.Reason = Other, "Canceled"
+	case isTLSConfigError(err):
+		pe.Kind, pe.Reason = Fatal, "TLS"
+	}
+	return pe
+}
+
+func isTLSConfigError(err error) bool {
+	if _, ok := errors.AsType[*tls.CertificateVerificationError](err); ok {
+		return true
+	}
+	_, ok := errors.AsType[tls.RecordHeaderError](err) // server is not TLS
+	return ok
+}
 
 // Classify maps any error returned by a Provider (possibly wrapped) to its
 // Kind and, for Retryable, the minimum delay the provider asked for.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/push"
+	"github.com/herald-vpn/herald/internal/push/internal/pushtest"
 )
 
 func TestClassify(t *testing.T) {
@@ -177,14 +178,6 @@ func (s *scripted) Send(context.Context, push.Target, push.Notification) error {
 	return err
 }
 
-// sleepRecorder replaces real waiting in retry tests.
-type sleepRecorder struct{ waits []time.Duration }
-
-func (r *sleepRecorder) sleep(ctx context.Context, d time.Duration) error {
-	r.waits = append(r.waits, d)
-	return ctx.Err()
-}
-
 func TestSendWithRetry(t *testing.T) {
 	retry := func(after time.Duration) error {
 		return &push.Error{Kind: push.Retryable, Reason: "UNAVAILABLE", RetryAfter: after}
@@ -213,9 +206,9 @@ func TestSendWithRetry(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := &scripted{errs: tt.errs}
-			rec := &sleepRecorder{}
+			rec := &pushtest.SleepRecorder{}
 			pol := policy
-			pol.Sleep = rec.sleep
+			pol.Sleep = rec.Sleep
 			err := push.SendWithRetry(t.Context(), p, push.Target{Platform: "android", Token: "t"}, push.Notification{}, pol)
 			if kind, _ := push.Classify(err); kind != tt.wantKind {
 				t.Fatalf("err = %v (kind %v), want %v", err, kind, tt.wantKind)
@@ -223,8 +216,8 @@ func TestSendWithRetry(t *testing.T) {
 			if p.calls != tt.wantCalls {
 				t.Errorf("calls = %d, want %d", p.calls, tt.wantCalls)
 			}
-			if fmt.Sprint(rec.waits) != fmt.Sprint(tt.wantWaits) {
-				t.Errorf("waits = %v, want %v", rec.waits, tt.wantWaits)
+			if fmt.Sprint(rec.Waits()) != fmt.Sprint(tt.wantWaits) {
+				t.Errorf("waits = %v, want %v", rec.Waits(), tt.wantWaits)
 			}
 		})
 	}
@@ -251,13 +244,13 @@ func TestSendWithRetryStopsOnCancel(t *testing.T) {
 func TestRetryJitterBounds(t *testing.T) {
 	pol := push.RetryPolicy{Attempts: 2, BaseBackoff: time.Second, MaxBackoff: time.Minute, Jitter: 0.5}
 	for range 50 {
-		rec := &sleepRecorder{}
-		pol.Sleep = rec.sleep
+		rec := &pushtest.SleepRecorder{}
+		pol.Sleep = rec.Sleep
 		p := &scripted{errs: []error{&push.Error{Kind: push.Retryable}}}
 		if err := push.SendWithRetry(t.Context(), p, push.Target{}, push.Notification{}, pol); err != nil {
 			t.Fatal(err)
 		}
-		if w := rec.waits[0]; w < 500*time.Millisecond || w > time.Second {
+		if w := rec.Waits()[0]; w < 500*time.Millisecond || w > time.Second {
 			t.Fatalf("jittered wait %v outside [0.5s, 1s]", w)
 		}
 	}

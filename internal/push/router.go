@@ -95,7 +95,7 @@ type devProvider struct{ log *slog.Logger }
 func (d devProvider) Send(ctx context.Context, t Target, n Notification) error {
 	d.log.LogAttrs(ctx, slog.LevelInfo, "push (dev provider, not delivered)",
 		slog.String("platform", t.Platform),
-		slog.String("token_prefix", TokenPrefix(t.Token)),
+		slog.String("token_prefix", tokenPrefix(t.Token)),
 		slog.String("title", n.Title),
 		slog.String("body", n.Body),
 		slog.Any("data", n.Data),
@@ -103,9 +103,9 @@ func (d devProvider) Send(ctx context.Context, t Target, n Notification) error {
 	return nil
 }
 
-// TokenPrefix shortens a device token for logs: device tokens are
+// tokenPrefix shortens a device token for logs: device tokens are
 // credentials for pushing to a user, so never log them whole.
-func TokenPrefix(token string) string {
+func tokenPrefix(token string) string {
 	const keep = 8
 	if len(token) <= keep {
 		return token

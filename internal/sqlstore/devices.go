@@ -62,8 +62,27 @@ func (db *DB) DeviceByID(ctx context.Context, id string) (devices.Device, error)
 
 // InvalidatePushToken implements notifications.Store.
 func (db *DB) InvalidatePushToken(ctx context.Context, deviceID, token string) error {
-	_, err := db.conn().exec(ctx, `UPDATE devices SET push_token_status = 'invalid' WHERE id = ? AND push_token = ?`, deviceID, token)
-	return err
+	return invalidatePushTokens(ctx, db.conn(), []devicePushToken{{deviceID, token}})
+}
+
+// devicePushToken is a device and the push token it was sent to.
+type devicePushToken struct{ deviceID, token string }
+
+// invalidatePushTokens marks the push tokens of these devices invalid, on
+// q (a transaction's or the pool's), in statements of at most 500 pairs. A
+// device whose token changed since, or that lost it, is left alone.
+func invalidatePushTokens(ctx context.Context, q querier, pairs []devicePushToken) error {
+	for part := range chunks(pairs, 500) {
+		args := make([]any, 0, 2*len(part))
+		for _, p := range part {
+			args = append(args, p.deviceID, p.token)
+		}
+		values := strings.Repeat("(?, ?), ", len(part)-1) + "(?, ?)"
+		if _, err := q.exec(ctx, `UPDATE devices SET push_token_status = 'invalid' WHERE (id, push_token) IN (VALUES `+values+`)`, args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RegisterDevice implements devices.Store. The account's subscription row

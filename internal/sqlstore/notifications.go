@@ -367,12 +367,14 @@ func (db *DB) RecordDeliveries(ctx context.Context, id, owner string, outcomes [
 				counted[status] += n
 			}
 		}
+		var dead []devicePushToken
 		for _, o := range outcomes {
 			if o.Status == notifications.DeliveryInvalid {
-				if _, err := tx.q.exec(ctx, `UPDATE devices SET push_token_status = 'invalid' WHERE id = ? AND push_token = ?`, o.DeviceID, o.Token); err != nil {
-					return err
-				}
+				dead = append(dead, devicePushToken{o.DeviceID, o.Token})
 			}
+		}
+		if err := invalidatePushTokens(ctx, tx.q, dead); err != nil {
+			return err
 		}
 		sent, failed, invalid := counted[notifications.DeliverySent], counted[notifications.DeliveryFailed], counted[notifications.DeliveryInvalid]
 		if sent+failed+invalid > 0 {

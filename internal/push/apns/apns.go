@@ -59,19 +59,13 @@ var _ push.Provider = (*Client)(nil)
 type Option func(*options)
 
 type options struct {
-	tlsConfig  *tls.Config
-	httpClient *http.Client
+	tlsConfig *tls.Config
 }
 
 // WithTLSConfig sets the TLS configuration of the default HTTP/2 transport,
 // e.g. RootCAs trusting a test server.
 func WithTLSConfig(cfg *tls.Config) Option {
 	return func(o *options) { o.tlsConfig = cfg }
-}
-
-// WithHTTPClient replaces the HTTP client entirely. It must speak HTTP/2.
-func WithHTTPClient(hc *http.Client) Option {
-	return func(o *options) { o.httpClient = hc }
 }
 
 // New builds a Client from a .p8 auth key (PEM, PKCS#8 EC P-256) and its
@@ -104,13 +98,9 @@ func New(keyP8 []byte, keyID, teamID, topic, endpoint string, opts ...Option) (*
 	}
 	c := apns2.NewTokenClient(tok)
 	c.Host = host
-	if o.httpClient != nil {
-		c.HTTPClient = o.httpClient
-	} else {
-		// Our own transport instead of apns2's, which depends on package-level
-		// dial settings and cannot take a TLS config for token clients.
-		c.HTTPClient = NewHTTPClient(o.tlsConfig)
-	}
+	// Our own transport instead of apns2's, which depends on package-level
+	// dial settings and cannot take a TLS config for token clients.
+	c.HTTPClient = NewHTTPClient(o.tlsConfig)
 	return &Client{c: c, topic: topic}, nil
 }
 
@@ -153,9 +143,6 @@ func resolveEndpoint(endpoint string) (string, error) {
 	return strings.TrimRight(endpoint, "/"), nil
 }
 
-// Topic returns the apns-topic (bundle ID) used for every push.
-func (c *Client) Topic() string { return c.topic }
-
 // Send delivers n to the device token t.Token.
 func (c *Client) Send(ctx context.Context, t push.Target, n push.Notification) error {
 	if t.Token == "" {
@@ -179,7 +166,7 @@ func (c *Client) Send(ctx context.Context, t push.Target, n push.Notification) e
 	}
 	resp, err := c.c.PushWithContext(ctx, note)
 	if err != nil {
-		return transportError(ctx, err)
+		return push.TransportError(ctx, providerName, err)
 	}
 	if resp.Sent() {
 		return nil
@@ -216,27 +203,6 @@ func BuildPayload(n push.Notification) (payload []byte, background bool, err err
 	}
 	payload, err = json.Marshal(body)
 	return payload, background, err
-}
-
-func transportError(ctx context.Context, err error) error {
-	pe := &push.Error{Kind: push.Retryable, Provider: providerName, Reason: "Transport", Err: err}
-	switch {
-	case ctx.Err() != nil:
-		// The caller gave up; not a provider failure.
-		pe.Kind, pe.Reason = push.Other, "Canceled"
-	case isTLSConfigError(err):
-		// Certificate problems do not heal by retrying.
-		pe.Kind, pe.Reason = push.Fatal, "TLS"
-	}
-	return pe
-}
-
-func isTLSConfigError(err error) bool {
-	if _, ok := errors.AsType[*tls.CertificateVerificationError](err); ok {
-		return true
-	}
-	_, ok := errors.AsType[tls.RecordHeaderError](err) // server is not TLS
-	return ok
 }
 
 // kindOf maps an APNs status and reason to a push.Kind; reasons take

@@ -1,7 +1,6 @@
 package apns_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"github.com/herald-vpn/herald/internal/push"
 	"github.com/herald-vpn/herald/internal/push/apns"
 	"github.com/herald-vpn/herald/internal/push/apns/apnstest"
+	"github.com/herald-vpn/herald/internal/push/internal/pushtest"
 )
 
 const (
@@ -146,28 +146,16 @@ func TestServerChecks(t *testing.T) {
 	}
 }
 
-type sleepRecorder struct {
-	mu    sync.Mutex
-	waits []time.Duration
-}
-
-func (r *sleepRecorder) sleep(ctx context.Context, d time.Duration) error {
-	r.mu.Lock()
-	r.waits = append(r.waits, d)
-	r.mu.Unlock()
-	return ctx.Err()
-}
-
 func TestRetryThenSuccess(t *testing.T) {
 	srv := apnstest.NewServer(t)
 	c := newClient(t, srv)
 	srv.Fail("tok", 2, apnstest.TooManyRequests())
-	rec := &sleepRecorder{}
-	pol := push.RetryPolicy{Attempts: 3, BaseBackoff: 50 * time.Millisecond, MaxBackoff: time.Second, Sleep: rec.sleep}
+	rec := &pushtest.SleepRecorder{}
+	pol := push.RetryPolicy{Attempts: 3, BaseBackoff: 50 * time.Millisecond, MaxBackoff: time.Second, Sleep: rec.Sleep}
 	if err := push.SendWithRetry(t.Context(), c, ios("tok"), push.Notification{Title: "t"}, pol); err != nil {
 		t.Fatalf("SendWithRetry: %v", err)
 	}
-	if got, want := fmt.Sprint(rec.waits), fmt.Sprint([]time.Duration{50 * time.Millisecond, 100 * time.Millisecond}); got != want {
+	if got, want := fmt.Sprint(rec.Waits()), fmt.Sprint([]time.Duration{50 * time.Millisecond, 100 * time.Millisecond}); got != want {
 		t.Errorf("waits = %s, want %s", got, want)
 	}
 	if a, d := srv.Attempts("tok"), srv.Delivered("tok"); a != 3 || d != 1 {
@@ -179,14 +167,14 @@ func TestProviderDown(t *testing.T) {
 	srv := apnstest.NewServer(t)
 	c := newClient(t, srv)
 	srv.SetDown(true)
-	rec := &sleepRecorder{}
+	rec := &pushtest.SleepRecorder{}
 	err := push.SendWithRetry(t.Context(), c, ios("tok"), push.Notification{Title: "t"},
-		push.RetryPolicy{Attempts: 3, BaseBackoff: time.Millisecond, Sleep: rec.sleep})
+		push.RetryPolicy{Attempts: 3, BaseBackoff: time.Millisecond, Sleep: rec.Sleep})
 	if kind, _ := push.Classify(err); kind != push.Retryable {
 		t.Fatalf("err = %v, want Retryable", err)
 	}
-	if got := srv.Attempts("tok"); got != 3 || len(rec.waits) != 2 {
-		t.Fatalf("attempts=%d waits=%v, want 3 attempts, 2 waits", got, rec.waits)
+	if got := srv.Attempts("tok"); got != 3 || len(rec.Waits()) != 2 {
+		t.Fatalf("attempts=%d waits=%v, want 3 attempts, 2 waits", got, rec.Waits())
 	}
 }
 
@@ -205,13 +193,13 @@ func TestNoRetryOnDeadOrFatal(t *testing.T) {
 		t.Run(tt.fault.Reason, func(t *testing.T) {
 			token := "tok-" + strconv.Itoa(i)
 			srv.Fail(token, -1, tt.fault)
-			rec := &sleepRecorder{}
-			err := push.SendWithRetry(t.Context(), c, ios(token), push.Notification{Title: "t"}, push.RetryPolicy{Attempts: 5, Sleep: rec.sleep})
+			rec := &pushtest.SleepRecorder{}
+			err := push.SendWithRetry(t.Context(), c, ios(token), push.Notification{Title: "t"}, push.RetryPolicy{Attempts: 5, Sleep: rec.Sleep})
 			if kind, _ := push.Classify(err); kind != tt.want {
 				t.Fatalf("err = %v, want %v", err, tt.want)
 			}
-			if got := srv.Attempts(token); got != 1 || len(rec.waits) != 0 {
-				t.Fatalf("attempts=%d waits=%v", got, rec.waits)
+			if got := srv.Attempts(token); got != 1 || len(rec.Waits()) != 0 {
+				t.Fatalf("attempts=%d waits=%v", got, rec.Waits())
 			}
 		})
 	}

@@ -252,15 +252,7 @@ func (c *Client) Send(ctx context.Context, t push.Target, n push.Notification) e
 
 	resp, err := c.httpClient.Do(req)
 	if err != nil {
-		if ctx.Err() != nil {
-			// The caller gave up; not a provider failure.
-			return &push.Error{Kind: push.Other, Provider: providerName, Reason: "Canceled", Err: err}
-		}
-		if isTLSConfigError(err) {
-			// Certificate problems do not heal by retrying.
-			return &push.Error{Kind: push.Fatal, Provider: providerName, Reason: "TLS", Err: err}
-		}
-		return &push.Error{Kind: push.Retryable, Provider: providerName, Reason: "Transport", Err: err}
+		return push.TransportError(ctx, providerName, err)
 	}
 	defer resp.Body.Close()
 
@@ -309,12 +301,4 @@ func checkPrivateKey(credentialsJSON []byte) error {
 		return fmt.Errorf("private_key: %w", err)
 	}
 	return nil
-}
-
-func isTLSConfigError(err error) bool {
-	if _, ok := errors.AsType[*tls.CertificateVerificationError](err); ok {
-		return true
-	}
-	_, ok := errors.AsType[tls.RecordHeaderError](err) // server is not TLS
-	return ok
 }

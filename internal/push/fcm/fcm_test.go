@@ -16,6 +16,7 @@ import (
 	"github.com/herald-vpn/herald/internal/push"
 	"github.com/herald-vpn/herald/internal/push/fcm"
 	"github.com/herald-vpn/herald/internal/push/fcm/fcmtest"
+	"github.com/herald-vpn/herald/internal/push/internal/pushtest"
 )
 
 const project = "herald-test"
@@ -159,29 +160,17 @@ func TestErrorClassification(t *testing.T) {
 	}
 }
 
-type sleepRecorder struct {
-	mu    sync.Mutex
-	waits []time.Duration
-}
-
-func (r *sleepRecorder) sleep(ctx context.Context, d time.Duration) error {
-	r.mu.Lock()
-	r.waits = append(r.waits, d)
-	r.mu.Unlock()
-	return ctx.Err()
-}
-
 func TestRetryAfterHonoured(t *testing.T) {
 	srv := fcmtest.NewServer(t)
 	c := newClient(t, srv)
 	srv.Fail("tok", 2, fcmtest.Unavailable(3*time.Second))
-	rec := &sleepRecorder{}
-	pol := push.RetryPolicy{Attempts: 5, BaseBackoff: 10 * time.Millisecond, MaxBackoff: 10 * time.Second, Sleep: rec.sleep}
+	rec := &pushtest.SleepRecorder{}
+	pol := push.RetryPolicy{Attempts: 5, BaseBackoff: 10 * time.Millisecond, MaxBackoff: 10 * time.Second, Sleep: rec.Sleep}
 
 	if err := push.SendWithRetry(t.Context(), c, android("tok"), push.Notification{Title: "t"}, pol); err != nil {
 		t.Fatalf("SendWithRetry: %v", err)
 	}
-	if got, want := fmt.Sprint(rec.waits), fmt.Sprint([]time.Duration{3 * time.Second, 3 * time.Second}); got != want {
+	if got, want := fmt.Sprint(rec.Waits()), fmt.Sprint([]time.Duration{3 * time.Second, 3 * time.Second}); got != want {
 		t.Errorf("waits = %s, want %s", got, want)
 	}
 	if a, d := srv.Attempts("tok"), srv.Delivered("tok"); a != 3 || d != 1 {
@@ -193,8 +182,8 @@ func TestProviderDown(t *testing.T) {
 	srv := fcmtest.NewServer(t)
 	c := newClient(t, srv)
 	srv.SetDown(true)
-	rec := &sleepRecorder{}
-	pol := push.RetryPolicy{Attempts: 4, BaseBackoff: 100 * time.Millisecond, MaxBackoff: time.Second, Sleep: rec.sleep}
+	rec := &pushtest.SleepRecorder{}
+	pol := push.RetryPolicy{Attempts: 4, BaseBackoff: 100 * time.Millisecond, MaxBackoff: time.Second, Sleep: rec.Sleep}
 
 	err := push.SendWithRetry(t.Context(), c, android("tok"), push.Notification{Title: "t"}, pol)
 	if kind, _ := push.Classify(err); kind != push.Retryable {
@@ -203,7 +192,7 @@ func TestProviderDown(t *testing.T) {
 	if got := srv.Attempts("tok"); got != 4 {
 		t.Errorf("attempts = %d, want 4", got)
 	}
-	if got, want := fmt.Sprint(rec.waits), fmt.Sprint([]time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}); got != want {
+	if got, want := fmt.Sprint(rec.Waits()), fmt.Sprint([]time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}); got != want {
 		t.Errorf("waits = %s, want %s", got, want)
 	}
 
@@ -230,14 +219,14 @@ func TestNoRetryOnDeadOrFatal(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			token := "tok-" + strconv.Itoa(i)
 			srv.Fail(token, -1, tt.fault)
-			rec := &sleepRecorder{}
+			rec := &pushtest.SleepRecorder{}
 			err := push.SendWithRetry(t.Context(), c, android(token), push.Notification{Title: "t"},
-				push.RetryPolicy{Attempts: 5, Sleep: rec.sleep})
+				push.RetryPolicy{Attempts: 5, Sleep: rec.Sleep})
 			if kind, _ := push.Classify(err); kind != tt.want {
 				t.Fatalf("err = %v, want %v", err, tt.want)
 			}
-			if got := srv.Attempts(token); got != 1 || len(rec.waits) != 0 {
-				t.Fatalf("attempts=%d waits=%v, want 1 attempt and no waits", got, rec.waits)
+			if got := srv.Attempts(token); got != 1 || len(rec.Waits()) != 0 {
+				t.Fatalf("attempts=%d waits=%v, want 1 attempt and no waits", got, rec.Waits())
 			}
 		})
 	}

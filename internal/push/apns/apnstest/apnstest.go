@@ -10,8 +10,8 @@
 //		apns.WithTLSConfig(srv.TLSConfig()))
 //	srv.Fail("dead-token", -1, apnstest.Unregistered())
 //
-// The fake checks the provider JWT (ES256, kid registered via NewKey or
-// AddKey, iss = that key's team, iat within the last hour), the apns-topic
+// The fake checks the provider JWT (ES256, kid registered via NewKey,
+// iss = that key's team, iat within the last hour), the apns-topic
 // header and HTTP/2. All methods are safe for concurrent use.
 package apnstest
 
@@ -28,18 +28,18 @@ import (
 	"fmt"
 	"io"
 	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/herald-vpn/herald/internal/push/internal/fakeledger"
 )
 
-// DefaultTopic is the topic NewServer expects unless WithTopic is given.
+// DefaultTopic is the apns-topic NewServer's fake accepts (Server.Topic).
 const DefaultTopic = "com.herald.test"
 
 // maxPayload is APNs's limit for regular pushes.
@@ -49,8 +49,6 @@ const maxPayload = 4096
 type Fault struct {
 	Status int    // HTTP status, e.g. 410
 	Reason string // APNs reason, e.g. "Unregistered"
-	// Timestamp is sent (as ms since epoch) for 410 answers; zero means now.
-	Timestamp time.Time
 }
 
 // BadDeviceToken is a 400 for a malformed or wrong-environment token.
@@ -97,29 +95,23 @@ type Message struct {
 	Payload map[string]any
 }
 
-// Option configures NewServer.
-type Option func(*Server)
-
-// WithTopic sets the apns-topic the fake accepts.
-func WithTopic(topic string) Option { return func(s *Server) { s.Topic = topic } }
+// ledger is fakeledger.Ledger under an unexported name, so that Server's
+// embedded field is unexported while its methods (Fail, SetDown,
+// Messages, MessagesFor, Delivered, Attempts, TotalDelivered,
+// Connections) are promoted.
+type ledger = fakeledger.Ledger[Message, Fault]
 
 // Server is the fake.
 type Server struct {
 	URL   string
-	Topic string
+	Topic string // the apns-topic accepted: DefaultTopic
 
-	srv   *httptest.Server
-	conns atomic.Int64 // accepted TCP connections
+	*ledger
+	srv *httptest.Server
 
-	mu        sync.Mutex
-	keys      map[string]teamKey // by key ID
-	verified  map[string]string  // JWT → key ID, to skip re-verifying ECDSA
-	scripts   map[string]*script
-	messages  []Message
-	delivered map[string]int
-	attempts  map[string]int
-	down      bool
-	seq       int
+	mu       sync.Mutex
+	keys     map[string]teamKey // by key ID
+	verified map[string]string  // JWT → key ID, to skip re-verifying ECDSA
 }
 
 type teamKey struct {
@@ -127,33 +119,20 @@ type teamKey struct {
 	team string
 }
 
-type script struct {
-	remaining int // < 0: forever
-	fault     Fault
-}
-
 // NewServer starts an HTTP/2 TLS fake closed by t.Cleanup.
-func NewServer(t testing.TB, opts ...Option) *Server {
+func NewServer(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{
-		Topic:     DefaultTopic,
-		keys:      map[string]teamKey{},
-		verified:  map[string]string{},
-		scripts:   map[string]*script{},
-		delivered: map[string]int{},
-		attempts:  map[string]int{},
-	}
-	for _, o := range opts {
-		o(s)
+		Topic: DefaultTopic,
+		// SetDown answers 503 ServiceUnavailable.
+		ledger:   fakeledger.New(func(m Message) string { return m.Token }, ServiceUnavailable),
+		keys:     map[string]teamKey{},
+		verified: map[string]string{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /3/device/{token}", s.handlePush)
 	s.srv = httptest.NewUnstartedServer(mux)
-	s.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
-			s.conns.Add(1)
-		}
-	}
+	fakeledger.CountConnections(s.ledger, s.srv)
 	s.srv.EnableHTTP2 = true
 	s.srv.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 1000} // like APNs
 	s.srv.StartTLS()
@@ -161,13 +140,6 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 	t.Cleanup(s.srv.Close)
 	return s
 }
-
-// Connections counts TCP connections accepted so far; HTTP/2 clients
-// should need very few even for large concurrent bursts.
-func (s *Server) Connections() int { return int(s.conns.Load()) }
-
-// Close shuts the server down (also done by t.Cleanup).
-func (s *Server) Close() { s.srv.Close() }
 
 // CertPool trusts the fake's certificate.
 func (s *Server) CertPool() *x509.CertPool {
@@ -193,81 +165,17 @@ func GenerateKey() (p8 []byte, pub *ecdsa.PublicKey, err error) {
 	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), &key.PublicKey, nil
 }
 
-// AddKey makes the fake accept JWTs signed by pub with this kid and team.
-func (s *Server) AddKey(keyID, teamID string, pub *ecdsa.PublicKey) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.keys[keyID] = teamKey{pub: pub, team: teamID}
-}
-
-// NewKey generates a .p8 key, registers it for keyID/teamID and returns it.
+// NewKey generates a .p8 key, makes the fake accept JWTs it signs with
+// this kid and team, and returns it.
 func (s *Server) NewKey(keyID, teamID string) []byte {
 	p8, pub, err := GenerateKey()
 	if err != nil {
 		panic(fmt.Sprintf("apnstest: generate key: %v", err))
 	}
-	s.AddKey(keyID, teamID, pub)
-	return p8
-}
-
-// Fail makes the next times pushes to token fail with f (times < 0: every
-// push; 0 clears the script). Afterwards pushes to token succeed again.
-func (s *Server) Fail(token string, times int, f Fault) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if times == 0 {
-		delete(s.scripts, token)
-		return
-	}
-	s.scripts[token] = &script{remaining: times, fault: f}
-}
-
-// SetDown makes every push answer 503 ServiceUnavailable while on.
-func (s *Server) SetDown(down bool) {
-	s.mu.Lock()
-	s.down = down
+	s.keys[keyID] = teamKey{pub: pub, team: teamID}
 	s.mu.Unlock()
-}
-
-// Messages returns a copy of every accepted push, in arrival order.
-func (s *Server) Messages() []Message {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Message(nil), s.messages...)
-}
-
-// MessagesFor returns the accepted pushes for one device token.
-func (s *Server) MessagesFor(token string) []Message {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []Message
-	for _, m := range s.messages {
-		if m.Token == token {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// Delivered counts accepted pushes for token.
-func (s *Server) Delivered(token string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.delivered[token]
-}
-
-// Attempts counts authenticated pushes for token, failed or not.
-func (s *Server) Attempts(token string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.attempts[token]
-}
-
-// TotalDelivered counts all accepted pushes.
-func (s *Server) TotalDelivered() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.messages)
+	return p8
 }
 
 func (s *Server) handlePush(w http.ResponseWriter, r *http.Request) {
@@ -311,23 +219,7 @@ func (s *Server) handlePush(w http.ResponseWriter, r *http.Request) {
 		id = newUUID()
 	}
 
-	s.mu.Lock()
-	s.attempts[token]++
-	var fault *Fault
-	if s.down {
-		f := ServiceUnavailable()
-		fault = &f
-	} else if sc := s.scripts[token]; sc != nil {
-		f := sc.fault
-		fault = &f
-		if sc.remaining > 0 {
-			sc.remaining--
-			if sc.remaining == 0 {
-				delete(s.scripts, token)
-			}
-		}
-	}
-	if fault == nil {
+	fault, _ := fakeledger.Send(s.ledger, token, func() Message {
 		m := Message{Token: token, Topic: topic, PushType: r.Header.Get("apns-push-type"), Priority: prio, ApnsID: id, Collapse: r.Header.Get("apns-collapse-id"), Payload: payload}
 		if aps, ok := payload["aps"].(map[string]any); ok {
 			if alert, ok := aps["alert"].(map[string]any); ok {
@@ -335,10 +227,8 @@ func (s *Server) handlePush(w http.ResponseWriter, r *http.Request) {
 				m.Body, _ = alert["body"].(string)
 			}
 		}
-		s.messages = append(s.messages, m)
-		s.delivered[token]++
-	}
-	s.mu.Unlock()
+		return m
+	})
 
 	w.Header().Set("apns-id", id)
 	if fault != nil {
@@ -366,7 +256,7 @@ func (s *Server) checkAuth(h string) *Fault {
 		Iss string `json:"iss"`
 		Iat int64  `json:"iat"`
 	}
-	if decodeSegment(parts[0], &hdr) != nil || decodeSegment(parts[1], &claims) != nil {
+	if fakeledger.DecodeSegment(parts[0], &hdr) != nil || fakeledger.DecodeSegment(parts[1], &claims) != nil {
 		return &Fault{Status: 403, Reason: "InvalidProviderToken"}
 	}
 	s.mu.Lock()
@@ -400,23 +290,11 @@ func (s *Server) checkAuth(h string) *Fault {
 func writeReason(w http.ResponseWriter, f Fault) {
 	body := map[string]any{"reason": f.Reason}
 	if f.Status == http.StatusGone {
-		ts := f.Timestamp
-		if ts.IsZero() {
-			ts = time.Now()
-		}
-		body["timestamp"] = ts.UnixMilli()
+		body["timestamp"] = time.Now().UnixMilli()
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(f.Status)
 	_ = json.NewEncoder(w).Encode(body)
-}
-
-func decodeSegment(seg string, v any) error {
-	b, err := base64.RawURLEncoding.DecodeString(seg)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, v)
 }
 
 func newUUID() string {

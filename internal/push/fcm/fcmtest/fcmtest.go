@@ -25,17 +25,17 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/net/http2"
+
+	"github.com/herald-vpn/herald/internal/push/internal/fakeledger"
 )
 
 // Fault is a scripted FCM error answer.
@@ -129,23 +129,24 @@ type config struct{ plain bool }
 // PlainHTTP serves plain HTTP/1.1 instead of HTTP/2 over TLS.
 func PlainHTTP() Option { return func(c *config) { c.plain = true } }
 
+// ledger is fakeledger.Ledger under an unexported name, so that Server's
+// embedded field is unexported while its methods (Fail, SetDown,
+// Messages, MessagesFor, Delivered, Attempts, TotalDelivered,
+// Connections) are promoted.
+type ledger = fakeledger.Ledger[Message, Fault]
+
 // Server is the fake. URL is both the FCM endpoint and the base of the
 // token endpoint (URL + "/token").
 type Server struct {
 	URL string
 
-	srv   *httptest.Server
-	conns atomic.Int64 // accepted TCP connections
+	*ledger
+	srv *httptest.Server
 
 	mu            sync.Mutex
 	keys          map[string]serviceKey // by private_key_id
 	projects      map[string]struct{}
 	accessTokens  map[string]struct{}
-	scripts       map[string]*script
-	messages      []Message
-	delivered     map[string]int
-	attempts      map[string]int
-	down          bool
 	tokenFault    int
 	tokenRequests int
 	seq           int
@@ -156,11 +157,6 @@ type serviceKey struct {
 	email string
 }
 
-type script struct {
-	remaining int // < 0: forever
-	fault     Fault
-}
-
 // NewServer starts a fake closed by t.Cleanup.
 func NewServer(t testing.TB, opts ...Option) *Server {
 	t.Helper()
@@ -169,22 +165,19 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 		o(&cfg)
 	}
 	s := &Server{
+		// SetDown answers 503 UNAVAILABLE without Retry-After.
+		ledger: fakeledger.New(func(m Message) string { return m.Token }, func() Fault {
+			return Fault{HTTPStatus: 503, Status: "UNAVAILABLE", ErrorCode: "UNAVAILABLE", Message: "The service is currently unavailable."}
+		}),
 		keys:         map[string]serviceKey{},
 		projects:     map[string]struct{}{},
 		accessTokens: map[string]struct{}{},
-		scripts:      map[string]*script{},
-		delivered:    map[string]int{},
-		attempts:     map[string]int{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /token", s.handleToken)
 	mux.HandleFunc("POST /v1/projects/{project}/messages:send", s.handleSend)
 	s.srv = httptest.NewUnstartedServer(mux)
-	s.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
-			s.conns.Add(1)
-		}
-	}
+	fakeledger.CountConnections(s.ledger, s.srv)
 	if cfg.plain {
 		s.srv.Start()
 	} else {
@@ -198,13 +191,6 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 	t.Cleanup(s.srv.Close)
 	return s
 }
-
-// Connections counts TCP connections accepted so far; HTTP/2 clients
-// should need very few even for large concurrent bursts.
-func (s *Server) Connections() int { return int(s.conns.Load()) }
-
-// Close shuts the server down (also done by t.Cleanup).
-func (s *Server) Close() { s.srv.Close() }
 
 // CertPool trusts the fake's TLS certificate; nil for PlainHTTP.
 func (s *Server) CertPool() *x509.CertPool {
@@ -272,25 +258,6 @@ func (s *Server) CredentialsJSON(projectID string) []byte {
 	return b
 }
 
-// Fail makes the next times sends to token fail with f (times < 0: every
-// send; 0 clears the script). Afterwards sends to token succeed again.
-func (s *Server) Fail(token string, times int, f Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if times == 0 {
-		delete(s.scripts, token)
-		return
-	}
-	s.scripts[token] = &script{remaining: times, fault: f}
-}
-
-// SetDown makes every send answer 503 UNAVAILABLE (no Retry-After) while on.
-func (s *Server) SetDown(down bool) {
-	s.mu.Lock()
-	s.down = down
-	s.mu.Unlock()
-}
-
 // SetTokenEndpointStatus makes the token endpoint answer status with an
 // OAuth2 error body (0 restores normal operation). 400/401 model a revoked
 // or wrong key; 503 a transient outage.
@@ -307,53 +274,8 @@ func (s *Server) RevokeAccessTokens() {
 	s.mu.Unlock()
 }
 
-// Messages returns a copy of every accepted message, in arrival order.
-func (s *Server) Messages() []Message {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Message(nil), s.messages...)
-}
-
-// MessagesFor returns the accepted messages for one device token.
-func (s *Server) MessagesFor(token string) []Message {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []Message
-	for _, m := range s.messages {
-		if m.Token == token {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// Delivered counts accepted messages for token.
-func (s *Server) Delivered(token string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.delivered[token]
-}
-
-// Attempts counts authenticated send requests for token, failed or not.
-func (s *Server) Attempts(token string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.attempts[token]
-}
-
-// TotalDelivered counts all accepted messages.
-func (s *Server) TotalDelivered() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.messages)
-}
-
 // DistinctTokens counts device tokens with at least one accepted message.
-func (s *Server) DistinctTokens() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.delivered)
-}
+func (s *Server) DistinctTokens() int { return fakeledger.DistinctTokens(s.ledger) }
 
 // TokenRequests counts calls to the OAuth2 token endpoint.
 func (s *Server) TokenRequests() int {
@@ -408,10 +330,10 @@ func (s *Server) verifyAssertion(assertion string) error {
 		Aud   string `json:"aud"`
 		Exp   int64  `json:"exp"`
 	}
-	if err := decodeSegment(parts[0], &hdr); err != nil {
+	if err := fakeledger.DecodeSegment(parts[0], &hdr); err != nil {
 		return fmt.Errorf("header: %w", err)
 	}
-	if err := decodeSegment(parts[1], &claims); err != nil {
+	if err := fakeledger.DecodeSegment(parts[1], &claims); err != nil {
 		return fmt.Errorf("claims: %w", err)
 	}
 	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
@@ -467,7 +389,9 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 	_, authed := s.accessTokens[bearer]
 	authed = ok && authed
 	_, projectKnown := s.projects[project]
+	s.mu.Unlock()
 	var fault *Fault
+	var id int
 	switch {
 	case !authed:
 		f := Unauthenticated()
@@ -483,35 +407,17 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		f := Fault{HTTPStatus: 400, Status: "INVALID_ARGUMENT", Message: "Recipient of the message is not set.", ViolationField: "message"}
 		fault = &f
 	default:
-		s.attempts[token]++
-		if s.down {
-			f := Fault{HTTPStatus: 503, Status: "UNAVAILABLE", ErrorCode: "UNAVAILABLE", Message: "The service is currently unavailable."}
-			fault = &f
-		} else if sc := s.scripts[token]; sc != nil {
-			f := sc.fault
-			fault = &f
-			if sc.remaining > 0 {
-				sc.remaining--
-				if sc.remaining == 0 {
-					delete(s.scripts, token)
-				}
+		fault, id = fakeledger.Send(s.ledger, token, func() Message {
+			m := Message{Proto: r.Proto, Project: project, Token: token, Data: body.Message.Data}
+			if a := body.Message.Android; a != nil {
+				m.CollapseKey = a.CollapseKey
 			}
-		}
+			if n := body.Message.Notification; n != nil {
+				m.HasNotification, m.Title, m.Body = true, n.Title, n.Body
+			}
+			return m
+		})
 	}
-	var id int
-	if fault == nil {
-		m := Message{Proto: r.Proto, Project: project, Token: token, Data: body.Message.Data}
-		if a := body.Message.Android; a != nil {
-			m.CollapseKey = a.CollapseKey
-		}
-		if n := body.Message.Notification; n != nil {
-			m.HasNotification, m.Title, m.Body = true, n.Title, n.Body
-		}
-		s.messages = append(s.messages, m)
-		s.delivered[token]++
-		id = len(s.messages)
-	}
-	s.mu.Unlock()
 
 	if fault != nil {
 		writeFault(w, *fault)
@@ -556,12 +462,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-func decodeSegment(seg string, v any) error {
-	b, err := base64.RawURLEncoding.DecodeString(seg)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, v)
 }
