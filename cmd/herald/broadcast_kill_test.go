@@ -180,7 +180,7 @@ func startBinary(t *testing.T, bin string, d sqlstoretest.Dialect, env map[strin
 			t.Logf("binary logs (%s):\n%s", d, tail(p.logs.String(), 100))
 		}
 	})
-	h := &herald{Dialect: d, BaseURL: "http://" + env["HERALD_ADDR"], DBURL: env["HERALD_DATABASE_URL"], Env: env,
+	h := &herald{BaseURL: "http://" + env["HERALD_ADDR"], DBURL: env["HERALD_DATABASE_URL"], Env: env,
 		client: &http.Client{Timeout: 60 * time.Second}}
 	deadline := time.Now().Add(startWait)
 	for {
@@ -269,10 +269,10 @@ func testBroadcastSurvivesKill(t *testing.T, bin string, d sqlstoretest.Dialect)
 	}
 	// Pause in the middle of a batch (500 devices): the kill then leaves
 	// deliveries of one batch recorded, in flight and not yet sent.
-	waitFor(t, pollWait, func() bool { return fake.TotalDelivered() >= 1250 }, "the broadcast never got going")
+	eventually(t, func() bool { return fake.TotalDelivered() >= 1250 }, "the broadcast never got going")
 	gate.Pause()
 	var atKill map[string]any
-	waitFor(t, pollWait, func() bool {
+	eventually(t, func() bool {
 		if gate.InFlight() != 0 || gate.Held() == 0 {
 			return false
 		}
@@ -285,7 +285,7 @@ func testBroadcastSurvivesKill(t *testing.T, bin string, d sqlstoretest.Dialect)
 	}
 	p.kill(t)
 	// The held sends die with their connections; none may be forwarded.
-	waitFor(t, pollWait, func() bool { return gate.Held() == 0 }, "sends still held after the kill")
+	eventually(t, func() bool { return gate.Held() == 0 }, "sends still held after the kill")
 	gate.Resume()
 	if n := fake.TotalDelivered(); n != delivered {
 		t.Fatalf("the fake got %d messages after the kill, want %d", n, delivered)
@@ -310,18 +310,6 @@ func testBroadcastSurvivesKill(t *testing.T, bin string, d sqlstoretest.Dialect)
 		if m.Title != pushSubject || m.Body != pushContent || !maps.Equal(m.Data, fcmData) {
 			t.Fatalf("message to %s: %+v", m.Token, m)
 		}
-	}
-}
-
-// waitFor polls cond every 10ms until it holds, failing after limit.
-func waitFor(t testing.TB, limit time.Duration, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", limit, what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

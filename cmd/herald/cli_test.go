@@ -10,14 +10,6 @@ import (
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 )
 
-// runCLI runs herald with args and env (nothing else is read).
-func runCLI(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, err error) {
-	t.Helper()
-	var out, errOut syncBuffer
-	err = run(t.Context(), args, func(k string) string { return env[k] }, strings.NewReader(""), &out, &errOut)
-	return out.String(), errOut.String(), err
-}
-
 func TestCLI(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -44,7 +36,7 @@ func TestCLI(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			stdout, stderr, err := runCLI(t, nil, c.args...)
+			stdout, stderr, err := runHerald(t, nil, "", c.args...)
 			if !errors.Is(err, c.wantErr) || (c.wantErr == nil && err != nil) {
 				t.Fatalf("run(%q) = %v, want %v\nstderr: %s", c.args, err, c.wantErr, stderr)
 			}
@@ -104,7 +96,7 @@ func TestInvalidConfiguration(t *testing.T) {
 	}
 	for _, cmd := range []string{"serve", "migrate"} {
 		t.Run(cmd, func(t *testing.T) {
-			_, _, err := runCLI(t, bad, cmd)
+			_, _, err := runHerald(t, bad, "", cmd)
 			var ce configError
 			if !errors.As(err, &ce) {
 				t.Fatalf("run(%s) = %v, want a configError", cmd, err)
@@ -139,7 +131,7 @@ func TestMigrateCommand(t *testing.T) {
 	t.Parallel()
 	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
 		env := map[string]string{"HERALD_DATABASE_URL": sqlstoretest.NewURL(t, d)}
-		out, stderr, err := runCLI(t, env, "migrate")
+		out, stderr, err := runHerald(t, env, "", "migrate")
 		if err != nil {
 			t.Fatalf("migrate: %v\n%s", err, stderr)
 		}
@@ -148,7 +140,7 @@ func TestMigrateCommand(t *testing.T) {
 		if _, err := fmt.Sscanf(out, "%s %d migrations applied", &dialect, &n); err != nil || dialect != string(d)+":" || n == 0 {
 			t.Fatalf("first migrate said %q, want %s: N>0 migrations applied", out, d)
 		}
-		out, _, err = runCLI(t, env, "migrate")
+		out, _, err = runHerald(t, env, "", "migrate")
 		if err != nil || !strings.HasPrefix(out, string(d)+": 0 migrations applied") {
 			t.Fatalf("second migrate: %v %q, want 0 migrations applied", err, out)
 		}

@@ -60,6 +60,58 @@ func gql(t testing.TB, h *herald, op, doc string, vars map[string]any, opts ...r
 	return graphqlResult(t, op, status, body, hdr)
 }
 
+// maxPages bounds walkPages: a listing that never ends fails instead of
+// looping.
+const maxPages = 1000
+
+// walkPages walks the GraphQL connection op (a root field with nodes and
+// pageInfo { endCursor hasNextPage }, taking first and after) in pages of
+// first, with the other variables vars, and returns every node. It checks
+// the paging: no page longer than first, only full pages before the last,
+// an endCursor whenever hasNextPage, and at most maxPages pages.
+func walkPages(t testing.TB, h *herald, op, doc string, vars map[string]any, first int, opts ...reqOption) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	after := ""
+	for page := 1; ; page++ {
+		if page > maxPages {
+			t.Fatalf("%s: still more after %d pages of %d", op, maxPages, first)
+		}
+		v := maps.Clone(vars)
+		if v == nil {
+			v = map[string]any{}
+		}
+		v["first"] = first
+		if after != "" {
+			v["after"] = after
+		}
+		r := gql(t, h, op, doc, v, opts...)
+		expectOK(t, fmt.Sprintf("%s page %d", op, page), r, http.StatusOK)
+		nodes, ok := jsonPath(r.data, "nodes").([]any)
+		if !ok {
+			t.Fatalf("%s page %d: nodes is not an array: %v", op, page, r.data)
+		}
+		if len(nodes) > first {
+			t.Fatalf("%s page %d: %d nodes, asked for %d", op, page, len(nodes), first)
+		}
+		for i, n := range nodes {
+			m, ok := n.(map[string]any)
+			if !ok {
+				t.Fatalf("%s page %d: node %d is not an object: %v", op, page, i, n)
+			}
+			out = append(out, m)
+		}
+		if jsonPath(r.data, "pageInfo", "hasNextPage") != true {
+			return out
+		}
+		end, _ := jsonPath(r.data, "pageInfo", "endCursor").(string)
+		if end == "" || len(nodes) != first {
+			t.Fatalf("%s page %d: hasNextPage with endCursor %q and %d nodes (asked for %d)", op, page, end, len(nodes), first)
+		}
+		after = end
+	}
+}
+
 // newAdminToken creates an operator account with `herald admin create`
 // through run() and logs it in.
 func newAdminToken(t testing.TB, h *herald, email string) string {
@@ -510,35 +562,15 @@ func testExpiredPlan(t *testing.T, h *herald, dn string) {
 // every device, checking the cursors.
 func adminDevices(t testing.TB, h *herald, admin, userID string, first int) []map[string]any {
 	t.Helper()
-	var out []map[string]any
-	after := ""
-	for page := 0; ; page++ {
-		vars := map[string]any{"first": first}
-		if userID != "" {
-			vars["userId"] = userID
-		}
-		if after != "" {
-			vars["after"] = after
-		}
-		r := gql(t, h, "devices", deviceDocs["devices"], vars, withBearer(admin))
-		expectOK(t, "admin devices", r, http.StatusOK)
-		nodes, _ := jsonPath(r.data, "nodes").([]any)
-		if len(nodes) > first {
-			t.Fatalf("page of %d devices, asked for %d", len(nodes), first)
-		}
-		for _, n := range nodes {
-			out = append(out, checkDevice(t, graphQLDoor.name, "admin-listed device", n))
-		}
-		more := jsonPath(r.data, "pageInfo", "hasNextPage") == true
-		end, _ := jsonPath(r.data, "pageInfo", "endCursor").(string)
-		if !more {
-			return out
-		}
-		if end == "" || len(nodes) != first || page > 1000 {
-			t.Fatalf("page %d: hasNextPage with endCursor %q and %d nodes", page, end, len(nodes))
-		}
-		after = end
+	vars := map[string]any{}
+	if userID != "" {
+		vars["userId"] = userID
 	}
+	var out []map[string]any
+	for _, n := range walkPages(t, h, "devices", deviceDocs["devices"], vars, first, withBearer(admin)) {
+		out = append(out, checkDevice(t, graphQLDoor.name, "admin-listed device", n))
+	}
+	return out
 }
 
 func testAdminDeviceListing(t *testing.T, h *herald, admin string) {
@@ -1008,21 +1040,8 @@ func TestBroadcastE2E(t *testing.T) {
 		third, _ := broadcast(t, h, admin, notify("Third", "queued last", nil))
 		expectOK(t, "cancel the third job", gql(t, h, opCancelJob, notificationDocs[opCancelJob], map[string]any{"id": third}, withBearer(admin)), http.StatusOK)
 		var ids []string
-		after := ""
-		for {
-			vars := map[string]any{"first": 1}
-			if after != "" {
-				vars["after"] = after
-			}
-			r := gql(t, h, opJobs, notificationDocs[opJobs], vars, withBearer(admin))
-			expectOK(t, "notificationJobs", r, http.StatusOK)
-			for _, n := range jsonPath(r.data, "nodes").([]any) {
-				ids = append(ids, fmt.Sprint(jsonPath(n, "id")))
-			}
-			if jsonPath(r.data, "pageInfo", "hasNextPage") != true {
-				break
-			}
-			after = fmt.Sprint(jsonPath(r.data, "pageInfo", "endCursor"))
+		for _, n := range walkPages(t, h, opJobs, notificationDocs[opJobs], nil, 1, withBearer(admin)) {
+			ids = append(ids, fmt.Sprint(n["id"]))
 		}
 		if want := []string{third, cancelled, jobID}; !slices.Equal(ids, want) {
 			t.Fatalf("notificationJobs %v, want newest first %v", ids, want)

@@ -12,7 +12,7 @@ package main
 //		status, body := h.graphql(t, `{ version }`, nil, withBearer(token))
 //		status, env, hdr := h.rest(t, "POST", "/api/v1/auth/register", map[string]any{...})
 //		msg := h.SMTP.WaitForMessage(t, "a@example.com", mailWait)
-//		if strings.Contains(h.logs(), secret) { ... }
+//		if h.logsMention(t, secret) { ... }
 //	})
 
 import (
@@ -33,6 +33,7 @@ import (
 	"github.com/herald-vpn/herald/internal/mail/mailtest"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
+	"github.com/herald-vpn/herald/internal/storage"
 )
 
 // Generous bounds for things that happen in the background. They are
@@ -63,7 +64,6 @@ func testDefaults() map[string]string {
 
 // herald is one running server and what it is wired to.
 type herald struct {
-	Dialect sqlstoretest.Dialect
 	BaseURL string            // http://127.0.0.1:PORT
 	DBURL   string            // HERALD_DATABASE_URL
 	SMTP    *mailtest.Server  // the server's mail relay
@@ -100,11 +100,10 @@ func forEachDialect(t *testing.T, fn func(t *testing.T, d sqlstoretest.Dialect))
 func startHerald(t testing.TB, d sqlstoretest.Dialect, env map[string]string) *herald {
 	t.Helper()
 	h := &herald{
-		Dialect: d,
-		SMTP:    mailtest.NewServer(t),
-		stdout:  &syncBuffer{},
-		stderr:  &syncBuffer{},
-		Env:     testDefaults(),
+		SMTP:   mailtest.NewServer(t),
+		stdout: &syncBuffer{},
+		stderr: &syncBuffer{},
+		Env:    testDefaults(),
 	}
 	h.Env["HERALD_DATABASE_URL"] = sqlstoretest.NewURL(t, d)
 	h.Env["HERALD_SMTP_URL"] = h.SMTP.URL()
@@ -203,8 +202,42 @@ func (h *herald) stop() error {
 // logs returns everything the server wrote to stderr (its JSON log).
 func (h *herald) logs() string { return h.stderr.String() }
 
-// stdoutText returns what the server wrote to stdout.
-func (h *herald) stdoutText() string { return h.stdout.String() }
+// logsMention reports whether s appears anywhere in the log: in its raw
+// text, or in any key or string value of a log line once decoded. The
+// decoded form matters: the JSON handler escapes quotes, backslashes and
+// control characters, so a raw search for such a string could never match.
+func (h *herald) logsMention(t testing.TB, s string) bool {
+	t.Helper()
+	if strings.Contains(h.logs(), s) {
+		return true
+	}
+	var mentions func(v any) bool
+	mentions = func(v any) bool {
+		switch v := v.(type) {
+		case string:
+			return strings.Contains(v, s)
+		case map[string]any:
+			for k, e := range v {
+				if strings.Contains(k, s) || mentions(e) {
+					return true
+				}
+			}
+		case []any:
+			for _, e := range v {
+				if mentions(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, line := range h.logLines(t) {
+		if mentions(line) {
+			return true
+		}
+	}
+	return false
+}
 
 // logLines parses the JSON log, one object per line.
 func (h *herald) logLines(t testing.TB) []map[string]any {
@@ -240,6 +273,24 @@ func withBearer(token string) reqOption { return withHeader("Authorization", "Be
 // a body is sent as application/json unless an option says otherwise.
 func (h *herald) do(t testing.TB, method, path string, body any, opts ...reqOption) (int, http.Header, []byte) {
 	t.Helper()
+	a := rawDo(h, method, path, body, opts...)
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	return a.status, a.hdr, a.raw
+}
+
+// answer is a raw HTTP answer, or the error that prevented one.
+type answer struct {
+	status int
+	hdr    http.Header
+	raw    []byte
+	err    error
+}
+
+// rawDo is do without t, for goroutines: it never fails the test but
+// returns the error, to be reported from the test goroutine.
+func rawDo(h *herald, method, path string, body any, opts ...reqOption) answer {
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -250,13 +301,13 @@ func (h *herald) do(t testing.TB, method, path string, body any, opts ...reqOpti
 	default:
 		enc, err := json.Marshal(b)
 		if err != nil {
-			t.Fatalf("encode request body: %v", err)
+			return answer{err: fmt.Errorf("%s %s: encode request body: %v", method, path, err)}
 		}
 		rd = bytes.NewReader(enc)
 	}
 	req, err := http.NewRequest(method, h.BaseURL+path, rd)
 	if err != nil {
-		t.Fatal(err)
+		return answer{err: fmt.Errorf("%s %s: %v", method, path, err)}
 	}
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -266,14 +317,14 @@ func (h *herald) do(t testing.TB, method, path string, body any, opts ...reqOpti
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		return answer{err: fmt.Errorf("%s %s: %v", method, path, err)}
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("%s %s: read body: %v", method, path, err)
+		return answer{err: fmt.Errorf("%s %s: read body: %v", method, path, err)}
 	}
-	return resp.StatusCode, resp.Header, raw
+	return answer{status: resp.StatusCode, hdr: resp.Header, raw: raw}
 }
 
 // graphql posts {query, variables} to /graphql and decodes the answer,
@@ -300,14 +351,21 @@ func (h *herald) graphqlHeader(t testing.TB, query string, vars map[string]any, 
 func (h *herald) rest(t testing.TB, method, path string, body any, opts ...reqOption) (int, map[string]any, http.Header) {
 	t.Helper()
 	status, hdr, raw := h.do(t, method, path, body, opts...)
-	env := decodeObject(t, method+" "+path, raw)
+	return status, restEnvelope(t, method+" "+path, hdr, raw), hdr
+}
+
+// restEnvelope decodes a REST answer, which must be the envelope: a JSON
+// object with a boolean "success", sent as application/json.
+func restEnvelope(t testing.TB, what string, hdr http.Header, raw []byte) map[string]any {
+	t.Helper()
+	env := decodeObject(t, what, raw)
 	if _, ok := env["success"].(bool); !ok {
-		t.Fatalf("%s %s: answer is not the envelope (no boolean success): %s", method, path, raw)
+		t.Fatalf("%s: answer is not the envelope (no boolean success): %s", what, raw)
 	}
 	if ct := hdr.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		t.Errorf("%s %s: Content-Type %q, want application/json", method, path, ct)
+		t.Errorf("%s: Content-Type %q, want application/json", what, ct)
 	}
-	return status, env, hdr
+	return env
 }
 
 func decodeObject(t testing.TB, what string, raw []byte) map[string]any {
@@ -349,13 +407,27 @@ func (h *herald) account(t testing.TB, email string) accounts.Account {
 	return a
 }
 
-// sendStats reads the verification-email bookkeeping of an account.
-func (h *herald) sendStats(t testing.TB, email string) accounts.SendStats {
+// expectNoAccount fails unless the database has no account with email:
+// AccountByEmail must answer not found (any other error fails too).
+func (h *herald) expectNoAccount(t testing.TB, email, why string) {
+	t.Helper()
+	a, err := h.store(t).AccountByEmail(context.Background(), email)
+	switch {
+	case err == nil:
+		t.Errorf("%s: account %s (%q) exists, want none", why, a.ID, email)
+	case !errors.Is(err, storage.ErrNotFound):
+		t.Errorf("%s: look up %q: %v, want not found", why, email, err)
+	}
+}
+
+// sendStats reads the bookkeeping of an account's code emails of purpose
+// (verification or password reset).
+func (h *herald) sendStats(t testing.TB, email string, purpose accounts.Purpose) accounts.SendStats {
 	t.Helper()
 	a := h.account(t, email)
-	st, err := h.store(t).SendStats(context.Background(), a.ID, accounts.PurposeVerify, time.Now().Add(-time.Hour))
+	st, err := h.store(t).SendStats(context.Background(), a.ID, purpose, time.Now().Add(-time.Hour))
 	if err != nil {
-		t.Fatalf("send stats of %s: %v", email, err)
+		t.Fatalf("%s send stats of %s: %v", purpose, email, err)
 	}
 	return st
 }
@@ -364,9 +436,10 @@ func (h *herald) sendStats(t testing.TB, email string) accounts.SendStats {
 // well-formed code email (a text part with the 6-digit code on a line of
 // its own, an HTML part carrying the same code), and returns the code. The
 // server mails a code before it stores it, so code also waits until the
-// server has recorded a send at or after the email's arrival: from then on
-// the code can be checked.
-func (h *herald) code(t testing.TB, email string, n int) string {
+// server has recorded a send of purpose (the code's: verification or
+// password reset) at or after the email's arrival: from then on the code
+// can be checked.
+func (h *herald) code(t testing.TB, email string, n int, purpose accounts.Purpose) string {
 	t.Helper()
 	msgs := h.SMTP.WaitForMessages(t, email, n, mailWait)
 	msg := msgs[n-1]
@@ -380,8 +453,8 @@ func (h *herald) code(t testing.TB, email string, n int) string {
 	if msg.HTML == "" || !strings.Contains(msg.HTML, code) {
 		t.Fatalf("email %d to %s: HTML part missing or without the code:\n%s", n, email, msg.HTML)
 	}
-	eventually(t, func() bool { return !h.sendStats(t, email).LastSent.Before(msg.Received) },
-		"the server never recorded the code emailed to %s", email)
+	eventually(t, func() bool { return !h.sendStats(t, email, purpose).LastSent.Before(msg.Received) },
+		"the server never recorded the %s code emailed to %s", purpose, email)
 	return code
 }
 

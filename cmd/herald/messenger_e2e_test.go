@@ -44,13 +44,6 @@ var messengerDocs = map[string]string{
 }`,
 }
 
-// messengerEnv is sessionEnv with the bot settings.
-func messengerEnv(extra map[string]string) map[string]string {
-	env := sessionEnv(nil)
-	maps.Copy(env, extra)
-	return env
-}
-
 func botStatus(t testing.TB, h *herald, admin string) map[string]any {
 	t.Helper()
 	r := gql(t, h, opBotStatus, messengerDocs[opBotStatus], nil, withBearer(admin))
@@ -73,34 +66,13 @@ func waitSubscribers(t testing.TB, h *herald, admin string, n int) {
 // every node, checking the cursors.
 func subscribers(t testing.TB, h *herald, admin string, first int) []map[string]any {
 	t.Helper()
-	var out []map[string]any
-	after := ""
-	for page := 0; ; page++ {
-		vars := map[string]any{"first": first}
-		if after != "" {
-			vars["after"] = after
-		}
-		r := gql(t, h, opSubscribers, messengerDocs[opSubscribers], vars, withBearer(admin))
-		expectOK(t, "messengerSubscribers", r, http.StatusOK)
-		nodes, _ := jsonPath(r.data, "nodes").([]any)
-		if len(nodes) > first {
-			t.Fatalf("page of %d, asked for %d", len(nodes), first)
-		}
-		for _, n := range nodes {
-			m := n.(map[string]any)
-			if s, _ := m["subscribedSince"].(string); !isoUTC.MatchString(s) {
-				t.Errorf("subscribedSince %v is not ISO 8601 UTC", m["subscribedSince"])
-			}
-			out = append(out, m)
-		}
-		if jsonPath(r.data, "pageInfo", "hasNextPage") != true {
-			return out
-		}
-		after, _ = jsonPath(r.data, "pageInfo", "endCursor").(string)
-		if after == "" || page > 100 {
-			t.Fatalf("hasNextPage without an endCursor: %v", r.data)
+	out := walkPages(t, h, opSubscribers, messengerDocs[opSubscribers], nil, first, withBearer(admin))
+	for _, m := range out {
+		if s, _ := m["subscribedSince"].(string); !isoUTC.MatchString(s) {
+			t.Errorf("subscribedSince %v is not ISO 8601 UTC", m["subscribedSince"])
 		}
 	}
+	return out
 }
 
 // subscriber is one chat of the listing, nil when absent.
@@ -152,7 +124,7 @@ func TestMessengerNotConnectedE2E(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()
-				h := startHerald(t, d, messengerEnv(c.env))
+				h := startHerald(t, d, sessionEnv(c.env))
 				admin := newAdminToken(t, h, "ops@example.com")
 				want := map[string]any{"connected": false, "botUsername": nil, "botName": nil, "webhookUrl": nil, "subscriberCount": float64(0)}
 				if got := botStatus(t, h, admin); !reflect.DeepEqual(got, want) {
@@ -181,7 +153,7 @@ func TestMessengerNotConnectedE2E(t *testing.T) {
 func TestMessengerWebhookE2E(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
 		fake := telegramtest.NewServer(t, botToken)
-		h := startHerald(t, d, messengerEnv(map[string]string{
+		h := startHerald(t, d, sessionEnv(map[string]string{
 			"HERALD_TELEGRAM_BOT_TOKEN":      botToken,
 			"HERALD_TELEGRAM_API_URL":        fake.URL,
 			"HERALD_TELEGRAM_WEBHOOK_URL":    webhookURL,
@@ -339,7 +311,7 @@ func memberUpdate(id, chatID int64, status string) telegram.Update {
 func TestMessengerPollingE2E(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
 		fake := telegramtest.NewServer(t, botToken)
-		h := startHerald(t, d, messengerEnv(map[string]string{
+		h := startHerald(t, d, sessionEnv(map[string]string{
 			"HERALD_TELEGRAM_BOT_TOKEN": botToken,
 			"HERALD_TELEGRAM_API_URL":   fake.URL,
 		}))

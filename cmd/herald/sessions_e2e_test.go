@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -27,7 +28,6 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/herald-vpn/herald/internal/accounts"
-	"github.com/herald-vpn/herald/internal/mail/mailtest"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 )
 
@@ -78,34 +78,67 @@ var sessionRoutes = map[string][2]string{
 // checking the door's envelope.
 func call(t testing.TB, h *herald, doorName, op string, args map[string]any, opts ...reqOption) result {
 	t.Helper()
+	method, path, body, err := opRequest(doorName, op, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, hdr, raw := h.do(t, method, path, body, opts...)
+	return reduceAnswer(t, doorName, op, answer{status: status, hdr: hdr, raw: raw})
+}
+
+// rawCall is call without t, for goroutines: it sends the request only.
+// Reduce its answer with reduceAnswer on the test goroutine.
+func rawCall(h *herald, doorName, op string, args map[string]any, opts ...reqOption) answer {
+	method, path, body, err := opRequest(doorName, op, args)
+	if err != nil {
+		return answer{err: err}
+	}
+	return rawDo(h, method, path, body, opts...)
+}
+
+// opRequest is the request that runs op through the named door.
+func opRequest(doorName, op string, args map[string]any) (method, path string, body any, err error) {
 	if doorName == graphQLDoor.name {
 		doc, ok := sessionDocs[op]
 		if !ok {
 			doc = graphQLDocs[op]
 		}
 		if doc == "" {
-			t.Fatalf("no GraphQL document for %q", op)
+			return "", "", nil, fmt.Errorf("no GraphQL document for %q", op)
 		}
-		status, body, hdr := h.graphqlHeader(t, doc, args, opts...)
-		return graphqlResult(t, op, status, body, hdr)
+		req := map[string]any{"query": doc}
+		if args != nil {
+			req["variables"] = args
+		}
+		return http.MethodPost, "/graphql", req, nil
 	}
 	route, ok := sessionRoutes[op]
 	if !ok {
 		route = [2]string{http.MethodPost, restPaths[op]}
 	}
 	if route[1] == "" {
-		t.Fatalf("no REST path for %q", op)
+		return "", "", nil, fmt.Errorf("no REST path for %q", op)
 	}
-	var body any
 	if route[0] != http.MethodGet {
 		m := map[string]any{}
-		for k, v := range args {
-			m[k] = v
-		}
+		maps.Copy(m, args)
 		body = m
 	}
-	status, env, hdr := h.rest(t, route[0], route[1], body, opts...)
-	return envelopeResult(t, op, status, env, hdr)
+	return route[0], route[1], body, nil
+}
+
+// reduceAnswer checks an answer to op through the named door (its
+// envelope, or GraphQL's shape) and reduces it to a result; an answer
+// that never came fails the test.
+func reduceAnswer(t testing.TB, doorName, op string, a answer) result {
+	t.Helper()
+	if a.err != nil {
+		t.Fatalf("%s through %s: %v", op, doorName, a.err)
+	}
+	if doorName == graphQLDoor.name {
+		return graphqlResult(t, op, a.status, decodeObject(t, "POST /graphql", a.raw), a.hdr)
+	}
+	return envelopeResult(t, op, a.status, restEnvelope(t, op, a.hdr, a.raw), a.hdr)
 }
 
 // graphqlResult checks a GraphQL answer of one root field op and reduces
@@ -179,7 +212,7 @@ func newVerifiedUser(t testing.TB, h *herald, doorName, email string, opts ...re
 	t.Helper()
 	expectOK(t, "signup "+email, call(t, h, doorName, opSignup, map[string]any{"email": email, "password": testPassword}, opts...),
 		map[string]int{"graphql": 200, "rest": 201}[doorName])
-	code := h.code(t, email, 1)
+	code := h.code(t, email, 1, accounts.PurposeVerify)
 	expectOK(t, "verify "+email, call(t, h, doorName, opVerify, map[string]any{"email": email, "code": code}, opts...), 200)
 }
 
@@ -224,19 +257,11 @@ func runHerald(t testing.TB, env map[string]string, stdin string, args ...string
 	return out.String(), errOut.String(), err
 }
 
-// sessionEnv turns the rate limits off (these tests count nothing) and
-// makes the refresh grace window short.
+// sessionEnv is accountsEnv (the rate limits off: these tests count
+// nothing) with a short refresh grace window.
 func sessionEnv(extra map[string]string) map[string]string {
-	env := map[string]string{
-		"HERALD_RATE_LIMIT_GLOBAL":    "0",
-		"HERALD_RATE_LIMIT_AUTH":      "0",
-		"HERALD_RATE_LIMIT_PROTECTED": "0",
-		"HERALD_RATE_LIMIT_ADMIN":     "0",
-		"HERALD_REFRESH_REUSE_GRACE":  "1s",
-	}
-	for k, v := range extra {
-		env[k] = v
-	}
+	env := accountsEnv(map[string]string{"HERALD_REFRESH_REUSE_GRACE": "1s"})
+	maps.Copy(env, extra)
 	return env
 }
 
@@ -472,12 +497,6 @@ func testConcurrentRefresh(t *testing.T, h *herald, dn string) {
 	email := "tabs-" + dn + "@example.com"
 	newVerifiedUser(t, h, dn, email)
 	tok := login(t, h, dn, email, testPassword)
-	type answer struct {
-		status int
-		hdr    http.Header
-		raw    []byte
-		err    error
-	}
 	var (
 		wg      sync.WaitGroup
 		start   = make(chan struct{})
@@ -486,24 +505,14 @@ func testConcurrentRefresh(t *testing.T, h *herald, dn string) {
 	for i := range answers {
 		wg.Go(func() {
 			<-start
-			a := &answers[i]
-			a.status, a.hdr, a.raw, a.err = rawRefresh(h, dn, tok.refresh)
+			answers[i] = rawCall(h, dn, opRefresh, map[string]any{"refreshToken": tok.refresh})
 		})
 	}
 	close(start)
 	wg.Wait()
 	var got [2]tokens
 	for i, a := range answers {
-		if a.err != nil {
-			t.Fatalf("tab %d: %v", i, a.err)
-		}
-		var r result
-		if dn == graphQLDoor.name {
-			r = graphqlResult(t, opRefresh, a.status, decodeObject(t, "refresh", a.raw), a.hdr)
-		} else {
-			r = envelopeResult(t, opRefresh, a.status, decodeObject(t, "refresh", a.raw), a.hdr)
-		}
-		got[i] = tokensOf(t, fmt.Sprintf("tab %d", i), r)
+		got[i] = tokensOf(t, fmt.Sprintf("tab %d", i), reduceAnswer(t, dn, opRefresh, a))
 	}
 	if got[0].refresh == got[1].refresh {
 		t.Fatal("both tabs got the same refresh token")
@@ -512,44 +521,6 @@ func testConcurrentRefresh(t *testing.T, h *herald, dn string) {
 		expectOK(t, fmt.Sprintf("tab %d me", i), me(t, h, dn, got[i].access), http.StatusOK)
 		tokensOf(t, fmt.Sprintf("tab %d refreshing again", i), call(t, h, dn, opRefresh, map[string]any{"refreshToken": got[i].refresh}))
 	}
-}
-
-// rawRefresh sends a refresh without touching t, for goroutines.
-func rawRefresh(h *herald, dn, refresh string) (int, http.Header, []byte, error) {
-	path, body := "/api/v1/auth/refresh", map[string]any{"refreshToken": refresh}
-	if dn == graphQLDoor.name {
-		path, body = "/graphql", map[string]any{"query": sessionDocs[opRefresh], "variables": body}
-	}
-	enc, _ := json.Marshal(body)
-	req, err := http.NewRequest(http.MethodPost, h.BaseURL+path, bytes.NewReader(enc))
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := h.client.Do(req)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, raw, err
-}
-
-// resetCode waits for the n-th email to email and for the server to have
-// recorded the reset code it carries, and returns the code.
-func resetCode(t testing.TB, h *herald, email string, n int) string {
-	t.Helper()
-	msg := h.SMTP.WaitForMessages(t, email, n, mailWait)[n-1]
-	code, ok := mailtest.ExtractCode(msg.Text)
-	if !ok {
-		t.Fatalf("email %d to %s has no code:\n%s", n, email, msg.Text)
-	}
-	id := h.account(t, email).ID
-	eventually(t, func() bool {
-		st, err := h.store(t).SendStats(context.Background(), id, accounts.PurposeReset, time.Now().Add(-time.Hour))
-		return err == nil && !st.LastSent.Before(msg.Received)
-	}, "the server never recorded the reset code emailed to %s", email)
-	return code
 }
 
 func testPasswordReset(t *testing.T, h *herald, dn string) {
@@ -566,7 +537,7 @@ func testPasswordReset(t *testing.T, h *herald, dn string) {
 			t.Fatalf("requestPasswordReset(%s) = %v, want true", e, r.data)
 		}
 	}
-	code := resetCode(t, h, email, mails+1)
+	code := h.code(t, email, mails+1, accounts.PurposeReset)
 	expectOK(t, "reset", call(t, h, dn, opResetPass, map[string]any{"email": email, "code": code, "newPassword": newPassword}), http.StatusOK)
 
 	expectError(t, "old password", call(t, h, dn, opLogin, map[string]any{"email": email, "password": testPassword}), http.StatusUnauthorized, "INVALID_CREDENTIALS")

@@ -29,6 +29,17 @@ func newSigner(t testing.TB, now *time.Time, active Key, others ...Key) *signer 
 	return &signer{keys: ks, issuer: "herald", ttl: time.Hour, now: func() time.Time { return *now }}
 }
 
+// mustSign signs tok with key, failing the test on a signing error: a
+// forged token that is silently "" would be refused for the wrong reason.
+func mustSign(t testing.TB, tok *jwt.Token, key any) string {
+	t.Helper()
+	s, err := tok.SignedString(key)
+	if err != nil {
+		t.Fatalf("sign %v token: %v", tok.Header["alg"], err)
+	}
+	return s
+}
+
 func TestTokenRoundTrip(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	s := newSigner(t, &now, newKey(t))
@@ -54,31 +65,34 @@ func TestTokensRefused(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	key := newKey(t)
 	s := newSigner(t, &now, key)
-	good, _, _ := s.issue("acct", "sess", nil)
+	good, _, err := s.issue("acct", "sess", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	claims := Claims{SessionID: "sess", RegisteredClaims: jwt.RegisteredClaims{Issuer: "herald", Subject: "acct", ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}}
 
 	foreign := newKey(t)
 	foreignTok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims)
 	foreignTok.Header["kid"] = key.ID // claims our key id, signed by another
-	forged, _ := foreignTok.SignedString(foreign.Private)
+	forged := mustSign(t, foreignTok, foreign.Private)
 
 	noneTok := jwt.NewWithClaims(jwt.SigningMethodNone, claims)
 	noneTok.Header["kid"] = key.ID
-	none, _ := noneTok.SignedString(jwt.UnsafeAllowNoneSignatureType)
+	none := mustSign(t, noneTok, jwt.UnsafeAllowNoneSignatureType)
 
 	hsTok := jwt.NewWithClaims(jwt.SigningMethodHS256, claims)
 	hsTok.Header["kid"] = key.ID
-	hs, _ := hsTok.SignedString([]byte(key.Public))
+	hs := mustSign(t, hsTok, []byte(key.Public))
 
 	unknownKid := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims)
 	unknownKid.Header["kid"] = "no-such-key"
-	unknown, _ := unknownKid.SignedString(key.Private)
+	unknown := mustSign(t, unknownKid, key.Private)
 
 	otherIssuer := claims
 	otherIssuer.Issuer = "someone-else"
 	oiTok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, otherIssuer)
 	oiTok.Header["kid"] = key.ID
-	oi, _ := oiTok.SignedString(key.Private)
+	oi := mustSign(t, oiTok, key.Private)
 
 	cases := map[string]string{
 		"foreign key":    forged,
