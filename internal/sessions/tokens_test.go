@@ -116,7 +116,7 @@ func TestTokensRefused(t *testing.T) {
 func TestExpiredToken(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	s := newSigner(t, &now, newKey(t))
-	tok, exp, _ := s.issue("acct", "sess", nil)
+	tok, exp := mustIssue(t, s, nil)
 	now = now.Add(2 * time.Hour)
 	_, err := s.verify(tok)
 	ae := apperr.As(err)
@@ -129,13 +129,13 @@ func TestKeyRotation(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	oldKey, newK := newKey(t), newKey(t)
 	before := newSigner(t, &now, oldKey)
-	oldTok, _, _ := before.issue("acct", "sess", nil)
+	oldTok, _ := mustIssue(t, before, nil)
 
 	after := newSigner(t, &now, newK, Key{ID: oldKey.ID, Public: oldKey.Public})
 	if _, err := after.verify(oldTok); err != nil {
 		t.Fatalf("token of a verify-only key refused: %v", err)
 	}
-	newTok, _, _ := after.issue("acct", "sess", nil)
+	newTok, _ := mustIssue(t, after, nil)
 	if _, err := after.verify(newTok); err != nil {
 		t.Fatal(err)
 	}
@@ -190,11 +190,21 @@ func TestParseKeySet(t *testing.T) {
 func BenchmarkVerifyToken(b *testing.B) {
 	now := time.Now()
 	s := newSigner(b, &now, newKey(b))
-	tok, _, _ := s.issue("acct", "sess", []string{"admin"})
+	tok, _ := mustIssue(b, s, []string{"admin"})
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := s.verify(tok); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// mustIssue issues a token for account "acct", session "sess".
+func mustIssue(t testing.TB, s *signer, scopes []string) (string, time.Time) {
+	t.Helper()
+	tok, exp, err := s.issue("acct", "sess", scopes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok, exp
 }
