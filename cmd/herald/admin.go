@@ -7,28 +7,31 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/herald-vpn/herald/internal/sessions"
+	"golang.org/x/term"
 )
 
 func cmdAdmin(ctx context.Context, env *environment, args []string) error {
-	if len(args) == 0 || (args[0] != "create" && args[0] != "revoke") {
-		fmt.Fprintln(env.stderr, "Usage: herald admin create --email E [--password P | --password-stdin]\n       herald admin revoke --email E")
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			return nil
-		}
-		return errUsage
+	sub, done, err := subcommand(env, "Usage: herald admin create --email E [--password-stdin | --password P]\n       herald admin revoke --email E", args, "create", "revoke")
+	if done || err != nil {
+		return err
 	}
-	sub := args[0]
 	fs := newFlags(env, "admin "+sub, map[string]string{
-		"create": "Create a verified operator account with the admin scope, or grant the scope to an existing account, and print its id.\nWithout --password, the password is read from the first line of standard input.",
+		"create": `Create a verified operator account with the admin scope, or grant the scope to an existing account
+(whose password is left unchanged), and print its id.
+The password is prompted for without echo when standard input is a terminal, and read from the first
+line of standard input otherwise (or with --password-stdin).`,
 		"revoke": "Take the admin scope away and end every session of the account.",
-	}[sub], true)
+	}[sub], configHint)
 	email := fs.String("email", "", "account email (required)")
 	var password *string
+	var passwordStdin *bool
 	if sub == "create" {
-		password = fs.String("password", "", "password of a new account (prefer standard input: shell history keeps flags)")
+		passwordStdin = fs.Bool("password-stdin", false, "read the password from the first line of standard input, even from a terminal")
+		password = fs.String("password", "", "the password (avoid: shell history and ps show flags)")
 	}
 	if helped, err := parseFlags(env, fs, args[1:]); helped || err != nil {
 		return err
@@ -37,25 +40,31 @@ func cmdAdmin(ctx context.Context, env *environment, args []string) error {
 		fmt.Fprintln(env.stderr, "--email is required")
 		return errUsage
 	}
+	var pw string
+	if sub == "create" {
+		if *password != "" && *passwordStdin {
+			fmt.Fprintln(env.stderr, "--password and --password-stdin exclude each other")
+			return errUsage
+		}
+		// Read before opening anything: a mistyped password should not
+		// leave a half-opened application behind.
+		if pw = *password; pw == "" {
+			if pw, err = readPassword(env, *passwordStdin); err != nil {
+				return err
+			}
+		}
+	}
 	a, err := openAppFromEnv(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer a.db.Close()
+	defer a.Close(context.Background())
 	if sub == "revoke" {
 		if err := a.accounts.RevokeAdmin(ctx, *email); err != nil {
 			return describe(err)
 		}
 		fmt.Fprintf(env.stdout, "admin scope revoked from %s; its sessions have ended\n", *email)
 		return nil
-	}
-	pw := *password
-	if pw == "" {
-		line, err := bufio.NewReader(env.stdin).ReadString('\n')
-		if err != nil && line == "" {
-			return errors.New("no password given: pass --password or write it to standard input")
-		}
-		pw = strings.TrimRight(line, "\r\n")
 	}
 	id, created, err := a.accounts.GrantAdmin(ctx, *email, pw)
 	if err != nil {
@@ -70,13 +79,50 @@ func cmdAdmin(ctx context.Context, env *environment, args []string) error {
 	return nil
 }
 
+// readPassword prompts for the password on a terminal without echoing
+// it, twice so that a typing mistake is caught; from anything else (or
+// with fromStdin) it reads the first line of standard input.
+func readPassword(env *environment, fromStdin bool) (string, error) {
+	if f, ok := env.stdin.(*os.File); ok && !fromStdin && term.IsTerminal(int(f.Fd())) {
+		read := func(prompt string) (string, error) {
+			fmt.Fprint(env.stderr, prompt)
+			b, err := term.ReadPassword(int(f.Fd()))
+			fmt.Fprintln(env.stderr) // the Enter typed was not echoed either
+			return string(b), err
+		}
+		pw, err := read("Password: ")
+		if err != nil {
+			return "", fmt.Errorf("reading the password: %w", err)
+		}
+		again, err := read("Password (again): ")
+		if err != nil {
+			return "", fmt.Errorf("reading the password: %w", err)
+		}
+		if pw != again {
+			return "", errors.New("the two passwords differ")
+		}
+		if pw == "" {
+			return "", errors.New("no password given")
+		}
+		return pw, nil
+	}
+	line, err := bufio.NewReader(env.stdin).ReadString('\n')
+	if err != nil && line == "" {
+		return "", errors.New("no password given: write it to standard input, or run from a terminal to be prompted")
+	}
+	pw := strings.TrimRight(line, "\r\n")
+	if pw == "" {
+		return "", errors.New("no password given: the first line of standard input is empty")
+	}
+	return pw, nil
+}
+
 // cmdKeys prints a fresh JWK set for HERALD_JWT_KEYS_FILE.
 func cmdKeys(_ context.Context, env *environment, args []string) error {
-	if len(args) == 0 || args[0] != "generate" {
-		fmt.Fprintln(env.stderr, "Usage: herald keys generate > jwks.json")
-		return errUsage
+	if _, done, err := subcommand(env, "Usage: herald keys generate > jwks.json", args, "generate"); done || err != nil {
+		return err
 	}
-	fs := newFlags(env, "keys generate", "Print a JWK set with one new active Ed25519 key, for HERALD_JWT_KEYS_FILE.\nTo rotate, add a new key marked active and drop \"active\" and \"d\" from the old one.", false)
+	fs := newFlags(env, "keys generate", "Print a JWK set with one new active Ed25519 key, for HERALD_JWT_KEYS_FILE.\nTo rotate, add a new key marked active and drop \"active\" and \"d\" from the old one.", noConfig)
 	if helped, err := parseFlags(env, fs, args[1:]); helped || err != nil {
 		return err
 	}

@@ -2,34 +2,39 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"text/tabwriter"
 	"time"
 
 	"github.com/herald-vpn/herald/internal/limits"
-	"github.com/herald-vpn/herald/internal/storage"
 )
 
 func cmdBans(ctx context.Context, env *environment, args []string) error {
 	usage := "Usage: herald bans list\n       herald bans add IP --reason R\n       herald bans lift IP"
-	if len(args) == 0 || (args[0] != "list" && args[0] != "add" && args[0] != "lift") {
-		fmt.Fprintln(env.stderr, usage)
-		return errUsage
+	sub, done, err := subcommand(env, usage, args, "list", "add", "lift")
+	if done || err != nil {
+		return err
 	}
-	sub := args[0]
-	fs := newFlags(env, "bans "+sub, "Manage banned client addresses (an IPv4 address, or an IPv6 address whose /64 is banned).", true)
-	reason := fs.String("reason", "", "why the address is banned (add)")
+	fs := newFlags(env, map[string]string{"list": "bans list", "add": "bans add IP", "lift": "bans lift IP"}[sub], map[string]string{
+		"list": "List the banned client addresses.",
+		"add":  "Ban a client address: an IPv4 address, or an IPv6 address whose /64 is banned. Servers refuse it within a few seconds.",
+		"lift": "Lift the ban on a client address (an IPv6 address lifts its /64).",
+	}[sub], configHint)
+	var reason *string
+	if sub == "add" {
+		reason = fs.String("reason", "", "why the address is banned (default \""+limits.DefaultBanReason+"\")")
+	}
 	// The IP comes first, flags after: `bans add 203.0.113.9 --reason spam`.
 	rest := args[1:]
 	var ip string
 	if sub != "list" {
 		if len(rest) == 0 || rest[0] == "" || rest[0][0] == '-' {
-			if len(rest) > 0 && (rest[0] == "-h" || rest[0] == "--help") {
+			if len(rest) > 0 && isHelp(rest[0]) {
 				fs.SetOutput(env.stdout)
 				fs.Usage()
 				return nil
 			}
+			fmt.Fprintln(env.stderr, "the IP address is missing")
 			fmt.Fprintln(env.stderr, usage)
 			return errUsage
 		}
@@ -38,14 +43,7 @@ func cmdBans(ctx context.Context, env *environment, args []string) error {
 	if helped, err := parseFlags(env, fs, rest); helped || err != nil {
 		return err
 	}
-	var subject string
-	if sub != "list" {
-		var err error
-		if subject, err = limits.BanSubject(ip); err != nil {
-			return err
-		}
-	}
-	_, db, _, err := openStore(ctx, env)
+	_, db, err := openStore(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -62,19 +60,16 @@ func cmdBans(ctx context.Context, env *environment, args []string) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", b.IP, b.CreatedAt.Format(time.RFC3339), b.Reason)
 		}
 		return tw.Flush()
-	case "add":
-		if *reason == "" {
-			*reason = "banned by an operator"
+	case "add": // the API's rules: one address form, the reason checked and defaulted
+		ban, err := limits.NewBans(db, nil).Add(ctx, ip, *reason)
+		if err != nil {
+			return describe(err)
 		}
-		if err := db.AddBan(ctx, limits.Ban{IP: subject, Reason: *reason, CreatedAt: time.Now().UTC()}); err != nil {
-			return err
-		}
-		fmt.Fprintf(env.stdout, "banned %s\n", subject)
+		fmt.Fprintf(env.stdout, "banned %s\n", ban.IP)
 	case "lift":
-		if err := db.LiftBan(ctx, subject); errors.Is(err, storage.ErrNotFound) {
-			return fmt.Errorf("%s is not banned", subject)
-		} else if err != nil {
-			return err
+		subject, err := limits.NewBans(db, nil).Lift(ctx, ip)
+		if err != nil {
+			return describe(err)
 		}
 		fmt.Fprintf(env.stdout, "lifted the ban on %s (servers notice within a few seconds)\n", subject)
 	}

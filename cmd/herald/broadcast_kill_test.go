@@ -31,6 +31,7 @@ import (
 	"github.com/herald-vpn/herald/internal/push/apns/apnstest"
 	"github.com/herald-vpn/herald/internal/push/fcm/fcmtest"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
+	"github.com/herald-vpn/herald/internal/testsupport"
 )
 
 // pushGate is a reverse proxy between the server and a fake push provider
@@ -147,7 +148,7 @@ func buildHerald(t *testing.T, dir string) string {
 // process is the real binary running `herald serve`.
 type process struct {
 	cmd    *exec.Cmd
-	logs   *syncBuffer
+	logs   *testsupport.Buffer
 	exited chan struct{}
 }
 
@@ -158,7 +159,7 @@ func startBinary(t *testing.T, bin string, d sqlstoretest.Dialect, env map[strin
 	t.Helper()
 	env = maps.Clone(env)
 	env["HERALD_ADDR"] = freeAddr(t)
-	p := &process{logs: &syncBuffer{}, exited: make(chan struct{})}
+	p := &process{logs: &testsupport.Buffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(bin, "serve")
 	for k, v := range env {
 		p.cmd.Env = append(p.cmd.Env, k+"="+v)
@@ -174,10 +175,14 @@ func startBinary(t *testing.T, bin string, d sqlstoretest.Dialect, env map[strin
 		case <-p.exited:
 		case <-time.After(30 * time.Second):
 			p.cmd.Process.Kill()
-			<-p.exited
+			select {
+			case <-p.exited:
+			case <-time.After(stopWait):
+				t.Errorf("the binary had not exited %s after SIGKILL", stopWait)
+			}
 		}
 		if t.Failed() {
-			t.Logf("binary logs (%s):\n%s", d, tail(p.logs.String(), 100))
+			t.Logf("binary logs (%s):\n%s", d, testsupport.Tail(p.logs.String(), 100))
 		}
 	})
 	h := &herald{BaseURL: "http://" + env["HERALD_ADDR"], DBURL: env["HERALD_DATABASE_URL"], Env: env,
@@ -208,7 +213,7 @@ func (p *process) kill(t *testing.T) {
 	if err := p.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	<-p.exited
+	testsupport.Receive(t, p.exited, stopWait, "the binary's exit after SIGKILL")
 }
 
 // binaryEnv is the configuration of a binary under test: the harness
@@ -232,6 +237,9 @@ func TestBinaryE2E(t *testing.T) {
 	})
 	t.Run("ProvidersOverTLS", func(t *testing.T) {
 		forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) { testProvidersThroughBinary(t, bin, d) })
+	})
+	t.Run("WebhookSurvivesKill", func(t *testing.T) {
+		forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) { testWebhookSurvivesKill(t, bin, d) })
 	})
 }
 

@@ -2,23 +2,26 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/devices"
+	"github.com/herald-vpn/herald/internal/storage"
 )
 
 // cmdUsers is `herald users set-plan`: an operator's way to change a plan
 // until payments exist.
 func cmdUsers(ctx context.Context, env *environment, args []string) error {
-	if len(args) == 0 || args[0] != "set-plan" {
-		fmt.Fprintln(env.stderr, "Usage: herald users set-plan --email E --plan P --expires T")
-		return errUsage
+	if _, done, err := subcommand(env, "Usage: herald users set-plan --email E --plan P --expires T", args, "set-plan"); done || err != nil {
+		return err
 	}
-	fs := newFlags(env, "users set-plan", "Set an account's plan and when it expires.", true)
+	fs := newFlags(env, "users set-plan", "Set an account's plan and when it expires.", configHint)
 	email := fs.String("email", "", "account email (required)")
 	plan := fs.String("plan", "", "trial, basic or premium (required)")
 	expires := fs.String("expires", "", "an RFC 3339 time (2027-01-01T00:00:00Z) or a duration from now (720h) (required)")
@@ -33,12 +36,23 @@ func cmdUsers(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	devs, closeDB, err := openDevices(ctx, env)
+	cfg, db, err := openStore(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer closeDB()
-	sub, err := devs.SetPlan(ctx, *email, *plan, at)
+	defer db.Close()
+	norm, err := accounts.NormalizeEmail(*email)
+	if err != nil {
+		return describe(err)
+	}
+	acct, err := db.AccountByEmail(ctx, norm)
+	if errors.Is(err, storage.ErrNotFound) {
+		return describe(apperr.Newf(apperr.UserNotFound, "No account has the email %s.", norm))
+	}
+	if err != nil {
+		return err
+	}
+	sub, err := newPlans(db, cfg).SetPlan(ctx, acct.ID, *plan, at)
 	if err != nil {
 		return describe(err)
 	}
@@ -58,12 +72,11 @@ func parseExpiry(s string, now time.Time) (time.Time, error) {
 
 // cmdDevices is `herald devices import`.
 func cmdDevices(ctx context.Context, env *environment, args []string) error {
-	if len(args) == 0 || args[0] != "import" {
-		fmt.Fprintln(env.stderr, "Usage: herald devices import --file F")
-		return errUsage
+	if _, done, err := subcommand(env, "Usage: herald devices import --file F", args, "import"); done || err != nil {
+		return err
 	}
 	fs := newFlags(env, "devices import", `Import devices from JSON Lines: {"email","platform","pushToken","name"?} per line.
-Accounts must exist; plan limits do not apply. A token already registered moves to the imported device.`, true)
+Accounts must exist; plan limits do not apply. A token already registered moves to the imported device.`, configHint)
 	file := fs.String("file", "", "JSON Lines file, or - for standard input (required)")
 	if helped, err := parseFlags(env, fs, args[1:]); helped || err != nil {
 		return err
@@ -81,11 +94,12 @@ Accounts must exist; plan limits do not apply. A token already registered moves 
 		defer f.Close()
 		in = f
 	}
-	devs, closeDB, err := openDevices(ctx, env)
+	cfg, db, err := openStore(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer closeDB()
+	defer db.Close()
+	devs := devices.NewService(db, newPlans(db, cfg), devices.Config{})
 	var progress func(int)
 	if isTerminal(env.stderr, env.getenv) {
 		start := time.Now()
@@ -117,14 +131,4 @@ func isTerminal(w io.Writer, getenv func(string) string) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0 && !strings.EqualFold(getenv("TERM"), "dumb")
-}
-
-// openDevices is the devices service over the migrated store, for the
-// operator commands.
-func openDevices(ctx context.Context, env *environment) (*devices.Service, func() error, error) {
-	cfg, db, _, err := openStore(ctx, env)
-	if err != nil {
-		return nil, nil, err
-	}
-	return newDevices(db, cfg), db.Close, nil
 }

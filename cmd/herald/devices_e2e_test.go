@@ -980,6 +980,17 @@ func TestBroadcastE2E(t *testing.T) {
 		if got := fake.TotalDelivered(); got != devicesN {
 			t.Fatalf("the fake got %d messages, want %d", got, devicesN)
 		}
+		// The metrics count each provider call and each recorded delivery.
+		for sample, want := range map[string]float64{
+			`herald_broadcast_deliveries_total{outcome="sent"}`:            devicesN,
+			`herald_push_sends_total{outcome="sent",provider="fcm"}`:       devicesN,
+			`herald_push_sends_total{outcome="dead_token",provider="fcm"}`: 1,
+			`herald_push_provider_duration_seconds_count{provider="fcm"}`:  devicesN + 1,
+		} {
+			if got := h.metric(t, sample); got != want {
+				t.Errorf("%s = %v, want %v", sample, got, want)
+			}
+		}
 		for _, tok := range tokens {
 			if n := fake.Delivered(tok); n != 1 {
 				t.Fatalf("%s got %d messages, want exactly 1", tok, n)

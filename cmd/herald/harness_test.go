@@ -2,8 +2,9 @@ package main
 
 // The end-to-end harness: it starts the real server through run(), exactly
 // as main does, on a free loopback port, against a fresh real database
-// (SQLite, and PostgreSQL when HERALD_TEST_POSTGRES_URL is set) and a real
-// SMTP server on loopback (mailtest). Tests talk to it over HTTP only.
+// (SQLite, and PostgreSQL when HERALD_TEST_POSTGRES_URL is set; skipped
+// otherwise) and a real SMTP server on loopback (mailtest). Tests talk to
+// it over HTTP only.
 //
 // Reuse it for any feature test:
 //
@@ -34,6 +35,8 @@ import (
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/herald-vpn/herald/internal/testsupport"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Generous bounds for things that happen in the background. They are
@@ -42,6 +45,7 @@ const (
 	startWait = 30 * time.Second // server up
 	mailWait  = 20 * time.Second // an email arrives
 	pollWait  = 20 * time.Second // any other eventual condition
+	stopWait  = 60 * time.Second // a server or process stops once told to
 )
 
 // testDefaults is the configuration every harness server starts with;
@@ -69,10 +73,12 @@ type herald struct {
 	SMTP    *mailtest.Server  // the server's mail relay
 	Env     map[string]string // the effective configuration
 
-	stdout, stderr *syncBuffer
+	stdout, stderr *testsupport.Buffer
 	client         *http.Client
 	cancel         context.CancelFunc
 	done           chan error
+
+	tracerProvider trace.TracerProvider
 
 	mu      sync.Mutex
 	stopped bool
@@ -80,12 +86,14 @@ type herald struct {
 	db      *sqlstore.DB
 }
 
-// forEachDialect runs fn as a parallel subtest per database this run
-// covers (sqlstoretest.Dialects).
+// forEachDialect runs fn as a parallel subtest per database
+// (sqlstoretest.Dialects); the subtest of one this run cannot reach is
+// skipped.
 func forEachDialect(t *testing.T, fn func(t *testing.T, d sqlstoretest.Dialect)) {
 	t.Helper()
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
+			sqlstoretest.Require(t, d)
 			t.Parallel()
 			fn(t, d)
 		})
@@ -99,11 +107,19 @@ func forEachDialect(t *testing.T, fn func(t *testing.T, d sqlstoretest.Dialect))
 // HERALD_SMTP_URL, HERALD_ADDR); an empty value means "unset".
 func startHerald(t testing.TB, d sqlstoretest.Dialect, env map[string]string) *herald {
 	t.Helper()
+	return startHeraldTraced(t, d, env, nil)
+}
+
+// startHeraldTraced is startHerald with the server's spans going to tp
+// (nil: tracing as the variables say, which is off).
+func startHeraldTraced(t testing.TB, d sqlstoretest.Dialect, env map[string]string, tp trace.TracerProvider) *herald {
+	t.Helper()
 	h := &herald{
-		SMTP:   mailtest.NewServer(t),
-		stdout: &syncBuffer{},
-		stderr: &syncBuffer{},
-		Env:    testDefaults(),
+		tracerProvider: tp,
+		SMTP:           mailtest.NewServer(t),
+		stdout:         &testsupport.Buffer{},
+		stderr:         &testsupport.Buffer{},
+		Env:            testDefaults(),
 	}
 	h.Env["HERALD_DATABASE_URL"] = sqlstoretest.NewURL(t, d)
 	h.Env["HERALD_SMTP_URL"] = h.SMTP.URL()
@@ -114,22 +130,14 @@ func startHerald(t testing.TB, d sqlstoretest.Dialect, env map[string]string) *h
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	h.client = &http.Client{Transport: transport, Timeout: 60 * time.Second}
 
-	// A port picked by listening on :0 and closing can be taken by someone
-	// else before the server binds it; try again with another then.
-	for attempt := 1; ; attempt++ {
-		addr := env["HERALD_ADDR"]
-		if addr == "" {
-			addr = freeAddr(t)
-		}
-		h.Env["HERALD_ADDR"] = addr
-		h.BaseURL = "http://" + addr
-		err := h.launch(t)
-		if err == nil {
-			break
-		}
-		if attempt < 3 && env["HERALD_ADDR"] == "" && strings.Contains(err.Error(), "address already in use") {
-			continue
-		}
+	// Port 0 unless the test chose an address: launch reads the bound one
+	// from the log, so no other test process can take it in between.
+	if h.Env["HERALD_ADDR"] == "" {
+		h.Env["HERALD_ADDR"] = "127.0.0.1:0"
+	} else {
+		h.BaseURL = "http://" + h.Env["HERALD_ADDR"]
+	}
+	if err := h.launch(t); err != nil {
 		t.Fatalf("herald did not start: %v\nlogs:\n%s", err, h.logs())
 	}
 	t.Cleanup(func() {
@@ -138,7 +146,7 @@ func startHerald(t testing.TB, d sqlstoretest.Dialect, env map[string]string) *h
 		}
 		transport.CloseIdleConnections()
 		if t.Failed() {
-			t.Logf("herald logs (%s):\n%s", d, tail(h.logs(), 200))
+			t.Logf("herald logs (%s):\n%s", d, testsupport.Tail(h.logs(), 200))
 		}
 	})
 	return h
@@ -150,7 +158,12 @@ func (h *herald) launch(t testing.TB) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	getenv := func(k string) string { return h.Env[k] }
-	go func() { done <- run(ctx, []string{"serve"}, getenv, strings.NewReader(""), h.stdout, h.stderr) }()
+	if h.tracerProvider != nil {
+		env := &environment{getenv: getenv, stdin: strings.NewReader(""), stdout: h.stdout, stderr: h.stderr, tracerProvider: h.tracerProvider}
+		go func() { done <- cmdServe(ctx, env, nil) }()
+	} else {
+		go func() { done <- run(ctx, []string{"serve"}, getenv, strings.NewReader(""), h.stdout, h.stderr) }()
+	}
 	deadline := time.Now().Add(startWait)
 	for {
 		select {
@@ -159,18 +172,30 @@ func (h *herald) launch(t testing.TB) error {
 			return fmt.Errorf("run returned before the server was healthy: %v", err)
 		default:
 		}
-		req, _ := http.NewRequest(http.MethodGet, h.BaseURL+"/healthz", nil)
-		resp, err := h.client.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				h.cancel, h.done = cancel, done
-				return nil
+		if h.BaseURL == "" {
+			if addr := testsupport.ListenAddr(h.logs()); addr != "" {
+				h.BaseURL, h.Env["HERALD_ADDR"] = "http://"+addr, addr
+			}
+		}
+		var err error
+		if h.BaseURL != "" {
+			req, _ := http.NewRequest(http.MethodGet, h.BaseURL+"/healthz", nil)
+			var resp *http.Response
+			if resp, err = h.client.Do(req); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					h.cancel, h.done = cancel, done
+					return nil
+				}
 			}
 		}
 		if time.Now().After(deadline) {
 			cancel()
-			<-done
+			select {
+			case <-done:
+			case <-time.After(stopWait):
+				return fmt.Errorf("/healthz not answering after %s (last error %v), and run did not return within %s of cancel", startWait, err, stopWait)
+			}
 			return fmt.Errorf("/healthz not answering after %s (last error %v)", startWait, err)
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -193,8 +218,8 @@ func (h *herald) stop() error {
 	h.cancel()
 	select {
 	case h.runErr = <-h.done:
-	case <-time.After(60 * time.Second):
-		h.runErr = errors.New("run did not return within 60s of cancel")
+	case <-time.After(stopWait):
+		h.runErr = fmt.Errorf("run did not return within %s of cancel", stopWait)
 	}
 	return h.runErr
 }
@@ -289,20 +314,25 @@ type answer struct {
 }
 
 // rawDo is do without t, for goroutines: it never fails the test but
-// returns the error, to be reported from the test goroutine.
+// returns the error, to be reported from the test goroutine. Every
+// exchange is also checked against api/openapi.yaml (checkContract): an
+// answer the document does not describe is returned as an error.
 func rawDo(h *herald, method, path string, body any, opts ...reqOption) answer {
-	var rd io.Reader
+	var enc []byte
 	switch b := body.(type) {
 	case nil:
 	case []byte:
-		rd = bytes.NewReader(b)
+		enc = b
 	case string:
-		rd = strings.NewReader(b)
+		enc = []byte(b)
 	default:
-		enc, err := json.Marshal(b)
-		if err != nil {
+		var err error
+		if enc, err = json.Marshal(b); err != nil {
 			return answer{err: fmt.Errorf("%s %s: encode request body: %v", method, path, err)}
 		}
+	}
+	var rd io.Reader
+	if body != nil {
 		rd = bytes.NewReader(enc)
 	}
 	req, err := http.NewRequest(method, h.BaseURL+path, rd)
@@ -324,7 +354,9 @@ func rawDo(h *herald, method, path string, body any, opts ...reqOption) answer {
 	if err != nil {
 		return answer{err: fmt.Errorf("%s %s: read body: %v", method, path, err)}
 	}
-	return answer{status: resp.StatusCode, hdr: resp.Header, raw: raw}
+	a := answer{status: resp.StatusCode, hdr: resp.Header, raw: raw}
+	a.err = checkContract(h, method, path, req.Header, enc, a)
+	return a
 }
 
 // graphql posts {query, variables} to /graphql and decodes the answer,
@@ -388,7 +420,7 @@ func (h *herald) store(t testing.TB) *sqlstore.DB {
 		t.Fatal("store: the server has stopped")
 	}
 	if h.db == nil {
-		db, err := sqlstore.Open(context.Background(), h.DBURL, sqlstore.JobsConfig{})
+		db, err := sqlstore.Open(context.Background(), h.DBURL, sqlstore.Options{})
 		if err != nil {
 			t.Fatalf("open the server's database: %v", err)
 		}
@@ -483,13 +515,7 @@ func (h *herald) metric(t testing.TB, sample string) float64 {
 // pollWait.
 func eventually(t testing.TB, cond func() bool, format string, args ...any) {
 	t.Helper()
-	deadline := time.Now().Add(pollWait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: "+format, append([]any{pollWait}, args...)...)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testsupport.Eventually(t, pollWait, cond, format, args...)
 }
 
 // freeAddr returns a loopback address with a port nobody listened on a
@@ -505,43 +531,9 @@ func freeAddr(t testing.TB) string {
 	return addr
 }
 
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func tail(s string, lines int) string {
-	all := strings.Split(s, "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
-}
-
 // jsonPath walks nested objects: jsonPath(body, "data", "signup", "success").
-func jsonPath(v any, keys ...string) any {
-	for _, k := range keys {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = m[k]
-	}
-	return v
-}
+// (A short name for the many call sites of the e2e tests.)
+var jsonPath = testsupport.JSONPath
 
 // asInt returns a JSON number as an int, failing on anything else or on a
 // fraction.

@@ -5,14 +5,16 @@ package main
 // bans across restarts and the bans CLI, X-Forwarded-For, two servers on
 // one Redis, and a Redis that dies under a running server.
 //
-// Windows are fixed minutes, so nothing here waits for a reset: a case that
-// needs its requests in one window first makes sure enough of the current
-// minute is left (roomInWindow).
+// Windows are fixed and start at multiples of their length since the Unix
+// epoch. The servers here count in windows of limitWindow, whose current
+// one outlasts the test run, so no counter resets during a test whatever
+// the wall clock says; TestDefaultWindowE2E covers the default minute.
 
 import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -25,6 +27,7 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
+	"github.com/herald-vpn/herald/internal/testsupport"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -43,30 +46,66 @@ var clientIPs = func() func() string {
 
 func from(ip string) reqOption { return withHeader("X-Forwarded-For", ip) }
 
-// roomInWindow waits for the next minute when less than need is left of
-// the current one, so a case's requests all fall in one fixed window.
-func roomInWindow(t testing.TB, need time.Duration) {
-	t.Helper()
-	now := time.Now()
-	next := now.Truncate(time.Minute).Add(time.Minute)
-	if left := next.Sub(now); left < need {
-		t.Logf("waiting %s for the next rate-limit window", left.Round(time.Millisecond))
-		time.Sleep(left + 50*time.Millisecond)
+// limitWindow is the HERALD_RATE_LIMIT_WINDOW of these tests' servers (see
+// limitsEnv), and limitWindowEnd the end of its window running now. With a
+// fixed length, some run would straddle a window's end and see its
+// counters reset halfway; this length is picked when the tests start: the
+// shortest whole number of minutes from two hours up whose current window
+// has at least an hour left, longer than any run of these tests lasts
+// (.ci/run gives go test 20 minutes).
+var limitWindow, limitWindowEnd = pickWindow(time.Now(), 2*time.Hour, time.Hour)
+
+// pickWindow returns the shortest window of whole minutes from min up
+// whose window running at now has at least room left, and that window's
+// end. Windows start at multiples of their length since the Unix epoch, as
+// the limiter aligns them.
+func pickWindow(now time.Time, min, room time.Duration) (time.Duration, time.Time) {
+	for w := min; ; w += time.Minute {
+		ms := w.Milliseconds()
+		end := time.UnixMilli(now.UnixMilli() - now.UnixMilli()%ms + ms)
+		if end.Sub(now) >= room {
+			return w, end
+		}
 	}
 }
 
+// pickWindow's window always leaves the room asked for, whatever the
+// instant, including one just before the end of a minute, an hour or a day.
+func TestPickWindow(t *testing.T) {
+	day := time.Date(2031, 3, 4, 0, 0, 0, 0, time.UTC)
+	for _, now := range []time.Time{
+		day, day.Add(-time.Millisecond), day.Add(-time.Second), day.Add(-59 * time.Minute),
+		day.Add(time.Hour - time.Millisecond), day.Add(2*time.Hour - time.Second), day.Add(7*time.Hour + 31*time.Minute + 17*time.Second),
+		time.Now(),
+	} {
+		w, end := pickWindow(now, 2*time.Hour, time.Hour)
+		if w < 2*time.Hour || w%time.Minute != 0 {
+			t.Errorf("at %s: window %s, want whole minutes from 2h", now, w)
+		}
+		if end.Sub(now) < time.Hour || end.Sub(now) > w || end.UnixMilli()%w.Milliseconds() != 0 {
+			t.Errorf("at %s: window %s ends %s, want a multiple of it since the epoch at least 1h and at most %s away", now, w, end, w)
+		}
+	}
+}
+
+// limitsEnv is extra with these tests' rate-limit window.
+func limitsEnv(extra map[string]string) map[string]string {
+	env := map[string]string{"HERALD_RATE_LIMIT_WINDOW": limitWindow.String()}
+	maps.Copy(env, extra)
+	return env
+}
+
 // expectLimitHeaders checks the X-RateLimit headers of a counted answer:
-// the tier's limit, what is left, and a reset at the next minute boundary.
+// the tier's limit, what is left, and a reset at the end of the current
+// window.
 func expectLimitHeaders(t testing.TB, what string, hdr http.Header, limit, remaining int) {
 	t.Helper()
 	l, r := hdr.Get("X-RateLimit-Limit"), hdr.Get("X-RateLimit-Remaining")
 	if l != strconv.Itoa(limit) || r != strconv.Itoa(remaining) {
 		t.Fatalf("%s: X-RateLimit-Limit %q Remaining %q, want %d %d", what, l, r, limit, remaining)
 	}
-	reset, err := strconv.ParseInt(hdr.Get("X-RateLimit-Reset"), 10, 64)
-	now := time.Now().Unix()
-	if err != nil || reset%60 != 0 || reset <= now-1 || reset > now+60 {
-		t.Fatalf("%s: X-RateLimit-Reset %q, want the next minute boundary (now %d)", what, hdr.Get("X-RateLimit-Reset"), now)
+	if reset := hdr.Get("X-RateLimit-Reset"); reset != strconv.FormatInt(limitWindowEnd.Unix(), 10) {
+		t.Fatalf("%s: X-RateLimit-Reset %q, want %d, the end of the current %s window", what, reset, limitWindowEnd.Unix(), limitWindow)
 	}
 }
 
@@ -80,9 +119,10 @@ func noLimitHeaders(t testing.TB, what string, hdr http.Header) {
 }
 
 // expectRefused checks a 429 of tier, of a request sent at sent (read just
-// before sending it): Retry-After (whole seconds, 1..60, the time to the
-// window's end), and details/extensions limit, window, retryAfter and
-// tier; the X-RateLimit headers are the refusing tier's, with nothing left.
+// before sending it): Retry-After (whole seconds, the time to the end of
+// the current window), and details/extensions limit, window, retryAfter
+// and tier; the X-RateLimit headers are the refusing tier's, with nothing
+// left.
 func expectRefused(t testing.TB, what string, sent time.Time, r result, limit int, tier string) {
 	t.Helper()
 	expectRefusedLeft(t, what, sent, r, limit, tier, 0)
@@ -92,16 +132,31 @@ func expectRefused(t testing.TB, what string, sent time.Time, r result, limit in
 // unit: remaining units may be left that it did not fit in.
 func expectRefusedLeft(t testing.TB, what string, sent time.Time, r result, limit int, tier string, remaining int) {
 	t.Helper()
+	expectRefusedIn(t, what, sent, r, limit, tier, remaining, limitWindow)
+	if reset := r.header.Get("X-RateLimit-Reset"); reset != strconv.FormatInt(limitWindowEnd.Unix(), 10) {
+		t.Errorf("%s: X-RateLimit-Reset %q, want %d, the end of the current %s window", what, reset, limitWindowEnd.Unix(), limitWindow)
+	}
+}
+
+// expectRefusedIn is expectRefusedLeft for a server whose windows are
+// window long: Retry-After is 1 second to a window, and the reset falls on
+// a window's end.
+func expectRefusedIn(t testing.TB, what string, sent time.Time, r result, limit int, tier string, remaining int, window time.Duration) {
+	t.Helper()
 	received := time.Now()
+	secs := int(window / time.Second)
 	expectError(t, what, r, http.StatusTooManyRequests, "RATE_LIMITED")
 	ra, err := strconv.Atoi(r.header.Get("Retry-After"))
-	if err != nil || ra < 1 || ra > 60 {
-		t.Fatalf("%s: Retry-After %q, want 1..60 seconds", what, r.header.Get("Retry-After"))
+	if err != nil || ra < 1 || ra > secs {
+		t.Fatalf("%s: Retry-After %q, want 1..%d seconds", what, r.header.Get("Retry-After"), secs)
 	}
 	// Retry-After is the time to the reset rounded up to whole seconds, so
 	// reset - Retry-After is the server's clock, in whole seconds, when it
 	// decided: between sending and receiving.
 	reset, err := strconv.ParseInt(r.header.Get("X-RateLimit-Reset"), 10, 64)
+	if err != nil || reset%int64(secs) != 0 {
+		t.Errorf("%s: X-RateLimit-Reset %q, want the end of a %s window", what, r.header.Get("X-RateLimit-Reset"), window)
+	}
 	if decided := reset - int64(ra); err != nil || decided < sent.Unix() || decided > received.Unix() {
 		t.Errorf("%s: Retry-After %d but X-RateLimit-Reset %q: decided at %d, want %d..%d (sent..received)",
 			what, ra, r.header.Get("X-RateLimit-Reset"), decided, sent.Unix(), received.Unix())
@@ -109,7 +164,7 @@ func expectRefusedLeft(t testing.TB, what string, sent time.Time, r result, limi
 	if r.header.Get("X-RateLimit-Remaining") != strconv.Itoa(remaining) || r.header.Get("X-RateLimit-Limit") != strconv.Itoa(limit) {
 		t.Errorf("%s: refusal headers limit %q remaining %q", what, r.header.Get("X-RateLimit-Limit"), r.header.Get("X-RateLimit-Remaining"))
 	}
-	want := map[string]any{"limit": float64(limit), "window": "60s", "retryAfter": float64(ra), "tier": tier}
+	want := map[string]any{"limit": float64(limit), "window": fmt.Sprintf("%ds", secs), "retryAfter": float64(ra), "tier": tier}
 	for k, v := range want {
 		if r.details[k] != v {
 			t.Fatalf("%s: details %v, want %s = %v", what, r.details, k, v)
@@ -140,7 +195,7 @@ const (
 
 func TestRateLimitTiersE2E(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
-		h := startHerald(t, d, map[string]string{
+		h := startHerald(t, d, limitsEnv(map[string]string{
 			"HERALD_TRUSTED_PROXIES":            "127.0.0.1/32",
 			"HERALD_RATE_LIMIT_GLOBAL":          strconv.Itoa(tierGlobal),
 			"HERALD_RATE_LIMIT_AUTH":            strconv.Itoa(tierAuth),
@@ -148,7 +203,7 @@ func TestRateLimitTiersE2E(t *testing.T) {
 			"HERALD_RATE_LIMIT_ADMIN":           strconv.Itoa(tierAdmin),
 			"HERALD_GRAPHQL_MAX_ROOT_MUTATIONS": "20",
 			"HERALD_BLOCK_AFTER_REFUSALS":       "1000",
-		})
+		}))
 		// Callers: an admin from the CLI and one user per door (the
 		// protected tier counts per user, across doors).
 		if _, stderr, err := runHerald(t, h.Env, "", "admin", "create", "--email", "ops@example.com", "--password", testPassword); err != nil {
@@ -192,7 +247,6 @@ func TestRateLimitTiersE2E(t *testing.T) {
 		}
 		for _, c := range cases {
 			t.Run(c.door+"/"+c.tier, func(t *testing.T) {
-				roomInWindow(t, 10*time.Second)
 				ip := clientIPs()
 				for i := range c.limit {
 					if !c.sameIP {
@@ -219,7 +273,6 @@ func TestRateLimitTiersE2E(t *testing.T) {
 		}
 
 		t.Run("OneRequestTwoTiers", func(t *testing.T) {
-			roomInWindow(t, 10*time.Second)
 			ip := clientIPs()
 			r := call(t, h, graphQLDoor.name, opSignup, map[string]any{"email": "two-tiers@example.com", "password": testPassword}, from(ip))
 			expectOK(t, "signup", r, 200)
@@ -234,7 +287,6 @@ func TestRateLimitTiersE2E(t *testing.T) {
 		})
 
 		t.Run("ElevenAliasedSignups", func(t *testing.T) {
-			roomInWindow(t, 10*time.Second)
 			ip := clientIPs()
 			emails := func(prefix string, n int) []string {
 				var out []string
@@ -300,13 +352,13 @@ func TestRateLimitTiersE2E(t *testing.T) {
 // outlives a restart and `herald bans lift` ends it.
 func TestBlocksAndBansE2E(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
-		env := map[string]string{
+		env := limitsEnv(map[string]string{
 			"HERALD_TRUSTED_PROXIES":      "127.0.0.1/32",
 			"HERALD_RATE_LIMIT_AUTH":      "1",
 			"HERALD_BLOCK_AFTER_REFUSALS": "1",
 			"HERALD_BLOCK_DURATION":       "5s",
 			"HERALD_BAN_AFTER_BLOCKS":     "2",
-		}
+		})
 		h := startHerald(t, d, env)
 		ip := clientIPs()
 		wrongLogin := map[string]any{"email": "x@example.com", "password": "Wrong1234"}
@@ -324,8 +376,7 @@ func TestBlocksAndBansE2E(t *testing.T) {
 		}
 
 		// Both blocks, and the wait for the first to end (5s), fall in one
-		// auth window.
-		roomInWindow(t, 30*time.Second)
+		// auth window (limitWindow).
 		expectError(t, "first login", loginFrom(restDoor.name), http.StatusUnauthorized, "INVALID_CREDENTIALS")
 		sent := time.Now()
 		expectRefused(t, "over the auth limit", sent, loginFrom(graphQLDoor.name), 1, "auth")
@@ -420,8 +471,7 @@ func TestForwardedForE2E(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			h := startHerald(t, "sqlite", map[string]string{"HERALD_TRUSTED_PROXIES": c.trusted, "HERALD_RATE_LIMIT_GLOBAL": "2"})
-			roomInWindow(t, 10*time.Second)
+			h := startHerald(t, "sqlite", limitsEnv(map[string]string{"HERALD_TRUSTED_PROXIES": c.trusted, "HERALD_RATE_LIMIT_GLOBAL": "2"}))
 			for i, s := range c.steps {
 				sent := time.Now()
 				r := versionQuery(t, h, from(s[0]))
@@ -437,13 +487,34 @@ func TestForwardedForE2E(t *testing.T) {
 	}
 }
 
+// Without HERALD_RATE_LIMIT_WINDOW, windows are minutes: a refusal says
+// "60s", Retry-After is at most a minute and the reset falls on a minute.
+// Nothing here counts across requests, so a minute's end between them
+// costs one more request, not the test.
+func TestDefaultWindowE2E(t *testing.T) {
+	t.Parallel()
+	h := startHerald(t, "sqlite", map[string]string{"HERALD_RATE_LIMIT_GLOBAL": "1"})
+	// With a limit of 1, the second request of a window is refused; three
+	// requests in a row cross at most one minute's end.
+	for i := range 3 {
+		sent := time.Now()
+		r := versionQuery(t, h)
+		if r.code == "" {
+			continue
+		}
+		expectRefusedIn(t, fmt.Sprintf("request %d over the limit of 1", i+1), sent, r, 1, "global", 0, time.Minute)
+		return
+	}
+	t.Fatal("three requests with a global limit of 1, none refused")
+}
+
 // testRedisURL is HERALD_TEST_REDIS_URL on database 3, so these servers'
 // keys (prefix herald:rl:) stay apart from the unit tests'.
 func testRedisURL(t testing.TB) string {
 	t.Helper()
 	raw := os.Getenv("HERALD_TEST_REDIS_URL")
 	if raw == "" {
-		t.Skip("HERALD_TEST_REDIS_URL not set")
+		t.Skip("Redis not tested: HERALD_TEST_REDIS_URL is not set")
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -457,11 +528,10 @@ func testRedisURL(t testing.TB) string {
 func TestTwoServersShareRedisE2E(t *testing.T) {
 	redisURL := testRedisURL(t)
 	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
-		env := map[string]string{"HERALD_REDIS_URL": redisURL, "HERALD_TRUSTED_PROXIES": "127.0.0.1/32", "HERALD_RATE_LIMIT_GLOBAL": "4"}
+		env := limitsEnv(map[string]string{"HERALD_REDIS_URL": redisURL, "HERALD_TRUSTED_PROXIES": "127.0.0.1/32", "HERALD_RATE_LIMIT_GLOBAL": "4"})
 		a := startHerald(t, d, env)
 		env["HERALD_DATABASE_URL"] = a.DBURL
 		b := startHerald(t, d, env)
-		roomInWindow(t, 10*time.Second)
 		ip := clientIPs() // counters keyed by an address no one else uses
 		for i, h := range []*herald{a, b, a, b} {
 			r := versionQuery(t, h, from(ip))
@@ -483,17 +553,17 @@ func TestTwoServersShareRedisE2E(t *testing.T) {
 }
 
 // Redis dies under a running server: requests are still answered (counted
-// in memory), /readyz stays 200 and reports the degradation.
+// in memory), /readyz stays 200 and reports the degradation, and so does
+// the operator console's overview.
 func TestRedisOutageE2E(t *testing.T) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		t.Skip("redis-server not installed")
+		t.Skip("Redis outage not tested: redis-server is not installed")
 	}
 	port, cmd, exited, client := startRedis(t, bin)
 	defer client.Close()
 
-	h := startHerald(t, "sqlite", map[string]string{"HERALD_REDIS_URL": "redis://127.0.0.1:" + port + "/0", "HERALD_RATE_LIMIT_GLOBAL": "50"})
-	roomInWindow(t, 10*time.Second)
+	h := startHerald(t, "sqlite", limitsEnv(map[string]string{"HERALD_REDIS_URL": "redis://127.0.0.1:" + port + "/0", "HERALD_RATE_LIMIT_GLOBAL": "50"}))
 	expectLimitHeaders(t, "with Redis", versionQuery(t, h).header, 50, 49)
 	if keys, err := client.Keys(context.Background(), "herald:rl:*").Result(); err != nil || len(keys) == 0 {
 		t.Fatalf("no counters in Redis (%v): the server is not using it", err)
@@ -508,9 +578,20 @@ func TestRedisOutageE2E(t *testing.T) {
 	if v := h.metric(t, "herald_rate_limiter_degraded"); v != 0 {
 		t.Fatalf("herald_rate_limiter_degraded = %v with Redis up", v)
 	}
+	admin := newAdminToken(t, h, "ops@example.com")
+	limiter := func() map[string]any {
+		t.Helper()
+		r := consoleOp(t, h, restDoor.name, "adminOverview", nil, withBearer(admin))
+		expectOK(t, "overview", r, http.StatusOK)
+		m, _ := jsonPath(r.data, "rateLimiter").(map[string]any)
+		return m
+	}
+	if rl := limiter(); rl["backend"] != "redis" || rl["degraded"] != false || rl["reason"] != nil {
+		t.Fatalf("overview's rateLimiter with Redis up: %v", rl)
+	}
 
 	cmd.Process.Kill()
-	<-exited
+	testsupport.Receive(t, exited, stopWait, "redis-server's exit after SIGKILL")
 	for i := range 3 {
 		r := versionQuery(t, h)
 		expectOK(t, fmt.Sprintf("request %d without Redis", i+1), r, http.StatusOK)
@@ -527,6 +608,9 @@ func TestRedisOutageE2E(t *testing.T) {
 	}, "/readyz never reported the rate limiter degraded")
 	if v := h.metric(t, "herald_rate_limiter_degraded"); v != 1 {
 		t.Fatalf("herald_rate_limiter_degraded = %v without Redis, want 1", v)
+	}
+	if rl := limiter(); rl["backend"] != "redis" || rl["degraded"] != true || rl["reason"] == nil || rl["reason"] == "" {
+		t.Fatalf("overview's rateLimiter without Redis: %v, want redis, degraded, with a reason", rl)
 	}
 }
 
@@ -546,13 +630,13 @@ func startRedis(t *testing.T, bin string) (port string, cmd *exec.Cmd, exited ch
 		if redisAnswers(client, exited) {
 			t.Cleanup(func() {
 				cmd.Process.Kill()
-				<-exited
+				testsupport.Receive(t, exited, stopWait, "redis-server's exit after SIGKILL")
 			})
 			return port, cmd, exited, client
 		}
 		client.Close()
 		cmd.Process.Kill()
-		<-exited
+		testsupport.Receive(t, exited, stopWait, "redis-server's exit after SIGKILL")
 	}
 	t.Fatal("redis-server would not start")
 	return

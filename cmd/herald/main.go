@@ -7,15 +7,25 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
+
+	"github.com/herald-vpn/herald/internal/config"
 )
 
 func main() {
+	// The process's memory limit is set here, not in run: tests run many
+	// servers in one process.
+	if os.Getenv("GOMEMLIMIT") == "" {
+		if cfg, err := config.Load(os.Getenv); err == nil {
+			debug.SetMemoryLimit(memoryLimit(cfg))
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		if err != errUsage {
+		if err != errUsage && err != errChecksFailed {
 			fmt.Fprintln(os.Stderr, "herald:", err)
 		}
 		os.Exit(exitCode(err))

@@ -7,6 +7,7 @@ package main
 // errors.
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"net/http"
@@ -95,17 +96,6 @@ func sendMessage(t testing.TB, h *herald, admin, chatID, message string, options
 	return gql(t, h, opSendMessage, messengerDocs[opSendMessage], vars, withBearer(admin))
 }
 
-// sentTo is what the fake delivered to chatID.
-func sentTo(fake *telegramtest.Server, chatID string) []telegramtest.SentMessage {
-	var out []telegramtest.SentMessage
-	for _, m := range fake.Sent() {
-		if m.ChatID == chatID {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // Without a working bot the status is the not-connected shape, the reason
 // is logged, and sends are MESSENGER_NOT_CONNECTED.
 func TestMessengerNotConnectedE2E(t *testing.T) {
@@ -134,6 +124,9 @@ func TestMessengerNotConnectedE2E(t *testing.T) {
 					t.Errorf("the log does not say %q", c.reason)
 				}
 				expectError(t, "send", sendMessage(t, h, admin, "42", "Hello", nil), http.StatusServiceUnavailable, "MESSENGER_NOT_CONNECTED")
+				user, _ := newUserToken(t, h, restDoor.name, "link@example.com")
+				expectError(t, "link url", gql(t, h, opLinkURL, linkDocs[opLinkURL], nil, withBearer(user)), http.StatusServiceUnavailable, "MESSENGER_NOT_CONNECTED")
+				expectError(t, "REST link url", restCall(t, h, http.MethodPost, linkPath, nil, withBearer(user)), http.StatusServiceUnavailable, "MESSENGER_NOT_CONNECTED")
 				r := gql(t, h, opSubscribers, messengerDocs[opSubscribers], nil, withBearer(admin))
 				expectOK(t, "messengerSubscribers", r, http.StatusOK)
 				if nodes, _ := jsonPath(r.data, "nodes").([]any); len(nodes) != 0 {
@@ -192,7 +185,7 @@ func TestMessengerWebhookE2E(t *testing.T) {
 		if s := subscriber(t, h, admin, 501); s == nil || s["status"] != "subscribed" || s["startPayload"] != "from-webhook" || s["username"] != "user501" {
 			t.Fatalf("subscriber 501: %v", s)
 		}
-		if n := len(sentTo(fake, "501")); n != 1 {
+		if n := len(fake.SentTo("501")); n != 1 {
 			t.Fatalf("chat 501 got %d replies to /start, want the welcome", n)
 		}
 
@@ -212,6 +205,21 @@ func TestMessengerWebhookE2E(t *testing.T) {
 			status, env = post(textUpdate(3, 501, "/stop"), c.header...)
 			expectError(t, c.name+": /stop", envelopeResult(t, c.name, status, env, nil), http.StatusUnauthorized, c.code)
 		}
+		// The HTTP side: the method, the body, the envelope.
+		for _, c := range []struct {
+			name, method string
+			body         []byte
+			status       int
+			code         string
+		}{
+			{"GET", http.MethodGet, nil, 405, "METHOD_NOT_ALLOWED"},
+			{"malformed JSON", http.MethodPost, []byte(`{"update_id":`), 400, "VALIDATION_ERROR"},
+			{"not an update", http.MethodPost, []byte(`{"hello":"world"}`), 400, "VALIDATION_ERROR"},
+			{"body over 1 MiB", http.MethodPost, append(append([]byte(`{"update_id":5,"x":"`), bytes.Repeat([]byte("a"), 1<<20)...), `"}`...), 413, "PAYLOAD_TOO_LARGE"},
+		} {
+			status, hdr, raw := h.do(t, c.method, "/webhooks/telegram", c.body, withHeader(telegram.SecretTokenHeader, webhookSecret))
+			expectError(t, c.name, envelopeResult(t, c.name, status, restEnvelope(t, c.name, hdr, raw), hdr), c.status, c.code)
+		}
 		if n := subscriberCount(t, h, admin); n != 1 || subscriber(t, h, admin, 502) != nil {
 			t.Fatalf("refused updates changed the subscribers: count %d, chat 502 %v", n, subscriber(t, h, admin, 502))
 		}
@@ -230,7 +238,7 @@ func TestMessengerWebhookE2E(t *testing.T) {
 		}
 		// The bot answers before the webhook call returns, so every reply
 		// has arrived by now.
-		if n := len(sentTo(fake, "501")); n != 2 {
+		if n := len(fake.SentTo("501")); n != 2 {
 			t.Fatalf("chat 501 got %d replies, want 2 (welcome, goodbye; none for replays)", n)
 		}
 
@@ -339,7 +347,7 @@ func TestMessengerPollingE2E(t *testing.T) {
 			if s["username"] != "user1001" || s["firstName"] != "Test" || s["startPayload"] != "promo-42" || s["status"] != "subscribed" {
 				t.Fatalf("subscriber %v", s)
 			}
-			eventually(t, func() bool { return len(sentTo(fake, "1001")) == 1 }, "no welcome reply")
+			eventually(t, func() bool { return len(fake.SentTo("1001")) == 1 }, "no welcome reply")
 			for id := int64(1002); id <= 1006; id++ {
 				fake.PushText(id, "/start")
 			}
@@ -430,7 +438,7 @@ func testMessengerSend(t *testing.T, h *herald, fake *telegramtest.Server, admin
 		t.Run(c.name, func(t *testing.T) {
 			r := sendMessage(t, h, admin, c.chat, c.message, c.options)
 			expectOK(t, c.name, r, http.StatusOK)
-			sent := sentTo(fake, c.chat)
+			sent := fake.SentTo(c.chat)
 			if len(sent) != 1 {
 				t.Fatalf("the fake got %d messages for %s, want 1", len(sent), c.chat)
 			}
@@ -467,7 +475,7 @@ func testMessengerSendErrors(t *testing.T, h *herald, fake *telegramtest.Server,
 		{"button without a web URL", "3002", "Hi", map[string]any{"buttons": []any{[]any{map[string]any{"text": "x", "url": "javascript:alert(1)"}}}}, nil, 400, "INVALID_MESSAGE", false},
 		{"Telegram cannot parse it", "3003", "Hi", nil, ptr(telegramtest.FailParse()), 400, "INVALID_MESSAGE", true},
 		{"rate limited", "3004", "Hi", nil, ptr(telegramtest.FailRateLimited(7)), 429, "RATE_LIMITED", true},
-		{"Telegram down", "3005", "Hi", nil, ptr(telegramtest.FailServer()), 503, "MESSENGER_NOT_CONNECTED", true},
+		{"Telegram answers 5xx", "3005", "Hi", nil, ptr(telegramtest.FailServer()), 502, "UPSTREAM_ERROR", true},
 		{"other refusal", "3006", "Hi", nil, &telegramtest.Failure{Code: 400, Description: "Bad Request: something unexpected"}, 502, "UPSTREAM_ERROR", true},
 	}
 	for _, c := range cases {
@@ -485,7 +493,7 @@ func testMessengerSendErrors(t *testing.T, h *herald, fake *telegramtest.Server,
 			if called := fake.Calls(method) > calls; called != c.upstream {
 				t.Errorf("Telegram called: %v, want %v", called, c.upstream)
 			}
-			if n := len(sentTo(fake, c.chat)); n != 0 && c.chat != "1004" {
+			if n := len(fake.SentTo(c.chat)); n != 0 && c.chat != "1004" {
 				t.Errorf("the fake delivered %d messages to %s", n, c.chat)
 			}
 			if c.code == "RATE_LIMITED" {

@@ -302,10 +302,13 @@ func testSessionFlow(t *testing.T, h *herald, dn string) {
 	if hdr["alg"] != "EdDSA" || hdr["kid"] == nil || hdr["kid"] == "" {
 		t.Errorf("JWT header %v, want alg EdDSA and a kid", hdr)
 	}
-	for _, c := range []string{"sub", "sid", "scope", "iat", "exp", "iss"} {
+	for _, c := range []string{"sub", "sid", "scope", "iat", "exp", "iss", "jti"} {
 		if _, ok := claims[c]; !ok {
 			t.Errorf("JWT claims %v lack %s", claims, c)
 		}
+	}
+	if _, ok := claims["aud"]; ok {
+		t.Errorf("JWT claims %v have an aud without HERALD_JWT_AUDIENCE", claims)
 	}
 	if claims["iss"] != "herald" || claims["scope"] != "" || asInt(t, claims["exp"])-asInt(t, claims["iat"]) != 86400 {
 		t.Errorf("JWT claims %v", claims)
@@ -330,8 +333,9 @@ func testSessionFlow(t *testing.T, h *herald, dn string) {
 	}
 
 	second := tokensOf(t, "refresh", call(t, h, dn, opRefresh, map[string]any{"refreshToken": first.refresh}))
-	// (The access token may be byte-identical when issued in the same
-	// second: same claims, deterministic Ed25519.)
+	if _, c := jwtParts(t, second.access); c["jti"] == claims["jti"] {
+		t.Errorf("two access tokens share the jti %v", c["jti"])
+	}
 	if second.refresh == first.refresh {
 		t.Fatal("refresh did not rotate the refresh token")
 	}
@@ -360,6 +364,61 @@ func testSessionFlow(t *testing.T, h *herald, dn string) {
 	expectError(t, "access token after logout", me(t, h, dn, third.access), http.StatusUnauthorized, "TOKEN_INVALID")
 	expectError(t, "refresh token after logout", call(t, h, dn, opRefresh, map[string]any{"refreshToken": third.refresh}), http.StatusUnauthorized, "TOKEN_INVALID")
 	expectError(t, "logout twice", call(t, h, dn, opLogout, nil, withBearer(third.access)), http.StatusUnauthorized, "TOKEN_INVALID")
+}
+
+// A rotated refresh token presented again after HERALD_REFRESH_REUSE_GRACE
+// is taken for a stolen one: it is refused and its session ends, so the
+// tokens the session got since are refused too (its newest refresh token,
+// never used, and its access tokens). Within the grace the same token still
+// answered (a second tab). The user's other session is untouched.
+func TestRefreshReuseAfterGraceE2E(t *testing.T) {
+	const grace = 2 * time.Second
+	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
+		h := startHerald(t, d, sessionEnv(map[string]string{"HERALD_REFRESH_REUSE_GRACE": grace.String()}))
+		for _, dn := range doorNames {
+			t.Run(dn, func(t *testing.T) {
+				t.Parallel()
+				email := "reuse-" + dn + "@example.com"
+				refresh := func(token string) result {
+					t.Helper()
+					return call(t, h, dn, opRefresh, map[string]any{"refreshToken": token})
+				}
+				newVerifiedUser(t, h, dn, email)
+				other := login(t, h, dn, email, testPassword)
+				first := login(t, h, dn, email, testPassword)
+
+				sent := time.Now()
+				second := tokensOf(t, "rotation", refresh(first.refresh))
+				rotated := time.Now() // the server marked first rotated between sent and now
+				expectOK(t, "me with the rotated session's access token", me(t, h, dn, second.access), http.StatusOK)
+				// Within the grace: another tab. Only asserted when the
+				// answer came back within the grace of the rotation's
+				// sending, so that the server surely decided within it.
+				var tab *tokens
+				r := refresh(first.refresh)
+				if elapsed := time.Since(sent); elapsed < grace {
+					tok := tokensOf(t, "reuse within the grace", r)
+					tab = &tok
+				} else {
+					t.Logf("the reuse within the grace answered %s after the rotation was sent (grace %s): not checked", elapsed, grace)
+				}
+
+				// Past the grace: theft.
+				time.Sleep(time.Until(rotated.Add(grace + 250*time.Millisecond)))
+				expectError(t, "the rotated refresh token after the grace", refresh(first.refresh), http.StatusUnauthorized, "TOKEN_INVALID")
+				expectError(t, "the session's newest refresh token (never used) after the reuse", refresh(second.refresh), http.StatusUnauthorized, "TOKEN_INVALID")
+				expectError(t, "the session's access token after the reuse", me(t, h, dn, second.access), http.StatusUnauthorized, "TOKEN_INVALID")
+				if tab != nil {
+					expectError(t, "the second tab's refresh token after the reuse", refresh(tab.refresh), http.StatusUnauthorized, "TOKEN_INVALID")
+					expectError(t, "the second tab's access token after the reuse", me(t, h, dn, tab.access), http.StatusUnauthorized, "TOKEN_INVALID")
+				}
+
+				// The theft ends that session only.
+				expectOK(t, "me in the user's other session", me(t, h, dn, other.access), http.StatusOK)
+				tokensOf(t, "refresh in the user's other session", refresh(other.refresh))
+			})
+		}
+	})
 }
 
 func testLoginErrors(t *testing.T, h *herald, dn string) {
@@ -588,6 +647,16 @@ func testAdminCLI(t *testing.T, h *herald) {
 	if _, stderr, err := runHerald(t, h.Env, "", "admin", "revoke", "--email", admin); err != nil {
 		t.Fatalf("admin revoke: %v\n%s", err, stderr)
 	}
+	// The CLI is another process: its revocation reaches the server's
+	// session cache by announcement (PostgreSQL), so it holds after a
+	// moment rather than at the CLI's return.
+	deadline := time.Now().Add(pollWait)
+	for r := me(t, h, restDoor.name, adminTok.access); r.code != "TOKEN_INVALID"; r = me(t, h, restDoor.name, adminTok.access) {
+		if time.Now().After(deadline) {
+			expectError(t, "admin token after revoke", r, http.StatusUnauthorized, "TOKEN_INVALID")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	expectError(t, "admin token after revoke", me(t, h, restDoor.name, adminTok.access), http.StatusUnauthorized, "TOKEN_INVALID")
 	again := login(t, h, graphQLDoor.name, admin, testPassword)
 	if _, c := jwtParts(t, again.access); slices.Contains(strings.Fields(fmt.Sprint(c["scope"])), "admin") {
@@ -755,5 +824,50 @@ func BenchmarkUsersMe(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// HERALD_JWT_AUDIENCE: the aud claim is issued, and required by the server
+// that sets it, so a token minted for another audience is refused even
+// when the key and the session are good. Discovery names the issuer and
+// the key set.
+func TestTokenAudienceE2E(t *testing.T) {
+	const email = "audience@example.com"
+	h := startHerald(t, "sqlite", sessionEnv(map[string]string{"HERALD_JWT_AUDIENCE": "https://vpn.example.com", "HERALD_JWT_ISSUER": "https://auth.example.com"}))
+	dbURL := h.DBURL
+	newVerifiedUser(t, h, restDoor.name, email)
+	tok := login(t, h, restDoor.name, email, testPassword)
+	_, claims := jwtParts(t, tok.access)
+	if claims["aud"] != "https://vpn.example.com" && fmt.Sprint(claims["aud"]) != "[https://vpn.example.com]" {
+		t.Fatalf("aud %v, want https://vpn.example.com", claims["aud"])
+	}
+	expectOK(t, "me with the right audience", me(t, h, restDoor.name, tok.access), http.StatusOK)
+	status, _, raw := h.do(t, http.MethodGet, "/.well-known/openid-configuration", nil)
+	var disc map[string]any
+	if err := json.Unmarshal(raw, &disc); err != nil || status != http.StatusOK {
+		t.Fatalf("discovery: %d %s", status, raw)
+	}
+	if disc["issuer"] != "https://auth.example.com" || disc["jwks_uri"] != "https://auth.example.com/.well-known/jwks.json" ||
+		!reflect.DeepEqual(disc["id_token_signing_alg_values_supported"], []any{"EdDSA"}) {
+		t.Fatalf("discovery %v", disc)
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The same database (so the same key and session), another audience.
+	h = startHerald(t, "sqlite", sessionEnv(map[string]string{"HERALD_DATABASE_URL": dbURL, "HERALD_JWT_AUDIENCE": "https://other.example.com", "HERALD_JWT_ISSUER": "https://auth.example.com"}))
+	for _, dn := range doorNames {
+		expectError(t, dn+": a token for another audience", me(t, h, dn, tok.access), http.StatusUnauthorized, "TOKEN_INVALID")
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Without an issuer URL, discovery names the address the client used.
+	h = startHerald(t, "sqlite", sessionEnv(map[string]string{"HERALD_DATABASE_URL": dbURL}))
+	_, _, raw = h.do(t, http.MethodGet, "/.well-known/openid-configuration", nil)
+	if err := json.Unmarshal(raw, &disc); err != nil || disc["issuer"] != "herald" || disc["jwks_uri"] != h.BaseURL+"/.well-known/jwks.json" {
+		t.Fatalf("discovery without an issuer URL: %s", raw)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/subscriptions"
 	"github.com/riverqueue/river"
 )
 
@@ -20,9 +21,18 @@ type Account struct {
 	EmailVerifiedAt *time.Time
 	ReferralCode    string
 	Scope           string // space-separated scopes, "admin" for operators
+	Locale          string // BCP 47 tag the emails are written for; "" for the default
 	CreatedAt       time.Time
-	Subscription    Subscription
+	Subscription    subscriptions.Subscription
+	// DisabledAt is set while an operator has disabled the account: it
+	// cannot log in and its devices get no pushes.
+	DisabledAt     *time.Time
+	DisabledReason string
+	LastLoginAt    *time.Time
 }
+
+// Disabled reports whether an operator has disabled the account.
+func (a Account) Disabled() bool { return a.DisabledAt != nil }
 
 // Verified reports whether the account's email has been confirmed.
 func (a Account) Verified() bool { return a.EmailVerifiedAt != nil }
@@ -32,26 +42,6 @@ func (a Account) Scopes() []string { return strings.Fields(a.Scope) }
 
 // HasScope reports whether the account holds scope s.
 func (a Account) HasScope(s string) bool { return slices.Contains(a.Scopes(), s) }
-
-// Subscription is an account's plan.
-type Subscription struct {
-	Plan      string
-	ExpiresAt time.Time
-}
-
-// Status is "active" until ExpiresAt, "expired" from then on.
-func (s Subscription) Status(now time.Time) string {
-	if now.Before(s.ExpiresAt) {
-		return "active"
-	}
-	return "expired"
-}
-
-// Plans.
-const PlanTrial = "trial"
-
-// ScopeAdmin is the scope of operators.
-const ScopeAdmin = "admin"
 
 // Purpose is what a one-time code is for.
 type Purpose string
@@ -72,6 +62,7 @@ type NewAccount struct {
 	ReferralBonus time.Duration
 	Verified      bool   // operators' accounts are created verified
 	Scope         string // space-separated scopes
+	Locale        string // canonical BCP 47 tag, or ""
 	// Job is inserted in the same transaction (the verification email).
 	Job river.JobArgs
 }
@@ -102,14 +93,6 @@ type CodeEffect struct {
 	RevokeSessions  bool
 }
 
-// CodeAttempt is the outcome of checking a code.
-type CodeAttempt struct {
-	Found        bool // a code of that purpose exists
-	Expired      bool
-	Matched      bool
-	AttemptsLeft int // after this attempt
-}
-
 // Store is the persistence the accounts service needs. sqlstore implements
 // it on SQLite and PostgreSQL; errors are the storage package's.
 type Store interface {
@@ -133,16 +116,36 @@ type Store interface {
 	// RecordCodeSent replaces the live code (and any pending one), records
 	// the send and releases the lease, in one transaction.
 	RecordCodeSent(ctx context.Context, c CodeSent) error
-	// AttemptCode checks the live code with matches under a row lock,
-	// spends one attempt on a miss, and on a match deletes the code and
-	// applies effect, all in one transaction.
-	AttemptCode(ctx context.Context, accountID string, p Purpose, matches func(hash []byte) bool, effect CodeEffect) (CodeAttempt, error)
+	// AttemptCode, in one transaction holding the account's row lock (so
+	// it serializes with RecordCodeSent), loads the account's codes of
+	// purpose p, asks decide what the attempt does, and saves it: a wrong
+	// code spends one attempt of the live code; a match deletes the live
+	// and pending codes and applies effect.
+	AttemptCode(ctx context.Context, accountID string, p Purpose, decide func(CodeState) CodeCheck, effect CodeEffect) (CodeCheck, error)
 
 	UpdatePasswordHash(ctx context.Context, accountID, hash string) error
 	// SetScope replaces the account's scopes; revoke also revokes every
 	// session so a removed scope cannot outlive its tokens.
 	SetScope(ctx context.Context, accountID, scope string, revokeSessions bool) error
 	EnqueueJob(ctx context.Context, args river.JobArgs) error
+
+	// SearchAccounts returns up to limit records matching f, newest first,
+	// older than the account afterID ("" for the newest). Deleted
+	// accounts are never found, here or by any other lookup.
+	SearchAccounts(ctx context.Context, f Filter, afterID string, limit int) ([]Record, error)
+	// AccountRecord is one account with its counts; ErrNotFound when
+	// unknown or deleted.
+	AccountRecord(ctx context.Context, id string) (Record, error)
+	// SetDisabled disables (with reason) or enables the account in one
+	// transaction; disabling also revokes every session. It reports
+	// whether anything changed (disabling a disabled account does not).
+	// ErrNotFound when unknown or deleted.
+	SetDisabled(ctx context.Context, id string, disabled bool, reason string) (bool, error)
+	// DeleteAccount, in one transaction, ends and deletes the account's
+	// sessions, deletes its devices, codes and subscription, and leaves a
+	// tombstone (id, deleted_at) with no email, password hash or referral
+	// code. ErrNotFound when unknown or deleted already.
+	DeleteAccount(ctx context.Context, id string) error
 
 	// Secret returns the named server secret, storing generate()'s value
 	// the first time (the first writer wins across replicas).

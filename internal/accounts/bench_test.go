@@ -18,10 +18,10 @@ import (
 	"testing"
 
 	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/jobs"
 	"github.com/herald-vpn/herald/internal/mail"
 	"github.com/herald-vpn/herald/internal/mail/mailtest"
 	"github.com/herald-vpn/herald/internal/password"
-	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/riverqueue/river"
 )
@@ -35,19 +35,12 @@ func newBenchService(b *testing.B, d sqlstoretest.Dialect, p password.Params, ma
 	// The email job is registered (inserting it requires that) but never
 	// worked: the jobs are not started.
 	workers := river.NewWorkers()
-	db, err := sqlstore.Open(ctx, sqlstoretest.NewURL(b, d), sqlstore.JobsConfig{Workers: workers})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
+	db, _ := sqlstoretest.Open(b, sqlstoretest.NewURL(b, d), jobs.Config{Workers: workers})
 	logger := slog.New(slog.DiscardHandler)
 	if mailer == nil {
 		mailer = mail.NewDev(logger)
 	}
-	svc, err := accounts.NewService(ctx, db, password.NewHasher(p, 1), mailer, accounts.DefaultConfig(), logger, nil)
+	svc, err := accounts.NewService(ctx, db, password.NewHasher(p, 1), mailer, accounts.DefaultConfig(), logger)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -69,7 +62,7 @@ func BenchmarkSignup(b *testing.B) {
 				i := 0
 				for b.Loop() {
 					i++
-					if _, err := svc.Signup(ctx, fmt.Sprintf("bench%d@example.com", i), "Bench-Pass-1", ""); err != nil {
+					if _, err := svc.Signup(ctx, fmt.Sprintf("bench%d@example.com", i), "Bench-Pass-1", "", accounts.Language{}); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -109,7 +102,7 @@ func BenchmarkVerify(b *testing.B) {
 			emails := make([]string, b.N)
 			for i := range emails {
 				emails[i] = fmt.Sprintf("verify%d@example.com", i)
-				if _, err := svc.Signup(ctx, emails[i], "Bench-Pass-1", ""); err != nil {
+				if _, err := svc.Signup(ctx, emails[i], "Bench-Pass-1", "", accounts.Language{}); err != nil {
 					b.Fatal(err)
 				}
 				if err := svc.ResendVerification(ctx, emails[i]); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"html"
 	"time"
 
 	"github.com/herald-vpn/herald/internal/mail"
@@ -41,6 +40,12 @@ const QueueEmail = "email"
 type CodeEmailWorker struct {
 	river.WorkerDefaults[CodeEmailArgs]
 	Service *Service
+}
+
+// Timeout bounds one attempt; River retries the job elsewhere once it has
+// passed, should the process die mid-send.
+func (w *CodeEmailWorker) Timeout(*river.Job[CodeEmailArgs]) time.Duration {
+	return w.Service.cfg.SendTimeout + 10*time.Second
 }
 
 func (w *CodeEmailWorker) Work(ctx context.Context, job *river.Job[CodeEmailArgs]) error {
@@ -95,9 +100,12 @@ func (s *Service) sendCode(ctx context.Context, acct Account, p Purpose, request
 		s.store.ReleaseSendLease(bg, acct.ID, p)
 		return err
 	}
-	sendCtx, cancel := context.WithTimeout(ctx, s.cfg.SendTimeout)
-	err = s.mailer.Send(sendCtx, codeEmail(acct.Email, p, code, s.cfg.CodeTTL))
-	cancel()
+	msg, err := s.emails.Render(emailOf[p], acct.Locale, acct.Email, mail.Vars{Code: code, TTL: s.cfg.CodeTTL})
+	if err == nil {
+		sendCtx, cancel := context.WithTimeout(ctx, s.cfg.SendTimeout)
+		err = s.mailer.Send(sendCtx, msg)
+		cancel()
+	}
 	if err != nil {
 		s.store.DropPendingCode(bg, acct.ID, p)
 		s.store.ReleaseSendLease(bg, acct.ID, p)
@@ -114,27 +122,5 @@ func (s *Service) sendCode(ctx context.Context, acct Account, p Purpose, request
 	})
 }
 
-// codeEmail is the message carrying a code: the text part has the code on
-// a line of its own so people (and tests) can find it.
-func codeEmail(to string, p Purpose, code string, ttl time.Duration) mail.Message {
-	subject, intro := "Verify your Herald email address", "Use this code to verify your email address:"
-	if p == PurposeReset {
-		subject, intro = "Reset your Herald password", "Use this code to reset your password:"
-	}
-	validity := validFor(ttl)
-	text := fmt.Sprintf("%s\n\n%s\n\nThe code is valid for %s. If you did not ask for it, ignore this email.\n", intro, code, validity)
-	htmlBody := fmt.Sprintf(`<!doctype html><html><body><p>%s</p><p style="font-size:24px;font-weight:bold;letter-spacing:4px">%s</p><p>The code is valid for %s. If you did not ask for it, ignore this email.</p></body></html>`,
-		html.EscapeString(intro), html.EscapeString(code), validity)
-	return mail.Message{To: to, Subject: subject, Text: text, HTML: htmlBody}
-}
-
-// validFor says how long a code lives, in words.
-func validFor(ttl time.Duration) string {
-	if ttl < time.Minute {
-		return fmt.Sprintf("%d seconds", int(ttl.Round(time.Second)/time.Second))
-	}
-	if m := int(ttl.Round(time.Minute) / time.Minute); m != 1 {
-		return fmt.Sprintf("%d minutes", m)
-	}
-	return "1 minute"
-}
+// emailOf names the email of each purpose.
+var emailOf = map[Purpose]string{PurposeVerify: mail.EmailVerify, PurposeReset: mail.EmailReset}

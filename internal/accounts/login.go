@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/storage"
 )
 
@@ -24,9 +25,9 @@ func (s *Service) Now() time.Time { return s.now() }
 
 // CheckCredentials returns the account whose email and password these are.
 // An unknown email and a wrong password give the same error after about
-// the same work (a dummy hash is checked); an unverified account is told so
-// only once its password was right. A hash of weaker cost than the current
-// one is replaced.
+// the same work (a dummy hash is checked); a disabled or unverified
+// account is told so only once its password was right. A hash of weaker
+// cost than the current one is replaced.
 func (s *Service) CheckCredentials(ctx context.Context, email, plain string) (Account, error) {
 	badCredentials := apperr.New(apperr.InvalidCredentials)
 	norm, err := NormalizeEmail(email)
@@ -43,11 +44,17 @@ func (s *Service) CheckCredentials(ctx context.Context, email, plain string) (Ac
 		return Account{}, err
 	}
 	ok, rehash, err := s.hasher.Verify(ctx, plain, acct.PasswordHash)
+	if ctx.Err() != nil {
+		return Account{}, ctx.Err() // the caller went away
+	}
 	if err != nil || !ok {
 		if err != nil && ctx.Err() == nil {
 			s.logger.ErrorContext(ctx, "stored password hash unreadable", "account_id", acct.ID, "err", err)
 		}
 		return Account{}, badCredentials
+	}
+	if acct.Disabled() {
+		return Account{}, apperr.New(apperr.AccountDisabled)
 	}
 	if !acct.Verified() {
 		return Account{}, apperr.New(apperr.EmailNotVerified)
@@ -111,8 +118,8 @@ func (s *Service) GrantAdmin(ctx context.Context, email, plain string) (string, 
 		return "", false, err
 	}
 	if found {
-		if !acct.HasScope(ScopeAdmin) {
-			if err := s.store.SetScope(ctx, acct.ID, strings.TrimSpace(acct.Scope+" "+ScopeAdmin), false); err != nil {
+		if !acct.HasScope(auth.ScopeAdmin) {
+			if err := s.store.SetScope(ctx, acct.ID, strings.TrimSpace(acct.Scope+" "+auth.ScopeAdmin), false); err != nil {
 				return "", false, err
 			}
 		}
@@ -125,7 +132,7 @@ func (s *Service) GrantAdmin(ctx context.Context, email, plain string) (string, 
 	if err != nil {
 		return "", false, err
 	}
-	res, err := s.create(ctx, norm, hash, "", true, ScopeAdmin)
+	res, err := s.create(ctx, norm, hash, "", true, auth.ScopeAdmin, "")
 	if err != nil {
 		return "", false, err
 	}
@@ -143,7 +150,7 @@ func (s *Service) RevokeAdmin(ctx context.Context, email string) error {
 	}
 	var kept []string
 	for _, sc := range acct.Scopes() {
-		if sc != ScopeAdmin {
+		if sc != auth.ScopeAdmin {
 			kept = append(kept, sc)
 		}
 	}

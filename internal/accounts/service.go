@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/mail"
 	"github.com/herald-vpn/herald/internal/password"
 	"github.com/herald-vpn/herald/internal/storage"
 )
@@ -27,6 +28,11 @@ type Config struct {
 	// CodeKey keys the code hashes; empty: a key generated once and kept
 	// in the database.
 	CodeKey []byte
+	// Now is the clock (default time.Now in UTC).
+	Now func() time.Time
+	// Emails composes the code emails; nil: the embedded templates, for
+	// the product "Herald".
+	Emails *mail.Templates
 }
 
 // DefaultConfig is the spec's numbers.
@@ -51,10 +57,12 @@ type Service struct {
 	codeKey []byte
 	logger  *slog.Logger
 	now     func() time.Time
+	emails  *mail.Templates
 }
 
 // NewService loads (or creates) the code-hashing key and returns the service.
-func NewService(ctx context.Context, store Store, hasher *password.Hasher, mailer Mailer, cfg Config, logger *slog.Logger, now func() time.Time) (*Service, error) {
+func NewService(ctx context.Context, store Store, hasher *password.Hasher, mailer Mailer, cfg Config, logger *slog.Logger) (*Service, error) {
+	now := cfg.Now
 	if now == nil {
 		now = func() time.Time { return time.Now().UTC() }
 	}
@@ -63,6 +71,13 @@ func NewService(ctx context.Context, store Store, hasher *password.Hasher, maile
 	}
 	if cfg.SendTimeout <= 0 {
 		cfg.SendTimeout = 15 * time.Second
+	}
+	emails := cfg.Emails
+	if emails == nil {
+		var err error
+		if emails, err = mail.LoadTemplates("", mail.Brand{}); err != nil {
+			return nil, err
+		}
 	}
 	key := cfg.CodeKey
 	if len(key) == 0 {
@@ -76,7 +91,7 @@ func NewService(ctx context.Context, store Store, hasher *password.Hasher, maile
 			return nil, fmt.Errorf("load code hashing key: %w", err)
 		}
 	}
-	return &Service{store: store, hasher: hasher, mailer: mailer, cfg: cfg, codeKey: key, logger: logger, now: now}, nil
+	return &Service{store: store, hasher: hasher, mailer: mailer, cfg: cfg, codeKey: key, logger: logger, now: now, emails: emails}, nil
 }
 
 // SignupResult is what a signup did.
@@ -86,13 +101,18 @@ type SignupResult struct {
 }
 
 // Signup creates an unverified account with a trial subscription and queues
-// its verification email in the same transaction.
-func (s *Service) Signup(ctx context.Context, email, plain, referral string) (SignupResult, error) {
+// its verification email in the same transaction. lang decides the
+// account's locale, the language of its emails.
+func (s *Service) Signup(ctx context.Context, email, plain, referral string, lang Language) (SignupResult, error) {
 	email, err := NormalizeEmail(email)
 	if err != nil {
 		return SignupResult{}, err
 	}
 	if err := ValidatePassword(plain); err != nil {
+		return SignupResult{}, err
+	}
+	locale, err := s.chooseLocale(lang)
+	if err != nil {
 		return SignupResult{}, err
 	}
 	// Spare the hashing cost when the answer is already known.
@@ -105,14 +125,14 @@ func (s *Service) Signup(ctx context.Context, email, plain, referral string) (Si
 	if err != nil {
 		return SignupResult{}, err
 	}
-	return s.create(ctx, email, hash, referral, false, "")
+	return s.create(ctx, email, hash, referral, false, "", locale)
 }
 
 // create stores a new account. A clash on the random referral code is
 // retried with a new one; a clash on the email means another signup won the
 // race. Unverified accounts get their verification email queued in the
 // same transaction.
-func (s *Service) create(ctx context.Context, email, hash, referral string, verified bool, scope string) (SignupResult, error) {
+func (s *Service) create(ctx context.Context, email, hash, referral string, verified bool, scope, locale string) (SignupResult, error) {
 	uid, err := uuid.NewV7()
 	if err != nil {
 		return SignupResult{}, err
@@ -133,6 +153,7 @@ func (s *Service) create(ctx context.Context, email, hash, referral string, veri
 			ReferralBonus: s.cfg.ReferralBonus,
 			Verified:      verified,
 			Scope:         scope,
+			Locale:        locale,
 		}
 		if !verified {
 			n.Job = CodeEmailArgs{AccountID: id, Purpose: PurposeVerify}
@@ -259,23 +280,12 @@ func (s *Service) VerifyEmail(ctx context.Context, email, code string) error {
 // consumeCode checks a code in constant time and applies effect when right.
 func (s *Service) consumeCode(ctx context.Context, acct Account, p Purpose, code string, effect CodeEffect) error {
 	want := hashCode(s.codeKey, acct.ID, p, code)
-	res, err := s.store.AttemptCode(ctx, acct.ID, p, func(stored []byte) bool {
-		return hmac.Equal(stored, want)
-	}, effect)
+	matches := func(stored []byte) bool { return hmac.Equal(stored, want) }
+	res, err := s.store.AttemptCode(ctx, acct.ID, p, func(st CodeState) CodeCheck { return CheckCode(st, matches) }, effect)
 	if err != nil {
 		return err
 	}
-	switch {
-	case res.Matched:
-		return nil
-	case !res.Found:
-		return apperr.Newf(apperr.InvalidVerificationCode, "There is no code to check; ask for a new one.").With("attemptsRemaining", 0)
-	case res.Expired:
-		return apperr.New(apperr.VerificationCodeExpired)
-	case res.AttemptsLeft == 0:
-		return apperr.Newf(apperr.InvalidVerificationCode, "The code is wrong and no attempts are left; ask for a new one.").With("attemptsRemaining", 0)
-	}
-	return apperr.Newf(apperr.InvalidVerificationCode, "The code is wrong; %d attempts left.", res.AttemptsLeft).With("attemptsRemaining", res.AttemptsLeft)
+	return res.Err()
 }
 
 // SignupMessage is the confirmation both doors show after a signup.

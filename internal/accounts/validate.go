@@ -1,6 +1,7 @@
 package accounts
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -16,31 +17,61 @@ const (
 	MaxEmailLen    = 254
 )
 
+// Password checks, by the stable keys that WEAK_PASSWORD's failedChecks
+// carries (clients translate by key; the sentences of requirements may
+// change).
 const (
-	ruleMinLen = "At least 8 characters"
-	ruleMaxLen = "At most 128 characters"
-	ruleUpper  = "At least one uppercase letter"
-	ruleLower  = "At least one lowercase letter"
-	ruleDigit  = "At least one digit"
+	CheckMinLength          = "min_length"
+	CheckMaxLength          = "max_length"
+	CheckUppercase          = "uppercase"
+	CheckLowercase          = "lowercase"
+	CheckDigit              = "digit"
+	CheckSpecialRecommended = "special_recommended" // reported, never required
 )
 
-// PasswordRequirements lists every rule, in the order clients show them.
-func PasswordRequirements() []string {
-	return []string{ruleMinLen, ruleMaxLen, ruleUpper, ruleLower, ruleDigit}
+// passwordRules are the rules in the order clients show them, each with
+// its key and its sentence.
+var passwordRules = []struct{ key, text string }{
+	{CheckMinLength, "At least 8 characters"},
+	{CheckMaxLength, "At most 128 characters"},
+	{CheckUppercase, "At least one uppercase letter"},
+	{CheckLowercase, "At least one lowercase letter"},
+	{CheckDigit, "At least one digit"},
 }
 
-// CheckPassword returns the rules plain fails, nil when it passes. Length
-// counts characters (runes), not bytes.
+// PasswordRequirements lists every rule as a sentence, in the order clients
+// show them.
+func PasswordRequirements() []string {
+	out := make([]string, len(passwordRules))
+	for i, r := range passwordRules {
+		out[i] = r.text
+	}
+	return out
+}
+
+// PasswordChecks lists every key failedChecks may hold.
+func PasswordChecks() []string {
+	out := make([]string, 0, len(passwordRules)+1)
+	for _, r := range passwordRules {
+		out = append(out, r.key)
+	}
+	return append(out, CheckSpecialRecommended)
+}
+
+// CheckPassword returns the keys of the rules plain fails, nil when it
+// passes. Length counts characters (runes), not bytes. A password that
+// fails also reports special_recommended when it has no punctuation or
+// symbol; one that passes every rule is accepted without.
 func CheckPassword(plain string) []string {
 	var failed []string
 	n := utf8.RuneCountInString(plain)
 	if n < MinPasswordLen {
-		failed = append(failed, ruleMinLen)
+		failed = append(failed, CheckMinLength)
 	}
 	if n > MaxPasswordLen {
-		failed = append(failed, ruleMaxLen)
+		failed = append(failed, CheckMaxLength)
 	}
-	var upper, lower, digit bool
+	var upper, lower, digit, special bool
 	for _, r := range plain {
 		switch {
 		case unicode.IsUpper(r):
@@ -49,28 +80,39 @@ func CheckPassword(plain string) []string {
 			lower = true
 		case unicode.IsDigit(r):
 			digit = true
+		case unicode.IsPunct(r) || unicode.IsSymbol(r):
+			special = true
 		}
 	}
 	if !upper {
-		failed = append(failed, ruleUpper)
+		failed = append(failed, CheckUppercase)
 	}
 	if !lower {
-		failed = append(failed, ruleLower)
+		failed = append(failed, CheckLowercase)
 	}
 	if !digit {
-		failed = append(failed, ruleDigit)
+		failed = append(failed, CheckDigit)
+	}
+	if failed != nil && !special {
+		failed = append(failed, CheckSpecialRecommended)
 	}
 	return failed
 }
 
-// ValidatePassword returns WEAK_PASSWORD naming every rule and every failed
-// rule, or nil.
+// ValidatePassword returns WEAK_PASSWORD with every rule (requirements, as
+// sentences) and the keys of the failed ones (failedChecks), or nil.
 func ValidatePassword(plain string) error {
 	failed := CheckPassword(plain)
 	if failed == nil {
 		return nil
 	}
-	return apperr.Newf(apperr.WeakPassword, "The password does not meet the requirements: %s.", strings.Join(failed, "; ")).
+	var broken []string
+	for _, r := range passwordRules {
+		if slices.Contains(failed, r.key) {
+			broken = append(broken, r.text)
+		}
+	}
+	return apperr.Newf(apperr.WeakPassword, "The password does not meet the requirements: %s.", strings.Join(broken, "; ")).
 		With("requirements", PasswordRequirements()).
 		With("failedChecks", failed)
 }

@@ -83,7 +83,7 @@ func TestNormalizeEmail(t *testing.T) {
 // package: by rune count and Unicode categories.
 func wantFailed(pw string) []string {
 	n := 0
-	var upper, lower, digit bool
+	var upper, lower, digit, special bool
 	for i := 0; i < len(pw); {
 		r, size := utf8.DecodeRuneInString(pw[i:])
 		i += size
@@ -91,15 +91,26 @@ func wantFailed(pw string) []string {
 		upper = upper || unicode.Is(unicode.Lu, r)
 		lower = lower || unicode.Is(unicode.Ll, r)
 		digit = digit || unicode.Is(unicode.Nd, r)
+		special = special || !unicode.Is(unicode.Lu, r) && !unicode.Is(unicode.Ll, r) && !unicode.Is(unicode.Nd, r) && (unicode.Is(unicode.P, r) || unicode.Is(unicode.S, r))
 	}
-	reqs := accounts.PasswordRequirements() // min, max, upper, lower, digit
+	keys := []string{"min_length", "max_length", "uppercase", "lowercase", "digit"}
 	var failed []string
 	for i, bad := range []bool{n < 8, n > 128, !upper, !lower, !digit} {
 		if bad {
-			failed = append(failed, reqs[i])
+			failed = append(failed, keys[i])
 		}
 	}
+	if failed != nil && !special {
+		failed = append(failed, "special_recommended")
+	}
 	return failed
+}
+
+func TestPasswordChecksAreStable(t *testing.T) {
+	want := []string{"min_length", "max_length", "uppercase", "lowercase", "digit", "special_recommended"}
+	if got := accounts.PasswordChecks(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("PasswordChecks() = %q, want the documented %q", got, want)
+	}
 }
 
 func TestPasswordRequirements(t *testing.T) {
@@ -116,8 +127,7 @@ func TestPasswordRequirements(t *testing.T) {
 }
 
 func TestCheckPassword(t *testing.T) {
-	r := accounts.PasswordRequirements()
-	minLen, maxLen, upper, lower, digit := r[0], r[1], r[2], r[3], r[4]
+	const minLen, maxLen, upper, lower, digit, special = "min_length", "max_length", "uppercase", "lowercase", "digit", "special_recommended"
 	cases := []struct {
 		pw   string
 		want []string
@@ -128,16 +138,18 @@ func TestCheckPassword(t *testing.T) {
 		{"ÄÖÜäöü12", nil},                       // Unicode letters count
 		{"Ab1" + strings.Repeat("x", 125), nil}, // exactly 128
 		{"Äb1ççççç", nil},                       // 8 runes, more bytes
-		{"Abcdef1", []string{minLen}},           // 7 characters
-		{"Äb1çççç", []string{minLen}},           // 7 runes, 11 bytes
-		{"Ab1" + strings.Repeat("x", 126), []string{maxLen}},
-		{"abcdefg1", []string{upper}},
-		{"ABCDEFG1", []string{lower}},
-		{"Abcdefgh", []string{digit}},
-		{"12345678", []string{upper, lower}},
+		{"Abcdef1", []string{minLen, special}},  // 7 characters
+		{"Abcde-1", []string{minLen}},           // 7 characters, one special
+		{"Äb1çççç", []string{minLen, special}},  // 7 runes, 11 bytes
+		{"Ab1" + strings.Repeat("x", 126), []string{maxLen, special}},
+		{"abcdefg1", []string{upper, special}},
+		{"abcdef$1", []string{upper}},
+		{"ABCDEFG1", []string{lower, special}},
+		{"Abcdefgh", []string{digit, special}},
+		{"12345678", []string{upper, lower, special}},
 		{"!!!!!!!!", []string{upper, lower, digit}},
-		{"", []string{minLen, upper, lower, digit}},
-		{"a", []string{minLen, upper, digit}},
+		{"", []string{minLen, upper, lower, digit, special}},
+		{"a", []string{minLen, upper, digit, special}},
 		{"Abc1\x00\x00\x00\x00", nil},
 	}
 	for _, c := range cases {

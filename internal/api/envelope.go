@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -39,13 +40,12 @@ func WriteData(w http.ResponseWriter, status int, data any) {
 // application error is logged with the request's logger and shown as
 // INTERNAL_ERROR, never with its text.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
-	ae := Classify(err)
-	switch ae.Code {
-	case apperr.Internal:
-		Logger(r.Context()).ErrorContext(r.Context(), "internal error", "err", err)
-	case apperr.ServiceUnavailable:
-		Logger(r.Context()).WarnContext(r.Context(), "database busy or unreachable", "err", err)
+	if ClientGone(r.Context(), err) {
+		WriteClientGone(w, r)
+		return
 	}
+	ae := Classify(err)
+	LogUnexpected(r.Context(), err, ae)
 	code := ae.Code
 	if renamed, ok := restCodes[code]; ok {
 		code = renamed
@@ -68,8 +68,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // WriteRawJSON writes an already encoded JSON body.
 func WriteRawJSON(w http.ResponseWriter, status int, body []byte) {
+	WriteRaw(w, status, "application/json; charset=utf-8", body)
+}
+
+// WriteRaw writes an already encoded body of the given content type.
+func WriteRaw(w http.ResponseWriter, status int, contentType string, body []byte) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Content-Type", contentType)
 	h.Set("Content-Length", strconv.Itoa(len(body)+1))
 	w.WriteHeader(status)
 	w.Write(body)
@@ -89,8 +94,47 @@ func Classify(err error) *apperr.Error {
 		return apperr.Newf(apperr.ValidationError, "A field holds characters that cannot be stored (a NUL byte or invalid UTF-8).").
 			With("constraint", "valid UTF-8 without NUL").With("received", "invalid characters")
 	}
+	if errors.Is(err, storage.ErrUnavailable) {
+		return apperr.Newf(apperr.ServiceUnavailable, "The database is unavailable; try again shortly.").WithRetryAfter(UnavailableRetryAfter)
+	}
 	if errors.Is(err, storage.ErrBusy) {
 		return apperr.Newf(apperr.ServiceUnavailable, "The service is busy; try again shortly.").WithRetryAfter(1)
 	}
 	return apperr.New(apperr.Internal)
+}
+
+// StatusClientClosedRequest is the status a request the client abandoned
+// is logged and counted under (nginx's 499); nothing reaches the client.
+const StatusClientClosedRequest = 499
+
+// ClientGone reports whether err is the request's own cancellation: the
+// client went away before the answer.
+func ClientGone(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && errors.Is(err, context.Canceled)
+}
+
+// WriteClientGone records a request the client abandoned: an INFO line, and
+// status 499 for the request log and metrics.
+func WriteClientGone(w http.ResponseWriter, r *http.Request) {
+	Logger(r.Context()).InfoContext(r.Context(), "client closed request")
+	w.WriteHeader(StatusClientClosedRequest)
+}
+
+// UnavailableRetryAfter is the Retry-After, in seconds, of a request
+// refused because the database cannot be reached.
+const UnavailableRetryAfter = 2
+
+// LogUnexpected logs what a door shows as ae for err, when the client
+// could not have caused it: an internal error at ERROR with its text, a
+// busy database at WARN. An unreachable database is not logged per
+// request: the store logs the outage once, and its end.
+func LogUnexpected(ctx context.Context, err error, ae *apperr.Error, attrs ...any) {
+	switch {
+	case ae.Code == apperr.Internal:
+		Logger(ctx).ErrorContext(ctx, "internal error", append([]any{"err", err}, attrs...)...)
+	case ae.Code == apperr.ServiceUnavailable && errors.Is(err, storage.ErrUnavailable):
+		Logger(ctx).DebugContext(ctx, "database unavailable", append([]any{"err", err}, attrs...)...)
+	case ae.Code == apperr.ServiceUnavailable && errors.Is(err, storage.ErrBusy):
+		Logger(ctx).WarnContext(ctx, "database busy", append([]any{"err", err}, attrs...)...)
+	}
 }

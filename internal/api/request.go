@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+
+	"github.com/herald-vpn/herald/internal/auth"
+	"github.com/herald-vpn/herald/internal/sessions"
 )
 
 // RequestInfo travels with each request. The server's middleware creates
@@ -14,11 +17,19 @@ import (
 type RequestInfo struct {
 	ID        string
 	ClientIP  netip.Addr
+	UserAgent string
 	Logger    *slog.Logger // carries request_id
-	Operation string       // GraphQL root fields, or the REST route
-	// Authorization is the raw Authorization header; sessions parses it
-	// only for operations that need it.
-	Authorization string
+	Operation string       // GraphQL root fields, for the log line
+	// MetricOperation is the GraphQL operation as the metrics label it: one
+	// of a bounded set (a root field's name, "multiple", "other"); "" on
+	// REST, whose route is its own label.
+	MetricOperation string
+	// Credential is what the request's headers present, parsed at the
+	// edge; it is checked only when an operation needs a caller.
+	Credential auth.Credential
+	// AcceptLanguage is the request's Accept-Language header, parsed
+	// (AcceptedLanguages) only by the operations that need it.
+	AcceptLanguage string
 }
 
 type infoKey struct{}
@@ -36,19 +47,24 @@ func Info(ctx context.Context) *RequestInfo {
 	return &RequestInfo{Logger: slog.New(slog.DiscardHandler)}
 }
 
+// SessionClient is the request's client as a session remembers it.
+func SessionClient(ctx context.Context) sessions.Client {
+	info := Info(ctx)
+	c := sessions.Client{UserAgent: info.UserAgent}
+	if info.ClientIP.IsValid() {
+		c.IP = info.ClientIP.String()
+	}
+	return c
+}
+
 // Logger returns the request's logger (with its request ID).
 func Logger(ctx context.Context) *slog.Logger { return Info(ctx).Logger }
 
-// Cost is what a request asks of the rate limits: units per tier class.
-// Global is charged for every request; Protected and Admin are counted per
-// authenticated user.
-type Cost struct {
-	Global, Auth, Protected, Admin int
-}
-
-// Admission admits a request under the rate limits and bans, setting the
-// X-RateLimit headers on w. The returned context carries the caller's
-// identity when the cost needed it.
+// Admission admits a request under the rules of its operations: it
+// authenticates the caller once (when a rule needs one), charges the rate
+// limits, and writes the X-RateLimit headers on w. The returned context
+// carries the authentication (auth.ResultOf) for the permission checks;
+// the error is a refusal (BANNED, RATE_LIMITED).
 type Admission interface {
-	Admit(ctx context.Context, w http.ResponseWriter, c Cost) (context.Context, error)
+	Admit(ctx context.Context, w http.ResponseWriter, rules []auth.Rule) (context.Context, error)
 }

@@ -24,6 +24,8 @@ const (
 	InsufficientPermissions Code = "INSUFFICIENT_PERMISSIONS"
 	InvalidCredentials      Code = "INVALID_CREDENTIALS"
 	EmailNotVerified        Code = "EMAIL_NOT_VERIFIED"
+	AccountDisabled         Code = "ACCOUNT_DISABLED"
+	SessionNotFound         Code = "SESSION_NOT_FOUND"
 
 	// Input.
 	ValidationError  Code = "VALIDATION_ERROR"
@@ -36,6 +38,7 @@ const (
 	QueryTooComplex  Code = "QUERY_TOO_COMPLEX"
 	NotFound         Code = "NOT_FOUND"
 	MethodNotAllowed Code = "METHOD_NOT_ALLOWED"
+	NotAcceptable    Code = "NOT_ACCEPTABLE"
 
 	// Accounts and verification.
 	EmailExists             Code = "EMAIL_EXISTS"
@@ -65,10 +68,14 @@ const (
 	ChatNotFound          Code = "CHAT_NOT_FOUND"
 	ChatBlocked           Code = "CHAT_BLOCKED"
 	InvalidMessage        Code = "INVALID_MESSAGE"
+	IdempotencyKeyReused  Code = "IDEMPOTENCY_KEY_REUSED"
+	WebhookNotFound       Code = "WEBHOOK_NOT_FOUND"
+	WebhookEventNotFound  Code = "WEBHOOK_EVENT_NOT_FOUND"
 
 	// Limits and the platform.
 	RateLimited        Code = "RATE_LIMITED"
 	Banned             Code = "BANNED"
+	BanNotFound        Code = "BAN_NOT_FOUND"
 	Internal           Code = "INTERNAL_ERROR"
 	ServiceUnavailable Code = "SERVICE_UNAVAILABLE"
 	UpstreamError      Code = "UPSTREAM_ERROR"
@@ -90,6 +97,8 @@ var catalogue = map[Code]Entry{
 	InsufficientPermissions: {InsufficientPermissions, http.StatusForbidden, "You do not have permission to do this."},
 	InvalidCredentials:      {InvalidCredentials, http.StatusUnauthorized, "The email or password is wrong."},
 	EmailNotVerified:        {EmailNotVerified, http.StatusForbidden, "The email address has not been verified yet."},
+	AccountDisabled:         {AccountDisabled, http.StatusForbidden, "This account has been disabled; contact support."},
+	SessionNotFound:         {SessionNotFound, http.StatusNotFound, "No such session."},
 
 	ValidationError:  {ValidationError, http.StatusBadRequest, "The request is invalid."},
 	InvalidInput:     {InvalidInput, http.StatusBadRequest, "The input is invalid."},
@@ -101,6 +110,7 @@ var catalogue = map[Code]Entry{
 	QueryTooComplex:  {QueryTooComplex, http.StatusBadRequest, "The GraphQL document is too large, too deep or too complex."},
 	NotFound:         {NotFound, http.StatusNotFound, "There is nothing at this path."},
 	MethodNotAllowed: {MethodNotAllowed, http.StatusMethodNotAllowed, "This method is not allowed on this path."},
+	NotAcceptable:    {NotAcceptable, http.StatusNotAcceptable, "None of the media types the request accepts can be answered."},
 
 	EmailExists:             {EmailExists, http.StatusConflict, "An account with this email already exists."},
 	EmailAlreadyExists:      {EmailAlreadyExists, http.StatusConflict, "An account with this email already exists."},
@@ -128,9 +138,13 @@ var catalogue = map[Code]Entry{
 	ChatNotFound:          {ChatNotFound, http.StatusNotFound, "The chat was not found."},
 	ChatBlocked:           {ChatBlocked, http.StatusForbidden, "The user has blocked the bot."},
 	InvalidMessage:        {InvalidMessage, http.StatusBadRequest, "The message is empty, too long or cannot be parsed."},
+	IdempotencyKeyReused:  {IdempotencyKeyReused, http.StatusConflict, "This Idempotency-Key was used for a different request."},
+	WebhookNotFound:       {WebhookNotFound, http.StatusNotFound, "No such webhook endpoint."},
+	WebhookEventNotFound:  {WebhookEventNotFound, http.StatusNotFound, "No such webhook event."},
 
 	RateLimited:        {RateLimited, http.StatusTooManyRequests, "Too many requests; slow down."},
 	Banned:             {Banned, http.StatusForbidden, "This address is banned."},
+	BanNotFound:        {BanNotFound, http.StatusNotFound, "This address is not banned."},
 	Internal:           {Internal, http.StatusInternalServerError, "An unexpected error occurred."},
 	ServiceUnavailable: {ServiceUnavailable, http.StatusServiceUnavailable, "The service is unavailable; try again later."},
 	UpstreamError:      {UpstreamError, http.StatusBadGateway, "An upstream service failed; try again later."},

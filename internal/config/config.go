@@ -5,6 +5,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	netmail "net/mail"
 	"net/netip"
 	"net/url"
 	"runtime"
@@ -13,21 +14,29 @@ import (
 	"strings"
 	"time"
 
-	"github.com/herald-vpn/herald/internal/sqlstore"
+	"github.com/herald-vpn/herald/internal/storage"
 )
 
 // Config is everything an operator can set.
 type Config struct {
-	Addr            string
-	DatabaseURL     string
-	LogFormat       string
-	LogLevel        string
-	ShutdownTimeout time.Duration
+	Env              string // production or development
+	Addr             string
+	MetricsAddr      string
+	DatabaseURL      string
+	DatabaseMaxConns int
+	LogFormat        string
+	LogLevel         string
+	ShutdownTimeout  time.Duration
 
-	SMTPURL  string
-	MailFrom string
+	SMTPURL           string
+	MailFrom          string
+	ProductName       string
+	EmailLogoURL      string
+	SupportEmail      string
+	EmailTemplatesDir string
 
 	TrustedProxies []netip.Prefix
+	CORSOrigins    []string
 
 	VerificationCodeTTL time.Duration
 	ResendCooldown      time.Duration
@@ -46,8 +55,10 @@ type Config struct {
 	RefreshGrace    time.Duration
 	JWTKeysFile     string
 	JWTIssuer       string
+	JWTAudience     string
 
 	RateLimitGlobal, RateLimitAuth, RateLimitProtected, RateLimitAdmin, RateLimitAPIKey int
+	RateLimitWindow                                                                     time.Duration
 	RedisURL                                                                            string
 	BlockAfterRefusals                                                                  int
 	BlockRefusalWindow, BlockDuration                                                   time.Duration
@@ -55,6 +66,11 @@ type Config struct {
 	BanWindow                                                                           time.Duration
 
 	GraphQLMaxRootMutations, GraphQLMaxDepth, GraphQLMaxComplexity int
+	GraphQLIntrospection                                           bool
+	Console                                                        bool
+
+	WSMaxSubscriptions, WSMessageRate, WSMaxConnsPerUser, WSMaxConnsPerIP int
+	WSPingInterval, WSIdleTimeout, WSInitTimeout                          time.Duration
 
 	FCMCredentialsFile string
 	FCMProjectID       string
@@ -77,10 +93,17 @@ type Config struct {
 	TelegramAPIURL        string
 	TelegramWebhookURL    string
 	TelegramWebhookSecret string
+	TelegramPollLeaseTTL  time.Duration
+	TelegramRate          int
 
 	JobRetryBase time.Duration
 	JobRetryMax  time.Duration
 	JobPoll      time.Duration
+
+	WebhooksAllowInsecure bool
+	WebhooksAllowPrivate  bool
+	WebhooksRetrySchedule []time.Duration
+	WebhooksDisableAfter  time.Duration
 }
 
 // Var documents one environment variable; the README's table and
@@ -96,6 +119,13 @@ type Var struct {
 // Vars lists every variable Herald reads.
 func Vars() []Var {
 	return []Var{
+		{"HERALD_ENV", "production", "development", "production, or development: the auth rate-limit tier is off (unless HERALD_RATE_LIMIT_AUTH is set) so a local tour never trips it, and the server says so at start", func(c *Config, v string) error {
+			if v != "production" && v != "development" {
+				return fmt.Errorf("must be production or development, not %q", v)
+			}
+			c.Env = v
+			return nil
+		}},
 		{"HERALD_ADDR", "127.0.0.1:8080", ":8080", "listen address", func(c *Config, v string) error {
 			if _, _, err := splitHostPort(v); err != nil {
 				return err
@@ -103,13 +133,24 @@ func Vars() []Var {
 			c.Addr = v
 			return nil
 		}},
+		{"HERALD_METRICS_ADDR", "", "127.0.0.1:9090", "listen address of a separate listener serving GET /metrics and Go's profiles under /debug/pprof/ (for example an internal port); when set, /metrics on HERALD_ADDR answers 404; empty: /metrics is on HERALD_ADDR and there are no profiles", func(c *Config, v string) error {
+			if v == "" {
+				return nil
+			}
+			if _, _, err := splitHostPort(v); err != nil {
+				return err
+			}
+			c.MetricsAddr = v
+			return nil
+		}},
 		{"HERALD_DATABASE_URL", "sqlite:herald.db", "postgres://herald@db:5432/herald", "sqlite:PATH (embedded) or postgres://… (production)", func(c *Config, v string) error {
-			if _, _, err := sqlstore.ParseURL(v); err != nil {
+			if _, _, err := storage.ParseURL(v); err != nil {
 				return err
 			}
 			c.DatabaseURL = v
 			return nil
 		}},
+		{"HERALD_DATABASE_MAX_CONNS", "25", "40", "PostgreSQL connections per replica (unless the URL's pool_max_conns sets it); SQLite: readers beside the one writer, at most 8", integer(func(c *Config) *int { return &c.DatabaseMaxConns }, 1)},
 		{"HERALD_LOG_FORMAT", "json", "text", "json or text", func(c *Config, v string) error {
 			if v != "json" && v != "text" {
 				return fmt.Errorf("must be json or text, not %q", v)
@@ -144,6 +185,30 @@ func Vars() []Var {
 			c.MailFrom = v
 			return nil
 		}},
+		{"HERALD_PRODUCT_NAME", "Herald", "Example VPN", "the product's name in every email's subject and body", func(c *Config, v string) error {
+			if len(v) > 64 || strings.ContainsAny(v, "\r\n\t") {
+				return fmt.Errorf("must be one line of at most 64 characters, not %q", v)
+			}
+			c.ProductName = v
+			return nil
+		}},
+		{"HERALD_EMAIL_LOGO_URL", "", "https://example.com/logo.png", "an http(s) image shown atop every HTML email (40 px high); empty: the product name instead", func(c *Config, v string) error {
+			if v == "" {
+				return nil
+			}
+			return httpURL(func(c *Config) *string { return &c.EmailLogoURL })(c, v)
+		}},
+		{"HERALD_SUPPORT_EMAIL", "", "support@example.com", "address every email's footer invites questions to; empty: none", func(c *Config, v string) error {
+			if v == "" {
+				return nil
+			}
+			if _, err := netmail.ParseAddress(v); err != nil || strings.ContainsAny(v, "<> ") {
+				return fmt.Errorf("must be a bare address such as support@example.com, not %q", v)
+			}
+			c.SupportEmail = v
+			return nil
+		}},
+		{"HERALD_EMAIL_TEMPLATES_DIR", "", "/etc/herald/emails", "directory whose files replace the embedded email templates of the same path (layout.html, en/verify.txt…) or add a locale; checked at start", str(func(c *Config) *string { return &c.EmailTemplatesDir })},
 		{"HERALD_TRUSTED_PROXIES", "", "10.0.0.0/8,127.0.0.1/32", "CIDRs whose X-Forwarded-For is believed", func(c *Config, v string) error {
 			c.TrustedProxies = nil
 			for _, part := range strings.Split(v, ",") {
@@ -163,6 +228,7 @@ func Vars() []Var {
 			}
 			return nil
 		}},
+		{"HERALD_CORS_ORIGINS", "", "https://app.example.com,http://localhost:5173", "comma-separated origins (scheme://host[:port]) whose browser code may call /graphql and /api/v1, or * for any origin; credentials (cookies) are never allowed, tokens go in Authorization; empty: no CORS headers", corsOrigins},
 		{"HERALD_VERIFICATION_CODE_TTL", "15m", "10m", "validity of an emailed code", duration(func(c *Config) *time.Duration { return &c.VerificationCodeTTL })},
 		{"HERALD_RESEND_COOLDOWN", "60s", "30s", "wait between two code emails a user asks for", duration(func(c *Config) *time.Duration { return &c.ResendCooldown })},
 		{"HERALD_RESEND_HOURLY_LIMIT", "5", "3", "code emails a user may ask for per email per sliding hour", integer(func(c *Config) *int { return &c.ResendHourlyLimit }, 1)},
@@ -184,12 +250,24 @@ func Vars() []Var {
 		{"HERALD_REFRESH_REUSE_GRACE", "10s", "5s", "window in which a just-rotated refresh token may be used again (two tabs) without revoking the session", duration(func(c *Config) *time.Duration { return &c.RefreshGrace })},
 		{"HERALD_JWT_KEYS_FILE", "", "/etc/herald/jwks.json", "JWK set of Ed25519 keys, one marked \"active\": true; empty: a key generated once and kept in the database", str(func(c *Config) *string { return &c.JWTKeysFile })},
 		{"HERALD_JWT_ISSUER", "herald", "https://api.example.com", "iss claim of access tokens", str(func(c *Config) *string { return &c.JWTIssuer })},
-		{"HERALD_RATE_LIMIT_GLOBAL", "100", "300", "requests per minute per client IP, every API request (0 disables)", integer(func(c *Config) *int { return &c.RateLimitGlobal }, 0)},
-		{"HERALD_RATE_LIMIT_AUTH", "10", "20", "requests per minute per client IP to signup, verification, login, refresh and password reset (0 disables)", integer(func(c *Config) *int { return &c.RateLimitAuth }, 0)},
-		{"HERALD_RATE_LIMIT_PROTECTED", "300", "600", "requests per minute per user to operations that need a token (0 disables)", integer(func(c *Config) *int { return &c.RateLimitProtected }, 0)},
-		{"HERALD_RATE_LIMIT_ADMIN", "1000", "2000", "requests per minute per admin to admin operations (0 disables)", integer(func(c *Config) *int { return &c.RateLimitAdmin }, 0)},
-		{"HERALD_RATE_LIMIT_APIKEY", "60", "120", "requests per minute per API key to API-key routes (0 disables)", integer(func(c *Config) *int { return &c.RateLimitAPIKey }, 0)},
-		{"HERALD_REDIS_URL", "", "redis://redis:6379/0", "Redis for rate-limit counters shared by replicas; empty: counted in memory", func(c *Config, v string) error {
+		{"HERALD_JWT_AUDIENCE", "", "https://vpn.example.com", "aud claim of access tokens; when set it is issued and required on verification (other services check it); empty: none", str(func(c *Config) *string { return &c.JWTAudience })},
+		{"HERALD_RATE_LIMIT_GLOBAL", "100", "300", "requests per window per client IP, every API request (0 disables)", integer(func(c *Config) *int { return &c.RateLimitGlobal }, 0)},
+		{"HERALD_RATE_LIMIT_AUTH", "10", "20", "requests per window per client IP to signup, verification, login, refresh and password reset (0 disables)", integer(func(c *Config) *int { return &c.RateLimitAuth }, 0)},
+		{"HERALD_RATE_LIMIT_PROTECTED", "300", "600", "requests per window per user to operations that need a token (0 disables)", integer(func(c *Config) *int { return &c.RateLimitProtected }, 0)},
+		{"HERALD_RATE_LIMIT_ADMIN", "1000", "2000", "requests per window per admin to admin operations (0 disables)", integer(func(c *Config) *int { return &c.RateLimitAdmin }, 0)},
+		{"HERALD_RATE_LIMIT_APIKEY", "60", "120", "requests per window per API key, for keys created without their own rateLimit (0: such keys are not limited)", integer(func(c *Config) *int { return &c.RateLimitAPIKey }, 0)},
+		{"HERALD_RATE_LIMIT_WINDOW", "1m", "10m", "window of every rate-limit tier, whole seconds (fixed windows, starting at multiples of it since the Unix epoch)", func(c *Config, v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return fmt.Errorf("%q is not a duration (use Go syntax such as 90s, 15m, 168h)", v)
+			}
+			if d < time.Second || d%time.Second != 0 {
+				return fmt.Errorf("must be a whole number of seconds, at least 1s, not %s", v)
+			}
+			c.RateLimitWindow = d
+			return nil
+		}},
+		{"HERALD_REDIS_URL", "", "redis://redis:6379/0", "Redis for the rate-limit counters and push send-rate caps shared by replicas; empty: counted in memory, per process", func(c *Config, v string) error {
 			if v == "" {
 				return nil
 			}
@@ -207,6 +285,29 @@ func Vars() []Var {
 		{"HERALD_GRAPHQL_MAX_ROOT_MUTATIONS", "10", "5", "mutation fields one GraphQL document may hold", integer(func(c *Config) *int { return &c.GraphQLMaxRootMutations }, 1)},
 		{"HERALD_GRAPHQL_MAX_DEPTH", "10", "8", "selection depth of one GraphQL document", integer(func(c *Config) *int { return &c.GraphQLMaxDepth }, 1)},
 		{"HERALD_GRAPHQL_MAX_COMPLEXITY", "200", "100", "field complexity of one GraphQL document", integer(func(c *Config) *int { return &c.GraphQLMaxComplexity }, 1)},
+		{"HERALD_CONSOLE", "on", "off", "on: the operator console is served at /console (admins sign in there); off: /console answers 404", func(c *Config, v string) error {
+			switch v {
+			case "on", "off":
+				c.Console = v == "on"
+				return nil
+			}
+			return fmt.Errorf("must be on or off, not %q", v)
+		}},
+		{"HERALD_GRAPHQL_INTROSPECTION", "on", "off", "on: __schema and __type are answered; off: refused with GRAPHQL_VALIDATION_FAILED (__typename is always answered)", func(c *Config, v string) error {
+			switch v {
+			case "on", "off":
+				c.GraphQLIntrospection = v == "on"
+				return nil
+			}
+			return fmt.Errorf("must be on or off, not %q", v)
+		}},
+		{"HERALD_WS_MAX_SUBSCRIPTIONS", "20", "50", "GraphQL subscriptions running at once on one WebSocket connection; one more closes it with 4429", integer(func(c *Config) *int { return &c.WSMaxSubscriptions }, 1)},
+		{"HERALD_WS_MESSAGE_RATE", "10", "20", "messages a WebSocket client may send per second (and in a burst); faster closes the connection with 4429 (0: no cap)", integer(func(c *Config) *int { return &c.WSMessageRate }, 0)},
+		{"HERALD_WS_PING_INTERVAL", "30s", "15s", "how often the server sends a graphql-transport-ws ping on a WebSocket connection", duration(func(c *Config) *time.Duration { return &c.WSPingInterval })},
+		{"HERALD_WS_IDLE_TIMEOUT", "90s", "60s", "a WebSocket connection from which nothing arrives (not even a pong) for this long is closed with 4408", duration(func(c *Config) *time.Duration { return &c.WSIdleTimeout })},
+		{"HERALD_WS_INIT_TIMEOUT", "10s", "5s", "connection_init must arrive within this long of the WebSocket opening, else it is closed with 4408", duration(func(c *Config) *time.Duration { return &c.WSInitTimeout })},
+		{"HERALD_WS_MAX_CONNECTIONS_PER_USER", "10", "20", "open WebSocket connections of one user or API key on one replica; one more closes with 4429", integer(func(c *Config) *int { return &c.WSMaxConnsPerUser }, 1)},
+		{"HERALD_WS_MAX_CONNECTIONS_PER_IP", "50", "200", "open WebSocket connections from one client address on one replica; one more closes with 4429", integer(func(c *Config) *int { return &c.WSMaxConnsPerIP }, 1)},
 		{"HERALD_FCM_CREDENTIALS_FILE", "", "/etc/herald/fcm-service-account.json", "Firebase service-account JSON; enables FCM for android (and ios without APNs)", str(func(c *Config) *string { return &c.FCMCredentialsFile })},
 		{"HERALD_FCM_PROJECT_ID", "", "my-vpn-app", "FCM project; empty: the project_id of the credentials file", str(func(c *Config) *string { return &c.FCMProjectID })},
 		{"HERALD_FCM_ENDPOINT", "https://fcm.googleapis.com", "http://127.0.0.1:9090", "FCM HTTP v1 server", httpURL(func(c *Config) *string { return &c.FCMEndpoint })},
@@ -215,10 +316,10 @@ func Vars() []Var {
 		{"HERALD_APNS_TEAM_ID", "", "DEF123GHIJ", "Apple team id", str(func(c *Config) *string { return &c.APNsTeamID })},
 		{"HERALD_APNS_TOPIC", "", "com.example.vpn", "the app's bundle id", str(func(c *Config) *string { return &c.APNsTopic })},
 		{"HERALD_APNS_ENDPOINT", "production", "sandbox", "production, sandbox, or an https URL", str(func(c *Config) *string { return &c.APNsEndpoint })},
-		{"HERALD_PUSH_RATE", "10000", "2000", "sends per second per provider and process (0: no cap)", integer(func(c *Config) *int { return &c.PushRate }, 0)},
+		{"HERALD_PUSH_RATE", "10000", "2000", "sends per second per provider (the development one too), shared by the replicas through Redis when HERALD_REDIS_URL is set, else per process (0: no cap)", integer(func(c *Config) *int { return &c.PushRate }, 0)},
 		{"HERALD_PUSH_BATCH_SIZE", "500", "1000", "devices per broadcast batch", integer(func(c *Config) *int { return &c.PushBatchSize }, 1)},
 		{"HERALD_PUSH_CONCURRENCY", "64", "128", "sends in flight per broadcast", integer(func(c *Config) *int { return &c.PushConcurrency }, 1)},
-		{"HERALD_PUSH_LEASE_TTL", "30s", "10s", "how long a broadcast stays claimed by a worker that stopped answering", duration(func(c *Config) *time.Duration { return &c.PushLeaseTTL })},
+		{"HERALD_PUSH_LEASE_TTL", "20s", "10s", "how long a broadcast stays claimed by a worker that stopped answering: another replica takes it over within about this long after its worker dies", duration(func(c *Config) *time.Duration { return &c.PushLeaseTTL })},
 		{"HERALD_PUSH_DELIVERY_RETENTION", "720h", "168h", "how long the per-device delivery records of a finished broadcast are kept (its counters stay)", duration(func(c *Config) *time.Duration { return &c.DeliveryRetention })},
 		{"HERALD_PLAN_DEVICE_LIMITS", "trial=3,basic=5,premium=10", "trial=2,basic=5,premium=20", "active devices allowed per plan", func(c *Config, v string) error {
 			m := map[string]int{}
@@ -257,6 +358,15 @@ func Vars() []Var {
 			c.TelegramWebhookSecret = v
 			return nil
 		}},
+		{"HERALD_TELEGRAM_POLL_LEASE_TTL", "20s", "10s", "lease of the replica that long-polls Telegram: another takes polling over within about this long after it dies (each poll waits at most a third of it)", duration(func(c *Config) *time.Duration { return &c.TelegramPollLeaseTTL })},
+		{"HERALD_TELEGRAM_RATE", "30", "100", "messages per second the bot sends in all (Telegram's limit is 30; a bot with paid broadcasts may send up to 1000); each chat still gets at most one per second", func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 1000 {
+				return errors.New("must be a whole number from 1 to 1000")
+			}
+			c.TelegramRate = n
+			return nil
+		}},
 		{"HERALD_ARGON2_MEMORY", "65536", "19456", "argon2id memory per hash, KiB", integer(func(c *Config) *int { return &c.Argon2MemoryKiB }, 8)},
 		{"HERALD_ARGON2_ITERATIONS", "3", "2", "argon2id passes", integer(func(c *Config) *int { return &c.Argon2Iterations }, 1)},
 		{"HERALD_ARGON2_PARALLELISM", "2", "1", "argon2id lanes", integer(func(c *Config) *int { return &c.Argon2Parallelism }, 1)},
@@ -264,7 +374,93 @@ func Vars() []Var {
 		{"HERALD_JOB_RETRY_BASE", "1s", "5s", "first retry delay of a failed background job (doubles each attempt)", duration(func(c *Config) *time.Duration { return &c.JobRetryBase })},
 		{"HERALD_JOB_RETRY_MAX", "10m", "1h", "longest delay between two retries of a background job", duration(func(c *Config) *time.Duration { return &c.JobRetryMax })},
 		{"HERALD_JOB_POLL", "1s", "200ms", "how often workers look for new background jobs", duration(func(c *Config) *time.Duration { return &c.JobPoll })},
+		{"HERALD_WEBHOOKS_ALLOW_INSECURE", "off", "on", "on: webhook endpoints may be http:// (development); off: https only", onOff(func(c *Config) *bool { return &c.WebhooksAllowInsecure })},
+		{"HERALD_WEBHOOKS_ALLOW_PRIVATE", "off", "on", "on: webhook endpoints may resolve to loopback, private, link-local and metadata addresses (development, tests); off: refused at registration and at each delivery", onOff(func(c *Config) *bool { return &c.WebhooksAllowPrivate })},
+		{"HERALD_WEBHOOKS_RETRY_SCHEDULE", "5s,5m,30m,2h,5h,10h,10h", "1s,2s,4s", "waits before each retry of a failed webhook delivery, comma-separated; their number is the number of retries", func(c *Config, v string) error {
+			c.WebhooksRetrySchedule = nil
+			for _, part := range strings.Split(v, ",") {
+				d, err := time.ParseDuration(strings.TrimSpace(part))
+				if err != nil || d <= 0 {
+					return fmt.Errorf("%q is not a list of positive durations such as 5s,5m,30m", v)
+				}
+				c.WebhooksRetrySchedule = append(c.WebhooksRetrySchedule, d)
+			}
+			return nil
+		}},
+		{"HERALD_WEBHOOKS_DISABLE_AFTER", "120h", "72h", "a webhook endpoint whose every attempt has failed for this long is disabled (and a log line says so)", duration(func(c *Config) *time.Duration { return &c.WebhooksDisableAfter })},
 	}
+}
+
+// onOff reads a switch written on or off.
+func onOff(field func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		switch v {
+		case "on", "off":
+			*field(c) = v == "on"
+			return nil
+		}
+		return fmt.Errorf("must be on or off, not %q", v)
+	}
+}
+
+// corsOrigins reads HERALD_CORS_ORIGINS: exact origins as browsers send
+// them in the Origin header (scheme://host[:port], no path, no default
+// port), or a lone *. Browsers send the scheme and host in lower case, so
+// they are kept in lower case.
+func corsOrigins(c *Config, v string) error {
+	c.CORSOrigins = nil
+	var problems []string
+	for _, part := range strings.Split(v, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		origin, err := corsOrigin(part)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		if !slices.Contains(c.CORSOrigins, origin) {
+			c.CORSOrigins = append(c.CORSOrigins, origin)
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	if slices.Contains(c.CORSOrigins, "*") && len(c.CORSOrigins) > 1 {
+		return errors.New("* allows every origin: list no other origin with it")
+	}
+	return nil
+}
+
+func corsOrigin(s string) (string, error) {
+	if s == "*" {
+		return s, nil
+	}
+	if strings.Contains(s, "*") {
+		return "", fmt.Errorf("%q: origins are exact (no wildcards); * is allowed only on its own", s)
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" || u.Opaque != "" || u.Host == "" || u.Hostname() == "" {
+		return "", fmt.Errorf("%q is not an origin such as https://app.example.com", s)
+	}
+	if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(s, "#") {
+		return "", fmt.Errorf("%q: an origin is scheme://host[:port] only", s)
+	}
+	if u.Path != "" {
+		return "", fmt.Errorf("%q: an origin has no path (not even /): write %s://%s", s, u.Scheme, u.Host)
+	}
+	scheme, host := strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != p {
+			return "", fmt.Errorf("%q has no valid port", s)
+		}
+		if (scheme == "http" && n == 80) || (scheme == "https" && n == 443) {
+			return "", fmt.Errorf("%q: browsers send the origin without its default port: write %s://%s", s, scheme, strings.TrimSuffix(host, ":"+p))
+		}
+	}
+	return scheme + "://" + host, nil
 }
 
 func str(field func(*Config) *string) func(*Config, string) error {
@@ -337,6 +533,9 @@ func Load(getenv func(string) string) (Config, error) {
 		if err := v.set(&c, val); err != nil {
 			problems = append(problems, v.Name+": "+err.Error())
 		}
+	}
+	if c.Env == "development" && strings.TrimSpace(getenv("HERALD_RATE_LIMIT_AUTH")) == "" {
+		c.RateLimitAuth = 0
 	}
 	apns := []string{c.APNsKeyFile, c.APNsKeyID, c.APNsTeamID, c.APNsTopic}
 	if set := len(slices.DeleteFunc(slices.Clone(apns), func(s string) bool { return s == "" })); set > 0 && set < len(apns) {

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,5 +58,135 @@ func TestTrustedProxies(t *testing.T) {
 	}
 	if len(c.TrustedProxies) != 3 || c.TrustedProxies[0].String() != "10.0.0.0/8" || c.TrustedProxies[1].String() != "127.0.0.1/32" {
 		t.Fatalf("%v", c.TrustedProxies)
+	}
+}
+
+// The rate-limit window is reported in whole seconds (the window detail of
+// a refusal, Retry-After, X-RateLimit-Reset), so it must be whole seconds.
+func TestRateLimitWindow(t *testing.T) {
+	c, err := Load(env(nil))
+	if err != nil || c.RateLimitWindow != time.Minute {
+		t.Fatalf("default window %s (%v), want 1m", c.RateLimitWindow, err)
+	}
+	for _, ok := range []string{"1s", "90s", "2h"} {
+		c, err := Load(env(map[string]string{"HERALD_RATE_LIMIT_WINDOW": ok}))
+		if d, _ := time.ParseDuration(ok); err != nil || c.RateLimitWindow != d {
+			t.Errorf("HERALD_RATE_LIMIT_WINDOW=%s: window %s, %v", ok, c.RateLimitWindow, err)
+		}
+	}
+	for _, bad := range []string{"1500ms", "500ms", "0s", "-1m", "soon"} {
+		_, err := Load(env(map[string]string{"HERALD_RATE_LIMIT_WINDOW": bad}))
+		if err == nil || !strings.HasPrefix(err.Error(), "HERALD_RATE_LIMIT_WINDOW: ") {
+			t.Errorf("HERALD_RATE_LIMIT_WINDOW=%s: %v, want refused", bad, err)
+		}
+	}
+}
+
+// HERALD_CORS_ORIGINS holds exact origins as browsers send them, or a lone
+// *; anything a browser could never send is refused at start, with why.
+func TestCORSOrigins(t *testing.T) {
+	for v, want := range map[string][]string{
+		"":                        nil,
+		" ":                       nil,
+		"*":                       {"*"},
+		"https://app.example.com": {"https://app.example.com"},
+		" HTTPS://App.Example.com , http://127.0.0.1:5173,https://app.example.com,": {"https://app.example.com", "http://127.0.0.1:5173"},
+		"http://[::1]:8080":            {"http://[::1]:8080"},
+		"capacitor://localhost":        {"capacitor://localhost"},
+		"https://app.example.com:8443": {"https://app.example.com:8443"},
+	} {
+		c, err := Load(env(map[string]string{"HERALD_CORS_ORIGINS": v}))
+		if err != nil || !slices.Equal(c.CORSOrigins, want) {
+			t.Errorf("HERALD_CORS_ORIGINS=%q: %q, %v; want %q", v, c.CORSOrigins, err, want)
+		}
+	}
+	for _, bad := range []string{
+		"*,https://app.example.com",   // * with others
+		"https://*.example.com",       // wildcard
+		"app.example.com",             // no scheme
+		"https://app.example.com/",    // a path
+		"https://app.example.com/app", // a path
+		"https://app.example.com:443", // the default port
+		"http://app.example.com:80",
+		"https://app.example.com:0",
+		"https://app.example.com:08443",
+		"https://user@app.example.com",
+		"https://app.example.com?x=1",
+		"https://app.example.com#x",
+		"null",
+		"https://",
+		"https://ok.example.com, nope",
+	} {
+		_, err := Load(env(map[string]string{"HERALD_CORS_ORIGINS": bad}))
+		if err == nil || !strings.HasPrefix(err.Error(), "HERALD_CORS_ORIGINS: ") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("HERALD_CORS_ORIGINS=%q: %v, want one line refusing it", bad, err)
+		}
+	}
+}
+
+func TestGraphQLIntrospection(t *testing.T) {
+	for v, want := range map[string]bool{"": true, "on": true, "off": false} {
+		c, err := Load(env(map[string]string{"HERALD_GRAPHQL_INTROSPECTION": v}))
+		if err != nil || c.GraphQLIntrospection != want {
+			t.Errorf("%q: %v %v, want %v", v, c.GraphQLIntrospection, err, want)
+		}
+	}
+	if _, err := Load(env(map[string]string{"HERALD_GRAPHQL_INTROSPECTION": "no"})); err == nil || !strings.Contains(err.Error(), "HERALD_GRAPHQL_INTROSPECTION: must be on or off") {
+		t.Errorf("no: %v", err)
+	}
+}
+
+// HERALD_ENV=development turns the auth tier off, unless the operator set
+// that tier; nothing else changes.
+func TestDevelopmentProfile(t *testing.T) {
+	prod, err := Load(env(nil))
+	if err != nil || prod.Env != "production" || prod.RateLimitAuth != 10 {
+		t.Fatalf("default: %q auth=%d %v", prod.Env, prod.RateLimitAuth, err)
+	}
+	dev, err := Load(env(map[string]string{"HERALD_ENV": "development"}))
+	if err != nil || dev.RateLimitAuth != 0 {
+		t.Fatalf("development: auth=%d %v, want 0", dev.RateLimitAuth, err)
+	}
+	dev.Env, dev.RateLimitAuth = prod.Env, prod.RateLimitAuth
+	if !reflect.DeepEqual(dev, prod) {
+		t.Fatal("development must change only the auth tier")
+	}
+	set, err := Load(env(map[string]string{"HERALD_ENV": "development", "HERALD_RATE_LIMIT_AUTH": "30"}))
+	if err != nil || set.RateLimitAuth != 30 {
+		t.Fatalf("an explicit auth limit wins: %d %v", set.RateLimitAuth, err)
+	}
+	if _, err := Load(env(map[string]string{"HERALD_ENV": "dev"})); err == nil || !strings.Contains(err.Error(), "HERALD_ENV: must be production or development") {
+		t.Fatalf("dev: %v", err)
+	}
+}
+
+// The email brand: the product name defaults to Herald; the logo must be
+// http(s) and the support address a bare address.
+func TestEmailBrand(t *testing.T) {
+	c, err := Load(env(nil))
+	if err != nil || c.ProductName != "Herald" || c.EmailLogoURL != "" || c.SupportEmail != "" || c.EmailTemplatesDir != "" {
+		t.Fatalf("defaults: %q %q %q %q (%v)", c.ProductName, c.EmailLogoURL, c.SupportEmail, c.EmailTemplatesDir, err)
+	}
+	c, err = Load(env(map[string]string{
+		"HERALD_PRODUCT_NAME":        "Acme VPN",
+		"HERALD_EMAIL_LOGO_URL":      "https://cdn.example.com/logo.png",
+		"HERALD_SUPPORT_EMAIL":       "help@example.com",
+		"HERALD_EMAIL_TEMPLATES_DIR": "/etc/herald/emails",
+	}))
+	if err != nil || c.ProductName != "Acme VPN" || c.EmailLogoURL != "https://cdn.example.com/logo.png" || c.SupportEmail != "help@example.com" || c.EmailTemplatesDir != "/etc/herald/emails" {
+		t.Fatalf("set: %+v (%v)", c, err)
+	}
+	for name, bad := range map[string]string{
+		"HERALD_PRODUCT_NAME":   strings.Repeat("x", 65),
+		"HERALD_EMAIL_LOGO_URL": "javascript:alert(1)",
+		"HERALD_SUPPORT_EMAIL":  "Help <help@example.com>",
+	} {
+		_, err := Load(env(map[string]string{name: bad}))
+		if err == nil || !strings.HasPrefix(err.Error(), name+": ") {
+			t.Errorf("%s=%q: %v, want refused", name, bad, err)
+		}
+	}
+	if _, err := Load(env(map[string]string{"HERALD_SUPPORT_EMAIL": "not an address"})); err == nil {
+		t.Error("HERALD_SUPPORT_EMAIL=not an address accepted")
 	}
 }

@@ -1,7 +1,8 @@
 // Package devices owns the devices of Herald's accounts: registration with
 // the plan's device limit, push-token updates (one token, one device),
-// removal, the administrators' listing, the operator's plan changes and the
-// bulk import of devices from an older system.
+// removal, the administrators' listing and the bulk import of devices from
+// an older system. The plan rules (how many devices a subscription allows)
+// are the subscriptions package's.
 //
 // The rules live here; the Store (sqlstore on SQLite and PostgreSQL) runs
 // them inside its transactions so that they hold under concurrency.
@@ -13,6 +14,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/push"
+	"github.com/herald-vpn/herald/internal/subscriptions"
 )
 
 // Platforms a device can have: push's target platforms.
@@ -27,18 +29,6 @@ const (
 	TokenValid   = "valid"
 	TokenInvalid = "invalid"
 )
-
-// Plans and their default active-device limits.
-const (
-	PlanTrial   = "trial"
-	PlanBasic   = "basic"
-	PlanPremium = "premium"
-)
-
-// DefaultPlanLimits is trial 3, basic 5, premium 10 active devices.
-func DefaultPlanLimits() map[string]int {
-	return map[string]int{PlanTrial: 3, PlanBasic: 5, PlanPremium: 10}
-}
 
 // Device is one registered app installation of an account.
 type Device struct {
@@ -66,8 +56,7 @@ type NewDevice struct {
 // Quota is what the device-limit rule sees inside the registering
 // transaction, with the account's subscription row locked.
 type Quota struct {
-	Plan          string
-	ExpiresAt     time.Time
+	Subscription  subscriptions.Subscription
 	ActiveDevices int
 }
 
@@ -122,10 +111,6 @@ type Store interface {
 	// AdminDevices returns up to limit devices, active or not, with an ID
 	// greater than after, in ID order; accountID "" means every account.
 	AdminDevices(ctx context.Context, accountID, after string, limit int) ([]Device, error)
-
-	// SetPlan changes the subscription of the account with this
-	// (normalized) email. ErrNotFound when there is none.
-	SetPlan(ctx context.Context, email, plan string, expires time.Time) (accounts.Account, error)
 
 	// ImportDevices applies one batch in one transaction: emails are
 	// resolved in one query (unknown: rejected); a token already held by

@@ -42,7 +42,7 @@ func TestImport(t *testing.T) {
 			`{"email":"b@example.com","platform":"ios","pushToken":"tok-7"}`,           // 15 same token, same account: updated
 		}, "\n") + "\r\n" + `{"email":"b@example.com","platform":"android","pushToken":"tok-last"}` // 16, CRLF and no final newline
 
-		svc := devices.NewService(e.db, devices.Config{ImportBatchSize: 4})
+		svc := devices.NewService(e.db, e.plans, devices.Config{ImportBatchSize: 4})
 		var progress []int
 		res, err := svc.Import(ctx, strings.NewReader(file), func(done int) { progress = append(progress, done) })
 		if err != nil {
@@ -105,7 +105,7 @@ func TestImportLongLineAndTruncatedErrors(t *testing.T) {
 		buf.WriteString("garbage\n")
 	}
 	buf.WriteString(`{"email":"a@example.com","platform":"android","pushToken":"ok"}` + "\n")
-	svc := devices.NewService(e.db, devices.Config{MaxImportErrors: 3})
+	svc := devices.NewService(e.db, e.plans, devices.Config{MaxImportErrors: 3})
 	res, err := svc.Import(context.Background(), &buf, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +127,7 @@ func BenchmarkImport(b *testing.B) {
 			for i := range accounts {
 				e.account(b, fmt.Sprintf("user%d@example.com", i))
 			}
-			svc := devices.NewService(e.db, devices.Config{})
+			svc := devices.NewService(e.db, e.plans, devices.Config{})
 			ctx := context.Background()
 			b.ResetTimer()
 			start := time.Now()

@@ -2,20 +2,18 @@ package devices
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/cursor"
 	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/herald-vpn/herald/internal/subscriptions"
 )
 
 // Field limits.
@@ -32,13 +30,6 @@ const (
 
 // Config holds the device rules an operator may tune.
 type Config struct {
-	// PlanLimits maps a plan to its maximum of active devices. A plan
-	// missing from the map gets the trial limit. Nil: DefaultPlanLimits.
-	PlanLimits map[string]int
-	// UpgradeURL and RenewURL are shown in DEVICE_LIMIT_REACHED and
-	// SUBSCRIPTION_EXPIRED (HERALD_UPGRADE_URL, HERALD_RENEW_URL).
-	UpgradeURL string
-	RenewURL   string
 	// ImportBatchSize is the number of lines per import transaction
 	// (default 1000).
 	ImportBatchSize int
@@ -49,17 +40,22 @@ type Config struct {
 	Now func() time.Time
 }
 
+// Plans is the plan rule devices need (subscriptions.Service).
+type Plans interface {
+	// AdmitDevice refuses one more active device on sub, with the
+	// subscription's error.
+	AdmitDevice(sub subscriptions.Subscription, activeDevices int) error
+}
+
 // Service is the device rules.
 type Service struct {
 	store Store
+	plans Plans
 	cfg   Config
 }
 
 // NewService returns the service.
-func NewService(store Store, cfg Config) *Service {
-	if cfg.PlanLimits == nil {
-		cfg.PlanLimits = DefaultPlanLimits()
-	}
+func NewService(store Store, plans Plans, cfg Config) *Service {
 	if cfg.ImportBatchSize <= 0 {
 		cfg.ImportBatchSize = 1000
 	}
@@ -69,18 +65,7 @@ func NewService(store Store, cfg Config) *Service {
 	if cfg.Now == nil {
 		cfg.Now = func() time.Time { return time.Now().UTC() }
 	}
-	return &Service{store: store, cfg: cfg}
-}
-
-// Plans returns the configured plan names, sorted.
-func (s *Service) Plans() []string { return slices.Sorted(maps.Keys(s.cfg.PlanLimits)) }
-
-// Limit returns the active-device limit of plan.
-func (s *Service) Limit(plan string) int {
-	if n, ok := s.cfg.PlanLimits[plan]; ok {
-		return n
-	}
-	return s.cfg.PlanLimits[PlanTrial]
+	return &Service{store: store, plans: plans, cfg: cfg}
 }
 
 // List returns the account's active devices, oldest first.
@@ -107,24 +92,7 @@ func (s *Service) Register(ctx context.Context, accountID, platform, pushToken, 
 	if err != nil {
 		return Device{}, err
 	}
-	allow := func(q Quota) error {
-		now := s.cfg.Now()
-		if !now.Before(q.ExpiresAt) {
-			return apperr.Newf(apperr.SubscriptionExpired, "Your %s subscription expired on %s; renew it to add devices.", q.Plan, q.ExpiresAt.UTC().Format(time.RFC3339)).
-				With("expiredAt", q.ExpiresAt.UTC().Format(time.RFC3339)).
-				With("plan", q.Plan).
-				With("renewUrl", s.cfg.RenewURL)
-		}
-		limit := s.Limit(q.Plan)
-		if q.ActiveDevices >= limit {
-			return apperr.Newf(apperr.DeviceLimitReached, "Your %s plan allows %d active devices; remove one or upgrade.", q.Plan, limit).
-				With("currentDevices", q.ActiveDevices).
-				With("maxDevices", limit).
-				With("plan", q.Plan).
-				With("upgradeUrl", s.cfg.UpgradeURL)
-		}
-		return nil
-	}
+	allow := func(q Quota) error { return s.plans.AdmitDevice(q.Subscription, q.ActiveDevices) }
 	// Two registrations racing for one token: the loser retries and then
 	// sees the winner's device, from which it takes the token.
 	d, err := retryConflict(func() (Device, error) {
@@ -193,13 +161,11 @@ type Page struct {
 // most 500) after the opaque cursor after. USER_NOT_FOUND for an unknown
 // account; VALIDATION_ERROR for a bad first or cursor.
 func (s *Service) AdminList(ctx context.Context, accountID *string, first int, after string) (Page, error) {
-	if first == 0 {
-		first = DefaultPageSize
+	first, err := cursor.PageSize(first, DefaultPageSize, MaxPageSize)
+	if err != nil {
+		return Page{}, err
 	}
-	if first < 0 || first > MaxPageSize {
-		return Page{}, apperr.Invalid("first", fmt.Sprintf("between 1 and %d", MaxPageSize), fmt.Sprint(first))
-	}
-	afterID, err := DecodeCursor(after)
+	afterID, err := deviceCursor.After(after)
 	if err != nil {
 		return Page{}, apperr.Invalid("after", "a cursor from an earlier page", after)
 	}
@@ -216,35 +182,11 @@ func (s *Service) AdminList(ctx context.Context, accountID *string, first int, a
 	if err != nil {
 		return Page{}, err
 	}
-	p := Page{Devices: ds}
-	if len(ds) > first {
-		p.Devices, p.HasNextPage = ds[:first], true
-	}
-	if len(p.Devices) > 0 {
-		p.EndCursor = EncodeCursor(p.Devices[len(p.Devices)-1].ID)
-	}
-	return p, nil
-}
-
-// SetPlan changes the plan and expiry of the account with this email (the
-// `herald users set-plan` command, until payments exist). VALIDATION_ERROR
-// for an unknown plan or a zero expiry; USER_NOT_FOUND for an unknown email.
-func (s *Service) SetPlan(ctx context.Context, email, plan string, expires time.Time) (accounts.Subscription, error) {
-	email, err := accounts.NormalizeEmail(email)
+	p, err := cursor.Cut(deviceCursor, ds, first, func(d Device) string { return d.ID })
 	if err != nil {
-		return accounts.Subscription{}, err
+		return Page{}, err
 	}
-	if _, ok := s.cfg.PlanLimits[plan]; !ok {
-		return accounts.Subscription{}, apperr.Invalid("plan", "one of "+strings.Join(s.Plans(), ", "), plan)
-	}
-	if expires.IsZero() {
-		return accounts.Subscription{}, apperr.Invalid("expires", "a time", "")
-	}
-	a, err := s.store.SetPlan(ctx, email, plan, expires.UTC())
-	if errors.Is(err, storage.ErrNotFound) {
-		return accounts.Subscription{}, apperr.Newf(apperr.UserNotFound, "No account has the email %s.", email)
-	}
-	return a.Subscription, err
+	return Page{Devices: p.Items, EndCursor: p.EndCursor, HasNextPage: p.HasNextPage}, nil
 }
 
 // ValidatePlatform returns VALIDATION_ERROR unless p is android or ios.
@@ -305,21 +247,9 @@ func newID() (string, error) {
 	return id.String(), nil
 }
 
-// EncodeCursor makes an opaque cursor of a device ID.
-func EncodeCursor(id string) string { return base64.RawURLEncoding.EncodeToString([]byte("d:" + id)) }
+// deviceCursor's payload is the ID of the last device of a page.
+var deviceCursor = cursor.New[string]("device")
 
-// DecodeCursor reads a cursor of EncodeCursor; "" is the start.
-func DecodeCursor(c string) (string, error) {
-	if c == "" {
-		return "", nil
-	}
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return "", err
-	}
-	id, ok := strings.CutPrefix(string(b), "d:")
-	if !ok || id == "" {
-		return "", errors.New("not a device cursor")
-	}
-	return id, nil
-}
+// NormalizePushToken trims a push token and checks it as registration
+// does (VALIDATION_ERROR naming pushToken).
+func NormalizePushToken(t string) (string, error) { return normalizeToken(t) }

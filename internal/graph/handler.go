@@ -2,12 +2,11 @@ package graph
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,9 +16,10 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/herald-vpn/herald/internal/api"
 	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/auth"
+	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
-	"github.com/vektah/gqlparser/v2/parser"
 )
 
 // Limits bound what one document may ask for.
@@ -27,32 +27,44 @@ type Limits struct {
 	MaxDepth         int // selection depth
 	MaxComplexity    int // gqlgen's field-count complexity
 	MaxRootMutations int // root fields of one mutation document
+	// Introspection answers __schema and __type; off, they are refused
+	// with GRAPHQL_VALIDATION_FAILED (__typename is always answered).
+	Introspection bool
 }
 
-// Handler serves POST /graphql. It is our own transport over gqlgen's
-// executor so that each error's HTTP status comes from the catalogue.
+// Handler serves /graphql: POST, and GET for queries, answering in the
+// media type the request accepts (see media.go). It is our own transport
+// over gqlgen's executor so that each error's HTTP status comes from the
+// catalogue.
 type Handler struct {
 	exec   *executor.Executor
 	schema *ast.Schema
-	// tiers maps each root field ("Mutation.signup") to the cost it adds,
-	// read once from the schema's @limit and @auth directives.
-	tiers  map[string]api.Cost
+	// rules maps each root field ("Mutation.signup") to the rule it is
+	// admitted under, read once from the schema's @limit and @auth
+	// directives.
+	rules  map[string]auth.Rule
 	limits Limits
+	bounds bounds
 	adm    api.Admission
 }
 
 // NewHandler returns the GraphQL endpoint over the resolver.
 func NewHandler(r *Resolver, limits Limits, adm api.Admission) *Handler {
-	schema := NewExecutableSchema(Config{Resolvers: r, Directives: DirectiveRoot{Auth: r.authDirective}})
+	rules := map[string]auth.Rule{}
+	schema := NewExecutableSchema(Config{Schema: describedSchema(), Resolvers: r, Directives: DirectiveRoot{Auth: authDirective(rules)}})
+	maps.Copy(rules, rootFieldRules(schema.Schema()))
 	exec := executor.New(schema)
-	exec.Use(extension.Introspection{})
+	if limits.Introspection {
+		exec.Use(extension.Introspection{})
+	}
 	exec.Use(extension.FixedComplexityLimit(limits.MaxComplexity))
+	exec.SetParserTokenLimit(MaxTokens)
 	exec.SetErrorPresenter(presentError)
 	exec.SetRecoverFunc(func(ctx context.Context, p any) error {
 		api.Logger(ctx).ErrorContext(ctx, "panic in resolver", "panic", fmt.Sprint(p))
 		return apperr.New(apperr.Internal)
 	})
-	return &Handler{exec: exec, schema: schema.Schema(), tiers: rootFieldCosts(schema.Schema()), limits: limits, adm: adm}
+	return &Handler{exec: exec, schema: schema.Schema(), rules: rules, limits: limits, bounds: boundsOf(limits), adm: adm}
 }
 
 // presentError renders an error as the spec's GraphQL error: message, path
@@ -72,10 +84,8 @@ func presentError(ctx context.Context, err error) *gqlerror.Error {
 			return gqlErr
 		}
 		ae = api.Classify(err)
-		if ae.Code == apperr.Internal {
-			api.Logger(ctx).ErrorContext(ctx, "internal error", "err", err, "path", gqlErr.Path.String())
-		} else {
-			api.Logger(ctx).WarnContext(ctx, "database busy or unreachable", "err", err, "path", gqlErr.Path.String())
+		if !api.ClientGone(ctx, err) {
+			api.LogUnexpected(ctx, err, ae, "path", gqlErr.Path.String())
 		}
 	}
 	gqlErr.Message = ae.Message
@@ -89,76 +99,149 @@ func presentError(ctx context.Context, err error) *gqlerror.Error {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := graphql.Now()
-	ctx := graphql.StartOperationTrace(r.Context())
-	// A request refused before its document is understood still costs one
-	// global unit, so its answer carries the rate-limit headers too.
-	refuse := func(status int, errs gqlerror.List) {
-		if _, err := h.adm.Admit(ctx, w, api.Cost{Global: 1}); err != nil {
-			h.writeAppError(w, err)
-			return
-		}
-		h.writeErrors(w, status, errs)
-	}
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		refuse(http.StatusMethodNotAllowed, gqlerror.List{codeError(apperr.New(apperr.MethodNotAllowed))})
+	x := &exchange{h: h, w: w, r: r, start: graphql.Now(), ctx: graphql.StartOperationTrace(r.Context())}
+	// Until a document validates, its root fields are whatever the client
+	// wrote: the metrics see "other".
+	api.Info(r.Context()).MetricOperation = OperationOther
+	// The answer depends on Accept: caches must key on it.
+	w.Header().Add("Vary", "Accept")
+	var acceptable bool
+	if x.m, acceptable = negotiate(r.Header); !acceptable {
+		x.refuseWith(apperr.Newf(apperr.NotAcceptable, "The answer can be %s or %s; the request accepts neither.", typeGraphQL, typeJSON))
 		return
 	}
-	body, err := api.ReadBody(w, r)
-	if err == nil {
-		var req Request
-		if req, err = DecodeRequest(body); err == nil {
-			h.execute(ctx, w, r, req, start, refuse)
+	var req Request
+	var err error
+	switch r.Method {
+	case http.MethodPost:
+		var body []byte
+		if body, err = api.ReadBody(w, r); err == nil {
+			req, err = DecodeRequest(body)
+		}
+	case http.MethodGet:
+		req, err = RequestFromQuery(r.URL.RawQuery)
+	default:
+		w.Header().Set("Allow", "GET, POST")
+		err = apperr.Newf(apperr.MethodNotAllowed, "%s is not allowed here; use POST, or GET for a query.", r.Method)
+	}
+	if err != nil {
+		x.refuseWith(err)
+		return
+	}
+	x.execute(req)
+}
+
+// exchange is one request to the GraphQL door and what its answer is
+// written as.
+type exchange struct {
+	h     *Handler
+	w     http.ResponseWriter
+	r     *http.Request
+	m     media
+	start time.Time
+	ctx   context.Context
+}
+
+// refuse answers errs with status (from the catalogue). A request refused
+// before its document is understood still costs one global unit, so its
+// answer carries the rate-limit headers too.
+func (x *exchange) refuse(status int, errs gqlerror.List) {
+	if _, err := x.h.adm.Admit(x.ctx, x.w, nil); err != nil {
+		x.m.writeAppError(x.w, err)
+		return
+	}
+	x.m.writeErrors(x.w, status, errs)
+}
+
+func (x *exchange) refuseWith(err error) {
+	ae := api.Classify(err)
+	x.refuse(ae.Status(), gqlerror.List{codeError(ae)})
+}
+
+func (x *exchange) execute(req Request) {
+	h, w, r, ctx := x.h, x.w, x.r, x.ctx
+	// Parsed alone first: a document over the bounds is refused before
+	// validation can spend time on it, a document that parses names its
+	// root fields for every error, and the spec's own input errors are
+	// found by the schema before validation speaks.
+	doc, ae := h.bounds.parseBounded(req.Query)
+	if ae != nil {
+		x.refuseWith(ae)
+		return
+	}
+	var op *ast.OperationDefinition
+	if doc != nil {
+		op = doc.Operations.ForName(req.OperationName)
+	}
+	if !h.limits.Introspection && op != nil {
+		for _, f := range rootFieldsOf(op.SelectionSet, doc.Fragments, nil) {
+			if isIntrospection(f.Name) {
+				e := codeError(apperr.Newf(apperr.GraphQLInvalid, "Introspection is switched off on this server: %s is not answered.", f.Name))
+				e.Path = ast.Path{ast.PathName(f.Alias)}
+				x.refuse(statusOf(e), gqlerror.List{e})
+				return
+			}
+		}
+	}
+	// GET is safe: it runs queries, never mutations.
+	if r.Method == http.MethodGet && op != nil && op.Operation != ast.Query {
+		w.Header().Set("Allow", http.MethodPost)
+		x.refuseWith(apperr.Newf(apperr.MethodNotAllowed, "A %s cannot be sent with GET; use POST.", op.Operation))
+		return
+	}
+	if op != nil {
+		if ae := checkInputs(h.schema, op, doc.Fragments, req.Variables); ae != nil {
+			e := codeError(ae)
+			if fields := rootFieldsOf(op.SelectionSet, doc.Fragments, nil); len(fields) > 0 {
+				e.Path = ast.Path{ast.PathName(fields[0].Alias)}
+			}
+			x.refuse(ae.Status(), gqlerror.List{e})
 			return
 		}
 	}
-	ae := api.Classify(err)
-	refuse(ae.Status(), gqlerror.List{codeError(ae)})
-}
-
-func (h *Handler) execute(ctx context.Context, w http.ResponseWriter, r *http.Request, req Request, start time.Time, refuse func(int, gqlerror.List)) {
 	params := &graphql.RawParams{
 		Query:         req.Query,
 		Variables:     req.Variables,
+		Extensions:    req.Extensions,
 		OperationName: req.OperationName,
 		Headers:       r.Header,
-		ReadTime:      graphql.TraceTiming{Start: start, End: graphql.Now()},
+		ReadTime:      graphql.TraceTiming{Start: x.start, End: graphql.Now()},
 	}
 	opCtx, errs := h.exec.CreateOperationContext(ctx, params)
 	if errs != nil {
-		op := opCtx.Operation
-		if op == nil {
-			// A document that fails validation has no operation yet;
-			// parsing it alone names its root fields for presentList.
-			op = parseOperation(req.Query, req.OperationName)
+		errs = presentList(op, doc, errs)
+		x.refuse(statusOf(errs[0]), errs)
+		return
+	}
+	fields := rootFieldsOf(opCtx.Operation.SelectionSet, opCtx.Doc.Fragments, nil)
+	if opCtx.Operation.Operation == ast.Subscription {
+		e := codeError(apperr.Newf(apperr.GraphQLInvalid, "Subscriptions are served over WebSocket on this path, with the graphql-transport-ws protocol."))
+		if len(fields) > 0 {
+			e.Path = ast.Path{ast.PathName(fields[0].Alias)}
 		}
-		errs = presentList(h.schema, op, errs)
-		refuse(statusOf(errs[0]), errs)
+		x.refuse(statusOf(e), gqlerror.List{e})
 		return
 	}
-	if depth := selectionDepth(opCtx.Operation.SelectionSet, 0); depth > h.limits.MaxDepth {
-		ae := apperr.Newf(apperr.QueryTooComplex, "The query is %d levels deep; at most %d are allowed.", depth, h.limits.MaxDepth).With("limit", h.limits.MaxDepth)
-		refuse(ae.Status(), gqlerror.List{codeError(ae)})
-		return
-	}
-	fields := rootFields(opCtx.Operation.SelectionSet, nil)
 	if opCtx.Operation.Operation == ast.Mutation && len(fields) > h.limits.MaxRootMutations {
-		ae := apperr.Newf(apperr.QueryTooComplex, "The document has %d mutation fields; at most %d are allowed.", len(fields), h.limits.MaxRootMutations).With("limit", h.limits.MaxRootMutations)
-		refuse(ae.Status(), gqlerror.List{codeError(ae)})
+		x.refuseWith(apperr.Newf(apperr.QueryTooComplex, "The document has %d mutation fields; at most %d are allowed.", len(fields), h.limits.MaxRootMutations).With("limit", h.limits.MaxRootMutations))
 		return
 	}
 	api.Info(ctx).Operation = OperationName(opCtx.Operation)
+	api.Info(ctx).MetricOperation = operationLabel(fields)
 	// Every root field is charged before any runs, so a document that does
 	// not fit is refused whole, before any side effect.
-	ctx, err := h.adm.Admit(ctx, w, h.cost(opCtx.Operation.Operation, fields))
+	ctx, err := h.adm.Admit(ctx, w, h.rulesOf(opCtx.Operation.Operation, fields))
+	if api.ClientGone(ctx, err) {
+		api.WriteClientGone(w, r)
+		return
+	}
 	if err != nil {
 		ae := api.Classify(err)
 		e := codeError(ae)
 		if len(fields) > 0 {
 			e.Path = ast.Path{ast.PathName(fields[0].Alias)}
 		}
-		h.writeErrors(w, ae.Status(), gqlerror.List{e})
+		x.m.writeErrors(w, ae.Status(), gqlerror.List{e})
 		return
 	}
 	handle, ctx := h.exec.DispatchOperation(ctx, opCtx)
@@ -166,89 +249,103 @@ func (h *Handler) execute(ctx context.Context, w http.ResponseWriter, r *http.Re
 	if resp == nil {
 		return
 	}
+	if r.Context().Err() != nil {
+		api.WriteClientGone(w, r)
+		return
+	}
 	status := http.StatusOK
 	if len(resp.Errors) > 0 && (len(resp.Data) == 0 || string(resp.Data) == "null") {
 		status = statusOf(resp.Errors[0])
 		resp.Data = nil
 	}
-	writeResponse(w, status, resp)
+	x.m.writeResponse(w, status, resp)
 }
 
-// parseOperation parses query without validating it and returns the
-// operation named name (the only one when name is empty), nil when there
-// is none or the query does not parse.
-func parseOperation(query, name string) *ast.OperationDefinition {
-	doc, err := parser.ParseQuery(&ast.Source{Input: query})
-	if err != nil {
-		return nil
-	}
-	return doc.Operations.ForName(name)
-}
-
-// rootFields lists the operation's root fields, through fragments.
-func rootFields(set ast.SelectionSet, out []*ast.Field) []*ast.Field {
-	for _, sel := range set {
-		switch s := sel.(type) {
-		case *ast.Field:
-			out = append(out, s)
-		case *ast.InlineFragment:
-			out = rootFields(s.SelectionSet, out)
-		case *ast.FragmentSpread:
-			if s.Definition != nil {
-				out = rootFields(s.Definition.SelectionSet, out)
-			}
-		}
-	}
-	return out
-}
-
-// rootFieldCosts reads the tier of every root field from its definition:
-// @limit(tier: "auth") is auth; @auth is protected, or admin with that scope.
-func rootFieldCosts(schema *ast.Schema) map[string]api.Cost {
-	costs := map[string]api.Cost{}
-	for _, root := range []*ast.Definition{schema.Query, schema.Mutation} {
+// rootFieldRules reads the rule of every root field from its definition:
+// @limit(tier: "auth") is the auth tier; @auth is protected, or admin with
+// that scope.
+func rootFieldRules(schema *ast.Schema) map[string]auth.Rule {
+	rules := map[string]auth.Rule{}
+	for _, root := range []*ast.Definition{schema.Query, schema.Mutation, schema.Subscription} {
 		if root == nil {
 			continue
 		}
 		for _, def := range root.Fields {
-			var c api.Cost
+			var r auth.Rule
 			if d := def.Directives.ForName("limit"); d != nil {
-				if a := d.Arguments.ForName("tier"); a != nil && a.Value.Raw == "auth" {
-					c.Auth = 1
+				if a := d.Arguments.ForName("tier"); a != nil && a.Value.Raw == limits.TierAuth {
+					r = auth.ForAuthTier
 				}
 			}
 			if d := def.Directives.ForName("auth"); d != nil {
-				if a := d.Arguments.ForName("scope"); a != nil && a.Value.Raw == "admin" {
-					c.Admin = 1
-				} else {
-					c.Protected = 1
+				r = auth.Protected
+				if a := d.Arguments.ForName("scope"); a != nil && a.Value.Raw != "" {
+					r = auth.Scoped(a.Value.Raw)
 				}
 			}
-			costs[root.Name+"."+def.Name] = c
+			rules[root.Name+"."+def.Name] = r
 		}
 	}
-	return costs
+	return rules
 }
 
-// cost charges each root field to its tier, and every field to global;
-// __typename and __schema cost global only.
-func (h *Handler) cost(op ast.Operation, fields []*ast.Field) api.Cost {
+// rulesOf is the rule of each root field of an operation.
+func (h *Handler) rulesOf(op ast.Operation, fields []*ast.Field) []auth.Rule {
 	root := h.schema.Query.Name
 	if op == ast.Mutation {
 		root = h.schema.Mutation.Name
 	}
-	c := api.Cost{Global: max(len(fields), 1)}
-	for _, f := range fields {
-		t := h.tiers[root+"."+f.Name]
-		c.Auth += t.Auth
-		c.Protected += t.Protected
-		c.Admin += t.Admin
+	out := make([]auth.Rule, len(fields))
+	for i, f := range fields {
+		out[i] = h.rules[root+"."+f.Name]
 	}
-	return c
+	return out
 }
 
-// OperationName names an operation by its root fields, for logs and
-// metrics: "signup", or "me+version".
+// authDirective enforces @auth before the field's resolver runs: the rule
+// the field was admitted under, read from the same table, checked against
+// the request's one authentication.
+func authDirective(rules map[string]auth.Rule) func(ctx context.Context, obj any, next graphql.Resolver, scope *string) (any, error) {
+	return func(ctx context.Context, _ any, next graphql.Resolver, scope *string) (any, error) {
+		fc := graphql.GetFieldContext(ctx)
+		rule, ok := rules[fc.Object+"."+fc.Field.Name]
+		if !ok {
+			rule = auth.Protected
+			if scope != nil && *scope != "" {
+				rule.Scope = *scope
+			}
+		}
+		if err := rule.Permit(auth.ResultOf(ctx)); err != nil {
+			return nil, err
+		}
+		return next(ctx)
+	}
+}
+
+// The metrics labels of operations besides a root field's name.
+const (
+	OperationMultiple = "multiple" // a valid document of several root fields
+	OperationOther    = "other"    // a document that did not validate
+)
+
+// operationLabel is a validated operation's metrics label: the name of its
+// one root field (the schema's, so the set is bounded), or "multiple".
+func operationLabel(fields []*ast.Field) string {
+	name := ""
+	for _, f := range fields {
+		if name != "" && f.Name != name {
+			return OperationMultiple
+		}
+		name = f.Name
+	}
+	if name == "" {
+		return OperationOther
+	}
+	return name
+}
+
+// OperationName names an operation by its root fields, for the log line:
+// "signup", or "me+version".
 func OperationName(op *ast.OperationDefinition) string {
 	if op == nil {
 		return ""
@@ -265,39 +362,10 @@ func OperationName(op *ast.OperationDefinition) string {
 	return strings.Join(names, "+")
 }
 
-func selectionDepth(set ast.SelectionSet, depth int) int {
-	max := depth
-	for _, sel := range set {
-		var d int
-		switch s := sel.(type) {
-		case *ast.Field:
-			d = selectionDepth(s.SelectionSet, depth+1)
-		case *ast.InlineFragment:
-			d = selectionDepth(s.SelectionSet, depth)
-		case *ast.FragmentSpread:
-			if s.Definition != nil {
-				d = selectionDepth(s.Definition.SelectionSet, depth)
-			}
-		}
-		if d > max {
-			max = d
-		}
-	}
-	return max
-}
-
-// inputErrorCodes names input types whose missing or malformed fields are
-// the spec's own error (sendNotificationToAll: INVALID_INPUT, 400) rather
-// than a GraphQL validation error, whichever layer catches them.
-var inputErrorCodes = map[string]apperr.Code{
-	"NotificationInput": apperr.InvalidInput,
-}
-
 // presentList gives gqlgen's pre-execution errors our codes: parse errors
 // GRAPHQL_PARSE_FAILED (400), an over-complex document QUERY_TOO_COMPLEX
-// (400), errors about an input type of inputErrorCodes that type's code,
-// other validation errors GRAPHQL_VALIDATION_FAILED (422).
-func presentList(schema *ast.Schema, op *ast.OperationDefinition, errs gqlerror.List) gqlerror.List {
+// (400), other validation errors GRAPHQL_VALIDATION_FAILED (422).
+func presentList(op *ast.OperationDefinition, doc *ast.QueryDocument, errs gqlerror.List) gqlerror.List {
 	out := make(gqlerror.List, 0, len(errs))
 	for _, e := range errs {
 		c := *e
@@ -308,16 +376,11 @@ func presentList(schema *ast.Schema, op *ast.OperationDefinition, errs gqlerror.
 		case "COMPLEXITY_LIMIT_EXCEEDED":
 			code = apperr.QueryTooComplex
 		default:
-			if typ := inputTypeOf(schema, op, e); typ != "" {
-				if mapped, ok := inputErrorCodes[typ]; ok {
-					code = mapped
-				}
-			}
 			// Once the document parsed, an error names the operation in
 			// path, as every application error does; a variable's path
 			// moves into the message.
 			if op != nil {
-				if fields := rootFields(op.SelectionSet, nil); len(fields) > 0 {
+				if fields := rootFieldsOf(op.SelectionSet, doc.Fragments, nil); len(fields) > 0 {
 					if len(e.Path) > 0 {
 						c.Message = e.Path.String() + ": " + e.Message
 					}
@@ -331,88 +394,22 @@ func presentList(schema *ast.Schema, op *ast.OperationDefinition, errs gqlerror.
 	return out
 }
 
-// inputTypeOf finds the input type a validation error is about: named in
-// the message, the input object literal at the error's location, or the
-// type of the variable in its path.
-func inputTypeOf(schema *ast.Schema, op *ast.OperationDefinition, e *gqlerror.Error) string {
-	for typ := range inputErrorCodes {
-		if strings.Contains(e.Message, `"`+typ) {
-			return typ
-		}
-	}
-	if op != nil && schema != nil && len(e.Locations) > 0 {
-		root := schema.Query
-		if op.Operation == ast.Mutation {
-			root = schema.Mutation
-		}
-		for _, f := range rootFields(op.SelectionSet, nil) {
-			var def *ast.FieldDefinition
-			if root != nil {
-				def = root.Fields.ForName(f.Name)
-			}
-			if def == nil {
-				continue
-			}
-			for _, a := range f.Arguments {
-				if ad := def.Arguments.ForName(a.Name); ad != nil {
-					if typ := literalTypeAt(schema, a.Value, ad.Type, e.Locations[0]); typ != "" {
-						return typ
-					}
-				}
-			}
-		}
-	}
-	if op == nil || len(e.Path) < 2 || e.Path[0] != ast.PathName("variable") {
-		return ""
-	}
-	name, _ := e.Path[1].(ast.PathName)
-	if def := op.VariableDefinitions.ForName(string(name)); def != nil && def.Type != nil {
-		return def.Type.Name()
-	}
-	return ""
-}
-
-// literalTypeAt returns the innermost input object type whose literal in v
-// (of type t) holds a field value at loc, "" when there is none.
-func literalTypeAt(schema *ast.Schema, v *ast.Value, t *ast.Type, loc gqlerror.Location) string {
-	if v == nil || t == nil {
-		return ""
-	}
-	switch v.Kind {
-	case ast.ListValue:
-		for _, c := range v.Children {
-			if typ := literalTypeAt(schema, c.Value, t.Elem, loc); typ != "" {
-				return typ
-			}
-		}
-	case ast.ObjectValue:
-		def := schema.Types[t.Name()]
-		if def == nil || def.Kind != ast.InputObject {
-			return ""
-		}
-		for _, c := range v.Children {
-			if fd := def.Fields.ForName(c.Name); fd != nil {
-				if typ := literalTypeAt(schema, c.Value, fd.Type, loc); typ != "" {
-					return typ
-				}
-			}
-			if p := c.Value.Position; p != nil && p.Line == loc.Line && p.Column == loc.Column {
-				return def.Name
-			}
-		}
-	}
-	return ""
-}
-
+// statusOf is the catalogue status of an error's code.
 func statusOf(e *gqlerror.Error) int {
-	code, _ := e.Extensions["code"].(apperr.Code)
-	if s, ok := e.Extensions["code"].(string); ok {
-		code = apperr.Code(s)
-	}
+	code := codeOf(e)
 	if code == "" {
 		return http.StatusInternalServerError
 	}
 	return apperr.Lookup(code).Status
+}
+
+// codeOf is an error's extensions.code.
+func codeOf(e *gqlerror.Error) apperr.Code {
+	code, _ := e.Extensions["code"].(apperr.Code)
+	if s, ok := e.Extensions["code"].(string); ok {
+		code = apperr.Code(s)
+	}
+	return code
 }
 
 func codeError(ae *apperr.Error) *gqlerror.Error {
@@ -421,41 +418,4 @@ func codeError(ae *apperr.Error) *gqlerror.Error {
 		ext[k] = v
 	}
 	return &gqlerror.Error{Message: ae.Message, Extensions: ext}
-}
-
-func (h *Handler) writeAppError(w http.ResponseWriter, err error) {
-	ae := api.Classify(err)
-	h.writeErrors(w, ae.Status(), gqlerror.List{codeError(ae)})
-}
-
-func (h *Handler) writeErrors(w http.ResponseWriter, status int, errs gqlerror.List) {
-	writeResponse(w, status, &graphql.Response{Errors: errs})
-}
-
-// response is graphql.Response with data always present (null on error),
-// as the spec's error envelope shows it.
-type response struct {
-	Errors     gqlerror.List   `json:"errors,omitempty"`
-	Data       json.RawMessage `json:"data"`
-	Extensions map[string]any  `json:"extensions,omitempty"`
-}
-
-func writeResponse(w http.ResponseWriter, status int, resp *graphql.Response) {
-	data := json.RawMessage(resp.Data)
-	if len(data) == 0 {
-		data = json.RawMessage("null")
-	}
-	body, err := json.Marshal(response{Errors: resp.Errors, Data: data, Extensions: resp.Extensions})
-	if err != nil {
-		status = http.StatusInternalServerError
-		body = []byte(`{"errors":[{"message":"An unexpected error occurred.","extensions":{"code":"INTERNAL_ERROR"}}],"data":null}`)
-	}
-	// A 429 or 503 says when to come back in Retry-After, as the REST door
-	// does (rate-limit tiers, the resend cooldown, a busy database).
-	if (status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable) && len(resp.Errors) > 0 {
-		if secs, ok := resp.Errors[0].Extensions["retryAfter"].(int); ok && secs > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(secs))
-		}
-	}
-	api.WriteRawJSON(w, status, body)
 }

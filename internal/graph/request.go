@@ -3,6 +3,7 @@ package graph
 import (
 	"bytes"
 	"encoding/json"
+	"net/url"
 	"strings"
 
 	"github.com/herald-vpn/herald/internal/apperr"
@@ -12,11 +13,15 @@ import (
 // because variables may carry data).
 const MaxQueryBytes = 64 << 10
 
-// Request is the body of POST /graphql.
+// Request is the body of POST /graphql, or the query parameters of
+// GET /graphql.
 type Request struct {
 	Query         string         `json:"query"`
 	Variables     map[string]any `json:"variables"`
 	OperationName string         `json:"operationName"`
+	// Extensions is accepted, as the GraphQL-over-HTTP spec asks, and
+	// otherwise unused.
+	Extensions map[string]any `json:"extensions"`
 }
 
 // DecodeRequest parses a POST /graphql body. Every refusal is an
@@ -33,6 +38,37 @@ func DecodeRequest(body []byte) (Request, error) {
 		return Request{}, apperr.Newf(apperr.ValidationError, "The body must hold a single JSON object.").
 			With("field", "body").With("constraint", "a single JSON object").With("received", "trailing data")
 	}
+	return req.checked()
+}
+
+// RequestFromQuery reads the parameters of GET /graphql: query,
+// operationName, and variables and extensions as JSON objects.
+func RequestFromQuery(rawQuery string) (Request, error) {
+	values, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return Request{}, apperr.Invalid("query string", "URL-encoded parameters", "malformed")
+	}
+	req := Request{Query: values.Get("query"), OperationName: values.Get("operationName")}
+	for _, p := range []struct {
+		name string
+		dst  *map[string]any
+	}{{"variables", &req.Variables}, {"extensions", &req.Extensions}} {
+		raw := values.Get(p.name)
+		if raw == "" {
+			continue
+		}
+		dec := json.NewDecoder(strings.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(p.dst); err != nil || dec.More() {
+			return Request{}, apperr.Invalid(p.name, "a JSON object", "not a JSON object")
+		}
+	}
+	return req.checked()
+}
+
+// checked refuses a request without a query or with one over
+// MaxQueryBytes, and normalizes its variables.
+func (req Request) checked() (Request, error) {
 	if strings.TrimSpace(req.Query) == "" {
 		return Request{}, apperr.Newf(apperr.ValidationError, "The query is missing.").
 			With("field", "query").With("constraint", "required").With("received", "empty")

@@ -60,3 +60,33 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 	})
 }
+
+func TestRequestFromQuery(t *testing.T) {
+	cases := []struct {
+		name, query string
+		code        apperr.Code // "" means accepted
+	}{
+		{"query", "query=%7B%20version%20%7D", ""},
+		{"all parameters", "query=query%20Q(%24n%3AString)%7Bversion%7D&operationName=Q&variables=%7B%22n%22%3A1%7D&extensions=%7B%7D", ""},
+		{"null variables", "query=%7Bversion%7D&variables=null", ""},
+		{"no query", "operationName=Q", apperr.ValidationError},
+		{"variables not an object", "query=%7Bversion%7D&variables=%5B1%5D", apperr.ValidationError},
+		{"variables not JSON", "query=%7Bversion%7D&variables=%7B", apperr.ValidationError},
+		{"extensions not an object", "query=%7Bversion%7D&extensions=1", apperr.ValidationError},
+		{"malformed escape", "query=%zz", apperr.ValidationError},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req, err := RequestFromQuery(c.query)
+			if c.code == "" {
+				if err != nil || req.Query == "" || req.Variables == nil {
+					t.Fatalf("%+v, %v", req, err)
+				}
+				return
+			}
+			if !apperr.Is(err, c.code) {
+				t.Fatalf("err = %v, want %s", err, c.code)
+			}
+		})
+	}
+}

@@ -10,18 +10,25 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/api"
+	"github.com/herald-vpn/herald/internal/apikeys"
 	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/notifications"
-	"github.com/herald-vpn/herald/internal/sessions"
+	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
 // Signup is the resolver for the signup field.
-func (r *mutationResolver) Signup(ctx context.Context, email string, password string, referral *string) (*SignupResult, error) {
+func (r *mutationResolver) Signup(ctx context.Context, email string, password string, referral *string, locale *string) (*SignupResult, error) {
 	ref := ""
 	if referral != nil {
 		ref = *referral
 	}
-	res, err := r.Accounts.Signup(ctx, email, password, ref)
+	lang := accounts.Language{Accepted: api.Accepted(api.Info(ctx))}
+	if locale != nil {
+		lang.Locale = *locale
+	}
+	res, err := r.Accounts.Signup(ctx, email, password, ref, lang)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +53,7 @@ func (r *mutationResolver) ResendVerificationEmail(ctx context.Context, email st
 
 // Login is the resolver for the login field.
 func (r *mutationResolver) Login(ctx context.Context, email string, password string) (*AuthPayload, error) {
-	t, err := r.Sessions.Login(ctx, email, password)
+	t, err := r.Sessions.Login(ctx, email, password, api.SessionClient(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +62,7 @@ func (r *mutationResolver) Login(ctx context.Context, email string, password str
 
 // RefreshToken is the resolver for the refreshToken field.
 func (r *mutationResolver) RefreshToken(ctx context.Context, refreshToken string) (*AuthPayload, error) {
-	t, err := r.Sessions.Refresh(ctx, refreshToken)
+	t, err := r.Sessions.Refresh(ctx, refreshToken, api.SessionClient(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -64,8 +71,7 @@ func (r *mutationResolver) RefreshToken(ctx context.Context, refreshToken string
 
 // Logout is the resolver for the logout field.
 func (r *mutationResolver) Logout(ctx context.Context) (bool, error) {
-	id, _ := sessions.FromContext(ctx)
-	if err := r.Sessions.Logout(ctx, id); err != nil {
+	if err := r.Sessions.Logout(ctx, auth.Caller(ctx).SessionID); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -89,7 +95,7 @@ func (r *mutationResolver) ResetPassword(ctx context.Context, email string, code
 
 // RegisterDevice is the resolver for the registerDevice field.
 func (r *mutationResolver) RegisterDevice(ctx context.Context, input RegisterDeviceInput) (*Device, error) {
-	id, _ := sessions.FromContext(ctx)
+	id := auth.Caller(ctx)
 	d, err := r.Devices.Register(ctx, id.AccountID, input.Platform, input.PushToken, deref(input.Name))
 	if err != nil {
 		return nil, err
@@ -99,7 +105,7 @@ func (r *mutationResolver) RegisterDevice(ctx context.Context, input RegisterDev
 
 // UpdatePushToken is the resolver for the updatePushToken field.
 func (r *mutationResolver) UpdatePushToken(ctx context.Context, deviceID string, pushToken string) (*Device, error) {
-	id, _ := sessions.FromContext(ctx)
+	id := auth.Caller(ctx)
 	d, err := r.Devices.UpdatePushToken(ctx, id.AccountID, deviceID, pushToken)
 	if err != nil {
 		return nil, err
@@ -109,7 +115,7 @@ func (r *mutationResolver) UpdatePushToken(ctx context.Context, deviceID string,
 
 // RemoveDevice is the resolver for the removeDevice field.
 func (r *mutationResolver) RemoveDevice(ctx context.Context, deviceID string) (bool, error) {
-	id, _ := sessions.FromContext(ctx)
+	id := auth.Caller(ctx)
 	if err := r.Devices.Remove(ctx, id.AccountID, deviceID); err != nil {
 		return false, err
 	}
@@ -117,21 +123,39 @@ func (r *mutationResolver) RemoveDevice(ctx context.Context, deviceID string) (b
 }
 
 // SendNotificationByDeviceID is the resolver for the sendNotificationByDeviceId field.
-func (r *mutationResolver) SendNotificationByDeviceID(ctx context.Context, deviceID string, notification NotificationInput) (*SendNotificationResult, error) {
-	res, err := r.Notifications.SendToDevice(ctx, deviceID, notificationInput(notification))
+func (r *mutationResolver) SendNotificationByDeviceID(ctx context.Context, deviceID string, notification NotificationInput, idempotencyKey *string) (*SendNotificationResult, error) {
+	res, err := r.Notifications.SendToDeviceIdempotent(ctx, r.idempotencyKey(idempotencyKey), deviceID, notificationInput(notification))
 	if err != nil {
 		return nil, err
 	}
 	return &SendNotificationResult{Status: res.Status, Message: res.Message}, nil
 }
 
+// SendNotificationToUser is the resolver for the sendNotificationToUser field.
+func (r *mutationResolver) SendNotificationToUser(ctx context.Context, userID string, notification NotificationInput, channels []string, idempotencyKey *string) (*SendToUserResult, error) {
+	res, err := r.Notifications.SendToUserIdempotent(ctx, r.idempotencyKey(idempotencyKey), userID, notificationInput(notification), channels)
+	if err != nil {
+		return nil, err
+	}
+	return sendToUserResult(res), nil
+}
+
 // SendNotificationToAll is the resolver for the sendNotificationToAll field.
-func (r *mutationResolver) SendNotificationToAll(ctx context.Context, notification NotificationInput) (*BroadcastResult, error) {
-	job, err := r.Notifications.Broadcast(ctx, notificationInput(notification))
+func (r *mutationResolver) SendNotificationToAll(ctx context.Context, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, idempotencyKey *string) (*BroadcastResult, error) {
+	job, err := r.Notifications.BroadcastIdempotent(ctx, r.idempotencyKey(idempotencyKey), notificationInput(notification), notifications.BroadcastOptions{SendAt: sendAt, Audience: audienceInput(audience)})
 	if err != nil {
 		return nil, err
 	}
 	return &BroadcastResult{Status: job.Status, Message: notifications.QueuedMessage(job), TotalRecipients: job.TotalRecipients, JobID: job.ID}, nil
+}
+
+// SendNotificationByToken is the resolver for the sendNotificationByToken field.
+func (r *mutationResolver) SendNotificationByToken(ctx context.Context, platform string, pushToken string, notification NotificationInput, idempotencyKey *string) (*SendNotificationResult, error) {
+	res, err := r.Notifications.SendToTokenIdempotent(ctx, r.idempotencyKey(idempotencyKey), platform, pushToken, notificationInput(notification))
+	if err != nil {
+		return nil, err
+	}
+	return &SendNotificationResult{Status: res.Status, Message: res.Message}, nil
 }
 
 // CancelNotificationJob is the resolver for the cancelNotificationJob field.
@@ -143,13 +167,192 @@ func (r *mutationResolver) CancelNotificationJob(ctx context.Context, id string)
 	return notificationJob(job), nil
 }
 
+// MessengerLinkURL is the resolver for the messengerLinkUrl field.
+func (r *mutationResolver) MessengerLinkURL(ctx context.Context) (*MessengerLink, error) {
+	link, err := r.Messenger.LinkURL(ctx, auth.Caller(ctx).AccountID)
+	if err != nil {
+		return nil, err
+	}
+	return &MessengerLink{URL: link.URL, ExpiresAt: link.ExpiresAt.UTC().Truncate(time.Second)}, nil
+}
+
+// UnlinkMessenger is the resolver for the unlinkMessenger field.
+func (r *mutationResolver) UnlinkMessenger(ctx context.Context) (bool, error) {
+	return r.Messenger.Unlink(ctx, auth.Caller(ctx).AccountID)
+}
+
 // SendMessengerMessage is the resolver for the sendMessengerMessage field.
-func (r *mutationResolver) SendMessengerMessage(ctx context.Context, chatID string, message string, options *MessengerMessageOptions) (*SendMessengerMessageResult, error) {
-	id, err := r.Messenger.Send(ctx, chatID, message, messengerOptions(options))
+func (r *mutationResolver) SendMessengerMessage(ctx context.Context, chatID string, message string, options *MessengerMessageOptions, idempotencyKey *string) (*SendMessengerMessageResult, error) {
+	id, err := r.Messenger.SendIdempotent(ctx, r.idempotencyKey(idempotencyKey), chatID, message, messengerOptions(options))
 	if err != nil {
 		return nil, err
 	}
 	return &SendMessengerMessageResult{Success: true, MessageID: id}, nil
+}
+
+// SendMessengerBroadcast is the resolver for the sendMessengerBroadcast field.
+func (r *mutationResolver) SendMessengerBroadcast(ctx context.Context, message string, options *MessengerMessageOptions, audience *AudienceInput, idempotencyKey *string) (*MessengerBroadcast, error) {
+	b, err := r.MessengerBroadcasts.BroadcastIdempotent(ctx, r.idempotencyKey(idempotencyKey), message, messengerOptions(options), optionalAudience(audience))
+	if err != nil {
+		return nil, err
+	}
+	return messengerBroadcast(b), nil
+}
+
+// CancelMessengerBroadcast is the resolver for the cancelMessengerBroadcast field.
+func (r *mutationResolver) CancelMessengerBroadcast(ctx context.Context, id string) (*MessengerBroadcast, error) {
+	b, err := r.MessengerBroadcasts.Cancel(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return messengerBroadcast(b), nil
+}
+
+// CreateAPIKey is the resolver for the createApiKey field.
+func (r *mutationResolver) CreateAPIKey(ctx context.Context, input CreateAPIKeyInput) (*CreatedAPIKey, error) {
+	k, key, err := r.APIKeys.Create(ctx, apikeys.NewKey{Name: input.Name, Scopes: input.Scopes, RateLimit: input.RateLimit, ExpiresAt: input.ExpiresAt})
+	if err != nil {
+		return nil, err
+	}
+	return &CreatedAPIKey{Key: key, APIKey: r.apiKey(k)}, nil
+}
+
+// RevokeAPIKey is the resolver for the revokeApiKey field.
+func (r *mutationResolver) RevokeAPIKey(ctx context.Context, id string) (*APIKey, error) {
+	k, err := r.APIKeys.Revoke(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return r.apiKey(k), nil
+}
+
+// SetSubscription is the resolver for the setSubscription field.
+func (r *mutationResolver) SetSubscription(ctx context.Context, userID string, plan string, expiresAt time.Time) (*UserRecord, error) {
+	if _, err := r.Plans.SetPlan(ctx, userID, plan, expiresAt); err != nil {
+		return nil, err
+	}
+	rec, err := r.Accounts.User(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	return r.userRecord(rec), nil
+}
+
+// DisableUser is the resolver for the disableUser field.
+func (r *mutationResolver) DisableUser(ctx context.Context, userID string, reason *string) (*UserRecord, error) {
+	rec, err := r.Accounts.Disable(ctx, userID, deref(reason))
+	if err != nil {
+		return nil, err
+	}
+	return r.userRecord(rec), nil
+}
+
+// EnableUser is the resolver for the enableUser field.
+func (r *mutationResolver) EnableUser(ctx context.Context, userID string) (*UserRecord, error) {
+	rec, err := r.Accounts.Enable(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	return r.userRecord(rec), nil
+}
+
+// RevokeSessions is the resolver for the revokeSessions field.
+func (r *mutationResolver) RevokeSessions(ctx context.Context, userID string) (int, error) {
+	return r.Sessions.RevokeAll(ctx, userID)
+}
+
+// DeleteUser is the resolver for the deleteUser field.
+func (r *mutationResolver) DeleteUser(ctx context.Context, userID string) (bool, error) {
+	if err := r.Accounts.Delete(ctx, userID); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// DeleteAccount is the resolver for the deleteAccount field.
+func (r *mutationResolver) DeleteAccount(ctx context.Context, password string) (bool, error) {
+	if err := r.Accounts.DeleteOwn(ctx, auth.Caller(ctx).AccountID, password); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// RevokeSession is the resolver for the revokeSession field.
+func (r *mutationResolver) RevokeSession(ctx context.Context, id string) (bool, error) {
+	c := auth.Caller(ctx)
+	if err := r.Sessions.RevokeOwn(ctx, c.AccountID, id); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// CreateWebhookEndpoint is the resolver for the createWebhookEndpoint field.
+func (r *mutationResolver) CreateWebhookEndpoint(ctx context.Context, input CreateWebhookEndpointInput) (*CreatedWebhookEndpoint, error) {
+	e, err := r.Webhooks.Create(ctx, webhooks.NewEndpoint{URL: input.URL, Description: deref(input.Description), EventTypes: input.EventTypes})
+	if err != nil {
+		return nil, err
+	}
+	return &CreatedWebhookEndpoint{Secret: e.Secret, Endpoint: webhookEndpoint(e)}, nil
+}
+
+// DeleteWebhookEndpoint is the resolver for the deleteWebhookEndpoint field.
+func (r *mutationResolver) DeleteWebhookEndpoint(ctx context.Context, id string) (bool, error) {
+	if err := r.Webhooks.Delete(ctx, id); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// RotateWebhookSecret is the resolver for the rotateWebhookSecret field.
+func (r *mutationResolver) RotateWebhookSecret(ctx context.Context, id string) (*CreatedWebhookEndpoint, error) {
+	e, err := r.Webhooks.RotateSecret(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &CreatedWebhookEndpoint{Secret: e.Secret, Endpoint: webhookEndpoint(e)}, nil
+}
+
+// SetWebhookEndpointEnabled is the resolver for the setWebhookEndpointEnabled field.
+func (r *mutationResolver) SetWebhookEndpointEnabled(ctx context.Context, id string, enabled bool) (*WebhookEndpoint, error) {
+	e, err := r.Webhooks.SetEnabled(ctx, id, enabled)
+	if err != nil {
+		return nil, err
+	}
+	return webhookEndpoint(e), nil
+}
+
+// RedeliverWebhookEvent is the resolver for the redeliverWebhookEvent field.
+func (r *mutationResolver) RedeliverWebhookEvent(ctx context.Context, endpointID string, eventID string) (bool, error) {
+	if err := r.Webhooks.Redeliver(ctx, endpointID, eventID); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// SendWebhookPing is the resolver for the sendWebhookPing field.
+func (r *mutationResolver) SendWebhookPing(ctx context.Context, endpointID string) (string, error) {
+	ev, err := r.Webhooks.Ping(ctx, endpointID)
+	if err != nil {
+		return "", err
+	}
+	return ev.ID, nil
+}
+
+// BanAddress is the resolver for the banAddress field.
+func (r *mutationResolver) BanAddress(ctx context.Context, ip string, reason *string) (*Ban, error) {
+	b, err := r.Resolver.Bans.Add(ctx, ip, deref(reason))
+	if err != nil {
+		return nil, err
+	}
+	return ban(b), nil
+}
+
+// LiftBan is the resolver for the liftBan field.
+func (r *mutationResolver) LiftBan(ctx context.Context, ip string) (bool, error) {
+	if _, err := r.Resolver.Bans.Lift(ctx, ip); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // Version is the resolver for the version field.
@@ -177,8 +380,8 @@ func (r *queryResolver) GetReferralCode(ctx context.Context) (string, error) {
 
 // Devices is the resolver for the devices field.
 func (r *queryResolver) Devices(ctx context.Context, userID *string, first *int, after *string) (*DeviceConnection, error) {
-	id, _ := sessions.FromContext(ctx)
-	if id.Has(sessions.ScopeAdmin) {
+	id := auth.Caller(ctx)
+	if id.Has(auth.ScopeAdmin) {
 		page, err := r.Resolver.Devices.AdminList(ctx, userID, deref(first), deref(after))
 		if err != nil {
 			return nil, err
@@ -231,27 +434,240 @@ func (r *queryResolver) MessengerBotStatus(ctx context.Context) (*MessengerBotSt
 	if err != nil {
 		return nil, err
 	}
-	return &MessengerBotStatus{Connected: st.Connected, BotUsername: st.BotUsername, BotName: st.BotName, SubscriberCount: st.SubscriberCount, WebhookURL: st.WebhookURL}, nil
+	return botStatus(st), nil
 }
 
 // MessengerSubscribers is the resolver for the messengerSubscribers field.
-func (r *queryResolver) MessengerSubscribers(ctx context.Context, first *int, after *string) (*MessengerSubscriberConnection, error) {
-	page, err := r.Messenger.Subscribers(ctx, deref(first), deref(after))
+func (r *queryResolver) MessengerSubscribers(ctx context.Context, first *int, after *string, status *string) (*MessengerSubscriberConnection, error) {
+	page, err := r.Messenger.Subscribers(ctx, deref(status), deref(first), deref(after))
 	if err != nil {
 		return nil, err
 	}
 	out := &MessengerSubscriberConnection{Nodes: make([]MessengerSubscriber, 0, len(page.Items)), PageInfo: pageInfo(page.EndCursor, page.HasNextPage)}
 	for _, sub := range page.Items {
-		out.Nodes = append(out.Nodes, MessengerSubscriber{
-			ChatID:          sub.ChatID,
-			Username:        nonEmpty(sub.Username),
-			FirstName:       nonEmpty(sub.FirstName),
-			StartPayload:    nonEmpty(sub.StartPayload),
-			SubscribedSince: sub.SubscribedSince.UTC().Truncate(time.Second),
-			Status:          string(sub.Status),
-		})
+		out.Nodes = append(out.Nodes, *messengerSubscriber(sub))
 	}
 	return out, nil
+}
+
+// MessengerPreview is the resolver for the messengerPreview field.
+func (r *queryResolver) MessengerPreview(ctx context.Context, message string) (*MessengerPreview, error) {
+	p, err := r.Messenger.Preview(message)
+	if err != nil {
+		return nil, err
+	}
+	return &MessengerPreview{HTML: p.HTML, Length: p.Length}, nil
+}
+
+// MessengerBroadcast is the resolver for the messengerBroadcast field.
+func (r *queryResolver) MessengerBroadcast(ctx context.Context, id string) (*MessengerBroadcast, error) {
+	b, err := r.MessengerBroadcasts.Job(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return messengerBroadcast(b), nil
+}
+
+// APIKeys is the resolver for the apiKeys field.
+func (r *queryResolver) APIKeys(ctx context.Context) ([]APIKey, error) {
+	list, err := r.Resolver.APIKeys.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]APIKey, 0, len(list))
+	for _, k := range list {
+		out = append(out, *r.apiKey(k))
+	}
+	return out, nil
+}
+
+// Users is the resolver for the users field.
+func (r *queryResolver) Users(ctx context.Context, query *string, plan *string, status *string, verified *bool, disabled *bool, first *int, after *string) (*UserRecordConnection, error) {
+	page, err := r.Accounts.Users(ctx, accounts.Search{Query: deref(query), Plan: deref(plan), Status: deref(status), Verified: verified, Disabled: disabled}, deref(first), deref(after))
+	if err != nil {
+		return nil, err
+	}
+	out := &UserRecordConnection{Nodes: make([]UserRecord, 0, len(page.Users)), PageInfo: pageInfo(page.EndCursor, page.HasNextPage)}
+	for _, u := range page.Users {
+		out.Nodes = append(out.Nodes, *r.userRecord(u))
+	}
+	return out, nil
+}
+
+// User is the resolver for the user field.
+func (r *queryResolver) User(ctx context.Context, id *string, email *string) (*UserRecord, error) {
+	var rec accounts.Record
+	var err error
+	switch {
+	case (id == nil) == (email == nil):
+		return nil, apperr.Invalid("id", "exactly one of id and email", "both or neither")
+	case id != nil:
+		rec, err = r.Accounts.User(ctx, *id)
+	default:
+		rec, err = r.Accounts.UserByEmail(ctx, *email)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r.userRecord(rec), nil
+}
+
+// MySessions is the resolver for the mySessions field.
+func (r *queryResolver) MySessions(ctx context.Context) ([]Session, error) {
+	c := auth.Caller(ctx)
+	list, err := r.Sessions.List(ctx, c.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Session, 0, len(list))
+	for _, s := range list {
+		out = append(out, session(s, c.SessionID))
+	}
+	return out, nil
+}
+
+// WebhookEndpoints is the resolver for the webhookEndpoints field.
+func (r *queryResolver) WebhookEndpoints(ctx context.Context) ([]WebhookEndpoint, error) {
+	list, err := r.Webhooks.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]WebhookEndpoint, 0, len(list))
+	for _, e := range list {
+		out = append(out, *webhookEndpoint(e))
+	}
+	return out, nil
+}
+
+// WebhookEndpoint is the resolver for the webhookEndpoint field.
+func (r *queryResolver) WebhookEndpoint(ctx context.Context, id string) (*WebhookEndpoint, error) {
+	e, err := r.Webhooks.Endpoint(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return webhookEndpoint(e), nil
+}
+
+// WebhookEventTypes is the resolver for the webhookEventTypes field.
+func (r *queryResolver) WebhookEventTypes(ctx context.Context) ([]string, error) {
+	return webhooks.Catalogue, nil
+}
+
+// WebhookDeliveries is the resolver for the webhookDeliveries field.
+func (r *queryResolver) WebhookDeliveries(ctx context.Context, endpointID string, first *int, after *string) (*WebhookDeliveryConnection, error) {
+	page, more, err := r.Webhooks.Deliveries(ctx, endpointID, deref(first), deref(after))
+	if err != nil {
+		return nil, err
+	}
+	out := &WebhookDeliveryConnection{Nodes: make([]WebhookDelivery, 0, len(page))}
+	end := ""
+	for _, a := range page {
+		out.Nodes = append(out.Nodes, webhookDelivery(a))
+		end = a.ID
+	}
+	out.PageInfo = pageInfo(end, more)
+	return out, nil
+}
+
+// AdminOverview is the resolver for the adminOverview field.
+func (r *queryResolver) AdminOverview(ctx context.Context) (*AdminOverview, error) {
+	o, err := r.Overview.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return adminOverview(o), nil
+}
+
+// Bans is the resolver for the bans field.
+func (r *queryResolver) Bans(ctx context.Context, first *int, after *string) (*BanConnection, error) {
+	page, err := r.Resolver.Bans.List(ctx, deref(first), deref(after))
+	if err != nil {
+		return nil, err
+	}
+	out := &BanConnection{Nodes: make([]Ban, 0, len(page.Items)), PageInfo: pageInfo(page.EndCursor, page.HasNextPage)}
+	for _, b := range page.Items {
+		out.Nodes = append(out.Nodes, *ban(b))
+	}
+	return out, nil
+}
+
+// NotificationJobUpdated is the resolver for the notificationJobUpdated field.
+func (r *subscriptionResolver) NotificationJobUpdated(ctx context.Context, id string) (<-chan *NotificationJob, error) {
+	jobs, err := r.Notifications.Watch(ctx, id, 0)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan *NotificationJob)
+	go func() {
+		defer close(out)
+		for j := range jobs {
+			select {
+			case out <- notificationJob(j):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// MessengerEvents is the resolver for the messengerEvents field.
+func (r *subscriptionResolver) MessengerEvents(ctx context.Context) (<-chan *MessengerEvent, error) {
+	events := r.Messenger.Events(ctx)
+	out := make(chan *MessengerEvent)
+	go func() {
+		defer close(out)
+		for e := range events {
+			select {
+			case out <- &MessengerEvent{Kind: string(e.Kind), Subscriber: messengerSubscriber(e.Subscriber), At: e.Subscriber.UpdatedAt.UTC()}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// MessengerBroadcastUpdated is the resolver for the messengerBroadcastUpdated field.
+func (r *subscriptionResolver) MessengerBroadcastUpdated(ctx context.Context, id string) (<-chan *MessengerBroadcast, error) {
+	jobs, err := r.MessengerBroadcasts.Watch(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan *MessengerBroadcast)
+	go func() {
+		defer close(out)
+		for j := range jobs {
+			select {
+			case out <- messengerBroadcast(j):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// Sessions is the resolver for the sessions field.
+func (r *userRecordResolver) Sessions(ctx context.Context, obj *UserRecord) ([]Session, error) {
+	list, err := r.Resolver.Sessions.List(ctx, obj.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Session, 0, len(list))
+	for _, s := range list {
+		out = append(out, session(s, ""))
+	}
+	return out, nil
+}
+
+// MessengerChat is the resolver for the messengerChat field.
+func (r *userRecordResolver) MessengerChat(ctx context.Context, obj *UserRecord) (*MessengerSubscriber, error) {
+	sub, found, err := r.Messenger.ChatOf(ctx, obj.ID)
+	if err != nil || !found {
+		return nil, err
+	}
+	return messengerSubscriber(sub), nil
 }
 
 // Mutation returns MutationResolver implementation.
@@ -260,7 +676,15 @@ func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }
 // Query returns QueryResolver implementation.
 func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
 
+// Subscription returns SubscriptionResolver implementation.
+func (r *Resolver) Subscription() SubscriptionResolver { return &subscriptionResolver{r} }
+
+// UserRecord returns UserRecordResolver implementation.
+func (r *Resolver) UserRecord() UserRecordResolver { return &userRecordResolver{r} }
+
 type (
-	mutationResolver struct{ *Resolver }
-	queryResolver    struct{ *Resolver }
+	mutationResolver     struct{ *Resolver }
+	queryResolver        struct{ *Resolver }
+	subscriptionResolver struct{ *Resolver }
+	userRecordResolver   struct{ *Resolver }
 )

@@ -1,36 +1,17 @@
 package limits
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/testsupport"
 	"github.com/redis/go-redis/v9"
 )
-
-// syncBuffer collects log output; slog handlers may write concurrently.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) count(substr string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Count(b.buf.String(), substr)
-}
 
 const degradedMsg = "rate limit backend unavailable"
 
@@ -46,7 +27,7 @@ func TestFallbackRedisUnreachable(t *testing.T) {
 	clk := newFakeClock()
 	mem := NewMemory(AbusePolicy{}, clk.Now)
 	defer mem.Close()
-	var logs syncBuffer
+	var logs testsupport.Buffer
 	f := NewFallback(NewRedis(client, AbusePolicy{}, "herald-test", clk.Now), mem, slog.New(slog.NewTextHandler(&logs, nil)), clk.Now)
 
 	if f.Degraded() {
@@ -65,13 +46,13 @@ func TestFallbackRedisUnreachable(t *testing.T) {
 	if !f.Degraded() {
 		t.Fatal("Degraded() = false while Redis is down")
 	}
-	if n := logs.count(degradedMsg); n != 1 {
-		t.Fatalf("%d degraded log lines within a minute, want 1:\n%s", n, logs.buf.String())
+	if n := strings.Count(logs.String(), degradedMsg); n != 1 {
+		t.Fatalf("%d degraded log lines within a minute, want 1:\n%s", n, logs.String())
 	}
 
 	clk.Advance(time.Minute)
 	mustAllow(t, f, "192.0.2.1", check(auth, "192.0.2.1", 1))
-	if n := logs.count(degradedMsg); n != 2 {
+	if n := strings.Count(logs.String(), degradedMsg); n != 2 {
 		t.Fatalf("%d degraded log lines after a minute, want 2", n)
 	}
 }
@@ -95,7 +76,7 @@ func TestFallbackRecovers(t *testing.T) {
 	primary := &flaky{}
 	mem := NewMemory(AbusePolicy{}, clk.Now)
 	defer mem.Close()
-	var logs syncBuffer
+	var logs testsupport.Buffer
 	f := NewFallback(primary, mem, slog.New(slog.NewTextHandler(&logs, nil)), clk.Now)
 	req := check(tier("fallback", 100, time.Minute), "ip", 1)
 
@@ -124,7 +105,7 @@ func TestFallbackRecovers(t *testing.T) {
 				s.name, d.Tier, primary.calls.Load(), f.Degraded(), s.wantTier, s.wantCalls, s.wantDegr)
 		}
 	}
-	if n := logs.count("rate limit backend recovered"); n != 1 {
+	if n := strings.Count(logs.String(), "rate limit backend recovered"); n != 1 {
 		t.Fatalf("%d recovery log lines, want 1", n)
 	}
 }

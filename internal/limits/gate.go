@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/netip"
-	"strconv"
 	"sync"
 	"time"
 
@@ -28,6 +26,8 @@ type Units struct {
 	Global, Auth, Protected, Admin, APIKeyUnits int
 	UserID                                      string // subject of protected and admin
 	APIKey                                      string // subject of apikey
+	// APIKeyLimit is the key's own limit per window; 0 is the tier's.
+	APIKeyLimit int
 }
 
 // Tiers holds the limits of each tier; a zero Limit disables a tier.
@@ -35,9 +35,9 @@ type Tiers struct {
 	Global, Auth, Protected, Admin, APIKey Tier
 }
 
-// PerMinute returns the tiers with the given per-minute limits.
-func PerMinute(global, auth, protected, admin, apikey int) Tiers {
-	t := func(name string, n int) Tier { return Tier{Name: name, Limit: n, Window: time.Minute} }
+// PerWindow returns the tiers with the given limits, all over one window.
+func PerWindow(window time.Duration, global, auth, protected, admin, apikey int) Tiers {
+	t := func(name string, n int) Tier { return Tier{Name: name, Limit: n, Window: window} }
 	return Tiers{t(TierGlobal, global), t(TierAuth, auth), t(TierProtected, protected), t(TierAdmin, admin), t(TierAPIKey, apikey)}
 }
 
@@ -56,8 +56,8 @@ type BanStore interface {
 }
 
 // Gate admits or refuses API requests: bans first, then every tier in one
-// call to the backend. It writes the X-RateLimit headers and returns the
-// error the door renders.
+// call to the backend. It returns a Verdict; the server writes its headers
+// and its refusal.
 type Gate struct {
 	backend Backend
 	tiers   Tiers
@@ -141,15 +141,57 @@ func BanSubject(s string) (string, error) {
 	return Subject(a), nil
 }
 
-// Admit charges u for the client ip and sets the rate-limit headers of the
-// tier closest to exhaustion. It returns BANNED or RATE_LIMITED when the
-// request must be refused; a backend failure lets the request through.
-func (g *Gate) Admit(ctx context.Context, w http.ResponseWriter, ip netip.Addr, u Units) error {
-	subject := Subject(ip)
-	if g.isBanned(ctx, subject) {
+// Verdict is the gate's answer for one request: whether it may go on,
+// and the tier whose numbers its rate-limit headers show.
+type Verdict struct {
+	Allowed bool
+	// Tier is the tier closest to exhaustion when allowed, the refusing
+	// one when refused, TierBlocked for a blocked address, "" when no
+	// tier applied (then there are no numbers to show).
+	Tier      string
+	Limit     int
+	Remaining int
+	Reset     time.Time
+	Window    time.Duration
+	// RetryAfter is, when refused, the whole seconds to wait (at least 1).
+	RetryAfter int
+	Banned     bool
+}
+
+// Shown reports whether the verdict has numbers for the X-RateLimit
+// headers.
+func (v Verdict) Shown() bool { return v.Tier != "" }
+
+// Err is the refusal a door shows: BANNED, or RATE_LIMITED with the tier,
+// limit, window and retryAfter; nil when allowed.
+func (v Verdict) Err() error {
+	switch {
+	case v.Allowed:
+		return nil
+	case v.Banned:
 		return apperr.Newf(apperr.Banned, "This address is banned; contact support.")
 	}
-	checks := make([]Check, 0, 5)
+	msg := fmt.Sprintf("Too many requests (%s tier); retry in %d seconds.", v.Tier, v.RetryAfter)
+	if v.Tier == TierBlocked {
+		msg = fmt.Sprintf("This address is blocked for continuing after being rate limited; retry in %d seconds.", v.RetryAfter)
+	}
+	return apperr.Newf(apperr.RateLimited, "%s", msg).
+		With("limit", v.Limit).
+		With("window", fmt.Sprintf("%ds", int(v.Window/time.Second))).
+		With("tier", v.Tier).
+		WithRetryAfter(v.RetryAfter)
+}
+
+// Check charges u for the client ip and returns the verdict: banned,
+// refused by a tier or blocked, or allowed with the numbers of the tier
+// closest to exhaustion. A backend failure lets the request through.
+func (g *Gate) Check(ctx context.Context, ip netip.Addr, u Units) Verdict {
+	subject := Subject(ip)
+	if g.isBanned(ctx, subject) {
+		return Verdict{Banned: true}
+	}
+	var buf [5]Check
+	checks := buf[:0]
 	add := func(t Tier, who string, cost int) {
 		if cost > 0 && t.Limit > 0 && who != "" {
 			checks = append(checks, Check{Tier: t, Subject: who, Cost: cost})
@@ -159,44 +201,27 @@ func (g *Gate) Admit(ctx context.Context, w http.ResponseWriter, ip netip.Addr, 
 	add(g.tiers.Auth, subject, u.Auth)
 	add(g.tiers.Protected, u.UserID, u.Protected)
 	add(g.tiers.Admin, u.UserID, u.Admin)
-	add(g.tiers.APIKey, u.APIKey, u.APIKeyUnits)
+	keyTier := g.tiers.APIKey
+	if u.APIKeyLimit > 0 {
+		keyTier.Limit = u.APIKeyLimit
+	}
+	add(keyTier, u.APIKey, u.APIKeyUnits)
 	d, err := g.backend.Allow(ctx, subject, checks)
 	if err != nil {
 		g.logger.ErrorContext(ctx, "rate limiter failed; request let through", "err", err)
-		return nil
+		return Verdict{Allowed: true}
 	}
 	if d.BanDue {
 		g.ban(ctx, subject, "blocked repeatedly for continued requests after being rate limited")
 	}
-	secs := apperr.WaitSeconds(d.RetryAfter)
-	h := w.Header()
-	switch {
-	case d.Blocked:
-		setLimitHeaders(h, 0, 0, g.now().Add(time.Duration(secs)*time.Second))
-	case d.Tier != "":
-		setLimitHeaders(h, d.Limit, d.Remaining, d.Reset)
+	v := Verdict{Allowed: d.Allowed, Tier: d.Tier, Limit: d.Limit, Remaining: d.Remaining, Reset: d.Reset, Window: d.Window}
+	if !d.Allowed {
+		v.RetryAfter = apperr.WaitSeconds(d.RetryAfter)
 	}
-	if d.Allowed {
-		return nil
-	}
-	msg := fmt.Sprintf("Too many requests (%s tier); retry in %d seconds.", d.Tier, secs)
 	if d.Blocked {
-		msg = fmt.Sprintf("This address is blocked for continuing after being rate limited; retry in %d seconds.", secs)
+		v.Limit, v.Remaining, v.Reset = 0, 0, g.now().Add(time.Duration(v.RetryAfter)*time.Second)
 	}
-	return apperr.Newf(apperr.RateLimited, "%s", msg).
-		With("limit", d.Limit).
-		With("window", fmt.Sprintf("%ds", int(d.Window/time.Second))).
-		With("tier", d.Tier).
-		WithRetryAfter(secs)
-}
-
-// setLimitHeaders writes the X-RateLimit-* headers. The keys are written in
-// Go's canonical form, as Header.Set would send them, so no key is rebuilt
-// per request.
-func setLimitHeaders(h http.Header, limit, remaining int, reset time.Time) {
-	h["X-Ratelimit-Limit"] = []string{strconv.Itoa(limit)}
-	h["X-Ratelimit-Remaining"] = []string{strconv.Itoa(remaining)}
-	h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(reset.Unix(), 10)}
+	return v
 }
 
 func (g *Gate) ban(ctx context.Context, subject, reason string) {

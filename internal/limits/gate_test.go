@@ -8,7 +8,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
-	"net/http/httptest"
 	"net/netip"
 	"os"
 	"strconv"
@@ -17,38 +16,21 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/jobs"
 	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
+	"github.com/herald-vpn/herald/internal/testsupport"
 	"github.com/redis/go-redis/v9"
 )
 
 // gateStart is 15 s into a minute: the current window ends 45 s later.
 var gateStart = time.Date(2030, 1, 1, 12, 0, 15, 0, time.UTC)
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
 // banStore opens a fresh, migrated SQLite database: the real ban store.
 func banStore(t testing.TB) *sqlstore.DB {
 	t.Helper()
-	ctx := context.Background()
-	db, err := sqlstore.Open(ctx, sqlstoretest.NewURL(t, "sqlite"), sqlstore.JobsConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db, _ := sqlstoretest.Open(t, sqlstoretest.NewURL(t, "sqlite"), jobs.Config{})
 	return db
 }
 
@@ -61,13 +43,13 @@ type gateFixture struct {
 // real ban store.
 func newGate(t testing.TB, tiers limits.Tiers, policy limits.AbusePolicy, refresh time.Duration) gateFixture {
 	t.Helper()
-	mem := limits.NewMemory(policy, (&clock{t: gateStart}).Now)
+	mem := limits.NewMemory(policy, testsupport.NewClock(gateStart).Now)
 	t.Cleanup(func() { mem.Close() })
 	db := banStore(t)
 	return gateFixture{gate: limits.NewGate(mem, tiers, db, slog.New(slog.DiscardHandler), refresh), db: db}
 }
 
-// admitted is what one Admit call produced.
+// admitted is what one Check produced, as the headers would show it.
 type admitted struct {
 	err                     *apperr.Error // nil when admitted
 	limit, remaining, reset string
@@ -75,10 +57,12 @@ type admitted struct {
 
 func (f gateFixture) admit(t testing.TB, ip string, u limits.Units) admitted {
 	t.Helper()
-	w := httptest.NewRecorder()
-	err := f.gate.Admit(context.Background(), w, netip.MustParseAddr(ip), u)
-	a := admitted{limit: w.Header().Get("X-RateLimit-Limit"), remaining: w.Header().Get("X-RateLimit-Remaining"), reset: w.Header().Get("X-RateLimit-Reset")}
-	if err != nil {
+	v := f.gate.Check(context.Background(), netip.MustParseAddr(ip), u)
+	var a admitted
+	if v.Shown() {
+		a = admitted{limit: strconv.Itoa(v.Limit), remaining: strconv.Itoa(v.Remaining), reset: strconv.FormatInt(v.Reset.Unix(), 10)}
+	}
+	if err := v.Err(); err != nil {
 		a.err = apperr.As(err)
 	}
 	return a
@@ -93,7 +77,7 @@ var (
 
 func TestGateHeadersOfClosestTier(t *testing.T) {
 	t.Parallel()
-	f := newGate(t, limits.PerMinute(5, 3, 300, 1000, 60), limits.AbusePolicy{}, 0)
+	f := newGate(t, limits.PerWindow(time.Minute, 5, 3, 300, 1000, 60), limits.AbusePolicy{}, 0)
 	steps := []struct {
 		name                     string
 		units                    limits.Units
@@ -118,7 +102,7 @@ func TestGateHeadersOfClosestTier(t *testing.T) {
 
 func TestGateRateLimited(t *testing.T) {
 	t.Parallel()
-	f := newGate(t, limits.PerMinute(100, 3, 300, 1000, 60), limits.AbusePolicy{}, 0)
+	f := newGate(t, limits.PerWindow(time.Minute, 100, 3, 300, 1000, 60), limits.AbusePolicy{}, 0)
 	for range 3 {
 		if a := f.admit(t, "192.0.2.1", signup); a.err != nil {
 			t.Fatalf("refused early: %v", a.err)
@@ -153,7 +137,7 @@ func TestGateRateLimited(t *testing.T) {
 
 func TestGateBanned(t *testing.T) {
 	t.Parallel()
-	f := newGate(t, limits.PerMinute(100, 10, 300, 1000, 60), limits.AbusePolicy{}, 10*time.Millisecond)
+	f := newGate(t, limits.PerWindow(time.Minute, 100, 10, 300, 1000, 60), limits.AbusePolicy{}, 10*time.Millisecond)
 	ctx := context.Background()
 	if err := f.db.AddBan(ctx, limits.Ban{IP: "192.0.2.7", Reason: "test", CreatedAt: time.Now().UTC()}); err != nil {
 		t.Fatal(err)
@@ -179,7 +163,7 @@ func TestGateBanned(t *testing.T) {
 func TestGateBanAfterBlocks(t *testing.T) {
 	t.Parallel()
 	policy := limits.AbusePolicy{RefusalsBeforeBlock: 1, BanAfterBlocks: 1}
-	tiers := limits.PerMinute(100, 1, 300, 1000, 60)
+	tiers := limits.PerWindow(time.Minute, 100, 1, 300, 1000, 60)
 	f := newGate(t, tiers, policy, time.Hour) // bans not re-read: what holds comes from the gate itself
 	const ip = "192.0.2.9"
 
@@ -222,14 +206,14 @@ func TestGateBanAfterBlocks(t *testing.T) {
 	mem := limits.NewMemory(limits.AbusePolicy{}, nil)
 	defer mem.Close()
 	other := limits.NewGate(mem, tiers, f.db, slog.New(slog.DiscardHandler), 0)
-	if err := other.Admit(context.Background(), httptest.NewRecorder(), netip.MustParseAddr(ip), plain); !apperr.Is(err, apperr.Banned) {
+	if err := other.Check(context.Background(), netip.MustParseAddr(ip), plain).Err(); !apperr.Is(err, apperr.Banned) {
 		t.Fatalf("other gate: %v, want BANNED", err)
 	}
 }
 
 func TestGateIPv6SharesSlash64(t *testing.T) {
 	t.Parallel()
-	f := newGate(t, limits.PerMinute(2, 10, 300, 1000, 60), limits.AbusePolicy{}, time.Millisecond)
+	f := newGate(t, limits.PerWindow(time.Minute, 2, 10, 300, 1000, 60), limits.AbusePolicy{}, time.Millisecond)
 	cases := []struct {
 		ip           string
 		wantAdmitted bool
@@ -300,13 +284,7 @@ func TestBanSubject(t *testing.T) {
 // waitFor polls cond for up to 5 s.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testsupport.Eventually(t, 5*time.Second, cond, "timed out waiting for %s", what)
 }
 
 func BenchmarkGateMemory(b *testing.B) {
@@ -321,16 +299,15 @@ func BenchmarkGateRedis(b *testing.B) {
 }
 
 // benchGate admits a users/me request (global + protected) through the
-// whole gate: ban lookup, backend, headers.
+// whole gate: ban lookup, backend, verdict.
 func benchGate(b *testing.B, backend limits.Backend) {
-	g := limits.NewGate(backend, limits.PerMinute(1<<30, 1<<30, 1<<30, 1<<30, 1<<30), banStore(b), slog.New(slog.DiscardHandler), 0)
+	g := limits.NewGate(backend, limits.PerWindow(time.Minute, 1<<30, 1<<30, 1<<30, 1<<30, 1<<30), banStore(b), slog.New(slog.DiscardHandler), 0)
 	ip := netip.MustParseAddr("192.0.2.1")
 	u := limits.Units{Global: 1, Protected: 1, UserID: "0190a000-0000-7000-8000-000000000001"}
-	w := httptest.NewRecorder()
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := g.Admit(ctx, w, ip, u); err != nil {
+		if err := g.Check(ctx, ip, u).Err(); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -341,7 +318,7 @@ func benchGate(b *testing.B, backend limits.Backend) {
 func benchRedis(b *testing.B) *redis.Client {
 	url := os.Getenv("HERALD_TEST_REDIS_URL")
 	if url == "" {
-		b.Skip("HERALD_TEST_REDIS_URL not set")
+		b.Skip("Redis not benchmarked: HERALD_TEST_REDIS_URL is not set")
 	}
 	opt, err := redis.ParseURL(url)
 	if err != nil {
@@ -398,15 +375,15 @@ func (c *countingBans) ListBans(ctx context.Context) ([]limits.Ban, error) {
 func TestBanRefreshIsClaimedOnce(t *testing.T) {
 	for _, fail := range []bool{false, true} {
 		t.Run("fail="+strconv.FormatBool(fail), func(t *testing.T) {
-			mem := limits.NewMemory(limits.DefaultAbusePolicy(), (&clock{t: gateStart}).Now)
+			mem := limits.NewMemory(limits.DefaultAbusePolicy(), testsupport.NewClock(gateStart).Now)
 			t.Cleanup(func() { mem.Close() })
 			store := &countingBans{DB: banStore(t), fail: fail}
-			gate := limits.NewGate(mem, limits.PerMinute(0, 0, 0, 0, 0), store, slog.New(slog.DiscardHandler), time.Hour)
+			gate := limits.NewGate(mem, limits.PerWindow(time.Minute, 0, 0, 0, 0, 0), store, slog.New(slog.DiscardHandler), time.Hour)
 			var wg sync.WaitGroup
 			for i := 0; i < 50; i++ {
 				wg.Go(func() {
 					for j := 0; j < 5; j++ {
-						if err := gate.Admit(context.Background(), httptest.NewRecorder(), netip.MustParseAddr("203.0.113.7"), limits.Units{Global: 1}); err != nil {
+						if err := gate.Check(context.Background(), netip.MustParseAddr("203.0.113.7"), limits.Units{Global: 1}).Err(); err != nil {
 							t.Error(err)
 						}
 					}

@@ -5,72 +5,62 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/testsupport"
 	"github.com/redis/go-redis/v9"
 )
 
 // testStart is 15s into a minute so 1-minute windows reset 45s later.
 var testStart = time.Date(2030, 1, 1, 12, 0, 15, 0, time.UTC)
 
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{t: testStart} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+func newFakeClock() *testsupport.Clock { return testsupport.NewClock(testStart) }
 
 // backendKind creates a fresh, isolated backend of one kind on a clock.
 type backendKind struct {
 	name string
-	make func(tb testing.TB, policy AbusePolicy, now func() time.Time) Backend
+	// require skips the test, with the reason, when this run cannot
+	// reach the backend; nil when it always can.
+	require func(tb testing.TB)
+	make    func(tb testing.TB, policy AbusePolicy, now func() time.Time) Backend
 }
 
-func backendKinds(tb testing.TB) []backendKind {
-	kinds := []backendKind{{
+// backendKinds returns every backend; the Redis one needs
+// HERALD_TEST_REDIS_URL (its tests skip without it).
+func backendKinds() []backendKind {
+	return []backendKind{{
 		name: "memory",
 		make: func(tb testing.TB, policy AbusePolicy, now func() time.Time) Backend {
 			m := NewMemory(policy, now)
 			tb.Cleanup(func() { _ = m.Close() })
 			return m
 		},
+	}, {
+		name:    "redis",
+		require: requireRedis,
+		make: func(tb testing.TB, policy AbusePolicy, now func() time.Time) Backend {
+			c := testRedisClient(tb)
+			return NewRedis(c, policy, testPrefix(tb, c), now)
+		},
 	}}
-	if os.Getenv("HERALD_TEST_REDIS_URL") != "" {
-		kinds = append(kinds, backendKind{
-			name: "redis",
-			make: func(tb testing.TB, policy AbusePolicy, now func() time.Time) Backend {
-				c := testRedisClient(tb)
-				return NewRedis(c, policy, testPrefix(tb, c), now)
-			},
-		})
-	} else {
-		tb.Log("HERALD_TEST_REDIS_URL not set: Redis backend not tested")
-	}
-	return kinds
 }
 
-// testRedisClient skips the test unless HERALD_TEST_REDIS_URL is set.
+// requireRedis skips the test, saying why, unless HERALD_TEST_REDIS_URL is
+// set.
+func requireRedis(tb testing.TB) {
+	tb.Helper()
+	if os.Getenv("HERALD_TEST_REDIS_URL") == "" {
+		tb.Skip("Redis not tested: HERALD_TEST_REDIS_URL is not set")
+	}
+}
+
+// testRedisClient is a client of HERALD_TEST_REDIS_URL; it skips the test
+// without the variable (requireRedis).
 func testRedisClient(tb testing.TB) *redis.Client {
 	tb.Helper()
-	url := os.Getenv("HERALD_TEST_REDIS_URL")
-	if url == "" {
-		tb.Skip("HERALD_TEST_REDIS_URL not set")
-	}
-	opt, err := redis.ParseURL(url)
+	requireRedis(tb)
+	opt, err := redis.ParseURL(os.Getenv("HERALD_TEST_REDIS_URL"))
 	if err != nil {
 		tb.Fatalf("parse HERALD_TEST_REDIS_URL: %v", err)
 	}

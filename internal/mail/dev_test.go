@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/herald-vpn/herald/internal/mail"
@@ -18,7 +19,9 @@ func TestDevSender(t *testing.T) {
 	var s mail.Sender = d
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel() // a cancelled context must not prevent logging nor cause an error
-	if err := s.Send(ctx, codeMessage("kim@example.com")); err != nil {
+	msg := codeMessage("kim@example.com")
+	msg.Code, msg.Locale = code, "de"
+	if err := s.Send(ctx, msg); err != nil {
 		t.Fatalf("Send: %v", err)
 	}
 
@@ -30,8 +33,10 @@ func TestDevSender(t *testing.T) {
 		"level":   "INFO",
 		"msg":     "development mailer: email not sent, printed here",
 		"to":      "kim@example.com",
-		"subject": codeMessage("").Subject,
-		"text":    codeMessage("").Text,
+		"subject": msg.Subject,
+		"text":    msg.Text,
+		"code":    code,
+		"locale":  "de",
 	}
 	for k, v := range want {
 		if rec[k] != v {
@@ -40,5 +45,32 @@ func TestDevSender(t *testing.T) {
 	}
 	if rec["msg"] != mail.DevMessage {
 		t.Errorf("msg = %v, want DevMessage", rec["msg"])
+	}
+	if !mail.Logs(d) {
+		t.Error("Logs(DevSender) = false, want true")
+	}
+}
+
+// In text logs the code is a plain key=value pair that grep finds, not
+// buried in the quoted text body.
+func TestDevSenderTextLogCode(t *testing.T) {
+	var buf bytes.Buffer
+	d := mail.NewDev(slog.New(slog.NewTextHandler(&buf, nil)))
+	msg := codeMessage("kim@example.com")
+	msg.Code = code
+	if err := d.Send(t.Context(), msg); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), " code="+code+" ") {
+		t.Errorf("text log lacks code=%s:\n%s", code, buf.String())
+	}
+
+	// An email without a code logs no empty code field.
+	buf.Reset()
+	if err := d.Send(t.Context(), mail.Message{To: "kim@example.com", Subject: "hi", Text: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "code=") {
+		t.Errorf("a code-less email logs a code field:\n%s", buf.String())
 	}
 }

@@ -22,6 +22,12 @@ type Message struct {
 	Subject string
 	Text    string
 	HTML    string
+
+	// Code is the one-time code the email carries, and Locale the
+	// language it is written in: not sent as such, but the development
+	// mailer logs them as fields of their own.
+	Code   string
+	Locale string
 }
 
 // Sender delivers a Message. Implementations are safe for concurrent use.

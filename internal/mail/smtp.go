@@ -175,15 +175,29 @@ func (s *SMTPSender) Send(ctx context.Context, m Message) error {
 
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	client, release, err := s.newClient(ctx)
+	defer release()
+	if err != nil {
+		return err
+	}
+	if err := client.DialAndSendWithContext(ctx, msg); err != nil {
+		return s.wrapErr(ctx, err)
+	}
+	return nil
+}
 
+// newClient is a go-mail client for one connection, dialled under ctx:
+// when ctx ends the socket is closed. release stops that watch; call it
+// once the client is done, whatever err is.
+func (s *SMTPSender) newClient(ctx context.Context) (client *gomail.Client, release func(), err error) {
 	// Dial ourselves so that ctx (not only go-mail's per-command deadline)
 	// governs the whole connection: when ctx ends, the socket is closed.
 	var stops []func() bool
-	defer func() {
+	release = func() {
 		for _, stop := range stops {
 			stop()
 		}
-	}()
+	}
 	dial := func(dialCtx context.Context, network, address string) (net.Conn, error) {
 		var d net.Dialer
 		conn, err := d.DialContext(dialCtx, network, address)
@@ -231,14 +245,48 @@ func (s *SMTPSender) Send(ctx context.Context, m Message) error {
 	}
 	// A fresh client per Send: go-mail's Client mutates its auth state while
 	// dialling, so it must not be shared between concurrent sends.
-	client, err := gomail.NewClient(s.host, clientOpts...)
+	client, err = gomail.NewClient(s.host, clientOpts...)
 	if err != nil {
-		return &SendError{text: fmt.Sprintf("mail: smtp %s: configuring client: %v", s.addr, err)}
+		return nil, release, &SendError{text: fmt.Sprintf("mail: smtp %s: configuring client: %v", s.addr, err)}
 	}
-	if err := client.DialAndSendWithContext(ctx, msg); err != nil {
-		return s.wrapErr(ctx, err)
+	return client, release, nil
+}
+
+// CheckResult is what Check learnt of the SMTP server.
+type CheckResult struct {
+	// TLS is how the session was encrypted: "implicit TLS", "STARTTLS"
+	// or "none" (the server offered no STARTTLS).
+	TLS string
+	// Authenticated says whether AUTH ran and succeeded (only tried when
+	// the URL has a user).
+	Authenticated bool
+}
+
+// Check does what Send does up to the first mail command (connect, TLS
+// as Send would, AUTH when the URL has a user) and then quits: it sends
+// nothing. The error is a *SendError, as Send's.
+func (s *SMTPSender) Check(ctx context.Context) (CheckResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	client, release, err := s.newClient(ctx)
+	defer release()
+	if err != nil {
+		return CheckResult{}, err
 	}
-	return nil
+	sc, err := client.DialToSMTPClientWithContext(ctx)
+	if err != nil {
+		return CheckResult{}, s.wrapErr(ctx, err)
+	}
+	res := CheckResult{TLS: "none", Authenticated: s.username != ""}
+	if s.implicitTLS {
+		res.TLS = "implicit TLS"
+	} else if st, ok := sc.TLSConnectionState(); ok && st.HandshakeComplete {
+		res.TLS = "STARTTLS"
+	}
+	if err := client.CloseWithSMTPClient(sc); err != nil {
+		return res, s.wrapErr(ctx, err)
+	}
+	return res, nil
 }
 
 func (s *SMTPSender) buildMsg(m Message) (*gomail.Msg, error) {

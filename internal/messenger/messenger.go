@@ -35,6 +35,8 @@ type Subscriber struct {
 	SubscribedSince time.Time
 	Status          SubscriberStatus
 	UpdatedAt       time.Time
+	// UserID is the account the chat is linked to, "" when none.
+	UserID string
 }
 
 // ChangeKind is what an update does to a chat's subscription.
@@ -54,6 +56,11 @@ type Change struct {
 	Username  string
 	FirstName string
 	Payload   string // /start's deep-link payload
+	// LinkTokenHash is the hash of a link token carried by /start; the
+	// store consumes the token and sets LinkUserID to its account.
+	LinkTokenHash string
+	// LinkUserID links the chat to this account (Subscribe only).
+	LinkUserID string
 }
 
 // Apply is the subscription rule: given the chat's row before the change
@@ -63,7 +70,9 @@ type Change struct {
 //   - Subscribe makes any chat Subscribed; SubscribedSince starts now unless
 //     it already was subscribed. Names are refreshed and a non-empty payload
 //     replaces the stored one.
-//   - Unsubscribe moves a known, not yet unsubscribed chat to Unsubscribed.
+//     A LinkUserID links the chat to that account.
+//   - Unsubscribe moves a known, not yet unsubscribed chat to Unsubscribed
+//     and unlinks it.
 //   - Block moves a Subscribed chat to Blocked; a chat that already left
 //     with /stop stays Unsubscribed, so unblocking will not re-subscribe it.
 //   - Unblock moves a Blocked chat back to Subscribed, keeping its
@@ -82,11 +91,15 @@ func (c Change) Apply(prev *Subscriber, now time.Time) *Subscriber {
 		if c.Payload != "" {
 			next.StartPayload = c.Payload
 		}
+		if c.LinkUserID != "" {
+			next.UserID = c.LinkUserID
+		}
 	case Unsubscribe:
 		if prev == nil || prev.Status == Unsubscribed {
 			return nil
 		}
 		next.Status = Unsubscribed
+		next.UserID = ""
 	case Block:
 		if prev == nil || prev.Status != Subscribed {
 			return nil
@@ -120,7 +133,20 @@ type Outcome struct {
 	// Before and After are the chat's row around the change; nil when the
 	// chat was (or stays) unknown. After equals Before when unchanged.
 	Before, After *Subscriber
+	// Link is what became of a link token the change carried ("" when it
+	// carried none).
+	Link LinkResult
 }
+
+// LinkResult is what a /start with a link token did.
+type LinkResult string
+
+const (
+	Linked       LinkResult = "linked"  // the chat is now linked to the token's account
+	LinkExpired  LinkResult = "expired" // the token is past its 15 minutes
+	LinkUsed     LinkResult = "used"    // the token linked a chat before
+	LinkNotFound LinkResult = "unknown" // no such token (or pruned)
+)
 
 // Position is where a page of subscribers starts: after this row in the
 // listing order (SubscribedSince descending, then ChatID descending).
@@ -156,10 +182,20 @@ type Store interface {
 
 	// CountTelegramSubscribers counts chats whose status is Subscribed.
 	CountTelegramSubscribers(ctx context.Context) (int, error)
-	// ListTelegramSubscribers returns up to limit chats of every status,
-	// newest subscription first, starting after the given position (nil:
-	// from the start).
-	ListTelegramSubscribers(ctx context.Context, after *Position, limit int) ([]Subscriber, error)
+	// ListTelegramSubscribers returns up to limit chats of the status (""
+	// every status), newest subscription first, starting after the given
+	// position (nil: from the start).
+	ListTelegramSubscribers(ctx context.Context, status SubscriberStatus, after *Position, limit int) ([]Subscriber, error)
+
+	// CreateTelegramLinkToken stores the hash of a one-time link token for
+	// userID, valid until expiresAt.
+	CreateTelegramLinkToken(ctx context.Context, userID, tokenHash string, expiresAt time.Time) error
+	// UnlinkTelegramChat removes the link of userID's chat; false when it
+	// had none.
+	UnlinkTelegramChat(ctx context.Context, userID string) (bool, error)
+	// LinkedTelegramChat returns the chat linked to userID; storage's
+	// ErrNotFound when there is none.
+	LinkedTelegramChat(ctx context.Context, userID string) (Subscriber, error)
 
 	// AcquireLease takes or renews the named lease for holder until the
 	// given time. It fails (false) while another holder's lease has not

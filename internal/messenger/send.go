@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/idempotency"
 	"github.com/herald-vpn/herald/internal/telegram"
 )
 
@@ -54,7 +55,7 @@ func (s *Service) Send(ctx context.Context, chatID, message string, opts SendOpt
 		return "", err
 	}
 	if s.bot == nil {
-		return "", apperr.Newf(apperr.MessengerNotConnected, "The messenger bot is not connected: no bot token is configured.")
+		return "", apperr.Newf(apperr.MessengerNotConnected, "The messenger bot is not connected: no bot token is configured.").WithRetryAfter(notConnectedRetryAfter)
 	}
 	text, mode := telegram.FormatMarkdown(message)
 	limit, what := telegram.MaxMessageLen, "message"
@@ -91,12 +92,8 @@ func validateSend(chatID, message string, opts SendOptions) error {
 	if !chatIDPattern.MatchString(chatID) {
 		return apperr.Newf(apperr.ChatNotFound, "There is no chat %q: a chat id is a number, or @username for a public channel.", chatID)
 	}
-	if strings.TrimSpace(message) == "" {
-		return apperr.Newf(apperr.InvalidMessage, "The message is empty.")
-	}
-	if n := utf8.RuneCountInString(message); n > telegram.MaxMessageLen {
-		return apperr.Newf(apperr.InvalidMessage, "The message is %d characters long; at most %d are allowed.", n, telegram.MaxMessageLen).
-			With("limit", telegram.MaxMessageLen).With("length", n)
+	if err := validateText(message); err != nil {
+		return err
 	}
 	if opts.ImageURL != "" && opts.DocumentURL != "" {
 		return apperr.Newf(apperr.InvalidMessage, "A message carries an image or a document, not both.")
@@ -123,6 +120,42 @@ func validateSend(chatID, message string, opts SendOptions) error {
 		return apperr.Newf(apperr.InvalidMessage, "A message can carry at most %d buttons.", MaxButtons)
 	}
 	return nil
+}
+
+// validateText checks a message's Markdown before it is formatted: not
+// empty, and at most telegram.MaxMessageLen characters (which also bounds
+// the formatter's work).
+func validateText(message string) error {
+	if strings.TrimSpace(message) == "" {
+		return apperr.Newf(apperr.InvalidMessage, "The message is empty.")
+	}
+	if n := utf8.RuneCountInString(message); n > telegram.MaxMessageLen {
+		return apperr.Newf(apperr.InvalidMessage, "The message is %d characters long; at most %d are allowed.", n, telegram.MaxMessageLen).
+			With("limit", telegram.MaxMessageLen).With("length", n)
+	}
+	return nil
+}
+
+// Preview is a message as the bot would send it.
+type Preview struct {
+	// HTML is the text sent, with parse_mode HTML.
+	HTML string
+	// Length is what Telegram counts against its limits: the visible
+	// text's UTF-16 code units (telegram.MaxMessageLen for a message,
+	// telegram.MaxCaptionLen for the caption of a photo or document).
+	Length int
+}
+
+// Preview formats message exactly as Send does, without sending (no bot
+// is needed). It refuses what Send refuses before formatting
+// (INVALID_MESSAGE: empty, or over 4096 characters); a Length over a limit
+// is answered, for the caller to show (Send would refuse that message).
+func (s *Service) Preview(message string) (Preview, error) {
+	if err := validateText(message); err != nil {
+		return Preview{}, err
+	}
+	text, _ := telegram.FormatMarkdown(message)
+	return Preview{HTML: text, Length: visibleLen(text)}, nil
 }
 
 func webURL(raw string) bool {
@@ -198,9 +231,9 @@ func sendError(err error) error {
 		secs := apperr.WaitSeconds(d)
 		return apperr.Newf(apperr.RateLimited, "Telegram asks to wait %d seconds before sending again.", secs).WithRetryAfter(secs)
 	case telegram.Unauthorized:
-		return apperr.Newf(apperr.MessengerNotConnected, "The messenger bot is not connected: Telegram rejected the bot token.")
+		return apperr.Newf(apperr.MessengerNotConnected, "The messenger bot is not connected: Telegram rejected the bot token.").WithRetryAfter(notConnectedRetryAfter)
 	case telegram.Unreachable:
-		return apperr.Newf(apperr.MessengerNotConnected, "The messenger bot is not connected: Telegram cannot be reached.")
+		return apperr.Newf(apperr.MessengerNotConnected, "The messenger bot is not connected: Telegram cannot be reached.").WithRetryAfter(notConnectedRetryAfter)
 	}
 	return apperr.New(apperr.UpstreamError)
 }
@@ -220,3 +253,16 @@ func (s *Service) markBlocked(ctx context.Context, chatID string) {
 		s.log.ErrorContext(ctx, "could not mark subscriber blocked", "chat_id", chatID, "err", err)
 	}
 }
+
+// SendIdempotent is Send under the idempotency key k: a repeat answers the
+// first message id and sends nothing.
+func (s *Service) SendIdempotent(ctx context.Context, k idempotency.Key, chatID, message string, opts SendOptions) (string, error) {
+	return idempotency.Do(ctx, k, "sendMessengerMessage", []any{chatID, message, opts}, func(ctx context.Context) (string, error) {
+		return s.Send(ctx, chatID, message, opts)
+	})
+}
+
+// notConnectedRetryAfter is the Retry-After, in seconds, of
+// MESSENGER_NOT_CONNECTED: a 503 says when to try again, and the bot's
+// status is cached for about this long.
+const notConnectedRetryAfter = 30

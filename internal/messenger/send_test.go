@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/messenger"
@@ -96,7 +97,7 @@ func TestSendErrors(t *testing.T) {
 			{name: "unparsable", fail: ptr(telegramtest.FailParse()), message: "hi", code: apperr.InvalidMessage, status: 400, called: true},
 			{name: "too long for Telegram", fail: ptr(telegramtest.FailTooLong()), message: "hi", code: apperr.InvalidMessage, status: 400, called: true},
 			{name: "rate limited", fail: ptr(telegramtest.FailRateLimited(7)), message: "hi", code: apperr.RateLimited, status: 429, called: true},
-			{name: "telegram down", fail: ptr(telegramtest.FailServer()), message: "hi", code: apperr.MessengerNotConnected, status: 503, called: true},
+			{name: "telegram answers 5xx", fail: ptr(telegramtest.FailServer()), message: "hi", code: apperr.UpstreamError, status: 502, called: true},
 			{name: "other refusal", fail: &telegramtest.Failure{Code: 400, Description: "Bad Request: something new"}, message: "hi", code: apperr.UpstreamError, status: 502, called: true},
 			{name: "conflict", fail: ptr(telegramtest.FailConflict()), message: "hi", code: apperr.UpstreamError, status: 502, called: true},
 			{name: "no token", cfg: func(c *messenger.Config) { c.Token = "" }, message: "hi", code: apperr.MessengerNotConnected, status: 503},
@@ -152,7 +153,7 @@ func TestSendBlockedMarksSubscriber(t *testing.T) {
 		if st, _ := e.svc.Status(ctx); st.SubscriberCount != 1 {
 			t.Fatalf("subscriberCount %d after the 403, want 1", st.SubscriberCount)
 		}
-		p, _ := e.svc.Subscribers(ctx, 10, "")
+		p, _ := e.svc.Subscribers(ctx, "", 10, "")
 		for _, s := range p.Items {
 			if s.ChatID == "77" && s.Status != messenger.Blocked {
 				t.Fatalf("chat 77 is %q", s.Status)
@@ -249,6 +250,43 @@ func TestSendWhileStatusNotConnectedIsStillTried(t *testing.T) {
 		}
 		if _, err := e.svc.Send(context.Background(), "42", "hi", messenger.SendOptions{}); err != nil {
 			t.Fatalf("send: %v", err)
+		}
+	})
+}
+
+// A preview is exactly what a send gives Telegram: the same HTML, and the
+// length Telegram counts (UTF-16 units of the visible text).
+func TestPreviewIsWhatIsSent(t *testing.T) {
+	eachDB(t, func(t *testing.T, db *sqlstore.DB) {
+		e := newEnv(t, db)
+		for i, md := range []string{
+			"Hello **world**",
+			"**Price:** 4.99 (50% off!) <b>&amp;</b>",
+			"[docs](https://herald.example/a?b=1&c=2) and `code` and ~~old~~",
+			"Emoji 👋🏽 count twice in UTF-16\r\nand *italic*",
+			"```go\nfmt.Println(\"<hi>\")\n```",
+		} {
+			p, err := e.svc.Preview(md)
+			if err != nil {
+				t.Fatalf("%q: %v", md, err)
+			}
+			chat := strconv.Itoa(2000 + i)
+			if _, err := e.svc.Send(context.Background(), chat, md, messenger.SendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			sent := e.fake.Sent()
+			got := sent[len(sent)-1]
+			if p.HTML != got.Text || got.ParseMode != "HTML" {
+				t.Errorf("%q: preview %q, sent %q (%s)", md, p.HTML, got.Text, got.ParseMode)
+			}
+			if want := len(utf16.Encode([]rune(got.Visible))); p.Length != want {
+				t.Errorf("%q: length %d, Telegram counts %d (%q)", md, p.Length, want, got.Visible)
+			}
+		}
+		for _, md := range []string{"", " \n ", strings.Repeat("a", 4097)} {
+			if _, err := e.svc.Preview(md); !apperr.Is(err, apperr.InvalidMessage) {
+				t.Errorf("preview of %d characters: %v, want INVALID_MESSAGE", len(md), err)
+			}
 		}
 	})
 }

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/cursor"
+	"github.com/herald-vpn/herald/internal/live"
 	"github.com/herald-vpn/herald/internal/telegram"
 )
 
@@ -36,15 +38,26 @@ type Config struct {
 	// StatusCacheTTL is how long getMe and getWebhookInfo answers are
 	// reused by Status; default 30s.
 	StatusCacheTTL time.Duration
+	// PollLeaseTTL is how long the polling replica's lease lasts without
+	// renewal: another replica takes polling over within about this long
+	// after the poller dies; default 20s.
+	PollLeaseTTL time.Duration
 	// PollTimeout is how long one getUpdates call waits for updates (whole
-	// seconds, at least 1); default 25s.
+	// seconds, at least 1); default and maximum a third of PollLeaseTTL,
+	// at most 25s, so a poll always ends inside the lease.
 	PollTimeout time.Duration
 	// PollRetry is the wait after a failed poll and between attempts to
-	// take the polling lease held by another replica; default 5s.
+	// take the polling lease held by another replica; default a sixth of
+	// PollLeaseTTL, at most 5s.
 	PollRetry time.Duration
 	// Pacer tunes outgoing pacing; zero values are Telegram's limits
 	// (1 message/second per chat, 30/second overall).
 	Pacer telegram.PacerConfig
+	// Live is the broker subscriber changes reach live subscribers
+	// through; nil: one of its own (this process alone).
+	Live *live.Broker
+	// Now is the clock (default time.Now in UTC).
+	Now func() time.Time
 }
 
 // LogValue keeps the token and the secret out of logs.
@@ -60,6 +73,7 @@ func (c Config) LogValue() slog.Value {
 // Defaults.
 const (
 	DefaultStatusCacheTTL = 30 * time.Second
+	DefaultPollLeaseTTL   = 20 * time.Second
 	DefaultPollTimeout    = 25 * time.Second
 	DefaultPollRetry      = 5 * time.Second
 	// DefaultPageSize and MaxPageSize bound Subscribers' first.
@@ -86,6 +100,7 @@ type Service struct {
 	log    *slog.Logger
 	now    func() time.Time
 	holder string // this replica's name in the polling lease
+	live   *live.Broker
 
 	statusMu    sync.Mutex
 	cached      *botInfo
@@ -99,24 +114,28 @@ type Service struct {
 
 // NewService validates cfg, loads (or creates) the webhook secret and
 // returns the service. It makes no call to Telegram.
-func NewService(ctx context.Context, store Store, cfg Config, httpClient *http.Client, logger *slog.Logger, now func() time.Time) (*Service, error) {
+func NewService(ctx context.Context, store Store, cfg Config, httpClient *http.Client, logger *slog.Logger) (*Service, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	now := cfg.Now
 	if now == nil {
 		now = func() time.Time { return time.Now().UTC() }
 	}
 	if cfg.StatusCacheTTL <= 0 {
 		cfg.StatusCacheTTL = DefaultStatusCacheTTL
 	}
-	if cfg.PollTimeout <= 0 {
-		cfg.PollTimeout = DefaultPollTimeout
+	if cfg.PollLeaseTTL <= 0 {
+		cfg.PollLeaseTTL = DefaultPollLeaseTTL
+	}
+	if cfg.PollTimeout <= 0 || cfg.PollTimeout > cfg.PollLeaseTTL/3 {
+		cfg.PollTimeout = min(DefaultPollTimeout, cfg.PollLeaseTTL/3)
 	}
 	if cfg.PollTimeout < time.Second {
 		cfg.PollTimeout = time.Second
 	}
 	if cfg.PollRetry <= 0 {
-		cfg.PollRetry = DefaultPollRetry
+		cfg.PollRetry = max(min(DefaultPollRetry, cfg.PollLeaseTTL/6), 100*time.Millisecond)
 	}
 	if cfg.APIURL == "" {
 		cfg.APIURL = telegram.DefaultAPIURL
@@ -161,6 +180,10 @@ func NewService(ctx context.Context, store Store, cfg Config, httpClient *http.C
 		log:    logger,
 		now:    now,
 		holder: newHolder(),
+		live:   cfg.Live,
+	}
+	if s.live == nil {
+		s.live = live.New(nil, logger)
 	}
 	if cfg.Token != "" {
 		s.bot = telegram.New(cfg.Token, cfg.APIURL, httpClient)
@@ -288,6 +311,8 @@ func reasonOf(err error) string {
 		return "telegram rejected the bot token"
 	case telegram.Unreachable:
 		return "telegram unreachable"
+	case telegram.ServerError:
+		return "telegram server error"
 	case telegram.RateLimited:
 		return "telegram rate limit"
 	}
@@ -295,16 +320,19 @@ func reasonOf(err error) string {
 }
 
 // Page is one page of subscribers.
-type Page struct {
-	Items       []Subscriber
-	EndCursor   string // "" when the page is empty
-	HasNextPage bool
-}
+type Page = cursor.Page[Subscriber]
 
-// Subscribers lists chats of every status, newest subscription first.
-// first is the page size (0: DefaultPageSize; at most MaxPageSize); after
-// is the EndCursor of the previous page, "" for the first page.
-func (s *Service) Subscribers(ctx context.Context, first int, after string) (Page, error) {
+// Subscribers lists chats, newest subscription first: of one status
+// (subscribed, unsubscribed or blocked), or of every status for "". first
+// is the page size (0: DefaultPageSize; at most MaxPageSize); after is the
+// EndCursor of the previous page, "" for the first page.
+// VALIDATION_ERROR for another status, a negative first or a bad cursor.
+func (s *Service) Subscribers(ctx context.Context, status string, first int, after string) (Page, error) {
+	switch SubscriberStatus(status) {
+	case "", Subscribed, Unsubscribed, Blocked:
+	default:
+		return Page{}, apperr.Invalid("status", "one of subscribed, unsubscribed, blocked", status)
+	}
 	switch {
 	case first < 0:
 		return Page{}, apperr.Invalid("first", "a number from 0 to "+strconv.Itoa(MaxPageSize), strconv.Itoa(first))
@@ -315,49 +343,39 @@ func (s *Service) Subscribers(ctx context.Context, first int, after string) (Pag
 	}
 	var pos *Position
 	if after != "" {
-		p, err := decodeCursor(after)
+		p, err := decodePosition(after)
 		if err != nil {
 			return Page{}, apperr.Invalid("after", "an endCursor of an earlier page", after)
 		}
 		pos = &p
 	}
-	items, err := s.store.ListTelegramSubscribers(ctx, pos, first+1)
+	items, err := s.store.ListTelegramSubscribers(ctx, SubscriberStatus(status), pos, first+1)
 	if err != nil {
 		return Page{}, err
 	}
-	page := Page{Items: items}
-	if len(items) > first {
-		page.Items, page.HasNextPage = items[:first], true
-	}
-	if n := len(page.Items); n > 0 {
-		page.EndCursor = encodeCursor(page.Items[n-1])
-	}
-	return page, nil
+	return cursor.Cut(subscriberCursor, items, first, func(sub Subscriber) subscriberPosition {
+		return subscriberPosition{Since: sub.SubscribedSince.UTC(), ChatID: sub.ChatID}
+	})
 }
 
-// Cursors are opaque to clients: base64url of "v1|<since>|<chat id>".
-func encodeCursor(sub Subscriber) string {
-	return base64.RawURLEncoding.EncodeToString([]byte("v1|" + sub.SubscribedSince.UTC().Format(time.RFC3339Nano) + "|" + sub.ChatID))
+// subscriberPosition is subscriberCursor's payload: the last row of a page.
+type subscriberPosition struct {
+	Since  time.Time `json:"s"`
+	ChatID string    `json:"c"`
 }
 
-func decodeCursor(c string) (Position, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(c)
+var subscriberCursor = cursor.New[subscriberPosition]("subscriber")
+
+func decodePosition(c string) (Position, error) {
+	p, err := subscriberCursor.Decode(c)
 	if err != nil {
 		return Position{}, err
 	}
-	parts := strings.Split(string(raw), "|")
-	if len(parts) != 3 || parts[0] != "v1" {
-		return Position{}, errors.New("bad cursor")
-	}
-	since, err := time.Parse(time.RFC3339Nano, parts[1])
+	id, err := strconv.ParseInt(p.ChatID, 10, 64)
 	if err != nil {
 		return Position{}, err
 	}
-	id, err := strconv.ParseInt(parts[2], 10, 64)
-	if err != nil {
-		return Position{}, err
-	}
-	return Position{Since: since.UTC(), ChatID: id}, nil
+	return Position{Since: p.Since.UTC(), ChatID: id}, nil
 }
 
 func formatChatID(id int64) string { return strconv.FormatInt(id, 10) }

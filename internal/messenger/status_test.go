@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/sqlstore"
+	"github.com/herald-vpn/herald/internal/testsupport"
 )
 
 func closedURL() string {
@@ -78,10 +78,8 @@ func show(s messenger.Status) string {
 
 func TestStatusCached(t *testing.T) {
 	eachDB(t, func(t *testing.T, db *sqlstore.DB) {
-		var mu sync.Mutex
-		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-		clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-		e := newEnv(t, db, withNow(clock), withConfig(func(c *messenger.Config) { c.StatusCacheTTL = time.Minute }))
+		clock := testsupport.NewClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+		e := newEnv(t, db, withNow(clock.Now), withConfig(func(c *messenger.Config) { c.StatusCacheTTL = time.Minute }))
 		ctx := context.Background()
 		for i := 0; i < 3; i++ {
 			if st, _ := e.svc.Status(ctx); !st.Connected {
@@ -96,9 +94,7 @@ func TestStatusCached(t *testing.T) {
 		if st, _ := e.svc.Status(ctx); st.SubscriberCount != 1 {
 			t.Fatalf("count %d after a /start", st.SubscriberCount)
 		}
-		mu.Lock()
-		now = now.Add(time.Minute + time.Second)
-		mu.Unlock()
+		clock.Advance(time.Minute + time.Second)
 		e.svc.Status(ctx)
 		if n := e.fake.Calls("getMe"); n != 2 {
 			t.Fatalf("getMe called %d times after the cache expired, want 2", n)
@@ -126,7 +122,7 @@ func TestNewServiceConfig(t *testing.T) {
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
-				_, err := messenger.NewService(context.Background(), db, c.cfg, nil, nil, nil)
+				_, err := messenger.NewService(context.Background(), db, c.cfg, nil, nil)
 				if (err == nil) != c.ok {
 					t.Fatalf("err = %v, want ok=%v", err, c.ok)
 				}
@@ -154,7 +150,7 @@ func TestSubscribersPages(t *testing.T) {
 		after := ""
 		pages := 0
 		for {
-			p, err := e.svc.Subscribers(ctx, 2, after)
+			p, err := e.svc.Subscribers(ctx, "", 2, after)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,13 +183,28 @@ func TestSubscribersPages(t *testing.T) {
 			first int
 			after string
 		}{{-1, ""}, {2, "not a cursor"}, {2, "djF8eHx5"}} {
-			_, err := e.svc.Subscribers(ctx, bad.first, bad.after)
+			_, err := e.svc.Subscribers(ctx, "", bad.first, bad.after)
 			if !apperr.Is(err, apperr.ValidationError) {
 				t.Errorf("Subscribers(%d, %q) = %v, want VALIDATION_ERROR", bad.first, bad.after, err)
 			}
 		}
-		if p, _ := e.svc.Subscribers(ctx, 0, ""); len(p.Items) != 5 || p.HasNextPage {
+		if p, _ := e.svc.Subscribers(ctx, "", 0, ""); len(p.Items) != 5 || p.HasNextPage {
 			t.Errorf("default page: %d items, next=%v", len(p.Items), p.HasNextPage)
+		}
+		for status, want := range map[string]string{"subscribed": "[1005 1004 1001]", "unsubscribed": "[1002]", "blocked": "[1003]"} {
+			p, err := e.svc.Subscribers(ctx, status, 0, "")
+			var got []string
+			for _, s := range p.Items {
+				got = append(got, s.ChatID)
+			}
+			if err != nil || fmt.Sprint(got) != want {
+				t.Errorf("status %s: %v %v, want %s", status, got, err, want)
+			}
+		}
+		for _, bad := range []string{"Subscribed", "active", " "} {
+			if _, err := e.svc.Subscribers(ctx, bad, 0, ""); !apperr.Is(err, apperr.ValidationError) {
+				t.Errorf("status %q: %v, want VALIDATION_ERROR", bad, err)
+			}
 		}
 	})
 }

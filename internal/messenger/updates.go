@@ -4,15 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/herald-vpn/herald/internal/api"
 	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/sleep"
 	"github.com/herald-vpn/herald/internal/telegram"
 )
 
@@ -23,7 +21,15 @@ const (
 	replyGoodbye       = "You have unsubscribed and will get no more messages. Send /start to subscribe again."
 	replyNotSubscribed = "You are not subscribed. Send /start to subscribe."
 	replyHelp          = "Send /start to subscribe to messages from this bot and /stop to unsubscribe."
+	replyLinked        = "Your Telegram is now linked to your account: you will get its notifications here. Send /stop to unlink and unsubscribe."
+	replyLinkExpired   = "This link has expired (links last 15 minutes). Ask the app for a new one; your chat was not linked."
+	replyLinkUsed      = "This link has already been used. Ask the app for a new one; your chat was not linked."
+	replyLinkUnknown   = "This link is not valid. Ask the app for a new one; your chat was not linked."
+	replyLinkInGroup   = "Accounts link to a private chat with this bot only; open the link from your own Telegram account. Nothing was linked."
 )
+
+// cmdStartLinkInGroup is /start with a link token outside a private chat.
+const cmdStartLinkInGroup = "start-link-in-group"
 
 // maxPayload bounds the stored /start payload (Telegram's deep links carry
 // at most 64 characters).
@@ -77,7 +83,18 @@ func interpret(u telegram.Update) (change *Change, cmd string, chatID int64) {
 			if r := []rune(payload); len(r) > maxPayload {
 				payload = string(r[:maxPayload])
 			}
-			c.Payload = payload
+			switch {
+			case IsLinkToken(payload) && m.Chat.Type != "private":
+				// An account links only its own private chat; the token
+				// stays unused and is not kept.
+				return c, cmdStartLinkInGroup, m.Chat.ID
+			case IsLinkToken(payload):
+				// A link token is a secret: it is consumed, never kept
+				// as the start payload.
+				c.LinkTokenHash = hashLinkToken(payload)
+			default:
+				c.Payload = payload
+			}
 			return c, cmd, m.Chat.ID
 		case "stop":
 			c.Kind = Unsubscribe
@@ -114,6 +131,16 @@ func changeFor(c telegram.Chat) *Change {
 func replyFor(cmd string, out Outcome) string {
 	switch cmd {
 	case "start":
+		switch out.Link {
+		case Linked:
+			return replyLinked
+		case LinkExpired:
+			return replyLinkExpired
+		case LinkUsed:
+			return replyLinkUsed
+		case LinkNotFound:
+			return replyLinkUnknown
+		}
 		if !out.Changed || out.Before != nil && out.Before.Status == Subscribed {
 			return replyAlready
 		}
@@ -125,6 +152,8 @@ func replyFor(cmd string, out Outcome) string {
 		return replyNotSubscribed
 	case "help":
 		return replyHelp
+	case cmdStartLinkInGroup:
+		return replyLinkInGroup
 	}
 	return ""
 }
@@ -144,57 +173,26 @@ func (s *Service) reply(ctx context.Context, chatID int64, text string) {
 	}
 }
 
-// webhookTimeout bounds the handling of one webhook delivery; it is not
+// CheckWebhookSecret checks the X-Telegram-Bot-Api-Secret-Token of a
+// webhook call, in constant time: AUTH_REQUIRED without one (present
+// false), TOKEN_INVALID for a wrong one.
+func (s *Service) CheckWebhookSecret(got string, present bool) error {
+	if !present {
+		return apperr.Newf(apperr.AuthRequired, "The %s header is required.", telegram.SecretTokenHeader)
+	}
+	// Hashing first makes the comparison independent of the length.
+	want := sha256.Sum256([]byte(s.secret))
+	gotSum := sha256.Sum256([]byte(got))
+	if subtle.ConstantTimeCompare(gotSum[:], want[:]) != 1 {
+		return apperr.Newf(apperr.TokenInvalid, "The %s header is wrong.", telegram.SecretTokenHeader)
+	}
+	return nil
+}
+
+// WebhookTimeout bounds the handling of one webhook delivery; it is not
 // tied to the request so that a stored change still gets its reply when
 // Telegram hangs up.
-const webhookTimeout = 30 * time.Second
-
-// WebhookHandler serves POST /webhooks/telegram. A request whose
-// X-Telegram-Bot-Api-Secret-Token is not the secret gets 401 and changes
-// nothing; a body over 1 MiB gets 413, one that is not an update 400. A
-// processed update (or a replay of one) gets 200; a database failure 500,
-// which makes Telegram deliver it again.
-func (s *Service) WebhookHandler() http.Handler {
-	want := sha256.Sum256([]byte(s.secret))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			w.Header().Set("Allow", http.MethodPost)
-			api.WriteError(w, r, apperr.New(apperr.MethodNotAllowed))
-			return
-		}
-		got, ok := r.Header[http.CanonicalHeaderKey(telegram.SecretTokenHeader)]
-		if !ok || len(got) == 0 {
-			api.WriteError(w, r, apperr.Newf(apperr.AuthRequired, "The %s header is required.", telegram.SecretTokenHeader))
-			return
-		}
-		// Hashing first makes the comparison independent of the length.
-		gotSum := sha256.Sum256([]byte(got[0]))
-		if subtle.ConstantTimeCompare(gotSum[:], want[:]) != 1 {
-			api.WriteError(w, r, apperr.Newf(apperr.TokenInvalid, "The %s header is wrong.", telegram.SecretTokenHeader))
-			return
-		}
-		body, err := api.ReadBody(w, r)
-		if err != nil {
-			api.WriteError(w, r, err)
-			return
-		}
-		var u telegram.Update
-		if err := json.Unmarshal(body, &u); err != nil {
-			api.WriteError(w, r, apperr.Invalid("body", "a Telegram Update object", "malformed JSON"))
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), webhookTimeout)
-		defer cancel()
-		if err := s.HandleUpdate(ctx, u); err != nil {
-			if apperr.As(err).Code == apperr.Internal {
-				s.log.ErrorContext(ctx, "telegram update not processed", "update_id", u.UpdateID, "err", err)
-			}
-			api.WriteError(w, r, err)
-			return
-		}
-		api.WriteData(w, http.StatusOK, map[string]bool{"ok": true})
-	})
-}
+const WebhookTimeout = 30 * time.Second
 
 // Start connects the bot: with a webhook URL it registers the webhook
 // (retrying in the background when Telegram cannot be reached); without
@@ -262,7 +260,7 @@ func (s *Service) registerWebhook(ctx context.Context) bool {
 		return true
 	}
 	switch telegram.Classify(err) {
-	case telegram.Unreachable, telegram.RateLimited:
+	case telegram.Unreachable, telegram.ServerError, telegram.RateLimited:
 		s.log.WarnContext(ctx, "telegram webhook not registered yet; retrying", "reason", reasonOf(err), "err", err)
 		return false
 	}
@@ -273,7 +271,7 @@ func (s *Service) registerWebhook(ctx context.Context) bool {
 func (s *Service) retryWebhook(ctx context.Context) {
 	wait := s.cfg.PollRetry
 	for {
-		if !sleep(ctx, wait) {
+		if sleep.For(ctx, wait) != nil {
 			return
 		}
 		if s.registerWebhook(ctx) {
@@ -283,10 +281,8 @@ func (s *Service) retryWebhook(ctx context.Context) {
 	}
 }
 
-// leaseTTL is how long a poller's lease lasts without renewal: longer than
-// one long poll, short enough for another replica to take over soon after
-// a crash.
-func (s *Service) leaseTTL() time.Duration { return s.cfg.PollTimeout + 20*time.Second }
+// leaseTTL is how long a poller's lease lasts without renewal.
+func (s *Service) leaseTTL() time.Duration { return s.cfg.PollLeaseTTL }
 
 // poll is the long-polling loop. Each replica runs it; the one holding the
 // polling lease calls getUpdates, the others wait and try again. The
@@ -306,7 +302,12 @@ func (s *Service) poll(ctx context.Context) {
 	var leaseUntil time.Time
 	renew := func() bool {
 		until := s.now().Add(s.leaseTTL())
-		ok, err := s.store.AcquireLease(ctx, pollLease, s.holder, until)
+		// Not cancelled by Stop: a cancelled query can still commit on the
+		// server after the deferred release, leaving a lease nobody holds
+		// in the way of the next poller until it expires.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		ok, err := s.store.AcquireLease(lctx, pollLease, s.holder, until)
+		cancel()
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.WarnContext(ctx, "telegram polling lease unavailable", "err", err)
@@ -325,7 +326,7 @@ func (s *Service) poll(ctx context.Context) {
 	}
 	for ctx.Err() == nil {
 		if !renew() {
-			sleep(ctx, s.cfg.PollRetry)
+			sleep.For(ctx, s.cfg.PollRetry)
 			continue
 		}
 		if !held {
@@ -335,7 +336,7 @@ func (s *Service) poll(ctx context.Context) {
 			if err != nil {
 				held = false
 				s.log.WarnContext(ctx, "telegram polling offset unavailable", "err", err)
-				sleep(ctx, s.cfg.PollRetry)
+				sleep.For(ctx, s.cfg.PollRetry)
 				continue
 			}
 			if ok {
@@ -343,7 +344,11 @@ func (s *Service) poll(ctx context.Context) {
 			}
 			s.log.InfoContext(ctx, "telegram polling lease taken", "holder", s.holder, "offset", offset)
 		}
-		updates, err := s.bot.GetUpdates(ctx, offset, int(s.cfg.PollTimeout/time.Second), allowedUpdates)
+		// The poll ends before the lease can, so another replica that
+		// takes an expired lease never polls beside this one.
+		pctx, cancel := context.WithDeadline(ctx, leaseUntil.Add(-s.leaseTTL()/10))
+		updates, err := s.bot.GetUpdates(pctx, offset, int(s.cfg.PollTimeout/time.Second), allowedUpdates)
+		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -363,7 +368,7 @@ func (s *Service) poll(ctx context.Context) {
 			if d, ok := telegram.RetryAfter(err); ok && d > wait {
 				wait = d
 			}
-			sleep(ctx, wait)
+			sleep.For(ctx, wait)
 			continue
 		}
 		for _, u := range updates {
@@ -375,23 +380,11 @@ func (s *Service) poll(ctx context.Context) {
 			if err := s.HandleUpdate(ctx, u); err != nil && !apperr.Is(err, apperr.ValidationError) {
 				if ctx.Err() == nil {
 					s.log.ErrorContext(ctx, "telegram update not processed; will retry", "update_id", u.UpdateID, "err", err)
-					sleep(ctx, s.cfg.PollRetry)
+					sleep.For(ctx, s.cfg.PollRetry)
 				}
 				break // the offset stays before it, so it comes again
 			}
 			offset = u.UpdateID + 1
 		}
-	}
-}
-
-// sleep waits d or until ctx is done; false when ctx is done.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }

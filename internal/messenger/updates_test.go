@@ -1,16 +1,14 @@
 package messenger_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/telegram"
@@ -51,10 +49,12 @@ func TestWebhookRegistration(t *testing.T) {
 		if got := fake.Webhook().SecretToken; got != first {
 			t.Fatalf("second replica registered secret %q, want the stored %q", got, first)
 		}
-		// And it is what the webhook handler accepts.
-		w := postWebhook(e2.svc.WebhookHandler(), &first, mustJSON(t, textUpdate(1, 42, "/start")))
-		if w.Code != http.StatusOK || e.count() != 1 {
-			t.Fatalf("delivery with the generated secret: %d %s, count %d", w.Code, w.Body, e.count())
+		// And it is what the webhook check accepts.
+		if err := e2.svc.CheckWebhookSecret(first, true); err != nil {
+			t.Fatalf("the generated secret was refused: %v", err)
+		}
+		if err := e2.svc.HandleUpdate(ctx, textUpdate(1, 42, "/start")); err != nil || e.count() != 1 {
+			t.Fatalf("delivery with the generated secret: %v, count %d", err, e.count())
 		}
 
 		// A configured secret is used as given.
@@ -71,56 +71,42 @@ func TestWebhookRegistration(t *testing.T) {
 	})
 }
 
-func TestWebhookRequests(t *testing.T) {
+// TestWebhookSecretAndUpdates: the secret check of webhook calls, and
+// what HandleUpdate does with what they carry. The HTTP side (methods,
+// bodies, the envelope) is tested through the server in
+// cmd/herald's TestMessengerWebhookE2E.
+func TestWebhookSecretAndUpdates(t *testing.T) {
 	eachDB(t, func(t *testing.T, db *sqlstore.DB) {
 		secret := "s3cret_Value-with-dash"
 		e := newEnv(t, db, withConfig(func(c *messenger.Config) { c.WebhookURL = hookURL; c.WebhookSecret = secret }))
-		h := e.svc.WebhookHandler()
-		start := mustJSON(t, textUpdate(1, 42, "/start"))
-		cases := []struct {
-			name      string
-			method    string
-			secret    *string
-			body      []byte
-			status    int
-			code      string
-			wantCount int
+		for _, c := range []struct {
+			name    string
+			got     string
+			present bool
+			code    apperr.Code
 		}{
-			{"no secret header", http.MethodPost, nil, start, 401, "AUTH_REQUIRED", 0},
-			{"empty secret", http.MethodPost, ptr(""), start, 401, "TOKEN_INVALID", 0},
-			{"wrong secret", http.MethodPost, ptr("s3cret_Value-with-dasH"), start, 401, "TOKEN_INVALID", 0},
-			{"secret prefix", http.MethodPost, ptr("s3cret"), start, 401, "TOKEN_INVALID", 0},
-			{"GET", http.MethodGet, &secret, nil, 405, "METHOD_NOT_ALLOWED", 0},
-			{"malformed JSON", http.MethodPost, &secret, []byte(`{"update_id":`), 400, "VALIDATION_ERROR", 0},
-			{"not an update", http.MethodPost, &secret, []byte(`{"hello":"world"}`), 400, "VALIDATION_ERROR", 0},
-			{"body over 1 MiB", http.MethodPost, &secret, append(append([]byte(`{"update_id":5,"x":"`), bytes.Repeat([]byte("a"), 1<<20)...), `"}`...), 413, "PAYLOAD_TOO_LARGE", 0},
-			{"right secret", http.MethodPost, &secret, start, 200, "", 1},
-			{"replayed update", http.MethodPost, &secret, start, 200, "", 1},
-			{"ignored text", http.MethodPost, &secret, mustJSON(t, textUpdate(2, 42, "hello")), 200, "", 1},
+			{"no secret header", "", false, apperr.AuthRequired},
+			{"empty secret", "", true, apperr.TokenInvalid},
+			{"wrong secret", "s3cret_Value-with-dasH", true, apperr.TokenInvalid},
+			{"secret prefix", "s3cret", true, apperr.TokenInvalid},
+			{"right secret", secret, true, ""},
+		} {
+			err := e.svc.CheckWebhookSecret(c.got, c.present)
+			if c.code == "" && err != nil || c.code != "" && !apperr.Is(err, c.code) {
+				t.Errorf("%s: %v, want %q", c.name, err, c.code)
+			}
 		}
-		for _, c := range cases {
-			t.Run(c.name, func(t *testing.T) {
-				r := httptest.NewRequest(c.method, "/webhooks/telegram", bytes.NewReader(c.body))
-				r.Header.Set("Content-Type", "application/json")
-				if c.secret != nil {
-					r.Header.Set(telegram.SecretTokenHeader, *c.secret)
-				}
-				w := httptest.NewRecorder()
-				h.ServeHTTP(w, r)
-				var env struct {
-					Success bool
-					Error   struct{ Code string }
-				}
-				if err := json.Unmarshal(w.Body.Bytes(), &env); err != nil {
-					t.Fatalf("body %q is not the JSON envelope: %v", w.Body, err)
-				}
-				if w.Code != c.status || env.Error.Code != c.code || env.Success != (c.status == 200) {
-					t.Fatalf("answered %d %s, want %d %s", w.Code, w.Body, c.status, c.code)
-				}
-				if n := e.count(); n != c.wantCount {
-					t.Fatalf("%d subscribers, want %d", n, c.wantCount)
-				}
-			})
+		ctx := context.Background()
+		if err := e.svc.HandleUpdate(ctx, telegram.Update{}); !apperr.Is(err, apperr.ValidationError) {
+			t.Fatalf("an update without an id: %v, want VALIDATION_ERROR", err)
+		}
+		for i, u := range []telegram.Update{textUpdate(1, 42, "/start"), textUpdate(1, 42, "/start"), textUpdate(2, 42, "hello")} {
+			if err := e.svc.HandleUpdate(ctx, u); err != nil {
+				t.Fatalf("update %d: %v", i, err)
+			}
+			if n := e.count(); n != 1 {
+				t.Fatalf("after update %d: %d subscribers, want 1", i, n)
+			}
 		}
 		if got := e.sentTo("42"); len(got) != 1 {
 			t.Fatalf("replies %q, want one welcome", got)
@@ -134,7 +120,6 @@ func TestSubscriptionFlow(t *testing.T) {
 	eachDB(t, func(t *testing.T, db *sqlstore.DB) {
 		secret := "flow-secret"
 		e := newEnv(t, db, withConfig(func(c *messenger.Config) { c.WebhookSecret = secret }))
-		h := e.svc.WebhookHandler()
 		ctx := context.Background()
 		steps := []struct {
 			name      string
@@ -165,9 +150,8 @@ func TestSubscriptionFlow(t *testing.T) {
 				chat = strconv.FormatInt(st.update.Message.Chat.ID, 10)
 			}
 			before := len(e.sentTo(chat))
-			w := postWebhook(h, &secret, mustJSON(t, st.update))
-			if w.Code != http.StatusOK {
-				t.Fatalf("%s: %d %s", st.name, w.Code, w.Body)
+			if err := e.svc.HandleUpdate(ctx, st.update); err != nil {
+				t.Fatalf("%s: %v", st.name, err)
 			}
 			status, err := e.svc.Status(ctx)
 			if err != nil || status.SubscriberCount != st.wantCount {
@@ -180,14 +164,14 @@ func TestSubscriptionFlow(t *testing.T) {
 			case st.wantReply != "" && (len(replies) != 1 || !strings.Contains(replies[0], st.wantReply)):
 				t.Fatalf("%s: replies %q, want one containing %q", st.name, replies, st.wantReply)
 			}
-			page, _ := e.svc.Subscribers(ctx, 10, "")
+			page, _ := e.svc.Subscribers(ctx, "", 10, "")
 			for _, s := range page.Items {
 				if s.ChatID == "7" && s.Status != st.status {
 					t.Fatalf("%s: chat 7 is %q, want %q", st.name, s.Status, st.status)
 				}
 			}
 		}
-		page, _ := e.svc.Subscribers(ctx, 10, "")
+		page, _ := e.svc.Subscribers(ctx, "", 10, "")
 		for _, s := range page.Items {
 			if s.ChatID == "7" && (s.StartPayload != "campaign_42" || s.Username != "ann" || s.FirstName != "Ann") {
 				t.Fatalf("chat 7 stored as %+v", s)

@@ -5,14 +5,13 @@ package metrics
 import (
 	"context"
 	"errors"
-	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/herald-vpn/herald/internal/mail"
+	"github.com/herald-vpn/herald/internal/push"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 )
@@ -24,6 +23,12 @@ type Metrics struct {
 	latency  *prometheus.HistogramVec
 	jobs     *prometheus.CounterVec
 	emails   *prometheus.CounterVec
+	// pushes and pushLatency cover every call to a push provider;
+	// broadcastDeliveries every delivery outcome a broadcast records.
+	pushes              *prometheus.CounterVec
+	pushLatency         *prometheus.HistogramVec
+	broadcastDeliveries *prometheus.CounterVec
+	webhooks            *prometheus.CounterVec
 }
 
 // New registers every collector on a fresh registry.
@@ -41,21 +46,29 @@ func New() *Metrics {
 			Name: "herald_jobs_total", Help: "Background job attempts by kind and outcome (completed, failed, cancelled, snoozed).",
 		}, []string{"kind", "outcome"}),
 		emails: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_emails_total", Help: "Emails by result (sent, failed).",
+			Name: "herald_emails_total", Help: "Emails by result: sent (accepted by the SMTP server), failed, or logged (the development mailer, HERALD_SMTP_URL unset).",
 		}, []string{"result"}),
+		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_push_sends_total", Help: "Push provider calls by provider (fcm, apns, dev) and outcome (sent, dead_token, retryable, fatal, other).",
+		}, []string{"provider", "outcome"}),
+		pushLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "herald_push_provider_duration_seconds", Help: "Latency of one push provider call, by provider.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"provider"}),
+		broadcastDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_broadcast_deliveries_total", Help: "Broadcast delivery outcomes recorded, by outcome (sent, invalid, failed, retry).",
+		}, []string{"outcome"}),
+		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_webhook_deliveries_total", Help: "Webhook delivery attempts by outcome (success, retry, failed, disabled).",
+		}, []string{"outcome"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.jobs, m.emails,
+	m.reg.MustRegister(m.requests, m.latency, m.jobs, m.emails, m.pushes, m.pushLatency, m.broadcastDeliveries, m.webhooks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
 // Registry lets other packages register collectors of their own.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
-
-// Handler serves the Prometheus text format.
-func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
-}
 
 // ObserveRequest records one API request.
 func (m *Metrics) ObserveRequest(route, operation string, status int, d time.Duration) {
@@ -84,20 +97,57 @@ func (m *Metrics) JobMiddleware() rivertype.Middleware {
 	})
 }
 
-// CountingMailer counts every email sent or failed.
-func (m *Metrics) CountingMailer(s mail.Sender) mail.Sender { return countingMailer{s, m} }
+// WebhookDelivery counts one webhook delivery attempt by its outcome.
+func (m *Metrics) WebhookDelivery(outcome string) { m.webhooks.WithLabelValues(outcome).Inc() }
+
+// CountingMailer counts every email: sent or failed, or logged when s is
+// the development mailer (which delivers nothing).
+func (m *Metrics) CountingMailer(s mail.Sender) mail.Sender {
+	ok := "sent"
+	if mail.Logs(s) {
+		ok = "logged"
+	}
+	return countingMailer{next: s, ok: m.emails.WithLabelValues(ok), failed: m.emails.WithLabelValues("failed")}
+}
 
 type countingMailer struct {
-	next mail.Sender
-	m    *Metrics
+	next       mail.Sender
+	ok, failed prometheus.Counter
 }
 
 func (c countingMailer) Send(ctx context.Context, msg mail.Message) error {
 	err := c.next.Send(ctx, msg)
 	if err != nil {
-		c.m.emails.WithLabelValues("failed").Inc()
+		c.failed.Inc()
 	} else {
-		c.m.emails.WithLabelValues("sent").Inc()
+		c.ok.Inc()
 	}
 	return err
+}
+
+// CountingProvider counts every call to the push provider named provider
+// by outcome, and observes its latency.
+func (m *Metrics) CountingProvider(provider string, p push.Provider) push.Provider {
+	return countingProvider{next: p, name: provider, m: m}
+}
+
+type countingProvider struct {
+	next push.Provider
+	name string
+	m    *Metrics
+}
+
+func (c countingProvider) Send(ctx context.Context, t push.Target, n push.Notification) error {
+	start := time.Now()
+	err := c.next.Send(ctx, t, n)
+	c.m.pushLatency.WithLabelValues(c.name).Observe(time.Since(start).Seconds())
+	kind, _ := push.Classify(err)
+	c.m.pushes.WithLabelValues(c.name, kind.String()).Inc()
+	return err
+}
+
+// BroadcastDelivered counts one broadcast delivery outcome (for
+// notifications.Config.Delivered).
+func (m *Metrics) BroadcastDelivered(status string) {
+	m.broadcastDeliveries.WithLabelValues(status).Inc()
 }

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/herald-vpn/herald/internal/push"
 	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/riverqueue/river"
@@ -40,30 +40,40 @@ type BroadcastWorker struct {
 	Service *Service
 }
 
-// Timeout: a broadcast runs as long as it takes; it watches its context and
-// checkpoints after every batch.
-func (w *BroadcastWorker) Timeout(*river.Job[BroadcastArgs]) time.Duration { return -1 }
+// Timeout bounds one River attempt: a broadcast works in slices of
+// Config.Slice and snoozes in between, so a River job whose process died
+// is rescued by River once this has passed (the sweeper takes the
+// broadcast over much sooner, after Config.LeaseTTL).
+func (w *BroadcastWorker) Timeout(*river.Job[BroadcastArgs]) time.Duration {
+	return w.Service.cfg.Slice + w.Service.cfg.StopGrace + time.Minute
+}
 
-// Work implements river.Worker.
+// Work implements river.Worker. The lease owner is the River job: a
+// job that snoozes between slices finds its own lease again, and any other
+// job for the broadcast waits for that lease to expire.
 func (w *BroadcastWorker) Work(ctx context.Context, job *river.Job[BroadcastArgs]) error {
-	return w.Service.work(ctx, job.Args.JobID, job.Attempt >= job.MaxAttempts)
+	return w.Service.work(ctx, job.Args.JobID, fmt.Sprintf("river-%d", job.ID), job.Attempt >= job.MaxAttempts)
 }
 
 // errProviderDown: many sends in a row failed transiently.
 var errProviderDown = errors.New("push provider unavailable")
 
+// errSliceDone: the run worked its slice; the River job snoozes and goes on.
+var errSliceDone = errors.New("broadcast slice done")
+
 // run is one worker's hold on one broadcast.
 type run struct {
-	s     *Service
-	id    string
-	owner string
-	n     push.Notification
+	s        *Service
+	id       string
+	owner    string
+	n        push.Notification
+	sliceEnd time.Time
 }
 
-// work runs a broadcast until it is finished, cancelled or interrupted.
-// lastAttempt: River will not retry an error, so fail the broadcast instead.
-func (s *Service) work(ctx context.Context, id string, lastAttempt bool) error {
-	owner := uuid.NewString()
+// work runs a broadcast until it is finished, cancelled, interrupted or its
+// slice is over. lastAttempt: River will not retry an error, so fail the
+// broadcast instead.
+func (s *Service) work(ctx context.Context, id, owner string, lastAttempt bool) error {
 	lease, err := s.store.AcquireBroadcast(ctx, id, owner, s.leaseUntil())
 	if errors.Is(err, storage.ErrNotFound) {
 		return river.JobCancel(fmt.Errorf("broadcast %s does not exist", id))
@@ -75,13 +85,15 @@ func (s *Service) work(ctx context.Context, id string, lastAttempt bool) error {
 		return nil
 	}
 	if !lease.Acquired {
-		// Another worker holds it: wait for it to finish or die.
-		wait := min(max(lease.Until.Sub(s.cfg.Now())+time.Second, time.Second), s.cfg.LeaseTTL+time.Second)
-		return river.JobSnooze(wait)
+		// A live worker holds it; if it dies, the sweeper queues a new
+		// River job once its lease has expired.
+		s.cfg.Logger.DebugContext(ctx, "broadcast held by another worker", "job_id", id, "holder", lease.HeldBy)
+		return nil
 	}
-	r := &run{s: s, id: id, owner: owner, n: Notification{Subject: lease.Job.Subject, Content: lease.Job.Content, Data: lease.Job.Data}.push()}
+	s.progress.Changed(id, false) // running
+	r := &run{s: s, id: id, owner: owner, n: Notification{Subject: lease.Job.Subject, Content: lease.Job.Content, Data: lease.Job.Data, Options: lease.Job.Options}.push(), sliceEnd: s.cfg.Now().Add(s.cfg.Slice)}
 	r.n.CollapseKey = id // a resend after a crash replaces, not repeats, on the device
-	s.cfg.Logger.InfoContext(ctx, "broadcast working", "job_id", id, "total_recipients", lease.Job.TotalRecipients)
+	s.cfg.Logger.InfoContext(ctx, "broadcast working", "job_id", id, "owner", owner, "total_recipients", lease.Job.TotalRecipients)
 	err = r.all(ctx)
 	bg := context.WithoutCancel(ctx)
 	var fatal *fatalError
@@ -91,8 +103,12 @@ func (s *Service) work(ctx context.Context, id string, lastAttempt bool) error {
 		if ferr != nil {
 			return ferr
 		}
+		s.progress.Changed(id, true)
 		s.cfg.Logger.InfoContext(ctx, "broadcast finished", "job_id", id, "status", j.Status, "sent", j.Sent, "failed", j.Failed, "invalid_tokens", j.InvalidTokens)
 		return nil
+	case errors.Is(err, errSliceDone):
+		// The lease stays with this River job, which comes back at once.
+		return river.JobSnooze(time.Millisecond)
 	case errors.Is(err, errStopped):
 		// Cancelled, or the lease was lost to another worker.
 		s.store.ReleaseBroadcast(bg, id, owner)
@@ -100,6 +116,7 @@ func (s *Service) work(ctx context.Context, id string, lastAttempt bool) error {
 	case errors.As(err, &fatal):
 		s.cfg.Logger.ErrorContext(ctx, "BROADCAST FAILED: the push provider refused the request; check the FCM/APNs credentials and settings", "job_id", id, "err", fatal.err)
 		_, ferr := s.store.FinishBroadcast(bg, id, owner, StatusFailed, "push provider refused the request: "+fatal.err.Error())
+		s.progress.Changed(id, true)
 		return ferr
 	case ctx.Err() != nil:
 		// Shutting down: every known outcome is written; the unknown ones
@@ -108,6 +125,7 @@ func (s *Service) work(ctx context.Context, id string, lastAttempt bool) error {
 		return river.JobSnooze(time.Second)
 	case errors.Is(err, errProviderDown) && lastAttempt:
 		_, ferr := s.store.FinishBroadcast(bg, id, owner, StatusFailed, "push provider unavailable")
+		s.progress.Changed(id, true)
 		return ferr
 	default:
 		// The provider or the database is down: River retries later and
@@ -127,103 +145,109 @@ func (e *fatalError) Error() string { return "fatal push error: " + e.err.Error(
 
 func (s *Service) leaseUntil() time.Time { return s.cfg.Now().Add(s.cfg.LeaseTTL) }
 
+// source hands out claimed batches: nil claims and done true at the end.
+type source func(ctx context.Context) (claims []Claim, done bool, err error)
+
 // all runs the three passes: deliveries left unresolved by earlier runs,
 // the walk over the devices, and a last try of transient failures.
 func (r *run) all(ctx context.Context) error {
-	if err := r.reclaim(ctx, false, false); err != nil {
+	if err := r.pipeline(ctx, r.reclaim(false), false); err != nil {
 		return err
 	}
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		c, err := r.s.store.ClaimNextBatch(ctx, r.id, r.owner, r.s.cfg.BatchSize, r.s.leaseUntil())
-		if err != nil {
-			return err
-		}
-		if c.Stop {
-			return errStopped
-		}
-		if err := r.send(ctx, c.Claims, false); err != nil {
-			return err
-		}
-		if c.Done {
-			break
-		}
+	if err := r.pipeline(ctx, r.walk(), false); err != nil {
+		return err
 	}
-	return r.reclaim(ctx, true, true)
+	return r.pipeline(ctx, r.reclaim(true), true)
 }
 
-// reclaim re-sends unresolved deliveries page by page.
-func (r *run) reclaim(ctx context.Context, retriesOnly, final bool) error {
+// walk claims the next batch of recipients after the job's cursor.
+func (r *run) walk() source {
+	return func(ctx context.Context) ([]Claim, bool, error) {
+		c, err := r.s.store.ClaimNextBatch(ctx, r.id, r.owner, r.s.cfg.BatchSize, r.s.leaseUntil())
+		switch {
+		case err != nil:
+			return nil, false, err
+		case c.Stop:
+			return nil, false, errStopped
+		}
+		return c.Claims, c.Done, nil
+	}
+}
+
+// reclaim takes up unresolved deliveries page by page.
+func (r *run) reclaim(retriesOnly bool) source {
 	after := ""
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	return func(ctx context.Context) ([]Claim, bool, error) {
 		c, err := r.s.store.ReclaimDeliveries(ctx, r.id, r.owner, retriesOnly, after, r.s.cfg.BatchSize, r.s.leaseUntil())
-		if err != nil {
-			return err
-		}
-		if c.Stop {
-			return errStopped
-		}
-		if c.Last == "" {
-			return nil
-		}
-		if err := r.send(ctx, c.Claims, final); err != nil {
-			return err
+		switch {
+		case err != nil:
+			return nil, false, err
+		case c.Stop:
+			return nil, false, errStopped
+		case c.Last == "":
+			return nil, true, nil
 		}
 		after = c.Last
+		return c.Claims, false, nil
 	}
 }
 
-// send pushes a claimed batch with bounded concurrency and writes the
-// outcomes as they come in. final: a transient failure is a failure.
-func (r *run) send(ctx context.Context, claims []Claim, final bool) error {
-	if len(claims) == 0 {
-		return nil
-	}
+// pipeline sends what next hands out until it is done, with
+// Config.Concurrency sends in flight, while the next batch is claimed and
+// outcomes are recorded continuously: one write in flight, the next group
+// collecting behind it. After a crash, what was sent but not recorded is
+// what was in flight plus the group being written and the one collecting.
+// final: a transient failure is a failure.
+func (r *run) pipeline(ctx context.Context, next source, final bool) error {
 	cfg := r.s.cfg
 	abort := make(chan struct{})
 	var abortOnce sync.Once
 	stop := func() { abortOnce.Do(func() { close(abort) }) }
 	defer stop()
+	stopped := func() bool {
+		select {
+		case <-abort:
+			return true
+		default:
+			return ctx.Err() != nil
+		}
+	}
 
+	// The feeder hands claims to the senders one at a time and claims the
+	// next batch just before the current one runs out, so the senders
+	// never wait for a claim, and the claim (which checks the job is still
+	// this run's and running) is made late enough that a cancel stops the
+	// broadcast between batches.
 	work := make(chan Claim)
-	results := make(chan result, cfg.Concurrency)
+	feedErr := make(chan error, 1)
 	go func() {
 		defer close(work)
-		for _, c := range claims {
-			select {
-			case work <- c:
-			case <-abort:
-				return
-			case <-ctx.Done():
-				return
-			}
-		}
+		feedErr <- r.feed(ctx, next, work, abort)
 	}()
+
 	// Sends in flight when the worker is stopped get StopGrace to finish,
 	// so that a graceful stop knows their outcome instead of leaving them
 	// to be sent again.
 	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelSends()
-	sent := make(chan struct{})
-	defer close(sent)
+	sendersDone := make(chan struct{})
 	defer context.AfterFunc(ctx, func() {
 		t := time.NewTimer(cfg.StopGrace)
 		defer t.Stop()
 		select {
 		case <-t.C:
 			cancelSends()
-		case <-sent:
+		case <-sendersDone:
 		}
 	})()
+	results := make(chan result, cfg.Concurrency)
 	var wg sync.WaitGroup
-	for range min(cfg.Concurrency, len(claims)) {
+	for range cfg.Concurrency {
 		wg.Go(func() {
 			for c := range work {
+				if stopped() {
+					continue // claimed, never sent: a later run takes it up
+				}
 				sctx, cancel := context.WithTimeout(sendCtx, cfg.SendTimeout)
 				err := push.SendWithRetry(sctx, r.s.provider, push.Target{Platform: c.Platform, Token: c.Token}, r.n, cfg.BroadcastRetry)
 				cancel()
@@ -231,84 +255,200 @@ func (r *run) send(ctx context.Context, claims []Claim, final bool) error {
 			}
 		})
 	}
-	go func() { wg.Wait(); close(results) }()
+	go func() { wg.Wait(); close(sendersDone); close(results) }()
 
-	bg := context.WithoutCancel(ctx)
-	var (
-		pending     []Outcome
-		firstErr    error
-		consecutive int // transient failures in a row
-		lastRenewal = time.Now()
-	)
-	flush := func() {
-		if len(pending) == 0 && time.Since(lastRenewal) < cfg.LeaseTTL/3 {
-			return
-		}
-		// A lost write would leave sent messages claimed, to be sent again
-		// by the next run: try a few times before giving up.
-		var kept bool
-		var err error
-		for attempt := range 3 {
-			if attempt > 0 {
-				time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
-			}
-			if kept, err = r.s.store.RecordDeliveries(bg, r.id, r.owner, pending, r.s.leaseUntil()); err == nil {
-				break
-			}
-		}
-		lastRenewal = time.Now()
-		pending = pending[:0]
-		if err != nil && firstErr == nil {
+	rec := &recorder{r: r, bg: context.WithoutCancel(ctx), done: make(chan writeResult, 1), lastWrite: time.Now()}
+	downAfter := max(2*cfg.Concurrency, 10)
+	consecutive := 0 // transient failures in a row
+	var firstErr error
+	fail := func(err error) {
+		if firstErr == nil {
 			firstErr = err
 			stop()
 		}
-		if !kept && err == nil && firstErr == nil {
-			r.s.cfg.Logger.WarnContext(ctx, "broadcast lease lost to another worker", "job_id", r.id)
-			firstErr = errStopped
-			stop()
-		}
 	}
-	downAfter := max(2*cfg.Concurrency, 10)
-	tick := time.NewTicker(cfg.FlushEvery)
+	tick := time.NewTicker(max(cfg.LeaseTTL/4, 10*time.Millisecond))
 	defer tick.Stop()
-	for {
+	// Outcomes wait while a write is out; past maxPending of them the loop
+	// stops taking results, so the senders wait for the database instead
+	// of piling up outcomes (memory, and sends a crash would repeat).
+	maxPending := 2 * cfg.FlushSize
+	open := true
+	for open || rec.writing {
+		taking := results
+		if rec.writing && len(rec.pending) >= maxPending {
+			taking = nil
+		}
 		select {
-		case res, ok := <-results:
+		case res, ok := <-taking:
 			if !ok {
-				flush()
-				if firstErr != nil {
-					return firstErr
-				}
-				return ctx.Err()
+				open, results = false, nil
+				continue
 			}
 			kind, _ := push.Classify(res.err)
 			o, known := r.outcome(ctx, res, kind, final)
 			if !known {
 				continue
 			}
-			pending = append(pending, o)
+			rec.add(o)
+			if r.s.cfg.Delivered != nil {
+				r.s.cfg.Delivered(o.Status)
+			}
 			switch kind {
 			case push.Retryable:
 				consecutive++
-				if consecutive >= downAfter && firstErr == nil {
-					firstErr = fmt.Errorf("%w: %d sends in a row failed: %v", errProviderDown, consecutive, res.err)
-					stop()
+				if consecutive >= downAfter {
+					fail(fmt.Errorf("%w: %d sends in a row failed: %v", errProviderDown, consecutive, res.err))
 				}
 			case push.Fatal:
-				if firstErr == nil {
-					firstErr = &fatalError{res.err}
-					stop()
-				}
+				fail(&fatalError{res.err})
 			default:
 				consecutive = 0
 			}
-			if len(pending) >= cfg.FlushSize {
-				flush()
+		case w := <-rec.done:
+			rec.writing = false
+			if w.err != nil {
+				fail(w.err)
+			} else if !w.kept {
+				r.s.cfg.Logger.WarnContext(ctx, "broadcast lease lost to another worker", "job_id", r.id)
+				fail(errStopped)
 			}
 		case <-tick.C:
-			flush()
+			if time.Since(rec.lastWrite) >= cfg.LeaseTTL/3 {
+				rec.renew = true
+			}
+		}
+		if !rec.writing {
+			rec.flush()
 		}
 	}
+	// Every outcome is written. A claim error counts unless the pipeline
+	// had already stopped for a reason of its own.
+	if err := <-feedErr; err != nil && firstErr == nil {
+		firstErr = err
+	}
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
+
+// feed hands claims from next to work until next is done, the slice is
+// over (errSliceDone), a claim fails, or abort. It starts claiming the next
+// batch when Concurrency claims (at most half a batch) of the current one
+// are left, and never leaves a claim running behind it.
+func (r *run) feed(ctx context.Context, next source, work chan<- Claim, abort <-chan struct{}) error {
+	type batch struct {
+		claims []Claim
+		done   bool
+		err    error
+	}
+	lookahead := min(r.s.cfg.Concurrency, r.s.cfg.BatchSize/2)
+	claimed := make(chan batch, 1)
+	claiming, done, sliceOver := false, false, false
+	claim := func() {
+		if sliceOver = r.s.cfg.Now().After(r.sliceEnd); sliceOver {
+			return
+		}
+		claiming = true
+		go func() {
+			c, d, err := next(ctx)
+			claimed <- batch{c, d, err}
+		}()
+	}
+	// finish waits for a claim in flight, so that none outlives the run.
+	finish := func(err error) error {
+		if claiming {
+			if b := <-claimed; b.err != nil && err == nil {
+				err = b.err
+			}
+		}
+		return err
+	}
+	var cur []Claim
+	claim()
+	for {
+		if len(cur) == 0 {
+			if !claiming {
+				if sliceOver && !done {
+					return errSliceDone
+				}
+				return nil
+			}
+			var b batch
+			select {
+			case b = <-claimed:
+				claiming = false
+			case <-abort:
+				return finish(nil)
+			}
+			if b.err != nil {
+				return b.err
+			}
+			cur, done = b.claims, b.done
+			if len(cur) == 0 && !done {
+				claim() // every device of that page had a delivery already
+			}
+			continue
+		}
+		if !claiming && !done && !sliceOver && len(cur) <= lookahead {
+			claim()
+		}
+		select {
+		case work <- cur[0]:
+			cur = cur[1:]
+		case <-abort:
+			return finish(nil)
+		}
+	}
+}
+
+// recorder writes outcomes with one write in flight at a time; outcomes
+// that arrive meanwhile collect for the next write.
+type recorder struct {
+	r         *run
+	bg        context.Context
+	pending   []Outcome
+	writing   bool
+	renew     bool // write even with nothing pending, to renew the lease
+	done      chan writeResult
+	lastWrite time.Time
+}
+
+type writeResult struct {
+	kept bool
+	err  error
+}
+
+func (w *recorder) add(o Outcome) { w.pending = append(w.pending, o) }
+
+// flush starts a write of what is pending (at most FlushSize outcomes),
+// or of nothing when the lease needs renewing.
+func (w *recorder) flush() {
+	if len(w.pending) == 0 && !w.renew {
+		return
+	}
+	n := min(len(w.pending), w.r.s.cfg.FlushSize)
+	group := slices.Clone(w.pending[:n])
+	w.pending = append(w.pending[:0], w.pending[n:]...)
+	w.writing, w.renew, w.lastWrite = true, false, time.Now()
+	go func() {
+		// A lost write would leave sent messages claimed, to be sent again
+		// by the next run: try a few times before giving up.
+		var res writeResult
+		for attempt := range 3 {
+			if attempt > 0 {
+				time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
+			}
+			if res.kept, res.err = w.r.s.store.RecordDeliveries(w.bg, w.r.id, w.r.owner, group, w.r.s.leaseUntil()); res.err == nil {
+				if len(group) > 0 {
+					w.r.s.progress.Changed(w.r.id, false)
+				}
+				break
+			}
+		}
+		w.done <- res
+	}()
 }
 
 type result struct {

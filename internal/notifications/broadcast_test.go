@@ -221,8 +221,9 @@ func TestBroadcastCancel(t *testing.T) {
 
 // TestBroadcastResumesAfterCrash builds the state a kill -9 leaves behind
 // (a lease held by a dead worker, two claimed batches of which part was
-// sent and recorded, part neither) and checks that Recover finishes the
-// broadcast with exactly one delivery per device.
+// sent and recorded, part neither) and checks that a live replica's sweep
+// takes it over once the lease expires and finishes the broadcast with
+// exactly one delivery per device.
 func TestBroadcastResumesAfterCrash(t *testing.T) {
 	eachDB(t, func(t *testing.T, url string) {
 		e := newEnv(t, url, withConfig(func(c *notifications.Config) { c.BatchSize, c.LeaseTTL = 100, 300*time.Millisecond }))
@@ -233,8 +234,9 @@ func TestBroadcastResumesAfterCrash(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		// The worker that dies.
-		until := time.Now().Add(300 * time.Millisecond)
+		// The worker that dies, with a lease long enough that the sweep
+		// below surely runs within it, even on a loaded machine.
+		until := time.Now().Add(2 * time.Second)
 		if l, err := e.db.AcquireBroadcast(ctx, job.ID, "dead", until); err != nil || !l.Acquired {
 			t.Fatalf("acquire: %+v, %v", l, err)
 		}
@@ -256,11 +258,18 @@ func TestBroadcastResumesAfterCrash(t *testing.T) {
 			t.Fatalf("claim 2: %+v, %v", second, err)
 		}
 
-		// The restart.
-		n, err := e.svc.Recover(ctx)
-		if err != nil || n != 1 {
-			t.Fatalf("recover: %d, %v", n, err)
+		// A live replica's sweep: nothing while the dead worker's lease
+		// lasts, the takeover once it has expired.
+		if n, err := e.svc.Sweep(ctx); err != nil || n != 0 {
+			t.Fatalf("sweep within the lease: %d, %v", n, err)
 		}
+		waitFor(t, "the sweep to queue the takeover", 10*time.Second, func() bool {
+			n, err := e.svc.Sweep(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n == 1
+		})
 		e.start(t)
 		j := e.waitJob(t, job.ID, time.Minute)
 		if j.Status != "completed" || j.Sent != 300 || j.Failed != 0 {
@@ -271,8 +280,8 @@ func TestBroadcastResumesAfterCrash(t *testing.T) {
 				t.Fatalf("%s got %d deliveries", tok, d)
 			}
 		}
-		if n, _ := e.svc.Recover(ctx); n != 0 {
-			t.Fatalf("recover after the end queued %d jobs", n)
+		if n, _ := e.svc.Sweep(ctx); n != 0 {
+			t.Fatalf("a sweep after the end queued %d jobs", n)
 		}
 	})
 }
@@ -291,7 +300,7 @@ func (s slow) Send(ctx context.Context, t push.Target, n push.Notification) erro
 }
 
 // TestBroadcastGracefulStopAndRestart stops the job runner mid-broadcast
-// the way SIGTERM does (the context given to StartJobs ends), then starts
+// the way SIGTERM does (the context given to Start ends), then starts
 // another process on the same database: every device gets exactly one
 // message, because a graceful stop lets the sends in flight finish and
 // writes their outcomes.
@@ -306,13 +315,13 @@ func TestBroadcastGracefulStopAndRestart(t *testing.T) {
 		job, _ := e.svc.Broadcast(ctx, hello)
 
 		runCtx, stop := context.WithCancel(ctx)
-		if err := e.db.StartJobs(runCtx); err != nil {
+		if err := e.jobs.Start(runCtx); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "part of the broadcast", 30*time.Second, func() bool { return e.fcm.TotalDelivered() >= 300 })
 		stop()
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		e.db.StopJobs(sctx)
+		e.jobs.Stop(sctx)
 		cancel()
 		j, _ := e.svc.Job(ctx, job.ID)
 		if j.Status != "running" || j.Sent != e.fcm.TotalDelivered() || j.Sent >= n {
@@ -320,8 +329,13 @@ func TestBroadcastGracefulStopAndRestart(t *testing.T) {
 		}
 
 		e2 := e.restart(t, url)
-		if got, err := e2.svc.Recover(ctx); err != nil || got != 1 {
-			t.Fatalf("recover: %d, %v", got, err)
+		// The stopped worker released its lease: the sweep queues the
+		// takeover at once, and only once.
+		if got, err := e2.svc.Sweep(ctx); err != nil || got != 1 {
+			t.Fatalf("sweep: %d, %v", got, err)
+		}
+		if got, err := e2.svc.Sweep(ctx); err != nil || got != 0 {
+			t.Fatalf("second sweep: %d, %v", got, err)
 		}
 		e2.start(t)
 		j = e2.waitJob(t, job.ID, time.Minute)
@@ -449,78 +463,102 @@ func TestJobsList(t *testing.T) {
 // does not pass through package fcmtest, and the peak is reported; it stays
 // flat whatever the number of devices. fake-retained-MB is the fake's share
 // at the end.
+//
+// The audience case has 150,000 devices, every third one iOS, and
+// broadcasts to the Android ones with an active subscription: the same
+// 100,000 deliveries, found through the audience filter.
 func BenchmarkBroadcast100k(b *testing.B) {
 	const n = 100_000
 	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
 	runtime.MemProfileRate = 16 << 10
+	cases := []struct {
+		name     string
+		devices  int
+		platform func(i int) string
+		audience notifications.Audience
+	}{
+		{"everyone", n, func(int) string { return "android" }, notifications.Audience{}},
+		{"audience", n * 3 / 2, func(i int) string {
+			if i%3 == 2 {
+				return "ios"
+			}
+			return "android"
+		}, notifications.Audience{Platforms: []string{"android"}, SubscriptionStatus: "active"}},
+	}
 	for _, d := range sqlstoretest.Dialects() {
-		b.Run(string(d), func(b *testing.B) {
-			e := newEnv(b, sqlstoretest.NewURL(b, d), withConfig(func(c *notifications.Config) {
-				c.BroadcastRetry = push.RetryPolicy{}
-				c.SendRetry = push.RetryPolicy{}
-			}))
-			ctx := context.Background()
-			e.importDevices(b, n, 1000, func(i int) string { return fmt.Sprintf("bench-token-%07d-abcdefghijklmnopqrstuvwxyz0123456789", i) }, func(int) string { return "android" })
-			e.start(b)
-			var peak atomic.Uint64
-			var own float64
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			wg.Go(func() {
-				tick := time.NewTicker(5 * time.Millisecond)
-				defer tick.Stop()
-				for {
-					select {
-					case <-stop:
-						return
-					case <-tick.C:
-						var m runtime.MemStats
-						runtime.ReadMemStats(&m)
-						if m.HeapInuse > peak.Load() {
-							peak.Store(m.HeapInuse)
-						}
-					}
-				}
+		for _, c := range cases {
+			b.Run(string(d)+"/"+c.name, func(b *testing.B) {
+				benchmarkBroadcast(b, d, n, c.devices, c.platform, c.audience)
 			})
-			wg.Go(func() {
-				tick := time.NewTicker(250 * time.Millisecond)
-				defer tick.Stop()
-				for {
-					select {
-					case <-stop:
-						return
-					case <-tick.C:
-						mine, _ := liveHeap("/fcmtest.")
-						own = max(own, mine)
-					}
+		}
+	}
+}
+
+func benchmarkBroadcast(b *testing.B, d sqlstoretest.Dialect, n, devices int, platform func(int) string, aud notifications.Audience) {
+	e := newEnv(b, sqlstoretest.NewURL(b, d), withConfig(func(c *notifications.Config) {
+		c.BroadcastRetry = push.RetryPolicy{}
+		c.SendRetry = push.RetryPolicy{}
+	}))
+	ctx := context.Background()
+	e.importDevices(b, devices, 1000, func(i int) string { return fmt.Sprintf("bench-token-%07d-abcdefghijklmnopqrstuvwxyz0123456789", i) }, platform)
+	e.start(b)
+	var peak atomic.Uint64
+	var own float64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				var m runtime.MemStats
+				runtime.ReadMemStats(&m)
+				if m.HeapInuse > peak.Load() {
+					peak.Store(m.HeapInuse)
 				}
-			})
-			delivered := 0
-			var elapsed time.Duration
-			for b.Loop() {
-				start := time.Now()
-				job, err := e.svc.Broadcast(ctx, hello)
-				if err != nil {
-					b.Fatal(err)
-				}
-				j := e.waitJob(b, job.ID, 30*time.Minute)
-				elapsed += time.Since(start)
-				if j.Sent != n {
-					b.Fatalf("job %+v", j)
-				}
-				delivered += j.Sent
 			}
-			close(stop)
-			wg.Wait()
-			_, fake := liveHeap("/fcmtest.")
-			b.ReportMetric(float64(delivered)/elapsed.Seconds(), "deliveries/s")
-			b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MB")
-			b.ReportMetric(own/(1<<20), "broadcast-live-heap-MB")
-			b.ReportMetric(fake/(1<<20), "fake-retained-MB")
-			if got := e.fcm.DistinctTokens(); got != n {
-				b.Fatalf("%d distinct tokens got a message, want %d", got, n)
+		}
+	})
+	wg.Go(func() {
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				mine, _ := liveHeap("/fcmtest.")
+				own = max(own, mine)
 			}
-		})
+		}
+	})
+	delivered := 0
+	var elapsed time.Duration
+	for b.Loop() {
+		start := time.Now()
+		job, err := e.svc.BroadcastWith(ctx, hello, notifications.BroadcastOptions{Audience: aud})
+		if err != nil {
+			b.Fatal(err)
+		}
+		j := e.waitJob(b, job.ID, 30*time.Minute)
+		elapsed += time.Since(start)
+		if j.Sent != n || j.TotalRecipients != n {
+			b.Fatalf("job %+v", j)
+		}
+		delivered += j.Sent
+	}
+	close(stop)
+	wg.Wait()
+	_, fake := liveHeap("/fcmtest.")
+	b.ReportMetric(float64(delivered)/elapsed.Seconds(), "deliveries/s")
+	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MB")
+	b.ReportMetric(own/(1<<20), "broadcast-live-heap-MB")
+	b.ReportMetric(fake/(1<<20), "fake-retained-MB")
+	if got := e.fcm.DistinctTokens(); got != n {
+		b.Fatalf("%d distinct tokens got a message, want %d", got, n)
 	}
 }
 

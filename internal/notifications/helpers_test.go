@@ -12,6 +12,8 @@ import (
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/devices"
+	"github.com/herald-vpn/herald/internal/jobs"
+	"github.com/herald-vpn/herald/internal/live"
 	"github.com/herald-vpn/herald/internal/notifications"
 	"github.com/herald-vpn/herald/internal/push"
 	"github.com/herald-vpn/herald/internal/push/apns"
@@ -20,6 +22,8 @@ import (
 	"github.com/herald-vpn/herald/internal/push/fcm/fcmtest"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
+	"github.com/herald-vpn/herald/internal/subscriptions"
+	"github.com/herald-vpn/herald/internal/testsupport"
 	"github.com/riverqueue/river"
 )
 
@@ -40,6 +44,7 @@ func fastConfig() notifications.Config {
 // APNs, with a real River client.
 type env struct {
 	db      *sqlstore.DB
+	jobs    *jobs.Runner
 	devices *devices.Service
 	svc     *notifications.Service
 	fcm     *fcmtest.Server
@@ -47,6 +52,7 @@ type env struct {
 	// provider is what the service sends through; tests may wrap it.
 	provider push.Provider
 	opts     options
+	live     *live.Broker
 }
 
 type option func(*options)
@@ -96,41 +102,42 @@ func (e *env) restart(t testing.TB, url string) *env {
 
 func (e *env) open(t testing.TB, url string) {
 	t.Helper()
-	ctx := context.Background()
 	workers := river.NewWorkers()
-	db, err := sqlstore.Open(ctx, url, sqlstore.JobsConfig{
+	db, runner := sqlstoretest.Open(t, url, jobs.Config{
 		Workers:     workers,
 		Queues:      map[string]river.QueueConfig{notifications.QueuePush: {MaxWorkers: 2}},
-		RetryPolicy: sqlstore.Backoff{Base: 100 * time.Millisecond, Max: 200 * time.Millisecond},
+		RetryPolicy: jobs.Backoff{Base: 100 * time.Millisecond, Max: 200 * time.Millisecond},
 		FetchPoll:   100 * time.Millisecond,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.db = db
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e.db, e.jobs = db, runner
 	cfg := fastConfig()
+	// Live progress as the server wires it: other processes' events by
+	// the store's LISTEN, this one's delivered at once.
+	e.live = live.New(db, cfg.Logger)
+	db.OnLive(e.live.Deliver)
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	watchDone := make(chan struct{})
+	go func() { defer close(watchDone); db.WatchLive(watchCtx, e.live.Deliver, e.live.Resync) }()
+	t.Cleanup(func() { stopWatch(); <-watchDone })
+	cfg.Live = e.live
 	if e.opts.cfg != nil {
 		e.opts.cfg(&cfg)
 	}
 	e.svc = notifications.NewService(db, e.provider, cfg)
-	e.devices = devices.NewService(db, devices.Config{})
+	e.devices = devices.NewService(db, subscriptions.NewService(db, subscriptions.Config{}), devices.Config{})
 	river.AddWorker(workers, &notifications.BroadcastWorker{Service: e.svc})
 }
 
 // start starts the job runner, stopped at cleanup.
 func (e *env) start(t testing.TB) {
 	t.Helper()
-	if err := e.db.StartJobs(context.Background()); err != nil {
+	if err := e.jobs.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		e.db.StopJobs(ctx)
+		e.jobs.Stop(ctx)
 	})
 }
 
@@ -188,13 +195,7 @@ func (e *env) waitJob(t testing.TB, id string, timeout time.Duration) notificati
 // waitFor polls cond.
 func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testsupport.Eventually(t, timeout, cond, "timed out waiting for %s", what)
 }
 
 func wantCode(t testing.TB, err error, code apperr.Code) *apperr.Error {

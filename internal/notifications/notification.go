@@ -36,7 +36,9 @@ package notifications
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -59,6 +61,63 @@ type Notification struct {
 	Subject string
 	Content string
 	Data    map[string]any
+	Options PushOptions
+}
+
+// MaxTTLSeconds is the longest TTL: FCM's limit, 28 days.
+const MaxTTLSeconds = 28 * 24 * 3600
+
+// maxOptionBytes bounds the text options (sound, channelId, threadId).
+const maxOptionBytes = 256
+
+// PushOptions are a notification's delivery options, mapped to each
+// provider by push/fcm and push/apns (see the README's table). The zero
+// value is the providers' defaults. It is stored with a broadcast as
+// JSON.
+type PushOptions struct {
+	Priority         string `json:"priority,omitempty"` // "", high or normal
+	TTLSeconds       *int   `json:"ttl,omitempty"`
+	Badge            *int   `json:"badge,omitempty"`
+	Sound            string `json:"sound,omitempty"`
+	ImageURL         string `json:"imageUrl,omitempty"`
+	ChannelID        string `json:"channelId,omitempty"`
+	ThreadID         string `json:"threadId,omitempty"`
+	ContentAvailable bool   `json:"contentAvailable,omitempty"`
+}
+
+func (o PushOptions) validate() error {
+	switch o.Priority {
+	case "", push.PriorityHigh, push.PriorityNormal:
+	default:
+		return invalidInput("options.priority", "The priority is high or normal.")
+	}
+	if o.TTLSeconds != nil && (*o.TTLSeconds < 0 || *o.TTLSeconds > MaxTTLSeconds) {
+		return invalidInput("options.ttl", fmt.Sprintf("The ttl is a number of seconds from 0 to %d (28 days).", MaxTTLSeconds))
+	}
+	if o.Badge != nil && (*o.Badge < 0 || *o.Badge > 99999) {
+		return invalidInput("options.badge", "The badge is a number from 0 to 99999.")
+	}
+	for field, v := range map[string]string{"options.sound": o.Sound, "options.channelId": o.ChannelID, "options.threadId": o.ThreadID} {
+		if len(v) > maxOptionBytes || !printable(v) || strings.ContainsAny(v, "\n\t") {
+			return invalidInput(field, fmt.Sprintf("The %s is at most %d bytes of printable text.", strings.TrimPrefix(field, "options."), maxOptionBytes))
+		}
+	}
+	if o.ImageURL != "" {
+		u, err := url.Parse(o.ImageURL)
+		if err != nil || u.Scheme != "https" || u.Host == "" || len(o.ImageURL) > 2048 {
+			return invalidInput("options.imageUrl", "The imageUrl is an absolute https URL of at most 2048 bytes.")
+		}
+	}
+	return nil
+}
+
+func (o PushOptions) push() push.Options {
+	out := push.Options{Priority: o.Priority, Badge: o.Badge, Sound: o.Sound, ImageURL: o.ImageURL, ChannelID: o.ChannelID, ThreadID: o.ThreadID, ContentAvailable: o.ContentAvailable}
+	if o.TTLSeconds != nil {
+		ttl := time.Duration(*o.TTLSeconds) * time.Second
+		out.TTL = &ttl
+	}
+	return out
 }
 
 // reservedDataKeys are data keys FCM or APNs refuse or reserve.
@@ -94,6 +153,9 @@ func (n Notification) validate() ([]byte, error) {
 			return nil, invalidInput(field, fmt.Sprintf("The notification %s holds invalid UTF-8 or control characters.", field))
 		}
 	}
+	if err := n.Options.validate(); err != nil {
+		return nil, err
+	}
 	for k := range n.Data {
 		lk := strings.ToLower(k)
 		if k == "" || reservedDataKeys[lk] || strings.HasPrefix(lk, "google.") || strings.HasPrefix(lk, "gcm.") {
@@ -119,7 +181,7 @@ func (n Notification) encodeData() ([]byte, error) {
 }
 
 func (n Notification) push() push.Notification {
-	return push.Notification{Title: n.Subject, Body: n.Content, Data: n.Data}
+	return push.Notification{Title: n.Subject, Body: n.Content, Data: n.Data, Options: n.Options.push()}
 }
 
 func invalidInput(field, msg string) *apperr.Error {

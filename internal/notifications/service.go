@@ -3,19 +3,20 @@ package notifications
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/cursor"
 	"github.com/herald-vpn/herald/internal/devices"
+	"github.com/herald-vpn/herald/internal/live"
 	"github.com/herald-vpn/herald/internal/push"
 	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/riverqueue/river"
 )
 
 // Job listing page sizes.
@@ -45,13 +46,29 @@ type Config struct {
 	StopGrace time.Duration
 	// LeaseTTL is how long a broadcast stays with a worker that stopped
 	// renewing its lease, i.e. the delay before another takes over after a
-	// crash (default 30s).
+	// crash (default 20s). Sweep, run every SweepEvery, queues the
+	// takeover.
 	LeaseTTL time.Duration
-	// FlushEvery and FlushSize bound how many outcomes wait unwritten
-	// (defaults 100ms and 100).
-	FlushEvery time.Duration
-	FlushSize  int
-	Logger     *slog.Logger
+	// Slice is how long one River attempt works a broadcast before it
+	// snoozes and goes on (default 5m), so that River can rescue the
+	// attempt of a process that died.
+	Slice time.Duration
+	// FlushSize is the most outcomes written at once (default 500).
+	FlushSize int
+	// Live is the broker that carries progress to subscribers, on this
+	// replica and (through its bus) the others; nil: one of its own.
+	Live *live.Broker
+	// ProgressInterval is the least time between two progress events of
+	// one job (default DefaultProgressInterval); the final one is not held.
+	ProgressInterval time.Duration
+	// Delivered, when set, is told each broadcast delivery's outcome
+	// (DeliverySent, DeliveryInvalid, DeliveryFailed or DeliveryRetry) as
+	// it is recorded: the metrics count them.
+	Delivered func(status string)
+	Logger    *slog.Logger
+	// Chats delivers the telegram channel of SendToUser; nil: the channel
+	// has no chat to reach.
+	Chats ChatSender
 	// Now is the clock (default time.Now in UTC).
 	Now func() time.Time
 }
@@ -76,16 +93,22 @@ func (c Config) withDefaults() Config {
 		c.StopGrace = 5 * time.Second
 	}
 	if c.LeaseTTL <= 0 {
-		c.LeaseTTL = 30 * time.Second
+		c.LeaseTTL = DefaultLeaseTTL
 	}
-	if c.FlushEvery <= 0 {
-		c.FlushEvery = 100 * time.Millisecond
+	if c.Slice <= 0 {
+		c.Slice = 5 * time.Minute
 	}
 	if c.FlushSize <= 0 {
-		c.FlushSize = 100
+		c.FlushSize = 500
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Live == nil {
+		c.Live = live.New(nil, c.Logger)
+	}
+	if c.ProgressInterval <= 0 {
+		c.ProgressInterval = DefaultProgressInterval
 	}
 	if c.Now == nil {
 		c.Now = func() time.Time { return time.Now().UTC() }
@@ -93,17 +116,35 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// DefaultLeaseTTL is Config.LeaseTTL's default.
+const DefaultLeaseTTL = 20 * time.Second
+
 // Service sends notifications.
 type Service struct {
 	store    Store
 	provider push.Provider
 	cfg      Config
+	live     *live.Broker
+	progress *live.Announcer
 }
 
 // NewService returns the service. provider is usually a push.NewRouter of
 // the configured providers, each wrapped in RateLimit.
 func NewService(store Store, provider push.Provider, cfg Config) *Service {
-	return &Service{store: store, provider: provider, cfg: cfg.withDefaults()}
+	s := &Service{store: store, provider: provider, cfg: cfg.withDefaults()}
+	s.live = s.cfg.Live
+	s.progress = live.NewAnnouncer(s.live, s.cfg.ProgressInterval, ProgressTopic,
+		func(ctx context.Context, id string) ([]byte, bool, error) {
+			j, err := s.store.BroadcastJob(ctx, id)
+			if err != nil {
+				return nil, false, err
+			}
+			return encodeProgress(j), j.Finished(), nil
+		},
+		func(id string, err error) {
+			s.cfg.Logger.Warn("broadcast progress not published", "job_id", id, "err", err)
+		})
+	return s
 }
 
 // StatusSent is SendToDevice's status.
@@ -132,37 +173,59 @@ func (s *Service) SendToDevice(ctx context.Context, deviceID string, n Notificat
 	if err != nil {
 		return SendResult{}, err
 	}
+	if disabled, err := s.store.AccountDisabled(ctx, d.AccountID); err != nil {
+		return SendResult{}, err
+	} else if disabled {
+		return SendResult{}, apperr.Newf(apperr.DeviceNotFound, "Device %q belongs to a disabled account; it gets no notifications.", deviceID)
+	}
+	if err := s.deliver(ctx, d, n); err != nil {
+		return SendResult{}, err
+	}
+	return SendResult{Status: StatusSent, Message: fmt.Sprintf("Notification sent to device %s.", deviceID)}, nil
+}
+
+// deliver pushes n to device d now, with the short retry of a caller
+// that waits, and says how it went in the catalogue's terms: nil when the
+// provider accepted it; INVALID_PUSH_TOKEN when the token is known or
+// found dead (the device is marked); INVALID_INPUT when the provider
+// refused the data; UPSTREAM_ERROR when the provider keeps failing or is
+// misconfigured; the context's error when the caller went away.
+func (s *Service) deliver(ctx context.Context, d devices.Device, n Notification) error {
+	deviceID := d.ID
 	if d.PushTokenStatus != devices.TokenValid || d.PushToken == "" {
-		return SendResult{}, invalidToken(deviceID)
+		return invalidToken(deviceID)
 	}
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.SendTimeout)
-	err = push.SendWithRetry(sctx, s.provider, push.Target{Platform: d.Platform, Token: d.PushToken}, n.push(), s.cfg.SendRetry)
+	err := push.SendWithRetry(sctx, s.provider, push.Target{Platform: d.Platform, Token: d.PushToken}, n.push(), s.cfg.SendRetry)
 	cancel()
 	kind, _ := push.Classify(err)
 	switch kind {
 	case push.Sent:
-		return SendResult{Status: StatusSent, Message: fmt.Sprintf("Notification sent to device %s.", deviceID)}, nil
+		return nil
 	case push.DeadToken:
+		if d.ID == "" { // a bare token: no device to mark
+			return apperr.Newf(apperr.InvalidPushToken, "The push token is invalid or expired (%s).", reasonOf(err))
+		}
 		if err := s.store.InvalidatePushToken(context.WithoutCancel(ctx), d.ID, d.PushToken); err != nil {
 			s.cfg.Logger.ErrorContext(ctx, "marking a dead push token invalid", "device_id", d.ID, "err", err)
 		}
 		s.cfg.Logger.InfoContext(ctx, "push token is dead; device marked invalid", "device_id", d.ID, "reason", reasonOf(err))
-		return SendResult{}, invalidToken(deviceID)
+		return invalidToken(deviceID)
 	case push.Fatal:
 		s.cfg.Logger.ErrorContext(ctx, "PUSH PROVIDER MISCONFIGURED: check the FCM/APNs credentials and settings", "device_id", d.ID, "platform", d.Platform, "err", err)
-		return SendResult{}, apperr.Newf(apperr.UpstreamError, "The push provider refused the request; the operator has been alerted.")
+		return apperr.Newf(apperr.UpstreamError, "The push provider refused the request; the operator has been alerted.")
 	case push.Retryable:
 		s.cfg.Logger.WarnContext(ctx, "push provider unavailable", "device_id", d.ID, "err", err)
-		return SendResult{}, apperr.Newf(apperr.UpstreamError, "The push provider is unavailable; try again later.")
+		return apperr.Newf(apperr.UpstreamError, "The push provider is unavailable; try again later.")
 	}
 	if ctx.Err() != nil {
-		return SendResult{}, ctx.Err()
+		return ctx.Err()
 	}
 	if r := reasonOf(err); r == "InvalidData" || r == "INVALID_ARGUMENT" {
-		return SendResult{}, invalidInput("data", "The push provider refused the notification's data.")
+		return invalidInput("data", "The push provider refused the notification's data.")
 	}
 	s.cfg.Logger.WarnContext(ctx, "push failed", "device_id", d.ID, "err", err)
-	return SendResult{}, apperr.Newf(apperr.UpstreamError, "The push provider did not accept the notification.")
+	return apperr.Newf(apperr.UpstreamError, "The push provider did not accept the notification.")
 }
 
 func invalidToken(deviceID string) error {
@@ -181,19 +244,67 @@ func reasonOf(err error) string {
 // is returned queued with TotalRecipients counted in that transaction.
 // INVALID_INPUT for a bad notification.
 func (s *Service) Broadcast(ctx context.Context, n Notification) (Job, error) {
+	return s.BroadcastWith(ctx, n, BroadcastOptions{})
+}
+
+// MaxSchedule is how far ahead a broadcast may be scheduled.
+const MaxSchedule = 30 * 24 * time.Hour
+
+// scheduleSkew is how far in the past a sendAt may be and still be taken
+// as "now" (clocks differ).
+const scheduleSkew = time.Minute
+
+// BroadcastOptions are sendNotificationToAll's optional arguments.
+type BroadcastOptions struct {
+	// SendAt schedules the broadcast: it is created in status scheduled
+	// and starts at that time on any replica. At most MaxSchedule ahead; a
+	// time up to a minute past means now.
+	SendAt *time.Time
+	// Audience narrows the recipients (see Audience); totalRecipients
+	// counts it.
+	Audience Audience
+}
+
+// BroadcastWith is Broadcast with options. VALIDATION_ERROR (field sendAt)
+// for a sendAt more than 30 days ahead or more than a minute past.
+func (s *Service) BroadcastWith(ctx context.Context, n Notification, opts BroadcastOptions) (Job, error) {
 	data, err := n.validate()
 	if err != nil {
 		return Job{}, err
+	}
+	if err := opts.Audience.Validate(); err != nil {
+		return Job{}, err
+	}
+	var sendAt *time.Time
+	if opts.SendAt != nil {
+		now, at := s.cfg.Now(), opts.SendAt.UTC()
+		switch {
+		case at.After(now.Add(MaxSchedule)):
+			return Job{}, apperr.Invalid("sendAt", "a time at most 30 days ahead", at.Format(time.RFC3339))
+		case at.Before(now.Add(-scheduleSkew)):
+			return Job{}, apperr.Invalid("sendAt", "a time in the future", at.Format(time.RFC3339))
+		case at.After(now):
+			sendAt = &at
+		}
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		return Job{}, err
 	}
-	return s.store.CreateBroadcast(ctx, NewBroadcast{ID: id.String(), Subject: n.Subject, Content: n.Content, Data: data}, BroadcastArgs{JobID: id.String()})
+	b := NewBroadcast{ID: id.String(), Subject: n.Subject, Content: n.Content, Data: data, SendAt: sendAt, Audience: opts.Audience}
+	if n.Options != (PushOptions{}) {
+		if b.Options, err = json.Marshal(n.Options); err != nil {
+			return Job{}, err
+		}
+	}
+	return s.store.CreateBroadcast(ctx, b, BroadcastArgs{JobID: id.String()})
 }
 
 // QueuedMessage is the message sendNotificationToAll shows.
 func QueuedMessage(j Job) string {
+	if j.SendAt != nil {
+		return fmt.Sprintf("Notification scheduled for %s to %d device(s).", j.SendAt.UTC().Format(time.RFC3339), j.TotalRecipients)
+	}
 	if j.TotalRecipients == 1 {
 		return "Notification queued for 1 device."
 	}
@@ -219,13 +330,11 @@ type JobPage struct {
 // Jobs lists broadcast jobs, newest first, first at a time (default 20, at
 // most 100) after the opaque cursor after.
 func (s *Service) Jobs(ctx context.Context, first int, after string) (JobPage, error) {
-	if first == 0 {
-		first = DefaultPageSize
+	first, err := cursor.PageSize(first, DefaultPageSize, MaxPageSize)
+	if err != nil {
+		return JobPage{}, err
 	}
-	if first < 0 || first > MaxPageSize {
-		return JobPage{}, apperr.Invalid("first", fmt.Sprintf("between 1 and %d", MaxPageSize), fmt.Sprint(first))
-	}
-	before, err := decodeCursor(after)
+	before, err := jobCursor.After(after)
 	if err != nil {
 		return JobPage{}, apperr.Invalid("after", "a cursor from an earlier page", after)
 	}
@@ -233,14 +342,11 @@ func (s *Service) Jobs(ctx context.Context, first int, after string) (JobPage, e
 	if err != nil {
 		return JobPage{}, err
 	}
-	p := JobPage{Jobs: js}
-	if len(js) > first {
-		p.Jobs, p.HasNextPage = js[:first], true
+	p, err := cursor.Cut(jobCursor, js, first, func(j Job) string { return j.ID })
+	if err != nil {
+		return JobPage{}, err
 	}
-	if len(p.Jobs) > 0 {
-		p.EndCursor = encodeCursor(p.Jobs[len(p.Jobs)-1].ID)
-	}
-	return p, nil
+	return JobPage{Jobs: p.Items, EndCursor: p.EndCursor, HasNextPage: p.HasNextPage}, nil
 }
 
 // Cancel stops a queued or running broadcast: the batch being sent
@@ -251,50 +357,36 @@ func (s *Service) Cancel(ctx context.Context, id string) (Job, error) {
 	if errors.Is(err, storage.ErrNotFound) {
 		return Job{}, jobNotFound(id)
 	}
+	if err == nil {
+		s.progress.Changed(id, j.Finished())
+	}
 	return j, err
 }
 
-// Recover queues a River job for every unfinished broadcast, so that a
-// broadcast whose worker was killed resumes (after its lease expires)
-// without waiting for River's stuck-job rescuer. Call it once at start-up;
-// a broadcast whose worker is alive is not disturbed (the extra River job
-// waits for the lease and ends when the broadcast does).
-func (s *Service) Recover(ctx context.Context) (int, error) {
-	ids, err := s.store.UnfinishedBroadcasts(ctx)
-	if err != nil {
-		return 0, err
-	}
-	for i, id := range ids {
-		if _, err := s.store.InsertJob(ctx, BroadcastArgs{JobID: id}, nil); err != nil {
-			return i, err
-		}
-	}
+// SweepEvery is how often Sweep should run: a few times per lease, so a
+// broadcast whose worker died is taken over soon after its lease expires.
+func (s *Service) SweepEvery() time.Duration {
+	return min(max(s.cfg.LeaseTTL/4, 100*time.Millisecond), 5*time.Second)
+}
+
+// Sweep queues a River job for every running broadcast whose lease expired
+// (its worker died or stalled) or was released (its worker stopped), so a
+// live replica takes it over without a restart. Every replica runs it;
+// each broadcast is queued by one of them, at most once per lease period.
+func (s *Service) Sweep(ctx context.Context) (int, error) {
+	ids, err := s.store.RequeueStalledBroadcasts(ctx, s.cfg.LeaseTTL, func(id string) river.JobArgs { return BroadcastArgs{JobID: id} })
 	if len(ids) > 0 {
-		s.cfg.Logger.InfoContext(ctx, "resuming unfinished broadcasts", "jobs", len(ids))
+		s.cfg.Logger.InfoContext(ctx, "stalled broadcasts queued for takeover", "job_ids", ids)
 	}
-	return len(ids), nil
+	return len(ids), err
 }
 
 func jobNotFound(id string) error {
 	return apperr.Newf(apperr.JobNotFound, "No notification job with the id %q.", id)
 }
 
-func encodeCursor(id string) string { return base64.RawURLEncoding.EncodeToString([]byte("j:" + id)) }
-
-func decodeCursor(c string) (string, error) {
-	if c == "" {
-		return "", nil
-	}
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return "", err
-	}
-	id, ok := strings.CutPrefix(string(b), "j:")
-	if !ok || id == "" {
-		return "", errors.New("not a job cursor")
-	}
-	return id, nil
-}
+// jobCursor's payload is the ID of the last job of a page.
+var jobCursor = cursor.New[string]("job")
 
 // DecodeData decodes a job's stored data; sqlstore uses it. Numbers are
 // kept as json.Number so that large integers reach the devices unchanged.

@@ -4,14 +4,17 @@ import (
 	"context"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/audience"
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/riverqueue/river"
 )
 
-// Broadcast job statuses: queued → running → completed, failed or
-// cancelled.
+// Broadcast job statuses: queued (or scheduled, until its sendAt) →
+// running → completed, failed or cancelled.
 const (
 	StatusQueued    = "queued"
+	StatusScheduled = "scheduled"
 	StatusRunning   = "running"
 	StatusCompleted = "completed"
 	StatusFailed    = "failed"
@@ -53,6 +56,12 @@ type Job struct {
 	FinishedAt      *time.Time
 	// Error says why a failed job failed.
 	Error string
+	// Options are the push options every device is sent with.
+	Options PushOptions
+	// SendAt is when a scheduled job starts; nil for one queued at once.
+	SendAt *time.Time
+	// Audience is who it is sent to; the zero value is everyone.
+	Audience Audience
 }
 
 // Finished reports whether the job reached a final status.
@@ -66,7 +75,16 @@ type NewBroadcast struct {
 	Subject string
 	Content string
 	Data    []byte // JSON object, nil when none
+	Options []byte // PushOptions as JSON, nil when none
+	// SendAt schedules the job (status scheduled, its River job scheduled
+	// at that time); nil queues it now.
+	SendAt *time.Time
+	// Audience narrows the recipients; the zero value is everyone.
+	Audience Audience
 }
+
+// Audience narrows a broadcast's recipients (the zero value is everyone).
+type Audience = audience.Audience
 
 // Lease is the outcome of trying to take a broadcast's lease.
 type Lease struct {
@@ -105,8 +123,15 @@ type Outcome struct {
 // Store is the persistence the notifications service needs; sqlstore
 // implements it. Errors are the storage package's.
 type Store interface {
+	// AccountByID returns an account. ErrNotFound when unknown.
+	AccountByID(ctx context.Context, id string) (accounts.Account, error)
+	// ListDevices returns the account's active devices, oldest first.
+	ListDevices(ctx context.Context, accountID string) ([]devices.Device, error)
 	// DeviceByID returns any device, active or not. ErrNotFound when unknown.
 	DeviceByID(ctx context.Context, id string) (devices.Device, error)
+	// AccountDisabled reports whether an operator disabled the account:
+	// its devices get no pushes.
+	AccountDisabled(ctx context.Context, accountID string) (bool, error)
 	// InvalidatePushToken marks the device's token invalid if it still is
 	// token.
 	InvalidatePushToken(ctx context.Context, deviceID, token string) error
@@ -119,13 +144,15 @@ type Store interface {
 	// BroadcastJobs returns up to limit jobs, newest first, older than the
 	// job beforeID ("" for the newest).
 	BroadcastJobs(ctx context.Context, beforeID string, limit int) ([]Job, error)
-	// CancelBroadcast cancels a queued or running job and returns it; a
+	// CancelBroadcast cancels a queued, scheduled or running job and returns it; a
 	// finished job is returned unchanged. ErrNotFound when unknown.
 	CancelBroadcast(ctx context.Context, id string) (Job, error)
-	// UnfinishedBroadcasts returns the IDs of queued and running jobs.
-	UnfinishedBroadcasts(ctx context.Context) ([]string, error)
-	// InsertJob inserts a River job outside any transaction.
-	InsertJob(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (int64, error)
+	// RequeueStalledBroadcasts finds running jobs whose lease expired or
+	// was released and that were not requeued within minInterval, and for
+	// each, in one transaction, marks it requeued and inserts newJob(id).
+	// It returns the IDs requeued; run on every replica at once, each job
+	// is requeued by one.
+	RequeueStalledBroadcasts(ctx context.Context, minInterval time.Duration, newJob func(id string) river.JobArgs) ([]string, error)
 
 	// AcquireBroadcast gives owner the job's lease until the given time
 	// when it is free, expired or owner's, and moves a queued job to
@@ -133,10 +160,12 @@ type Store interface {
 	AcquireBroadcast(ctx context.Context, id, owner string, until time.Time) (Lease, error)
 	// ReclaimDeliveries takes up, in device order after `after`, up to
 	// limit unresolved deliveries: those in DeliveryRetry, and (unless
-	// retriesOnly) those DeliveryClaimed by another owner (a worker that
-	// died). Devices no longer recipients become DeliverySkipped; the
-	// rest become DeliveryClaimed by owner and are returned. It renews the
-	// lease until `until`.
+	// retriesOnly) those DeliveryClaimed by an earlier run whose outcome
+	// is unknown (a worker that died, or claims a stopped run never sent).
+	// Devices no longer recipients become DeliverySkipped; the rest become
+	// DeliveryClaimed by owner and are returned. It renews the lease until
+	// `until`. Only owner, holding the lease, works the job, so nothing it
+	// takes up is in flight.
 	ReclaimDeliveries(ctx context.Context, id, owner string, retriesOnly bool, after string, limit int, until time.Time) (Claims, error)
 	// ClaimNextBatch claims, after the job's cursor, up to limit active
 	// devices with a valid token created no later than the job, and moves

@@ -11,8 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
-	"golang.org/x/crypto/argon2"
+	"github.com/herald-vpn/herald/internal/password/argon2id"
 )
 
 // Params is the argon2id cost.
@@ -39,20 +41,42 @@ var ErrMalformedHash = errors.New("password: malformed argon2id hash")
 
 // Hasher hashes under a bound on concurrent hashes: each hash holds
 // MemoryKiB of memory, so a burst of signups must queue, not exhaust RAM.
+// The memory is reused from hash to hash (allocating 64 MiB per login
+// costs more than the hash: the kernel zeroes every page, the collector
+// reclaims it), allocated at the first hash and let go after IdleRelease
+// without one, so a process that checks no password holds none.
 type Hasher struct {
 	params Params
 	slots  chan struct{}
 	dummy  string
+
+	mu          sync.Mutex
+	free        []*argon2id.Memory // at most cap(slots)
+	lastUsed    time.Time
+	idle        *time.Timer
+	idleRelease time.Duration
 }
+
+// IdleRelease is how long the hasher keeps its memory without a hash.
+const IdleRelease = 30 * time.Second
 
 // NewHasher returns a hasher that runs at most maxConcurrent hashes at once.
 func NewHasher(p Params, maxConcurrent int) *Hasher {
 	if maxConcurrent < 1 {
 		maxConcurrent = 1
 	}
-	h := &Hasher{params: p, slots: make(chan struct{}, maxConcurrent)}
-	h.dummy = h.encode(make([]byte, p.SaltLen), []byte("dummy password for timing"))
-	return h
+	// The dummy is a PHC string of the current cost whose key matches no
+	// password: checking against it costs what a real check costs, and
+	// making it costs nothing (no hash is computed at start).
+	enc := base64.RawStdEncoding
+	dummy := fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2id.Version, p.MemoryKiB, p.Iterations, p.Parallelism,
+		enc.EncodeToString(make([]byte, p.SaltLen)), enc.EncodeToString(make([]byte, p.KeyLen)))
+	return &Hasher{params: p, slots: make(chan struct{}, maxConcurrent), dummy: dummy, idleRelease: IdleRelease}
+}
+
+// MemoryBound is the most memory the hasher's hashes hold at once.
+func (h *Hasher) MemoryBound() uint64 {
+	return uint64(cap(h.slots)) * uint64(h.params.MemoryKiB) * 1024
 }
 
 // Params returns the hasher's current cost.
@@ -69,6 +93,54 @@ func (h *Hasher) acquire(ctx context.Context) error {
 
 func (h *Hasher) release() { <-h.slots }
 
+// memory takes a working memory for one hash of memoryKiB; give it back
+// with putMemory. Only a slot holder calls it, so at most cap(slots) exist.
+func (h *Hasher) memory(memoryKiB uint32) *argon2id.Memory {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n := len(h.free); n > 0 {
+		m := h.free[n-1]
+		h.free = h.free[:n-1]
+		if m.Fits(memoryKiB) {
+			return m
+		}
+	}
+	// A stored hash of a larger cost than the current one gets memory of
+	// its own, which is not kept.
+	return argon2id.NewMemory(max(memoryKiB, h.params.MemoryKiB))
+}
+
+func (h *Hasher) putMemory(m *argon2id.Memory) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.free) < cap(h.slots) && m.Fits(h.params.MemoryKiB) && !m.Fits(h.params.MemoryKiB+1) {
+		h.free = append(h.free, m)
+	}
+	h.lastUsed = time.Now()
+	if h.idle == nil {
+		h.idle = time.AfterFunc(h.idleRelease, h.releaseIdle)
+	}
+}
+
+// releaseIdle lets go of the memory once no hash ran for IdleRelease.
+func (h *Hasher) releaseIdle() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if wait := h.idleRelease - time.Since(h.lastUsed); wait > 0 {
+		h.idle.Reset(wait)
+		return
+	}
+	h.free = nil
+	h.idle = nil
+}
+
+// key runs one hash in reused memory; the caller holds a slot.
+func (h *Hasher) key(plain, salt []byte, p Params, keyLen uint32) []byte {
+	m := h.memory(p.MemoryKiB)
+	defer h.putMemory(m)
+	return argon2id.Key(m, plain, salt, p.Iterations, p.MemoryKiB, p.Parallelism, keyLen)
+}
+
 // Hash returns the PHC string of plain with a fresh random salt.
 func (h *Hasher) Hash(ctx context.Context, plain string) (string, error) {
 	salt := make([]byte, h.params.SaltLen)
@@ -84,10 +156,10 @@ func (h *Hasher) Hash(ctx context.Context, plain string) (string, error) {
 
 func (h *Hasher) encode(salt, plain []byte) string {
 	p := h.params
-	key := argon2.IDKey(plain, salt, p.Iterations, p.MemoryKiB, p.Parallelism, p.KeyLen)
+	key := h.key(plain, salt, p, p.KeyLen)
 	enc := base64.RawStdEncoding
 	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s",
-		argon2.Version, p.MemoryKiB, p.Iterations, p.Parallelism, enc.EncodeToString(salt), enc.EncodeToString(key))
+		argon2id.Version, p.MemoryKiB, p.Iterations, p.Parallelism, enc.EncodeToString(salt), enc.EncodeToString(key))
 }
 
 // Verify reports whether plain matches the PHC string encoded, and whether
@@ -101,7 +173,7 @@ func (h *Hasher) Verify(ctx context.Context, plain, encoded string) (ok, needsRe
 		return false, false, err
 	}
 	defer h.release()
-	got := argon2.IDKey([]byte(plain), salt, p.Iterations, p.MemoryKiB, p.Parallelism, uint32(len(key)))
+	got := h.key([]byte(plain), salt, p, uint32(len(key)))
 	ok = subtle.ConstantTimeCompare(got, key) == 1
 	weaker := p.MemoryKiB < h.params.MemoryKiB || p.Iterations < h.params.Iterations ||
 		p.Parallelism < h.params.Parallelism || uint32(len(key)) < h.params.KeyLen
@@ -121,7 +193,7 @@ func decode(encoded string) (Params, []byte, []byte, error) {
 		return Params{}, nil, nil, ErrMalformedHash
 	}
 	var version int
-	if _, err := fmt.Sscanf(parts[2], "v=%d", &version); err != nil || version != argon2.Version {
+	if _, err := fmt.Sscanf(parts[2], "v=%d", &version); err != nil || version != argon2id.Version {
 		return Params{}, nil, nil, ErrMalformedHash
 	}
 	var p Params

@@ -2,8 +2,13 @@ package password
 
 import (
 	"context"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/testsupport"
 )
 
 func cheap() Params {
@@ -65,4 +70,45 @@ func TestHashRespectsCancelledContextWhenSaturated(t *testing.T) {
 	if _, err := h.Hash(ctx, "Secret123"); err == nil {
 		t.Fatal("hash ran past the concurrency bound")
 	}
+}
+
+// The hasher keeps one working memory per slot between hashes, and lets
+// them go once no hash ran for its idle time.
+func TestMemoryReusedThenReleased(t *testing.T) {
+	ctx := context.Background()
+	h := NewHasher(cheap(), 2)
+	h.idleRelease = 50 * time.Millisecond
+	held := func() int {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(h.free)
+	}
+	if held() != 0 {
+		t.Fatal("a new hasher must hold no memory")
+	}
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := h.Hash(ctx, "Secret123"); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := held(); n < 1 || n > 2 {
+		t.Fatalf("after hashes the hasher holds %d memories, want 1 or 2 (one per slot at most)", n)
+	}
+	first := h.free[0]
+	if _, err := h.Hash(ctx, "Secret123"); err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	reused := slices.Contains(h.free, first)
+	h.mu.Unlock()
+	if !reused {
+		t.Fatal("the next hash must reuse a held memory")
+	}
+	testsupport.Eventually(t, 5*time.Second, func() bool { return held() == 0 }, "memory released after the idle time")
 }

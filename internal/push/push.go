@@ -29,6 +29,40 @@ type Notification struct {
 	// 64 bytes): a broadcast sets its job id, so a send repeated after a
 	// crash is shown once.
 	CollapseKey string
+	// Options tune delivery; each provider maps them (see the fcm and apns
+	// package docs, and the README's table).
+	Options Options
+}
+
+// Priorities of Options.Priority.
+const (
+	PriorityHigh   = "high"
+	PriorityNormal = "normal"
+)
+
+// Options are the delivery options of a notification; the zero value is
+// the providers' defaults.
+type Options struct {
+	// Priority is PriorityHigh, PriorityNormal or "" (the provider's
+	// default: high for an alert, normal for a silent push).
+	Priority string
+	// TTL is how long the provider keeps an undelivered push; nil is the
+	// provider's default (4 weeks), 0 means now or never.
+	TTL *time.Duration
+	// Badge is the app icon's badge number (iOS; Android notification
+	// count); nil leaves it.
+	Badge *int
+	// Sound names the sound to play ("default" for the system's).
+	Sound string
+	// ImageURL is an image shown with the notification.
+	ImageURL string
+	// ChannelID is the Android notification channel.
+	ChannelID string
+	// ThreadID groups notifications on iOS.
+	ThreadID string
+	// ContentAvailable makes a silent data push: no alert is shown, the
+	// app is woken with the data.
+	ContentAvailable bool
 }
 
 // Platform values for Target.Platform.

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/push"
-	"github.com/herald-vpn/herald/internal/push/internal/pushtest"
+	"github.com/herald-vpn/herald/internal/testsupport"
 )
 
 func TestClassify(t *testing.T) {
@@ -206,7 +206,7 @@ func TestSendWithRetry(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := &scripted{errs: tt.errs}
-			rec := &pushtest.SleepRecorder{}
+			rec := &testsupport.Sleeper{}
 			pol := policy
 			pol.Sleep = rec.Sleep
 			err := push.SendWithRetry(t.Context(), p, push.Target{Platform: "android", Token: "t"}, push.Notification{}, pol)
@@ -216,8 +216,8 @@ func TestSendWithRetry(t *testing.T) {
 			if p.calls != tt.wantCalls {
 				t.Errorf("calls = %d, want %d", p.calls, tt.wantCalls)
 			}
-			if fmt.Sprint(rec.Waits()) != fmt.Sprint(tt.wantWaits) {
-				t.Errorf("waits = %v, want %v", rec.Waits(), tt.wantWaits)
+			if fmt.Sprint(rec.Sleeps()) != fmt.Sprint(tt.wantWaits) {
+				t.Errorf("waits = %v, want %v", rec.Sleeps(), tt.wantWaits)
 			}
 		})
 	}
@@ -244,13 +244,13 @@ func TestSendWithRetryStopsOnCancel(t *testing.T) {
 func TestRetryJitterBounds(t *testing.T) {
 	pol := push.RetryPolicy{Attempts: 2, BaseBackoff: time.Second, MaxBackoff: time.Minute, Jitter: 0.5}
 	for range 50 {
-		rec := &pushtest.SleepRecorder{}
+		rec := &testsupport.Sleeper{}
 		pol.Sleep = rec.Sleep
 		p := &scripted{errs: []error{&push.Error{Kind: push.Retryable}}}
 		if err := push.SendWithRetry(t.Context(), p, push.Target{}, push.Notification{}, pol); err != nil {
 			t.Fatal(err)
 		}
-		if w := rec.Waits()[0]; w < 500*time.Millisecond || w > time.Second {
+		if w := rec.Sleeps()[0]; w < 500*time.Millisecond || w > time.Second {
 			t.Fatalf("jittered wait %v outside [0.5s, 1s]", w)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/herald-vpn/herald/internal/sleep"
 )
 
 // RetryPolicy bounds SendWithRetry. Zero fields take the defaults of
@@ -47,7 +49,7 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	}
 	p.Jitter = min(max(p.Jitter, 0), 1)
 	if p.Sleep == nil {
-		p.Sleep = Sleep
+		p.Sleep = sleep.For
 	}
 	return p
 }
@@ -88,17 +90,5 @@ func SendWithRetry(ctx context.Context, p Provider, t Target, n Notification, po
 		if serr := policy.Sleep(ctx, wait); serr != nil {
 			return fmt.Errorf("push: retry wait interrupted after %d attempts: %w; last error: %w", attempt, serr, err)
 		}
-	}
-}
-
-// Sleep waits d or until ctx ends, whichever is first.
-func Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }

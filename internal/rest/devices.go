@@ -4,9 +4,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/herald-vpn/herald/internal/api"
+	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/devices"
-	"github.com/herald-vpn/herald/internal/sessions"
 )
 
 // Device is the REST device record.
@@ -41,62 +40,58 @@ func NewDevice(d devices.Device) Device {
 }
 
 // ListDevices is GET /api/v1/devices.
-func (h *Handlers) ListDevices(w http.ResponseWriter, r *http.Request, id sessions.Identity) {
-	list, err := h.Devices.List(r.Context(), id.AccountID)
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	out := make([]Device, 0, len(list))
-	for _, d := range list {
-		out = append(out, NewDevice(d))
-	}
-	api.WriteData(w, http.StatusOK, out)
+func (h *Handlers) ListDevices() http.HandlerFunc {
+	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
+		list, err := h.Devices.List(r.Context(), auth.Caller(r.Context()).AccountID)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]Device, 0, len(list))
+		for _, d := range list {
+			out = append(out, NewDevice(d))
+		}
+		return out, nil
+	})
 }
 
 // RegisterDevice is POST /api/v1/devices.
-func (h *Handlers) RegisterDevice(w http.ResponseWriter, r *http.Request, id sessions.Identity) {
-	var in struct {
+func (h *Handlers) RegisterDevice() http.HandlerFunc {
+	type input struct {
 		Platform  string `json:"platform"`
 		PushToken string `json:"pushToken"`
 		Name      string `json:"name"`
 	}
-	if err := api.DecodeJSON(w, r, &in); err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	d, err := h.Devices.Register(r.Context(), id.AccountID, in.Platform, in.PushToken, in.Name)
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteData(w, http.StatusCreated, NewDevice(d))
+	return handle(http.StatusCreated, func(r *http.Request, in input) (any, error) {
+		d, err := h.Devices.Register(r.Context(), auth.Caller(r.Context()).AccountID, in.Platform, in.PushToken, in.Name)
+		if err != nil {
+			return nil, err
+		}
+		return NewDevice(d), nil
+	})
 }
 
 // UpdatePushToken is PUT /api/v1/devices/{id}/push-token.
-func (h *Handlers) UpdatePushToken(w http.ResponseWriter, r *http.Request, id sessions.Identity) {
-	var in struct {
+func (h *Handlers) UpdatePushToken() http.HandlerFunc {
+	type input struct {
 		PushToken string `json:"pushToken"`
 	}
-	if err := api.DecodeJSON(w, r, &in); err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	d, err := h.Devices.UpdatePushToken(r.Context(), id.AccountID, r.PathValue("id"), in.PushToken)
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteData(w, http.StatusOK, NewDevice(d))
+	return handle(http.StatusOK, func(r *http.Request, in input) (any, error) {
+		d, err := h.Devices.UpdatePushToken(r.Context(), auth.Caller(r.Context()).AccountID, r.PathValue("id"), in.PushToken)
+		if err != nil {
+			return nil, err
+		}
+		return NewDevice(d), nil
+	})
 }
 
 // RemoveDevice is DELETE /api/v1/devices/{id}: the device becomes inactive.
 // It answers 200 with the envelope (a 204 could carry none).
-func (h *Handlers) RemoveDevice(w http.ResponseWriter, r *http.Request, id sessions.Identity) {
-	deviceID := r.PathValue("id")
-	if err := h.Devices.Remove(r.Context(), id.AccountID, deviceID); err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteData(w, http.StatusOK, map[string]any{"deviceId": deviceID, "removed": true, "message": "Device removed."})
+func (h *Handlers) RemoveDevice() http.HandlerFunc {
+	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
+		deviceID := r.PathValue("id")
+		if err := h.Devices.Remove(r.Context(), auth.Caller(r.Context()).AccountID, deviceID); err != nil {
+			return nil, err
+		}
+		return map[string]any{"deviceId": deviceID, "removed": true, "message": "Device removed."}, nil
+	})
 }

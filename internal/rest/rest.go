@@ -1,6 +1,7 @@
 // Package rest is the REST door under /api/v1: thin handlers that decode a
 // request, call a service and write the envelope. Rules live in the
-// services; routes live in the server's routes.go.
+// services; routes, with their tier and scope, live in the server's
+// routes.go; the caller comes from the request's context (auth.Caller).
 package rest
 
 import (
@@ -9,15 +10,61 @@ import (
 
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/api"
+	"github.com/herald-vpn/herald/internal/apikeys"
 	"github.com/herald-vpn/herald/internal/devices"
+	"github.com/herald-vpn/herald/internal/idempotency"
+	"github.com/herald-vpn/herald/internal/limits"
+	"github.com/herald-vpn/herald/internal/messenger"
+	"github.com/herald-vpn/herald/internal/notifications"
+	"github.com/herald-vpn/herald/internal/overview"
 	"github.com/herald-vpn/herald/internal/sessions"
+	"github.com/herald-vpn/herald/internal/subscriptions"
+	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
 // Handlers holds the services the REST door opens onto.
 type Handlers struct {
 	Accounts *accounts.Service
+	APIKeys  *apikeys.Service
 	Sessions *sessions.Service
 	Devices  *devices.Service
+
+	Notifications *notifications.Service
+	Messenger     *messenger.Service
+	// MessengerBroadcasts are the bot's broadcast jobs.
+	MessengerBroadcasts *messenger.Broadcaster
+	Idempotency         *idempotency.Service
+	Plans               *subscriptions.Service
+	Webhooks            *webhooks.Service
+	// Overview is the operator console's service at a glance.
+	Overview *overview.Service
+	// Bans are the operators' bans of client addresses.
+	Bans *limits.Bans
+	// Stopping is closed when the server shuts down: event streams end.
+	Stopping <-chan struct{}
+}
+
+// noBody is the input of a handler that reads no body.
+type noBody struct{}
+
+// handle decodes the JSON body into In (unless In is noBody), calls fn and
+// writes its answer in the envelope with status, or its error.
+func handle[In any](status int, fn func(r *http.Request, in In) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var in In
+		if _, none := any(in).(noBody); !none {
+			if err := api.DecodeJSON(w, r, &in); err != nil {
+				api.WriteError(w, r, err)
+				return
+			}
+		}
+		out, err := fn(r, in)
+		if err != nil {
+			api.WriteError(w, r, err)
+			return
+		}
+		api.WriteData(w, status, out)
+	}
 }
 
 // User is the REST user record (the spec's section 2).
@@ -55,57 +102,50 @@ func NewUser(a accounts.Account, now time.Time) User {
 }
 
 // Register is POST /api/v1/auth/register.
-func (h *Handlers) Register(w http.ResponseWriter, r *http.Request) {
-	var in struct {
+func (h *Handlers) Register() http.HandlerFunc {
+	type input struct {
 		Email    string `json:"email"`
 		Password string `json:"password"`
 		Referral string `json:"referral"`
+		Locale   string `json:"locale"`
 	}
-	if err := api.DecodeJSON(w, r, &in); err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	res, err := h.Accounts.Signup(r.Context(), in.Email, in.Password, in.Referral)
-	if err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteData(w, http.StatusCreated, map[string]any{
-		"message":         accounts.SignupMessage(res.Account.Email),
-		"user":            NewUser(res.Account, h.Accounts.Now()),
-		"referralApplied": res.ReferralApplied,
+	return handle(http.StatusCreated, func(r *http.Request, in input) (any, error) {
+		lang := accounts.Language{Locale: in.Locale, Accepted: api.Accepted(api.Info(r.Context()))}
+		res, err := h.Accounts.Signup(r.Context(), in.Email, in.Password, in.Referral, lang)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{
+			"message":         accounts.SignupMessage(res.Account.Email),
+			"user":            NewUser(res.Account, h.Accounts.Now()),
+			"referralApplied": res.ReferralApplied,
+		}, nil
 	})
 }
 
 // Verify is POST /api/v1/auth/verify.
-func (h *Handlers) Verify(w http.ResponseWriter, r *http.Request) {
-	var in struct {
+func (h *Handlers) Verify() http.HandlerFunc {
+	type input struct {
 		Email string `json:"email"`
 		Code  string `json:"code"`
 	}
-	if err := api.DecodeJSON(w, r, &in); err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	if err := h.Accounts.VerifyEmail(r.Context(), in.Email, in.Code); err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteData(w, http.StatusOK, map[string]any{"verified": true, "message": "Email verified; you can log in now."})
+	return handle(http.StatusOK, func(r *http.Request, in input) (any, error) {
+		if err := h.Accounts.VerifyEmail(r.Context(), in.Email, in.Code); err != nil {
+			return nil, err
+		}
+		return map[string]any{"verified": true, "message": "Email verified; you can log in now."}, nil
+	})
 }
 
 // ResendVerification is POST /api/v1/auth/resend-verification.
-func (h *Handlers) ResendVerification(w http.ResponseWriter, r *http.Request) {
-	var in struct {
+func (h *Handlers) ResendVerification() http.HandlerFunc {
+	type input struct {
 		Email string `json:"email"`
 	}
-	if err := api.DecodeJSON(w, r, &in); err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	if err := h.Accounts.ResendVerification(r.Context(), in.Email); err != nil {
-		api.WriteError(w, r, err)
-		return
-	}
-	api.WriteData(w, http.StatusOK, map[string]any{"sent": true, "message": "A new verification code is on its way."})
+	return handle(http.StatusOK, func(r *http.Request, in input) (any, error) {
+		if err := h.Accounts.ResendVerification(r.Context(), in.Email); err != nil {
+			return nil, err
+		}
+		return map[string]any{"sent": true, "message": "A new verification code is on its way."}, nil
+	})
 }

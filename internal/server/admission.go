@@ -3,50 +3,88 @@ package server
 import (
 	"context"
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/herald-vpn/herald/internal/api"
+	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/limits"
-	"github.com/herald-vpn/herald/internal/sessions"
 )
 
-// admission implements api.Admission over the limits gate. Per-user tiers
-// need the caller's identity first; a request whose token does not verify
-// is charged to its IP tiers only and refused later by the auth check.
+// admission implements api.Admission: the one place a request is
+// authenticated and charged. REST routes and GraphQL root fields both come
+// here with their auth.Rules.
 type admission struct {
 	gate  *limits.Gate
-	guard *sessions.Service
+	authn *auth.Authenticator
 }
 
-func (a admission) Admit(ctx context.Context, w http.ResponseWriter, c api.Cost) (context.Context, error) {
-	u := limits.Units{Global: c.Global, Auth: c.Auth}
-	if c.Protected > 0 || c.Admin > 0 {
-		if authed, err := a.guard.Require(ctx, ""); err == nil {
-			id, _ := sessions.FromContext(authed)
-			ctx = authed
-			u.UserID, u.Protected, u.Admin = id.AccountID, c.Protected, c.Admin
+func (a admission) Admit(ctx context.Context, w http.ResponseWriter, rules []auth.Rule) (context.Context, error) {
+	info := api.Info(ctx)
+	var res auth.Result
+	if needsCaller(rules) {
+		p, err := a.authn.Authenticate(ctx, info.Credential)
+		res = auth.Result{Principal: p, Err: err}
+	} else {
+		res = auth.ResultOf(ctx)
+	}
+	ctx = auth.WithResult(ctx, res)
+	v := a.gate.Check(ctx, info.ClientIP, auth.Units(rules, res.Principal))
+	if v.Shown() {
+		setRateLimitHeaders(w.Header(), v.Limit, v.Remaining, v.Reset)
+	}
+	return ctx, v.Err()
+}
+
+func needsCaller(rules []auth.Rule) bool {
+	for _, r := range rules {
+		if r.NeedsCaller() {
+			return true
 		}
 	}
-	return ctx, a.gate.Admit(ctx, w, api.Info(ctx).ClientIP, u)
+	return false
 }
 
-// admit runs a REST route under the rate limits: every route is charged
-// one global unit plus one unit of its own class.
-func admit(adm api.Admission, class string, next http.Handler) http.Handler {
+// setRateLimitHeaders writes the X-RateLimit-* headers. The keys are
+// written in Go's canonical form, as Header.Set would send them, so no key
+// is rebuilt per request.
+func setRateLimitHeaders(h http.Header, limit, remaining int, reset time.Time) {
+	h["X-Ratelimit-Limit"] = []string{strconv.Itoa(limit)}
+	h["X-Ratelimit-Remaining"] = []string{strconv.Itoa(remaining)}
+	h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(reset.Unix(), 10)}
+}
+
+// admitted runs a REST route under its rule: admission, then the
+// permission check, then the handler with the caller in its context.
+func admitted(adm api.Admission, rule auth.Rule, next http.Handler) http.Handler {
+	rules := []auth.Rule{rule}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := api.Cost{Global: 1}
-		switch class {
-		case limits.TierAuth:
-			c.Auth = 1
-		case limits.TierProtected:
-			c.Protected = 1
-		case limits.TierAdmin:
-			c.Admin = 1
+		ctx, err := adm.Admit(r.Context(), w, rules)
+		if err == nil {
+			err = rule.Permit(auth.ResultOf(ctx))
 		}
-		ctx, err := adm.Admit(r.Context(), w, c)
 		if err != nil {
 			api.WriteError(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// credentialFrom parses the Authorization header, "Bearer <token>" (the
+// scheme in any case; any other non-blank header is a credential that
+// fails), and the X-API-Key header.
+func credentialFrom(authorization, apiKey string) auth.Credential {
+	c := auth.Credential{APIKey: strings.TrimSpace(apiKey)}
+	authorization = strings.TrimSpace(authorization)
+	if authorization == "" {
+		return c
+	}
+	c.Present = true
+	scheme, token, ok := strings.Cut(authorization, " ")
+	if ok && strings.EqualFold(scheme, "Bearer") {
+		c.Bearer = strings.TrimSpace(token)
+	}
+	return c
 }

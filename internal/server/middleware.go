@@ -1,20 +1,31 @@
 package server
 
 import (
+	"bufio"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/herald-vpn/herald/internal/api"
 	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/tracing"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // withRequestInfo runs first: it fixes the request ID and client IP, gives
 // the request its logger, recovers panics, and logs one line per request.
 func withRequestInfo(d Deps, next http.Handler) http.Handler {
+	var tracer trace.Tracer
+	if d.TracerProvider != nil {
+		tracer = tracing.Tracer(d.TracerProvider)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := r.Header.Get("X-Request-ID")
@@ -23,13 +34,29 @@ func withRequestInfo(d Deps, next http.Handler) http.Handler {
 		}
 		w.Header().Set("X-Request-ID", id)
 		ip := clientIP(r, d.TrustedProxies)
-		info := &api.RequestInfo{
-			ID:            id,
-			ClientIP:      ip,
-			Logger:        d.Logger.With("request_id", id),
-			Authorization: r.Header.Get("Authorization"),
+		ctx := r.Context()
+		logger := d.Logger.With("request_id", id)
+		if tracer != nil {
+			// The request's span continues the caller's trace (W3C
+			// traceparent); observe names it after the route.
+			var span trace.Span
+			ctx, span = tracer.Start(tracing.Propagator.Extract(ctx, propagation.HeaderCarrier(r.Header)),
+				"HTTP "+r.Method, trace.WithSpanKind(trace.SpanKindServer),
+				trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.request_id", id)))
+			defer span.End()
+			if sc := span.SpanContext(); sc.IsValid() {
+				logger = logger.With("trace_id", sc.TraceID().String(), "span_id", sc.SpanID().String())
+			}
 		}
-		ctx := api.WithInfo(r.Context(), info)
+		info := &api.RequestInfo{
+			ID:             id,
+			ClientIP:       ip,
+			UserAgent:      r.UserAgent(),
+			Logger:         logger,
+			Credential:     credentialFrom(r.Header.Get("Authorization"), r.Header.Get("X-API-Key")),
+			AcceptLanguage: r.Header.Get("Accept-Language"),
+		}
+		ctx = api.WithInfo(ctx, info)
 		rec := &statusRecorder{ResponseWriter: w}
 		defer func() {
 			if p := recover(); p != nil {
@@ -61,7 +88,20 @@ func observe(d Deps, route string, next http.Handler) http.Handler {
 			rec = &statusRecorder{ResponseWriter: w}
 		}
 		defer func() {
-			d.Metrics.ObserveRequest(route, api.Info(r.Context()).Operation, rec.status(), time.Since(start))
+			info := api.Info(r.Context())
+			d.Metrics.ObserveRequest(route, info.MetricOperation, rec.status(), time.Since(start))
+			span := trace.SpanFromContext(r.Context())
+			if !span.IsRecording() {
+				return
+			}
+			span.SetName(route)
+			span.SetAttributes(attribute.String("http.route", route), attribute.Int("http.response.status_code", rec.status()))
+			if info.Operation != "" {
+				span.SetAttributes(attribute.String("graphql.operation.name", info.Operation))
+			}
+			if rec.status() >= 500 {
+				span.SetStatus(codes.Error, http.StatusText(rec.status()))
+			}
 		}()
 		next.ServeHTTP(rec, r)
 	})
@@ -117,3 +157,14 @@ func (s *statusRecorder) status() int {
 }
 
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// Hijack hands the connection to a WebSocket (which the gorilla upgrader
+// asks for directly, not through http.ResponseController); the request is
+// logged as 101 Switching Protocols.
+func (s *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := http.NewResponseController(s.ResponseWriter).Hijack()
+	if err == nil && !s.wrote {
+		s.code, s.wrote = http.StatusSwitchingProtocols, true
+	}
+	return c, rw, err
+}

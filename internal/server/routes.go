@@ -1,77 +1,213 @@
 package server
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"sort"
 	"strings"
 
 	"github.com/herald-vpn/herald/internal/api"
 	"github.com/herald-vpn/herald/internal/apperr"
-	"github.com/herald-vpn/herald/internal/limits"
+	"github.com/herald-vpn/herald/internal/auth"
+	"github.com/herald-vpn/herald/internal/console"
+	"github.com/herald-vpn/herald/internal/graph"
+	"github.com/herald-vpn/herald/internal/messenger"
+	"github.com/herald-vpn/herald/internal/rest"
+	"github.com/herald-vpn/herald/internal/telegram"
 )
+
+// route is one REST route: what it answers, and the rule it is admitted
+// under — its rate-limit tier and the scope it needs, declared once.
+type route struct {
+	method, path string
+	rule         auth.Rule
+	handler      http.HandlerFunc
+}
 
 // addRoutes is the whole HTTP surface in one place.
 func addRoutes(mux *http.ServeMux, d Deps) {
+	// The front door: where everything else is. Outside the rate limits.
+	mux.HandleFunc("GET /{$}", index(d.Version, d.Console))
+
 	// Operations: outside the envelope and the rate limits.
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", readyz(d.DB, d.Degraded))
-	mux.Handle("GET /metrics", d.Metrics.Handler())
-	mux.HandleFunc("GET /.well-known/jwks.json", jwks(d.Sessions))
+	if !d.MetricsElsewhere {
+		mux.Handle("GET /metrics", MetricsHandler(d.Metrics))
+	}
+	mux.HandleFunc("GET /.well-known/jwks.json", jwks(d.Sessions.JWKS()))
+	mux.HandleFunc("GET /.well-known/openid-configuration", discovery(d.Sessions.Issuer(), d.TrustedProxies))
+
+	// The operator console: static files, outside the envelope and the
+	// rate limits; it calls the API below like any client.
+	if d.Console {
+		mux.Handle("/console", console.Handler())
+		mux.Handle("/console/", console.Handler())
+	}
 
 	// Telegram's webhook: authenticated by its secret header, outside the
 	// API rate limits (a 429 would only make Telegram redeliver).
-	mux.Handle("POST /webhooks/telegram", d.Messenger.WebhookHandler())
+	mux.Handle("/webhooks/telegram", observe(d, "POST /webhooks/telegram", telegramWebhook(d)))
 
-	adm := admission{gate: d.Gate, guard: d.Sessions}
+	adm := admission{gate: d.Gate, authn: d.Authenticator}
+	cp := newCORSPolicy(d.CORSOrigins)
 
-	// GraphQL: the handler charges each root field to the tier its schema
-	// directives name (@limit, @auth).
-	mux.Handle("/graphql", observe(d, "/graphql", newGraphQL(d, adm)))
+	// GraphQL: each root field is admitted under the rule its schema
+	// directives declare (@limit, @auth).
+	// Its subscriptions: the same path, upgraded to a WebSocket
+	// (graphql-transport-ws; credentials in connection_init).
+	gql := newGraphQL(d, adm)
+	ws := gql.NewWebSocket(graph.WSConfig{Limits: d.WebSocketLimits, Authenticator: d.Authenticator, Stopping: d.Stopping})
+	overHTTP := cp.wrap([]string{http.MethodGet, http.MethodPost}, gql)
+	mux.Handle("/graphql", observe(d, "/graphql", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if graph.IsUpgrade(r) {
+			ws.ServeHTTP(w, r)
+			return
+		}
+		overHTTP.ServeHTTP(w, r)
+	})))
 
-	// REST under /api/v1, every answer in the envelope; the second column
-	// is the rate-limit tier charged besides global.
-	h := newREST(d)
-	v1 := restRoutes{mux: mux, d: d, adm: adm, methods: map[string][]string{}}
-	v1.handle("POST", "/api/v1/auth/register", limits.TierAuth, h.Register)
-	v1.handle("POST", "/api/v1/auth/verify", limits.TierAuth, h.Verify)
-	v1.handle("POST", "/api/v1/auth/resend-verification", limits.TierAuth, h.ResendVerification)
-	v1.handle("POST", "/api/v1/auth/login", limits.TierAuth, h.Login)
-	v1.handle("POST", "/api/v1/auth/refresh", limits.TierAuth, h.Refresh)
-	v1.handle("POST", "/api/v1/auth/password-reset", limits.TierAuth, h.RequestPasswordReset)
-	v1.handle("POST", "/api/v1/auth/password-reset/confirm", limits.TierAuth, h.ResetPassword)
-	v1.handle("POST", "/api/v1/auth/logout", limits.TierProtected, h.Authed("", h.Logout))
-	v1.handle("GET", "/api/v1/users/me", limits.TierProtected, h.Authed("", h.Me))
-	v1.handle("GET", "/api/v1/devices", limits.TierProtected, h.Authed("", h.ListDevices))
-	v1.handle("POST", "/api/v1/devices", limits.TierProtected, h.Authed("", h.RegisterDevice))
-	v1.handle("PUT", "/api/v1/devices/{id}/push-token", limits.TierProtected, h.Authed("", h.UpdatePushToken))
-	v1.handle("DELETE", "/api/v1/devices/{id}", limits.TierProtected, h.Authed("", h.RemoveDevice))
-	v1.finish()
+	// REST under /api/v1, every answer in the envelope (but the OpenAPI
+	// document itself).
+	addREST(mux, d, adm, cp, restRoutes(newREST(d)))
 }
 
-// restRoutes registers REST routes so that a wrong method on a known path
-// gets 405 and an unknown path 404, both in the envelope.
-type restRoutes struct {
-	mux     *http.ServeMux
-	d       Deps
-	adm     api.Admission
-	methods map[string][]string
+// webhooksManage is the rule of the webhook management routes.
+var webhooksManage = auth.Scoped(auth.ScopeWebhooksManage)
+
+// restRoutes is the REST door, one row per route. api/openapi.yaml
+// describes each of them (a test holds the two together).
+func restRoutes(h *rest.Handlers) []route {
+	sendNotifications := auth.Scoped(auth.ScopeNotificationsSend)
+	return []route{
+		{"POST", "/api/v1/auth/register", auth.ForAuthTier, h.Register()},
+		{"POST", "/api/v1/auth/verify", auth.ForAuthTier, h.Verify()},
+		{"POST", "/api/v1/auth/resend-verification", auth.ForAuthTier, h.ResendVerification()},
+		{"POST", "/api/v1/auth/login", auth.ForAuthTier, h.Login()},
+		{"POST", "/api/v1/auth/refresh", auth.ForAuthTier, h.Refresh()},
+		{"POST", "/api/v1/auth/password-reset", auth.ForAuthTier, h.RequestPasswordReset()},
+		{"POST", "/api/v1/auth/password-reset/confirm", auth.ForAuthTier, h.ResetPassword()},
+		{"POST", "/api/v1/auth/logout", auth.Protected, h.Logout()},
+		{"GET", "/api/v1/users/me", auth.Protected, h.Me()},
+		{"POST", "/api/v1/users/me/delete", auth.Protected, h.DeleteMe()},
+		{"GET", "/api/v1/users/me/sessions", auth.Protected, h.MySessions()},
+		{"DELETE", "/api/v1/users/me/sessions/{id}", auth.Protected, h.RevokeMySession()},
+		{"POST", "/api/v1/users/me/messenger-link", auth.Protected, h.CreateMessengerLink()},
+		{"DELETE", "/api/v1/users/me/messenger-link", auth.Protected, h.DeleteMessengerLink()},
+		{"GET", "/api/v1/admin/users", auth.Scoped(auth.ScopeAccountsRead), h.ListUsers()},
+		{"GET", "/api/v1/admin/users/{id}", auth.Scoped(auth.ScopeAccountsRead), h.GetUser()},
+		{"DELETE", "/api/v1/admin/users/{id}", auth.Scoped(auth.ScopeAccountsWrite), h.DeleteUser()},
+		{"PUT", "/api/v1/admin/users/{id}/subscription", auth.Scoped(auth.ScopeAccountsWrite), h.SetSubscription()},
+		{"POST", "/api/v1/admin/users/{id}/disable", auth.Scoped(auth.ScopeAccountsWrite), h.DisableUser()},
+		{"POST", "/api/v1/admin/users/{id}/enable", auth.Scoped(auth.ScopeAccountsWrite), h.EnableUser()},
+		{"DELETE", "/api/v1/admin/users/{id}/sessions", auth.Scoped(auth.ScopeAccountsWrite), h.RevokeUserSessions()},
+		{"GET", "/api/v1/admin/overview", auth.Admin, h.AdminOverview()},
+		{"GET", "/api/v1/admin/bans", auth.Admin, h.ListBans()},
+		{"POST", "/api/v1/admin/bans", auth.Admin, h.AddBan()},
+		{"DELETE", "/api/v1/admin/bans/{ip}", auth.Admin, h.LiftBan()},
+		{"GET", "/api/v1/devices", auth.Protected, h.ListDevices()},
+		{"POST", "/api/v1/devices", auth.Protected, h.RegisterDevice()},
+		{"PUT", "/api/v1/devices/{id}/push-token", auth.Protected, h.UpdatePushToken()},
+		{"DELETE", "/api/v1/devices/{id}", auth.Protected, h.RemoveDevice()},
+		{"POST", "/api/v1/notifications/users/{id}", sendNotifications, h.SendToUser()},
+		{"POST", "/api/v1/notifications/devices/{id}", sendNotifications, h.SendToDevice()},
+		{"POST", "/api/v1/notifications/broadcasts", sendNotifications, h.Broadcast()},
+		{"GET", "/api/v1/notifications/broadcasts", sendNotifications, h.ListBroadcasts()},
+		{"GET", "/api/v1/notifications/broadcasts/{id}", sendNotifications, h.GetBroadcast()},
+		{"DELETE", "/api/v1/notifications/broadcasts/{id}", sendNotifications, h.CancelBroadcast()},
+		{"POST", "/api/v1/messenger/messages", auth.Scoped(auth.ScopeMessengerSend), h.SendMessengerMessage()},
+		{"POST", "/api/v1/messenger/broadcasts", auth.Scoped(auth.ScopeMessengerSend), h.SendMessengerBroadcast()},
+		{"GET", "/api/v1/messenger/broadcasts/{id}", auth.Scoped(auth.ScopeMessengerSend), h.GetMessengerBroadcast()},
+		{"DELETE", "/api/v1/messenger/broadcasts/{id}", auth.Scoped(auth.ScopeMessengerSend), h.CancelMessengerBroadcast()},
+		{"GET", "/api/v1/messenger/subscribers", auth.Scoped(auth.ScopeMessengerSend), h.MessengerSubscribers()},
+		{"POST", "/api/v1/messenger/preview", auth.Scoped(auth.ScopeMessengerSend), h.MessengerPreview()},
+		{"POST", "/api/v1/api-keys", auth.Admin, h.CreateAPIKey()},
+		{"GET", "/api/v1/api-keys", auth.Admin, h.ListAPIKeys()},
+		{"DELETE", "/api/v1/api-keys/{id}", auth.Admin, h.RevokeAPIKey()},
+		{"GET", "/api/v1/notifications/broadcasts/{id}/events", auth.Scoped(auth.ScopeNotificationsSend), h.BroadcastEvents()},
+		{"POST", "/api/v1/webhooks", webhooksManage, h.CreateWebhook()},
+		{"GET", "/api/v1/webhooks", webhooksManage, h.ListWebhooks()},
+		{"GET", "/api/v1/webhooks/{id}", webhooksManage, h.GetWebhook()},
+		{"DELETE", "/api/v1/webhooks/{id}", webhooksManage, h.DeleteWebhook()},
+		{"POST", "/api/v1/webhooks/{id}/rotate-secret", webhooksManage, h.RotateWebhookSecret()},
+		{"POST", "/api/v1/webhooks/{id}/enable", webhooksManage, h.SetWebhookEnabled(true)},
+		{"POST", "/api/v1/webhooks/{id}/disable", webhooksManage, h.SetWebhookEnabled(false)},
+		{"GET", "/api/v1/webhooks/{id}/deliveries", webhooksManage, h.WebhookDeliveries()},
+		{"POST", "/api/v1/webhooks/{id}/events/{eventId}/redeliver", webhooksManage, h.RedeliverWebhookEvent()},
+		{"POST", "/api/v1/webhooks/{id}/ping", webhooksManage, h.PingWebhook()},
+		// The OpenAPI document of these routes: global tier only, as every
+		// request under /api/.
+		{"GET", "/api/v1/openapi.json", auth.Public, h.OpenAPI()},
+	}
 }
 
-func (rr restRoutes) handle(method, path, tier string, h http.HandlerFunc) {
-	rr.methods[path] = append(rr.methods[path], method)
-	rr.mux.Handle(method+" "+path, observe(rr.d, method+" "+path, admit(rr.adm, tier, h)))
-}
-
-func (rr restRoutes) finish() {
-	for path, methods := range rr.methods {
-		sort.Strings(methods)
-		allow := strings.Join(methods, ", ")
-		rr.mux.Handle(path, observe(rr.d, path, admit(rr.adm, limits.TierGlobal, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// addREST registers the REST routes so that a wrong method on a known path
+// gets 405 and an unknown path 404, both in the envelope and both charged
+// to the global tier. With CORS on, a preflight for a path allows the
+// methods the table declares for it, and one for an unknown path under
+// /api/ any method (the request then gets its 404, readable by the page).
+func addREST(mux *http.ServeMux, d Deps, adm api.Admission, cp *corsPolicy, routes []route) {
+	methods := map[string][]string{}
+	for _, rt := range routes {
+		methods[rt.path] = append(methods[rt.path], rt.method)
+	}
+	for _, ms := range methods {
+		sort.Strings(ms)
+	}
+	for _, rt := range routes {
+		mux.Handle(rt.method+" "+rt.path, observe(d, rt.method+" "+rt.path, cp.wrap(methods[rt.path], admitted(adm, rt.rule, rt.handler))))
+	}
+	for path, ms := range methods {
+		allow := strings.Join(ms, ", ")
+		// OPTIONS (a preflight among them) comes here: no route declares it.
+		mux.Handle(path, observe(d, path, cp.wrap(ms, admitted(adm, auth.Public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
 			api.WriteError(w, r, apperr.Newf(apperr.MethodNotAllowed, "%s is not allowed here; use %s.", r.Method, allow))
-		}))))
+		})))))
 	}
-	rr.mux.Handle("/api/", observe(rr.d, "/api/", admit(rr.adm, limits.TierGlobal, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("/api/", observe(d, "/api/", cp.wrap(corsAnyMethod, admitted(adm, auth.Public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		api.WriteError(w, r, apperr.Newf(apperr.NotFound, "There is no %s %s.", r.Method, r.URL.Path))
-	}))))
+	})))))
+}
+
+// telegramWebhook serves POST /webhooks/telegram. A request whose
+// X-Telegram-Bot-Api-Secret-Token is not the secret gets 401 and changes
+// nothing; a body over 1 MiB gets 413, one that is not an update 400. A
+// processed update (or a replay of one) gets 200; a database failure 500
+// or 503, which makes Telegram deliver it again.
+func telegramWebhook(d Deps) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			api.WriteError(w, r, apperr.New(apperr.MethodNotAllowed))
+			return
+		}
+		got, present := r.Header[http.CanonicalHeaderKey(telegram.SecretTokenHeader)]
+		secret := ""
+		if present && len(got) > 0 {
+			secret = got[0]
+		}
+		if err := d.Messenger.CheckWebhookSecret(secret, present && len(got) > 0); err != nil {
+			api.WriteError(w, r, err)
+			return
+		}
+		body, err := api.ReadBody(w, r)
+		if err != nil {
+			api.WriteError(w, r, err)
+			return
+		}
+		var u telegram.Update
+		if err := json.Unmarshal(body, &u); err != nil {
+			api.WriteError(w, r, apperr.Invalid("body", "a Telegram Update object", "malformed JSON"))
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), messenger.WebhookTimeout)
+		defer cancel()
+		if err := d.Messenger.HandleUpdate(ctx, u); err != nil {
+			api.WriteError(w, r.WithContext(ctx), err)
+			return
+		}
+		api.WriteData(w, http.StatusOK, map[string]bool{"ok": true})
+	})
 }

@@ -8,19 +8,31 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"net/netip"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/api"
+	"github.com/herald-vpn/herald/internal/apikeys"
+	"github.com/herald-vpn/herald/internal/auth"
+	"github.com/herald-vpn/herald/internal/console"
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/graph"
+	"github.com/herald-vpn/herald/internal/idempotency"
 	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/metrics"
 	"github.com/herald-vpn/herald/internal/notifications"
+	"github.com/herald-vpn/herald/internal/overview"
 	"github.com/herald-vpn/herald/internal/rest"
 	"github.com/herald-vpn/herald/internal/sessions"
+	"github.com/herald-vpn/herald/internal/subscriptions"
+	"github.com/herald-vpn/herald/internal/webhooks"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Pinger reports whether the database answers.
@@ -30,22 +42,64 @@ type Pinger interface {
 
 // Deps is everything the HTTP surface needs.
 type Deps struct {
-	Logger        *slog.Logger
-	DB            Pinger
-	Metrics       *metrics.Metrics
-	Accounts      *accounts.Service
-	Sessions      *sessions.Service
-	Messenger     *messenger.Service
-	Devices       *devices.Service
-	Notifications *notifications.Service
+	Logger    *slog.Logger
+	DB        Pinger
+	Metrics   *metrics.Metrics
+	Accounts  *accounts.Service
+	APIKeys   *apikeys.Service
+	Sessions  *sessions.Service
+	Messenger *messenger.Service
+	// MessengerBroadcasts are the bot's broadcast jobs.
+	MessengerBroadcasts *messenger.Broadcaster
+	Devices             *devices.Service
+	Notifications       *notifications.Service
+	Idempotency         *idempotency.Service
+	Plans               *subscriptions.Service
+	Webhooks            *webhooks.Service
+	// Overview is the operator console's service at a glance.
+	Overview *overview.Service
+	// Bans are the operators' bans of client addresses.
+	Bans          *limits.Bans
 	Gate          *limits.Gate
+	Authenticator *auth.Authenticator
 	// Degraded reports subsystems running in a fallback mode (for
 	// /readyz), such as the rate limiter counting in memory because Redis
 	// is unreachable.
 	Degraded       func() map[string]string
 	TrustedProxies []netip.Prefix
-	Version        string
-	GraphQLLimits  graph.Limits
+	// CORSOrigins are the origins whose browser code may call /graphql
+	// and /api/v1 (HERALD_CORS_ORIGINS: exact origins, or "*" for any);
+	// empty: no CORS headers.
+	CORSOrigins   []string
+	Version       string
+	GraphQLLimits graph.Limits
+	// WebSocketLimits bound GraphQL subscriptions over WebSocket.
+	WebSocketLimits graph.WSLimits
+	// Stopping is closed when the server begins to shut down: live streams
+	// (SSE, WebSocket) end then, so the shutdown does not wait for them.
+	Stopping <-chan struct{}
+	// MetricsElsewhere: /metrics is served on a listener of its own
+	// (HERALD_METRICS_ADDR, see MetricsHandler), so not here.
+	MetricsElsewhere bool
+	// Console serves the operator console at /console (HERALD_CONSOLE).
+	Console bool
+	// TracerProvider starts each request's span (nil: no tracing).
+	TracerProvider trace.TracerProvider
+}
+
+// MetricsHandler serves the Prometheus metrics, for a listener of their
+// own. That private listener also serves Go's profiles under
+// /debug/pprof/ (never the public one: a profile costs CPU and shows
+// internals).
+func MetricsHandler(m *metrics.Metrics) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(m.Registry(), promhttp.HandlerOpts{Registry: m.Registry()}))
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 // NewServer returns the whole HTTP handler.
@@ -53,6 +107,27 @@ func NewServer(d Deps) http.Handler {
 	mux := http.NewServeMux()
 	addRoutes(mux, d)
 	return withRequestInfo(d, mux)
+}
+
+// index answers GET / with the envelope of what this server offers and
+// where it is documented.
+func index(version string, consoleOn bool) http.HandlerFunc {
+	body := map[string]string{
+		"name":    "Herald",
+		"version": version,
+		"docs":    "https://github.com/herald-vpn/herald#readme",
+		"graphql": "/graphql",
+		"rest":    "/api/v1",
+		"openapi": "/api/v1/openapi.json",
+		"jwks":    "/.well-known/jwks.json",
+		"health":  "/healthz",
+	}
+	if consoleOn {
+		body["console"] = console.Path
+	}
+	return func(w http.ResponseWriter, _ *http.Request) {
+		api.WriteData(w, http.StatusOK, body)
+	}
 }
 
 func healthz(w http.ResponseWriter, _ *http.Request) {
@@ -86,18 +161,60 @@ func readyz(db Pinger, degraded func() map[string]string) http.HandlerFunc {
 }
 
 // newGraphQL builds the GraphQL door.
-func newGraphQL(d Deps, adm api.Admission) http.Handler {
-	return graph.NewHandler(&graph.Resolver{Accounts: d.Accounts, Sessions: d.Sessions, Messenger: d.Messenger, Devices: d.Devices, Notifications: d.Notifications, Version: d.Version}, d.GraphQLLimits, adm)
+func newGraphQL(d Deps, adm api.Admission) *graph.Handler {
+	return graph.NewHandler(&graph.Resolver{Accounts: d.Accounts, APIKeys: d.APIKeys, Sessions: d.Sessions, Messenger: d.Messenger, MessengerBroadcasts: d.MessengerBroadcasts, Devices: d.Devices, Notifications: d.Notifications, Plans: d.Plans, Webhooks: d.Webhooks, Idempotency: d.Idempotency, Overview: d.Overview, Bans: d.Bans, Version: d.Version}, d.GraphQLLimits, adm)
 }
 
 // newREST builds the REST door's handlers.
 func newREST(d Deps) *rest.Handlers {
-	return &rest.Handlers{Accounts: d.Accounts, Sessions: d.Sessions, Devices: d.Devices}
+	return &rest.Handlers{Accounts: d.Accounts, APIKeys: d.APIKeys, Sessions: d.Sessions, Devices: d.Devices, Plans: d.Plans, Webhooks: d.Webhooks, Notifications: d.Notifications, Messenger: d.Messenger, MessengerBroadcasts: d.MessengerBroadcasts, Idempotency: d.Idempotency, Overview: d.Overview, Bans: d.Bans, Stopping: d.Stopping}
+}
+
+// discovery publishes the subset of OpenID Provider metadata that standard
+// JWT libraries read to find the keys: the issuer, the key set's address
+// and the signing algorithm. The address is the issuer's when the issuer
+// is an http(s) URL, else the one the request came to.
+func discovery(issuer string, trusted []netip.Prefix) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		base := strings.TrimSuffix(issuer, "/")
+		if u, err := url.Parse(issuer); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			base = requestBase(r, trusted)
+		}
+		body, _ := json.Marshal(map[string]any{
+			"issuer":                                issuer,
+			"jwks_uri":                              base + "/.well-known/jwks.json",
+			"id_token_signing_alg_values_supported": []string{"EdDSA"},
+			"token_endpoint_auth_methods_supported": []string{"none"},
+			"subject_types_supported":               []string{"public"},
+		})
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		w.Write(append(body, '\n'))
+	}
+}
+
+// requestBase is the scheme and host a client used to reach the server,
+// believing X-Forwarded-Proto and X-Forwarded-Host only from trusted
+// proxies.
+func requestBase(r *http.Request, trusted []netip.Prefix) string {
+	scheme, host := "http", r.Host
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if isTrusted(remoteAddr(r.RemoteAddr), trusted) {
+		first := func(v string) string { f, _, _ := strings.Cut(v, ","); return strings.TrimSpace(f) }
+		if p := first(r.Header.Get("X-Forwarded-Proto")); p == "https" || p == "http" {
+			scheme = p
+		}
+		if h := first(r.Header.Get("X-Forwarded-Host")); h != "" {
+			host = h
+		}
+	}
+	return scheme + "://" + host
 }
 
 // jwks publishes the public keys that verify access tokens.
-func jwks(s *sessions.Service) http.HandlerFunc {
-	body := s.JWKS()
+func jwks(body []byte) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/jwk-set+json")
 		w.Header().Set("Cache-Control", "public, max-age=300")

@@ -128,6 +128,12 @@ func ParseKeySet(data []byte) (*KeySet, error) {
 	return NewKeySet(*active, others...)
 }
 
+// ActiveID is the kid of the key that signs.
+func (ks *KeySet) ActiveID() string { return ks.active.ID }
+
+// VerifyOnly counts the keys kept only to verify tokens signed earlier.
+func (ks *KeySet) VerifyOnly() int { return len(ks.byID) - 1 }
+
 // PublicJWKS is the document served at /.well-known/jwks.json.
 func (ks *KeySet) PublicJWKS() []byte {
 	var doc struct {

@@ -16,13 +16,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/herald-vpn/herald/internal/accounts"
-	"github.com/herald-vpn/herald/internal/api"
 	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/storage"
 )
-
-// ScopeAdmin is the scope held by operators.
-const ScopeAdmin = accounts.ScopeAdmin
 
 // Session is one login.
 type Session struct {
@@ -31,7 +28,33 @@ type Session struct {
 	CreatedAt time.Time
 	ExpiresAt time.Time // end of the refresh token's life
 	RevokedAt *time.Time
+	// LastUsedAt, UserAgent and IP are as seen at the login, then at each
+	// refresh.
+	LastUsedAt time.Time
+	UserAgent  string
+	IP         string
 }
+
+// Client is who presented a credential, as the server saw them.
+type Client struct {
+	UserAgent string
+	IP        string
+}
+
+// maxUserAgent bounds the user agent kept with a session.
+const maxUserAgent = 512
+
+func (c Client) normalized() Client {
+	ua := strings.ToValidUTF8(c.UserAgent, "")
+	if len(ua) > maxUserAgent {
+		ua = strings.ToValidUTF8(ua[:maxUserAgent], "")
+	}
+	return Client{UserAgent: ua, IP: c.IP}
+}
+
+// ErrAccountClosed is the store's answer to a session for an account
+// that is disabled or deleted.
+var ErrAccountClosed = errors.New("sessions: the account is disabled or deleted")
 
 // RotateOutcome says what presenting a refresh token did.
 type RotateOutcome int
@@ -58,9 +81,22 @@ type Store interface {
 	// RotateRefresh, in one transaction under a row lock, looks oldHash
 	// up and either rotates it to newHash, issues newHash as a sibling
 	// within grace, or revokes the session on reuse after grace.
-	RotateRefresh(ctx context.Context, oldHash, newHash []byte, grace time.Duration) (RotateResult, error)
+	// The session's last use becomes now and seen.
+	RotateRefresh(ctx context.Context, oldHash, newHash []byte, grace time.Duration, seen Client) (RotateResult, error)
 	RevokeSession(ctx context.Context, id string) error
-	RevokeAccountSessions(ctx context.Context, accountID string) error
+	// RevokeAccountSessions revokes every session of the account and
+	// reports how many were live.
+	RevokeAccountSessions(ctx context.Context, accountID string) (int, error)
+	// LiveSessions are the account's sessions neither revoked nor
+	// expired, newest first.
+	LiveSessions(ctx context.Context, accountID string) ([]Session, error)
+	// OnRevocation tells f, in this process, of every revocation the store
+	// commits (kind "session" with a session id, "account" with an
+	// account id, anything else: forget everything).
+	OnRevocation(f func(kind, id string))
+	// WatchRevocations tells evict of revocations committed by any
+	// process until ctx ends, and live whether it is listening.
+	WatchRevocations(ctx context.Context, evict func(kind, id string), live func(bool)) error
 	Secret(ctx context.Context, name string, generate func() ([]byte, error)) ([]byte, error)
 }
 
@@ -70,7 +106,11 @@ type Config struct {
 	RefreshTTL time.Duration
 	Grace      time.Duration // reuse of a just-rotated refresh token tolerated
 	Issuer     string
-	Keys       *KeySet // nil: a key generated once and kept in the database
+	// Audience is the aud claim issued and required; "" issues none.
+	Audience string
+	Keys     *KeySet // nil: a key generated once and kept in the database
+	// Now is the clock (default time.Now in UTC).
+	Now func() time.Time
 }
 
 // Tokens is what login and refresh return.
@@ -84,6 +124,7 @@ type Tokens struct {
 // Service logs people in and checks their tokens.
 type Service struct {
 	store    Store
+	live     *liveSessions
 	accounts *accounts.Service
 	cfg      Config
 	signer   *signer
@@ -93,7 +134,8 @@ type Service struct {
 
 // NewService loads the keys (from cfg.Keys, or the database) and returns
 // the service.
-func NewService(ctx context.Context, store Store, accts *accounts.Service, cfg Config, now func() time.Time) (*Service, error) {
+func NewService(ctx context.Context, store Store, accts *accounts.Service, cfg Config) (*Service, error) {
+	now := cfg.Now
 	if now == nil {
 		now = func() time.Time { return time.Now().UTC() }
 	}
@@ -118,14 +160,17 @@ func NewService(ctx context.Context, store Store, accts *accounts.Service, cfg C
 	if err != nil {
 		return nil, fmt.Errorf("load refresh hashing key: %w", err)
 	}
-	return &Service{
+	s := &Service{
 		store:    store,
+		live:     newLiveSessions(now),
 		accounts: accts,
 		cfg:      cfg,
-		signer:   &signer{keys: keys, issuer: cfg.Issuer, ttl: cfg.AccessTTL, now: now},
+		signer:   &signer{keys: keys, issuer: cfg.Issuer, audience: cfg.Audience, ttl: cfg.AccessTTL, now: now},
 		hashKey:  hashKey,
 		now:      now,
-	}, nil
+	}
+	store.OnRevocation(s.live.evict)
+	return s, nil
 }
 
 func randomBytes(n int) func() ([]byte, error) {
@@ -139,8 +184,12 @@ func randomBytes(n int) func() ([]byte, error) {
 // JWKS is the public key set document.
 func (s *Service) JWKS() []byte { return s.signer.keys.PublicJWKS() }
 
-// Login checks the credentials and opens a session.
-func (s *Service) Login(ctx context.Context, email, password string) (Tokens, error) {
+// Issuer is the iss claim of access tokens.
+func (s *Service) Issuer() string { return s.signer.issuer }
+
+// Login checks the credentials and opens a session, remembering the
+// client's user agent and address.
+func (s *Service) Login(ctx context.Context, email, password string, c Client) (Tokens, error) {
 	acct, err := s.accounts.CheckCredentials(ctx, email, password)
 	if err != nil {
 		return Tokens{}, err
@@ -154,8 +203,12 @@ func (s *Service) Login(ctx context.Context, email, password string) (Tokens, er
 		return Tokens{}, err
 	}
 	now := s.now()
-	sess := Session{ID: id.String(), AccountID: acct.ID, CreatedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL)}
-	if err := s.store.CreateSession(ctx, sess, hash); err != nil {
+	c = c.normalized()
+	sess := Session{ID: id.String(), AccountID: acct.ID, CreatedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL), UserAgent: c.UserAgent, IP: c.IP}
+	if err := s.store.CreateSession(ctx, sess, hash); errors.Is(err, ErrAccountClosed) {
+		// Disabled (or deleted) between the password check and now.
+		return Tokens{}, apperr.New(apperr.AccountDisabled)
+	} else if err != nil {
 		return Tokens{}, err
 	}
 	return s.tokens(acct, sess.ID, refresh)
@@ -170,7 +223,7 @@ func (s *Service) tokens(acct accounts.Account, sessionID, refresh string) (Toke
 }
 
 // Refresh exchanges a refresh token for new tokens.
-func (s *Service) Refresh(ctx context.Context, refreshToken string) (Tokens, error) {
+func (s *Service) Refresh(ctx context.Context, refreshToken string, c Client) (Tokens, error) {
 	refreshToken = strings.TrimSpace(refreshToken)
 	if refreshToken == "" {
 		return Tokens{}, apperr.New(apperr.TokenInvalid)
@@ -179,7 +232,7 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (Tokens, err
 	if err != nil {
 		return Tokens{}, err
 	}
-	res, err := s.store.RotateRefresh(ctx, s.hashRefresh(refreshToken), nextHash, s.cfg.Grace)
+	res, err := s.store.RotateRefresh(ctx, s.hashRefresh(refreshToken), nextHash, s.cfg.Grace, c.normalized())
 	if err != nil {
 		return Tokens{}, err
 	}
@@ -197,61 +250,78 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (Tokens, err
 	if err != nil {
 		return Tokens{}, err
 	}
+	if acct.Disabled() { // its sessions were revoked with it; a race lost
+		return Tokens{}, apperr.New(apperr.TokenInvalid)
+	}
 	return s.tokens(acct, res.Session.ID, next)
 }
 
-// Logout revokes the caller's session: its refresh token and its access
-// tokens stop working at once.
-func (s *Service) Logout(ctx context.Context, id Identity) error {
-	return s.store.RevokeSession(ctx, id.SessionID)
+// RevokeAll ends every session of an account (an operator's call):
+// USER_NOT_FOUND for an unknown account. It reports how many were live.
+func (s *Service) RevokeAll(ctx context.Context, accountID string) (int, error) {
+	if _, err := s.accounts.ByID(ctx, accountID); err != nil {
+		return 0, err
+	}
+	return s.store.RevokeAccountSessions(ctx, accountID)
 }
 
-// Authenticate verifies an access token and that its session is live: one
-// primary-key lookup per request, so a logout holds on every replica at once.
-func (s *Service) Authenticate(ctx context.Context, token string) (Identity, error) {
-	id, err := s.signer.verify(token)
-	if err != nil {
-		return Identity{}, err
+// List returns an account's live sessions, newest first.
+func (s *Service) List(ctx context.Context, accountID string) ([]Session, error) {
+	return s.store.LiveSessions(ctx, accountID)
+}
+
+// RevokeOwn ends one of the account's own sessions: SESSION_NOT_FOUND for
+// a session that is another account's, unknown or already ended.
+func (s *Service) RevokeOwn(ctx context.Context, accountID, sessionID string) error {
+	sess, err := s.store.SessionByID(ctx, sessionID)
+	if errors.Is(err, storage.ErrNotFound) || (err == nil && (sess.AccountID != accountID || sess.RevokedAt != nil || !s.now().Before(sess.ExpiresAt))) {
+		return apperr.Newf(apperr.SessionNotFound, "You have no live session with the id %q.", sessionID)
 	}
-	sess, err := s.store.SessionByID(ctx, id.SessionID)
+	if err != nil {
+		return err
+	}
+	return s.store.RevokeSession(ctx, sessionID)
+}
+
+// Logout revokes a session: its refresh token and its access tokens stop
+// working at once.
+func (s *Service) Logout(ctx context.Context, sessionID string) error {
+	return s.store.RevokeSession(ctx, sessionID)
+}
+
+// WatchRevocations keeps this replica's cache of live sessions in step
+// with revocations made anywhere, until ctx ends. Run it for the life of
+// the server; without it cached answers last a second.
+func (s *Service) WatchRevocations(ctx context.Context) error {
+	return s.store.WatchRevocations(ctx, s.live.evict, s.live.listening.Store)
+}
+
+// VerifyAccessToken verifies an access token and that its session is live.
+// The session is looked up by primary key, or answered from this replica's
+// cache of live sessions, which every revocation evicts on every replica
+// at once (WatchRevocations), so a logout holds everywhere. It implements
+// auth.TokenVerifier.
+func (s *Service) VerifyAccessToken(ctx context.Context, token string) (auth.Principal, error) {
+	p, err := s.signer.verify(token)
+	if err != nil {
+		return auth.Principal{}, err
+	}
+	if s.live.get(p.SessionID, p.AccountID) {
+		return p, nil
+	}
+	gen := s.live.generation()
+	sess, err := s.store.SessionByID(ctx, p.SessionID)
 	if errors.Is(err, storage.ErrNotFound) {
-		return Identity{}, apperr.New(apperr.TokenInvalid)
+		return auth.Principal{}, apperr.New(apperr.TokenInvalid)
 	}
 	if err != nil {
-		return Identity{}, err
+		return auth.Principal{}, err
 	}
-	if sess.RevokedAt != nil || sess.AccountID != id.AccountID {
-		return Identity{}, apperr.New(apperr.TokenInvalid)
+	if sess.RevokedAt != nil || sess.AccountID != p.AccountID {
+		return auth.Principal{}, apperr.New(apperr.TokenInvalid)
 	}
-	return id, nil
-}
-
-// Require is the auth check of both doors: it reads the bearer token of the request,
-// authenticates it and checks scope.
-func (s *Service) Require(ctx context.Context, scope string) (context.Context, error) {
-	if id, ok := FromContext(ctx); ok {
-		return ctx, checkScope(id, scope)
-	}
-	header := strings.TrimSpace(api.Info(ctx).Authorization)
-	if header == "" {
-		return ctx, apperr.New(apperr.AuthRequired)
-	}
-	scheme, token, ok := strings.Cut(header, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return ctx, apperr.New(apperr.TokenInvalid)
-	}
-	id, err := s.Authenticate(ctx, strings.TrimSpace(token))
-	if err != nil {
-		return ctx, err
-	}
-	return WithIdentity(ctx, id), checkScope(id, scope)
-}
-
-func checkScope(id Identity, scope string) error {
-	if scope != "" && !id.Has(scope) {
-		return apperr.Newf(apperr.InsufficientPermissions, "This operation needs the %q scope.", scope)
-	}
-	return nil
+	s.live.put(p.SessionID, p.AccountID, gen)
+	return p, nil
 }
 
 // newRefreshToken returns an opaque token and its keyed hash; only the hash
@@ -269,17 +339,4 @@ func (s *Service) hashRefresh(tok string) []byte {
 	m := hmac.New(sha256.New, s.hashKey)
 	m.Write([]byte(tok))
 	return m.Sum(nil)
-}
-
-type identityKey struct{}
-
-// WithIdentity returns ctx carrying the caller's identity.
-func WithIdentity(ctx context.Context, id Identity) context.Context {
-	return context.WithValue(ctx, identityKey{}, id)
-}
-
-// FromContext returns the caller's identity, if authenticated.
-func FromContext(ctx context.Context) (Identity, bool) {
-	id, ok := ctx.Value(identityKey{}).(Identity)
-	return id, ok
 }

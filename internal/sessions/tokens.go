@@ -4,10 +4,13 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/uuid"
 	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/auth"
 )
 
 // Claims are the access token's claims.
@@ -17,30 +20,44 @@ type Claims struct {
 	jwt.RegisteredClaims
 }
 
-// Identity is the caller proven by an access token.
-type Identity struct {
-	AccountID string
-	SessionID string
-	Scopes    []string
-	ExpiresAt time.Time
-}
-
-// Has reports whether the identity holds scope s.
-func (id Identity) Has(s string) bool {
-	for _, x := range id.Scopes {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // signer issues and verifies access tokens.
 type signer struct {
-	keys   *KeySet
-	issuer string
-	ttl    time.Duration
-	now    func() time.Time
+	keys     *KeySet
+	issuer   string
+	audience string // "": no aud issued or required
+	ttl      time.Duration
+	now      func() time.Time
+
+	parserOnce sync.Once
+	parser     *jwt.Parser
+}
+
+// jwtParser is the parser of access tokens, built once: the algorithm,
+// the issuer, the audience (when configured) and a required expiry.
+func (s *signer) jwtParser() *jwt.Parser {
+	s.parserOnce.Do(func() {
+		opts := []jwt.ParserOption{
+			jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}),
+			jwt.WithIssuer(s.issuer),
+			jwt.WithExpirationRequired(),
+			jwt.WithTimeFunc(s.now),
+		}
+		if s.audience != "" {
+			opts = append(opts, jwt.WithAudience(s.audience))
+		}
+		s.parser = jwt.NewParser(opts...)
+	})
+	return s.parser
+}
+
+// publicKey finds the key a token names.
+func (s *signer) publicKey(t *jwt.Token) (any, error) {
+	kid, _ := t.Header["kid"].(string)
+	k, ok := s.keys.byID[kid]
+	if !ok {
+		return nil, errors.New("unknown key")
+	}
+	return ed25519.PublicKey(k.Public), nil
 }
 
 func (s *signer) issue(accountID, sessionID string, scopes []string) (string, time.Time, error) {
@@ -50,11 +67,15 @@ func (s *signer) issue(accountID, sessionID string, scopes []string) (string, ti
 		SessionID: sessionID,
 		Scope:     strings.Join(scopes, " "),
 		RegisteredClaims: jwt.RegisteredClaims{
+			ID:        uuid.NewString(),
 			Issuer:    s.issuer,
 			Subject:   accountID,
 			IssuedAt:  jwt.NewNumericDate(now),
 			ExpiresAt: jwt.NewNumericDate(exp),
 		},
+	}
+	if s.audience != "" {
+		claims.Audience = jwt.ClaimStrings{s.audience}
 	}
 	tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims)
 	tok.Header["kid"] = s.keys.active.ID
@@ -62,34 +83,24 @@ func (s *signer) issue(accountID, sessionID string, scopes []string) (string, ti
 	return signed, exp, err
 }
 
-// verify checks the signature, algorithm, key, issuer and expiry of raw.
+// verify checks the signature, algorithm, key, issuer, audience (when one
+// is configured) and expiry of raw.
 // Only a token that verifies but has expired is TOKEN_EXPIRED; everything
 // else is TOKEN_INVALID.
-func (s *signer) verify(raw string) (Identity, error) {
+func (s *signer) verify(raw string) (auth.Principal, error) {
 	var claims Claims
-	tok, err := jwt.ParseWithClaims(raw, &claims, func(t *jwt.Token) (any, error) {
-		kid, _ := t.Header["kid"].(string)
-		k, ok := s.keys.byID[kid]
-		if !ok {
-			return nil, errors.New("unknown key")
-		}
-		return ed25519.PublicKey(k.Public), nil
-	},
-		jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}),
-		jwt.WithIssuer(s.issuer),
-		jwt.WithExpirationRequired(),
-		jwt.WithTimeFunc(s.now),
-	)
+	tok, err := s.jwtParser().ParseWithClaims(raw, &claims, s.publicKey)
 	if err != nil {
 		if errors.Is(err, jwt.ErrTokenExpired) && claims.ExpiresAt != nil {
-			return Identity{}, tokenExpired(claims.ExpiresAt.Time, "access")
+			return auth.Principal{}, tokenExpired(claims.ExpiresAt.Time, "access")
 		}
-		return Identity{}, apperr.New(apperr.TokenInvalid)
+		return auth.Principal{}, apperr.New(apperr.TokenInvalid)
 	}
 	if !tok.Valid || claims.Subject == "" || claims.SessionID == "" {
-		return Identity{}, apperr.New(apperr.TokenInvalid)
+		return auth.Principal{}, apperr.New(apperr.TokenInvalid)
 	}
-	return Identity{
+	return auth.Principal{
+		Kind:      auth.User,
 		AccountID: claims.Subject,
 		SessionID: claims.SessionID,
 		Scopes:    strings.Fields(claims.Scope),

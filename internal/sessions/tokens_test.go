@@ -9,6 +9,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/testsupport"
 )
 
 func newKey(t testing.TB) Key {
@@ -21,12 +22,12 @@ func newKey(t testing.TB) Key {
 	return k
 }
 
-func newSigner(t testing.TB, now *time.Time, active Key, others ...Key) *signer {
+func newSigner(t testing.TB, now func() time.Time, active Key, others ...Key) *signer {
 	ks, err := NewKeySet(active, others...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &signer{keys: ks, issuer: "herald", ttl: time.Hour, now: func() time.Time { return *now }}
+	return &signer{keys: ks, issuer: "herald", ttl: time.Hour, now: now}
 }
 
 // mustSign signs tok with key, failing the test on a signing error: a
@@ -41,10 +42,10 @@ func mustSign(t testing.TB, tok *jwt.Token, key any) string {
 }
 
 func TestTokenRoundTrip(t *testing.T) {
-	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	s := newSigner(t, &now, newKey(t))
+	clk := testsupport.NewClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+	s := newSigner(t, clk.Now, newKey(t))
 	tok, exp, err := s.issue("acct", "sess", []string{"admin"})
-	if err != nil || !exp.Equal(now.Add(time.Hour)) {
+	if err != nil || !exp.Equal(clk.Now().Add(time.Hour)) {
 		t.Fatal(err, exp)
 	}
 	id, err := s.verify(tok)
@@ -62,14 +63,14 @@ func TestTokenRoundTrip(t *testing.T) {
 }
 
 func TestTokensRefused(t *testing.T) {
-	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	clk := testsupport.NewClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	key := newKey(t)
-	s := newSigner(t, &now, key)
+	s := newSigner(t, clk.Now, key)
 	good, _, err := s.issue("acct", "sess", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	claims := Claims{SessionID: "sess", RegisteredClaims: jwt.RegisteredClaims{Issuer: "herald", Subject: "acct", ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}}
+	claims := Claims{SessionID: "sess", RegisteredClaims: jwt.RegisteredClaims{Issuer: "herald", Subject: "acct", ExpiresAt: jwt.NewNumericDate(clk.Now().Add(time.Hour))}}
 
 	foreign := newKey(t)
 	foreignTok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims)
@@ -114,10 +115,10 @@ func TestTokensRefused(t *testing.T) {
 }
 
 func TestExpiredToken(t *testing.T) {
-	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	s := newSigner(t, &now, newKey(t))
+	clk := testsupport.NewClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+	s := newSigner(t, clk.Now, newKey(t))
 	tok, exp := mustIssue(t, s, nil)
-	now = now.Add(2 * time.Hour)
+	clk.Advance(2 * time.Hour)
 	_, err := s.verify(tok)
 	ae := apperr.As(err)
 	if ae.Code != apperr.TokenExpired || ae.Details["expiredAt"] != exp.Format(time.RFC3339) || ae.Details["tokenType"] != "access" {
@@ -126,12 +127,12 @@ func TestExpiredToken(t *testing.T) {
 }
 
 func TestKeyRotation(t *testing.T) {
-	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	clk := testsupport.NewClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	oldKey, newK := newKey(t), newKey(t)
-	before := newSigner(t, &now, oldKey)
+	before := newSigner(t, clk.Now, oldKey)
 	oldTok, _ := mustIssue(t, before, nil)
 
-	after := newSigner(t, &now, newK, Key{ID: oldKey.ID, Public: oldKey.Public})
+	after := newSigner(t, clk.Now, newK, Key{ID: oldKey.ID, Public: oldKey.Public})
 	if _, err := after.verify(oldTok); err != nil {
 		t.Fatalf("token of a verify-only key refused: %v", err)
 	}
@@ -139,7 +140,7 @@ func TestKeyRotation(t *testing.T) {
 	if _, err := after.verify(newTok); err != nil {
 		t.Fatal(err)
 	}
-	removed := newSigner(t, &now, newK)
+	removed := newSigner(t, clk.Now, newK)
 	if _, err := removed.verify(oldTok); !apperr.Is(err, apperr.TokenInvalid) {
 		t.Fatalf("token of a removed key: %v", err)
 	}
@@ -188,8 +189,7 @@ func TestParseKeySet(t *testing.T) {
 }
 
 func BenchmarkVerifyToken(b *testing.B) {
-	now := time.Now()
-	s := newSigner(b, &now, newKey(b))
+	s := newSigner(b, testsupport.NewClock(time.Now()).Now, newKey(b))
 	tok, _ := mustIssue(b, s, []string{"admin"})
 	b.ReportAllocs()
 	for b.Loop() {

@@ -7,17 +7,27 @@ import (
 
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/herald-vpn/herald/internal/subscriptions"
+	"github.com/herald-vpn/herald/internal/webhooks"
 	"github.com/riverqueue/river"
 )
 
-const accountColumns = `a.id, a.email, a.password_hash, a.email_verified_at, a.referral_code, a.scope, a.created_at, s.plan, s.expires_at`
+const accountColumns = `a.id, a.email, a.password_hash, a.email_verified_at, a.referral_code, a.scope, a.locale, a.created_at, s.plan, s.expires_at, a.disabled_at, a.disabled_reason, a.last_login_at`
 
-const accountFrom = ` FROM accounts a JOIN subscriptions s ON s.account_id = a.id `
+// accountFrom never finds a deleted account (a tombstone has no
+// subscription row either).
+const accountFrom = ` FROM accounts a JOIN subscriptions s ON s.account_id = a.id AND a.deleted_at IS NULL `
 
-func scanAccount(r row) (accounts.Account, error) {
+// accountDest is where accountColumns scan to.
+func accountDest(a *accounts.Account, verified **time.Time) []any {
+	return []any{&a.ID, &a.Email, &a.PasswordHash, verified, &a.ReferralCode, &a.Scope, &a.Locale, &a.CreatedAt, &a.Subscription.Plan, &a.Subscription.ExpiresAt, &a.DisabledAt, &a.DisabledReason, &a.LastLoginAt}
+}
+
+// scanAccount scans accountColumns, then extra.
+func scanAccount(r row, extra ...any) (accounts.Account, error) {
 	var a accounts.Account
 	var verified *time.Time
-	err := r.Scan(&a.ID, &a.Email, &a.PasswordHash, &verified, &a.ReferralCode, &a.Scope, &a.CreatedAt, &a.Subscription.Plan, &a.Subscription.ExpiresAt)
+	err := r.Scan(append(accountDest(&a, &verified), extra...)...)
 	if err != nil {
 		return accounts.Account{}, err
 	}
@@ -25,6 +35,7 @@ func scanAccount(r row) (accounts.Account, error) {
 		v := verified.UTC()
 		a.EmailVerifiedAt = &v
 	}
+	a.DisabledAt, a.LastLoginAt = utcPtr(a.DisabledAt), utcPtr(a.LastLoginAt)
 	a.CreatedAt = a.CreatedAt.UTC()
 	a.Subscription.ExpiresAt = a.Subscription.ExpiresAt.UTC()
 	return a, nil
@@ -45,8 +56,8 @@ func (db *DB) CreateAccount(ctx context.Context, n accounts.NewAccount) (account
 		if n.Verified {
 			verifiedAt = &tx.now
 		}
-		if _, err := tx.q.exec(ctx, `INSERT INTO accounts (id, email, password_hash, referral_code, scope, email_verified_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			n.ID, n.Email, n.PasswordHash, n.ReferralCode, n.Scope, verifiedAt, tx.now); err != nil {
+		if _, err := tx.q.exec(ctx, `INSERT INTO accounts (id, email, password_hash, referral_code, scope, locale, email_verified_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			n.ID, n.Email, n.PasswordHash, n.ReferralCode, n.Scope, n.Locale, verifiedAt, tx.now); err != nil {
 			return err
 		}
 		trialEnd := tx.now.Add(n.Trial)
@@ -62,7 +73,7 @@ func (db *DB) CreateAccount(ctx context.Context, n accounts.NewAccount) (account
 			}
 		}
 		if _, err := tx.q.exec(ctx, `INSERT INTO subscriptions (account_id, plan, expires_at, updated_at) VALUES (?, ?, ?, ?)`,
-			n.ID, accounts.PlanTrial, trialEnd, tx.now); err != nil {
+			n.ID, subscriptions.Trial, trialEnd, tx.now); err != nil {
 			return err
 		}
 		if n.Job != nil {
@@ -70,7 +81,11 @@ func (db *DB) CreateAccount(ctx context.Context, n accounts.NewAccount) (account
 				return err
 			}
 		}
-		return nil
+		data := map[string]any{"userId": n.ID, "email": n.Email, "emailVerified": n.Verified, "plan": subscriptions.Trial, "expiresAt": trialEnd.UTC()}
+		if applied {
+			data["referrerId"] = referrerID
+		}
+		return tx.emitEvent(ctx, webhooks.UserCreated, data)
 	})
 	if err != nil {
 		return accounts.Account{}, false, err
@@ -79,18 +94,41 @@ func (db *DB) CreateAccount(ctx context.Context, n accounts.NewAccount) (account
 	return a, applied, err
 }
 
-// extendSubscription pushes an account's expiry out by d, from now when it
-// has already expired, so a bonus is never swallowed by a lapsed plan.
+// extendSubscription pushes an account's expiry out by d, as
+// subscriptions.Subscription.Extended says.
 func (tx *Tx) extendSubscription(ctx context.Context, accountID string, d time.Duration) error {
-	var expires time.Time
-	if err := tx.q.queryRow(ctx, `SELECT expires_at FROM subscriptions WHERE account_id = ?`+tx.db.forUpdate(), accountID).Scan(&expires); err != nil {
+	var sub subscriptions.Subscription
+	if err := tx.q.queryRow(ctx, `SELECT plan, expires_at FROM subscriptions WHERE account_id = ?`+tx.db.forUpdate(), accountID).Scan(&sub.Plan, &sub.ExpiresAt); err != nil {
 		return err
 	}
-	if expires.Before(tx.now) {
-		expires = tx.now
-	}
-	_, err := tx.q.exec(ctx, `UPDATE subscriptions SET expires_at = ?, updated_at = ? WHERE account_id = ?`, expires.Add(d), tx.now, accountID)
+	_, err := tx.q.exec(ctx, `UPDATE subscriptions SET expires_at = ?, updated_at = ? WHERE account_id = ?`, sub.Extended(d, tx.now), tx.now, accountID)
 	return err
+}
+
+// SetSubscription implements subscriptions.Store: in one transaction
+// under the subscription's row lock, so that the same call twice changes
+// once.
+func (db *DB) SetSubscription(ctx context.Context, accountID, plan string, expires time.Time) (subscriptions.Subscription, bool, error) {
+	var changed bool
+	err := db.inTx(ctx, func(tx *Tx) error {
+		var cur subscriptions.Subscription
+		if err := tx.q.queryRow(ctx, `SELECT plan, expires_at FROM subscriptions WHERE account_id = ?`+db.forUpdate(), accountID).Scan(&cur.Plan, &cur.ExpiresAt); err != nil {
+			return err
+		}
+		if cur.Plan == plan && cur.ExpiresAt.Equal(expires) {
+			return nil
+		}
+		changed = true
+		if _, err := tx.q.exec(ctx, `UPDATE subscriptions SET plan = ?, expires_at = ?, updated_at = ? WHERE account_id = ?`, plan, expires, tx.now, accountID); err != nil {
+			return err
+		}
+		return tx.emitEvent(ctx, webhooks.UserSubscriptionChanged, map[string]any{
+			"userId": accountID, "plan": plan, "expiresAt": expires.UTC(), "previousPlan": cur.Plan, "previousExpiresAt": cur.ExpiresAt.UTC()})
+	})
+	if err != nil {
+		return subscriptions.Subscription{}, false, err
+	}
+	return subscriptions.Subscription{Plan: plan, ExpiresAt: expires.UTC()}, changed, nil
 }
 
 // AccountByEmail implements accounts.Store; email is already normalized.
@@ -123,39 +161,38 @@ func (db *DB) ReleaseSendLease(ctx context.Context, accountID string, p accounts
 func (db *DB) SendStats(ctx context.Context, accountID string, p accounts.Purpose, windowStart time.Time) (accounts.SendStats, error) {
 	var st accounts.SendStats
 	rs, err := db.conn().query(ctx, `SELECT requested, sent_at FROM code_sends WHERE account_id = ? AND purpose = ? ORDER BY sent_at DESC`, accountID, string(p))
-	if err != nil {
-		return st, err
-	}
-	defer rs.Close()
-	for rs.Next() {
+	err = each(rs, err, func(r row) error {
 		var requested bool
 		var at time.Time
-		if err := rs.Scan(&requested, &at); err != nil {
-			return st, translate(err)
+		if err := r.Scan(&requested, &at); err != nil {
+			return err
 		}
 		at = at.UTC()
 		if st.LastSent.IsZero() {
 			st.LastSent = at
 		}
 		if !requested {
-			continue
+			return nil
 		}
 		if st.LastRequested.IsZero() {
 			st.LastRequested = at
 		}
-		if at.After(windowStart) {
-			st.RequestedInWindow++
-			st.OldestInWindow = at
-		} else {
-			break
+		if !at.After(windowStart) {
+			return errStop
 		}
-	}
-	return st, translate(rs.Err())
+		st.RequestedInWindow++
+		st.OldestInWindow = at
+		return nil
+	})
+	return st, err
 }
 
 // RecordCodeSent implements accounts.Store.
 func (db *DB) RecordCodeSent(ctx context.Context, c accounts.CodeSent) error {
 	return db.inTx(ctx, func(tx *Tx) error {
+		if err := tx.lockAccount(ctx, c.AccountID); err != nil {
+			return err
+		}
 		if _, err := tx.q.exec(ctx, `DELETE FROM one_time_codes WHERE account_id = ? AND purpose = ?`, c.AccountID, string(c.Purpose)); err != nil {
 			return err
 		}
@@ -180,29 +217,35 @@ func (db *DB) RecordCodeSent(ctx context.Context, c accounts.CodeSent) error {
 }
 
 // AttemptCode implements accounts.Store.
-func (db *DB) AttemptCode(ctx context.Context, accountID string, p accounts.Purpose, matches func([]byte) bool, effect accounts.CodeEffect) (accounts.CodeAttempt, error) {
-	var res accounts.CodeAttempt
+func (db *DB) AttemptCode(ctx context.Context, accountID string, p accounts.Purpose, decide func(accounts.CodeState) accounts.CodeCheck, effect accounts.CodeEffect) (accounts.CodeCheck, error) {
+	var res accounts.CodeCheck
 	err := db.inTx(ctx, func(tx *Tx) error {
-		res = accounts.CodeAttempt{}
-		var hash []byte
-		var expires time.Time
-		var left int
-		err := tx.q.queryRow(ctx, `SELECT code_hash, expires_at, attempts_left FROM one_time_codes WHERE account_id = ? AND purpose = ?`+db.forUpdate(),
-			accountID, string(p)).Scan(&hash, &expires, &left)
-		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		if err := tx.lockAccount(ctx, accountID); err != nil {
 			return err
 		}
-		live := err == nil
-		// A code still being emailed counts as soon as it matches.
-		var pendingHash []byte
-		var pendingExpires time.Time
-		err = tx.q.queryRow(ctx, `SELECT code_hash, expires_at FROM pending_codes WHERE account_id = ? AND purpose = ?`+db.forUpdate(),
-			accountID, string(p)).Scan(&pendingHash, &pendingExpires)
-		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		st := accounts.CodeState{Now: tx.now}
+		var live accounts.StoredCode
+		err := tx.q.queryRow(ctx, `SELECT code_hash, expires_at, attempts_left FROM one_time_codes WHERE account_id = ? AND purpose = ?`,
+			accountID, string(p)).Scan(&live.Hash, &live.ExpiresAt, &live.AttemptsLeft)
+		if err == nil {
+			st.Live = &live
+		} else if !errors.Is(err, storage.ErrNotFound) {
 			return err
 		}
-		if err == nil && tx.now.Before(pendingExpires) && matches(pendingHash) {
-			res = accounts.CodeAttempt{Found: true, Matched: true}
+		var pending accounts.StoredCode
+		err = tx.q.queryRow(ctx, `SELECT code_hash, expires_at FROM pending_codes WHERE account_id = ? AND purpose = ?`,
+			accountID, string(p)).Scan(&pending.Hash, &pending.ExpiresAt)
+		if err == nil {
+			st.Pending = &pending
+		} else if !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+		res = decide(st)
+		switch res.Outcome {
+		case accounts.CodeWrong:
+			_, err := tx.q.exec(ctx, `UPDATE one_time_codes SET attempts_left = ? WHERE account_id = ? AND purpose = ?`, res.AttemptsLeft, accountID, string(p))
+			return err
+		case accounts.CodeMatched:
 			for _, table := range []string{"one_time_codes", "pending_codes"} {
 				if _, err := tx.q.exec(ctx, `DELETE FROM `+table+` WHERE account_id = ? AND purpose = ?`, accountID, string(p)); err != nil {
 					return err
@@ -210,40 +253,43 @@ func (db *DB) AttemptCode(ctx context.Context, accountID string, p accounts.Purp
 			}
 			return tx.applyCodeEffect(ctx, accountID, effect)
 		}
-		if !live {
-			return nil
-		}
-		res.Found = true
-		res.AttemptsLeft = left
-		if left <= 0 {
-			return nil
-		}
-		if !tx.now.Before(expires) {
-			res.Expired = true
-			return nil
-		}
-		if !matches(hash) {
-			res.AttemptsLeft = left - 1
-			_, err := tx.q.exec(ctx, `UPDATE one_time_codes SET attempts_left = attempts_left - 1 WHERE account_id = ? AND purpose = ?`, accountID, string(p))
-			return err
-		}
-		res.Matched = true
-		if _, err := tx.q.exec(ctx, `DELETE FROM one_time_codes WHERE account_id = ? AND purpose = ?`, accountID, string(p)); err != nil {
-			return err
-		}
-		return tx.applyCodeEffect(ctx, accountID, effect)
+		return nil
 	})
 	return res, err
 }
 
+// lockAccount takes the account row's lock for the rest of the
+// transaction, so that the code operations of one account serialize.
+// SQLite's IMMEDIATE transactions hold the database's write lock already.
+func (tx *Tx) lockAccount(ctx context.Context, accountID string) error {
+	if tx.db.dialect != storage.Postgres {
+		return nil
+	}
+	var id string
+	err := tx.q.queryRow(ctx, `SELECT id FROM accounts WHERE id = ? FOR UPDATE`, accountID).Scan(&id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil // nothing to protect: no codes can exist either
+	}
+	return err
+}
+
 func (tx *Tx) applyCodeEffect(ctx context.Context, accountID string, e accounts.CodeEffect) error {
 	if e.MarkVerified {
-		if _, err := tx.q.exec(ctx, `UPDATE accounts SET email_verified_at = ? WHERE id = ? AND email_verified_at IS NULL`, tx.now, accountID); err != nil {
+		n, err := tx.q.exec(ctx, `UPDATE accounts SET email_verified_at = ? WHERE id = ? AND email_verified_at IS NULL`, tx.now, accountID)
+		if err != nil {
 			return err
+		}
+		if n > 0 {
+			if err := tx.emitEvent(ctx, webhooks.UserVerified, map[string]any{"userId": accountID, "emailVerified": true}); err != nil {
+				return err
+			}
 		}
 	}
 	if e.NewPasswordHash != "" {
 		if _, err := tx.q.exec(ctx, `UPDATE accounts SET password_hash = ? WHERE id = ?`, e.NewPasswordHash, accountID); err != nil {
+			return err
+		}
+		if err := tx.emitEvent(ctx, webhooks.UserPasswordReset, map[string]any{"userId": accountID, "sessionsRevoked": e.RevokeSessions}); err != nil {
 			return err
 		}
 	}

@@ -10,20 +10,7 @@ import (
 // ListBans implements limits.BanStore.
 func (db *DB) ListBans(ctx context.Context) ([]limits.Ban, error) {
 	rs, err := db.conn().query(ctx, `SELECT ip, reason, created_at FROM bans ORDER BY created_at, ip`)
-	if err != nil {
-		return nil, err
-	}
-	defer rs.Close()
-	var out []limits.Ban
-	for rs.Next() {
-		var b limits.Ban
-		if err := rs.Scan(&b.IP, &b.Reason, &b.CreatedAt); err != nil {
-			return nil, translate(err)
-		}
-		b.CreatedAt = b.CreatedAt.UTC()
-		out = append(out, b)
-	}
-	return out, translate(rs.Err())
+	return collect(rs, err, scanBan)
 }
 
 // AddBan implements limits.BanStore; banning a banned address keeps the
@@ -44,3 +31,31 @@ func (db *DB) LiftBan(ctx context.Context, ip string) error {
 	}
 	return nil
 }
+
+// BanByIP implements limits.BanAdminStore.
+func (db *DB) BanByIP(ctx context.Context, ip string) (limits.Ban, error) {
+	return scanBan(db.conn().queryRow(ctx, `SELECT ip, reason, created_at FROM bans WHERE ip = ?`, ip))
+}
+
+// ListBansAfter implements limits.BanAdminStore with keyset pagination on
+// (created_at, ip), newest first.
+func (db *DB) ListBansAfter(ctx context.Context, after *limits.BanPosition, limit int) ([]limits.Ban, error) {
+	q := `SELECT ip, reason, created_at FROM bans`
+	var args []any
+	if after != nil {
+		q += ` WHERE created_at < ? OR (created_at = ? AND ip < ?)`
+		args = append(args, after.CreatedAt, after.CreatedAt, after.IP)
+	}
+	q += ` ORDER BY created_at DESC, ip DESC LIMIT ?`
+	rs, err := db.conn().query(ctx, q, append(args, limit)...)
+	return collect(rs, err, scanBan)
+}
+
+func scanBan(r row) (limits.Ban, error) {
+	var b limits.Ban
+	err := r.Scan(&b.IP, &b.Reason, &b.CreatedAt)
+	b.CreatedAt = b.CreatedAt.UTC()
+	return b, err
+}
+
+var _ limits.BanAdminStore = (*DB)(nil)

@@ -1,128 +1,100 @@
 // Package sqlstore is Herald's one storage API over two databases: SQLite
 // (modernc.org/sqlite, the embedded default) and PostgreSQL (pgx). Queries are
 // written once, with `?` placeholders, and rebound for PostgreSQL. Background
-// jobs live in the same database through River, so a job is inserted in the
-// same transaction as the rows that cause it.
+// jobs live in the same database (internal/jobs runs River), and the store
+// inserts a job in the same transaction as the rows that cause it.
 package sqlstore
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/riverdriver/riversqlite"
-	"github.com/riverqueue/river/rivertype"
+	"go.opentelemetry.io/otel/trace"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
-// Dialect names the database behind a DB.
-type Dialect string
-
-const (
-	SQLite   Dialect = "sqlite"
-	Postgres Dialect = "postgres"
-)
-
-// JobsConfig configures the background job runner.
-type JobsConfig struct {
-	Workers     *river.Workers
-	Queues      map[string]river.QueueConfig
-	RetryPolicy river.ClientRetryPolicy
-	// FetchPoll is how often workers look for new jobs (SQLite has no
-	// LISTEN/NOTIFY). Zero keeps River's default.
-	FetchPoll  time.Duration
-	Logger     *slog.Logger
-	Middleware []rivertype.Middleware
-	Periodic   []*river.PeriodicJob
+// Options configures a store.
+type Options struct {
+	// Logger receives the outage lines (one when the database becomes
+	// unreachable, one when it answers again).
+	Logger *slog.Logger
+	// MaxConns sizes the PostgreSQL pool (unless the URL's pool_max_conns
+	// does) and, capped at 8, SQLite's pool of readers. Zero: DefaultMaxConns.
+	MaxConns int
+	// Tracer, when set, gives every query a span (see tracedQuerier).
+	Tracer trace.Tracer
 }
 
-// DB is an open database with its job queue.
+// DefaultMaxConns is Options.MaxConns's default: enough for a server's
+// concurrent requests and jobs, and three replicas under PostgreSQL's
+// default max_connections of 100.
+const DefaultMaxConns = 25
+
+// JobQueue inserts background jobs (jobs.Runner). The store uses it to
+// insert a job in the same transaction as the rows that cause it; tx is
+// the driver's transaction (*sql.Tx or pgx.Tx).
+type JobQueue interface {
+	InsertTx(ctx context.Context, tx any, args river.JobArgs, opts *river.InsertOpts) (int64, error)
+	Insert(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (int64, error)
+}
+
+// DB is an open database.
 type DB struct {
-	dialect Dialect
-	sqlDB   *sql.DB       // SQLite
+	dialect storage.Dialect
+	sqlDB   *sql.DB       // SQLite: the one writer (and River's)
+	readers *sql.DB       // SQLite: read-only connections beside the writer
 	pool    *pgxpool.Pool // PostgreSQL
-	jobs    jobQueue
+	jobs    JobQueue
+	health  *health
+	// acquireTimeout bounds the wait for a pooled PostgreSQL connection;
+	// past it the database counts as unavailable (503), not as slow.
+	acquireTimeout time.Duration
+	tracer         trace.Tracer // nil: no spans
 	// Now is the store's clock; tests replace it.
 	Now func() time.Time
-}
 
-// ParseURL splits a HERALD_DATABASE_URL into its dialect and the driver's
-// data source.
-func ParseURL(raw string) (Dialect, string, error) {
-	switch {
-	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):
-		return Postgres, raw, nil
-	case strings.HasPrefix(raw, "sqlite:"):
-		path := strings.TrimPrefix(raw, "sqlite:")
-		path = strings.TrimPrefix(path, "//")
-		if path == "" {
-			return "", "", errors.New("sqlite URL needs a path, for example sqlite:herald.db")
-		}
-		return SQLite, path, nil
-	}
-	return "", "", fmt.Errorf("unsupported database URL %q: use postgres://… or sqlite:PATH", redactURL(raw))
-}
+	revocationMu sync.Mutex
+	onRevocation []func(kind, id string)
 
-func redactURL(raw string) string {
-	if i := strings.Index(raw, "@"); i >= 0 {
-		if j := strings.Index(raw, "://"); j >= 0 && j < i {
-			return raw[:j+3] + "…" + raw[i:]
-		}
-	}
-	return raw
+	// origin names this process in its live events (see live.go).
+	origin string
+	liveMu sync.Mutex
+	onLive []func(topic string, data []byte)
 }
 
 // Open connects to the database named by rawURL. It does not migrate; call
-// Migrate. jobs may be nil for a store that only inserts jobs (the CLI).
-func Open(ctx context.Context, rawURL string, jobs JobsConfig) (*DB, error) {
-	dialect, dsn, err := ParseURL(rawURL)
+// Migrate. A store inserts jobs once a JobQueue is attached (jobs.Open).
+func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
+	dialect, dsn, err := storage.ParseURL(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{dialect: dialect, Now: func() time.Time { return time.Now().UTC() }}
-	if jobs.Workers == nil {
-		jobs.Workers = river.NewWorkers()
-	}
-	riverCfg := &river.Config{
-		Workers:     jobs.Workers,
-		Queues:      jobs.Queues,
-		RetryPolicy: jobs.RetryPolicy,
-		Logger:      jobs.Logger,
-		// Email and push jobs must not be given up after River's default 25
-		// attempts within days; the retry policy bounds the spacing instead.
-		MaxAttempts:       100,
-		FetchPollInterval: jobs.FetchPoll,
-		Middleware:        jobs.Middleware,
-		PeriodicJobs:      jobs.Periodic,
-	}
-	if jobs.Logger == nil {
-		riverCfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	// River refuses a poll interval shorter than its fetch cooldown (100ms
-	// by default): a faster poll (HERALD_JOB_POLL=50ms in tests) lowers the
-	// cooldown with it.
-	if jobs.FetchPoll > 0 && jobs.FetchPoll < river.FetchCooldownDefault {
-		riverCfg.FetchCooldown = max(jobs.FetchPoll, river.FetchCooldownMin)
+	db := &DB{dialect: dialect, Now: func() time.Time { return time.Now().UTC() }, acquireTimeout: DefaultAcquireTimeout, tracer: opts.Tracer, origin: rand.Text()}
+	db.health = newHealth(opts.Logger, db.Ping)
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = DefaultMaxConns
 	}
 	switch dialect {
-	case SQLite:
+	case storage.SQLite:
 		// WAL lets readers run beside the writer; the busy timeout makes a
 		// writer wait for the lock instead of failing; IMMEDIATE
 		// transactions take the write lock up front so two transactions
 		// never deadlock upgrading a read lock.
 		path := strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace(dsn)
-		q := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate&_time_format=sqlite"
-		sdb, err := sql.Open("sqlite", q)
+		common := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_time_format=sqlite"
+		sdb, err := sql.Open("sqlite", common+"&_txlock=immediate")
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite: %w", err)
 		}
@@ -133,17 +105,23 @@ func Open(ctx context.Context, rawURL string, jobs JobsConfig) (*DB, error) {
 			sdb.Close()
 			return nil, fmt.Errorf("open sqlite %s: %w", dsn, err)
 		}
-		db.sqlDB = sdb
-		client, err := river.NewClient(riversqlite.New(sdb), riverCfg)
+		// Reads outside transactions go to connections of their own: WAL
+		// lets them run beside the writer instead of queueing behind it.
+		readers, err := sql.Open("sqlite", common+"&_pragma=query_only(1)")
 		if err != nil {
 			sdb.Close()
-			return nil, fmt.Errorf("river: %w", err)
+			return nil, fmt.Errorf("open sqlite readers: %w", err)
 		}
-		db.jobs = sqliteJobs{client}
-	case Postgres:
+		readers.SetMaxOpenConns(min(opts.MaxConns, 8))
+		readers.SetMaxIdleConns(min(opts.MaxConns, 8))
+		db.sqlDB, db.readers = sdb, readers
+	case storage.Postgres:
 		cfg, err := pgxpool.ParseConfig(dsn)
 		if err != nil {
 			return nil, fmt.Errorf("postgres URL: %w", err)
+		}
+		if !strings.Contains(dsn, "pool_max_conns") {
+			cfg.MaxConns = int32(opts.MaxConns)
 		}
 		pool, err := pgxpool.NewWithConfig(ctx, cfg)
 		if err != nil {
@@ -154,18 +132,26 @@ func Open(ctx context.Context, rawURL string, jobs JobsConfig) (*DB, error) {
 			return nil, fmt.Errorf("connect to postgres: %w", err)
 		}
 		db.pool = pool
-		client, err := river.NewClient(riverpgxv5.New(pool), riverCfg)
-		if err != nil {
-			pool.Close()
-			return nil, fmt.Errorf("river: %w", err)
-		}
-		db.jobs = pgJobs{client}
 	}
 	return db, nil
 }
 
+// SQL is the SQLite database (nil on PostgreSQL), for River's driver.
+func (db *DB) SQL() *sql.DB { return db.sqlDB }
+
+// Pool is the PostgreSQL pool (nil on SQLite), for River's driver.
+func (db *DB) Pool() *pgxpool.Pool { return db.pool }
+
+// UseJobQueue attaches the queue the store inserts jobs into.
+func (db *DB) UseJobQueue(q JobQueue) { db.jobs = q }
+
+// DefaultAcquireTimeout is how long a query waits for a pooled PostgreSQL
+// connection (connecting included) before the database counts as
+// unavailable.
+const DefaultAcquireTimeout = 5 * time.Second
+
 // Dialect reports which database is behind db.
-func (db *DB) Dialect() Dialect { return db.dialect }
+func (db *DB) Dialect() storage.Dialect { return db.dialect }
 
 // Ping reports whether the database answers.
 func (db *DB) Ping(ctx context.Context) error {
@@ -175,20 +161,18 @@ func (db *DB) Ping(ctx context.Context) error {
 	return db.sqlDB.PingContext(ctx)
 }
 
-// StartJobs starts working background jobs. Workers must all be registered
-// in JobsConfig.Workers before this call.
-func (db *DB) StartJobs(ctx context.Context) error { return db.jobs.start(ctx) }
-
-// StopJobs waits for running jobs to finish, up to ctx's deadline; jobs
-// still running then are cancelled and retried after the next start.
-func (db *DB) StopJobs(ctx context.Context) error { return db.jobs.stop(ctx) }
+// Unavailable reports whether the store is in an outage: its last query
+// could not reach the database and no ping has answered since.
+func (db *DB) Unavailable() bool { return db.health.Down() }
 
 // Close closes the database. Stop jobs first.
 func (db *DB) Close() error {
+	db.health.close()
 	if db.pool != nil {
 		db.pool.Close()
 		return nil
 	}
+	db.readers.Close()
 	return db.sqlDB.Close()
 }
 
@@ -199,50 +183,135 @@ type Tx struct {
 	db  *DB
 	raw any // *sql.Tx or pgx.Tx, for River
 	now time.Time
+	// afterCommit runs once the transaction has committed.
+	afterCommit []func()
+	// webhookEndpoints caches the enabled endpoints for emitEvent, read
+	// once per transaction (nil: not read yet).
+	webhookEndpoints []webhookTarget
 }
+
+// commitWithoutFlush lets the transaction's commit return before its WAL
+// is flushed to disk (PostgreSQL). For writes that a database crash may
+// lose without harm — a broadcast's claims and outcomes, which are then
+// made or sent again — and that must not hold the job row's lock through
+// a disk flush while outcomes wait behind it.
+func (tx *Tx) commitWithoutFlush(ctx context.Context) error {
+	if tx.db.dialect != storage.Postgres {
+		return nil
+	}
+	_, err := tx.q.exec(ctx, `SET LOCAL synchronous_commit TO OFF`)
+	return err
+}
+
+// errNoJobQueue: a job was inserted into a store without a job queue.
+var errNoJobQueue = errors.New("sqlstore: no job queue attached (jobs.Open)")
 
 // InsertJob inserts a River job inside the transaction.
 func (tx *Tx) InsertJob(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (int64, error) {
-	return tx.db.jobs.insertTx(ctx, tx.raw, args, opts)
+	if tx.db.jobs == nil {
+		return 0, errNoJobQueue
+	}
+	id, err := tx.db.jobs.InsertTx(ctx, tx.raw, args, opts)
+	return id, translate(err)
+}
+
+// InsertJob inserts a job outside any transaction.
+func (db *DB) InsertJob(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (int64, error) {
+	if db.jobs == nil {
+		return 0, errNoJobQueue
+	}
+	id, err := db.jobs.Insert(ctx, args, opts)
+	return id, db.health.note(translate(err))
 }
 
 // inTx runs fn in a transaction, committing when it returns nil.
 func (db *DB) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	now := db.Now().UTC()
 	if db.pool != nil {
-		ptx, err := db.pool.Begin(ctx)
+		c, err := db.acquire(ctx)
 		if err != nil {
-			return translate(err)
-		}
-		defer ptx.Rollback(ctx)
-		if err := fn(&Tx{q: pgQuerier{ptx}, db: db, raw: ptx, now: now}); err != nil {
 			return err
 		}
-		return translate(ptx.Commit(ctx))
+		defer c.Release()
+		ptx, err := c.Begin(ctx)
+		if err != nil {
+			return db.health.note(translate(err))
+		}
+		defer ptx.Rollback(ctx)
+		tx := &Tx{q: db.traced(pgQuerier{c: ptx, h: db.health}), db: db, raw: ptx, now: now}
+		if err := fn(tx); err != nil {
+			return err
+		}
+		if err := db.health.note(translate(ptx.Commit(ctx))); err != nil {
+			return err
+		}
+		tx.committed()
+		return nil
 	}
 	stx, err := db.sqlDB.BeginTx(ctx, nil)
 	if err != nil {
-		return translate(err)
+		return db.health.note(translate(err))
 	}
 	defer stx.Rollback()
-	if err := fn(&Tx{q: sqliteQuerier{stx}, db: db, raw: stx, now: now}); err != nil {
+	tx := &Tx{q: db.traced(sqliteQuerier{c: stx, h: db.health}), db: db, raw: stx, now: now}
+	if err := fn(tx); err != nil {
 		return err
 	}
-	return translate(stx.Commit())
+	if err := db.health.note(translate(stx.Commit())); err != nil {
+		return err
+	}
+	tx.committed()
+	return nil
+}
+
+func (tx *Tx) committed() {
+	for _, f := range tx.afterCommit {
+		f()
+	}
+}
+
+// acquire takes a pooled PostgreSQL connection within acquireTimeout.
+func (db *DB) acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	actx, cancel := context.WithTimeout(ctx, db.acquireTimeout)
+	defer cancel()
+	c, err := db.pool.Acquire(actx)
+	if err == nil {
+		return c, nil
+	}
+	if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("%w: no database connection within %s: %v", storage.ErrUnavailable, db.acquireTimeout, err)
+	}
+	return nil, db.health.note(translate(err))
 }
 
 // conn returns a querier outside any transaction.
 func (db *DB) conn() querier {
 	if db.pool != nil {
-		return pgQuerier{db.pool}
+		return db.traced(poolQuerier{db})
 	}
-	return sqliteQuerier{db.sqlDB}
+	return db.traced(sqliteConnQuerier{writer: sqliteQuerier{c: db.sqlDB, h: db.health}, readers: sqliteQuerier{c: db.readers, h: db.health}})
+}
+
+// sqliteConnQuerier sends writes to the one writer and reads to the
+// readers.
+type sqliteConnQuerier struct{ writer, readers sqliteQuerier }
+
+func (s sqliteConnQuerier) exec(ctx context.Context, q string, args ...any) (int64, error) {
+	return s.writer.exec(ctx, q, args...)
+}
+
+func (s sqliteConnQuerier) queryRow(ctx context.Context, q string, args ...any) row {
+	return s.readers.queryRow(ctx, q, args...)
+}
+
+func (s sqliteConnQuerier) query(ctx context.Context, q string, args ...any) (rows, error) {
+	return s.readers.query(ctx, q, args...)
 }
 
 // forUpdate is the row-locking suffix: PostgreSQL locks the row; SQLite's
 // IMMEDIATE transactions already hold the database's write lock.
 func (db *DB) forUpdate() string {
-	if db.dialect == Postgres {
+	if db.dialect == storage.Postgres {
 		return " FOR UPDATE"
 	}
 	return ""
@@ -271,6 +340,7 @@ type sqliteQuerier struct {
 		QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
 		QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
 	}
+	h *health
 }
 
 // sqliteArgs stores every time in UTC so that SQLite's text timestamps
@@ -294,20 +364,20 @@ func sqliteArgs(args []any) []any {
 func (s sqliteQuerier) exec(ctx context.Context, q string, args ...any) (int64, error) {
 	res, err := s.c.ExecContext(ctx, q, sqliteArgs(args)...)
 	if err != nil {
-		return 0, translate(err)
+		return 0, s.h.note(translate(err))
 	}
 	n, err := res.RowsAffected()
 	return n, translate(err)
 }
 
 func (s sqliteQuerier) queryRow(ctx context.Context, q string, args ...any) row {
-	return translatingRow{s.c.QueryRowContext(ctx, q, sqliteArgs(args)...)}
+	return translatingRow{r: s.c.QueryRowContext(ctx, q, sqliteArgs(args)...), h: s.h}
 }
 
 func (s sqliteQuerier) query(ctx context.Context, q string, args ...any) (rows, error) {
 	r, err := s.c.QueryContext(ctx, q, sqliteArgs(args)...)
 	if err != nil {
-		return nil, translate(err)
+		return nil, s.h.note(translate(err))
 	}
 	return sqlRows{r}, nil
 }
@@ -316,38 +386,105 @@ type sqlRows struct{ *sql.Rows }
 
 func (r sqlRows) Close() { r.Rows.Close() }
 
-// pgQuerier runs queries on a pool or a pgx transaction.
+// pgQuerier runs queries in a pgx transaction.
 type pgQuerier struct {
-	c interface {
-		Exec(ctx context.Context, q string, args ...any) (pgconn.CommandTag, error)
-		QueryRow(ctx context.Context, q string, args ...any) pgx.Row
-		Query(ctx context.Context, q string, args ...any) (pgx.Rows, error)
-	}
+	c pgx.Tx
+	h *health
 }
 
 func (p pgQuerier) exec(ctx context.Context, q string, args ...any) (int64, error) {
 	tag, err := p.c.Exec(ctx, rebind(q), args...)
 	if err != nil {
-		return 0, translate(err)
+		return 0, p.h.note(translate(err))
 	}
 	return tag.RowsAffected(), nil
 }
 
 func (p pgQuerier) queryRow(ctx context.Context, q string, args ...any) row {
-	return translatingRow{p.c.QueryRow(ctx, rebind(q), args...)}
+	return translatingRow{r: p.c.QueryRow(ctx, rebind(q), args...), h: p.h}
 }
 
 func (p pgQuerier) query(ctx context.Context, q string, args ...any) (rows, error) {
 	r, err := p.c.Query(ctx, rebind(q), args...)
 	if err != nil {
-		return nil, translate(err)
+		return nil, p.h.note(translate(err))
 	}
 	return r, nil
 }
 
-type translatingRow struct{ r row }
+// poolQuerier runs each query on a connection taken from the pool within
+// the acquire timeout.
+type poolQuerier struct{ db *DB }
 
-func (t translatingRow) Scan(dest ...any) error { return translate(t.r.Scan(dest...)) }
+func (p poolQuerier) exec(ctx context.Context, q string, args ...any) (int64, error) {
+	c, err := p.db.acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Release()
+	tag, err := c.Exec(ctx, rebind(q), args...)
+	if err != nil {
+		return 0, p.db.health.note(translate(err))
+	}
+	p.db.health.note(nil)
+	return tag.RowsAffected(), nil
+}
+
+func (p poolQuerier) queryRow(ctx context.Context, q string, args ...any) row {
+	c, err := p.db.acquire(ctx)
+	if err != nil {
+		return errRow{err}
+	}
+	return translatingRow{r: c.QueryRow(ctx, rebind(q), args...), h: p.db.health, release: c.Release}
+}
+
+func (p poolQuerier) query(ctx context.Context, q string, args ...any) (rows, error) {
+	c, err := p.db.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.Query(ctx, rebind(q), args...)
+	if err != nil {
+		c.Release()
+		return nil, p.db.health.note(translate(err))
+	}
+	p.db.health.note(nil)
+	return &releasingRows{Rows: r, conn: c}, nil
+}
+
+// releasingRows gives the connection back to the pool when first closed.
+type releasingRows struct {
+	pgx.Rows
+	conn *pgxpool.Conn
+}
+
+func (r *releasingRows) Close() {
+	r.Rows.Close()
+	if r.conn != nil {
+		r.conn.Release()
+		r.conn = nil
+	}
+}
+
+type errRow struct{ err error }
+
+func (e errRow) Scan(...any) error { return e.err }
+
+// translatingRow translates a row's error, notes an outage, and gives a
+// pooled connection back once scanned.
+type translatingRow struct {
+	r       row
+	h       *health
+	release func()
+}
+
+func (t translatingRow) Scan(dest ...any) error {
+	err := t.r.Scan(dest...)
+	if t.release != nil {
+		t.release()
+	}
+	return t.h.note(translate(err))
+}
 
 // rebind turns `?` placeholders into PostgreSQL's `$n`. Queries in this
 // package never use `?` for anything else.

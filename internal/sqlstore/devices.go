@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"time"
 
-	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
 const deviceColumns = `id, account_id, platform, name, push_token, push_token_status, active, created_at, last_seen_at`
@@ -27,19 +26,7 @@ func scanDevice(r row) (devices.Device, error) {
 }
 
 func scanDevices(rs rows, err error) ([]devices.Device, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rs.Close()
-	var out []devices.Device
-	for rs.Next() {
-		d, err := scanDevice(rs)
-		if err != nil {
-			return nil, translate(err)
-		}
-		out = append(out, d)
-	}
-	return out, translate(rs.Err())
+	return collect(rs, err, scanDevice)
 }
 
 // placeholders returns "?, ?, …" for n values.
@@ -62,24 +49,36 @@ func (db *DB) DeviceByID(ctx context.Context, id string) (devices.Device, error)
 
 // InvalidatePushToken implements notifications.Store.
 func (db *DB) InvalidatePushToken(ctx context.Context, deviceID, token string) error {
-	return invalidatePushTokens(ctx, db.conn(), []devicePushToken{{deviceID, token}})
+	return db.inTx(ctx, func(tx *Tx) error { return tx.invalidatePushTokens(ctx, []devicePushToken{{deviceID, token}}) })
 }
 
 // devicePushToken is a device and the push token it was sent to.
 type devicePushToken struct{ deviceID, token string }
 
-// invalidatePushTokens marks the push tokens of these devices invalid, on
-// q (a transaction's or the pool's), in statements of at most 500 pairs. A
-// device whose token changed since, or that lost it, is left alone.
-func invalidatePushTokens(ctx context.Context, q querier, pairs []devicePushToken) error {
+// invalidatePushTokens marks the push tokens of these devices invalid, in
+// statements of at most 500 pairs, with a device.token_invalidated event
+// for each device whose token this changed. A device whose token changed
+// since, or that lost it, is left alone.
+func (tx *Tx) invalidatePushTokens(ctx context.Context, pairs []devicePushToken) error {
 	for part := range chunks(pairs, 500) {
 		args := make([]any, 0, 2*len(part))
 		for _, p := range part {
 			args = append(args, p.deviceID, p.token)
 		}
 		values := strings.Repeat("(?, ?), ", len(part)-1) + "(?, ?)"
-		if _, err := q.exec(ctx, `UPDATE devices SET push_token_status = 'invalid' WHERE (id, push_token) IN (VALUES `+values+`)`, args...); err != nil {
+		rs, err := tx.q.query(ctx, `UPDATE devices SET push_token_status = 'invalid' WHERE push_token_status <> 'invalid' AND (id, push_token) IN (VALUES `+values+`) RETURNING id, account_id, platform`, args...)
+		changed, err := collect(rs, err, func(r row) (map[string]any, error) {
+			var id, account, platform string
+			err := r.Scan(&id, &account, &platform)
+			return map[string]any{"deviceId": id, "userId": account, "platform": platform, "pushTokenStatus": devices.TokenInvalid}, err
+		})
+		if err != nil {
 			return err
+		}
+		for _, data := range changed {
+			if err := tx.emitEvent(ctx, webhooks.DeviceTokenInvalidated, data); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -93,10 +92,10 @@ func (db *DB) RegisterDevice(ctx context.Context, d devices.NewDevice, allow fun
 	var out devices.Device
 	err := db.inTx(ctx, func(tx *Tx) error {
 		var q devices.Quota
-		if err := tx.q.queryRow(ctx, `SELECT plan, expires_at FROM subscriptions WHERE account_id = ?`+db.forUpdate(), d.AccountID).Scan(&q.Plan, &q.ExpiresAt); err != nil {
+		if err := tx.q.queryRow(ctx, `SELECT plan, expires_at FROM subscriptions WHERE account_id = ?`+db.forUpdate(), d.AccountID).Scan(&q.Subscription.Plan, &q.Subscription.ExpiresAt); err != nil {
 			return err
 		}
-		q.ExpiresAt = q.ExpiresAt.UTC()
+		q.Subscription.ExpiresAt = q.Subscription.ExpiresAt.UTC()
 		var holderID, holderAccount string
 		var holderActive bool
 		err := tx.q.queryRow(ctx, `SELECT id, account_id, active FROM devices WHERE push_token = ?`+db.forUpdate(), d.PushToken).Scan(&holderID, &holderAccount, &holderActive)
@@ -134,7 +133,7 @@ func (db *DB) RegisterDevice(ctx context.Context, d devices.NewDevice, allow fun
 		}
 		out = devices.Device{ID: d.ID, AccountID: d.AccountID, Platform: d.Platform, Name: name, PushToken: d.PushToken,
 			Active: true, PushTokenStatus: devices.TokenValid, CreatedAt: tx.now, LastSeenAt: tx.now}
-		return nil
+		return tx.emitEvent(ctx, webhooks.DeviceRegistered, map[string]any{"deviceId": d.ID, "userId": d.AccountID, "platform": d.Platform, "name": name})
 	})
 	return out, err
 }
@@ -162,11 +161,16 @@ func (db *DB) UpdatePushToken(ctx context.Context, accountID, deviceID, token st
 
 // DeactivateDevice implements devices.Store.
 func (db *DB) DeactivateDevice(ctx context.Context, accountID, deviceID string) error {
-	n, err := db.conn().exec(ctx, `UPDATE devices SET active = FALSE, push_token = NULL, push_token_status = 'invalid' WHERE id = ? AND account_id = ? AND active = TRUE`, deviceID, accountID)
-	if err == nil && n == 0 {
-		return storage.ErrNotFound
-	}
-	return err
+	return db.inTx(ctx, func(tx *Tx) error {
+		n, err := tx.q.exec(ctx, `UPDATE devices SET active = FALSE, push_token = NULL, push_token_status = 'invalid' WHERE id = ? AND account_id = ? AND active = TRUE`, deviceID, accountID)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return storage.ErrNotFound
+		}
+		return tx.emitEvent(ctx, webhooks.DeviceRemoved, map[string]any{"deviceId": deviceID, "userId": accountID})
+	})
 }
 
 // AdminDevices implements devices.Store.
@@ -175,22 +179,6 @@ func (db *DB) AdminDevices(ctx context.Context, accountID, after string, limit i
 		return scanDevices(db.conn().query(ctx, `SELECT `+deviceColumns+` FROM devices WHERE account_id = ? AND id > ? ORDER BY id LIMIT ?`, accountID, after, limit))
 	}
 	return scanDevices(db.conn().query(ctx, `SELECT `+deviceColumns+` FROM devices WHERE id > ? ORDER BY id LIMIT ?`, after, limit))
-}
-
-// SetPlan implements devices.Store.
-func (db *DB) SetPlan(ctx context.Context, email, plan string, expires time.Time) (accounts.Account, error) {
-	var id string
-	err := db.inTx(ctx, func(tx *Tx) error {
-		if err := tx.q.queryRow(ctx, `SELECT id FROM accounts WHERE email = ?`, email).Scan(&id); err != nil {
-			return err
-		}
-		_, err := tx.q.exec(ctx, `UPDATE subscriptions SET plan = ?, expires_at = ?, updated_at = ? WHERE account_id = ?`, plan, expires, tx.now, id)
-		return err
-	})
-	if err != nil {
-		return accounts.Account{}, err
-	}
-	return db.AccountByID(ctx, id)
 }
 
 // importDevice is one device an import batch writes.
@@ -220,21 +208,17 @@ func (db *DB) ImportDevices(ctx context.Context, rows []devices.ImportRow) (devi
 		}
 		for chunk := range chunks(tokens, 500) {
 			rs, err := tx.q.query(ctx, `SELECT id, account_id, push_token FROM devices WHERE push_token IN (`+placeholders(len(chunk))+`)`, chunk...)
-			if err != nil {
-				return err
-			}
-			for rs.Next() {
+			err = each(rs, err, func(r row) error {
 				var h holder
 				var t string
-				if err := rs.Scan(&h.id, &h.account, &t); err != nil {
-					rs.Close()
-					return translate(err)
+				if err := r.Scan(&h.id, &h.account, &t); err != nil {
+					return err
 				}
 				held[t] = h
-			}
-			rs.Close()
-			if err := rs.Err(); err != nil {
-				return translate(err)
+				return nil
+			})
+			if err != nil {
+				return err
 			}
 		}
 
@@ -327,20 +311,16 @@ func (tx *Tx) lookupAccounts(ctx context.Context, rows []devices.ImportRow) (map
 	out := make(map[string]string, len(emails))
 	for chunk := range chunks(emails, 500) {
 		rs, err := tx.q.query(ctx, `SELECT id, email FROM accounts WHERE email IN (`+placeholders(len(chunk))+`)`, chunk...)
-		if err != nil {
-			return nil, err
-		}
-		for rs.Next() {
+		err = each(rs, err, func(r row) error {
 			var id, email string
-			if err := rs.Scan(&id, &email); err != nil {
-				rs.Close()
-				return nil, translate(err)
+			if err := r.Scan(&id, &email); err != nil {
+				return err
 			}
 			out[email] = id
-		}
-		rs.Close()
-		if err := rs.Err(); err != nil {
-			return nil, translate(err)
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

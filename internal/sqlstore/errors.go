@@ -5,6 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
 
 	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/jackc/pgx/v5"
@@ -20,11 +24,27 @@ func translate(err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
+	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrUnavailable) || errors.Is(err, storage.ErrBusy) {
+		return err // translated already
 	}
 	if errors.Is(err, sql.ErrNoRows) || errors.Is(err, pgx.ErrNoRows) {
 		return storage.ErrNotFound
+	}
+	// A caller that went away is not an outage.
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	// A connection that could not be made in time (the pool's acquire
+	// timeout) is an outage; any other deadline is the caller's.
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("%w: %v", storage.ErrUnavailable, err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if unavailable(err) {
+		return fmt.Errorf("%w: %v", storage.ErrUnavailable, err)
 	}
 	var se *sqlite.Error
 	if errors.As(err, &se) {
@@ -43,13 +63,48 @@ func translate(err error) error {
 			return fmt.Errorf("%w (%s)", storage.ErrConflict, pe.ConstraintName)
 		case "22021", "22P05": // character_not_in_repertoire (a NUL or bad UTF-8), untranslatable_character
 			return fmt.Errorf("%w (%s)", storage.ErrInvalidText, pe.Code)
-		case "40001", "40P01", "55P03", "57P01", "53300": // serialization, deadlock, lock, shutdown, too many connections
+		case "40001", "40P01", "55P03", "53300": // serialization, deadlock, lock not available, too many connections
 			return fmt.Errorf("%w (%s)", storage.ErrBusy, pe.Code)
 		}
 		return fmt.Errorf("postgres: %w", err)
 	}
-	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
-		return fmt.Errorf("%w: %v", storage.ErrBusy, err)
-	}
 	return err
+}
+
+// unavailable reports whether err means the database cannot be reached:
+// a lost connection, a server shutting down, starting up or
+// failing over, a connection closed under the query, or an I/O failure
+// of the SQLite file.
+func unavailable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case strings.HasPrefix(pe.Code, "08"): // connection exception
+			return true
+		case pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03": // admin shutdown, crash shutdown, cannot connect now
+			return true
+		case pe.Code == "25006": // read_only_sql_transaction: a standby after a failover
+			return true
+		}
+		return false
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN:
+			return true
+		}
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) {
+		return true
+	}
+	// A connection closed under the query, and failures before the query
+	// was sent: the connection is gone, not the statement wrong.
+	return errors.Is(err, pgconn.ErrConnClosed) || pgconn.SafeToRetry(err)
 }

@@ -8,16 +8,21 @@ import (
 
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
-const subscriberColumns = `chat_id, username, first_name, start_payload, status, subscribed_since, updated_at`
+const subscriberColumns = `chat_id, username, first_name, start_payload, status, subscribed_since, updated_at, user_id`
 
 func scanSubscriber(r row) (messenger.Subscriber, error) {
 	var s messenger.Subscriber
 	var id int64
 	var status string
-	if err := r.Scan(&id, &s.Username, &s.FirstName, &s.StartPayload, &status, &s.SubscribedSince, &s.UpdatedAt); err != nil {
+	var userID *string
+	if err := r.Scan(&id, &s.Username, &s.FirstName, &s.StartPayload, &status, &s.SubscribedSince, &s.UpdatedAt, &userID); err != nil {
 		return messenger.Subscriber{}, err
+	}
+	if userID != nil {
+		s.UserID = *userID
 	}
 	s.ChatID = strconv.FormatInt(id, 10)
 	s.Status = messenger.SubscriberStatus(status)
@@ -74,20 +79,88 @@ func (tx *Tx) applyTelegramChange(ctx context.Context, c messenger.Change) (mess
 		return out, err
 	}
 	out.After = out.Before
+	if c.Kind == messenger.Subscribe && c.LinkTokenHash != "" {
+		if out.Link, c.LinkUserID, err = tx.consumeLinkToken(ctx, c.LinkTokenHash); err != nil {
+			return out, err
+		}
+	}
 	next := c.Apply(out.Before, tx.now)
 	if next == nil {
 		return out, nil
 	}
-	_, err = tx.q.exec(ctx, `INSERT INTO telegram_subscribers (`+subscriberColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)
+	if next.UserID != "" {
+		// One chat per account: linking this chat moves the link here.
+		if _, err := tx.q.exec(ctx, `UPDATE telegram_subscribers SET user_id = NULL WHERE user_id = ? AND chat_id <> ?`, next.UserID, c.ChatID); err != nil {
+			return out, err
+		}
+	}
+	_, err = tx.q.exec(ctx, `INSERT INTO telegram_subscribers (`+subscriberColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (chat_id) DO UPDATE SET username = excluded.username, first_name = excluded.first_name,
 			start_payload = excluded.start_payload, status = excluded.status,
-			subscribed_since = excluded.subscribed_since, updated_at = excluded.updated_at`,
-		c.ChatID, next.Username, next.FirstName, next.StartPayload, string(next.Status), next.SubscribedSince, next.UpdatedAt)
+			subscribed_since = excluded.subscribed_since, updated_at = excluded.updated_at, user_id = excluded.user_id`,
+		c.ChatID, next.Username, next.FirstName, next.StartPayload, string(next.Status), next.SubscribedSince, next.UpdatedAt, nullable(next.UserID))
 	if err != nil {
 		return out, err
 	}
+	if err := tx.publish(ctx, messenger.EventsTopic, messenger.EncodeEvent(c.Kind, *next)); err != nil {
+		return out, err
+	}
 	out.After, out.Changed = next, true
+	if out.Before == nil || out.Before.Status != next.Status {
+		typ := map[messenger.SubscriberStatus]string{messenger.Subscribed: webhooks.SubscriberSubscribed,
+			messenger.Unsubscribed: webhooks.SubscriberUnsubscribed, messenger.Blocked: webhooks.SubscriberBlocked}[next.Status]
+		data := map[string]any{"chatId": strconv.FormatInt(c.ChatID, 10), "status": string(next.Status)}
+		if next.Status == messenger.Subscribed {
+			data["startPayload"] = next.StartPayload
+		}
+		if typ != "" {
+			if err := tx.emitEvent(ctx, typ, data); err != nil {
+				return out, err
+			}
+		}
+	}
 	return out, nil
+}
+
+// consumeLinkToken marks the link token used, once, and returns its
+// account; an expired, used or unknown token links nothing.
+func (tx *Tx) consumeLinkToken(ctx context.Context, hash string) (messenger.LinkResult, string, error) {
+	var userID string
+	var expiresAt time.Time
+	var usedAt *time.Time
+	err := tx.q.queryRow(ctx, `SELECT user_id, expires_at, used_at FROM telegram_link_tokens WHERE token_hash = ?`+tx.db.forUpdate(), hash).Scan(&userID, &expiresAt, &usedAt)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return messenger.LinkNotFound, "", nil
+	case err != nil:
+		return "", "", err
+	case usedAt != nil:
+		return messenger.LinkUsed, "", nil
+	case !tx.now.Before(expiresAt):
+		return messenger.LinkExpired, "", nil
+	}
+	if _, err := tx.q.exec(ctx, `UPDATE telegram_link_tokens SET used_at = ? WHERE token_hash = ?`, tx.now, hash); err != nil {
+		return "", "", err
+	}
+	return messenger.Linked, userID, nil
+}
+
+// CreateTelegramLinkToken implements messenger.Store.
+func (db *DB) CreateTelegramLinkToken(ctx context.Context, userID, tokenHash string, expiresAt time.Time) error {
+	_, err := db.conn().exec(ctx, `INSERT INTO telegram_link_tokens (token_hash, user_id, expires_at, created_at) VALUES (?, ?, ?, ?)`,
+		tokenHash, userID, expiresAt, db.Now())
+	return err
+}
+
+// UnlinkTelegramChat implements messenger.Store.
+func (db *DB) UnlinkTelegramChat(ctx context.Context, userID string) (bool, error) {
+	n, err := db.conn().exec(ctx, `UPDATE telegram_subscribers SET user_id = NULL, updated_at = ? WHERE user_id = ?`, db.Now(), userID)
+	return n > 0, err
+}
+
+// LinkedTelegramChat implements messenger.Store.
+func (db *DB) LinkedTelegramChat(ctx context.Context, userID string) (messenger.Subscriber, error) {
+	return scanSubscriber(db.conn().queryRow(ctx, `SELECT `+subscriberColumns+` FROM telegram_subscribers WHERE user_id = ?`, userID))
 }
 
 // LastTelegramUpdateID implements messenger.Store.
@@ -111,29 +184,21 @@ func (db *DB) CountTelegramSubscribers(ctx context.Context) (int, error) {
 
 // ListTelegramSubscribers implements messenger.Store with keyset pagination on
 // (subscribed_since, chat_id), newest first.
-func (db *DB) ListTelegramSubscribers(ctx context.Context, after *messenger.Position, limit int) ([]messenger.Subscriber, error) {
-	q := `SELECT ` + subscriberColumns + ` FROM telegram_subscribers`
+func (db *DB) ListTelegramSubscribers(ctx context.Context, status messenger.SubscriberStatus, after *messenger.Position, limit int) ([]messenger.Subscriber, error) {
+	q := `SELECT ` + subscriberColumns + ` FROM telegram_subscribers WHERE 1 = 1`
 	var args []any
+	if status != "" {
+		q += ` AND status = ?`
+		args = append(args, string(status))
+	}
 	if after != nil {
-		q += ` WHERE subscribed_since < ? OR (subscribed_since = ? AND chat_id < ?)`
+		q += ` AND (subscribed_since < ? OR (subscribed_since = ? AND chat_id < ?))`
 		args = append(args, after.Since, after.Since, after.ChatID)
 	}
 	q += ` ORDER BY subscribed_since DESC, chat_id DESC LIMIT ?`
 	args = append(args, limit)
 	rs, err := db.conn().query(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rs.Close()
-	var out []messenger.Subscriber
-	for rs.Next() {
-		s, err := scanSubscriber(rs)
-		if err != nil {
-			return nil, translate(err)
-		}
-		out = append(out, s)
-	}
-	return out, translate(rs.Err())
+	return collect(rs, err, scanSubscriber)
 }
 
 // AcquireLease implements messenger.Store: one conditional upsert that
@@ -153,3 +218,11 @@ func (db *DB) ReleaseLease(ctx context.Context, name, holder string) error {
 }
 
 var _ messenger.Store = (*DB)(nil)
+
+// nullable stores "" as NULL.
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

@@ -2,21 +2,29 @@ package sqlstore
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/herald-vpn/herald/internal/notifications"
+	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/herald-vpn/herald/internal/webhooks"
 	"github.com/riverqueue/river"
 )
 
-const jobColumns = `id, status, subject, content, data, total_recipients, sent, failed, invalid_tokens, created_at, started_at, finished_at, last_error`
+const jobColumns = `id, status, subject, content, data, total_recipients, sent, failed, invalid_tokens, created_at, started_at, finished_at, last_error, push_options, send_at, audience_platforms, audience_plans, audience_status`
 
 func scanJob(r row, extra ...any) (notifications.Job, error) {
 	var j notifications.Job
-	var data *string
-	var started, finished *time.Time
+	var data, opts *string
+	var platforms, plans string
+	var started, finished, sendAt *time.Time
 	dest := append([]any{&j.ID, &j.Status, &j.Subject, &j.Content, &data, &j.TotalRecipients, &j.Sent, &j.Failed, &j.InvalidTokens,
-		&j.CreatedAt, &started, &finished, &j.Error}, extra...)
+		&j.CreatedAt, &started, &finished, &j.Error, &opts, &sendAt, &platforms, &plans, &j.Audience.SubscriptionStatus}, extra...)
 	if err := r.Scan(dest...); err != nil {
 		return notifications.Job{}, err
 	}
@@ -27,8 +35,14 @@ func scanJob(r row, extra ...any) (notifications.Job, error) {
 		}
 		j.Data = m
 	}
+	if opts != nil {
+		if err := json.Unmarshal([]byte(*opts), &j.Options); err != nil {
+			return notifications.Job{}, fmt.Errorf("job %s: push options: %w", j.ID, err)
+		}
+	}
 	j.CreatedAt = j.CreatedAt.UTC()
-	j.StartedAt, j.FinishedAt = utcPtr(started), utcPtr(finished)
+	j.StartedAt, j.FinishedAt, j.SendAt = utcPtr(started), utcPtr(finished), utcPtr(sendAt)
+	j.Audience.Platforms, j.Audience.Plans = splitList(platforms), splitList(plans)
 	return j, nil
 }
 
@@ -40,34 +54,97 @@ func utcPtr(t *time.Time) *time.Time {
 	return &u
 }
 
-// recipients is the condition of a broadcast recipient; it matches the
-// predicate of the devices_recipients partial index word for word.
-const recipients = `active = TRUE AND push_token_status = 'valid'`
+// audienceOf is the condition that a device is in the audience of the
+// job row (or CTE) j, whose columns are named by the arguments: each list
+// is ” (everyone) or comma-bracketed; the subscription status is as of
+// the job's creation, so the count and the walk agree.
+func audienceOf(platforms, plans, status, created string) string {
+	return `(` + platforms + ` = '' OR ` + platforms + ` LIKE '%,' || devices.platform || ',%')
+	AND ((` + plans + ` = '' AND ` + status + ` = '') OR EXISTS (SELECT 1 FROM subscriptions sub WHERE sub.account_id = devices.account_id
+		AND (` + plans + ` = '' OR ` + plans + ` LIKE '%,' || sub.plan || ',%')
+		AND (` + status + ` = '' OR (` + status + ` = 'active' AND sub.expires_at > ` + created + `)
+			OR (` + status + ` = 'expired' AND sub.expires_at <= ` + created + `))))`
+}
+
+var (
+	inAudience      = audienceOf("j.audience_platforms", "j.audience_plans", "j.audience_status", "j.created_at")
+	inAudienceOfCTE = audienceOf("j.audience_platforms", "j.audience_plans", "j.audience_status", "j.job_created")
+)
+
+// joinList stores a list as ",a,b," (” when empty), for LIKE '%,x,%'.
+func joinList(l []string) string {
+	if len(l) == 0 {
+		return ""
+	}
+	return "," + strings.Join(l, ",") + ","
+}
+
+func splitList(s string) []string {
+	if s = strings.Trim(s, ","); s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+// recipients is the condition of a broadcast recipient: its beginning
+// matches the predicate of the devices_recipients partial index word for
+// word; then the devices of disabled accounts are left out (an account's
+// row by primary key; the accounts of devices are almost never disabled).
+const recipients = `active = TRUE AND push_token_status = 'valid' AND NOT EXISTS (SELECT 1 FROM accounts acct WHERE acct.id = devices.account_id AND acct.disabled_at IS NOT NULL)`
+
+// AccountDisabled implements notifications.Store.
+func (db *DB) AccountDisabled(ctx context.Context, accountID string) (bool, error) {
+	var n int
+	err := db.conn().queryRow(ctx, `SELECT COUNT(*) FROM accounts WHERE id = ? AND disabled_at IS NOT NULL`, accountID).Scan(&n)
+	return n > 0, err
+}
 
 // CreateBroadcast implements notifications.Store.
 func (db *DB) CreateBroadcast(ctx context.Context, b notifications.NewBroadcast, job river.JobArgs) (notifications.Job, error) {
 	var j notifications.Job
 	err := db.inTx(ctx, func(tx *Tx) error {
-		var total int
-		if err := tx.q.queryRow(ctx, `SELECT COUNT(*) FROM devices WHERE `+recipients).Scan(&total); err != nil {
-			return err
-		}
 		var data any
 		if b.Data != nil {
 			data = string(b.Data)
 		}
-		if _, err := tx.q.exec(ctx, `INSERT INTO notification_jobs (id, subject, content, data, status, total_recipients, created_at) VALUES (?, ?, ?, ?, 'queued', ?, ?)`,
-			b.ID, b.Subject, b.Content, data, total, tx.now); err != nil {
+		var opts any
+		if b.Options != nil {
+			opts = string(b.Options)
+		}
+		status, insertOpts := notifications.StatusQueued, (*river.InsertOpts)(nil)
+		if b.SendAt != nil {
+			// River holds the job until then; any replica's runner
+			// starts it.
+			status, insertOpts = notifications.StatusScheduled, &river.InsertOpts{ScheduledAt: *b.SendAt}
+		}
+		a := b.Audience
+		if _, err := tx.q.exec(ctx, `INSERT INTO notification_jobs (id, subject, content, data, status, total_recipients, created_at, push_options, send_at,
+			audience_platforms, audience_plans, audience_status) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)`,
+			b.ID, b.Subject, b.Content, data, status, tx.now, opts, b.SendAt, joinList(a.Platforms), joinList(a.Plans), a.SubscriptionStatus); err != nil {
 			return err
 		}
-		if _, err := tx.InsertJob(ctx, job, nil); err != nil {
+		// Counted with the walk's own condition, read from the job row.
+		if _, err := tx.q.exec(ctx, `UPDATE notification_jobs SET total_recipients = (SELECT COUNT(*) FROM devices, notification_jobs j
+			WHERE j.id = ? AND `+recipients+` AND `+inAudience+`) WHERE id = ?`, b.ID, b.ID); err != nil {
+			return err
+		}
+		var total int
+		if err := tx.q.queryRow(ctx, `SELECT total_recipients FROM notification_jobs WHERE id = ?`, b.ID).Scan(&total); err != nil {
+			return err
+		}
+		if _, err := tx.InsertJob(ctx, job, insertOpts); err != nil {
 			return err
 		}
 		m, err := notifications.DecodeData(b.Data)
 		if err != nil {
 			return err
 		}
-		j = notifications.Job{ID: b.ID, Status: notifications.StatusQueued, Subject: b.Subject, Content: b.Content, Data: m, TotalRecipients: total, CreatedAt: tx.now}
+		j = notifications.Job{ID: b.ID, Status: status, Subject: b.Subject, Content: b.Content, Data: m, TotalRecipients: total, CreatedAt: tx.now, SendAt: utcPtr(b.SendAt), Audience: b.Audience}
+		if b.Options != nil {
+			if err := json.Unmarshal(b.Options, &j.Options); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 	return j, err
@@ -88,51 +165,65 @@ func (db *DB) BroadcastJobs(ctx context.Context, beforeID string, limit int) ([]
 	} else {
 		rs, err = db.conn().query(ctx, `SELECT `+jobColumns+` FROM notification_jobs WHERE id < ? ORDER BY id DESC LIMIT ?`, beforeID, limit)
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer rs.Close()
-	var out []notifications.Job
-	for rs.Next() {
-		j, err := scanJob(rs)
-		if err != nil {
-			return nil, translate(err)
-		}
-		out = append(out, j)
-	}
-	return out, translate(rs.Err())
+	return collect(rs, err, func(r row) (notifications.Job, error) { return scanJob(r) })
 }
 
 // CancelBroadcast implements notifications.Store.
 func (db *DB) CancelBroadcast(ctx context.Context, id string) (notifications.Job, error) {
 	var j notifications.Job
 	err := db.inTx(ctx, func(tx *Tx) error {
-		if _, err := tx.q.exec(ctx, `UPDATE notification_jobs SET status = 'cancelled', finished_at = ? WHERE id = ? AND status IN ('queued', 'running')`, tx.now, id); err != nil {
+		n, err := tx.q.exec(ctx, `UPDATE notification_jobs SET status = 'cancelled', finished_at = ? WHERE id = ? AND status IN ('queued', 'scheduled', 'running')`, tx.now, id)
+		if err != nil {
 			return err
 		}
-		var err error
 		j, err = scanJob(tx.q.queryRow(ctx, `SELECT `+jobColumns+` FROM notification_jobs WHERE id = ?`, id))
-		return err
+		if err != nil || n == 0 {
+			return err
+		}
+		return tx.emitEvent(ctx, webhooks.BroadcastCancelled, broadcastEventData(j))
 	})
 	return j, err
 }
 
-// UnfinishedBroadcasts implements notifications.Store.
-func (db *DB) UnfinishedBroadcasts(ctx context.Context) ([]string, error) {
-	rs, err := db.conn().query(ctx, `SELECT id FROM notification_jobs WHERE status IN ('queued', 'running') ORDER BY id`)
+// RequeueStalledBroadcasts implements notifications.Store.
+func (db *DB) RequeueStalledBroadcasts(ctx context.Context, minInterval time.Duration, newJob func(id string) river.JobArgs) ([]string, error) {
+	return db.requeueStalled(ctx, "notification_jobs", minInterval, newJob)
+}
+
+// requeueStalled queues a new River job for each running job of table (a
+// job table with status, lease_until and requeued_at) whose lease has
+// lapsed, at most once per minInterval. The conditional update makes it
+// safe on every replica at once: only one of them moves requeued_at, and
+// only that one inserts the job.
+func (db *DB) requeueStalled(ctx context.Context, table string, minInterval time.Duration, newJob func(id string) river.JobArgs) ([]string, error) {
+	now := db.Now()
+	// The IN term lets SQLite use the table's partial index of unfinished
+	// jobs.
+	rs, err := db.conn().query(ctx, `SELECT id FROM `+table+` WHERE status IN ('queued', 'running') AND status = 'running'
+		AND (lease_until IS NULL OR lease_until < ?) AND (requeued_at IS NULL OR requeued_at < ?) ORDER BY id`, now, now.Add(-minInterval))
+	stalled, err := collect(rs, err, scanString)
 	if err != nil {
 		return nil, err
 	}
-	defer rs.Close()
-	var ids []string
-	for rs.Next() {
-		var id string
-		if err := rs.Scan(&id); err != nil {
-			return nil, translate(err)
+	var requeued []string
+	for _, id := range stalled {
+		err := db.inTx(ctx, func(tx *Tx) error {
+			n, err := tx.q.exec(ctx, `UPDATE `+table+` SET requeued_at = ? WHERE id = ? AND status = 'running'
+				AND (lease_until IS NULL OR lease_until < ?) AND (requeued_at IS NULL OR requeued_at < ?)`, tx.now, id, tx.now, tx.now.Add(-minInterval))
+			if err != nil || n == 0 {
+				return err
+			}
+			if _, err := tx.InsertJob(ctx, newJob(id), nil); err != nil {
+				return err
+			}
+			requeued = append(requeued, id)
+			return nil
+		})
+		if err != nil {
+			return requeued, err
 		}
-		ids = append(ids, id)
 	}
-	return ids, translate(rs.Err())
+	return requeued, nil
 }
 
 // AcquireBroadcast implements notifications.Store.
@@ -180,16 +271,28 @@ func (tx *Tx) holdsLease(ctx context.Context, id, owner string) (bool, error) {
 	return status == notifications.StatusRunning && holder != nil && *holder == owner, nil
 }
 
-// ClaimNextBatch implements notifications.Store.
+// errClaimLost rolls back a claim whose job changed under it.
+var errClaimLost = errors.New("broadcast no longer this worker's")
+
+// ClaimNextBatch implements notifications.Store. The job row is read
+// without a lock and written last, conditionally on the cursor it was read
+// with: the claims are inserted while outcomes are being recorded, and the
+// row is locked only for the final update.
 func (db *DB) ClaimNextBatch(ctx context.Context, id, owner string, limit int, until time.Time) (notifications.Claims, error) {
+	if db.dialect == storage.Postgres {
+		return db.claimPostgres(ctx, id, owner, limit, until)
+	}
 	var c notifications.Claims
 	err := db.inTx(ctx, func(tx *Tx) error {
 		c = notifications.Claims{}
+		if err := tx.commitWithoutFlush(ctx); err != nil {
+			return err
+		}
 		var status, cursor string
 		var holder *string
 		var done bool
 		var created time.Time
-		if err := tx.q.queryRow(ctx, `SELECT status, lease_owner, walk_cursor, walk_done, created_at FROM notification_jobs WHERE id = ?`+db.forUpdate(), id).
+		if err := tx.q.queryRow(ctx, `SELECT status, lease_owner, walk_cursor, walk_done, created_at FROM notification_jobs WHERE id = ?`, id).
 			Scan(&status, &holder, &cursor, &done, &created); err != nil {
 			return err
 		}
@@ -201,38 +304,136 @@ func (db *DB) ClaimNextBatch(ctx context.Context, id, owner string, limit int, u
 			c.Done = true
 			return nil
 		}
-		rs, err := tx.q.query(ctx, `SELECT id, platform, push_token FROM devices WHERE `+recipients+` AND id > ? AND created_at <= ? AND push_token IS NOT NULL ORDER BY id LIMIT ?`,
-			cursor, created, limit)
+		rs, err := tx.q.query(ctx, `SELECT devices.id, devices.platform, devices.push_token FROM devices, notification_jobs j
+			WHERE j.id = ? AND `+recipients+` AND `+inAudience+` AND devices.id > ? AND devices.created_at <= ? AND devices.push_token IS NOT NULL
+			ORDER BY devices.id LIMIT ?`,
+			id, cursor, created, limit)
+		found, err := collect(rs, err, func(r row) (notifications.Claim, error) {
+			var cl notifications.Claim
+			err := r.Scan(&cl.DeviceID, &cl.Platform, &cl.Token)
+			return cl, err
+		})
 		if err != nil {
 			return err
 		}
-		var found []notifications.Claim
-		for rs.Next() {
-			var cl notifications.Claim
-			if err := rs.Scan(&cl.DeviceID, &cl.Platform, &cl.Token); err != nil {
-				rs.Close()
-				return translate(err)
-			}
-			found = append(found, cl)
-		}
-		rs.Close()
-		if err := rs.Err(); err != nil {
-			return translate(err)
-		}
 		c.Done = len(found) < limit
+		next := cursor
 		if len(found) > 0 {
 			c.Last = found[len(found)-1].DeviceID
-			cursor = c.Last
+			next = c.Last
 			claimed, err := tx.insertClaims(ctx, id, owner, found)
 			if err != nil {
 				return err
 			}
 			c.Claims = claimed
 		}
-		_, err = tx.q.exec(ctx, `UPDATE notification_jobs SET walk_cursor = ?, walk_done = ?, lease_until = ? WHERE id = ?`, cursor, c.Done, until, id)
-		return err
+		n, err := tx.q.exec(ctx, `UPDATE notification_jobs SET walk_cursor = ?, walk_done = ?, lease_until = ?
+			WHERE id = ? AND status = 'running' AND lease_owner = ? AND walk_cursor = ?`, next, c.Done, until, id, owner, cursor)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return errClaimLost
+		}
+		return nil
 	})
+	if errors.Is(err, errClaimLost) {
+		return notifications.Claims{Stop: true}, nil
+	}
 	return c, err
+}
+
+// The cursor is compared through a scalar subquery so that it bounds the
+// index scan (Index Cond: id > $n); compared as a join column it only
+// filters a scan from the first device, which made each batch cost as
+// much as all the batches before it.
+//
+// claimStatement is ClaimNextBatch on PostgreSQL in one statement: read
+// the job, take the next devices after its cursor, move the cursor — only
+// if nobody moved it since (upd is empty otherwise) — and insert the
+// claims only when the cursor moved. The job row is locked by upd alone,
+// until the statement's implicit commit. One row per device found (or one
+// row of NULLs when none is), each saying whether its claim was inserted.
+var claimStatement = `WITH j AS (
+	SELECT status, lease_owner, walk_cursor, walk_done, created_at AS job_created, audience_platforms, audience_plans, audience_status
+	FROM notification_jobs WHERE id = $1
+),
+found AS (
+	SELECT devices.id, devices.platform, devices.push_token FROM devices, j
+	WHERE j.status = 'running' AND j.lease_owner = $2 AND NOT j.walk_done
+		AND ` + recipients + ` AND ` + inAudienceOfCTE + ` AND devices.id > (SELECT walk_cursor FROM j) AND devices.created_at <= j.job_created AND devices.push_token IS NOT NULL
+	ORDER BY devices.id LIMIT $3
+),
+upd AS (
+	UPDATE notification_jobs n SET walk_cursor = COALESCE((SELECT max(id) FROM found), j.walk_cursor),
+		walk_done = (SELECT count(*) FROM found) < $3, lease_until = $5
+	FROM j WHERE n.id = $1 AND j.status = 'running' AND j.lease_owner = $2 AND NOT j.walk_done
+		AND n.status = 'running' AND n.lease_owner = $2 AND n.walk_cursor = j.walk_cursor
+	RETURNING n.walk_done
+),
+ins AS (
+	INSERT INTO notification_deliveries (job_id, device_id, status, claimed_by, updated_at)
+	SELECT $1, id, 'claimed', $2, $4 FROM found WHERE EXISTS (SELECT 1 FROM upd)
+	ON CONFLICT (job_id, device_id) DO NOTHING RETURNING device_id
+)
+SELECT j.status, j.lease_owner, j.walk_done, (SELECT walk_done FROM upd), f.id, f.platform, f.push_token, ins.device_id IS NOT NULL
+FROM j LEFT JOIN found f ON TRUE LEFT JOIN ins ON ins.device_id = f.id
+ORDER BY f.id`
+
+// claimPostgres runs claimStatement in one round trip, its commit not
+// waiting for the WAL flush (see commitWithoutFlush).
+func (db *DB) claimPostgres(ctx context.Context, id, owner string, limit int, until time.Time) (notifications.Claims, error) {
+	conn, err := db.acquire(ctx)
+	if err != nil {
+		return notifications.Claims{}, err
+	}
+	defer conn.Release()
+	var c notifications.Claims
+	var rows, lost int
+	var b pgx.Batch
+	b.Queue(`SET LOCAL synchronous_commit TO OFF`)
+	b.Queue(claimStatement, id, owner, limit, db.Now().UTC(), until).Query(func(r pgx.Rows) error {
+		for r.Next() {
+			rows++
+			var status string
+			var holder, deviceID, platform, token *string
+			var done bool
+			var moved *bool
+			var mine *bool
+			if err := r.Scan(&status, &holder, &done, &moved, &deviceID, &platform, &token, &mine); err != nil {
+				return err
+			}
+			switch {
+			case status != notifications.StatusRunning || holder == nil || *holder != owner:
+				c.Stop = true
+			case done:
+				c.Done = true
+			case moved == nil:
+				lost++
+			default:
+				c.Done = *moved
+				if deviceID != nil {
+					c.Last = *deviceID
+					if *mine {
+						c.Claims = append(c.Claims, notifications.Claim{DeviceID: *deviceID, Platform: *platform, Token: *token})
+					}
+				}
+			}
+		}
+		return r.Err()
+	})
+	if err := db.health.note(translate(conn.SendBatch(ctx, &b).Close())); err != nil {
+		return notifications.Claims{}, err
+	}
+	switch {
+	case rows == 0:
+		return notifications.Claims{}, storage.ErrNotFound
+	case c.Stop || lost > 0:
+		return notifications.Claims{Stop: true}, nil
+	case c.Done && len(c.Claims) == 0 && c.Last == "":
+		return notifications.Claims{Done: true}, nil
+	}
+	return c, nil
 }
 
 // insertClaims writes a claimed delivery per device and returns the
@@ -252,20 +453,16 @@ func (tx *Tx) insertClaims(ctx context.Context, id, owner string, found []notifi
 		}
 		rs, err := tx.q.query(ctx, `INSERT INTO notification_deliveries (job_id, device_id, status, claimed_by, updated_at) VALUES `+string(q)+`
 			ON CONFLICT (job_id, device_id) DO NOTHING RETURNING device_id`, args...)
-		if err != nil {
-			return nil, err
-		}
-		for rs.Next() {
-			var d string
-			if err := rs.Scan(&d); err != nil {
-				rs.Close()
-				return nil, translate(err)
+		err = each(rs, err, func(r row) error {
+			d, err := scanString(r)
+			if err != nil {
+				return err
 			}
 			mine[d] = true
-		}
-		rs.Close()
-		if err := rs.Err(); err != nil {
-			return nil, translate(err)
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	if len(mine) == len(found) {
@@ -285,6 +482,9 @@ func (db *DB) ReclaimDeliveries(ctx context.Context, id, owner string, retriesOn
 	var c notifications.Claims
 	err := db.inTx(ctx, func(tx *Tx) error {
 		c = notifications.Claims{}
+		if err := tx.commitWithoutFlush(ctx); err != nil {
+			return err
+		}
 		ok, err := tx.holdsLease(ctx, id, owner)
 		if err != nil {
 			return err
@@ -295,39 +495,33 @@ func (db *DB) ReclaimDeliveries(ctx context.Context, id, owner string, retriesOn
 		}
 		// The IN term lets SQLite use the notification_deliveries_open
 		// partial index.
-		which := `(d.status = 'retry' OR d.claimed_by <> ?)`
-		args := []any{id, after, owner, limit}
+		which := `d.status IN ('claimed', 'retry')`
 		if retriesOnly {
-			which = `d.status = 'retry'`
-			args = []any{id, after, limit}
+			which = `d.status IN ('claimed', 'retry') AND d.status = 'retry'`
 		}
 		rs, err := tx.q.query(ctx, `SELECT d.device_id, v.platform, v.push_token, v.active, v.push_token_status
 			FROM notification_deliveries d LEFT JOIN devices v ON v.id = d.device_id
-			WHERE d.job_id = ? AND d.device_id > ? AND d.status IN ('claimed', 'retry') AND `+which+`
-			ORDER BY d.device_id LIMIT ?`, args...)
-		if err != nil {
-			return err
-		}
+			WHERE d.job_id = ? AND d.device_id > ? AND `+which+`
+			ORDER BY d.device_id LIMIT ?`, id, after, limit)
 		var take, skip []any
-		for rs.Next() {
+		err = each(rs, err, func(r row) error {
 			var deviceID string
 			var platform, token, tokenStatus *string
 			var active *bool
-			if err := rs.Scan(&deviceID, &platform, &token, &active, &tokenStatus); err != nil {
-				rs.Close()
-				return translate(err)
+			if err := r.Scan(&deviceID, &platform, &token, &active, &tokenStatus); err != nil {
+				return err
 			}
 			c.Last = deviceID
 			if platform == nil || token == nil || active == nil || !*active || tokenStatus == nil || *tokenStatus != "valid" {
 				skip = append(skip, deviceID)
-				continue
+				return nil
 			}
 			c.Claims = append(c.Claims, notifications.Claim{DeviceID: deviceID, Platform: *platform, Token: *token})
 			take = append(take, deviceID)
-		}
-		rs.Close()
-		if err := rs.Err(); err != nil {
-			return translate(err)
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		for part := range chunks(take, 500) {
 			a := append([]any{owner, tx.now, id}, part...)
@@ -347,8 +541,60 @@ func (db *DB) ReclaimDeliveries(ctx context.Context, id, owner string, retriesOn
 	return c, err
 }
 
-// RecordDeliveries implements notifications.Store.
+// recordPostgres is RecordDeliveries in one statement: the outcomes as
+// arrays, the dead tokens marked, and the counters and lease moved by what
+// was updated.
+const recordPostgres = `WITH v AS (SELECT * FROM unnest($1::text[], $2::text[]) AS v(device_id, status)),
+upd AS (
+	UPDATE notification_deliveries d SET status = v.status, updated_at = $3
+	FROM v WHERE d.job_id = $4 AND d.device_id = v.device_id AND d.claimed_by = $5 AND d.status = 'claimed'
+	RETURNING d.status
+),
+dead AS (
+	UPDATE devices SET push_token_status = 'invalid' FROM unnest($6::text[], $7::text[]) AS x(id, token)
+	WHERE devices.id = x.id AND devices.push_token = x.token
+),
+cnt AS (
+	SELECT count(*) FILTER (WHERE status = 'sent') AS sent, count(*) FILTER (WHERE status = 'failed') AS failed,
+		count(*) FILTER (WHERE status = 'invalid') AS invalid FROM upd
+)
+UPDATE notification_jobs j SET sent = j.sent + cnt.sent, failed = j.failed + cnt.failed, invalid_tokens = j.invalid_tokens + cnt.invalid,
+	lease_until = CASE WHEN j.lease_owner = $5 THEN $8 ELSE j.lease_until END
+FROM cnt WHERE j.id = $4 RETURNING j.lease_owner`
+
+// RecordDeliveries implements notifications.Store. On PostgreSQL it is one
+// statement, one round trip: outcomes are written while sends go on, and
+// the sooner they are written the fewer a crash can repeat.
 func (db *DB) RecordDeliveries(ctx context.Context, id, owner string, outcomes []notifications.Outcome, until time.Time) (bool, error) {
+	// Dead tokens raise events, which need a transaction of the store's
+	// own: the one-statement path serves the outcomes without them.
+	if db.dialect == storage.Postgres && !anyInvalid(outcomes) {
+		ids, statuses := make([]string, len(outcomes)), make([]string, len(outcomes))
+		var deadIDs, deadTokens []string
+		for i, o := range outcomes {
+			ids[i], statuses[i] = o.DeviceID, o.Status
+			if o.Status == notifications.DeliveryInvalid {
+				deadIDs, deadTokens = append(deadIDs, o.DeviceID), append(deadTokens, o.Token)
+			}
+		}
+		c, err := db.acquire(ctx)
+		if err != nil {
+			return false, err
+		}
+		defer c.Release()
+		// One round trip, one implicit transaction that does not wait for
+		// its WAL flush: a PostgreSQL crash could lose the last fraction of
+		// a second of outcomes, which then count as unknown and are sent
+		// again; Herald's own crash loses nothing written here.
+		var b pgx.Batch
+		b.Queue(`SET LOCAL synchronous_commit TO OFF`)
+		var holder *string
+		b.Queue(recordPostgres, ids, statuses, db.Now(), id, owner, deadIDs, deadTokens, until).QueryRow(func(r pgx.Row) error { return r.Scan(&holder) })
+		if err := db.health.note(translate(c.SendBatch(ctx, &b).Close())); err != nil {
+			return false, err
+		}
+		return holder != nil && *holder == owner, nil
+	}
 	var kept bool
 	err := db.inTx(ctx, func(tx *Tx) error {
 		byStatus := map[string][]any{}
@@ -373,36 +619,63 @@ func (db *DB) RecordDeliveries(ctx context.Context, id, owner string, outcomes [
 				dead = append(dead, devicePushToken{o.DeviceID, o.Token})
 			}
 		}
-		if err := invalidatePushTokens(ctx, tx.q, dead); err != nil {
+		if err := tx.invalidatePushTokens(ctx, dead); err != nil {
 			return err
 		}
+		// Counters and the lease in one statement on the job row, last, so
+		// its lock is held only to the commit.
 		sent, failed, invalid := counted[notifications.DeliverySent], counted[notifications.DeliveryFailed], counted[notifications.DeliveryInvalid]
-		if sent+failed+invalid > 0 {
-			if _, err := tx.q.exec(ctx, `UPDATE notification_jobs SET sent = sent + ?, failed = failed + ?, invalid_tokens = invalid_tokens + ? WHERE id = ?`,
-				sent, failed, invalid, id); err != nil {
-				return err
-			}
+		var holder *string
+		if err := tx.q.queryRow(ctx, `UPDATE notification_jobs SET sent = sent + ?, failed = failed + ?, invalid_tokens = invalid_tokens + ?,
+			lease_until = CASE WHEN lease_owner = ? THEN ? ELSE lease_until END WHERE id = ? RETURNING lease_owner`,
+			sent, failed, invalid, owner, until, id).Scan(&holder); err != nil {
+			return err
 		}
-		n, err := tx.q.exec(ctx, `UPDATE notification_jobs SET lease_until = ? WHERE id = ? AND lease_owner = ?`, until, id, owner)
-		kept = n == 1
-		return err
+		kept = holder != nil && *holder == owner
+		return nil
 	})
 	return kept, err
+}
+
+func anyInvalid(outcomes []notifications.Outcome) bool {
+	for _, o := range outcomes {
+		if o.Status == notifications.DeliveryInvalid {
+			return true
+		}
+	}
+	return false
 }
 
 // FinishBroadcast implements notifications.Store.
 func (db *DB) FinishBroadcast(ctx context.Context, id, owner, status, errMsg string) (notifications.Job, error) {
 	var j notifications.Job
 	err := db.inTx(ctx, func(tx *Tx) error {
-		if _, err := tx.q.exec(ctx, `UPDATE notification_jobs SET status = ?, last_error = ?, finished_at = ?, lease_owner = NULL, lease_until = NULL
-			WHERE id = ? AND status = 'running' AND lease_owner = ?`, status, errMsg, tx.now, id, owner); err != nil {
+		n, err := tx.q.exec(ctx, `UPDATE notification_jobs SET status = ?, last_error = ?, finished_at = ?, lease_owner = NULL, lease_until = NULL
+			WHERE id = ? AND status = 'running' AND lease_owner = ?`, status, errMsg, tx.now, id, owner)
+		if err != nil {
 			return err
 		}
-		var err error
 		j, err = scanJob(tx.q.queryRow(ctx, `SELECT `+jobColumns+` FROM notification_jobs WHERE id = ?`, id))
-		return err
+		if err != nil || n == 0 {
+			return err
+		}
+		typ := webhooks.BroadcastCompleted
+		if status == notifications.StatusFailed {
+			typ = webhooks.BroadcastFailed
+		}
+		return tx.emitEvent(ctx, typ, broadcastEventData(j))
 	})
 	return j, err
+}
+
+// broadcastEventData is the data of a notification.broadcast.* event: the
+// job's id, its outcome and counters.
+func broadcastEventData(j notifications.Job) map[string]any {
+	d := map[string]any{"jobId": j.ID, "status": j.Status, "totalRecipients": j.TotalRecipients, "sent": j.Sent, "failed": j.Failed, "invalidTokens": j.InvalidTokens}
+	if j.Error != "" {
+		d["error"] = j.Error
+	}
+	return d
 }
 
 // ReleaseBroadcast implements notifications.Store.

@@ -7,27 +7,42 @@ import (
 
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
 // CreateSession implements sessions.Store.
+// The account's row is updated first (its last login): on PostgreSQL
+// that holds the row until commit, so an account being disabled at the
+// same moment either refuses this login or revokes its session.
 func (db *DB) CreateSession(ctx context.Context, s sessions.Session, refreshHash []byte) error {
 	return db.inTx(ctx, func(tx *Tx) error {
-		if _, err := tx.q.exec(ctx, `INSERT INTO sessions (id, account_id, created_at, expires_at) VALUES (?, ?, ?, ?)`,
-			s.ID, s.AccountID, s.CreatedAt, s.ExpiresAt); err != nil {
+		n, err := tx.q.exec(ctx, `UPDATE accounts SET last_login_at = ? WHERE id = ? AND disabled_at IS NULL AND deleted_at IS NULL`, s.CreatedAt, s.AccountID)
+		if err != nil {
 			return err
 		}
-		_, err := tx.q.exec(ctx, `INSERT INTO refresh_tokens (token_hash, session_id, created_at) VALUES (?, ?, ?)`, refreshHash, s.ID, tx.now)
+		if n == 0 {
+			return sessions.ErrAccountClosed
+		}
+		if _, err := tx.q.exec(ctx, `INSERT INTO sessions (id, account_id, created_at, expires_at, last_used_at, user_agent, ip) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			s.ID, s.AccountID, s.CreatedAt, s.ExpiresAt, s.CreatedAt, s.UserAgent, s.IP); err != nil {
+			return err
+		}
+		_, err = tx.q.exec(ctx, `INSERT INTO refresh_tokens (token_hash, session_id, created_at) VALUES (?, ?, ?)`, refreshHash, s.ID, tx.now)
 		return err
 	})
 }
 
 func scanSession(r row) (sessions.Session, error) {
 	var s sessions.Session
-	var revoked *time.Time
-	if err := r.Scan(&s.ID, &s.AccountID, &s.CreatedAt, &s.ExpiresAt, &revoked); err != nil {
+	var revoked, used *time.Time
+	if err := r.Scan(&s.ID, &s.AccountID, &s.CreatedAt, &s.ExpiresAt, &revoked, &used, &s.UserAgent, &s.IP); err != nil {
 		return s, err
 	}
 	s.CreatedAt, s.ExpiresAt = s.CreatedAt.UTC(), s.ExpiresAt.UTC()
+	s.LastUsedAt = s.CreatedAt
+	if used != nil {
+		s.LastUsedAt = used.UTC()
+	}
 	if revoked != nil {
 		r := revoked.UTC()
 		s.RevokedAt = &r
@@ -35,7 +50,7 @@ func scanSession(r row) (sessions.Session, error) {
 	return s, nil
 }
 
-const sessionColumns = `id, account_id, created_at, expires_at, revoked_at`
+const sessionColumns = `id, account_id, created_at, expires_at, revoked_at, last_used_at, user_agent, ip`
 
 // SessionByID implements sessions.Store: the per-request revocation check,
 // one primary-key lookup.
@@ -44,7 +59,7 @@ func (db *DB) SessionByID(ctx context.Context, id string) (sessions.Session, err
 }
 
 // RotateRefresh implements sessions.Store.
-func (db *DB) RotateRefresh(ctx context.Context, oldHash, newHash []byte, grace time.Duration) (sessions.RotateResult, error) {
+func (db *DB) RotateRefresh(ctx context.Context, oldHash, newHash []byte, grace time.Duration, seen sessions.Client) (sessions.RotateResult, error) {
 	var res sessions.RotateResult
 	err := db.inTx(ctx, func(tx *Tx) error {
 		res = sessions.RotateResult{}
@@ -81,7 +96,15 @@ func (db *DB) RotateRefresh(ctx context.Context, oldHash, newHash []byte, grace 
 			// A rotated token presented again after the grace window: it
 			// may have been stolen, so the session ends.
 			res.Outcome = sessions.RefreshReused
-			_, err := tx.q.exec(ctx, `UPDATE sessions SET revoked_at = ? WHERE id = ?`, tx.now, sessionID)
+			if _, err := tx.q.exec(ctx, `UPDATE sessions SET revoked_at = ? WHERE id = ?`, tx.now, sessionID); err != nil {
+				return err
+			}
+			if err := tx.emitEvent(ctx, webhooks.SessionReuseDetected, map[string]any{"userId": s.AccountID, "sessionId": sessionID, "sessionRevoked": true}); err != nil {
+				return err
+			}
+			return tx.revoked(ctx, sessions.RevokedSession, sessionID)
+		}
+		if _, err := tx.q.exec(ctx, `UPDATE sessions SET last_used_at = ?, user_agent = ?, ip = ? WHERE id = ?`, tx.now, seen.UserAgent, seen.IP, sessionID); err != nil {
 			return err
 		}
 		_, err = tx.q.exec(ctx, `INSERT INTO refresh_tokens (token_hash, session_id, created_at) VALUES (?, ?, ?)`, newHash, sessionID, tx.now)
@@ -90,18 +113,40 @@ func (db *DB) RotateRefresh(ctx context.Context, oldHash, newHash []byte, grace 
 	return res, err
 }
 
+// LiveSessions implements sessions.Store.
+func (db *DB) LiveSessions(ctx context.Context, accountID string) ([]sessions.Session, error) {
+	rs, err := db.conn().query(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE account_id = ? AND revoked_at IS NULL AND expires_at > ? ORDER BY created_at DESC, id DESC`, accountID, db.Now())
+	return collect(rs, err, scanSession)
+}
+
 // RevokeSession implements sessions.Store.
 func (db *DB) RevokeSession(ctx context.Context, id string) error {
-	_, err := db.conn().exec(ctx, `UPDATE sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, db.Now(), id)
-	return err
+	return db.inTx(ctx, func(tx *Tx) error {
+		if _, err := tx.q.exec(ctx, `UPDATE sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, tx.now, id); err != nil {
+			return err
+		}
+		return tx.revoked(ctx, sessions.RevokedSession, id)
+	})
 }
 
 // RevokeAccountSessions implements sessions.Store.
-func (db *DB) RevokeAccountSessions(ctx context.Context, accountID string) error {
-	return db.inTx(ctx, func(tx *Tx) error { return tx.revokeAllSessions(ctx, accountID) })
+// It reports how many sessions were live.
+func (db *DB) RevokeAccountSessions(ctx context.Context, accountID string) (int, error) {
+	var n int64
+	err := db.inTx(ctx, func(tx *Tx) error {
+		var err error
+		n, err = tx.q.exec(ctx, `UPDATE sessions SET revoked_at = ? WHERE account_id = ? AND revoked_at IS NULL AND expires_at > ?`, tx.now, accountID, tx.now)
+		if err != nil {
+			return err
+		}
+		return tx.revokeAllSessions(ctx, accountID)
+	})
+	return int(n), err
 }
 
 func (tx *Tx) revokeAllSessions(ctx context.Context, accountID string) error {
-	_, err := tx.q.exec(ctx, `UPDATE sessions SET revoked_at = ? WHERE account_id = ? AND revoked_at IS NULL`, tx.now, accountID)
-	return err
+	if _, err := tx.q.exec(ctx, `UPDATE sessions SET revoked_at = ? WHERE account_id = ? AND revoked_at IS NULL`, tx.now, accountID); err != nil {
+		return err
+	}
+	return tx.revoked(ctx, sessions.RevokedAccount, accountID)
 }

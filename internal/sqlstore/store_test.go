@@ -4,57 +4,53 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/jobs"
 	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/herald-vpn/herald/internal/testsupport"
 )
 
 // mustOpen opens and migrates a fresh database with a fixed clock.
-func mustOpen(t *testing.T, url string) (*sqlstore.DB, *time.Time) {
-	return mustOpenJobs(t, url, sqlstore.JobsConfig{})
+func mustOpen(t *testing.T, url string) (*sqlstore.DB, *testsupport.Clock) {
+	return mustOpenJobs(t, url, jobs.Config{})
 }
 
 // mustOpenJobs is mustOpen with a job configuration (the workers River
 // must know before it accepts a job kind).
-func mustOpenJobs(t *testing.T, url string, jobs sqlstore.JobsConfig) (*sqlstore.DB, *time.Time) {
+func mustOpenJobs(t *testing.T, url string, cfg jobs.Config) (*sqlstore.DB, *testsupport.Clock) {
 	t.Helper()
-	ctx := context.Background()
-	db, err := sqlstore.Open(ctx, url, jobs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	db.Now = func() time.Time { return now }
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return db, &now
+	db, _ := sqlstoretest.Open(t, url, cfg)
+	clk := testsupport.NewClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+	db.Now = clk.Now
+	return db, clk
 }
 
 // storeCase is one conformance test, run on every database.
 type storeCase struct {
 	name string
-	fn   func(t *testing.T, db *sqlstore.DB, now *time.Time)
+	fn   func(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock)
 }
 
 // runConformance runs each case in parallel on a fresh database of every
 // dialect under test.
-func runConformance(t *testing.T, cases []storeCase, open func(*testing.T, string) (*sqlstore.DB, *time.Time)) {
+func runConformance(t *testing.T, cases []storeCase, open func(*testing.T, string) (*sqlstore.DB, *testsupport.Clock)) {
 	for _, d := range sqlstoretest.Dialects() {
 		t.Run(string(d), func(t *testing.T) {
+			sqlstoretest.Require(t, d)
 			for _, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
 					t.Parallel()
-					db, now := open(t, sqlstoretest.NewURL(t, d))
-					c.fn(t, db, now)
+					db, clk := open(t, sqlstoretest.NewURL(t, d))
+					c.fn(t, db, clk)
 				})
 			}
 		})
@@ -69,6 +65,7 @@ func TestConformance(t *testing.T) {
 	cases := []storeCase{
 		{"MigrateTwiceIsANoOp", testMigrateTwice},
 		{"CreateAndFind", testCreateAndFind},
+		{"AccountKeepsItsLocale", testAccountLocale},
 		{"DuplicateEmailIsConflict", testDuplicateEmail},
 		{"ConcurrentSignupsOneWins", testConcurrentCreate},
 		{"ReferralAppliedOnce", testReferral},
@@ -78,6 +75,7 @@ func TestConformance(t *testing.T) {
 		{"AttemptCodeSpendsAttempts", testAttemptCode},
 		{"AttemptCodeExpired", testAttemptExpired},
 		{"PendingCodeVerifiesAndIsDropped", testPendingCode},
+		{"PendingCodeRacesRecording", testPendingCodeRacesRecording},
 		{"SecretFirstWriterWins", testSecret},
 		{"RefreshRotationGraceAndReuse", testRefreshRotation},
 		{"RevokeSessions", testRevokeSessions},
@@ -87,17 +85,17 @@ func TestConformance(t *testing.T) {
 	runConformance(t, cases, mustOpen)
 }
 
-func testCreateAndFind(t *testing.T, db *sqlstore.DB, now *time.Time) {
+func testCreateAndFind(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	ctx := context.Background()
 	a, applied, err := db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
 	if err != nil || applied {
 		t.Fatalf("create: %v applied=%v", err, applied)
 	}
-	if a.Email != "a@example.com" || a.Verified() || a.Subscription.Plan != "trial" || !a.Subscription.ExpiresAt.Equal(now.Add(7*24*time.Hour)) {
+	if a.Email != "a@example.com" || a.Verified() || a.Subscription.Plan != "trial" || !a.Subscription.ExpiresAt.Equal(clk.Now().Add(7*24*time.Hour)) {
 		t.Fatalf("unexpected account %+v", a)
 	}
 	b, err := db.AccountByEmail(ctx, "a@example.com")
-	if err != nil || b.ID != "id-1" || !b.CreatedAt.Equal(*now) {
+	if err != nil || b.ID != "id-1" || !b.CreatedAt.Equal(clk.Now()) {
 		t.Fatalf("by email: %+v %v", b, err)
 	}
 	if _, err := db.AccountByID(ctx, "nope"); !errors.Is(err, storage.ErrNotFound) {
@@ -105,7 +103,28 @@ func testCreateAndFind(t *testing.T, db *sqlstore.DB, now *time.Time) {
 	}
 }
 
-func testDuplicateEmail(t *testing.T, db *sqlstore.DB, _ *time.Time) {
+func testAccountLocale(t *testing.T, db *sqlstore.DB, _ *testsupport.Clock) {
+	ctx := context.Background()
+	n := newAccount("id-de", "de@example.com", "DEDEDEDE")
+	n.Locale = "de-AT"
+	if _, _, err := db.CreateAccount(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.CreateAccount(ctx, newAccount("id-none", "none@example.com", "NONENONE")); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{"id-de": "de-AT", "id-none": ""} {
+		a, err := db.AccountByID(ctx, id)
+		if err != nil || a.Locale != want {
+			t.Errorf("account %s: locale %q, %v; want %q", id, a.Locale, err, want)
+		}
+	}
+	if a, err := db.AccountByEmail(ctx, "de@example.com"); err != nil || a.Locale != "de-AT" {
+		t.Errorf("by email: locale %q, %v", a.Locale, err)
+	}
+}
+
+func testDuplicateEmail(t *testing.T, db *sqlstore.DB, _ *testsupport.Clock) {
 	ctx := context.Background()
 	if _, _, err := db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA")); err != nil {
 		t.Fatal(err)
@@ -119,7 +138,7 @@ func testDuplicateEmail(t *testing.T, db *sqlstore.DB, _ *time.Time) {
 	}
 }
 
-func testConcurrentCreate(t *testing.T, db *sqlstore.DB, _ *time.Time) {
+func testConcurrentCreate(t *testing.T, db *sqlstore.DB, _ *testsupport.Clock) {
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	errs := make([]error, 10)
@@ -145,7 +164,7 @@ func testConcurrentCreate(t *testing.T, db *sqlstore.DB, _ *time.Time) {
 	}
 }
 
-func testReferral(t *testing.T, db *sqlstore.DB, now *time.Time) {
+func testReferral(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	ctx := context.Background()
 	db.CreateAccount(ctx, newAccount("ref", "ref@example.com", "REFCODE2"))
 	n := newAccount("new", "new@example.com", "NEWCODE2")
@@ -154,7 +173,7 @@ func testReferral(t *testing.T, db *sqlstore.DB, now *time.Time) {
 	if err != nil || !applied {
 		t.Fatalf("applied=%v err=%v", applied, err)
 	}
-	want := now.Add(8 * 24 * time.Hour)
+	want := clk.Now().Add(8 * 24 * time.Hour)
 	if !a.Subscription.ExpiresAt.Equal(want) {
 		t.Fatalf("new account expires %v, want %v", a.Subscription.ExpiresAt, want)
 	}
@@ -164,16 +183,16 @@ func testReferral(t *testing.T, db *sqlstore.DB, now *time.Time) {
 	}
 }
 
-func testUnknownReferral(t *testing.T, db *sqlstore.DB, now *time.Time) {
+func testUnknownReferral(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	n := newAccount("new", "new@example.com", "NEWCODE2")
 	n.Referral = "NOSUCHCD"
 	a, applied, err := db.CreateAccount(context.Background(), n)
-	if err != nil || applied || !a.Subscription.ExpiresAt.Equal(now.Add(7*24*time.Hour)) {
+	if err != nil || applied || !a.Subscription.ExpiresAt.Equal(clk.Now().Add(7*24*time.Hour)) {
 		t.Fatalf("applied=%v err=%v expires=%v", applied, err, a.Subscription.ExpiresAt)
 	}
 }
 
-func testSendLease(t *testing.T, db *sqlstore.DB, now *time.Time) {
+func testSendLease(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	ctx := context.Background()
 	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
 	var wg sync.WaitGroup
@@ -183,7 +202,7 @@ func testSendLease(t *testing.T, db *sqlstore.DB, now *time.Time) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ok, err := db.AcquireSendLease(ctx, "id-1", accounts.PurposeVerify, now.Add(time.Minute))
+			ok, err := db.AcquireSendLease(ctx, "id-1", accounts.PurposeVerify, clk.Now().Add(time.Minute))
 			if err != nil {
 				t.Error(err)
 			}
@@ -198,38 +217,38 @@ func testSendLease(t *testing.T, db *sqlstore.DB, now *time.Time) {
 	if won != 1 {
 		t.Fatalf("%d leases granted, want 1", won)
 	}
-	if ok, _ := db.AcquireSendLease(ctx, "id-1", accounts.PurposeReset, now.Add(time.Minute)); !ok {
+	if ok, _ := db.AcquireSendLease(ctx, "id-1", accounts.PurposeReset, clk.Now().Add(time.Minute)); !ok {
 		t.Fatal("a lease of another purpose was refused")
 	}
-	*now = now.Add(2 * time.Minute) // the holder crashed; its lease lapses
-	if ok, _ := db.AcquireSendLease(ctx, "id-1", accounts.PurposeVerify, now.Add(time.Minute)); !ok {
+	clk.Advance(2 * time.Minute) // the holder crashed; its lease lapses
+	if ok, _ := db.AcquireSendLease(ctx, "id-1", accounts.PurposeVerify, clk.Now().Add(time.Minute)); !ok {
 		t.Fatal("an expired lease was not taken over")
 	}
 	db.ReleaseSendLease(ctx, "id-1", accounts.PurposeVerify)
-	if ok, _ := db.AcquireSendLease(ctx, "id-1", accounts.PurposeVerify, now.Add(time.Minute)); !ok {
+	if ok, _ := db.AcquireSendLease(ctx, "id-1", accounts.PurposeVerify, clk.Now().Add(time.Minute)); !ok {
 		t.Fatal("a released lease was refused")
 	}
 }
 
-func testSendStatsAndCodes(t *testing.T, db *sqlstore.DB, now *time.Time) {
+func testSendStatsAndCodes(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	ctx := context.Background()
 	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
-	start := *now
+	start := clk.Now()
 	send := func(requested bool) {
-		if err := db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeVerify, Hash: []byte{1}, ExpiresAt: now.Add(time.Minute), Attempts: 5, Requested: requested}); err != nil {
+		if err := db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeVerify, Hash: []byte{1}, ExpiresAt: clk.Now().Add(time.Minute), Attempts: 5, Requested: requested}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	send(false)
-	*now = now.Add(10 * time.Minute)
+	clk.Advance(10 * time.Minute)
 	send(true)
-	*now = now.Add(10 * time.Minute)
+	clk.Advance(10 * time.Minute)
 	send(true)
 	st, err := db.SendStats(ctx, "id-1", accounts.PurposeVerify, start.Add(5*time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.RequestedInWindow != 2 || !st.OldestInWindow.Equal(start.Add(10*time.Minute)) || !st.LastRequested.Equal(*now) || !st.LastSent.Equal(*now) {
+	if st.RequestedInWindow != 2 || !st.OldestInWindow.Equal(start.Add(10*time.Minute)) || !st.LastRequested.Equal(clk.Now()) || !st.LastSent.Equal(clk.Now()) {
 		t.Fatalf("stats %+v", st)
 	}
 	st, _ = db.SendStats(ctx, "id-1", accounts.PurposeVerify, start.Add(15*time.Minute))
@@ -242,54 +261,62 @@ func testSendStatsAndCodes(t *testing.T, db *sqlstore.DB, now *time.Time) {
 	}
 }
 
-func testAttemptCode(t *testing.T, db *sqlstore.DB, now *time.Time) {
-	ctx := context.Background()
-	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
-	res, err := db.AttemptCode(ctx, "id-1", accounts.PurposeVerify, func([]byte) bool { return true }, accounts.CodeEffect{MarkVerified: true})
-	if err != nil || res.Found {
-		t.Fatalf("no code yet: %+v %v", res, err)
+// attempt types a code whose hash is typed through the domain's state
+// machine, as the accounts service does.
+func attempt(t *testing.T, db *sqlstore.DB, p accounts.Purpose, typed string, effect accounts.CodeEffect) accounts.CodeCheck {
+	t.Helper()
+	matches := func(h []byte) bool { return bytes.Equal(h, []byte(typed)) }
+	res, err := db.AttemptCode(context.Background(), "id-1", p, func(st accounts.CodeState) accounts.CodeCheck { return accounts.CheckCode(st, matches) }, effect)
+	if err != nil {
+		t.Fatal(err)
 	}
-	db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeVerify, Hash: []byte("old"), ExpiresAt: now.Add(time.Minute), Attempts: 3})
-	db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeVerify, Hash: []byte("right"), ExpiresAt: now.Add(time.Minute), Attempts: 3})
-	match := func(h []byte) bool { return bytes.Equal(h, []byte("right")) }
-	old := func(h []byte) bool { return bytes.Equal(h, []byte("old")) }
+	return res
+}
+
+func testAttemptCode(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
+	ctx := context.Background()
+	verify := accounts.CodeEffect{MarkVerified: true}
+	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
+	if res := attempt(t, db, accounts.PurposeVerify, "right", verify); res.Outcome != accounts.CodeMissing {
+		t.Fatalf("no code yet: %+v", res)
+	}
+	db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeVerify, Hash: []byte("old"), ExpiresAt: clk.Now().Add(time.Minute), Attempts: 3})
+	db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeVerify, Hash: []byte("right"), ExpiresAt: clk.Now().Add(time.Minute), Attempts: 3})
 	for want := 2; want >= 0; want-- {
-		res, _ := db.AttemptCode(ctx, "id-1", accounts.PurposeVerify, old, accounts.CodeEffect{MarkVerified: true})
-		if !res.Found || res.Matched || res.AttemptsLeft != want {
+		if res := attempt(t, db, accounts.PurposeVerify, "old", verify); res.Outcome != accounts.CodeWrong || res.AttemptsLeft != want {
 			t.Fatalf("wrong attempt: %+v, want %d left", res, want)
 		}
 	}
-	res, _ = db.AttemptCode(ctx, "id-1", accounts.PurposeVerify, match, accounts.CodeEffect{MarkVerified: true})
-	if res.Matched {
-		t.Fatal("a code with no attempts left was accepted")
+	if res := attempt(t, db, accounts.PurposeVerify, "right", verify); res.Outcome != accounts.CodeExhausted {
+		t.Fatalf("a code with no attempts left: %+v", res)
 	}
-	db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeVerify, Hash: []byte("right"), ExpiresAt: now.Add(time.Minute), Attempts: 3})
-	res, _ = db.AttemptCode(ctx, "id-1", accounts.PurposeVerify, match, accounts.CodeEffect{MarkVerified: true})
-	if !res.Matched {
+	db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeVerify, Hash: []byte("right"), ExpiresAt: clk.Now().Add(time.Minute), Attempts: 3})
+	if res := attempt(t, db, accounts.PurposeVerify, "right", verify); res.Outcome != accounts.CodeMatched {
 		t.Fatalf("right code refused: %+v", res)
 	}
 	a, _ := db.AccountByID(ctx, "id-1")
-	if !a.Verified() || !a.EmailVerifiedAt.Equal(*now) {
+	if !a.Verified() || !a.EmailVerifiedAt.Equal(clk.Now()) {
 		t.Fatalf("not verified: %+v", a)
 	}
-	res, _ = db.AttemptCode(ctx, "id-1", accounts.PurposeVerify, match, accounts.CodeEffect{MarkVerified: true})
-	if res.Found {
-		t.Fatal("a used code is still there")
+	if res := attempt(t, db, accounts.PurposeVerify, "right", verify); res.Outcome != accounts.CodeMissing {
+		t.Fatalf("a used code is still there: %+v", res)
 	}
 }
 
-func testAttemptExpired(t *testing.T, db *sqlstore.DB, now *time.Time) {
+func testAttemptExpired(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	ctx := context.Background()
 	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
-	db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeVerify, Hash: []byte("right"), ExpiresAt: now.Add(time.Minute), Attempts: 5})
-	*now = now.Add(time.Minute)
-	res, err := db.AttemptCode(ctx, "id-1", accounts.PurposeVerify, func([]byte) bool { return true }, accounts.CodeEffect{MarkVerified: true})
-	if err != nil || !res.Expired || res.Matched {
-		t.Fatalf("%+v %v", res, err)
+	db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeVerify, Hash: []byte("right"), ExpiresAt: clk.Now().Add(time.Minute), Attempts: 5})
+	clk.Advance(time.Minute)
+	if res := attempt(t, db, accounts.PurposeVerify, "right", accounts.CodeEffect{MarkVerified: true}); res.Outcome != accounts.CodeExpired {
+		t.Fatalf("%+v", res)
+	}
+	if a, _ := db.AccountByID(ctx, "id-1"); a.Verified() {
+		t.Fatal("verified by an expired code")
 	}
 }
 
-func testSecret(t *testing.T, db *sqlstore.DB, _ *time.Time) {
+func testSecret(t *testing.T, db *sqlstore.DB, _ *testsupport.Clock) {
 	ctx := context.Background()
 	first, err := db.Secret(ctx, "k", func() ([]byte, error) { return []byte("one"), nil })
 	if err != nil || string(first) != "one" {
@@ -301,17 +328,17 @@ func testSecret(t *testing.T, db *sqlstore.DB, _ *time.Time) {
 	}
 }
 
-func testMigrateTwice(t *testing.T, db *sqlstore.DB, _ *time.Time) {
+func testMigrateTwice(t *testing.T, db *sqlstore.DB, _ *testsupport.Clock) {
 	applied, err := db.Migrate(context.Background())
 	if err != nil || len(applied) != 0 {
 		t.Fatalf("second migrate applied %v, err %v", applied, err)
 	}
 }
 
-func testRefreshRotation(t *testing.T, db *sqlstore.DB, now *time.Time) {
+func testRefreshRotation(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	ctx := context.Background()
 	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
-	s := sessions.Session{ID: "s-1", AccountID: "id-1", CreatedAt: *now, ExpiresAt: now.Add(time.Hour)}
+	s := sessions.Session{ID: "s-1", AccountID: "id-1", CreatedAt: clk.Now(), ExpiresAt: clk.Now().Add(time.Hour)}
 	if err := db.CreateSession(ctx, s, []byte("t1")); err != nil {
 		t.Fatal(err)
 	}
@@ -330,8 +357,8 @@ func testRefreshRotation(t *testing.T, db *sqlstore.DB, now *time.Time) {
 		{0, "t3", "t4", sessions.RefreshRevoked},
 	}
 	for i, st := range steps {
-		*now = now.Add(st.advance)
-		res, err := db.RotateRefresh(ctx, []byte(st.old), []byte(st.new), grace)
+		clk.Advance(st.advance)
+		res, err := db.RotateRefresh(ctx, []byte(st.old), []byte(st.new), grace, sessions.Client{})
 		if err != nil || res.Outcome != st.want {
 			t.Fatalf("step %d: outcome %v err %v, want %v", i, res.Outcome, err, st.want)
 		}
@@ -342,11 +369,11 @@ func testRefreshRotation(t *testing.T, db *sqlstore.DB, now *time.Time) {
 	}
 }
 
-func testRevokeSessions(t *testing.T, db *sqlstore.DB, now *time.Time) {
+func testRevokeSessions(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	ctx := context.Background()
 	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
 	for _, id := range []string{"s-1", "s-2"} {
-		db.CreateSession(ctx, sessions.Session{ID: id, AccountID: "id-1", CreatedAt: *now, ExpiresAt: now.Add(time.Hour)}, []byte(id))
+		db.CreateSession(ctx, sessions.Session{ID: id, AccountID: "id-1", CreatedAt: clk.Now(), ExpiresAt: clk.Now().Add(time.Hour)}, []byte(id))
 	}
 	db.RevokeSession(ctx, "s-1")
 	s1, _ := db.SessionByID(ctx, "s-1")
@@ -354,8 +381,8 @@ func testRevokeSessions(t *testing.T, db *sqlstore.DB, now *time.Time) {
 	if s1.RevokedAt == nil || s2.RevokedAt != nil {
 		t.Fatalf("after one logout: %+v %+v", s1, s2)
 	}
-	*now = now.Add(2 * time.Hour)
-	if res, _ := db.RotateRefresh(ctx, []byte("s-2"), []byte("n"), time.Second); res.Outcome != sessions.RefreshExpired {
+	clk.Advance(2 * time.Hour)
+	if res, _ := db.RotateRefresh(ctx, []byte("s-2"), []byte("n"), time.Second, sessions.Client{}); res.Outcome != sessions.RefreshExpired {
 		t.Fatalf("expired refresh: %v", res.Outcome)
 	}
 	if err := db.SetScope(ctx, "id-1", "", true); err != nil {
@@ -367,10 +394,10 @@ func testRevokeSessions(t *testing.T, db *sqlstore.DB, now *time.Time) {
 	}
 }
 
-func testBans(t *testing.T, db *sqlstore.DB, now *time.Time) {
+func testBans(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	ctx := context.Background()
 	for _, ip := range []string{"203.0.113.9", "2001:db8::/64", "203.0.113.9"} {
-		if err := db.AddBan(ctx, limits.Ban{IP: ip, Reason: "test", CreatedAt: *now}); err != nil {
+		if err := db.AddBan(ctx, limits.Ban{IP: ip, Reason: "test", CreatedAt: clk.Now()}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -390,16 +417,16 @@ func testBans(t *testing.T, db *sqlstore.DB, now *time.Time) {
 	}
 }
 
-func testPrune(t *testing.T, db *sqlstore.DB, now *time.Time) {
+func testPrune(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	ctx := context.Background()
 	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
-	start := *now
+	start := clk.Now()
 	db.CreateSession(ctx, sessions.Session{ID: "old", AccountID: "id-1", CreatedAt: start, ExpiresAt: start.Add(time.Hour)}, []byte("old"))
 	db.CreateSession(ctx, sessions.Session{ID: "live", AccountID: "id-1", CreatedAt: start, ExpiresAt: start.Add(30 * 24 * time.Hour)}, []byte("live"))
 	db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeVerify, Hash: []byte{1}, ExpiresAt: start.Add(time.Minute), Attempts: 5})
 	db.AcquireSendLease(ctx, "id-1", accounts.PurposeReset, start.Add(time.Minute))
-	*now = start.Add(72 * time.Hour)
-	p, err := db.Prune(ctx, *now)
+	clk.Set(start.Add(72 * time.Hour))
+	p, err := db.Prune(ctx, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,53 +439,125 @@ func testPrune(t *testing.T, db *sqlstore.DB, now *time.Time) {
 	if _, err := db.SessionByID(ctx, "live"); err != nil {
 		t.Fatal("a live session was pruned")
 	}
-	if res, _ := db.RotateRefresh(ctx, []byte("live"), []byte("next"), time.Second); res.Outcome != sessions.RefreshRotated {
+	if res, _ := db.RotateRefresh(ctx, []byte("live"), []byte("next"), time.Second, sessions.Client{}); res.Outcome != sessions.RefreshRotated {
 		t.Fatalf("the live session's refresh token: %v", res.Outcome)
 	}
-	if p, _ := db.Prune(ctx, *now); p != (sqlstore.Pruned{}) {
+	if p, _ := db.Prune(ctx, clk.Now()); p != (sqlstore.Pruned{}) {
 		t.Fatalf("a second pass pruned %+v", p)
 	}
 }
 
-func testPendingCode(t *testing.T, db *sqlstore.DB, now *time.Time) {
+func testPendingCode(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	ctx := context.Background()
 	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
-	is := func(want string) func([]byte) bool {
-		return func(h []byte) bool { return bytes.Equal(h, []byte(want)) }
-	}
 	verify := accounts.CodeEffect{MarkVerified: true}
 
 	// A failed send: the pending code is dropped, the live one still works.
-	db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeVerify, Hash: []byte("live"), ExpiresAt: now.Add(time.Minute), Attempts: 5})
-	db.StagePendingCode(ctx, "id-1", accounts.PurposeVerify, []byte("lost"), now.Add(time.Minute))
+	db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeVerify, Hash: []byte("live"), ExpiresAt: clk.Now().Add(time.Minute), Attempts: 5})
+	db.StagePendingCode(ctx, "id-1", accounts.PurposeVerify, []byte("lost"), clk.Now().Add(time.Minute))
 	db.DropPendingCode(ctx, "id-1", accounts.PurposeVerify)
-	if res, _ := db.AttemptCode(ctx, "id-1", accounts.PurposeVerify, is("lost"), verify); res.Matched || res.AttemptsLeft != 4 {
+	if res := attempt(t, db, accounts.PurposeVerify, "lost", verify); res.Outcome != accounts.CodeWrong || res.AttemptsLeft != 4 {
 		t.Fatalf("a dropped pending code: %+v", res)
 	}
 
 	// A pending code verifies before its send is recorded, and replaces
 	// the live one.
-	db.StagePendingCode(ctx, "id-1", accounts.PurposeVerify, []byte("new"), now.Add(time.Minute))
-	if res, _ := db.AttemptCode(ctx, "id-1", accounts.PurposeVerify, is("new"), verify); !res.Matched {
+	db.StagePendingCode(ctx, "id-1", accounts.PurposeVerify, []byte("new"), clk.Now().Add(time.Minute))
+	if res := attempt(t, db, accounts.PurposeVerify, "new", verify); res.Outcome != accounts.CodeMatched {
 		t.Fatalf("a pending code was refused: %+v", res)
 	}
 	if a, _ := db.AccountByID(ctx, "id-1"); !a.Verified() {
 		t.Fatal("not verified by the pending code")
 	}
-	if res, _ := db.AttemptCode(ctx, "id-1", accounts.PurposeVerify, is("live"), verify); res.Found {
+	if res := attempt(t, db, accounts.PurposeVerify, "live", verify); res.Outcome != accounts.CodeMissing {
 		t.Fatalf("codes survived a match: %+v", res)
 	}
 
 	// Recording the send makes the pending code the live one; an expired
 	// pending code never matches.
-	db.StagePendingCode(ctx, "id-1", accounts.PurposeReset, []byte("r1"), now.Add(time.Minute))
-	db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeReset, Hash: []byte("r1"), ExpiresAt: now.Add(time.Minute), Attempts: 5})
-	db.StagePendingCode(ctx, "id-1", accounts.PurposeReset, []byte("r2"), now.Add(time.Second))
-	*now = now.Add(2 * time.Second)
-	if res, _ := db.AttemptCode(ctx, "id-1", accounts.PurposeReset, is("r2"), accounts.CodeEffect{}); res.Matched || res.AttemptsLeft != 4 {
+	db.StagePendingCode(ctx, "id-1", accounts.PurposeReset, []byte("r1"), clk.Now().Add(time.Minute))
+	db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeReset, Hash: []byte("r1"), ExpiresAt: clk.Now().Add(time.Minute), Attempts: 5})
+	db.StagePendingCode(ctx, "id-1", accounts.PurposeReset, []byte("r2"), clk.Now().Add(time.Second))
+	clk.Advance(2 * time.Second)
+	if res := attempt(t, db, accounts.PurposeReset, "r2", accounts.CodeEffect{}); res.Outcome != accounts.CodeWrong || res.AttemptsLeft != 4 {
 		t.Fatalf("an expired pending code: %+v", res)
 	}
-	if res, _ := db.AttemptCode(ctx, "id-1", accounts.PurposeReset, is("r1"), accounts.CodeEffect{}); !res.Matched {
+	if res := attempt(t, db, accounts.PurposeReset, "r1", accounts.CodeEffect{}); res.Outcome != accounts.CodeMatched {
 		t.Fatalf("the recorded code: %+v", res)
+	}
+}
+
+// testPendingCodeRacesRecording types a code whose email is being sent
+// while its send is being recorded: under READ COMMITTED an unlocked
+// attempt could read the old live code, then find the pending row already
+// deleted by the recording, and answer "no code". Every attempt must match.
+func testPendingCodeRacesRecording(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
+	ctx := context.Background()
+	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
+	for i := range 40 {
+		code := fmt.Sprintf("code-%d", i)
+		if err := db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeReset, Hash: []byte("older"), ExpiresAt: clk.Now().Add(time.Minute), Attempts: 5}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.StagePendingCode(ctx, "id-1", accounts.PurposeReset, []byte(code), clk.Now().Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		start := make(chan struct{})
+		recorded := make(chan error, 1)
+		go func() {
+			<-start
+			recorded <- db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeReset, Hash: []byte(code), ExpiresAt: clk.Now().Add(time.Minute), Attempts: 5})
+		}()
+		close(start)
+		res := attempt(t, db, accounts.PurposeReset, code, accounts.CodeEffect{})
+		select {
+		case err := <-recorded:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("recording the send did not finish")
+		}
+		if res.Outcome != accounts.CodeMatched {
+			t.Fatalf("round %d: a code being recorded was refused: %+v", i, res)
+		}
+	}
+}
+
+// TestMigrateConcurrently: replicas that start together on a fresh
+// PostgreSQL database all migrate it without error (River's migrations
+// included). SQLite is one process's database; it has no replicas.
+func TestMigrateConcurrently(t *testing.T) {
+	url := sqlstoretest.NewURL(t, "postgres")
+	ctx := context.Background()
+	const replicas = 4
+	dbs := make([]*sqlstore.DB, replicas)
+	for i := range dbs {
+		db, err := sqlstore.Open(ctx, url, sqlstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		dbs[i] = db
+	}
+	errs := make(chan error, replicas)
+	start := make(chan struct{})
+	for _, db := range dbs {
+		go func() {
+			<-start
+			_, err := db.Migrate(ctx)
+			errs <- err
+		}()
+	}
+	close(start)
+	for range replicas {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Errorf("concurrent migrate: %v", err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("a migration did not finish within a minute")
+		}
 	}
 }

@@ -75,6 +75,25 @@ func (c *Client) GetWebhookInfo(ctx context.Context) (WebhookInfo, error) {
 	return w, err
 }
 
+// CheckResult is what Check learnt: the bot the token belongs to and
+// where Telegram delivers its updates.
+type CheckResult struct {
+	Bot     User
+	Webhook WebhookInfo
+}
+
+// Check proves the token (getMe) and reads the webhook registration
+// (getWebhookInfo). It changes nothing.
+func (c *Client) Check(ctx context.Context) (CheckResult, error) {
+	var r CheckResult
+	var err error
+	if r.Bot, err = c.GetMe(ctx); err != nil {
+		return r, err
+	}
+	r.Webhook, err = c.GetWebhookInfo(ctx)
+	return r, err
+}
+
 // SetWebhook registers url (must be https) for update delivery. secretToken
 // (1-256 of A-Z a-z 0-9 _ -) is echoed in SecretTokenHeader; "" sends none.
 // A nil allowedUpdates keeps Telegram's previous setting.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/telegram"
 	"github.com/herald-vpn/herald/internal/telegram/telegramtest"
+	"github.com/herald-vpn/herald/internal/testsupport"
 )
 
 const token = "123456:AAH-secret-token_xyz"
@@ -134,13 +135,21 @@ func TestGetUpdatesOffsetAndFilter(t *testing.T) {
 }
 
 // waitCalls blocks until the fake has seen n calls to method; it orders
-// the test's steps without asserting anything about elapsed time.
+// the test's steps without asserting anything about elapsed time (the
+// bound is for calls that never come).
 func waitCalls(t *testing.T, s *telegramtest.Server, method string, n int) {
 	t.Helper()
+	deadline := time.Now().Add(waitBound)
 	for s.Calls(method) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s the fake has seen %d calls to %s, want %d", waitBound, s.Calls(method), method, n)
+		}
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// waitBound bounds every wait for something that should happen at once.
+const waitBound = 10 * time.Second
 
 func TestGetUpdatesLongPoll(t *testing.T) {
 	s, c := newFake(t)
@@ -155,7 +164,7 @@ func TestGetUpdatesLongPoll(t *testing.T) {
 	}()
 	waitCalls(t, s, "getUpdates", 1)
 	id := s.PushText(7, "hello")
-	r := <-done
+	r := testsupport.Receive(t, done, waitBound, "the long poll's answer to a pushed update")
 	if r.err != nil || len(r.us) != 1 || r.us[0].UpdateID != id || r.us[0].Message.Text != "hello" {
 		t.Fatalf("long poll = %+v, %v", r.us, r.err)
 	}
@@ -171,7 +180,7 @@ func TestGetUpdatesCancel(t *testing.T) {
 	}()
 	waitCalls(t, s, "getUpdates", 1)
 	cancel()
-	err := <-done
+	err := testsupport.Receive(t, done, waitBound, "the cancelled long poll's return")
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -253,7 +262,7 @@ func TestClassify(t *testing.T) {
 		{name: "deactivated", fail: telegramtest.FailDeactivated, text: "x", want: telegram.Blocked},
 		{name: "kicked", fail: telegramtest.FailKicked, text: "x", want: telegram.Blocked},
 		{name: "injected parse", fail: telegramtest.FailParse, text: "x", want: telegram.BadMessage},
-		{name: "server error", fail: telegramtest.FailServer, text: "x", want: telegram.Unreachable},
+		{name: "server error", fail: telegramtest.FailServer, text: "x", want: telegram.ServerError},
 		{name: "other 400", fail: func() telegramtest.Failure {
 			return telegramtest.Failure{Code: 400, Description: "Bad Request: something odd"}
 		}, text: "x", want: telegram.Other},
@@ -344,7 +353,7 @@ func TestClassify(t *testing.T) {
 		}))
 		defer srv.Close()
 		_, err := telegram.New(token, srv.URL, nil).GetMe(ctx)
-		if telegram.Classify(err) != telegram.Unreachable {
+		if telegram.Classify(err) != telegram.ServerError {
 			t.Fatalf("err = %v", err)
 		}
 	})

@@ -52,8 +52,12 @@ const (
 	BadMessage
 	// Unauthorized: the bot token is invalid or revoked.
 	Unauthorized
-	// Unreachable: network failure or Telegram 5xx; retry later.
+	// Unreachable: Telegram cannot be reached (a network failure); retry
+	// later.
 	Unreachable
+	// ServerError: Telegram answered 5xx; the bot is connected, the call
+	// failed upstream; retry later.
+	ServerError
 	// Conflict: 409, another getUpdates poller is running or a webhook is
 	// set while polling.
 	Conflict
@@ -73,6 +77,8 @@ func (k Kind) String() string {
 		return "unauthorized"
 	case Unreachable:
 		return "unreachable"
+	case ServerError:
+		return "server_error"
 	case Conflict:
 		return "conflict"
 	default:
@@ -127,7 +133,7 @@ func Classify(err error) Kind {
 	case ae.Code == 409:
 		return Conflict
 	case ae.Code >= 500:
-		return Unreachable
+		return ServerError
 	case ae.Code == 400:
 		if strings.Contains(d, "chat not found") || strings.Contains(d, "peer_id_invalid") ||
 			strings.Contains(d, "user not found") {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/herald-vpn/herald/internal/sleep"
 )
 
 // Clock abstracts time so Pacer can be tested without real sleeping.
@@ -17,19 +19,7 @@ type realClock struct{}
 
 func (realClock) Now() time.Time { return time.Now() }
 
-func (realClock) Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (realClock) Sleep(ctx context.Context, d time.Duration) error { return sleep.For(ctx, d) }
 
 // PacerConfig tunes a Pacer; zero fields take Telegram's published limits.
 type PacerConfig struct {

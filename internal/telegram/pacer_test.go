@@ -34,7 +34,7 @@ func TestPacerPerChat(t *testing.T) {
 	}
 
 	// After a quiet spell nobody waits.
-	clk.Add(5 * time.Second)
+	clk.Advance(5 * time.Second)
 	before := len(clk.Sleeps())
 	if err := p.Wait(ctx, "A"); err != nil {
 		t.Fatal(err)

@@ -150,7 +150,11 @@ func (s *Server) start(t testing.TB, ln net.Listener, startTLS *tls.Config) {
 		// Close the listener too: if Serve has not registered it yet,
 		// srv.Close cannot, and Serve would accept forever.
 		_ = ln.Close()
-		<-done
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Errorf("mailtest: the SMTP server had not stopped 10s after Close")
+		}
 	})
 }
 

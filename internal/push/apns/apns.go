@@ -31,6 +31,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -38,7 +39,6 @@ import (
 
 	"github.com/sideshow/apns2"
 	"github.com/sideshow/apns2/token"
-	"golang.org/x/net/http2"
 
 	"github.com/herald-vpn/herald/internal/push"
 )
@@ -82,14 +82,9 @@ func New(keyP8 []byte, keyID, teamID, topic, endpoint string, opts ...Option) (*
 	if err != nil {
 		return nil, err
 	}
-	authKey, err := token.AuthKeyFromBytes(keyP8)
+	tok, err := providerToken(keyP8, keyID, teamID)
 	if err != nil {
-		return nil, fmt.Errorf("apns: parse .p8 key: %w", err)
-	}
-	tok := &token.Token{AuthKey: authKey, KeyID: keyID, TeamID: teamID}
-	// Sign once now: apns2 ignores signing errors later, so surface them here.
-	if _, err := tok.Generate(); err != nil {
-		return nil, fmt.Errorf("apns: sign provider token: %w", err)
+		return nil, err
 	}
 
 	var o options
@@ -104,10 +99,35 @@ func New(keyP8 []byte, keyID, teamID, topic, endpoint string, opts ...Option) (*
 	return &Client{c: c, topic: topic}, nil
 }
 
-// NewHTTPClient returns the HTTP/2 client New uses by default
-// (golang.org/x/net/http2, as apns2 itself uses): long-lived, ping-checked
-// connections multiplexing many pushes each; concurrent first requests share
-// one dial (net/http would open one TLS connection per request, which Apple
+// CheckKey parses the .p8 key and signs a provider token with it, as New
+// does, without connecting to APNs.
+func CheckKey(keyP8 []byte, keyID, teamID string) error {
+	if keyID == "" || teamID == "" {
+		return errors.New("apns: keyID and teamID are required")
+	}
+	_, err := providerToken(keyP8, keyID, teamID)
+	return err
+}
+
+// providerToken parses the key and signs once: apns2 ignores signing
+// errors later, so they surface here.
+func providerToken(keyP8 []byte, keyID, teamID string) (*token.Token, error) {
+	authKey, err := token.AuthKeyFromBytes(keyP8)
+	if err != nil {
+		return nil, fmt.Errorf("apns: parse .p8 key: %w", err)
+	}
+	tok := &token.Token{AuthKey: authKey, KeyID: keyID, TeamID: teamID}
+	if _, err := tok.Generate(); err != nil {
+		return nil, fmt.Errorf("apns: sign provider token: %w", err)
+	}
+	return tok, nil
+}
+
+// NewHTTPClient returns the HTTP/2 client New uses by default (net/http's
+// own HTTP/2, the only protocol offered): long-lived, ping-checked
+// connections multiplexing many pushes each. Concurrent first requests share
+// one dial, since at most one connection per host is dialed at a time
+// (net/http would otherwise open one TLS connection per request, which Apple
 // treats as abuse), and more connections open only when APNs's stream limit
 // is reached. cfg may be nil.
 func NewHTTPClient(cfg *tls.Config) *http.Client {
@@ -119,11 +139,25 @@ func NewHTTPClient(cfg *tls.Config) *http.Client {
 	if cfg.MinVersion == 0 {
 		cfg.MinVersion = tls.VersionTLS12
 	}
-	tr := &http2.Transport{
+	var h2only http.Protocols
+	h2only.SetHTTP2(true)
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		Protocols:       &h2only,
 		TLSClientConfig: cfg,
-		ReadIdleTimeout: 15 * time.Second,
-		PingTimeout:     15 * time.Second,
+		// The dial outlives the request that started it (net/http detaches
+		// it so others can use the connection), and while it runs no other
+		// dial to the host starts: bound it.
+		DialContext:         dialer.DialContext,
+		TLSHandshakeTimeout: 10 * time.Second,
+		// For HTTP/2 this limits dials in progress, not connections: one
+		// dial serves every request waiting for a connection.
+		MaxConnsPerHost: 1,
 		IdleConnTimeout: 10 * time.Minute,
+		HTTP2: &http.HTTP2Config{
+			SendPingTimeout: 15 * time.Second, // ping a connection silent this long
+			PingTimeout:     15 * time.Second, // and close it without an answer by then
+		},
 	}
 	// Timeout backs up callers that pass a context without deadline.
 	return &http.Client{Transport: tr, Timeout: 60 * time.Second}
@@ -160,9 +194,20 @@ func (c *Client) Send(ctx context.Context, t push.Target, n push.Notification) e
 		Priority:    apns2.PriorityHigh,
 		CollapseID:  n.CollapseKey,
 	}
+	if n.Options.Priority == push.PriorityNormal {
+		note.Priority = apns2.PriorityLow
+	}
 	if background {
 		note.PushType = apns2.PushTypeBackground
 		note.Priority = apns2.PriorityLow // APNs rejects priority 10 for background pushes
+	}
+	if ttl := n.Options.TTL; ttl != nil {
+		// Now or never: APNs reads 0 so, but apns2 sends no header for
+		// 0; a time long past means the same (tried once, not stored).
+		note.Expiration = time.Unix(1, 0)
+		if *ttl > 0 {
+			note.Expiration = time.Now().Add(*ttl)
+		}
 	}
 	resp, err := c.c.PushWithContext(ctx, note)
 	if err != nil {
@@ -182,14 +227,16 @@ func (c *Client) Send(ctx context.Context, t push.Target, n push.Notification) e
 // BuildPayload returns the JSON payload for n and whether it is a silent
 // background push (see the package documentation).
 func BuildPayload(n push.Notification) (payload []byte, background bool, err error) {
-	body := make(map[string]any, len(n.Data)+1)
+	body := make(map[string]any, len(n.Data)+2)
 	for k, v := range n.Data {
 		if k != "aps" {
 			body[k] = v
 		}
 	}
-	if n.Title == "" && n.Body == "" {
-		body["aps"] = map[string]any{"content-available": 1}
+	o := n.Options
+	aps := map[string]any{}
+	if (n.Title == "" && n.Body == "") || o.ContentAvailable {
+		aps["content-available"] = 1
 		background = true
 	} else {
 		alert := map[string]string{}
@@ -199,8 +246,24 @@ func BuildPayload(n push.Notification) (payload []byte, background bool, err err
 		if n.Body != "" {
 			alert["body"] = n.Body
 		}
-		body["aps"] = map[string]any{"alert": alert}
+		aps["alert"] = alert
+		if o.Sound != "" {
+			aps["sound"] = o.Sound
+		}
+		if o.ImageURL != "" {
+			// APNs carries no image: the app's notification service
+			// extension downloads it from this key.
+			aps["mutable-content"] = 1
+			body["imageUrl"] = o.ImageURL
+		}
 	}
+	if o.Badge != nil {
+		aps["badge"] = *o.Badge
+	}
+	if o.ThreadID != "" {
+		aps["thread-id"] = o.ThreadID
+	}
+	body["aps"] = aps
 	payload, err = json.Marshal(body)
 	return payload, background, err
 }

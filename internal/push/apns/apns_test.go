@@ -3,6 +3,7 @@ package apns_test
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"sync"
 	"testing"
@@ -11,7 +12,7 @@ import (
 	"github.com/herald-vpn/herald/internal/push"
 	"github.com/herald-vpn/herald/internal/push/apns"
 	"github.com/herald-vpn/herald/internal/push/apns/apnstest"
-	"github.com/herald-vpn/herald/internal/push/internal/pushtest"
+	"github.com/herald-vpn/herald/internal/testsupport"
 )
 
 const (
@@ -150,12 +151,12 @@ func TestRetryThenSuccess(t *testing.T) {
 	srv := apnstest.NewServer(t)
 	c := newClient(t, srv)
 	srv.Fail("tok", 2, apnstest.TooManyRequests())
-	rec := &pushtest.SleepRecorder{}
+	rec := &testsupport.Sleeper{}
 	pol := push.RetryPolicy{Attempts: 3, BaseBackoff: 50 * time.Millisecond, MaxBackoff: time.Second, Sleep: rec.Sleep}
 	if err := push.SendWithRetry(t.Context(), c, ios("tok"), push.Notification{Title: "t"}, pol); err != nil {
 		t.Fatalf("SendWithRetry: %v", err)
 	}
-	if got, want := fmt.Sprint(rec.Waits()), fmt.Sprint([]time.Duration{50 * time.Millisecond, 100 * time.Millisecond}); got != want {
+	if got, want := fmt.Sprint(rec.Sleeps()), fmt.Sprint([]time.Duration{50 * time.Millisecond, 100 * time.Millisecond}); got != want {
 		t.Errorf("waits = %s, want %s", got, want)
 	}
 	if a, d := srv.Attempts("tok"), srv.Delivered("tok"); a != 3 || d != 1 {
@@ -167,14 +168,14 @@ func TestProviderDown(t *testing.T) {
 	srv := apnstest.NewServer(t)
 	c := newClient(t, srv)
 	srv.SetDown(true)
-	rec := &pushtest.SleepRecorder{}
+	rec := &testsupport.Sleeper{}
 	err := push.SendWithRetry(t.Context(), c, ios("tok"), push.Notification{Title: "t"},
 		push.RetryPolicy{Attempts: 3, BaseBackoff: time.Millisecond, Sleep: rec.Sleep})
 	if kind, _ := push.Classify(err); kind != push.Retryable {
 		t.Fatalf("err = %v, want Retryable", err)
 	}
-	if got := srv.Attempts("tok"); got != 3 || len(rec.Waits()) != 2 {
-		t.Fatalf("attempts=%d waits=%v, want 3 attempts, 2 waits", got, rec.Waits())
+	if got := srv.Attempts("tok"); got != 3 || len(rec.Sleeps()) != 2 {
+		t.Fatalf("attempts=%d waits=%v, want 3 attempts, 2 waits", got, rec.Sleeps())
 	}
 }
 
@@ -193,13 +194,13 @@ func TestNoRetryOnDeadOrFatal(t *testing.T) {
 		t.Run(tt.fault.Reason, func(t *testing.T) {
 			token := "tok-" + strconv.Itoa(i)
 			srv.Fail(token, -1, tt.fault)
-			rec := &pushtest.SleepRecorder{}
+			rec := &testsupport.Sleeper{}
 			err := push.SendWithRetry(t.Context(), c, ios(token), push.Notification{Title: "t"}, push.RetryPolicy{Attempts: 5, Sleep: rec.Sleep})
 			if kind, _ := push.Classify(err); kind != tt.want {
 				t.Fatalf("err = %v, want %v", err, tt.want)
 			}
-			if got := srv.Attempts(token); got != 1 || len(rec.Waits()) != 0 {
-				t.Fatalf("attempts=%d waits=%v", got, rec.Waits())
+			if got := srv.Attempts(token); got != 1 || len(rec.Sleeps()) != 0 {
+				t.Fatalf("attempts=%d waits=%v", got, rec.Sleeps())
 			}
 		})
 	}
@@ -263,5 +264,41 @@ func TestNewErrors(t *testing.T) {
 				t.Fatal("New succeeded, want error")
 			}
 		})
+	}
+}
+
+// TestConcurrentFirstRequestsShareOneDial fires requests at a fake no
+// connection has reached yet, all at once: they must share one HTTP/2
+// connection rather than each dial one.
+func TestConcurrentFirstRequestsShareOneDial(t *testing.T) {
+	srv := apnstest.NewServer(t)
+	hc := apns.NewHTTPClient(srv.TLSConfig())
+	defer hc.CloseIdleConnections()
+	const n = 100
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			<-start
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/", nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp, err := hc.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			if resp.Proto != "HTTP/2.0" {
+				t.Errorf("proto = %s, want HTTP/2.0", resp.Proto)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if got := srv.Connections(); got != 1 {
+		t.Errorf("connections = %d, want the %d first requests on one", got, n)
 	}
 }

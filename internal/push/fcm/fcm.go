@@ -38,10 +38,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
-	"golang.org/x/net/http2"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 
@@ -123,22 +123,37 @@ func New(ctx context.Context, credentialsJSON []byte, projectID, endpoint string
 func (c *Client) ProjectID() string { return c.projectID }
 
 // NewHTTPClient returns the HTTP client New uses by default, tuned for many
-// concurrent sends to one host. https URLs go over HTTP/2
-// (golang.org/x/net/http2): concurrent first requests share one dial instead
-// of each opening a TLS connection (net/http's behaviour, golang/go#13957),
-// further connections open only when a connection's stream limit is reached,
-// and idle connections are health-checked with pings. Plain http URLs (test
-// fakes) use HTTP/1.1 keep-alive with at most 64 connections.
-// rootCAs nil means the system roots; tests pass the fake's pool.
-// Proxies from the environment are honoured for http URLs only.
+// concurrent sends to one host. https URLs go over HTTP/2 only (net/http's
+// own, negotiated by ALPN): concurrent first requests share one dial instead
+// of each opening a TLS connection (net/http's behaviour when dials are not
+// limited, golang/go#13957) because at most one connection per host is
+// dialed at a time; the others wait for it and multiplex over it. Further
+// connections open only when a connection's stream limit is reached, and
+// idle connections are health-checked with pings.
+// Plain http URLs (test fakes) use HTTP/1.1 keep-alive with at most 64
+// connections. rootCAs nil means the system roots; tests pass the fake's
+// pool. Proxies from the environment are honoured for http URLs only.
 func NewHTTPClient(rootCAs *x509.CertPool) *http.Client {
-	h2 := &http2.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: rootCAs, MinVersion: tls.VersionTLS12},
-		ReadIdleTimeout: 30 * time.Second,
-		PingTimeout:     15 * time.Second,
-		IdleConnTimeout: 90 * time.Second,
-	}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	var h2only http.Protocols
+	h2only.SetHTTP2(true)
+	h2 := &http.Transport{
+		Protocols:       &h2only,
+		TLSClientConfig: &tls.Config{RootCAs: rootCAs, MinVersion: tls.VersionTLS12},
+		// The dial outlives the request that started it (net/http detaches
+		// it so others can use the connection), and while it runs no other
+		// dial to the host starts: bound it.
+		DialContext:         dialer.DialContext,
+		TLSHandshakeTimeout: 10 * time.Second,
+		// For HTTP/2 this limits dials in progress, not connections: one
+		// dial serves every request waiting for a connection.
+		MaxConnsPerHost: 1,
+		IdleConnTimeout: 90 * time.Second,
+		HTTP2: &http.HTTP2Config{
+			SendPingTimeout: 30 * time.Second, // ping a connection silent this long
+			PingTimeout:     15 * time.Second, // and close it without an answer by then
+		},
+	}
 	h1 := &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
 		DialContext:         dialer.DialContext,
@@ -152,7 +167,7 @@ func NewHTTPClient(rootCAs *x509.CertPool) *http.Client {
 
 // schemeTransport sends https requests over HTTP/2 and the rest over HTTP/1.1.
 type schemeTransport struct {
-	https *http2.Transport
+	https *http.Transport
 	http  *http.Transport
 }
 
@@ -182,16 +197,86 @@ type message struct {
 }
 
 type androidConfig struct {
-	CollapseKey string `json:"collapse_key,omitempty"`
+	CollapseKey  string               `json:"collapse_key,omitempty"`
+	Priority     string               `json:"priority,omitempty"` // HIGH or NORMAL
+	TTL          string               `json:"ttl,omitempty"`      // "3600s"
+	Notification *androidNotification `json:"notification,omitempty"`
+}
+
+type androidNotification struct {
+	ChannelID         string `json:"channel_id,omitempty"`
+	Sound             string `json:"sound,omitempty"`
+	NotificationCount *int   `json:"notification_count,omitempty"`
 }
 
 type apnsConfig struct {
 	Headers map[string]string `json:"headers,omitempty"`
+	Payload map[string]any    `json:"payload,omitempty"`
 }
 
 type notification struct {
 	Title string `json:"title,omitempty"`
 	Body  string `json:"body,omitempty"`
+	Image string `json:"image,omitempty"`
+}
+
+// applyOptions maps push.Options onto the message (see the package
+// documentation for the table); FCM relays the apns block to APNs for iOS
+// tokens.
+func applyOptions(m *message, n push.Notification, now time.Time) {
+	o := n.Options
+	android := &androidConfig{CollapseKey: n.CollapseKey}
+	apnsHeaders := map[string]string{}
+	aps := map[string]any{}
+	if n.CollapseKey != "" {
+		apnsHeaders["apns-collapse-id"] = n.CollapseKey
+	}
+	switch o.Priority {
+	case push.PriorityHigh:
+		android.Priority, apnsHeaders["apns-priority"] = "HIGH", "10"
+	case push.PriorityNormal:
+		android.Priority, apnsHeaders["apns-priority"] = "NORMAL", "5"
+	}
+	if o.TTL != nil {
+		secs := int64(o.TTL.Seconds())
+		android.TTL = strconv.FormatInt(secs, 10) + "s"
+		exp := int64(0) // now or never
+		if secs > 0 {
+			exp = now.Unix() + secs
+		}
+		apnsHeaders["apns-expiration"] = strconv.FormatInt(exp, 10)
+	}
+	an := &androidNotification{ChannelID: o.ChannelID, Sound: o.Sound, NotificationCount: o.Badge}
+	if o.Badge != nil {
+		aps["badge"] = *o.Badge
+	}
+	if o.Sound != "" {
+		aps["sound"] = o.Sound
+	}
+	if o.ThreadID != "" {
+		aps["thread-id"] = o.ThreadID
+	}
+	if o.ImageURL != "" && m.Notification != nil {
+		m.Notification.Image = o.ImageURL
+		aps["mutable-content"] = 1 // the app's service extension fetches the image
+	}
+	if o.ContentAvailable {
+		m.Notification = nil // data only: nothing is shown
+		aps["content-available"] = 1
+		apnsHeaders["apns-push-type"] = "background"
+		apnsHeaders["apns-priority"] = "5" // APNs refuses 10 for a background push
+	} else if *an != (androidNotification{}) {
+		android.Notification = an
+	}
+	if *android != (androidConfig{}) {
+		m.Android = android
+	}
+	if len(apnsHeaders) > 0 || len(aps) > 0 {
+		m.APNs = &apnsConfig{Headers: apnsHeaders}
+		if len(aps) > 0 {
+			m.APNs.Payload = map[string]any{"aps": aps}
+		}
+	}
 }
 
 // EncodeData converts notification data to FCM's string-only map, following
@@ -229,10 +314,7 @@ func (c *Client) Send(ctx context.Context, t push.Target, n push.Notification) e
 	if n.Title != "" || n.Body != "" {
 		msg.Message.Notification = &notification{Title: n.Title, Body: n.Body}
 	}
-	if n.CollapseKey != "" {
-		msg.Message.Android = &androidConfig{CollapseKey: n.CollapseKey}
-		msg.Message.APNs = &apnsConfig{Headers: map[string]string{"apns-collapse-id": n.CollapseKey}}
-	}
+	applyOptions(&msg.Message, n, time.Now())
 	body, err := json.Marshal(msg)
 	if err != nil {
 		return &push.Error{Kind: push.Other, Provider: providerName, Reason: "InvalidData", Err: err}
@@ -301,4 +383,25 @@ func checkPrivateKey(credentialsJSON []byte) error {
 		return fmt.Errorf("private_key: %w", err)
 	}
 	return nil
+}
+
+// Check fetches an OAuth2 access token for the service account, which
+// proves the key is accepted by its token endpoint, and sends nothing.
+// Its error is a *push.Error with reason TOKEN_ENDPOINT.
+func (c *Client) Check(ctx context.Context) error {
+	done := make(chan error, 1)
+	// The token source ignores ctx (see New); wait for it no longer than ctx.
+	go func() {
+		_, err := c.tokens.Token()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return tokenError(err)
+		}
+		return nil
+	case <-ctx.Done():
+		return &push.Error{Kind: push.Retryable, Provider: providerName, Reason: "TOKEN_ENDPOINT", Err: ctx.Err()}
+	}
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/herald-vpn/herald/internal/push"
 	"github.com/herald-vpn/herald/internal/push/fcm"
 	"github.com/herald-vpn/herald/internal/push/fcm/fcmtest"
-	"github.com/herald-vpn/herald/internal/push/internal/pushtest"
+	"github.com/herald-vpn/herald/internal/testsupport"
 )
 
 const project = "herald-test"
@@ -164,13 +164,13 @@ func TestRetryAfterHonoured(t *testing.T) {
 	srv := fcmtest.NewServer(t)
 	c := newClient(t, srv)
 	srv.Fail("tok", 2, fcmtest.Unavailable(3*time.Second))
-	rec := &pushtest.SleepRecorder{}
+	rec := &testsupport.Sleeper{}
 	pol := push.RetryPolicy{Attempts: 5, BaseBackoff: 10 * time.Millisecond, MaxBackoff: 10 * time.Second, Sleep: rec.Sleep}
 
 	if err := push.SendWithRetry(t.Context(), c, android("tok"), push.Notification{Title: "t"}, pol); err != nil {
 		t.Fatalf("SendWithRetry: %v", err)
 	}
-	if got, want := fmt.Sprint(rec.Waits()), fmt.Sprint([]time.Duration{3 * time.Second, 3 * time.Second}); got != want {
+	if got, want := fmt.Sprint(rec.Sleeps()), fmt.Sprint([]time.Duration{3 * time.Second, 3 * time.Second}); got != want {
 		t.Errorf("waits = %s, want %s", got, want)
 	}
 	if a, d := srv.Attempts("tok"), srv.Delivered("tok"); a != 3 || d != 1 {
@@ -182,7 +182,7 @@ func TestProviderDown(t *testing.T) {
 	srv := fcmtest.NewServer(t)
 	c := newClient(t, srv)
 	srv.SetDown(true)
-	rec := &pushtest.SleepRecorder{}
+	rec := &testsupport.Sleeper{}
 	pol := push.RetryPolicy{Attempts: 4, BaseBackoff: 100 * time.Millisecond, MaxBackoff: time.Second, Sleep: rec.Sleep}
 
 	err := push.SendWithRetry(t.Context(), c, android("tok"), push.Notification{Title: "t"}, pol)
@@ -192,7 +192,7 @@ func TestProviderDown(t *testing.T) {
 	if got := srv.Attempts("tok"); got != 4 {
 		t.Errorf("attempts = %d, want 4", got)
 	}
-	if got, want := fmt.Sprint(rec.Waits()), fmt.Sprint([]time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}); got != want {
+	if got, want := fmt.Sprint(rec.Sleeps()), fmt.Sprint([]time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}); got != want {
 		t.Errorf("waits = %s, want %s", got, want)
 	}
 
@@ -219,14 +219,14 @@ func TestNoRetryOnDeadOrFatal(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			token := "tok-" + strconv.Itoa(i)
 			srv.Fail(token, -1, tt.fault)
-			rec := &pushtest.SleepRecorder{}
+			rec := &testsupport.Sleeper{}
 			err := push.SendWithRetry(t.Context(), c, android(token), push.Notification{Title: "t"},
 				push.RetryPolicy{Attempts: 5, Sleep: rec.Sleep})
 			if kind, _ := push.Classify(err); kind != tt.want {
 				t.Fatalf("err = %v, want %v", err, tt.want)
 			}
-			if got := srv.Attempts(token); got != 1 || len(rec.Waits()) != 0 {
-				t.Fatalf("attempts=%d waits=%v, want 1 attempt and no waits", got, rec.Waits())
+			if got := srv.Attempts(token); got != 1 || len(rec.Sleeps()) != 0 {
+				t.Fatalf("attempts=%d waits=%v, want 1 attempt and no waits", got, rec.Sleeps())
 			}
 		})
 	}
@@ -427,4 +427,110 @@ func BenchmarkFCMSend(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "sends/s")
+}
+
+// The fake's Latency and Timeline: sends are decided on arrival, answered
+// after the latency (or when the client goes away), counted in flight
+// meanwhile, and recorded with both times.
+func TestFakeLatencyAndTimeline(t *testing.T) {
+	const latency = 50 * time.Millisecond
+	srv := fcmtest.NewServer(t, fcmtest.PlainHTTP(), fcmtest.Latency(latency, latency), fcmtest.Timeline())
+	c := newClient(t, srv)
+	srv.Fail("dead", -1, fcmtest.Unregistered())
+	tokens := []string{"a", "b", "c", "dead"}
+	var wg sync.WaitGroup
+	errs := make([]error, len(tokens))
+	for i, tok := range tokens {
+		wg.Go(func() { errs[i] = c.Send(t.Context(), android(tok), push.Notification{Title: "t", Body: "b"}) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if (err != nil) != (tokens[i] == "dead") {
+			t.Fatalf("send to %s: %v", tokens[i], err)
+		}
+	}
+	// A client that goes away before the answer: the message is delivered
+	// all the same, and the exchange ends early.
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- c.Send(ctx, android("gone"), push.Notification{Title: "t", Body: "b"}) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.Delivered("gone") != 1 || srv.InFlight() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("InFlight %d, delivered %d; want the send recorded and waiting out its latency", srv.InFlight(), srv.Delivered("gone"))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancelled send did not return")
+	}
+	for srv.InFlight() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("InFlight %d after every send ended, want 0", srv.InFlight())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	ex := srv.Exchanges()
+	if len(ex) != 5 || srv.Delivered("gone") != 1 || srv.TotalDelivered() != 4 {
+		t.Fatalf("exchanges %+v, delivered %d", ex, srv.TotalDelivered())
+	}
+	for _, e := range ex {
+		if e.Accepted != (e.Token != "dead") || e.Answered.IsZero() {
+			t.Fatalf("exchange %+v", e)
+		}
+		if d := e.Answered.Sub(e.Received); e.Token != "gone" && d < latency {
+			t.Fatalf("exchange %+v answered after %s, want at least %s", e, d, latency)
+		}
+	}
+}
+
+// TestConcurrentFirstRequestsShareOneDial fires requests at a fake no
+// connection has reached yet, all at once, through the production client
+// and through the fake's own: they must share one HTTP/2 connection rather
+// than each dial one (which TestConcurrentSends cannot see, because there
+// the OAuth2 token fetch opens the connection before any send).
+func TestConcurrentFirstRequestsShareOneDial(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		client func(*fcmtest.Server) *http.Client
+	}{
+		{"NewHTTPClient", func(srv *fcmtest.Server) *http.Client { return fcm.NewHTTPClient(srv.CertPool()) }},
+		{"fcmtest Client", (*fcmtest.Server).Client},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := fcmtest.NewServer(t)
+			hc := tt.client(srv)
+			defer hc.CloseIdleConnections()
+			const n = 100
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			for range n {
+				wg.Go(func() {
+					<-start
+					req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/", nil)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					resp, err := hc.Do(req)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					resp.Body.Close()
+					if resp.Proto != "HTTP/2.0" {
+						t.Errorf("proto = %s, want HTTP/2.0", resp.Proto)
+					}
+				})
+			}
+			close(start)
+			wg.Wait()
+			if got := srv.Connections(); got != 1 {
+				t.Errorf("connections = %d, want the %d first requests on one", got, n)
+			}
+		})
+	}
 }

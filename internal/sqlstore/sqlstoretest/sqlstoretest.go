@@ -1,6 +1,8 @@
 // Package sqlstoretest gives each test a fresh, real database: a SQLite file
-// in the test's temporary directory, and, when HERALD_TEST_POSTGRES_URL is
-// set, a PostgreSQL schema of its own that is dropped afterwards.
+// in the test's temporary directory, and a PostgreSQL schema of its own
+// (dropped afterwards) on the server of HERALD_TEST_POSTGRES_URL. Without
+// that variable the PostgreSQL tests are skipped, saying so, rather than
+// left out: a run shows what it did not test.
 package sqlstoretest
 
 import (
@@ -12,42 +14,48 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/herald-vpn/herald/internal/jobs"
+	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/jackc/pgx/v5"
 )
 
 // Dialect is "sqlite" or "postgres".
 type Dialect string
 
-// Dialects returns the databases this test run covers.
-func Dialects() []Dialect {
-	ds := []Dialect{"sqlite"}
-	if os.Getenv("HERALD_TEST_POSTGRES_URL") != "" {
-		ds = append(ds, "postgres")
+// Dialects returns every database Herald runs on. A test of one this run
+// cannot reach skips (Require, NewURL, Each).
+func Dialects() []Dialect { return []Dialect{"sqlite", "postgres"} }
+
+// Require skips the test, with the reason, when this run has no database
+// of dialect d.
+func Require(t testing.TB, d Dialect) {
+	t.Helper()
+	if d == "postgres" && os.Getenv("HERALD_TEST_POSTGRES_URL") == "" {
+		t.Skip("PostgreSQL not tested: HERALD_TEST_POSTGRES_URL is not set")
 	}
-	return ds
 }
 
-// Each runs fn as a subtest once per covered dialect, with a fresh
-// database URL.
+// Each runs fn as a subtest once per dialect, with a fresh database URL;
+// the subtest of a dialect this run cannot reach is skipped.
 func Each(t *testing.T, fn func(t *testing.T, databaseURL string)) {
 	for _, d := range Dialects() {
 		t.Run(string(d), func(t *testing.T) {
+			Require(t, d)
 			fn(t, NewURL(t, d))
 		})
 	}
 }
 
-// NewURL returns the HERALD_DATABASE_URL of a fresh, empty database.
+// NewURL returns the HERALD_DATABASE_URL of a fresh, empty database, or
+// skips the test (Require).
 func NewURL(t testing.TB, d Dialect) string {
 	t.Helper()
+	Require(t, d)
 	switch d {
 	case "sqlite":
 		return "sqlite:" + filepath.Join(t.TempDir(), "herald.db")
 	case "postgres":
 		base := os.Getenv("HERALD_TEST_POSTGRES_URL")
-		if base == "" {
-			t.Skip("HERALD_TEST_POSTGRES_URL is not set")
-		}
 		b := make([]byte, 6)
 		rand.Read(b)
 		schema := "t_" + hex.EncodeToString(b)
@@ -79,4 +87,25 @@ func NewURL(t testing.TB, d Dialect) string {
 	}
 	t.Fatalf("unknown dialect %q", d)
 	return ""
+}
+
+// Open opens and migrates the database at url, with a job queue over it
+// (cfg's workers; nil workers: insert-only, as the operator commands use),
+// and closes it when the test ends.
+func Open(t testing.TB, url string, cfg jobs.Config) (*sqlstore.DB, *jobs.Runner) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sqlstore.Open(ctx, url, sqlstore.Options{})
+	if err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	runner, err := jobs.Open(db, cfg)
+	if err != nil {
+		t.Fatalf("jobs: %v", err)
+	}
+	return db, runner
 }

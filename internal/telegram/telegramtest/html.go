@@ -1,5 +1,7 @@
 package telegramtest
 
+//lint:file-ignore ST1005 these errors are Telegram's own wording (capitalised), which the fake sends back verbatim after "Bad Request: can't parse entities: ".
+
 import (
 	"fmt"
 	"strconv"

@@ -79,6 +79,15 @@ func FailRateLimited(retryAfter int) Failure {
 	return Failure{Code: 429, Description: fmt.Sprintf("Too Many Requests: retry after %d", retryAfter), RetryAfter: retryAfter}
 }
 
+// Poll is one getUpdates call as the fake saw it.
+type Poll struct {
+	Start time.Time // when the request arrived
+	End   time.Time // when it was answered or its client went away; zero while pending
+	// Concurrent is how many getUpdates calls (this one included) were in
+	// flight when this one arrived: more than 1 means two pollers at once.
+	Concurrent int
+}
+
 // Webhook is the registration made through setWebhook.
 type Webhook struct {
 	URL            string
@@ -110,6 +119,9 @@ type Server struct {
 	hookErrMsg   string
 	calls        map[string]int
 	channelIDs   map[string]int64
+	polls        []Poll
+	polling      int // getUpdates calls in flight
+	maxPolling   int
 }
 
 var methods = []string{"getMe", "getWebhookInfo", "setWebhook", "deleteWebhook", "getUpdates",
@@ -200,6 +212,20 @@ func (s *Server) Sent() []SentMessage {
 	return append([]SentMessage(nil), s.sent...)
 }
 
+// SentTo returns the messages delivered to chatID (as the client passed
+// it), oldest first.
+func (s *Server) SentTo(chatID string) []SentMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []SentMessage
+	for _, m := range s.sent {
+		if m.ChatID == chatID {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // FailChat makes send calls to chatID (as the client passes it, e.g.
 // "12345" or "@channel") answer with f.
 func (s *Server) FailChat(chatID string, f Failure) {
@@ -237,6 +263,30 @@ func (s *Server) SetWebhookError(at time.Time, msg string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.hookErrDate, s.hookErrMsg = at.Unix(), msg
+}
+
+// Polls returns every getUpdates call so far (answered with updates, with
+// nothing, or with an error), in arrival order.
+func (s *Server) Polls() []Poll {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Poll(nil), s.polls...)
+}
+
+// PollsInFlight counts getUpdates calls not yet answered.
+func (s *Server) PollsInFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.polling
+}
+
+// MaxConcurrentPolls is the largest number of getUpdates calls that were in
+// flight at the same moment; Telegram allows one (a second one makes it
+// answer 409 Conflict), so more than 1 means two pollers ran at once.
+func (s *Server) MaxConcurrentPolls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.maxPolling
 }
 
 // Calls returns how many requests reached method, including failed ones.
@@ -299,6 +349,18 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	s.calls[method]++
+	if method == "getUpdates" {
+		s.polling++
+		s.maxPolling = max(s.maxPolling, s.polling)
+		i := len(s.polls)
+		s.polls = append(s.polls, Poll{Start: time.Now(), Concurrent: s.polling})
+		defer func() {
+			s.mu.Lock()
+			s.polling--
+			s.polls[i].End = time.Now()
+			s.mu.Unlock()
+		}()
+	}
 	f := takeFailure(s.methodFail, method)
 	s.mu.Unlock()
 	if f != nil {

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/herald-vpn/herald/internal/telegram"
 	"github.com/herald-vpn/herald/internal/telegram/telegramtest"
@@ -161,13 +162,86 @@ func TestCloseReleasesLongPoll(t *testing.T) {
 	c := s.Client()
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.GetUpdates(context.Background(), 0, 600, nil)
+		// A minute's poll: six times the bound below, yet short enough
+		// that a Close that does not release it still ends the test.
+		_, err := c.GetUpdates(context.Background(), 0, 60, nil)
 		done <- err
 	}()
+	// Wait until the poll is in flight; ordering only, the bound is for a
+	// poll that never arrives.
+	arrived := time.Now().Add(10 * time.Second)
 	for s.Calls("getUpdates") == 0 {
-		// Wait until the poll is in flight; ordering only, no timing.
+		if time.Now().After(arrived) {
+			t.Fatal("the long poll never reached the server")
+		}
 		runtimeGosched()
 	}
-	s.Close() // must not block for the 600s poll
-	<-done
+	closed := make(chan struct{})
+	go func() {
+		s.Close() // must not block for the minute's poll
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close still blocked after 10s by a one-minute long poll")
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the long poll had not returned 10s after Close")
+	}
+}
+
+// Two long polls at once are counted as such; one after the other are not.
+func TestConcurrentPollsCounted(t *testing.T) {
+	s := telegramtest.NewServer(t, "1:tok")
+	c := s.Client()
+	if _, err := c.GetUpdates(context.Background(), 0, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.MaxConcurrentPolls(); got != 1 {
+		t.Fatalf("one poll: MaxConcurrentPolls %d, want 1", got)
+	}
+	done := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := c.GetUpdates(context.Background(), 0, 30, nil)
+			done <- err
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for s.PollsInFlight() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the two long polls never were in flight together (%d)", s.PollsInFlight())
+		}
+		runtimeGosched()
+	}
+	s.PushText(7, "/start") // answers both
+	for range 2 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a long poll was not answered")
+		}
+	}
+	// The fake finishes its bookkeeping just after the answer is written.
+	for s.PollsInFlight() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d polls still in flight after both were answered", s.PollsInFlight())
+		}
+		runtimeGosched()
+	}
+	polls := s.Polls()
+	if s.MaxConcurrentPolls() != 2 || len(polls) != 3 || polls[0].Concurrent != 1 || polls[2].Concurrent != 2 {
+		t.Fatalf("MaxConcurrentPolls %d, polls %+v", s.MaxConcurrentPolls(), polls)
+	}
+	for _, p := range polls {
+		if p.End.IsZero() || p.End.Before(p.Start) {
+			t.Fatalf("poll %+v has no end after its start", p)
+		}
+	}
 }

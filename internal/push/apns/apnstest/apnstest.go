@@ -89,8 +89,10 @@ type Message struct {
 	Priority int
 	ApnsID   string
 	Collapse string // apns-collapse-id
-	Title    string // aps.alert.title
-	Body     string // aps.alert.body
+	// Expiration is the apns-expiration header as sent ("" when absent).
+	Expiration string
+	Title      string // aps.alert.title
+	Body       string // aps.alert.body
 	// Payload is the whole decoded JSON body (aps plus custom keys).
 	Payload map[string]any
 }
@@ -220,7 +222,7 @@ func (s *Server) handlePush(w http.ResponseWriter, r *http.Request) {
 	}
 
 	fault, _ := fakeledger.Send(s.ledger, token, func() Message {
-		m := Message{Token: token, Topic: topic, PushType: r.Header.Get("apns-push-type"), Priority: prio, ApnsID: id, Collapse: r.Header.Get("apns-collapse-id"), Payload: payload}
+		m := Message{Token: token, Topic: topic, PushType: r.Header.Get("apns-push-type"), Priority: prio, ApnsID: id, Collapse: r.Header.Get("apns-collapse-id"), Expiration: r.Header.Get("apns-expiration"), Payload: payload}
 		if aps, ok := payload["aps"].(map[string]any); ok {
 			if alert, ok := aps["alert"].(map[string]any); ok {
 				m.Title, _ = alert["title"].(string)

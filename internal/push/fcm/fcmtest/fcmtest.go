@@ -12,6 +12,14 @@
 // srv.CertPool() to trust it); PlainHTTP() gives an HTTP/1.1 server
 // instead. All methods are safe for concurrent use; the server is meant to
 // absorb broadcasts to 100k devices.
+//
+// For tests that need a provider that takes time (many requests in flight,
+// as over a real network) and a record of when each send arrived and was
+// answered, pass Latency and Timeline:
+//
+//	srv := fcmtest.NewServer(t, fcmtest.PlainHTTP(), fcmtest.Latency(20*time.Millisecond, 40*time.Millisecond), fcmtest.Timeline())
+//	n := srv.InFlight()     // sends received and not yet answered
+//	ex := srv.Exchanges()   // every send: token, accepted, received, answered
 package fcmtest
 
 import (
@@ -25,15 +33,16 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
+	mrand "math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
-
-	"golang.org/x/net/http2"
 
 	"github.com/herald-vpn/herald/internal/push/internal/fakeledger"
 )
@@ -119,15 +128,46 @@ type Message struct {
 	Body            string
 	Data            map[string]string
 	CollapseKey     string // android.collapse_key
+	// Raw is the whole message object as decoded JSON, for the fields the
+	// others do not name (android and apns blocks, notification.image).
+	Raw map[string]any
 }
 
 // Option configures NewServer.
 type Option func(*config)
 
-type config struct{ plain bool }
+type config struct {
+	plain                  bool
+	latencyMin, latencyMax time.Duration
+	timeline               bool
+}
 
 // PlainHTTP serves plain HTTP/1.1 instead of HTTP/2 over TLS.
 func PlainHTTP() Option { return func(c *config) { c.plain = true } }
+
+// Latency makes the fake answer each send a random time between lo and
+// hi (uniformly) after it arrived, as a provider over a real network
+// does. The send is decided (accepted and recorded, or refused) when it
+// arrives, before the wait: a sender that dies while waiting leaves a
+// delivered message it never heard about. A client that goes away ends
+// the wait early. The token endpoint answers at once.
+func Latency(lo, hi time.Duration) Option {
+	return func(c *config) { c.latencyMin, c.latencyMax = lo, max(lo, hi) }
+}
+
+// Timeline makes the fake keep an Exchange for every send request (see
+// Exchanges). Off by default: it costs memory in big broadcasts.
+func Timeline() Option { return func(c *config) { c.timeline = true } }
+
+// Exchange is one send request as the fake saw it (kept with Timeline).
+type Exchange struct {
+	Token    string
+	Accepted bool      // the message was recorded as delivered
+	Received time.Time // when the request (headers and body) had arrived
+	// Answered is when the fake was done with the request: its answer
+	// written, or its client gone. Zero while the request is in flight.
+	Answered time.Time
+}
 
 // ledger is fakeledger.Ledger under an unexported name, so that Server's
 // embedded field is unexported while its methods (Fail, SetDown,
@@ -142,6 +182,11 @@ type Server struct {
 
 	*ledger
 	srv *httptest.Server
+	cfg config
+
+	inFlight atomic.Int64 // send requests received and not yet answered
+	exMu     sync.Mutex
+	exchange []Exchange // with Timeline
 
 	mu            sync.Mutex
 	keys          map[string]serviceKey // by private_key_id
@@ -172,6 +217,7 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 		keys:         map[string]serviceKey{},
 		projects:     map[string]struct{}{},
 		accessTokens: map[string]struct{}{},
+		cfg:          cfg,
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /token", s.handleToken)
@@ -203,12 +249,19 @@ func (s *Server) CertPool() *x509.CertPool {
 }
 
 // Client returns a new HTTP client that trusts the fake and suits high
-// concurrency: HTTP/2 (golang.org/x/net/http2, one shared dial) over TLS,
-// or at most 64 kept-alive HTTP/1.1 connections in PlainHTTP mode (more
-// would exhaust file descriptors in big broadcasts).
+// concurrency: HTTP/2 only over TLS, with one shared dial (at most one dial
+// at a time, which every waiting request then multiplexes over), or at most
+// 64 kept-alive HTTP/1.1 connections in PlainHTTP mode (more would exhaust
+// file descriptors in big broadcasts).
 func (s *Server) Client() *http.Client {
 	if pool := s.CertPool(); pool != nil {
-		return &http.Client{Transport: &http2.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+		var h2only http.Protocols
+		h2only.SetHTTP2(true)
+		return &http.Client{Transport: &http.Transport{
+			Protocols:       &h2only,
+			TLSClientConfig: &tls.Config{RootCAs: pool},
+			MaxConnsPerHost: 1, // for HTTP/2: dials in progress, not connections
+		}}
 	}
 	return &http.Client{Transport: &http.Transport{
 		MaxConnsPerHost:     64,
@@ -276,6 +329,18 @@ func (s *Server) RevokeAccessTokens() {
 
 // DistinctTokens counts device tokens with at least one accepted message.
 func (s *Server) DistinctTokens() int { return fakeledger.DistinctTokens(s.ledger) }
+
+// InFlight counts send requests the fake has received and not yet
+// answered (with Latency, those waiting out their latency).
+func (s *Server) InFlight() int { return int(s.inFlight.Load()) }
+
+// Exchanges returns every send request so far in arrival order (with
+// Timeline; nil without it).
+func (s *Server) Exchanges() []Exchange {
+	s.exMu.Lock()
+	defer s.exMu.Unlock()
+	return append([]Exchange(nil), s.exchange...)
+}
 
 // TokenRequests counts calls to the OAuth2 token endpoint.
 func (s *Server) TokenRequests() int {
@@ -379,11 +444,19 @@ type sendBody struct {
 }
 
 func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
+	s.inFlight.Add(1)
+	defer s.inFlight.Add(-1)
 	project := r.PathValue("project")
 	bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	var body sendBody
-	decodeErr := json.NewDecoder(r.Body).Decode(&body)
+	rawBody, _ := io.ReadAll(r.Body)
+	decodeErr := json.Unmarshal(rawBody, &body)
+	var raw struct {
+		Message map[string]any `json:"message"`
+	}
+	json.Unmarshal(rawBody, &raw)
 	token := body.Message.Token
+	received := time.Now()
 
 	s.mu.Lock()
 	_, authed := s.accessTokens[bearer]
@@ -408,7 +481,7 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 		fault = &f
 	default:
 		fault, id = fakeledger.Send(s.ledger, token, func() Message {
-			m := Message{Proto: r.Proto, Project: project, Token: token, Data: body.Message.Data}
+			m := Message{Proto: r.Proto, Project: project, Token: token, Data: body.Message.Data, Raw: raw.Message}
 			if a := body.Message.Android; a != nil {
 				m.CollapseKey = a.CollapseKey
 			}
@@ -417,6 +490,30 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 			}
 			return m
 		})
+	}
+	if s.cfg.timeline {
+		s.exMu.Lock()
+		i := len(s.exchange)
+		s.exchange = append(s.exchange, Exchange{Token: token, Accepted: fault == nil, Received: received})
+		s.exMu.Unlock()
+		defer func() {
+			s.exMu.Lock()
+			s.exchange[i].Answered = time.Now()
+			s.exMu.Unlock()
+		}()
+	}
+	if s.cfg.latencyMax > 0 {
+		d := s.cfg.latencyMin
+		if spread := s.cfg.latencyMax - s.cfg.latencyMin; spread > 0 {
+			d += mrand.N(spread + 1)
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return // the client went away: nobody hears the answer
+		}
 	}
 
 	if fault != nil {

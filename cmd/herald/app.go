@@ -1,0 +1,527 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/telegram"
+	"github.com/herald-vpn/herald/internal/tracing"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/apikeys"
+	"github.com/herald-vpn/herald/internal/config"
+	"github.com/herald-vpn/herald/internal/devices"
+	"github.com/herald-vpn/herald/internal/idempotency"
+	"github.com/herald-vpn/herald/internal/jobs"
+	"github.com/herald-vpn/herald/internal/limits"
+	"github.com/herald-vpn/herald/internal/live"
+	"github.com/herald-vpn/herald/internal/mail"
+	"github.com/herald-vpn/herald/internal/messenger"
+	"github.com/herald-vpn/herald/internal/metrics"
+	"github.com/herald-vpn/herald/internal/notifications"
+	"github.com/herald-vpn/herald/internal/password"
+	"github.com/herald-vpn/herald/internal/push"
+	"github.com/herald-vpn/herald/internal/push/apns"
+	"github.com/herald-vpn/herald/internal/push/fcm"
+	"github.com/herald-vpn/herald/internal/sessions"
+	"github.com/herald-vpn/herald/internal/sqlstore"
+	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/herald-vpn/herald/internal/subscriptions"
+	"github.com/herald-vpn/herald/internal/webhooks"
+	"github.com/herald-vpn/herald/internal/webhooks/httpsend"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// App is Herald wired together: the one place that knows every concrete
+// type. openApp opens everything in order; Close undoes exactly what was
+// opened, in reverse, on every error path and at shutdown.
+type App struct {
+	cfg     config.Config
+	logger  *slog.Logger
+	metrics *metrics.Metrics
+	// tracer is nil unless tracing is on (OTEL_* variables).
+	tracer  trace.TracerProvider
+	db      *sqlstore.DB
+	redis   *redis.Client // nil without HERALD_REDIS_URL
+	jobs    *jobs.Runner
+	workers *river.Workers
+
+	accounts  *accounts.Service
+	apiKeys   *apikeys.Service
+	sessions  *sessions.Service
+	messenger *messenger.Service
+	// messengerBroadcasts are the bot's broadcast jobs.
+	messengerBroadcasts *messenger.Broadcaster
+	live                *live.Broker // live events: broadcast progress, subscriber changes
+	plans               *subscriptions.Service
+	devices             *devices.Service
+	notifications       *notifications.Service
+	idempotency         *idempotency.Service
+	webhooks            *webhooks.Service
+
+	closers []func(ctx context.Context)
+}
+
+// onClose registers what Close must undo.
+func (a *App) onClose(f func(ctx context.Context)) { a.closers = append(a.closers, f) }
+
+// Close undoes what was opened, last first, within ctx's deadline.
+func (a *App) Close(ctx context.Context) {
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		a.closers[i](ctx)
+	}
+	a.closers = nil
+}
+
+// openAppFromEnv is loadConfig then openApp, for the operator commands.
+func openAppFromEnv(ctx context.Context, env *environment) (*App, error) {
+	cfg, err := loadConfig(env)
+	if err != nil {
+		return nil, err
+	}
+	return openApp(ctx, env, cfg, false)
+}
+
+// openApp opens the database, migrates it and builds the services. Workers
+// are registered but not started (see App.start). Unless serving (an
+// operator command), the push providers are not built and the warnings
+// that only concern a server (no SMTP, no push provider) are not logged:
+// a command that only touches the database neither needs nor mentions them.
+func openApp(ctx context.Context, env *environment, cfg config.Config, serving bool) (a *App, err error) {
+	a = &App{cfg: cfg, logger: newLogger(env.stderr, cfg.LogFormat, cfg.LogLevel), metrics: metrics.New(), workers: river.NewWorkers()}
+	defer func() {
+		if err != nil {
+			a.Close(context.Background())
+		}
+	}()
+	logger := a.logger
+	if a.tracer = env.tracerProvider; a.tracer == nil {
+		tp, shutdown, err := tracing.FromEnv(ctx, env.getenv, readBuild().version)
+		if err != nil {
+			return a, err
+		}
+		if tp != nil {
+			a.tracer = tp
+			a.onClose(func(ctx context.Context) {
+				if err := shutdown(ctx); err != nil {
+					logger.Warn("flushing traces", "err", err)
+				}
+			})
+			logger.Info("tracing on: spans are exported over OTLP")
+		}
+	}
+	// The email templates are configuration: a broken override stops the
+	// start (exit 2) before anything is opened.
+	emails, err := loadEmailTemplates(cfg)
+	if err != nil {
+		return a, err
+	}
+	if a.db, err = openMigrated(ctx, cfg, logger, a.tracer); err != nil {
+		return a, err
+	}
+	a.onClose(func(context.Context) { a.db.Close() })
+	if a.redis, err = newRedis(cfg, logger); err != nil {
+		return a, err
+	}
+	if a.redis != nil {
+		a.onClose(func(context.Context) { a.redis.Close() })
+	}
+	a.jobs, err = jobs.Open(a.db, jobs.Config{
+		Workers: a.workers,
+		Queues: map[string]river.QueueConfig{
+			river.QueueDefault:  {MaxWorkers: 10},
+			accounts.QueueEmail: {MaxWorkers: 5},
+			// Each broadcast sends with its own bounded concurrency; two at
+			// once keep providers and the database within bounds.
+			notifications.QueuePush: {MaxWorkers: 2},
+			// Deliveries mostly wait on receivers; a slow one holds a
+			// worker for at most webhooks.Timeout.
+			webhooks.Queue: {MaxWorkers: 20},
+			// One bot, one pacer: two broadcasts at once share its 30/s.
+			messenger.QueueMessenger: {MaxWorkers: 2},
+		},
+		RetryPolicy: jobs.Backoff{Base: cfg.JobRetryBase, Max: cfg.JobRetryMax},
+		FetchPoll:   cfg.JobPoll,
+		Logger:      logger.With("component", "jobs"),
+		Middleware:  a.jobMiddleware(),
+		Periodic:    []*river.PeriodicJob{jobs.HousekeepingSchedule()},
+	})
+	if err != nil {
+		return a, err
+	}
+	var sender mail.Sender
+	if cfg.SMTPURL != "" {
+		if sender, err = mail.NewSMTP(cfg.SMTPURL, cfg.MailFrom); err != nil {
+			return a, err
+		}
+	} else {
+		sender = mail.NewDev(logger)
+		if serving {
+			logger.Warn("HERALD_SMTP_URL is not set: emails are written to this log, not sent")
+		}
+	}
+	hasher := password.NewHasher(password.Params{
+		MemoryKiB:   uint32(cfg.Argon2MemoryKiB),
+		Iterations:  uint32(cfg.Argon2Iterations),
+		Parallelism: uint8(cfg.Argon2Parallelism),
+		SaltLen:     16,
+		KeyLen:      32,
+	}, cfg.HashConcurrency)
+	// Counted first: the counter tells the development mailer (logged)
+	// from a real one (sent) by its type, which a wrapper would hide.
+	sender = a.metrics.CountingMailer(sender)
+	if a.tracer != nil {
+		sender = tracing.Mailer(a.tracer, sender)
+	}
+	a.accounts, err = accounts.NewService(ctx, a.db, hasher, sender, accounts.Config{
+		CodeTTL:           cfg.VerificationCodeTTL,
+		CodeAttempts:      5,
+		ResendCooldown:    cfg.ResendCooldown,
+		ResendHourlyLimit: cfg.ResendHourlyLimit,
+		TrialPeriod:       cfg.TrialPeriod,
+		ReferralBonus:     cfg.ReferralBonus,
+		SendTimeout:       15 * time.Second,
+		CodeKey:           cfg.SecretKey,
+		Emails:            emails,
+	}, logger)
+	if err != nil {
+		return a, err
+	}
+	river.AddWorker(a.workers, &accounts.CodeEmailWorker{Service: a.accounts})
+	river.AddWorker(a.workers, &jobs.HousekeepingWorker{DB: a.db, DeliveryRetention: cfg.DeliveryRetention, Logger: logger.With("component", "housekeeping")})
+	sessCfg := sessions.Config{AccessTTL: cfg.AccessTokenTTL, RefreshTTL: cfg.RefreshTokenTTL, Grace: cfg.RefreshGrace, Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience}
+	if cfg.JWTKeysFile != "" {
+		if sessCfg.Keys, err = sessions.LoadKeySetFile(cfg.JWTKeysFile); err != nil {
+			return a, fmt.Errorf("HERALD_JWT_KEYS_FILE: %w", err)
+		}
+	}
+	if a.sessions, err = sessions.NewService(ctx, a.db, a.accounts, sessCfg); err != nil {
+		return a, err
+	}
+	if a.apiKeys, err = apikeys.NewService(ctx, a.db, apikeys.Config{DefaultRateLimit: cfg.RateLimitAPIKey, Logger: logger.With("component", "apikeys")}); err != nil {
+		return a, err
+	}
+	// Live events go to the other replicas by NOTIFY on PostgreSQL; a
+	// store's own transactions announce theirs to this process.
+	a.live = live.New(a.db, logger.With("component", "live"))
+	a.db.OnLive(a.live.Deliver)
+	a.messenger, err = messenger.NewService(ctx, a.db, messenger.Config{
+		Token:         cfg.TelegramBotToken,
+		APIURL:        cfg.TelegramAPIURL,
+		WebhookURL:    cfg.TelegramWebhookURL,
+		WebhookSecret: cfg.TelegramWebhookSecret,
+		PollLeaseTTL:  cfg.TelegramPollLeaseTTL,
+		Pacer:         telegram.PacerConfig{Global: time.Second / time.Duration(cmp.Or(cfg.TelegramRate, 30))},
+		Live:          a.live,
+	}, a.telegramHTTPClient(), logger.With("component", "messenger"))
+	if err != nil {
+		return a, fmt.Errorf("messenger: %w", err)
+	}
+	a.messengerBroadcasts = messenger.NewBroadcaster(a.messenger, a.db, messenger.BroadcastConfig{})
+	river.AddWorker(a.workers, &messenger.BroadcastWorker{Broadcaster: a.messengerBroadcasts})
+	var provider push.Provider = push.NewRouter(nil, nil, push.NewDev(logger.With("component", "push-dev")))
+	if serving {
+		if provider, err = newPushProvider(ctx, cfg, a.redis, a.instrumentProvider, logger); err != nil {
+			return a, err
+		}
+	}
+	a.plans = newPlans(a.db, cfg)
+	a.devices = devices.NewService(a.db, a.plans, devices.Config{})
+	a.notifications = notifications.NewService(a.db, provider, notifications.Config{
+		BatchSize:   cfg.PushBatchSize,
+		Concurrency: cfg.PushConcurrency,
+		LeaseTTL:    cfg.PushLeaseTTL,
+		Live:        a.live,
+		Delivered:   a.metrics.BroadcastDelivered,
+		Chats:       a.messenger,
+		Logger:      logger.With("component", "push"),
+	})
+	river.AddWorker(a.workers, &notifications.BroadcastWorker{Service: a.notifications})
+	a.idempotency = idempotency.New(a.db, logger.With("component", "idempotency"))
+	a.webhooks = webhooks.NewService(a.db, httpsend.New(cfg.WebhooksAllowPrivate), webhooks.Config{
+		AllowInsecure: cfg.WebhooksAllowInsecure,
+		AllowPrivate:  cfg.WebhooksAllowPrivate,
+		Schedule:      cfg.WebhooksRetrySchedule,
+		DisableAfter:  cfg.WebhooksDisableAfter,
+		Logger:        logger.With("component", "webhooks"),
+		Outcome:       a.metrics.WebhookDelivery,
+	})
+	river.AddWorker(a.workers, &webhooks.DeliveryWorker{Service: a.webhooks})
+	return a, nil
+}
+
+// start starts the background work: jobs, the broadcast sweep and the
+// bot. Close stops each, in reverse.
+func (a *App) start(ctx context.Context) error {
+	if err := a.jobs.Start(ctx); err != nil {
+		return fmt.Errorf("start jobs: %w", err)
+	}
+	a.onClose(func(ctx context.Context) {
+		if err := a.jobs.Stop(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			a.logger.Warn("stopping jobs", "err", err)
+		}
+	})
+	// A broadcast whose worker died (kill -9, here or on another replica)
+	// is taken over once its lease expires, without waiting for a restart.
+	sweepCtx, stopSweep := context.WithCancel(context.WithoutCancel(ctx))
+	sweepDone := every(sweepCtx, a.notifications.SweepEvery(), func(ctx context.Context) {
+		if _, err := a.notifications.Sweep(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, storage.ErrUnavailable) {
+			a.logger.WarnContext(ctx, "broadcast sweep failed", "err", err)
+		}
+	})
+	a.onClose(func(context.Context) { stopSweep(); <-sweepDone })
+	// Likewise for messenger broadcasts: taken over from their cursor.
+	mbSweepCtx, stopMBSweep := context.WithCancel(context.WithoutCancel(ctx))
+	mbSweepDone := every(mbSweepCtx, a.messengerBroadcasts.SweepEvery(), func(ctx context.Context) {
+		if _, err := a.messengerBroadcasts.Sweep(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, storage.ErrUnavailable) {
+			a.logger.WarnContext(ctx, "messenger broadcast sweep failed", "err", err)
+		}
+	})
+	a.onClose(func(context.Context) { stopMBSweep(); <-mbSweepDone })
+	// Revocations made on any replica evict this one's cached sessions.
+	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		a.sessions.WatchRevocations(watchCtx)
+	}()
+	a.onClose(func(context.Context) { stopWatch(); <-watchDone })
+	// Live events (broadcast progress, subscriber changes) published on
+	// the other replicas reach this one's subscribers.
+	liveCtx, stopLive := context.WithCancel(context.WithoutCancel(ctx))
+	liveDone := make(chan struct{})
+	go func() {
+		defer close(liveDone)
+		a.db.WatchLive(liveCtx, a.live.Deliver, a.live.Resync)
+	}()
+	a.onClose(func(context.Context) { stopLive(); <-liveDone })
+	if err := a.messenger.Start(ctx); err != nil {
+		return fmt.Errorf("start messenger: %w", err)
+	}
+	a.onClose(func(ctx context.Context) {
+		if err := a.messenger.Stop(ctx); err != nil {
+			a.logger.Warn("stopping messenger", "err", err)
+		}
+	})
+	return nil
+}
+
+// openMigrated opens the database and applies its migrations.
+func openMigrated(ctx context.Context, cfg config.Config, logger *slog.Logger, tp trace.TracerProvider) (*sqlstore.DB, error) {
+	opts := sqlstore.Options{Logger: logger.With("component", "database"), MaxConns: cfg.DatabaseMaxConns}
+	if tp != nil {
+		opts.Tracer = tracing.Tracer(tp)
+	}
+	db, err := sqlstore.Open(ctx, cfg.DatabaseURL, opts)
+	if err != nil {
+		return nil, err
+	}
+	applied, err := db.Migrate(ctx)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	if len(applied) > 0 {
+		logger.Info("migrations applied", "migrations", applied)
+	}
+	return db, nil
+}
+
+// openStore is what the operator commands that only touch the database
+// need: the configuration and the migrated store, without the mailer, the
+// keys or the push providers (a broken APNs key must not stop an import).
+func openStore(ctx context.Context, env *environment) (config.Config, *sqlstore.DB, error) {
+	cfg, err := loadConfig(env)
+	if err != nil {
+		return cfg, nil, err
+	}
+	db, err := openMigrated(ctx, cfg, newLogger(env.stderr, cfg.LogFormat, cfg.LogLevel), nil)
+	return cfg, db, err
+}
+
+// loadConfig reads and validates the configuration.
+func loadConfig(env *environment) (config.Config, error) {
+	cfg, err := config.Load(env.getenv)
+	if err != nil {
+		return cfg, configError{err.Error()}
+	}
+	return cfg, nil
+}
+
+// loadEmailTemplates parses the email templates (the embedded ones and
+// HERALD_EMAIL_TEMPLATES_DIR's overrides) for the configured brand; a
+// template that does not parse or render is a configuration error naming
+// its file (and line).
+func loadEmailTemplates(cfg config.Config) (*mail.Templates, error) {
+	t, err := mail.LoadTemplates(cfg.EmailTemplatesDir, mail.Brand{Product: cfg.ProductName, LogoURL: cfg.EmailLogoURL, SupportEmail: cfg.SupportEmail})
+	if err != nil {
+		return nil, configError{"HERALD_EMAIL_TEMPLATES_DIR: " + err.Error()}
+	}
+	return t, nil
+}
+
+// newPlans is the subscriptions service as configured.
+func newPlans(db *sqlstore.DB, cfg config.Config) *subscriptions.Service {
+	return subscriptions.NewService(db, subscriptions.Config{DeviceLimits: cfg.PlanDeviceLimits, UpgradeURL: cfg.UpgradeURL, RenewURL: cfg.RenewURL})
+}
+
+// newGate builds the rate limiter: in memory, or Redis with an in-memory
+// fallback when Redis cannot be reached; state reports which (and whether
+// it has fallen back). Close stops its memory backend.
+func (a *App) newGate(ctx context.Context) (gate *limits.Gate, state func() limits.State) {
+	cfg := a.cfg
+	policy := limits.AbusePolicy{
+		RefusalsBeforeBlock: cfg.BlockAfterRefusals,
+		RefusalWindow:       cfg.BlockRefusalWindow,
+		BlockFor:            cfg.BlockDuration,
+		BanAfterBlocks:      cfg.BanAfterBlocks,
+		BanWindow:           cfg.BanWindow,
+	}
+	tiers := limits.PerWindow(cfg.RateLimitWindow, cfg.RateLimitGlobal, cfg.RateLimitAuth, cfg.RateLimitProtected, cfg.RateLimitAdmin, cfg.RateLimitAPIKey)
+	mem := limits.NewMemory(policy, nil)
+	a.onClose(func(context.Context) { mem.Close() })
+	if a.redis == nil {
+		return limits.NewGate(mem, tiers, a.db, a.logger, 0), func() limits.State { return limits.State{Backend: limits.BackendMemory} }
+	}
+	fb := limits.NewFallback(limits.NewRedis(a.redis, policy, "herald:rl:", nil), mem, a.logger.With("component", "ratelimit"), nil)
+	a.metrics.Registry().MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "herald_rate_limiter_degraded", Help: "1 while the rate limiter counts in memory because Redis is unreachable.",
+	}, func() float64 {
+		if fb.Degraded() {
+			return 1
+		}
+		return 0
+	}))
+	state = func() limits.State {
+		if fb.Degraded() {
+			return limits.State{Backend: limits.BackendRedis, Degraded: true, Reason: "redis unreachable; counting in memory on this replica"}
+		}
+		return limits.State{Backend: limits.BackendRedis}
+	}
+	if err := a.redis.Ping(ctx).Err(); err != nil {
+		a.logger.Warn("Redis unreachable at start; rate limits counted in memory until it answers", "err", err)
+	}
+	return limits.NewGate(fb, tiers, a.db, a.logger, 0), state
+}
+
+// degradedOf is what /readyz reports of the rate limiter: the reason,
+// while it has fallen back to counting in memory.
+func degradedOf(state func() limits.State) func() map[string]string {
+	return func() map[string]string {
+		if s := state(); s.Degraded {
+			return map[string]string{"rateLimiter": s.Reason}
+		}
+		return nil
+	}
+}
+
+// newRedis is the client of HERALD_REDIS_URL, nil when it is not set.
+func newRedis(cfg config.Config, logger *slog.Logger) (*redis.Client, error) {
+	if cfg.RedisURL == "" {
+		return nil, nil
+	}
+	opts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("HERALD_REDIS_URL: %w", err)
+	}
+	// Short timeouts and one dial attempt: a request or a send must not
+	// wait long on a Redis that is gone; the callers fall back.
+	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = 500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
+	opts.DialerRetries = 1
+	// go-redis prints every failed dial straight to stderr; the fallbacks
+	// already log an outage once a minute, so keep its lines at debug
+	// level in our own log.
+	redis.SetLogger(redisLog{logger.With("component", "redis")})
+	return redis.NewClient(opts), nil
+}
+
+// redisLog sends go-redis's internal messages to the debug log.
+type redisLog struct{ logger *slog.Logger }
+
+func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
+	l.logger.DebugContext(ctx, fmt.Sprintf(format, v...))
+}
+
+// newPushProvider routes android to FCM, ios to APNs (or FCM without
+// APNs), each under its send-rate cap (shared by the replicas through
+// Redis when it is configured); with neither configured, the development
+// provider, under the same cap, logs every push and reports it sent.
+func newPushProvider(ctx context.Context, cfg config.Config, rdb *redis.Client, instrument func(name string, p push.Provider) push.Provider, logger *slog.Logger) (push.Provider, error) {
+	pace := func(provider string) notifications.Pacer {
+		switch {
+		case cfg.PushRate <= 0:
+			return nil
+		case rdb != nil:
+			return limits.NewSharedPace(rdb, "herald:pushrate:"+provider, float64(cfg.PushRate), logger.With("component", "push"))
+		}
+		return limits.NewPace(float64(cfg.PushRate))
+	}
+	var fcmP, apnsP push.Provider
+	if cfg.FCMCredentialsFile != "" {
+		creds, err := os.ReadFile(cfg.FCMCredentialsFile)
+		if err != nil {
+			return nil, fmt.Errorf("HERALD_FCM_CREDENTIALS_FILE: %w", err)
+		}
+		c, err := fcm.New(ctx, creds, cfg.FCMProjectID, cfg.FCMEndpoint, nil)
+		if err != nil {
+			return nil, fmt.Errorf("FCM: %w", err)
+		}
+		fcmP = notifications.RateLimit(instrument("fcm", c), pace("fcm"))
+	}
+	if cfg.APNsKeyFile != "" {
+		key, err := os.ReadFile(cfg.APNsKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("HERALD_APNS_KEY_FILE: %w", err)
+		}
+		c, err := apns.New(key, cfg.APNsKeyID, cfg.APNsTeamID, cfg.APNsTopic, cfg.APNsEndpoint)
+		if err != nil {
+			return nil, fmt.Errorf("APNs: %w", err)
+		}
+		apnsP = notifications.RateLimit(instrument("apns", c), pace("apns"))
+	}
+	if fcmP == nil && apnsP == nil {
+		logger.Warn("no push provider configured: pushes are written to this log and reported sent")
+	}
+	// The development provider is paced too, so that a broadcast on a
+	// development server lasts as it would (its progress can be watched).
+	dev := notifications.RateLimit(instrument("dev", push.NewDev(logger.With("component", "push-dev"))), pace("dev"))
+	return push.NewRouter(fcmP, apnsP, dev), nil
+}
+
+// jobMiddleware counts every job attempt and, when tracing, carries the
+// inserting request's trace into the job.
+func (a *App) jobMiddleware() []rivertype.Middleware {
+	mw := []rivertype.Middleware{a.metrics.JobMiddleware()}
+	if a.tracer != nil {
+		mw = append(mw, tracing.JobMiddleware(a.tracer))
+	}
+	return mw
+}
+
+// instrumentProvider counts a push provider's calls and, when tracing,
+// gives each a span.
+func (a *App) instrumentProvider(name string, p push.Provider) push.Provider {
+	if a.tracer != nil {
+		p = tracing.Provider(a.tracer, name, p)
+	}
+	return a.metrics.CountingProvider(name, p)
+}
+
+// telegramHTTPClient is the Telegram client's (nil: its default), with a
+// span per call when tracing.
+func (a *App) telegramHTTPClient() *http.Client {
+	if a.tracer == nil {
+		return nil
+	}
+	return &http.Client{Transport: tracing.Transport(a.tracer, "telegram", nil)}
+}

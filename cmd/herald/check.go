@@ -1,0 +1,349 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/config"
+	"github.com/herald-vpn/herald/internal/mail"
+	"github.com/herald-vpn/herald/internal/push/apns"
+	"github.com/herald-vpn/herald/internal/push/fcm"
+	"github.com/herald-vpn/herald/internal/sessions"
+	"github.com/herald-vpn/herald/internal/sqlstore"
+	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/herald-vpn/herald/internal/telegram"
+	"github.com/redis/go-redis/v9"
+)
+
+// checkStatus is the verdict of one check.
+type checkStatus int
+
+const (
+	checkOK checkStatus = iota
+	checkWarning
+	checkError
+)
+
+func (s checkStatus) String() string {
+	return [...]string{"ok", "warning", "error"}[s]
+}
+
+// checkResult is one line of `herald check`: what was tried, what came of
+// it and, unless it is ok, what to do about it.
+type checkResult struct {
+	name   string
+	status checkStatus
+	detail string
+	fix    string
+}
+
+func passed(name, detail string) checkResult { return checkResult{name: name, detail: detail} }
+
+func warned(name, detail, fix string) checkResult {
+	return checkResult{name: name, status: checkWarning, detail: detail, fix: fix}
+}
+
+func failed(name string, err error, fix string) checkResult {
+	return checkResult{name: name, status: checkError, detail: oneLine(err.Error()), fix: fix}
+}
+
+// oneLine folds a multi-line error (the OAuth2 library's, pgx's) onto one
+// line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// dependencyChecks are the checks of everything outside the process that
+// cfg names, in the order they are printed. db is the open database (nil:
+// the check opens one), rdb the Redis client (nil: made from cfg).
+func dependencyChecks(cfg config.Config, db *sqlstore.DB, rdb *redis.Client) []func(ctx context.Context) checkResult {
+	return []func(ctx context.Context) checkResult{
+		func(ctx context.Context) checkResult { return checkDatabase(ctx, cfg, db) },
+		func(ctx context.Context) checkResult { return checkRedis(ctx, cfg, rdb) },
+		func(ctx context.Context) checkResult { return checkSMTP(ctx, cfg) },
+		func(ctx context.Context) checkResult { return checkFCM(ctx, cfg) },
+		func(ctx context.Context) checkResult { return checkAPNs(cfg) },
+		func(ctx context.Context) checkResult { return checkTelegram(ctx, cfg) },
+		func(ctx context.Context) checkResult { return checkJWTKeys(cfg) },
+	}
+}
+
+// runChecks runs the checks at once, each within timeout, and returns
+// their results in order.
+func runChecks(ctx context.Context, checks []func(context.Context) checkResult, timeout time.Duration) []checkResult {
+	results := make([]checkResult, len(checks))
+	var wg sync.WaitGroup
+	for i, c := range checks {
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			results[i] = c(cctx)
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+func checkDatabase(ctx context.Context, cfg config.Config, db *sqlstore.DB) checkResult {
+	const name = "database"
+	if db == nil {
+		// A SQLite file that is not there yet is not created by a check.
+		if dialect, path, err := storage.ParseURL(cfg.DatabaseURL); err == nil && dialect == storage.SQLite {
+			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+				return warned(name, "sqlite: "+path+" does not exist yet", "`herald migrate` (or serve) creates it; if it should exist, fix HERALD_DATABASE_URL (a relative path is from the working directory)")
+			}
+		}
+		var err error
+		db, err = sqlstore.Open(ctx, cfg.DatabaseURL, sqlstore.Options{MaxConns: 2})
+		if err != nil {
+			return failed(name, err, "check HERALD_DATABASE_URL and that the database is up and accepts this user")
+		}
+		defer db.Close()
+	}
+	list, err := db.MigrationStatus(ctx)
+	if err != nil {
+		return failed(name, err, "check that HERALD_DATABASE_URL's user may read the database")
+	}
+	applied, pending := 0, 0
+	for _, m := range list {
+		if m.Applied {
+			applied++
+		} else {
+			pending++
+		}
+	}
+	detail := fmt.Sprintf("%s: %d migrations applied, %d pending", db.Dialect(), applied, pending)
+	if pending > 0 {
+		return warned(name, detail, "run `herald migrate` (serve applies them at start); `herald migrate status` lists them")
+	}
+	return passed(name, detail)
+}
+
+func checkRedis(ctx context.Context, cfg config.Config, rdb *redis.Client) checkResult {
+	const name = "redis"
+	if cfg.RedisURL == "" {
+		return passed(name, "not configured: rate limits and push rates are counted in memory, per process")
+	}
+	if rdb == nil {
+		var err error
+		if rdb, err = newRedis(cfg, slog.New(slog.DiscardHandler)); err != nil {
+			return failed(name, err, "fix HERALD_REDIS_URL (redis://[:password@]host:6379/0)")
+		}
+		defer rdb.Close()
+	}
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return failed(name, fmt.Errorf("PING: %w", err), "check that Redis runs at HERALD_REDIS_URL and accepts its password (serve falls back to counting in memory meanwhile)")
+	}
+	return passed(name, "PING answered")
+}
+
+func checkSMTP(ctx context.Context, cfg config.Config) checkResult {
+	const name = "smtp"
+	if cfg.SMTPURL == "" {
+		return warned(name, "HERALD_SMTP_URL is not set: emails are written to the log, not sent", "set HERALD_SMTP_URL=smtp://user:pass@mail.example.com:587")
+	}
+	s, err := mail.NewSMTP(cfg.SMTPURL, cfg.MailFrom)
+	if err != nil {
+		return failed(name, err, "fix HERALD_SMTP_URL or HERALD_MAIL_FROM")
+	}
+	res, err := s.Check(ctx)
+	if err != nil {
+		fix := "check the host and port of HERALD_SMTP_URL and that the relay accepts connections from here"
+		var se *mail.SendError
+		switch {
+		case errors.As(err, &se) && (se.Code == 535 || se.Code == 534 || se.Code == 530):
+			fix = "the relay refused the credentials: fix the user and password in HERALD_SMTP_URL (percent-encode special characters)"
+		case errors.As(err, new(*tls.CertificateVerificationError)):
+			fix = "the relay's TLS certificate is not trusted for this host: use the relay's real name in HERALD_SMTP_URL, or add its CA to the system roots (SSL_CERT_FILE)"
+		case errors.As(err, &se) && se.Code == 0 && strings.Contains(err.Error(), "AUTH"):
+			// go-mail refuses PLAIN and LOGIN over a connection that is
+			// not encrypted, before asking the relay.
+			fix = "AUTH was not possible: check that the relay offers STARTTLS (or use smtps://) and an AUTH mechanism Herald knows (SCRAM-SHA-256, SCRAM-SHA-1, PLAIN, LOGIN)"
+		}
+		return failed(name, err, fix)
+	}
+	detail := "connected, TLS: " + res.TLS
+	if res.Authenticated {
+		detail += ", AUTH accepted"
+	}
+	detail += "; no mail sent"
+	if res.TLS == "none" && !loopbackURL(cfg.SMTPURL) {
+		return warned(name, detail, "the relay offers no STARTTLS, so mail (and any password) travels in clear: use smtps:// or a relay that offers STARTTLS")
+	}
+	return passed(name, detail)
+}
+
+// loopbackURL says whether the URL's host is this machine.
+func loopbackURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	if u.Hostname() == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(u.Hostname())
+	return ip != nil && ip.IsLoopback()
+}
+
+func checkFCM(ctx context.Context, cfg config.Config) checkResult {
+	const name = "fcm"
+	if cfg.FCMCredentialsFile == "" {
+		if cfg.APNsKeyFile == "" {
+			return warned(name, "no push provider configured: pushes are written to the log and reported sent", "set HERALD_FCM_CREDENTIALS_FILE (and HERALD_APNS_* for ios)")
+		}
+		return passed(name, "not configured: android devices get no pushes")
+	}
+	creds, err := os.ReadFile(cfg.FCMCredentialsFile)
+	if err != nil {
+		return failed(name, err, "make HERALD_FCM_CREDENTIALS_FILE readable by herald")
+	}
+	c, err := fcm.New(ctx, creds, cfg.FCMProjectID, cfg.FCMEndpoint, nil)
+	if err != nil {
+		return failed(name, err, "HERALD_FCM_CREDENTIALS_FILE must be a Firebase service-account key (JSON, from the Firebase console: Project settings, Service accounts)")
+	}
+	if err := c.Check(ctx); err != nil {
+		return failed(name, err, "Google refused the service account: create a new key for it, or check that it is not disabled or deleted")
+	}
+	return passed(name, "project "+c.ProjectID()+": OAuth access token granted")
+}
+
+func checkAPNs(cfg config.Config) checkResult {
+	const name = "apns"
+	if cfg.APNsKeyFile == "" {
+		return passed(name, "not configured: ios devices get their pushes through FCM, if configured")
+	}
+	key, err := os.ReadFile(cfg.APNsKeyFile)
+	if err != nil {
+		return failed(name, err, "make HERALD_APNS_KEY_FILE readable by herald")
+	}
+	if err := apns.CheckKey(key, cfg.APNsKeyID, cfg.APNsTeamID); err != nil {
+		return failed(name, err, "HERALD_APNS_KEY_FILE must be the .p8 auth key Apple issued (Certificates, Identifiers & Profiles, Keys)")
+	}
+	return passed(name, fmt.Sprintf("key %s of team %s signs provider tokens (not sent: APNs is tried at the first push)", cfg.APNsKeyID, cfg.APNsTeamID))
+}
+
+func checkTelegram(ctx context.Context, cfg config.Config) checkResult {
+	const name = "telegram"
+	if cfg.TelegramBotToken == "" {
+		return passed(name, "not configured: the messenger is off")
+	}
+	res, err := telegram.New(cfg.TelegramBotToken, cfg.TelegramAPIURL, nil).Check(ctx)
+	if err != nil {
+		if telegram.Classify(err) == telegram.Unauthorized {
+			return failed(name, err, "Telegram refused the token: copy it again from @BotFather into HERALD_TELEGRAM_BOT_TOKEN")
+		}
+		return failed(name, err, "check that HERALD_TELEGRAM_API_URL can be reached from here")
+	}
+	bot := "@" + res.Bot.Username
+	hook := res.Webhook
+	switch {
+	case cfg.TelegramWebhookURL == "" && hook.URL != "":
+		return warned(name, bot+": a webhook is registered at "+hook.URL+" but HERALD_TELEGRAM_WEBHOOK_URL is empty", "serve removes the webhook to long-poll; set HERALD_TELEGRAM_WEBHOOK_URL to keep it")
+	case cfg.TelegramWebhookURL != "" && hook.URL != cfg.TelegramWebhookURL:
+		registered := hook.URL
+		if registered == "" {
+			registered = "none"
+		}
+		return warned(name, fmt.Sprintf("%s: webhook registered at Telegram is %s, HERALD_TELEGRAM_WEBHOOK_URL is %s", bot, registered, cfg.TelegramWebhookURL), "serve registers HERALD_TELEGRAM_WEBHOOK_URL at start; if this persists, check that the server starts")
+	case cfg.TelegramWebhookURL != "" && hook.LastErrorMessage != "":
+		return warned(name, fmt.Sprintf("%s: Telegram's last delivery to the webhook failed: %s", bot, hook.LastErrorMessage), "check that "+cfg.TelegramWebhookURL+" reaches POST /webhooks/telegram through the proxy, with a valid certificate")
+	case cfg.TelegramWebhookURL != "":
+		return passed(name, bot+": webhook registered at "+hook.URL)
+	}
+	return passed(name, bot+": no webhook, updates long-polled")
+}
+
+func checkJWTKeys(cfg config.Config) checkResult {
+	const name = "jwt keys"
+	if cfg.JWTKeysFile == "" {
+		return passed(name, "HERALD_JWT_KEYS_FILE is not set: a key generated once and kept in the database signs")
+	}
+	ks, err := sessions.LoadKeySetFile(cfg.JWTKeysFile)
+	if err != nil {
+		return failed(name, err, "fix HERALD_JWT_KEYS_FILE: exactly one Ed25519 key marked \"active\": true with its \"d\" (`herald keys generate` prints one)")
+	}
+	return passed(name, fmt.Sprintf("active key %s, %d kept to verify", ks.ActiveID(), ks.VerifyOnly()))
+}
+
+// printChecks writes one line per result and says whether any failed.
+func printChecks(w io.Writer, results []checkResult) (failedAny bool) {
+	for _, r := range results {
+		line := fmt.Sprintf("%-7s  %-14s %s", r.status, r.name, r.detail)
+		if r.fix != "" {
+			line += " — fix: " + r.fix
+		}
+		fmt.Fprintln(w, line)
+		failedAny = failedAny || r.status == checkError
+	}
+	return failedAny
+}
+
+// errChecksFailed is `herald check`'s exit status 1; the lines said why.
+var errChecksFailed = errors.New("checks failed")
+
+func cmdCheck(ctx context.Context, env *environment, args []string) error {
+	fs := newFlags(env, "check", "Validate the configuration, then try each configured dependency (database, Redis, SMTP, FCM, APNs,\nTelegram, JWT keys) without changing anything, and print one line per check: ok, warning or error,\nwith the fix. Exit status: 0 when no check failed (warnings included), 1 when one did, 2 when the\nconfiguration is invalid.", configHint)
+	timeout := fs.Duration("timeout", 10*time.Second, "time allowed to each check")
+	if helped, err := parseFlags(env, fs, args); helped || err != nil {
+		return err
+	}
+	if *timeout <= 0 {
+		fmt.Fprintln(env.stderr, "--timeout must be positive")
+		return errUsage
+	}
+	cfg, err := loadConfig(env)
+	if err == nil {
+		_, err = loadEmailTemplates(cfg) // the email templates are configuration too
+	}
+	if err != nil {
+		problems := strings.ReplaceAll(strings.TrimPrefix(err.Error(), "invalid configuration:\n"), "\n", "; ")
+		printChecks(env.stdout, []checkResult{{name: "configuration", status: checkError, detail: problems, fix: "set each variable named as `herald help config` describes"}})
+		return err
+	}
+	results := append([]checkResult{passed("configuration", "valid")}, runChecks(ctx, dependencyChecks(cfg, nil, nil), *timeout)...)
+	if printChecks(env.stdout, results) {
+		return errChecksFailed
+	}
+	return nil
+}
+
+// logChecks runs the checks of serve in the background and logs their
+// summary on one line, a warning when one is not ok. Nothing fails: a
+// dependency that is down is the fallbacks' business. The returned
+// function stops the checks and waits for them.
+func (a *App) logChecks(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		results := runChecks(ctx, dependencyChecks(a.cfg, a.db, a.redis), 10*time.Second)
+		if ctx.Err() != nil {
+			return
+		}
+		level := slog.LevelInfo
+		attrs := make([]any, 0, 2*len(results))
+		var problems []string
+		for _, r := range results {
+			attrs = append(attrs, strings.ReplaceAll(r.name, " ", "_"), r.status.String())
+			if r.status != checkOK {
+				level = slog.LevelWarn
+				problems = append(problems, r.name+": "+r.detail)
+			}
+		}
+		if len(problems) > 0 {
+			attrs = append(attrs, "problems", strings.Join(problems, "; "))
+		}
+		a.logger.Log(ctx, level, "dependency checks (herald check tells more)", attrs...)
+	}()
+	return func() { cancel(); <-done }
+}

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/herald-vpn/herald/internal/mail/mailtest"
+	"github.com/herald-vpn/herald/internal/push/apns/apnstest"
+	"github.com/herald-vpn/herald/internal/push/fcm/fcmtest"
+	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
+	"github.com/herald-vpn/herald/internal/telegram/telegramtest"
+)
+
+const checkBotToken = "123456:AAH-check-token"
+
+// checkLines maps each check's name to its line of `herald check`.
+func checkLines(t *testing.T, stdout string) map[string]string {
+	t.Helper()
+	lines := map[string]string{}
+	for l := range strings.Lines(stdout) {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			t.Fatalf("line %q has no status and name", l)
+		}
+		name := f[1]
+		if name == "jwt" {
+			name = "jwt keys"
+		}
+		lines[name] = strings.TrimSpace(l)
+	}
+	return lines
+}
+
+func writeTemp(t *testing.T, name string, data []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// jwksFile is the output of `herald keys generate` in a file; with two,
+// a set whose two keys are both active.
+func jwksFile(t *testing.T, twoActive bool) string {
+	t.Helper()
+	gen := func() map[string]any {
+		out, _, err := runHerald(t, nil, "", "keys", "generate")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatal(err)
+		}
+		return doc
+	}
+	doc := gen()
+	if twoActive {
+		doc["keys"] = append(doc["keys"].([]any), gen()["keys"].([]any)...)
+	}
+	b, _ := json.Marshal(doc)
+	return writeTemp(t, "jwks.json", b)
+}
+
+// `herald check` against the real databases and Redis and the fakes of
+// the others: everything configured and working is all ok and exit 0.
+func TestCheckAllOK(t *testing.T) {
+	t.Parallel()
+	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
+		const user, pass = "herald", "s3cret"
+		smtp := mailtest.NewServer(t, mailtest.WithAuth(user, pass))
+		fcmFake := fcmtest.NewServer(t, fcmtest.PlainHTTP())
+		apnsKey, _, err := apnstest.GenerateKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tg := telegramtest.NewServer(t, checkBotToken)
+		env := testDefaults()
+		maps.Copy(env, map[string]string{
+			"HERALD_DATABASE_URL":         sqlstoretest.NewURL(t, d),
+			"HERALD_REDIS_URL":            testRedisURL(t),
+			"HERALD_SMTP_URL":             smtp.URLWithAuth(user, pass),
+			"HERALD_FCM_CREDENTIALS_FILE": writeTemp(t, "fcm.json", fcmFake.CredentialsJSON(fcmProject)),
+			"HERALD_FCM_ENDPOINT":         fcmFake.URL,
+			"HERALD_APNS_KEY_FILE":        writeTemp(t, "AuthKey.p8", apnsKey),
+			"HERALD_APNS_KEY_ID":          "KEYID12345",
+			"HERALD_APNS_TEAM_ID":         "TEAMID1234",
+			"HERALD_APNS_TOPIC":           "com.example.vpn",
+			"HERALD_TELEGRAM_BOT_TOKEN":   checkBotToken,
+			"HERALD_TELEGRAM_API_URL":     tg.URL,
+			"HERALD_JWT_KEYS_FILE":        jwksFile(t, false),
+		})
+		if _, stderr, err := runHerald(t, env, "", "migrate"); err != nil {
+			t.Fatalf("migrate: %v\n%s", err, stderr)
+		}
+		stdout, stderr, err := runHerald(t, env, "", "check")
+		if err != nil {
+			t.Fatalf("check = %v, want success\n%s%s", err, stdout, stderr)
+		}
+		lines := checkLines(t, stdout)
+		for _, name := range []string{"configuration", "database", "redis", "smtp", "fcm", "apns", "telegram", "jwt keys"} {
+			if l := lines[name]; !strings.HasPrefix(l, "ok ") {
+				t.Errorf("%s: %q, want ok", name, l)
+			}
+		}
+		if len(lines) != 8 {
+			t.Errorf("%d lines, want 8:\n%s", len(lines), stdout)
+		}
+		for _, want := range []string{"0 pending", "AUTH accepted", "access token granted", "@herald_test_bot"} {
+			if !strings.Contains(stdout, want) {
+				t.Errorf("output lacks %q:\n%s", want, stdout)
+			}
+		}
+		if n := len(smtp.Messages()); n != 0 {
+			t.Errorf("check sent %d emails, want none", n)
+		}
+		if n := len(fcmFake.Exchanges()); n != 0 {
+			t.Errorf("check sent %d pushes, want none", n)
+		}
+	})
+}
+
+// Each check's failing (and warning) cases, one at a time over a working
+// SQLite configuration: the line says what is wrong and how to fix it, and
+// an error is exit status 1.
+func TestCheckFailures(t *testing.T) {
+	t.Parallel()
+	const user, pass = "herald", "s3cret"
+	smtp := mailtest.NewServer(t, mailtest.WithAuth(user, pass))
+	fcmFake := fcmtest.NewServer(t, fcmtest.PlainHTTP())
+	tg := telegramtest.NewServer(t, checkBotToken)
+	refusedKey := func() string {
+		var creds map[string]string
+		if err := json.Unmarshal(fcmFake.CredentialsJSON(fcmProject), &creds); err != nil {
+			t.Fatal(err)
+		}
+		creds["private_key_id"] = "a-key-the-fake-never-issued"
+		b, _ := json.Marshal(creds)
+		return writeTemp(t, "fcm-refused.json", b)
+	}()
+	apnsKey, _, err := apnstest.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	missingDB := filepath.Join(t.TempDir(), "missing.db")
+	apnsEnv := func(key []byte) map[string]string {
+		return map[string]string{
+			"HERALD_APNS_KEY_FILE": writeTemp(t, "AuthKey.p8", key),
+			"HERALD_APNS_KEY_ID":   "KEYID12345",
+			"HERALD_APNS_TEAM_ID":  "TEAMID1234",
+			"HERALD_APNS_TOPIC":    "com.example.vpn",
+		}
+	}
+	telegramEnv := func(token, webhook string) map[string]string {
+		return map[string]string{"HERALD_TELEGRAM_BOT_TOKEN": token, "HERALD_TELEGRAM_API_URL": tg.URL, "HERALD_TELEGRAM_WEBHOOK_URL": webhook}
+	}
+	cases := []struct {
+		name   string
+		env    map[string]string
+		check  string
+		status string // ok, warning or error
+		has    []string
+	}{
+		{"database unreachable", map[string]string{"HERALD_DATABASE_URL": "postgres://herald@127.0.0.1:1/herald?connect_timeout=2"}, "database", "error", []string{"fix: check HERALD_DATABASE_URL"}},
+		{"database not migrated", map[string]string{"HERALD_DATABASE_URL": "postgres-fresh"}, "database", "warning", []string{"0 migrations applied", "herald migrate"}},
+		{"database file missing", map[string]string{"HERALD_DATABASE_URL": "sqlite:" + missingDB}, "database", "warning", []string{"does not exist yet", "herald migrate"}},
+		{"redis unreachable", map[string]string{"HERALD_REDIS_URL": "redis://127.0.0.1:1/0"}, "redis", "error", []string{"PING", "fix:"}},
+		{"smtp not set", map[string]string{"HERALD_SMTP_URL": ""}, "smtp", "warning", []string{"written to the log", "fix: set HERALD_SMTP_URL"}},
+		{"smtp wrong password", map[string]string{"HERALD_SMTP_URL": smtp.URLWithAuth(user, "wrong")}, "smtp", "error", []string{"535", "fix: the relay refused the credentials"}},
+		{"smtp unreachable", map[string]string{"HERALD_SMTP_URL": "smtp://127.0.0.1:1"}, "smtp", "error", []string{"refused", "fix:"}},
+		{"smtp untrusted certificate", map[string]string{"HERALD_SMTP_URL": mailtest.NewServer(t, mailtest.WithStartTLS()).URL()}, "smtp", "error", []string{"certificate", "fix: the relay's TLS certificate is not trusted"}},
+		{"fcm key refused", map[string]string{"HERALD_FCM_CREDENTIALS_FILE": refusedKey, "HERALD_FCM_ENDPOINT": fcmFake.URL}, "fcm", "error", []string{"TOKEN_ENDPOINT", "fix: Google refused the service account"}},
+		{"fcm not a key", map[string]string{"HERALD_FCM_CREDENTIALS_FILE": writeTemp(t, "fcm.json", []byte(`{"type":"authorized_user"}`))}, "fcm", "error", []string{"fix: HERALD_FCM_CREDENTIALS_FILE must be"}},
+		{"fcm file missing", map[string]string{"HERALD_FCM_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none.json")}, "fcm", "error", []string{"no such file"}},
+		{"apns key valid", apnsEnv(apnsKey), "apns", "ok", []string{"KEYID12345"}},
+		{"apns key broken", apnsEnv([]byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")), "apns", "error", []string{"fix: HERALD_APNS_KEY_FILE must be"}},
+		{"telegram token rejected", telegramEnv("123456:wrong", ""), "telegram", "error", []string{"401", "fix: Telegram refused the token"}},
+		{"telegram webhook not registered", telegramEnv(checkBotToken, "https://api.example.com/webhooks/telegram"), "telegram", "warning", []string{"is none", "serve registers"}},
+		{"telegram polling", telegramEnv(checkBotToken, ""), "telegram", "ok", []string{"long-polled"}},
+		{"jwt two active keys", map[string]string{"HERALD_JWT_KEYS_FILE": jwksFile(t, true)}, "jwt keys", "error", []string{"more than one key is marked active", "keys generate"}},
+		{"jwt keys file", map[string]string{"HERALD_JWT_KEYS_FILE": jwksFile(t, false)}, "jwt keys", "ok", []string{"active key", "0 kept to verify"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			env := testDefaults()
+			env["HERALD_DATABASE_URL"] = sqlstoretest.NewURL(t, "sqlite")
+			env["HERALD_SMTP_URL"] = smtp.URLWithAuth(user, pass)
+			maps.Copy(env, c.env)
+			if env["HERALD_DATABASE_URL"] == "postgres-fresh" {
+				env["HERALD_DATABASE_URL"] = sqlstoretest.NewURL(t, "postgres")
+			}
+			if c.check != "database" {
+				if _, stderr, err := runHerald(t, env, "", "migrate"); err != nil {
+					t.Fatalf("migrate: %v\n%s", err, stderr)
+				}
+			}
+			stdout, stderr, err := runHerald(t, env, "", "check")
+			line := checkLines(t, stdout)[c.check]
+			if !strings.HasPrefix(line, c.status+" ") {
+				t.Fatalf("%s line %q, want %s\n%s", c.check, line, c.status, stdout)
+			}
+			for _, s := range c.has {
+				if !strings.Contains(line, s) {
+					t.Errorf("%s line lacks %q: %s", c.check, s, line)
+				}
+			}
+			if c.status == "error" {
+				if !errors.Is(err, errChecksFailed) || exitCode(err) != 1 {
+					t.Errorf("check = %v (exit %d), want exit status 1", err, exitCode(err))
+				}
+			} else if err != nil {
+				t.Errorf("check = %v, want exit status 0 (a warning does not fail)\n%s%s", err, stdout, stderr)
+			}
+			if strings.Contains(stdout, "wrong") {
+				t.Errorf("the output shows a secret:\n%s", stdout)
+			}
+			if _, err := os.Stat(missingDB); err == nil {
+				t.Errorf("check created the SQLite file %s", missingDB)
+			}
+		})
+	}
+}
+
+// An invalid configuration is exit status 2, before any dependency is
+// tried.
+func TestCheckInvalidConfiguration(t *testing.T) {
+	t.Parallel()
+	stdout, _, err := runHerald(t, map[string]string{"HERALD_ADDR": "no-port"}, "", "check")
+	var ce configError
+	if !errors.As(err, &ce) || exitCode(err) != 2 {
+		t.Fatalf("check = %v, want a configuration error (exit 2)", err)
+	}
+	if !strings.HasPrefix(stdout, "error    configuration  HERALD_ADDR:") || strings.Contains(stdout, "database") {
+		t.Errorf("stdout %q, want only the configuration line", stdout)
+	}
+}
+
+// serve logs the checks on one line at start, a warning when one fails,
+// and serves all the same.
+func TestServeLogsChecks(t *testing.T) {
+	t.Parallel()
+	h := startHerald(t, "sqlite", map[string]string{"HERALD_REDIS_URL": "redis://127.0.0.1:1/0"})
+	var summary map[string]any
+	eventually(t, func() bool {
+		for _, l := range h.logLines(t) {
+			if msg, _ := l["msg"].(string); strings.HasPrefix(msg, "dependency checks") {
+				summary = l
+				return true
+			}
+		}
+		return false
+	}, "serve never logged the dependency checks")
+	want := map[string]any{"level": "WARN", "database": "ok", "redis": "error", "smtp": "ok", "jwt_keys": "ok"}
+	for k, v := range want {
+		if summary[k] != v {
+			t.Errorf("summary %s = %v, want %v: %v", k, summary[k], v, summary)
+		}
+	}
+	if p, _ := summary["problems"].(string); !strings.Contains(p, "redis: PING") {
+		t.Errorf("problems %q, want the Redis failure", p)
+	}
+	if code, _, _ := h.do(t, "GET", "/healthz", nil); code != 200 {
+		t.Errorf("/healthz %d with Redis down, want 200", code)
+	}
+}

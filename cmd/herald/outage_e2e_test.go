@@ -1,0 +1,283 @@
+package main
+
+// A database outage under a running server: every way PostgreSQL can be
+// unavailable (connections refused, connections cut, a connection that
+// never answers, backends terminated by the administrator) is answered
+// 503 SERVICE_UNAVAILABLE with Retry-After on both doors, never 500; the
+// outage is logged once, and so is its end.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
+	"github.com/jackc/pgx/v5"
+)
+
+// tcpProxy forwards a loopback port to PostgreSQL. cut closes every
+// connection and stops listening (new connections are refused); hang
+// keeps listening but never forwards (connections wait forever); restore
+// forwards again on the same port.
+type tcpProxy struct {
+	addr, target string
+
+	mu    sync.Mutex
+	ln    net.Listener
+	conns map[net.Conn]bool
+	hang  bool
+}
+
+func newTCPProxy(t *testing.T, target string) *tcpProxy {
+	t.Helper()
+	p := &tcpProxy{target: target, conns: map[net.Conn]bool{}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.addr = ln.Addr().String()
+	p.serve(ln)
+	t.Cleanup(func() { p.cut() })
+	return p
+}
+
+func (p *tcpProxy) serve(ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			p.conns[c] = true
+			hang := p.hang
+			p.mu.Unlock()
+			if hang {
+				continue // held open, never answered, closed by cut
+			}
+			go p.pipe(c)
+		}
+	}()
+}
+
+func (p *tcpProxy) pipe(c net.Conn) {
+	up, err := net.Dial("tcp", p.target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	p.conns[up] = true
+	p.mu.Unlock()
+	go func() { io.Copy(up, c); up.Close() }()
+	io.Copy(c, up)
+	c.Close()
+}
+
+func (p *tcpProxy) closeAll() {
+	for c := range p.conns {
+		c.Close()
+		delete(p.conns, c)
+	}
+}
+
+// cut refuses new connections and breaks the open ones.
+func (p *tcpProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	p.closeAll()
+}
+
+// blackhole breaks the open connections and accepts new ones that never
+// answer, as a server behind a dead network path would.
+func (p *tcpProxy) blackhole(t *testing.T) {
+	t.Helper()
+	p.cut()
+	p.mu.Lock()
+	p.hang = true
+	p.mu.Unlock()
+	p.listen(t)
+}
+
+// restore forwards again on the same address.
+func (p *tcpProxy) restore(t *testing.T) {
+	t.Helper()
+	p.cut()
+	p.mu.Lock()
+	p.hang = false
+	p.mu.Unlock()
+	p.listen(t)
+}
+
+func (p *tcpProxy) listen(t *testing.T) {
+	t.Helper()
+	var ln net.Listener
+	var err error
+	for range 50 {
+		if ln, err = net.Listen("tcp", p.addr); err == nil {
+			p.serve(ln)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("listen again on %s: %v", p.addr, err)
+}
+
+// outageAnswers checks that a signed-in read and a signup are refused
+// 503 SERVICE_UNAVAILABLE with Retry-After on both doors.
+func outageAnswers(t *testing.T, h *herald, access, when string) {
+	t.Helper()
+	check := func(what string, status int, hdr http.Header, code string) {
+		t.Helper()
+		if status != http.StatusServiceUnavailable || code != "SERVICE_UNAVAILABLE" || hdr.Get("Retry-After") == "" {
+			t.Errorf("%s, %s: status %d code %q Retry-After %q; want 503 SERVICE_UNAVAILABLE with Retry-After", when, what, status, code, hdr.Get("Retry-After"))
+		}
+	}
+	status, env, hdr := h.rest(t, http.MethodGet, "/api/v1/users/me", nil, withBearer(access))
+	check("REST users/me", status, hdr, envCode(env))
+	status, env, hdr = h.rest(t, http.MethodPost, "/api/v1/auth/register", map[string]any{"email": "down-rest@example.com", "password": testPassword})
+	check("REST register", status, hdr, envCode(env))
+	status, body, hdr := h.graphqlHeader(t, `{ me { id } }`, nil, withBearer(access))
+	check("GraphQL me", status, hdr, gqlCode(body))
+	status, body, hdr = h.graphqlHeader(t, `mutation { signup(email: "down-gql@example.com", password: "`+testPassword+`") { success } }`, nil)
+	check("GraphQL signup", status, hdr, gqlCode(body))
+}
+
+func envCode(env map[string]any) string {
+	code, _ := jsonPath(env, "error", "code").(string)
+	return code
+}
+
+func gqlCode(body map[string]any) string {
+	errs, _ := body["errors"].([]any)
+	if len(errs) == 0 {
+		return ""
+	}
+	code, _ := jsonPath(errs[0], "extensions", "code").(string)
+	return code
+}
+
+// waitMeOK polls users/me until it answers 200.
+func waitMeOK(t *testing.T, h *herald, access, when string) {
+	t.Helper()
+	deadline := time.Now().Add(pollWait)
+	for {
+		status, env, _ := h.rest(t, http.MethodGet, "/api/v1/users/me", nil, withBearer(access))
+		if status == http.StatusOK {
+			return
+		}
+		if status == http.StatusInternalServerError {
+			t.Fatalf("%s: users/me answered 500: %v", when, env)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: users/me still answers %d %v after %s", when, status, env, pollWait)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func countLogs(h *herald, t *testing.T, msg string) (n int) {
+	for _, l := range h.logLines(t) {
+		if l["msg"] == msg {
+			n++
+		}
+	}
+	return n
+}
+
+func TestDatabaseOutage(t *testing.T) {
+	base := sqlstoretest.NewURL(t, "postgres")
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newTCPProxy(t, u.Host)
+	b := make([]byte, 4)
+	rand.Read(b)
+	app := "herald-outage-" + hex.EncodeToString(b)
+	q := u.Query()
+	q.Set("application_name", app)
+	u.RawQuery = q.Encode()
+	u.Host = proxy.addr
+	h := startHerald(t, "postgres", map[string]string{"HERALD_DATABASE_URL": u.String()})
+	access, _ := newUserToken(t, h, restDoor.name, "outage@example.com")
+	waitMeOK(t, h, access, "before the outage")
+
+	// Refused and broken connections.
+	proxy.cut()
+	for range 3 {
+		outageAnswers(t, h, access, "connections refused")
+	}
+	proxy.restore(t)
+	waitMeOK(t, h, access, "after connections came back")
+
+	// A connection that never answers: the pool's acquire timeout.
+	proxy.blackhole(t)
+	status, env, hdr := h.rest(t, http.MethodGet, "/api/v1/users/me", nil, withBearer(access))
+	if status != http.StatusServiceUnavailable || envCode(env) != "SERVICE_UNAVAILABLE" || hdr.Get("Retry-After") == "" {
+		t.Errorf("hanging database: status %d %v Retry-After %q; want 503 with Retry-After", status, env, hdr.Get("Retry-After"))
+	}
+	proxy.restore(t)
+	waitMeOK(t, h, access, "after the hang")
+
+	// The server's backends terminated by the administrator (SQLSTATE
+	// 57P01, as in a restart or failover): never a 500, and back at once.
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	var killed int
+	if err := admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&killed); err != nil {
+		t.Fatal(err)
+	}
+	if killed == 0 {
+		t.Fatalf("no backend of %s to terminate", app)
+	}
+	for range 5 {
+		status, env, _ := h.rest(t, http.MethodGet, "/api/v1/users/me", nil, withBearer(access))
+		if status != http.StatusOK && status != http.StatusServiceUnavailable {
+			t.Errorf("after pg_terminate_backend: status %d %v; want 200 or 503", status, env)
+		}
+	}
+	waitMeOK(t, h, access, "after pg_terminate_backend")
+
+	// Logged once per outage (three outages here at most), never per
+	// request, and never as an internal error.
+	deadline := time.Now().Add(pollWait)
+	for countLogs(h, t, "database available again") < countLogs(h, t, "database unavailable: API requests that need it answer 503 SERVICE_UNAVAILABLE until it is back") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	down := countLogs(h, t, "database unavailable: API requests that need it answer 503 SERVICE_UNAVAILABLE until it is back")
+	up := countLogs(h, t, "database available again")
+	if down < 2 || down > 3 || up != down {
+		t.Errorf("outage logged %d times and its end %d times; want one pair per outage (2 or 3)", down, up)
+	}
+	for _, l := range h.logLines(t) {
+		if l["msg"] == "internal error" || l["msg"] == "panic serving request" {
+			t.Errorf("log line during an outage: %v", l)
+		}
+		if l["msg"] == "request" && l["status"] == float64(500) {
+			t.Errorf("a request answered 500: %v", l)
+		}
+	}
+	if strings.Contains(h.logs(), `"level":"ERROR","msg":"internal error"`) {
+		t.Error("internal errors logged")
+	}
+}

@@ -1,0 +1,180 @@
+package accounts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/cursor"
+	"github.com/herald-vpn/herald/internal/storage"
+)
+
+// Record is an account as the admin API shows it: the account and what
+// an operator needs to know about its use.
+type Record struct {
+	Account
+	DeviceCount  int // active devices
+	SessionCount int // sessions neither revoked nor expired
+}
+
+// Filter narrows the admin search; zero fields do not filter.
+type Filter struct {
+	// EmailPrefix matches the beginning of the (lower-case) email; ID
+	// matches the id exactly. Both set: either matches.
+	EmailPrefix string
+	ID          string
+	Plan        string
+	// Active filters on the subscription: true active, false expired (at Now).
+	Active   *bool
+	Verified *bool
+	Disabled *bool
+	Now      time.Time
+}
+
+// Search is what the admin listing asks for.
+type Search struct {
+	Query    string // an email prefix or an id
+	Plan     string
+	Status   string // "", active or expired (the subscription's status)
+	Verified *bool
+	Disabled *bool
+}
+
+// Paging of the admin listing.
+const (
+	DefaultUsersPage = 50
+	MaxUsersPage     = 500
+	MaxReasonLen     = 500
+)
+
+// UserPage is one page of the admin listing.
+type UserPage struct {
+	Users       []Record
+	EndCursor   string
+	HasNextPage bool
+}
+
+// userCursor's payload is the id of the last account of a page.
+var userCursor = cursor.New[string]("user")
+
+// Users lists accounts, newest first, first at a time (default 50, at most
+// 500). VALIDATION_ERROR for a bad first, status or cursor.
+func (s *Service) Users(ctx context.Context, q Search, first int, after string) (UserPage, error) {
+	first, err := cursor.PageSize(first, DefaultUsersPage, MaxUsersPage)
+	if err != nil {
+		return UserPage{}, err
+	}
+	afterID, err := userCursor.After(after)
+	if err != nil {
+		return UserPage{}, apperr.Invalid("after", "a cursor from an earlier page", after)
+	}
+	f := Filter{Plan: strings.TrimSpace(q.Plan), Verified: q.Verified, Disabled: q.Disabled, Now: s.now()}
+	if query := strings.TrimSpace(q.Query); query != "" {
+		if len(query) > MaxEmailLen || !utf8.ValidString(query) {
+			return UserPage{}, apperr.Invalid("query", "an email prefix or a user id", "too long or not UTF-8")
+		}
+		f.EmailPrefix, f.ID = strings.ToLower(query), query
+	}
+	switch q.Status {
+	case "":
+	case "active", "expired":
+		active := q.Status == "active"
+		f.Active = &active
+	default:
+		return UserPage{}, apperr.Invalid("status", "one of active, expired", q.Status)
+	}
+	recs, err := s.store.SearchAccounts(ctx, f, afterID, first+1)
+	if err != nil {
+		return UserPage{}, err
+	}
+	p, err := cursor.Cut(userCursor, recs, first, func(r Record) string { return r.ID })
+	if err != nil {
+		return UserPage{}, err
+	}
+	return UserPage{Users: p.Items, EndCursor: p.EndCursor, HasNextPage: p.HasNextPage}, nil
+}
+
+// User returns an account's record; USER_NOT_FOUND when unknown or deleted.
+func (s *Service) User(ctx context.Context, id string) (Record, error) {
+	r, err := s.store.AccountRecord(ctx, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return Record{}, apperr.New(apperr.UserNotFound)
+	}
+	return r, err
+}
+
+// UserByEmail returns the record of the account with this email.
+func (s *Service) UserByEmail(ctx context.Context, email string) (Record, error) {
+	acct, _, found, err := s.lookup(ctx, email)
+	if err != nil {
+		return Record{}, err
+	}
+	if !found {
+		return Record{}, apperr.New(apperr.UserNotFound)
+	}
+	return s.User(ctx, acct.ID)
+}
+
+// Disable stops the account: it cannot log in (ACCOUNT_DISABLED once its
+// password is right), its sessions end and its devices get no pushes.
+// Disabling a disabled account changes nothing (its first reason stays).
+func (s *Service) Disable(ctx context.Context, id, reason string) (Record, error) {
+	reason = strings.TrimSpace(reason)
+	if utf8.RuneCountInString(reason) > MaxReasonLen || !utf8.ValidString(reason) || strings.IndexFunc(reason, unicode.IsControl) >= 0 {
+		return Record{}, apperr.Invalid("reason", fmt.Sprintf("at most %d characters, no control characters", MaxReasonLen), "invalid")
+	}
+	return s.setDisabled(ctx, id, true, reason)
+}
+
+// Enable lets a disabled account log in again (its old sessions stay
+// ended). Enabling an enabled account changes nothing.
+func (s *Service) Enable(ctx context.Context, id string) (Record, error) {
+	return s.setDisabled(ctx, id, false, "")
+}
+
+func (s *Service) setDisabled(ctx context.Context, id string, disabled bool, reason string) (Record, error) {
+	if _, err := s.store.SetDisabled(ctx, id, disabled, reason); errors.Is(err, storage.ErrNotFound) {
+		return Record{}, apperr.New(apperr.UserNotFound)
+	} else if err != nil {
+		return Record{}, err
+	}
+	return s.User(ctx, id)
+}
+
+// Delete deletes an account for good (see Store.DeleteAccount): its
+// sessions end, its devices, codes and subscription go, and only a
+// tombstone of its id remains, so the email can sign up again.
+// USER_NOT_FOUND when unknown or deleted already.
+func (s *Service) Delete(ctx context.Context, id string) error {
+	err := s.store.DeleteAccount(ctx, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return apperr.New(apperr.UserNotFound)
+	}
+	return err
+}
+
+// DeleteOwn is a user deleting their own account, which their password
+// confirms: INVALID_CREDENTIALS when it is wrong.
+func (s *Service) DeleteOwn(ctx context.Context, id, plain string) error {
+	acct, err := s.ByID(ctx, id)
+	if err != nil {
+		return err
+	}
+	if plain == "" || len(plain) > 4*MaxPasswordLen {
+		s.hasher.VerifyDummy(ctx, plain)
+		return apperr.Newf(apperr.InvalidCredentials, "The password is wrong.")
+	}
+	ok, _, err := s.hasher.Verify(ctx, plain, acct.PasswordHash)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil || !ok {
+		return apperr.Newf(apperr.InvalidCredentials, "The password is wrong.")
+	}
+	return s.Delete(ctx, id)
+}

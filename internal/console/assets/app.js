@@ -1,0 +1,105 @@
+// The console's shell: sign-in, navigation and the hash router. Each page
+// is a module in pages/ exporting render(main, params) (it may return a
+// function called when the page is left, to stop live updates).
+import * as api from "./api.js";
+import { h, guard, clearError, showError, field } from "./ui.js";
+
+const pages = {
+  overview: "./pages/overview.js",
+  users: "./pages/users.js",
+  user: "./pages/user.js",
+  broadcasts: "./pages/broadcasts.js",
+  messenger: "./pages/messenger.js",
+  webhooks: "./pages/webhooks.js",
+  apikeys: "./pages/apikeys.js",
+  bans: "./pages/bans.js",
+};
+
+const main = document.getElementById("main");
+const nav = document.getElementById("nav");
+const who = document.getElementById("who");
+const signout = document.getElementById("signout");
+let leave = null;
+
+function chrome(on) {
+  nav.hidden = !on;
+  signout.hidden = !on;
+  who.textContent = on ? api.email() : "";
+}
+
+// leavePage stops the current page's live updates (timers, streams).
+function leavePage() {
+  if (leave) { try { leave(); } catch { /* the page is gone anyway */ } leave = null; }
+}
+
+// signedOutNote is said above the sign-in form after a sign-out.
+let signedOutNote = "";
+
+function signInForm() {
+  leavePage();
+  chrome(false);
+  const emailIn = h("input", { type: "email", name: "email", autocomplete: "username", required: true });
+  const passIn = h("input", { type: "password", name: "password", autocomplete: "current-password", required: true });
+  const submit = h("button", { type: "submit" }, "Sign in");
+  const form = h("form", { class: "card signin", "aria-label": "Sign in" },
+    h("h1", {}, "Sign in to Herald"),
+    signedOutNote ? h("p", { class: "muted", role: "status" }, signedOutNote) : null,
+    h("p", { class: "muted" }, "For Herald's operators: an account made with herald admin create."),
+    field("Email", emailIn), field("Password", passIn), submit);
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    await guard(async () => {
+      await api.signIn(emailIn.value.trim(), passIn.value);
+      passIn.value = "";
+      signedOutNote = "";
+      if (!location.hash || location.hash === "#/signin") location.hash = "#/overview";
+      else route();
+    }, submit);
+  });
+  main.replaceChildren(form);
+  emailIn.focus();
+}
+
+// route shows the page the URL fragment names: #/name/param. Each visit
+// renders into a container of its own, so a page still loading when the
+// operator moves on writes only to a detached element, and its cleanup
+// runs as soon as it is returned.
+let visit = 0;
+async function route() {
+  const mine = ++visit;
+  leavePage();
+  clearError();
+  if (!api.signedIn()) return signInForm();
+  chrome(true);
+  const [first, ...params] = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  const name = pages[first] ? first : "overview";
+  for (const a of nav.querySelectorAll("a")) {
+    const current = a.getAttribute("href") === `#/${name}` || (name === "user" && a.getAttribute("href") === "#/users");
+    if (current) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
+  }
+  const container = h("div", { class: "page", "data-page": name });
+  main.replaceChildren(h("p", { class: "muted" }, "Loading…"));
+  try {
+    const page = await import(pages[name]);
+    if (mine !== visit) return;
+    main.replaceChildren(container);
+    const cleanup = (await page.render(container, params)) ?? null;
+    if (mine === visit) leave = cleanup;
+    else if (cleanup) cleanup();
+  } catch (e) {
+    if (mine !== visit) return;
+    main.replaceChildren(container);
+    showError(e);
+  }
+  if (mine === visit) main.focus({ preventScroll: true });
+}
+
+api.whenSignedOut(() => { signedOutNote = "Your session ended: sign in again."; visit++; signInForm(); });
+signout.addEventListener("click", () => guard(async () => {
+  await api.signOut(true);
+  signedOutNote = "You are signed out.";
+  visit++;
+  if (location.hash === "#/signin") signInForm(); else location.hash = "#/signin";
+}, signout));
+window.addEventListener("hashchange", route);
+route();

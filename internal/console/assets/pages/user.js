@@ -1,0 +1,238 @@
+// One account: its subscription, devices, sessions and linked Telegram
+// chat, with the operator's actions on it (plan and expiry, disable and
+// enable, end sessions, a test notification, deletion).
+import * as api from "../api.js";
+import { h, guard, field, fmtTime, pagedTable, badge, facts, notice, fieldError, clearFieldError, toRFC3339, toLocalInput } from "../ui.js";
+
+const PLANS = ["trial", "basic", "premium"];
+
+const RECORD = `id email emailVerified createdAt referralCode disabled disabledAt disabledReason lastLoginAt deviceCount sessionCount
+  subscription { plan status expiresAt }
+  sessions { id createdAt lastUsedAt userAgent ip }
+  messengerChat { chatId username firstName status subscribedSince }`;
+
+const USER = `query ($id: ID!) { user(id: $id) { ${RECORD} } }`;
+
+const DEVICES = `query ($userId: ID!, $first: Int, $after: String) {
+  devices(userId: $userId, first: $first, after: $after) {
+    nodes { deviceId platform name pushToken active pushTokenStatus createdAt lastSeenAt }
+    pageInfo { endCursor hasNextPage }
+  }
+}`;
+
+// tokenState is what the console shows of a device's push token: missing
+// once the device was removed or its token moved, else valid or invalid.
+function tokenState(d) {
+  if (!d.pushToken) return badge("missing", "warn");
+  return d.pushTokenStatus === "valid" ? badge("valid", "ok") : badge(d.pushTokenStatus, "bad");
+}
+
+// utcOffset names the browser's offset from UTC, for the expiry's label.
+function utcOffset() {
+  const m = -new Date().getTimezoneOffset();
+  const sign = m >= 0 ? "+" : "-";
+  const a = Math.abs(m);
+  return `UTC${sign}${String(Math.floor(a / 60)).padStart(2, "0")}:${String(a % 60).padStart(2, "0")}`;
+}
+
+function section(title, ...body) {
+  return h("section", { class: "card", "aria-label": title }, h("h2", {}, title), ...body);
+}
+
+export async function render(main, params) {
+  const id = params[0];
+  if (!id) {
+    location.hash = "#/users";
+    return;
+  }
+  const loaded = await guard(() => api.gql(USER, { id }));
+  if (!loaded) {
+    main.append(h("h1", {}, "User"), h("p", {}, h("a", { href: "#/users" }, "Back to users")));
+    return;
+  }
+  let user = loaded.user;
+
+  const status = h("div", { class: "notices", "aria-live": "polite" });
+  const say = (text) => status.replaceChildren(notice(text));
+  const title = h("h1", { id: "user-email" });
+  const badges = h("span", { class: "badges" });
+  const account = h("div");
+  const subscription = h("div", { id: "subscription" });
+  const sessions = h("div", { id: "sessions" });
+  const chat = h("div", { id: "chat" });
+  const access = h("div", { id: "access" });
+
+  // show puts the record's current values in every part that shows them.
+  function show(u) {
+    user = u;
+    title.textContent = u.email;
+    badges.replaceChildren(u.emailVerified ? badge("verified", "ok") : badge("unverified", "warn"));
+    if (u.disabled) badges.append(badge("disabled", "bad"));
+    account.replaceChildren(facts([
+      ["Id", h("code", {}, u.id)],
+      ["Created", fmtTime(u.createdAt)],
+      ["Last login", fmtTime(u.lastLoginAt)],
+      ["Referral code", u.referralCode],
+      ["Active devices", u.deviceCount],
+    ]));
+    subscription.replaceChildren(facts([
+      ["Plan", h("span", { id: "current-plan" }, u.subscription.plan)],
+      ["Status", badge(u.subscription.status, u.subscription.status === "active" ? "ok" : "warn")],
+      ["Expires", h("span", { id: "current-expiry", "data-iso": u.subscription.expiresAt }, fmtTime(u.subscription.expiresAt))],
+    ]));
+    sessions.replaceChildren(u.sessions.length === 0
+      ? h("p", { class: "muted" }, "No live session.")
+      : h("div", { class: "scroll" }, h("table", {},
+        h("thead", {}, h("tr", {}, ["Signed in", "Last used", "Client", "Address"].map((c) => h("th", { scope: "col" }, c)))),
+        h("tbody", {}, u.sessions.map((s) => h("tr", {},
+          h("td", {}, fmtTime(s.createdAt)), h("td", {}, fmtTime(s.lastUsedAt)),
+          h("td", { class: "wrap" }, s.userAgent || "—"), h("td", {}, s.ip || "—")))))));
+    endSessions.disabled = u.sessions.length === 0;
+    const c = u.messengerChat;
+    telegramIn.disabled = !c || c.status !== "subscribed";
+    if (telegramIn.disabled) telegramIn.checked = false;
+    chat.replaceChildren(c
+      ? facts([
+        ["Chat", h("code", {}, c.chatId)],
+        ["Name", [c.firstName, c.username ? `@${c.username}` : null].filter(Boolean).join(" ") || "—"],
+        ["Status", badge(c.status, c.status === "subscribed" ? "ok" : "warn")],
+        ["Since", fmtTime(c.subscribedSince)],
+      ])
+      : h("p", { class: "muted" }, "No Telegram chat is linked to this account."));
+    access.replaceChildren(u.disabled
+      ? h("div", {},
+        h("p", {}, `Disabled ${fmtTime(u.disabledAt)}`, u.disabledReason ? `: ${u.disabledReason}` : "."),
+        enableButton)
+      : disableForm);
+  }
+
+  // Subscription: plan and expiry (the browser's local time, sent as UTC).
+  const planIn = h("select", { name: "plan" },
+    [...new Set([...PLANS, user.subscription.plan])].map((p) => h("option", { value: p, selected: p === user.subscription.plan }, p)));
+  const expiresIn = h("input", { type: "datetime-local", name: "expiresAt", required: true, value: toLocalInput(user.subscription.expiresAt) });
+  const setSub = h("button", { type: "submit" }, "Set subscription");
+  const subForm = h("form", { class: "inline", "aria-label": "Set subscription" },
+    field("Plan", planIn), field(`Expires (your time, ${utcOffset()})`, expiresIn), setSub);
+  expiresIn.addEventListener("input", () => clearFieldError(expiresIn));
+  subForm.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const expiresAt = toRFC3339(expiresIn.value);
+    if (!expiresAt) return fieldError(expiresIn, "Give a date and time.");
+    await guard(async () => {
+      const { setSubscription } = await api.gql(`mutation ($userId: ID!, $plan: String!, $expiresAt: Time!) {
+        setSubscription(userId: $userId, plan: $plan, expiresAt: $expiresAt) { ${RECORD} } }`, { userId: id, plan: planIn.value, expiresAt });
+      show(setSubscription);
+      say(`Plan set to ${setSubscription.subscription.plan} until ${fmtTime(setSubscription.subscription.expiresAt)}.`);
+    }, setSub);
+  });
+
+  // Sessions: end them all.
+  const endSessions = h("button", { type: "button", class: "secondary" }, "End all sessions");
+  endSessions.addEventListener("click", () => guard(async () => {
+    const { revokeSessions } = await api.gql(`mutation ($userId: ID!) { revokeSessions(userId: $userId) }`, { userId: id });
+    const { user: u } = await api.gql(USER, { id });
+    show(u);
+    say(`${revokeSessions} session${revokeSessions === 1 ? "" : "s"} ended.`);
+  }, endSessions));
+
+  // Access: disable with a reason, or enable.
+  const reasonIn = h("input", { name: "reason", maxlength: "500", placeholder: "e.g. chargeback" });
+  const disableButton = h("button", { type: "submit", class: "danger" }, "Disable account");
+  const disableForm = h("form", { class: "inline", "aria-label": "Disable account" }, field("Reason (optional)", reasonIn), disableButton);
+  disableForm.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    await guard(async () => {
+      const { disableUser } = await api.gql(`mutation ($userId: ID!, $reason: String) { disableUser(userId: $userId, reason: $reason) { ${RECORD} } }`,
+        { userId: id, reason: reasonIn.value.trim() || null });
+      reasonIn.value = "";
+      show(disableUser);
+      say("Account disabled: its sessions ended and its devices get no pushes.");
+    }, disableButton);
+  });
+  const enableButton = h("button", { type: "button" }, "Enable account");
+  enableButton.addEventListener("click", () => guard(async () => {
+    const { enableUser } = await api.gql(`mutation ($userId: ID!) { enableUser(userId: $userId) { ${RECORD} } }`, { userId: id });
+    show(enableUser);
+    say("Account enabled: it can sign in again.");
+  }, enableButton));
+
+  // Devices, paged.
+  const devices = pagedTable([
+    ["Name", (d) => d.name],
+    ["Platform", (d) => d.platform],
+    ["Push token", tokenState],
+    ["Active", (d) => (d.active ? "yes" : "no")],
+    ["Last seen", (d) => fmtTime(d.lastSeenAt)],
+    ["Registered", (d) => fmtTime(d.createdAt)],
+    ["Device id", (d) => h("code", {}, d.deviceId)],
+  ], async (after) => {
+    const { devices: page } = await api.gql(DEVICES, { userId: id, first: 50, after });
+    return { items: page.nodes, pageInfo: page.pageInfo };
+  }, { empty: "No device." });
+  devices.id = "devices";
+
+  // A test notification to the user's devices (and linked chat).
+  const subjectIn = h("input", { name: "subject", required: true, maxlength: "512", value: "Test from Herald" });
+  const contentIn = h("textarea", { name: "content", required: true, maxlength: "2048" }, "This is a test notification.");
+  const telegramIn = h("input", { type: "checkbox", name: "telegram" });
+  const sendTest = h("button", { type: "submit" }, "Send test");
+  const outcomes = h("div", { id: "outcomes", "aria-live": "polite" });
+  const testForm = h("form", { "aria-label": "Send a test notification" },
+    field("Subject", subjectIn), field("Content", contentIn),
+    h("label", { class: "check" }, telegramIn, "Also to the linked Telegram chat"), h("div", {}, sendTest));
+  testForm.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    await guard(async () => {
+      const { sendNotificationToUser: r } = await api.gql(`mutation ($userId: ID!, $n: NotificationInput!, $channels: [String!]) {
+        sendNotificationToUser(userId: $userId, notification: $n, channels: $channels) {
+          status message outcomes { deviceId chatId platform channel status error } } }`,
+      { userId: id, n: { subject: subjectIn.value, content: contentIn.value }, channels: telegramIn.checked ? ["push", "telegram"] : ["push"] });
+      const kind = r.status === "sent" ? "ok" : r.status === "partial" || r.status === "no_recipients" ? "warn" : "bad";
+      outcomes.replaceChildren(h("p", {}, badge(r.status, kind), " ", r.message));
+      if (r.outcomes.length > 0) outcomes.append(h("div", { class: "scroll" }, h("table", {},
+          h("thead", {}, h("tr", {}, ["Recipient", "Platform", "Channel", "Outcome", "Error"].map((c) => h("th", { scope: "col" }, c)))),
+          h("tbody", {}, r.outcomes.map((o) => h("tr", { class: "outcome" },
+            h("td", {}, h("code", {}, o.deviceId ?? o.chatId ?? "—")),
+            h("td", {}, o.platform), h("td", {}, o.channel),
+            h("td", {}, badge(o.status, o.status === "sent" ? "ok" : "bad")),
+            h("td", {}, o.error ? h("code", {}, o.error) : "—")))))));
+    }, sendTest);
+  });
+
+  // Deletion, confirmed by typing the email.
+  const confirmIn = h("input", { name: "confirm", autocomplete: "off", spellcheck: "false" });
+  const deleteButton = h("button", { type: "submit", class: "danger", disabled: true }, "Delete account");
+  const deleteForm = h("form", { class: "inline", "aria-label": "Delete account" },
+    field(`Type ${user.email} to confirm`, confirmIn), deleteButton);
+  confirmIn.addEventListener("input", () => { deleteButton.disabled = confirmIn.value.trim() !== user.email; });
+  deleteForm.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    if (confirmIn.value.trim() !== user.email) return;
+    const email = user.email;
+    const done = await guard(() => api.gql(`mutation ($userId: ID!) { deleteUser(userId: $userId) }`, { userId: id }), deleteButton);
+    if (!done) {
+      deleteButton.disabled = confirmIn.value.trim() !== user.email;
+      return;
+    }
+    main.replaceChildren(h("h1", {}, "Account deleted"),
+      notice(`${email} is deleted: its sessions, devices and codes are gone; only its id remains.`),
+      h("p", {}, h("a", { href: "#/users" }, "Back to users")));
+  });
+
+  show(user);
+  main.append(
+    h("p", { class: "crumbs" }, h("a", { href: "#/users" }, "Users"), " / account"),
+    h("div", { class: "heading" }, title, badges),
+    status,
+    h("div", { class: "row" },
+      section("Account", account),
+      section("Subscription", subscription, subForm)),
+    section("Devices", devices),
+    h("div", { class: "row" },
+      section("Sessions", sessions, h("div", { class: "actions" }, endSessions)),
+      section("Telegram", chat)),
+    section("Test notification", testForm, outcomes),
+    h("div", { class: "row" },
+      section("Access", access),
+      section("Delete", h("p", { class: "muted" }, "Deletion erases the email and password, ends the sessions and removes the devices. It cannot be undone."), deleteForm)));
+}

@@ -1,0 +1,235 @@
+package graph
+
+import (
+	"fmt"
+
+	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/vektah/gqlparser/v2/ast"
+)
+
+// inputErrorCodes names input types whose missing or malformed fields are
+// the spec's own error (sendNotificationToAll: INVALID_INPUT, 400) rather
+// than a GraphQL validation error.
+var inputErrorCodes = map[string]apperr.Code{
+	"NotificationInput": apperr.InvalidInput,
+}
+
+// checkInputs looks, before validation, at every argument of op's root
+// fields whose type holds one of inputErrorCodes' input types, and refuses
+// one that does not conform to the schema (a required field missing or
+// null, a field of the wrong type, an unknown field) with that type's code.
+// It reads the schema, not validation messages, so it does not depend on
+// gqlparser's wording. Other problems are left to validation.
+func checkInputs(schema *ast.Schema, op *ast.OperationDefinition, fragments ast.FragmentDefinitionList, vars map[string]any) *apperr.Error {
+	root := schema.Query
+	if op.Operation == ast.Mutation {
+		root = schema.Mutation
+	}
+	if root == nil {
+		return nil
+	}
+	for _, f := range rootFieldsOf(op.SelectionSet, fragments, nil) {
+		def := root.Fields.ForName(f.Name)
+		if def == nil {
+			continue
+		}
+		for _, ad := range def.Arguments {
+			typ, code := guardedType(schema, ad.Type)
+			if code == "" {
+				continue
+			}
+			arg := f.Arguments.ForName(ad.Name)
+			var problem string
+			if arg == nil {
+				if ad.Type.NonNull {
+					problem = fmt.Sprintf("the %s argument is required", ad.Name)
+				}
+			} else {
+				problem = conform(schema, ad.Type, arg.Value, op, vars, ad.Name)
+			}
+			if problem != "" {
+				return apperr.Newf(code, "The %s is invalid: %s.", typ, problem).With("field", ad.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// guardedType returns the input type of inputErrorCodes that t is (or is a
+// list of), and its code.
+func guardedType(schema *ast.Schema, t *ast.Type) (string, apperr.Code) {
+	name := t.Name()
+	code, ok := inputErrorCodes[name]
+	if !ok || schema.Types[name] == nil || schema.Types[name].Kind != ast.InputObject {
+		return "", ""
+	}
+	return name, code
+}
+
+// conform says what is wrong with v as a value of t ("" when nothing),
+// variables included; path names the place for the message.
+func conform(schema *ast.Schema, t *ast.Type, v *ast.Value, op *ast.OperationDefinition, vars map[string]any, path string) string {
+	if v == nil || v.Kind == ast.NullValue {
+		if t.NonNull {
+			return path + " is required"
+		}
+		return ""
+	}
+	if v.Kind == ast.Variable {
+		val, ok := vars[v.Raw]
+		if !ok {
+			if d := op.VariableDefinitions.ForName(v.Raw); d != nil && d.DefaultValue != nil {
+				return conform(schema, t, d.DefaultValue, op, vars, path)
+			}
+			val = nil
+		}
+		return conformJSON(schema, t, val, path)
+	}
+	if t.Elem != nil {
+		if v.Kind != ast.ListValue {
+			return conform(schema, t.Elem, v, op, vars, path) // a single value is a list of one
+		}
+		for i, c := range v.Children {
+			if p := conform(schema, t.Elem, c.Value, op, vars, fmt.Sprintf("%s[%d]", path, i)); p != "" {
+				return p
+			}
+		}
+		return ""
+	}
+	def := schema.Types[t.NamedType]
+	if def == nil {
+		return ""
+	}
+	switch def.Kind {
+	case ast.InputObject:
+		if v.Kind != ast.ObjectValue {
+			return path + " must be an object"
+		}
+		for _, c := range v.Children {
+			if def.Fields.ForName(c.Name) == nil {
+				return path + "." + c.Name + " is not a field of " + def.Name
+			}
+		}
+		for _, fd := range def.Fields {
+			var fv *ast.Value
+			if c := v.Children.ForName(fd.Name); c != nil {
+				fv = c
+			}
+			if p := conform(schema, fd.Type, fv, op, vars, path+"."+fd.Name); p != "" {
+				return p
+			}
+		}
+	case ast.Scalar:
+		if want, ok := scalarLiteral[def.Name]; ok && !want[v.Kind] {
+			return path + " must be a " + def.Name
+		}
+	}
+	return ""
+}
+
+// scalarLiteral lists the literal kinds each built-in scalar accepts; other
+// scalars (JSON, Time) are left to their own parsing.
+var scalarLiteral = map[string]map[ast.ValueKind]bool{
+	"String":  {ast.StringValue: true, ast.BlockValue: true},
+	"ID":      {ast.StringValue: true, ast.BlockValue: true, ast.IntValue: true},
+	"Int":     {ast.IntValue: true},
+	"Float":   {ast.IntValue: true, ast.FloatValue: true},
+	"Boolean": {ast.BooleanValue: true},
+}
+
+// conformJSON is conform for a variable's value, decoded from JSON
+// (numbers already int64 or float64, see normalizeNumbers).
+func conformJSON(schema *ast.Schema, t *ast.Type, v any, path string) string {
+	if v == nil {
+		if t.NonNull {
+			return path + " is required"
+		}
+		return ""
+	}
+	if t.Elem != nil {
+		list, ok := v.([]any)
+		if !ok {
+			return conformJSON(schema, t.Elem, v, path)
+		}
+		for i, e := range list {
+			if p := conformJSON(schema, t.Elem, e, fmt.Sprintf("%s[%d]", path, i)); p != "" {
+				return p
+			}
+		}
+		return ""
+	}
+	def := schema.Types[t.NamedType]
+	if def == nil {
+		return ""
+	}
+	switch def.Kind {
+	case ast.InputObject:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return path + " must be an object"
+		}
+		for k := range obj {
+			if def.Fields.ForName(k) == nil {
+				return path + "." + k + " is not a field of " + def.Name
+			}
+		}
+		for _, fd := range def.Fields {
+			if p := conformJSON(schema, fd.Type, obj[fd.Name], path+"."+fd.Name); p != "" {
+				return p
+			}
+		}
+	case ast.Scalar:
+		var ok bool
+		switch def.Name {
+		case "String":
+			_, ok = v.(string)
+		case "ID":
+			switch v.(type) {
+			case string, int64:
+				ok = true
+			}
+		case "Int":
+			_, ok = v.(int64)
+		case "Float":
+			switch v.(type) {
+			case int64, float64:
+				ok = true
+			}
+		case "Boolean":
+			_, ok = v.(bool)
+		default:
+			ok = true
+		}
+		if !ok {
+			return path + " must be a " + def.Name
+		}
+	}
+	return ""
+}
+
+// rootFieldsOf lists an operation's root fields, through inline fragments
+// and fragment spreads (resolved by name, as before validation there are
+// no definitions attached).
+func rootFieldsOf(set ast.SelectionSet, fragments ast.FragmentDefinitionList, out []*ast.Field) []*ast.Field {
+	return collectRootFields(set, fragments, out, map[string]bool{})
+}
+
+func collectRootFields(set ast.SelectionSet, fragments ast.FragmentDefinitionList, out []*ast.Field, seen map[string]bool) []*ast.Field {
+	for _, sel := range set {
+		switch s := sel.(type) {
+		case *ast.Field:
+			out = append(out, s)
+		case *ast.InlineFragment:
+			out = collectRootFields(s.SelectionSet, fragments, out, seen)
+		case *ast.FragmentSpread:
+			if seen[s.Name] {
+				continue // a cycle: validation refuses it
+			}
+			seen[s.Name] = true
+			if d := fragments.ForName(s.Name); d != nil {
+				out = collectRootFields(d.SelectionSet, fragments, out, seen)
+			}
+		}
+	}
+	return out
+}

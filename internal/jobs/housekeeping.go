@@ -1,0 +1,48 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/sqlstore"
+	"github.com/riverqueue/river"
+)
+
+// HousekeepingArgs is the periodic job that prunes what nothing needs any
+// more (sqlstore.DB.Prune).
+type HousekeepingArgs struct{}
+
+func (HousekeepingArgs) Kind() string { return "housekeeping" }
+
+// HousekeepingWorker works HousekeepingArgs.
+type HousekeepingWorker struct {
+	river.WorkerDefaults[HousekeepingArgs]
+	DB                *sqlstore.DB
+	DeliveryRetention time.Duration
+	Logger            *slog.Logger
+}
+
+// Timeout: pruning a month of deliveries can take a while.
+func (w *HousekeepingWorker) Timeout(*river.Job[HousekeepingArgs]) time.Duration {
+	return 10 * time.Minute
+}
+
+func (w *HousekeepingWorker) Work(ctx context.Context, _ *river.Job[HousekeepingArgs]) error {
+	p, err := w.DB.Prune(ctx, w.DB.Now().Add(-w.DeliveryRetention))
+	if err != nil {
+		return fmt.Errorf("housekeeping: %w", err)
+	}
+	w.Logger.InfoContext(ctx, "housekeeping", "deliveries", p.Deliveries, "sessions", p.Sessions, "codes", p.Codes, "pending_codes", p.PendingCodes, "leases", p.Leases,
+		"telegram_updates", p.TelegramUpdates, "webhook_events", p.WebhookEvents, "idempotency_keys", p.IdempotencyKeys)
+	return nil
+}
+
+// HousekeepingSchedule runs the pass at start and then hourly; River's
+// elected leader inserts it, so replicas do not repeat it.
+func HousekeepingSchedule() *river.PeriodicJob {
+	return river.NewPeriodicJob(river.PeriodicInterval(time.Hour), func() (river.JobArgs, *river.InsertOpts) {
+		return HousekeepingArgs{}, nil
+	}, &river.PeriodicJobOpts{RunOnStart: true})
+}

@@ -1,0 +1,139 @@
+package limits
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/sleep"
+	"github.com/redis/go-redis/v9"
+)
+
+// Pace spaces events at a rate, in process: a token bucket in its GCRA
+// form, holding a tenth of a second's worth (at least one). Callers beyond
+// the rate wait their turn, in order, or until their context ends.
+type Pace struct {
+	mu        sync.Mutex
+	tat       time.Time // theoretical arrival time of the next event
+	interval  time.Duration
+	tolerance time.Duration
+	now       func() time.Time
+}
+
+// NewPace returns a pace of perSecond events (> 0).
+func NewPace(perSecond float64) *Pace {
+	interval, tolerance := paceShape(perSecond)
+	return &Pace{interval: interval, tolerance: tolerance, now: time.Now}
+}
+
+// paceShape is the spacing of a rate and the burst it allows: a tenth of
+// a second's worth, at least one.
+func paceShape(perSecond float64) (interval, tolerance time.Duration) {
+	interval = time.Duration(float64(time.Second) / perSecond)
+	burst := max(int(perSecond/10), 1)
+	return interval, interval * time.Duration(burst-1)
+}
+
+// reserve books the next event and says how long to wait for it.
+func (p *Pace) reserve(now time.Time) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tat.Before(now) {
+		p.tat = now
+	}
+	wait := p.tat.Add(-p.tolerance).Sub(now)
+	p.tat = p.tat.Add(p.interval)
+	return max(wait, 0)
+}
+
+// Wait blocks until the caller's turn.
+func (p *Pace) Wait(ctx context.Context) error {
+	return sleep.For(ctx, p.reserve(p.now()))
+}
+
+// paceScript books n events of one shared bucket on Redis's clock and
+// returns how long, in microseconds, to wait for the first; the others
+// follow one interval apart.
+// KEYS: bucket. ARGV: interval µs, tolerance µs, n.
+const paceScript = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local interval = tonumber(ARGV[1])
+local tolerance = tonumber(ARGV[2])
+local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
+if tat < now then tat = now end
+local wait = tat - tolerance - now
+if wait < 0 then wait = 0 end
+local nxt = tat + tonumber(ARGV[3]) * interval
+redis.call('SET', KEYS[1], string.format('%d', nxt), 'PX', math.floor((nxt - now) / 1000) + 1000)
+return wait
+`
+
+var paceLua = redis.NewScript(paceScript)
+
+// SharedPace is a Pace that every process using the same Redis key shares,
+// so that N replicas together keep to the rate. Each process books events
+// a fiftieth of a second's worth at a time and spaces them itself; while
+// Redis cannot be reached it paces alone, at the full rate.
+type SharedPace struct {
+	client    redis.UniversalClient
+	key       string
+	interval  time.Duration
+	tolerance time.Duration
+	chunk     int
+	local     *Pace
+	logger    *slog.Logger
+
+	mu        sync.Mutex
+	next      time.Time // when the next booked event may go
+	left      int       // booked events not yet handed out
+	lastLog   atomic.Int64
+	nextProbe atomic.Int64 // UnixMilli before which Redis is not asked again
+}
+
+// NewSharedPace returns a pace of perSecond events (> 0) shared through
+// Redis under key.
+func NewSharedPace(client redis.UniversalClient, key string, perSecond float64, logger *slog.Logger) *SharedPace {
+	interval, tolerance := paceShape(perSecond)
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &SharedPace{
+		client: client, key: key, interval: interval, tolerance: tolerance,
+		chunk: max(int(math.Round(perSecond/50)), 1), local: NewPace(perSecond), logger: logger,
+	}
+}
+
+// Wait blocks until the caller's turn in the shared bucket.
+func (p *SharedPace) Wait(ctx context.Context) error {
+	if time.Now().UnixMilli() < p.nextProbe.Load() {
+		return p.local.Wait(ctx)
+	}
+	p.mu.Lock()
+	if p.left == 0 {
+		rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		wait, err := paceLua.Run(rctx, p.client, []string{p.key}, p.interval.Microseconds(), p.tolerance.Microseconds(), p.chunk).Int64()
+		cancel()
+		if err != nil {
+			p.mu.Unlock()
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			now := time.Now().UnixMilli()
+			p.nextProbe.Store(now + fallbackProbeEvery.Milliseconds())
+			if now-p.lastLog.Load() >= fallbackLogEvery.Milliseconds() {
+				p.lastLog.Store(now)
+				p.logger.WarnContext(ctx, "shared send rate unavailable: Redis unreachable, pacing this replica alone", "key", p.key, "err", err)
+			}
+			return p.local.Wait(ctx)
+		}
+		p.next, p.left = time.Now().Add(time.Duration(wait)*time.Microsecond), p.chunk
+	}
+	at := p.next
+	p.next, p.left = p.next.Add(p.interval), p.left-1
+	p.mu.Unlock()
+	return sleep.For(ctx, time.Until(at))
+}

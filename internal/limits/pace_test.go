@@ -1,0 +1,99 @@
+package limits
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func TestPaceSpacesEventsAfterTheBurst(t *testing.T) {
+	// 100/s with a burst of 10: the first 10 go at once, then one per 10ms.
+	p := NewPace(100)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var waits []time.Duration
+	for range 13 {
+		waits = append(waits, p.reserve(t0))
+	}
+	want := []time.Duration{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 10 * time.Millisecond, 20 * time.Millisecond, 30 * time.Millisecond}
+	for i := range want {
+		if waits[i] != want[i] {
+			t.Fatalf("waits = %v, want %v", waits, want)
+		}
+	}
+	// After a quiet second the bucket is full again, and no fuller.
+	t1 := t0.Add(time.Second)
+	for i := range 10 {
+		if w := p.reserve(t1); w != 0 {
+			t.Fatalf("event %d after a pause waited %v", i, w)
+		}
+	}
+	if w := p.reserve(t1); w != 10*time.Millisecond {
+		t.Fatalf("11th event after a pause waited %v", w)
+	}
+}
+
+// countEvents runs waiters on each pace until stop and counts the events
+// each second, as a provider would see them.
+func countEvents(t *testing.T, paces []interface{ Wait(context.Context) error }, per time.Duration) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), per)
+	defer cancel()
+	var mu sync.Mutex
+	n := 0
+	var wg sync.WaitGroup
+	for _, p := range paces {
+		for range 8 {
+			wg.Go(func() {
+				for p.Wait(ctx) == nil {
+					mu.Lock()
+					n++
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return n
+}
+
+// Three processes pacing through one Redis key keep to one rate together;
+// three local paces would send three times as much.
+func TestSharedPaceHoldsAcrossProcesses(t *testing.T) {
+	c := testRedisClient(t)
+	key := testPrefix(t, c) + ":pace"
+	const rate = 200
+	shared := []interface{ Wait(context.Context) error }{
+		NewSharedPace(c, key, rate, nil), NewSharedPace(c, key, rate, nil), NewSharedPace(c, key, rate, nil),
+	}
+	// One second: the rate plus the burst (a tenth) plus a booked chunk
+	// per process, and some slack for timers.
+	got := countEvents(t, shared, time.Second)
+	if limit := rate + rate/10 + 3*rate/50 + 10; got > limit {
+		t.Fatalf("three shared paces let %d events through in a second, want at most %d", got, limit)
+	}
+	if got < rate/2 {
+		t.Fatalf("three shared paces let only %d events through in a second at %d/s", got, rate)
+	}
+	local := []interface{ Wait(context.Context) error }{NewPace(rate), NewPace(rate), NewPace(rate)}
+	if got := countEvents(t, local, time.Second); got < 2*rate {
+		t.Fatalf("three local paces let only %d events through; the shared test proves nothing", got)
+	}
+}
+
+// Without Redis the shared pace falls back to pacing alone.
+func TestSharedPaceFallsBackWithoutRedis(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 50 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	p := NewSharedPace(c, "herald:test:pace", 100, slog.New(slog.DiscardHandler))
+	if err := p.Wait(context.Background()); err != nil { // finds Redis gone
+		t.Fatal(err)
+	}
+	got := countEvents(t, []interface{ Wait(context.Context) error }{p}, 500*time.Millisecond)
+	if got < 40 || got > 100/10+50+10 {
+		t.Fatalf("%d events in half a second at 100/s without Redis", got)
+	}
+}

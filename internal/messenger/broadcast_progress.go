@@ -1,0 +1,88 @@
+package messenger
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/live"
+)
+
+// BroadcastTopic is the live topic of messenger broadcast id's progress.
+func BroadcastTopic(id string) string { return "messenger-broadcast:" + id }
+
+// progressInterval: a running job's progress is published at most twice a
+// second; its end at once.
+const progressInterval = 500 * time.Millisecond
+
+// Version orders the states of one job: statuses only move forward and
+// counters only grow, so a subscriber that saw version v needs nothing at
+// or below it.
+func (b Broadcast) Version() int64 {
+	rank := int64(1)
+	switch {
+	case b.Status == BroadcastRunning:
+		rank = 2
+	case b.Finished():
+		rank = 3
+	}
+	return int64(b.Sent+b.Failed+b.Blocked)*4 + rank
+}
+
+// broadcastEvent is a job's state as it travels between replicas, without
+// the message (NOTIFY payloads are small).
+type broadcastEvent struct {
+	ID              string     `json:"id"`
+	Status          string     `json:"status"`
+	TotalRecipients int        `json:"totalRecipients"`
+	Sent            int        `json:"sent"`
+	Failed          int        `json:"failed"`
+	Blocked         int        `json:"blocked"`
+	CreatedAt       time.Time  `json:"createdAt"`
+	StartedAt       *time.Time `json:"startedAt,omitempty"`
+	FinishedAt      *time.Time `json:"finishedAt,omitempty"`
+	Error           string     `json:"error,omitempty"`
+}
+
+// newProgress is the broadcaster's announcer: a job's state reaches live
+// subscribers on every replica at most twice a second, its end at once.
+func newProgress(b *Broadcaster) *live.Announcer {
+	return live.NewAnnouncer(b.svc.live, progressInterval, BroadcastTopic,
+		func(ctx context.Context, id string) ([]byte, bool, error) {
+			j, err := b.store.MessengerBroadcast(ctx, id)
+			if err != nil {
+				return nil, false, err
+			}
+			data, err := json.Marshal(broadcastEvent{j.ID, j.Status, j.TotalRecipients, j.Sent, j.Failed, j.Blocked, j.CreatedAt, j.StartedAt, j.FinishedAt, j.Error})
+			return data, j.Finished(), err
+		},
+		func(id string, err error) {
+			b.log.Warn("messenger broadcast progress not published", "job_id", id, "err", err)
+		})
+}
+
+// Watch follows broadcast id for a live subscriber: the job as it is now,
+// then each newer state published by whichever replica works it (at most
+// two a second, and the final one); the channel is closed after the final
+// state or when ctx ends. JOB_NOT_FOUND when unknown.
+func (b *Broadcaster) Watch(ctx context.Context, id string) (<-chan Broadcast, error) {
+	// Subscribed before the first read, so no change falls in between.
+	sub := b.svc.live.Subscribe(BroadcastTopic(id), true, 1)
+	j, err := b.Job(ctx, id)
+	if err != nil {
+		sub.Close()
+		return nil, err
+	}
+	return live.Follow(ctx, sub, j, -1, decodeBroadcastEvent,
+		func(ctx context.Context) (Broadcast, error) { return b.store.MessengerBroadcast(ctx, id) },
+		func(error) {}), nil // a gap is read again; a garbled event waits for the next
+}
+
+func decodeBroadcastEvent(data []byte) (Broadcast, error) {
+	var e broadcastEvent
+	if err := json.Unmarshal(data, &e); err != nil {
+		return Broadcast{}, err
+	}
+	return Broadcast{ID: e.ID, Status: e.Status, TotalRecipients: e.TotalRecipients, Sent: e.Sent, Failed: e.Failed, Blocked: e.Blocked,
+		CreatedAt: e.CreatedAt, StartedAt: e.StartedAt, FinishedAt: e.FinishedAt, Error: e.Error}, nil
+}

@@ -1,0 +1,97 @@
+package notifications
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/live"
+)
+
+// DefaultProgressInterval is Config.ProgressInterval's default: a job's
+// progress is published at most twice a second.
+const DefaultProgressInterval = 500 * time.Millisecond
+
+// ProgressTopic is the live topic of job id's progress.
+func ProgressTopic(id string) string { return "job:" + id }
+
+// Version orders the states of one job: it grows with every change of
+// status or counters (statuses only move forward, counters only grow), so
+// it is the event ID of live progress, the same on every replica, and a
+// client that saw version v needs nothing at or below it.
+func (j Job) Version() int64 {
+	rank := int64(1)
+	switch {
+	case j.Status == "scheduled":
+		rank = 0
+	case j.Status == StatusQueued:
+		rank = 1
+	case j.Status == StatusRunning:
+		rank = 2
+	case j.Finished():
+		rank = 3
+	}
+	return int64(j.Sent+j.Failed+j.InvalidTokens)*4 + rank
+}
+
+// progressEvent is a job's state as it travels between replicas: what
+// notificationJob shows, without the content and data (NOTIFY payloads are
+// small).
+type progressEvent struct {
+	ID              string     `json:"id"`
+	Status          string     `json:"status"`
+	Subject         string     `json:"subject"`
+	TotalRecipients int        `json:"totalRecipients"`
+	Sent            int        `json:"sent"`
+	Failed          int        `json:"failed"`
+	InvalidTokens   int        `json:"invalidTokens"`
+	CreatedAt       time.Time  `json:"createdAt"`
+	StartedAt       *time.Time `json:"startedAt,omitempty"`
+	FinishedAt      *time.Time `json:"finishedAt,omitempty"`
+	Error           string     `json:"error,omitempty"`
+}
+
+func encodeProgress(j Job) []byte {
+	b, _ := json.Marshal(progressEvent{j.ID, j.Status, j.Subject, j.TotalRecipients, j.Sent, j.Failed, j.InvalidTokens, j.CreatedAt, j.StartedAt, j.FinishedAt, j.Error})
+	return b
+}
+
+func decodeProgress(b []byte) (Job, error) {
+	var e progressEvent
+	if err := json.Unmarshal(b, &e); err != nil {
+		return Job{}, err
+	}
+	return Job{ID: e.ID, Status: e.Status, Subject: e.Subject, TotalRecipients: e.TotalRecipients, Sent: e.Sent, Failed: e.Failed,
+		InvalidTokens: e.InvalidTokens, CreatedAt: e.CreatedAt, StartedAt: e.StartedAt, FinishedAt: e.FinishedAt, Error: e.Error}, nil
+}
+
+// Watch follows job id for a live subscriber: the job as it is now if its
+// Version is above after, then every newer state as it is published (at
+// most one per Config.ProgressInterval, and the final one), from whichever
+// replica works the job. The channel is closed after the finished state,
+// or when ctx ends. JOB_NOT_FOUND when unknown.
+func (s *Service) Watch(ctx context.Context, id string, after int64) (<-chan Job, error) {
+	// Subscribed before the first read, so no change falls in between.
+	sub := s.live.Subscribe(ProgressTopic(id), true, 1)
+	j, err := s.Job(ctx, id)
+	if err != nil {
+		sub.Close()
+		return nil, err
+	}
+	return live.Follow(ctx, sub, j, after, decodeProgress,
+		func(ctx context.Context) (Job, error) { return s.store.BroadcastJob(ctx, id) },
+		func(err error) {
+			if !errors.Is(err, context.Canceled) {
+				s.cfg.Logger.WarnContext(ctx, "broadcast progress unreadable", "job_id", id, "err", err)
+			}
+		}), nil
+}
+
+// Live is the broker the service publishes progress on.
+func (s *Service) Live() *live.Broker { return s.live }
+
+// Announce tells live subscribers that job id changed, for code that
+// changes a job outside this service's own paths: coalesced like the
+// service's own announcements, at once when final.
+func (s *Service) Announce(id string, final bool) { s.progress.Changed(id, final) }

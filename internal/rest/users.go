@@ -1,0 +1,318 @@
+package rest
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/api"
+	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/auth"
+	"github.com/herald-vpn/herald/internal/sessions"
+)
+
+// UserRecord is an account as the admin API shows it: the user record and
+// more.
+type UserRecord struct {
+	User
+	Disabled       bool       `json:"disabled"`
+	DisabledAt     *time.Time `json:"disabledAt"`
+	DisabledReason *string    `json:"disabledReason"`
+	LastLoginAt    *time.Time `json:"lastLoginAt"`
+	DeviceCount    int        `json:"deviceCount"`
+	SessionCount   int        `json:"sessionCount"`
+}
+
+func (h *Handlers) userRecord(r accounts.Record) UserRecord {
+	out := UserRecord{
+		User:         NewUser(r.Account, h.Accounts.Now()),
+		Disabled:     r.Disabled(),
+		DisabledAt:   seconds(r.DisabledAt),
+		LastLoginAt:  seconds(r.LastLoginAt),
+		DeviceCount:  r.DeviceCount,
+		SessionCount: r.SessionCount,
+	}
+	if r.DisabledReason != "" {
+		reason := r.DisabledReason
+		out.DisabledReason = &reason
+	}
+	return out
+}
+
+// PageInfo is where a REST listing goes on: pass endCursor as after.
+type PageInfo struct {
+	EndCursor   *string `json:"endCursor"`
+	HasNextPage bool    `json:"hasNextPage"`
+}
+
+// optionalBool reads a true/false query parameter; nil when absent.
+func optionalBool(r *http.Request, name string) (*bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return nil, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil || (v != "true" && v != "false") {
+		return nil, apperr.Invalid(name, "true or false", v)
+	}
+	return &b, nil
+}
+
+// ListUsers is GET /api/v1/admin/users: the admin search, or with email the one
+// account of that address (a page of one or none).
+func (h *Handlers) ListUsers() http.HandlerFunc {
+	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
+		q := r.URL.Query()
+		if email := q.Get("email"); email != "" {
+			rec, err := h.Accounts.UserByEmail(r.Context(), email)
+			out := []UserRecord{}
+			if err == nil {
+				out = append(out, h.userRecord(rec))
+			} else if !apperr.Is(err, apperr.UserNotFound) {
+				return nil, err
+			}
+			return map[string]any{"nodes": out, "pageInfo": PageInfo{}}, nil
+		}
+		first := 0
+		if v := q.Get("first"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return nil, apperr.Invalid("first", "an integer", v)
+			}
+			first = n
+		}
+		verified, err := optionalBool(r, "verified")
+		if err != nil {
+			return nil, err
+		}
+		disabled, err := optionalBool(r, "disabled")
+		if err != nil {
+			return nil, err
+		}
+		page, err := h.Accounts.Users(r.Context(), accounts.Search{Query: q.Get("query"), Plan: q.Get("plan"), Status: q.Get("status"), Verified: verified, Disabled: disabled}, first, q.Get("after"))
+		if err != nil {
+			return nil, err
+		}
+		out := make([]UserRecord, 0, len(page.Users))
+		for _, u := range page.Users {
+			out = append(out, h.userRecord(u))
+		}
+		info := PageInfo{HasNextPage: page.HasNextPage}
+		if page.EndCursor != "" {
+			info.EndCursor = &page.EndCursor
+		}
+		return map[string]any{"nodes": out, "pageInfo": info}, nil
+	})
+}
+
+// UserDetail is one account as GET /api/v1/admin/users/{id} shows it:
+// the record, its live sessions and its linked Telegram chat.
+type UserDetail struct {
+	UserRecord
+	// Sessions are live, newest first; current is always false.
+	Sessions []Session `json:"sessions"`
+	// MessengerChat is the linked chat, whatever its status; nil when none.
+	MessengerChat *MessengerSubscriber `json:"messengerChat"`
+}
+
+// GetUser is GET /api/v1/admin/users/{id}.
+func (h *Handlers) GetUser() http.HandlerFunc {
+	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
+		ctx := r.Context()
+		rec, err := h.Accounts.User(ctx, r.PathValue("id"))
+		if err != nil {
+			return nil, err
+		}
+		out := UserDetail{UserRecord: h.userRecord(rec), Sessions: []Session{}}
+		list, err := h.Sessions.List(ctx, rec.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range list {
+			out.Sessions = append(out.Sessions, newSession(s, ""))
+		}
+		chat, found, err := h.Messenger.ChatOf(ctx, rec.ID)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			c := newMessengerSubscriber(chat)
+			out.MessengerChat = &c
+		}
+		return out, nil
+	})
+}
+
+// SetSubscription is PUT /api/v1/admin/users/{id}/subscription, the billing
+// hook: the same call twice is one change.
+func (h *Handlers) SetSubscription() http.HandlerFunc {
+	type input struct {
+		Plan      string     `json:"plan"`
+		ExpiresAt *time.Time `json:"expiresAt"`
+	}
+	return handle(http.StatusOK, func(r *http.Request, in input) (any, error) {
+		if err := api.Required("plan", in.Plan); err != nil {
+			return nil, err
+		}
+		if in.ExpiresAt == nil {
+			return nil, apperr.Invalid("expiresAt", "required", "missing")
+		}
+		id := r.PathValue("id")
+		if _, err := h.Plans.SetPlan(r.Context(), id, in.Plan, *in.ExpiresAt); err != nil {
+			return nil, err
+		}
+		rec, err := h.Accounts.User(r.Context(), id)
+		if err != nil {
+			return nil, err
+		}
+		return h.userRecord(rec), nil
+	})
+}
+
+// DisableUser is POST /api/v1/admin/users/{id}/disable; the body, with a
+// reason, is optional.
+func (h *Handlers) DisableUser() http.HandlerFunc {
+	type input struct {
+		Reason string `json:"reason"`
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := api.ReadBody(w, r)
+		var in input
+		if err == nil && strings.TrimSpace(string(body)) != "" {
+			err = api.Unmarshal(body, &in)
+		}
+		if err != nil {
+			api.WriteError(w, r, err)
+			return
+		}
+		rec, err := h.Accounts.Disable(r.Context(), r.PathValue("id"), in.Reason)
+		if err != nil {
+			api.WriteError(w, r, err)
+			return
+		}
+		api.WriteData(w, http.StatusOK, h.userRecord(rec))
+	}
+}
+
+// EnableUser is POST /api/v1/admin/users/{id}/enable.
+func (h *Handlers) EnableUser() http.HandlerFunc {
+	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
+		rec, err := h.Accounts.Enable(r.Context(), r.PathValue("id"))
+		if err != nil {
+			return nil, err
+		}
+		return h.userRecord(rec), nil
+	})
+}
+
+// RevokeUserSessions is DELETE /api/v1/admin/users/{id}/sessions.
+func (h *Handlers) RevokeUserSessions() http.HandlerFunc {
+	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
+		id := r.PathValue("id")
+		n, err := h.Sessions.RevokeAll(r.Context(), id)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"userId": id, "revoked": n}, nil
+	})
+}
+
+// DeleteUser is DELETE /api/v1/admin/users/{id}.
+func (h *Handlers) DeleteUser() http.HandlerFunc {
+	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
+		id := r.PathValue("id")
+		if err := h.Accounts.Delete(r.Context(), id); err != nil {
+			return nil, err
+		}
+		return map[string]any{"userId": id, "deleted": true}, nil
+	})
+}
+
+// DeleteMe is POST /api/v1/users/me/delete: the caller deletes their own
+// account, confirming with its password.
+func (h *Handlers) DeleteMe() http.HandlerFunc {
+	type input struct {
+		Password string `json:"password"`
+	}
+	return handle(http.StatusOK, func(r *http.Request, in input) (any, error) {
+		id := auth.Caller(r.Context()).AccountID
+		if err := h.Accounts.DeleteOwn(r.Context(), id, in.Password); err != nil {
+			return nil, err
+		}
+		return map[string]any{"userId": id, "deleted": true}, nil
+	})
+}
+
+// Session is one of the caller's sessions as REST shows it.
+type Session struct {
+	ID         string    `json:"id"`
+	CreatedAt  time.Time `json:"createdAt"`
+	LastUsedAt time.Time `json:"lastUsedAt"`
+	UserAgent  string    `json:"userAgent"`
+	IP         string    `json:"ip"`
+	Current    bool      `json:"current"`
+}
+
+// MySessions is GET /api/v1/users/me/sessions.
+func (h *Handlers) MySessions() http.HandlerFunc {
+	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
+		c := auth.Caller(r.Context())
+		list, err := h.Sessions.List(r.Context(), c.AccountID)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]Session, 0, len(list))
+		for _, s := range list {
+			out = append(out, newSession(s, c.SessionID))
+		}
+		return out, nil
+	})
+}
+
+func newSession(s sessions.Session, current string) Session {
+	return Session{
+		ID:         s.ID,
+		CreatedAt:  s.CreatedAt.UTC().Truncate(time.Second),
+		LastUsedAt: s.LastUsedAt.UTC().Truncate(time.Second),
+		UserAgent:  s.UserAgent,
+		IP:         s.IP,
+		Current:    s.ID == current,
+	}
+}
+
+// RevokeMySession is DELETE /api/v1/users/me/sessions/{id}.
+func (h *Handlers) RevokeMySession() http.HandlerFunc {
+	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
+		id := r.PathValue("id")
+		if err := h.Sessions.RevokeOwn(r.Context(), auth.Caller(r.Context()).AccountID, id); err != nil {
+			return nil, err
+		}
+		return map[string]any{"sessionId": id, "revoked": true}, nil
+	})
+}
+
+// CreateMessengerLink is POST /api/v1/users/me/messenger-link: the
+// caller's one-time Telegram link (messengerLinkUrl).
+func (h *Handlers) CreateMessengerLink() http.HandlerFunc {
+	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
+		link, err := h.Messenger.LinkURL(r.Context(), auth.Caller(r.Context()).AccountID)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"url": link.URL, "expiresAt": link.ExpiresAt.UTC().Truncate(time.Second)}, nil
+	})
+}
+
+// DeleteMessengerLink is DELETE /api/v1/users/me/messenger-link
+// (unlinkMessenger).
+func (h *Handlers) DeleteMessengerLink() http.HandlerFunc {
+	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
+		unlinked, err := h.Messenger.Unlink(r.Context(), auth.Caller(r.Context()).AccountID)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"unlinked": unlinked}, nil
+	})
+}

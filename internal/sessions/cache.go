@@ -1,0 +1,105 @@
+package sessions
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Revocation kinds, as the store announces them (any other kind means
+// "forget everything": announcements may have been missed).
+const (
+	RevokedSession = "session" // one session, by id
+	RevokedAccount = "account" // every session of an account, by account id
+)
+
+// A cached "this session is live" answer lasts cacheTTL, and only while
+// the store's announcements of revocations are being received, each of
+// which evicts at once on every replica. Without them (SQLite, whose other
+// processes — the CLI — announce nothing; a PostgreSQL listener that is
+// down) nothing is cached and every request looks its session up.
+const (
+	cacheTTL        = 5 * time.Minute
+	cacheMaxEntries = 100_000
+)
+
+// liveSessions remembers, on this replica, sessions found live, so that an
+// authenticated request needs no query of its own.
+type liveSessions struct {
+	now       func() time.Time
+	listening atomic.Bool
+
+	mu      sync.Mutex
+	entries map[string]liveEntry // by session id
+	// gen counts evictions: an answer read from the database is cached
+	// only if no eviction happened while it was being read, so a
+	// revocation that commits during the read is never forgotten.
+	gen uint64
+}
+
+type liveEntry struct {
+	accountID string
+	until     time.Time
+}
+
+func newLiveSessions(now func() time.Time) *liveSessions {
+	return &liveSessions{now: now, entries: map[string]liveEntry{}}
+}
+
+// get reports whether sessionID of accountID is known live.
+func (c *liveSessions) get(sessionID, accountID string) bool {
+	if !c.listening.Load() {
+		return false
+	}
+	c.mu.Lock()
+	e, ok := c.entries[sessionID]
+	c.mu.Unlock()
+	return ok && e.accountID == accountID && c.now().Before(e.until)
+}
+
+// generation is the eviction count to pass to put after a database read.
+func (c *liveSessions) generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
+// put remembers a session read live, unless nobody announces revocations
+// or an eviction happened since gen.
+func (c *liveSessions) put(sessionID, accountID string, gen uint64) {
+	if !c.listening.Load() {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return
+	}
+	if len(c.entries) >= cacheMaxEntries {
+		for k := range c.entries { // drop one, any
+			delete(c.entries, k)
+			break
+		}
+	}
+	c.entries[sessionID] = liveEntry{accountID: accountID, until: c.now().Add(cacheTTL)}
+}
+
+// evict forgets a revoked session, every session of an account, or (any
+// other kind) everything.
+func (c *liveSessions) evict(kind, id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	switch kind {
+	case RevokedSession:
+		delete(c.entries, id)
+	case RevokedAccount:
+		for k, e := range c.entries {
+			if e.accountID == id {
+				delete(c.entries, k)
+			}
+		}
+	default:
+		clear(c.entries)
+	}
+}

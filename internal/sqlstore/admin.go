@@ -1,0 +1,164 @@
+package sqlstore
+
+import (
+	"context"
+	"strings"
+
+	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/sessions"
+	"github.com/herald-vpn/herald/internal/webhooks"
+)
+
+// recordCounts are the counts of the admin record: active devices and
+// live sessions (the one argument is now).
+const recordCounts = `, (SELECT COUNT(*) FROM devices d WHERE d.account_id = a.id AND d.active = TRUE), (SELECT COUNT(*) FROM sessions x WHERE x.account_id = a.id AND x.revoked_at IS NULL AND x.expires_at > ?)`
+
+func scanRecord(r row) (accounts.Record, error) {
+	var rec accounts.Record
+	a, err := scanAccount(r, &rec.DeviceCount, &rec.SessionCount)
+	rec.Account = a
+	return rec, err
+}
+
+// likePrefix is the LIKE pattern (ESCAPE '\') of everything beginning p.
+func likePrefix(p string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(p) + "%"
+}
+
+// SearchAccounts implements accounts.Store.
+func (db *DB) SearchAccounts(ctx context.Context, f accounts.Filter, afterID string, limit int) ([]accounts.Record, error) {
+	q := `SELECT ` + accountColumns + recordCounts + accountFrom + `WHERE 1 = 1`
+	args := []any{f.Now}
+	switch {
+	case f.EmailPrefix != "" && f.ID != "":
+		q += ` AND (a.email LIKE ? ESCAPE '\' OR a.id = ?)`
+		args = append(args, likePrefix(f.EmailPrefix), f.ID)
+	case f.EmailPrefix != "":
+		q += ` AND a.email LIKE ? ESCAPE '\'`
+		args = append(args, likePrefix(f.EmailPrefix))
+	case f.ID != "":
+		q += ` AND a.id = ?`
+		args = append(args, f.ID)
+	}
+	if f.Plan != "" {
+		q += ` AND s.plan = ?`
+		args = append(args, f.Plan)
+	}
+	if f.Active != nil {
+		if *f.Active {
+			q += ` AND s.expires_at > ?`
+		} else {
+			q += ` AND s.expires_at <= ?`
+		}
+		args = append(args, f.Now)
+	}
+	if f.Verified != nil {
+		if *f.Verified {
+			q += ` AND a.email_verified_at IS NOT NULL`
+		} else {
+			q += ` AND a.email_verified_at IS NULL`
+		}
+	}
+	if f.Disabled != nil {
+		if *f.Disabled {
+			q += ` AND a.disabled_at IS NOT NULL`
+		} else {
+			q += ` AND a.disabled_at IS NULL`
+		}
+	}
+	if afterID != "" {
+		q += ` AND a.id < ?`
+		args = append(args, afterID)
+	}
+	q += ` ORDER BY a.id DESC LIMIT ?`
+	args = append(args, limit)
+	rs, err := db.conn().query(ctx, q, args...)
+	return collect(rs, err, scanRecord)
+}
+
+// AccountRecord implements accounts.Store.
+func (db *DB) AccountRecord(ctx context.Context, id string) (accounts.Record, error) {
+	return scanRecord(db.conn().queryRow(ctx, `SELECT `+accountColumns+recordCounts+accountFrom+`WHERE a.id = ?`, db.Now(), id))
+}
+
+// SetDisabled implements accounts.Store. The account's row is updated
+// before its sessions are revoked: on PostgreSQL a login that is creating
+// a session holds that row (CreateSession), so the revocation that
+// follows sees its session.
+func (db *DB) SetDisabled(ctx context.Context, id string, disabled bool, reason string) (bool, error) {
+	var changed bool
+	err := db.inTx(ctx, func(tx *Tx) error {
+		var n int64
+		var err error
+		if disabled {
+			n, err = tx.q.exec(ctx, `UPDATE accounts SET disabled_at = ?, disabled_reason = ? WHERE id = ? AND deleted_at IS NULL AND disabled_at IS NULL`, tx.now, reason, id)
+		} else {
+			n, err = tx.q.exec(ctx, `UPDATE accounts SET disabled_at = NULL, disabled_reason = '' WHERE id = ? AND deleted_at IS NULL AND disabled_at IS NOT NULL`, id)
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			// Unchanged: the account is already so, or does not exist.
+			var found string
+			return tx.q.queryRow(ctx, `SELECT id FROM accounts WHERE id = ? AND deleted_at IS NULL`, id).Scan(&found)
+		}
+		changed = true
+		if !disabled {
+			return nil
+		}
+		if err := tx.emitEvent(ctx, webhooks.UserDisabled, map[string]any{"userId": id, "reason": reason}); err != nil {
+			return err
+		}
+		return tx.revokeAllSessions(ctx, id)
+	})
+	return changed, err
+}
+
+// DeleteAccount implements accounts.Store.
+func (db *DB) DeleteAccount(ctx context.Context, id string) error {
+	return db.inTx(ctx, func(tx *Tx) error {
+		var found string
+		if err := tx.q.queryRow(ctx, `SELECT id FROM accounts WHERE id = ? AND deleted_at IS NULL`+db.forUpdate(), id).Scan(&found); err != nil {
+			return err
+		}
+		for _, del := range []string{
+			`DELETE FROM refresh_tokens WHERE session_id IN (SELECT id FROM sessions WHERE account_id = ?)`,
+			`DELETE FROM sessions WHERE account_id = ?`,
+			`DELETE FROM devices WHERE account_id = ?`,
+			`DELETE FROM one_time_codes WHERE account_id = ?`,
+			`DELETE FROM pending_codes WHERE account_id = ?`,
+			`DELETE FROM code_sends WHERE account_id = ?`,
+			`DELETE FROM code_send_leases WHERE account_id = ?`,
+			`DELETE FROM subscriptions WHERE account_id = ?`,
+			`DELETE FROM telegram_link_tokens WHERE user_id = ?`,
+			`UPDATE telegram_subscribers SET user_id = NULL WHERE user_id = ?`,
+		} {
+			if _, err := tx.q.exec(ctx, del, id); err != nil {
+				return err
+			}
+		}
+		// The tombstone: unique placeholders (derived from the id, so no
+		// address can ever match them) where the email and referral code
+		// were; referral_rewards keep their ids, so the referrer's bonus
+		// stays accounted for.
+		tomb := "deleted:" + id
+		if _, err := tx.q.exec(ctx, `UPDATE accounts SET email = ?, password_hash = '', referral_code = ?, scope = '', email_verified_at = NULL,
+			disabled_at = NULL, disabled_reason = '', last_login_at = NULL, deleted_at = ? WHERE id = ?`, tomb, tomb, tx.now, id); err != nil {
+			return err
+		}
+		if err := tx.emitEvent(ctx, webhooks.UserDeleted, map[string]any{"userId": id}); err != nil {
+			return err
+		}
+		// The sessions' rows are gone; every replica forgets them too.
+		return tx.revoked(ctx, sessions.RevokedAccount, id)
+	})
+}
+
+// AccountTombstone is what remains of an account's row: its email,
+// password hash and deleted_at (for the tests that check deletion).
+func (db *DB) AccountTombstone(ctx context.Context, id string) (email, passwordHash string, deleted bool, err error) {
+	var at *string
+	err = db.conn().queryRow(ctx, `SELECT email, password_hash, CAST(deleted_at AS TEXT) FROM accounts WHERE id = ?`, id).Scan(&email, &passwordHash, &at)
+	return email, passwordHash, at != nil, err
+}

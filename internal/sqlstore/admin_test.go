@@ -1,0 +1,292 @@
+package sqlstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/notifications"
+	"github.com/herald-vpn/herald/internal/sessions"
+	"github.com/herald-vpn/herald/internal/sqlstore"
+	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/herald-vpn/herald/internal/testsupport"
+)
+
+// The admin API's store operations, on every database.
+func TestAdminConformance(t *testing.T) {
+	cases := []storeCase{
+		{"SearchFiltersAndPages", testSearchAccounts},
+		{"RecordCounts", testAccountRecord},
+		{"DisableRevokesAndRefusesSessions", testSetDisabled},
+		{"DisabledAccountsDevicesGetNoPushes", testDisabledNoPush},
+		{"DeleteLeavesTombstone", testDeleteAccount},
+		{"SessionsRememberTheClient", testSessionClient},
+		{"DisableRacesLogins", testDisableRacesLogins},
+	}
+	runConformance(t, cases, mustOpenWithWorkers)
+}
+
+func recordIDs(rs []accounts.Record) []string {
+	var ids []string
+	for _, r := range rs {
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func testSearchAccounts(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
+	ctx := context.Background()
+	for _, a := range []struct{ id, email string }{
+		{"u1", "ann@example.com"}, {"u2", "a_b@example.com"}, {"u3", "axb@example.com"}, {"u4", "bob@example.org"},
+	} {
+		if _, _, err := db.CreateAccount(ctx, newAccount(a.id, a.email, "CODE"+a.id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	verified := newAccount("u5", "carol@example.com", "CODEu5")
+	verified.Verified = true
+	db.CreateAccount(ctx, verified)
+	if _, _, err := db.SetSubscription(ctx, "u4", "premium", clk.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.SetDisabled(ctx, "u3", true, "fraud"); err != nil {
+		t.Fatal(err)
+	}
+	now := clk.Now()
+	cases := []struct {
+		name string
+		f    accounts.Filter
+		want []string
+	}{
+		{"all, newest first", accounts.Filter{}, []string{"u5", "u4", "u3", "u2", "u1"}},
+		{"email prefix", accounts.Filter{EmailPrefix: "a"}, []string{"u3", "u2", "u1"}},
+		{"LIKE wildcards are literal", accounts.Filter{EmailPrefix: "a_"}, []string{"u2"}},
+		{"id", accounts.Filter{EmailPrefix: "u4", ID: "u4"}, []string{"u4"}},
+		{"plan", accounts.Filter{Plan: "premium"}, []string{"u4"}},
+		{"expired", accounts.Filter{Active: ptr(false)}, []string{"u4"}},
+		{"active", accounts.Filter{Active: ptr(true), EmailPrefix: "b"}, nil},
+		{"verified", accounts.Filter{Verified: ptr(true)}, []string{"u5"}},
+		{"disabled", accounts.Filter{Disabled: ptr(true)}, []string{"u3"}},
+		{"not disabled", accounts.Filter{Disabled: ptr(false), EmailPrefix: "a"}, []string{"u2", "u1"}},
+	}
+	for _, c := range cases {
+		c.f.Now = now
+		got, err := db.SearchAccounts(ctx, c.f, "", 10)
+		if err != nil || !slices.Equal(recordIDs(got), c.want) {
+			t.Errorf("%s: %v, %v; want %v", c.name, recordIDs(got), err, c.want)
+		}
+	}
+	page, err := db.SearchAccounts(ctx, accounts.Filter{Now: now}, "u3", 2)
+	if err != nil || !slices.Equal(recordIDs(page), []string{"u2", "u1"}) {
+		t.Fatalf("after u3: %v, %v", recordIDs(page), err)
+	}
+	if err := db.DeleteAccount(ctx, "u1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := db.SearchAccounts(ctx, accounts.Filter{Now: now, EmailPrefix: "deleted", ID: "u1"}, "", 10); len(got) != 0 {
+		t.Fatalf("a deleted account was found: %v", recordIDs(got))
+	}
+}
+
+func testAccountRecord(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
+	ctx := context.Background()
+	mustAccount(t, db, "a1")
+	mustRegister(t, db, "d1", "a1", "t1")
+	mustRegister(t, db, "d2", "a1", "t2")
+	db.DeactivateDevice(ctx, "a1", "d2")
+	for _, id := range []string{"s1", "s2", "s3"} {
+		if err := db.CreateSession(ctx, sessions.Session{ID: id, AccountID: "a1", CreatedAt: clk.Now(), ExpiresAt: clk.Now().Add(time.Hour)}, []byte(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.RevokeSession(ctx, "s1")
+	r, err := db.AccountRecord(ctx, "a1")
+	if err != nil || r.DeviceCount != 1 || r.SessionCount != 2 || r.LastLoginAt == nil || !r.LastLoginAt.Equal(clk.Now()) || r.Disabled() {
+		t.Fatalf("record %+v, %v", r, err)
+	}
+	if _, err := db.AccountRecord(ctx, "nobody"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("unknown: %v", err)
+	}
+}
+
+func testSetDisabled(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
+	ctx := context.Background()
+	mustAccount(t, db, "a1")
+	db.CreateSession(ctx, sessions.Session{ID: "s1", AccountID: "a1", CreatedAt: clk.Now(), ExpiresAt: clk.Now().Add(time.Hour)}, []byte("s1"))
+	var evicted []string
+	db.OnRevocation(func(kind, id string) { evicted = append(evicted, kind+":"+id) })
+	for i, want := range []bool{true, false} { // the second call changes nothing
+		changed, err := db.SetDisabled(ctx, "a1", true, "chargeback")
+		if err != nil || changed != want {
+			t.Fatalf("disable #%d: changed %v, %v", i, changed, err)
+		}
+	}
+	a, _ := db.AccountByID(ctx, "a1")
+	if !a.Disabled() || a.DisabledReason != "chargeback" || !a.DisabledAt.Equal(clk.Now()) {
+		t.Fatalf("disabled account %+v", a)
+	}
+	if s, _ := db.SessionByID(ctx, "s1"); s.RevokedAt == nil {
+		t.Fatal("disabling left a session live")
+	}
+	if !slices.Contains(evicted, "account:a1") {
+		t.Fatalf("no revocation announced: %v", evicted)
+	}
+	err := db.CreateSession(ctx, sessions.Session{ID: "s2", AccountID: "a1", CreatedAt: clk.Now(), ExpiresAt: clk.Now().Add(time.Hour)}, []byte("s2"))
+	if !errors.Is(err, sessions.ErrAccountClosed) {
+		t.Fatalf("session of a disabled account: %v", err)
+	}
+	if changed, err := db.SetDisabled(ctx, "a1", false, ""); err != nil || !changed {
+		t.Fatalf("enable: %v, %v", changed, err)
+	}
+	if a, _ := db.AccountByID(ctx, "a1"); a.Disabled() || a.DisabledReason != "" {
+		t.Fatalf("enabled account %+v", a)
+	}
+	if err := db.CreateSession(ctx, sessions.Session{ID: "s3", AccountID: "a1", CreatedAt: clk.Now(), ExpiresAt: clk.Now().Add(time.Hour)}, []byte("s3")); err != nil {
+		t.Fatalf("session after enabling: %v", err)
+	}
+	if _, err := db.SetDisabled(ctx, "nobody", true, ""); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("unknown account: %v", err)
+	}
+}
+
+func testDisabledNoPush(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
+	ctx := context.Background()
+	mustAccount(t, db, "a1")
+	mustAccount(t, db, "a2")
+	mustRegister(t, db, "d1", "a1", "t1")
+	mustRegister(t, db, "d2", "a2", "t2")
+	mustRegister(t, db, "d3", "a1", "t3")
+	db.SetDisabled(ctx, "a2", true, "")
+	if off, err := db.AccountDisabled(ctx, "a2"); err != nil || !off {
+		t.Fatalf("a2 disabled: %v, %v", off, err)
+	}
+	if off, err := db.AccountDisabled(ctx, "a1"); err != nil || off {
+		t.Fatalf("a1 disabled: %v, %v", off, err)
+	}
+	j, err := db.CreateBroadcast(ctx, notifications.NewBroadcast{ID: "job1", Subject: "s", Content: "c"}, notifications.BroadcastArgs{JobID: "job1"})
+	if err != nil || j.TotalRecipients != 2 {
+		t.Fatalf("broadcast %+v, %v", j, err)
+	}
+	until := clk.Now().Add(time.Minute)
+	if _, err := db.AcquireBroadcast(ctx, "job1", "w1", until); err != nil {
+		t.Fatal(err)
+	}
+	c, err := db.ClaimNextBatch(ctx, "job1", "w1", 10, until)
+	if err != nil || !slices.Equal(claimIDs(c.Claims), []string{"d1", "d3"}) {
+		t.Fatalf("claimed %v, %v", claimIDs(c.Claims), err)
+	}
+}
+
+func testDeleteAccount(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
+	ctx := context.Background()
+	mustAccount(t, db, "a1")
+	mustRegister(t, db, "d1", "a1", "t1")
+	db.CreateSession(ctx, sessions.Session{ID: "s1", AccountID: "a1", CreatedAt: clk.Now(), ExpiresAt: clk.Now().Add(time.Hour), UserAgent: "ua", IP: "192.0.2.1"}, []byte("s1"))
+	db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "a1", Purpose: accounts.PurposeVerify, Hash: []byte("h"), ExpiresAt: clk.Now().Add(time.Hour), Attempts: 5})
+	var evicted []string
+	db.OnRevocation(func(kind, id string) { evicted = append(evicted, kind+":"+id) })
+	if err := db.DeleteAccount(ctx, "a1"); err != nil {
+		t.Fatal(err)
+	}
+	email, hash, deleted, err := db.AccountTombstone(ctx, "a1")
+	if err != nil || !deleted || email == "a1@example.com" || hash != "" {
+		t.Fatalf("tombstone: email %q hash %q deleted %v, %v", email, hash, deleted, err)
+	}
+	if _, err := db.AccountByID(ctx, "a1"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("deleted account by id: %v", err)
+	}
+	if _, err := db.AccountByEmail(ctx, "a1@example.com"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("deleted account by email: %v", err)
+	}
+	if _, err := db.SessionByID(ctx, "s1"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("session of a deleted account: %v", err)
+	}
+	if res, _ := db.RotateRefresh(ctx, []byte("s1"), []byte("n"), time.Second, sessions.Client{}); res.Outcome != sessions.RefreshUnknown {
+		t.Fatalf("refresh of a deleted account: %v", res.Outcome)
+	}
+	if _, err := db.DeviceByID(ctx, "d1"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("device of a deleted account: %v", err)
+	}
+	if !slices.Contains(evicted, "account:a1") {
+		t.Fatalf("no revocation announced: %v", evicted)
+	}
+	if err := db.DeleteAccount(ctx, "a1"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+	if _, _, err := db.SetSubscription(ctx, "a1", "basic", clk.Now()); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("subscription of a deleted account: %v", err)
+	}
+	if _, err := db.SetDisabled(ctx, "a1", true, ""); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("disabling a deleted account: %v", err)
+	}
+	// The email and the referral code are free again.
+	if _, _, err := db.CreateAccount(ctx, newAccount("a2", "a1@example.com", "CODEa1")); err != nil {
+		t.Fatalf("sign up again: %v", err)
+	}
+}
+
+func testSessionClient(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
+	ctx := context.Background()
+	mustAccount(t, db, "a1")
+	start := clk.Now()
+	db.CreateSession(ctx, sessions.Session{ID: "s1", AccountID: "a1", CreatedAt: start, ExpiresAt: start.Add(time.Hour), UserAgent: "app/1", IP: "192.0.2.1"}, []byte("s1"))
+	clk.Advance(time.Minute)
+	db.CreateSession(ctx, sessions.Session{ID: "s2", AccountID: "a1", CreatedAt: clk.Now(), ExpiresAt: clk.Now().Add(time.Hour)}, []byte("s2"))
+	db.CreateSession(ctx, sessions.Session{ID: "s3", AccountID: "a1", CreatedAt: clk.Now(), ExpiresAt: clk.Now().Add(time.Minute)}, []byte("s3"))
+	clk.Advance(time.Minute)
+	if res, err := db.RotateRefresh(ctx, []byte("s1"), []byte("s1b"), time.Second, sessions.Client{UserAgent: "app/2", IP: "2001:db8::1"}); err != nil || res.Outcome != sessions.RefreshRotated {
+		t.Fatalf("rotate: %v, %v", res.Outcome, err)
+	}
+	live, err := db.LiveSessions(ctx, "a1")
+	if err != nil || len(live) != 2 || live[0].ID != "s2" || live[1].ID != "s1" {
+		t.Fatalf("live sessions %+v, %v", live, err)
+	}
+	if s := live[1]; s.UserAgent != "app/2" || s.IP != "2001:db8::1" || !s.LastUsedAt.Equal(clk.Now()) || !s.CreatedAt.Equal(start) {
+		t.Fatalf("s1 as seen: %+v", s)
+	}
+	if n, err := db.RevokeAccountSessions(ctx, "a1"); err != nil || n != 2 {
+		t.Fatalf("revoked %d, %v", n, err)
+	}
+	if live, _ := db.LiveSessions(ctx, "a1"); len(live) != 0 {
+		t.Fatalf("live after revoking all: %+v", live)
+	}
+}
+
+// Logins racing a disable: each either is refused or has its session
+// revoked by the disable, so none outlives it.
+func testDisableRacesLogins(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
+	ctx := context.Background()
+	mustAccount(t, db, "a1")
+	var wg sync.WaitGroup
+	errs := make([]error, 20)
+	for i := range errs {
+		wg.Go(func() {
+			id := fmt.Sprintf("s%02d", i)
+			err := db.CreateSession(ctx, sessions.Session{ID: id, AccountID: "a1", CreatedAt: clk.Now(), ExpiresAt: clk.Now().Add(time.Hour)}, []byte(id))
+			if err != nil && !errors.Is(err, sessions.ErrAccountClosed) {
+				errs[i] = err
+			}
+		})
+		if i == len(errs)/2 {
+			wg.Go(func() {
+				if _, err := db.SetDisabled(ctx, "a1", true, "race"); err != nil {
+					t.Errorf("disable: %v", err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if live, err := db.LiveSessions(ctx, "a1"); err != nil || len(live) != 0 {
+		t.Fatalf("sessions outlived the disable: %d, %v", len(live), err)
+	}
+}

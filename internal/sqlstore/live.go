@@ -1,0 +1,75 @@
+package sqlstore
+
+import (
+	"context"
+	"strings"
+
+	"github.com/herald-vpn/herald/internal/storage"
+)
+
+// liveChannel is the PostgreSQL channel on which live events (a
+// broadcast's progress, the bot's subscriber changes) reach every replica.
+const liveChannel = "herald_live"
+
+// livePayload is a NOTIFY payload: the sending process, the topic and the
+// event, one per line (a topic has no newline; an event may). The origin
+// lets a process skip its own events, which it delivered itself.
+func (db *DB) livePayload(topic string, data []byte) string {
+	return db.origin + "\n" + topic + "\n" + string(data)
+}
+
+// OnLive registers f to be told, in this process, of every live event a
+// transaction of this store commits (on PostgreSQL other processes learn
+// of them through WatchLive).
+func (db *DB) OnLive(f func(topic string, data []byte)) {
+	db.liveMu.Lock()
+	defer db.liveMu.Unlock()
+	db.onLive = append(db.onLive, f)
+}
+
+// Publish implements live.Bus: on PostgreSQL it sends the event to the
+// other processes by NOTIFY (payloads are small: PostgreSQL's limit is
+// 8000 bytes); SQLite is one process, so it does nothing.
+func (db *DB) Publish(ctx context.Context, topic string, data []byte) error {
+	if db.dialect != storage.Postgres {
+		return nil
+	}
+	_, err := db.conn().exec(ctx, `SELECT pg_notify('`+liveChannel+`', ?)`, db.livePayload(topic, data))
+	return err
+}
+
+// publish announces a live event when the transaction commits: to other
+// processes by NOTIFY (PostgreSQL delivers it at commit, not before), to
+// this one through OnLive.
+func (tx *Tx) publish(ctx context.Context, topic string, data []byte) error {
+	if tx.db.dialect == storage.Postgres {
+		if _, err := tx.q.exec(ctx, `SELECT pg_notify('`+liveChannel+`', ?)`, tx.db.livePayload(topic, data)); err != nil {
+			return err
+		}
+	}
+	tx.afterCommit = append(tx.afterCommit, func() {
+		tx.db.liveMu.Lock()
+		hooks := tx.db.onLive
+		tx.db.liveMu.Unlock()
+		for _, f := range hooks {
+			f(topic, data)
+		}
+	})
+	return nil
+}
+
+// WatchLive hands deliver every live event other processes publish, until
+// ctx ends; after a gap in which some may have been missed it calls
+// missed. On PostgreSQL it holds one connection in LISTEN (as
+// WatchRevocations does); SQLite returns at once.
+func (db *DB) WatchLive(ctx context.Context, deliver func(topic string, data []byte), missed func()) error {
+	return db.watchChannel(ctx, liveChannel, func(payload string) {
+		origin, rest, ok := strings.Cut(payload, "\n")
+		if !ok || origin == db.origin {
+			return
+		}
+		if topic, data, ok := strings.Cut(rest, "\n"); ok {
+			deliver(topic, []byte(data))
+		}
+	}, missed, func(bool) {})
+}

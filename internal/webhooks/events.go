@@ -1,0 +1,94 @@
+// Package webhooks owns Herald's outgoing webhooks, after the Standard
+// Webhooks specification: the catalogue of event types and their payload
+// {type, timestamp, data}, endpoints and their secrets, signing, the
+// address rules that keep Herald from calling into its own network, and
+// the delivery job with its retry schedule. Events are written by the
+// store in the transaction of the change that causes them (an outbox) and
+// delivered by River jobs inserted in that same transaction. The HTTP
+// sending itself is behind Sender (package webhooks/httpsend).
+package webhooks
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Event types, the catalogue an endpoint subscribes from.
+const (
+	UserCreated             = "user.created"
+	UserVerified            = "user.verified"
+	UserPasswordReset       = "user.password_reset"
+	UserDisabled            = "user.disabled"
+	UserDeleted             = "user.deleted"
+	UserSubscriptionChanged = "user.subscription_changed"
+	SessionReuseDetected    = "session.reuse_detected"
+	DeviceRegistered        = "device.registered"
+	DeviceRemoved           = "device.removed"
+	DeviceTokenInvalidated  = "device.token_invalidated"
+	BroadcastCompleted      = "notification.broadcast.completed"
+	BroadcastFailed         = "notification.broadcast.failed"
+	BroadcastCancelled      = "notification.broadcast.cancelled"
+	SubscriberSubscribed    = "messenger.subscriber.subscribed"
+	SubscriberUnsubscribed  = "messenger.subscriber.unsubscribed"
+	SubscriberBlocked       = "messenger.subscriber.blocked"
+
+	MessengerBroadcastCompleted = "messenger.broadcast.completed"
+	MessengerBroadcastFailed    = "messenger.broadcast.failed"
+	MessengerBroadcastCancelled = "messenger.broadcast.cancelled"
+
+	// Ping is the test event an operator sends to one endpoint; nobody
+	// subscribes to it.
+	Ping = "webhook.ping"
+)
+
+// Catalogue is every event type an endpoint can subscribe to, in
+// documentation order.
+var Catalogue = []string{
+	UserCreated, UserVerified, UserPasswordReset, UserDisabled, UserDeleted, UserSubscriptionChanged,
+	SessionReuseDetected,
+	DeviceRegistered, DeviceRemoved, DeviceTokenInvalidated,
+	BroadcastCompleted, BroadcastFailed, BroadcastCancelled,
+	SubscriberSubscribed, SubscriberUnsubscribed, SubscriberBlocked,
+	MessengerBroadcastCompleted, MessengerBroadcastFailed, MessengerBroadcastCancelled,
+}
+
+// Known reports whether t is in the catalogue.
+func Known(t string) bool { return slices.Contains(Catalogue, t) }
+
+// Event is one row of the outbox. Payload is the exact body every
+// delivery sends; ID is its webhook-id, the same on every attempt and
+// every endpoint, for receivers to dedupe on.
+type Event struct {
+	ID        string
+	Type      string
+	Payload   []byte
+	CreatedAt time.Time
+}
+
+// payload is the body of a delivery.
+type payload struct {
+	Type      string    `json:"type"`
+	Timestamp time.Time `json:"timestamp"`
+	Data      any       `json:"data"`
+}
+
+// NewEvent builds the event of type t that happened at `at`. data holds
+// ids and changed fields, never a password, code or token.
+func NewEvent(t string, at time.Time, data any) (Event, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return Event{}, err
+	}
+	if data == nil {
+		data = map[string]any{}
+	}
+	body, err := json.Marshal(payload{Type: t, Timestamp: at.UTC(), Data: data})
+	if err != nil {
+		return Event{}, fmt.Errorf("event %s: %w", t, err)
+	}
+	return Event{ID: "msg_" + id.String(), Type: t, Payload: body, CreatedAt: at.UTC()}, nil
+}

@@ -1,0 +1,313 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/storage"
+)
+
+// Endpoint is a receiver of events.
+type Endpoint struct {
+	ID          string
+	URL         string
+	Description string
+	EventTypes  []string
+	// Secret signs every delivery; PreviousSecret signs too until
+	// PreviousSecretUntil, after a rotation.
+	Secret              string
+	PreviousSecret      string
+	PreviousSecretUntil *time.Time
+	DisabledAt          *time.Time
+	DisabledReason      string
+	// FailingSince is the first failed attempt since the last success.
+	FailingSince *time.Time
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// Wants reports whether the endpoint subscribes to event type t.
+func (e Endpoint) Wants(t string) bool { return slices.Contains(e.EventTypes, t) }
+
+// Enabled reports whether the endpoint receives deliveries.
+func (e Endpoint) Enabled() bool { return e.DisabledAt == nil }
+
+// SigningSecrets are the secrets that sign a delivery at now.
+func (e Endpoint) SigningSecrets(now time.Time) []string {
+	if e.PreviousSecret != "" && e.PreviousSecretUntil != nil && now.Before(*e.PreviousSecretUntil) {
+		return []string{e.Secret, e.PreviousSecret}
+	}
+	return []string{e.Secret}
+}
+
+// Attempt is one delivery attempt of an event to an endpoint.
+type Attempt struct {
+	ID         string
+	EndpointID string
+	EventID    string
+	EventType  string
+	Attempt    int
+	// StatusCode is the receiver's answer; 0 when there was none.
+	StatusCode int
+	Duration   time.Duration
+	Error      string
+	CreatedAt  time.Time
+}
+
+// Succeeded reports whether the attempt got a 2xx.
+func (a Attempt) Succeeded() bool { return a.StatusCode >= 200 && a.StatusCode < 300 }
+
+// Store is the persistence of webhooks; sqlstore implements it. Each
+// method returns storage.ErrNotFound for an unknown endpoint or event.
+type Store interface {
+	CreateWebhookEndpoint(ctx context.Context, e Endpoint) error
+	WebhookEndpoint(ctx context.Context, id string) (Endpoint, error)
+	ListWebhookEndpoints(ctx context.Context) ([]Endpoint, error)
+	DeleteWebhookEndpoint(ctx context.Context, id string) error
+	// RotateWebhookSecret makes secret current and the old one previous
+	// until previousUntil.
+	RotateWebhookSecret(ctx context.Context, id, secret string, previousUntil time.Time) (Endpoint, error)
+	// SetWebhookEndpointDisabled disables (with a reason) or enables the
+	// endpoint; enabling forgets FailingSince.
+	SetWebhookEndpointDisabled(ctx context.Context, id string, disabled bool, reason string) (Endpoint, error)
+	WebhookEvent(ctx context.Context, id string) (Event, error)
+	// WebhookAttempts lists an endpoint's attempts, newest first, those
+	// before the attempt id beforeID ("" from the newest).
+	WebhookAttempts(ctx context.Context, endpointID, beforeID string, limit int) ([]Attempt, error)
+	// RecordWebhookAttempt stores an attempt and moves the endpoint's
+	// FailingSince (cleared by a success, set by a first failure); it
+	// returns FailingSince after the attempt.
+	RecordWebhookAttempt(ctx context.Context, a Attempt) (*time.Time, error)
+	// EnqueueWebhookDelivery inserts a delivery job of an existing event
+	// to an existing endpoint.
+	EnqueueWebhookDelivery(ctx context.Context, endpointID, eventID string) error
+	// SendWebhookEvent writes ev and its delivery job to this one
+	// endpoint, in one transaction.
+	SendWebhookEvent(ctx context.Context, endpointID string, ev Event) error
+}
+
+// Config configures the service.
+type Config struct {
+	// AllowInsecure admits http:// endpoints (HERALD_WEBHOOKS_ALLOW_INSECURE).
+	AllowInsecure bool
+	// AllowPrivate admits endpoints on loopback, private, link-local and
+	// metadata addresses (HERALD_WEBHOOKS_ALLOW_PRIVATE).
+	AllowPrivate bool
+	// Schedule is the wait before each retry; its length is the number of
+	// retries (HERALD_WEBHOOKS_RETRY_SCHEDULE). Default DefaultSchedule.
+	Schedule []time.Duration
+	// DisableAfter disables an endpoint that has failed every attempt for
+	// this long. Default 5 days.
+	DisableAfter time.Duration
+	// RotationOverlap is how long the previous secret still signs after a
+	// rotation. Default 24 h.
+	RotationOverlap time.Duration
+	// Resolver resolves endpoint hosts at registration (net.DefaultResolver).
+	Resolver Resolver
+	Logger   *slog.Logger
+	Now      func() time.Time
+	// Outcome, when set, is told each attempt's outcome (metrics).
+	Outcome func(outcome string)
+}
+
+// DefaultSchedule spreads retries over about three days.
+var DefaultSchedule = []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour}
+
+// Delivery outcomes, the outcome label of herald_webhook_deliveries_total.
+const (
+	OutcomeSuccess  = "success"
+	OutcomeRetry    = "retry"    // failed, will be tried again
+	OutcomeFailed   = "failed"   // failed, the last attempt
+	OutcomeDisabled = "disabled" // failed, and the endpoint is now disabled
+)
+
+// Limits of what an endpoint may be created with.
+const (
+	MaxDescription = 500
+	MaxPageSize    = 100
+	// DefaultPageSize is a deliveries page when first is not given.
+	DefaultPageSize = 20
+)
+
+// Service is the webhook rules over a store.
+type Service struct {
+	store  Store
+	sender Sender
+	cfg    Config
+}
+
+// NewService returns the service; sender delivers (it may be nil for the
+// operator commands, which never deliver).
+func NewService(store Store, sender Sender, cfg Config) *Service {
+	if cfg.Schedule == nil {
+		cfg.Schedule = DefaultSchedule
+	}
+	if cfg.DisableAfter <= 0 {
+		cfg.DisableAfter = 5 * 24 * time.Hour
+	}
+	if cfg.RotationOverlap <= 0 {
+		cfg.RotationOverlap = 24 * time.Hour
+	}
+	if cfg.Resolver == nil {
+		cfg.Resolver = net.DefaultResolver
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = func() time.Time { return time.Now().UTC() }
+	}
+	if cfg.Outcome == nil {
+		cfg.Outcome = func(string) {}
+	}
+	return &Service{store: store, sender: sender, cfg: cfg}
+}
+
+// NewEndpoint is what an operator registers.
+type NewEndpoint struct {
+	URL         string
+	Description string
+	EventTypes  []string
+}
+
+// notFound maps a store's ErrNotFound to WEBHOOK_NOT_FOUND.
+func notFound(err error) error {
+	if errors.Is(err, storage.ErrNotFound) {
+		return apperr.New(apperr.WebhookNotFound)
+	}
+	return err
+}
+
+// checkURL validates the URL and, unless private addresses are allowed,
+// where its host resolves.
+func (s *Service) checkURL(ctx context.Context, raw string) error {
+	u, err := ValidateURL(raw, s.cfg.AllowInsecure)
+	if err != nil {
+		return err
+	}
+	if s.cfg.AllowPrivate {
+		return nil
+	}
+	return CheckHost(ctx, s.cfg.Resolver, u.Hostname())
+}
+
+// Create registers an endpoint and returns it with its secret, which is
+// shown this once.
+func (s *Service) Create(ctx context.Context, n NewEndpoint) (Endpoint, error) {
+	if err := s.checkURL(ctx, n.URL); err != nil {
+		return Endpoint{}, err
+	}
+	if !utf8.ValidString(n.Description) || utf8.RuneCountInString(n.Description) > MaxDescription {
+		return Endpoint{}, apperr.Invalid("description", "at most 500 characters", "a longer text")
+	}
+	if len(n.EventTypes) == 0 {
+		return Endpoint{}, apperr.Invalid("eventTypes", "at least one event type", "none")
+	}
+	var types []string
+	for _, t := range n.EventTypes {
+		if !Known(t) {
+			return Endpoint{}, apperr.Invalid("eventTypes", "event types of the catalogue", t)
+		}
+		if !slices.Contains(types, t) {
+			types = append(types, t)
+		}
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return Endpoint{}, err
+	}
+	secret, err := NewSecret()
+	if err != nil {
+		return Endpoint{}, err
+	}
+	now := s.cfg.Now().UTC()
+	e := Endpoint{ID: "ep_" + id.String(), URL: n.URL, Description: n.Description, EventTypes: types, Secret: secret, CreatedAt: now, UpdatedAt: now}
+	if err := s.store.CreateWebhookEndpoint(ctx, e); err != nil {
+		return Endpoint{}, err
+	}
+	return e, nil
+}
+
+// Endpoint returns one endpoint.
+func (s *Service) Endpoint(ctx context.Context, id string) (Endpoint, error) {
+	e, err := s.store.WebhookEndpoint(ctx, id)
+	return e, notFound(err)
+}
+
+// List returns every endpoint, oldest first.
+func (s *Service) List(ctx context.Context) ([]Endpoint, error) {
+	return s.store.ListWebhookEndpoints(ctx)
+}
+
+// Delete removes an endpoint; its pending deliveries are dropped.
+func (s *Service) Delete(ctx context.Context, id string) error {
+	return notFound(s.store.DeleteWebhookEndpoint(ctx, id))
+}
+
+// RotateSecret gives the endpoint a new secret, returned this once; the
+// old one goes on signing beside it for RotationOverlap.
+func (s *Service) RotateSecret(ctx context.Context, id string) (Endpoint, error) {
+	secret, err := NewSecret()
+	if err != nil {
+		return Endpoint{}, err
+	}
+	e, err := s.store.RotateWebhookSecret(ctx, id, secret, s.cfg.Now().Add(s.cfg.RotationOverlap))
+	return e, notFound(err)
+}
+
+// SetEnabled enables or disables an endpoint.
+func (s *Service) SetEnabled(ctx context.Context, id string, enabled bool) (Endpoint, error) {
+	e, err := s.store.SetWebhookEndpointDisabled(ctx, id, !enabled, "disabled by an operator")
+	return e, notFound(err)
+}
+
+// Deliveries is a page of an endpoint's attempts, newest first, after the
+// cursor (an attempt id); more reports whether another page follows.
+func (s *Service) Deliveries(ctx context.Context, endpointID string, first int, after string) (page []Attempt, more bool, err error) {
+	if first == 0 {
+		first = DefaultPageSize
+	}
+	if first < 0 || first > MaxPageSize {
+		return nil, false, apperr.Invalid("first", "between 1 and 100", "out of range")
+	}
+	if _, err := s.Endpoint(ctx, endpointID); err != nil {
+		return nil, false, err
+	}
+	list, err := s.store.WebhookAttempts(ctx, endpointID, after, first+1)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(list) > first {
+		return list[:first], true, nil
+	}
+	return list, false, nil
+}
+
+// Redeliver sends an event to an endpoint again, as a new delivery with
+// its own retries. The event keeps its webhook-id.
+func (s *Service) Redeliver(ctx context.Context, endpointID, eventID string) error {
+	if _, err := s.Endpoint(ctx, endpointID); err != nil {
+		return err
+	}
+	err := s.store.EnqueueWebhookDelivery(ctx, endpointID, eventID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return apperr.New(apperr.WebhookEventNotFound)
+	}
+	return err
+}
+
+// Ping sends a webhook.ping event to one endpoint and returns it.
+func (s *Service) Ping(ctx context.Context, endpointID string) (Event, error) {
+	ev, err := NewEvent(Ping, s.cfg.Now(), map[string]any{"endpointId": endpointID})
+	if err != nil {
+		return Event{}, err
+	}
+	return ev, notFound(s.store.SendWebhookEvent(ctx, endpointID, ev))
+}

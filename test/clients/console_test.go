@@ -1,0 +1,84 @@
+package clients
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// consoleShotNames are the pages TestConsole photographs.
+var consoleShotNames = []string{"overview", "users", "user", "broadcasts"}
+
+// TestConsole drives the operator console (/console/) in headless
+// Chromium (console_browser.mjs): sign-in refused to a non-admin and
+// granted to an admin; a user found, their plan changed in the page, their
+// sessions ended, the account disabled and enabled, each read back through
+// the API; a broadcast composed (a bad data field refused before any
+// request), sent to the imported devices and followed live to 100%, its
+// counters compared with the job's; an API refusal shown with its code; a
+// scheduled broadcast cancelled; an account deleted; sign-out, after which
+// the session's refresh token is refused. Every page is also laid out at
+// 390 px, and any Content Security Policy violation or uncaught error
+// fails the test. Pushes go to the development provider (no FCM or APNs
+// configured), paced so that a broadcast lasts a few seconds.
+func TestConsole(t *testing.T) {
+	needNode(t)
+	needChromium(t)
+	const (
+		android = 240
+		ios     = 60
+	)
+	s := startServer(t, map[string]string{
+		"HERALD_PUSH_RATE":            "80", // 241 android devices: about three seconds
+		"HERALD_PUSH_BATCH_SIZE":      "25",
+		"HERALD_RATE_LIMIT_GLOBAL":    "5000", // the browser and this test share one address
+		"HERALD_RATE_LIMIT_AUTH":      "200",
+		"HERALD_RATE_LIMIT_PROTECTED": "5000",
+	})
+	admin := s.adminToken(t, "ops@example.com")
+	s.userToken(t, "ann@example.com") // not an admin: refused by the console
+	s.userToken(t, "fleet@example.com")
+	s.userToken(t, "gone@example.com") // deleted in the page
+	var rows strings.Builder
+	for i := range android + ios {
+		platform := "android"
+		if i >= android {
+			platform = "ios"
+		}
+		fmt.Fprintf(&rows, `{"email":"fleet@example.com","platform":%q,"pushToken":"console-%04d","name":"Fleet %d"}`+"\n", platform, i, i)
+	}
+	rows.WriteString(`{"email":"ann@example.com","platform":"android","pushToken":"ann-pixel","name":"Ann's Pixel"}` + "\n")
+	rows.WriteString(`{"email":"ann@example.com","platform":"ios","pushToken":"ann-iphone","name":"Ann's iPhone"}` + "\n")
+	if out := s.cli(t, rows.String(), "devices", "import", "--file", "-"); !strings.Contains(out, fmt.Sprintf("imported %d,", android+ios+2)) {
+		t.Fatalf("devices import: %s", out)
+	}
+
+	// Screenshots go to $HERALD_CONSOLE_SCREENSHOTS when set (docs/console
+	// holds the README's), to a temporary directory otherwise, so that a
+	// test run leaves the tree as it was.
+	shots := os.Getenv("HERALD_CONSOLE_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	} else if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shots, _ = filepath.Abs(shots)
+	out := runNode(t, s, "console_browser.mjs", map[string]string{
+		"CHROMIUM":       chromiumPath,
+		"ADMIN_EMAIL":    "ops@example.com",
+		"ADMIN_TOKEN":    admin,
+		"USER_EMAIL":     "ann@example.com",
+		"GONE_EMAIL":     "gone@example.com",
+		"PASSWORD":       password,
+		"ANDROID_COUNT":  fmt.Sprint(android + 1), // the fleet's and Ann's Pixel
+		"SCREENSHOT_DIR": shots,
+	})
+	t.Logf("console_browser.mjs:\n%s", out)
+	for _, name := range consoleShotNames {
+		if st, err := os.Stat(filepath.Join(shots, name+".png")); err != nil || st.Size() == 0 {
+			t.Errorf("screenshot %s.png: %v", name, err)
+		}
+	}
+}
