@@ -28,7 +28,7 @@ const sessionKeep = 48 * time.Hour
 // day ago, lapsed send leases and Telegram update ids processed more than
 // messenger.UpdateRetention ago (Telegram keeps an undelivered update for
 // at most 24 hours, so a replay older than that cannot happen), expired
-// Telegram link tokens, and
+// Telegram link tokens expired for a day, and
 // idempotency keys older than their window.
 func (db *DB) Prune(ctx context.Context, deliveriesBefore time.Time) (Pruned, error) {
 	var p Pruned
@@ -46,7 +46,9 @@ func (db *DB) Prune(ctx context.Context, deliveriesBefore time.Time) (Pruned, er
 			{&p.Leases, `DELETE FROM code_send_leases WHERE locked_until < ?`, []any{tx.now}},
 			{&p.IdempotencyKeys, `DELETE FROM idempotency_keys WHERE created_at < ?`, []any{tx.now.Add(-idempotency.Window)}},
 			{&p.TelegramUpdates, `DELETE FROM telegram_updates WHERE processed_at < ?`, []any{tx.now.Add(-messenger.UpdateRetention)}},
-			{new(int64), `DELETE FROM telegram_link_tokens WHERE expires_at < ?`, []any{tx.now}},
+			// Expired link tokens stay a day so the bot can still say "expired"
+			// rather than "unknown" to someone who opens an old link.
+			{new(int64), `DELETE FROM telegram_link_tokens WHERE expires_at < ?`, []any{tx.now.Add(-24 * time.Hour)}},
 			{new(int64), `DELETE FROM webhook_attempts WHERE created_at < ?`, []any{tx.now.Add(-webhookKeep)}},
 			{&p.WebhookEvents, `DELETE FROM webhook_events WHERE created_at < ?`, []any{tx.now.Add(-webhookKeep)}},
 		}

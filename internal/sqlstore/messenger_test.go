@@ -368,13 +368,22 @@ func testLinkTokens(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 			t.Fatalf("step %d: linked chat %q, want %q", i, got, st.wantLinked)
 		}
 	}
-	// Pruning forgets tokens past their expiry; an unknown one links nothing.
-	clk.Set(start.Add(time.Hour))
-	if _, err := db.Prune(ctx, start); err != nil {
-		t.Fatal(err)
-	}
-	if out := linkStart(t, db, 10, 8, "fresh"); out.Link != messenger.LinkNotFound {
-		t.Fatalf("pruned token: %+v", out)
+	// Pruning keeps an expired token for a day, so an old link is still
+	// answered "expired"; then it forgets it, and it links nothing.
+	for i, st := range []struct {
+		at   time.Duration
+		want messenger.LinkResult
+	}{
+		{time.Hour, messenger.LinkExpired},
+		{15*time.Minute + 25*time.Hour, messenger.LinkNotFound},
+	} {
+		clk.Set(start.Add(st.at))
+		if _, err := db.Prune(ctx, start); err != nil {
+			t.Fatal(err)
+		}
+		if out := linkStart(t, db, int64(10+i), 8, "stale"); out.Link != st.want {
+			t.Fatalf("stale token after pruning at +%v: %+v, want %q", st.at, out, st.want)
+		}
 	}
 }
 
