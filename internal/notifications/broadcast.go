@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -145,50 +144,72 @@ func (e *fatalError) Error() string { return "fatal push error: " + e.err.Error(
 
 func (s *Service) leaseUntil() time.Time { return s.cfg.Now().Add(s.cfg.LeaseTTL) }
 
-// source hands out claimed batches: nil claims and done true at the end.
-type source func(ctx context.Context) (claims []Claim, done bool, err error)
+// source hands out claimed pages: nil claims and done true at the end. A
+// page of devices without delivery rows (the walk, and its resumption)
+// comes with its batch; a page of delivery rows taken up again has none.
+type source func(ctx context.Context) (claims []Claim, b *batch, done bool, err error)
 
-// all runs the three passes: deliveries left unresolved by earlier runs,
-// the walk over the devices, and a last try of transient failures.
+// all runs the four passes: deliveries left unresolved by earlier runs,
+// devices the walk claimed whose outcome is unknown, the walk over the
+// devices, and a last try of transient failures.
 func (r *run) all(ctx context.Context) error {
-	if err := r.pipeline(ctx, r.reclaim(false), false); err != nil {
-		return err
+	for _, p := range []struct {
+		next  source
+		final bool
+	}{{r.reclaim(false), false}, {r.resume(), false}, {r.walk(), false}, {r.reclaim(true), true}} {
+		if err := r.pipeline(ctx, p.next, p.final); err != nil {
+			return err
+		}
 	}
-	if err := r.pipeline(ctx, r.walk(), false); err != nil {
-		return err
-	}
-	return r.pipeline(ctx, r.reclaim(true), true)
+	return nil
 }
 
 // walk claims the next batch of recipients after the job's cursor.
 func (r *run) walk() source {
-	return func(ctx context.Context) ([]Claim, bool, error) {
+	return func(ctx context.Context) ([]Claim, *batch, bool, error) {
 		c, err := r.s.store.ClaimNextBatch(ctx, r.id, r.owner, r.s.cfg.BatchSize, r.s.leaseUntil())
 		switch {
 		case err != nil:
-			return nil, false, err
+			return nil, nil, false, err
 		case c.Stop:
-			return nil, false, errStopped
+			return nil, nil, false, errStopped
 		}
-		return c.Claims, c.Done, nil
+		return c.Claims, newBatch(c), c.Done, nil
+	}
+}
+
+// resume takes up, page by page, the devices earlier runs claimed in the
+// walk without writing their outcome.
+func (r *run) resume() source {
+	after := ""
+	return func(ctx context.Context) ([]Claim, *batch, bool, error) {
+		c, err := r.s.store.ResumeWalk(ctx, r.id, r.owner, after, r.s.cfg.BatchSize, r.s.leaseUntil())
+		switch {
+		case err != nil:
+			return nil, nil, false, err
+		case c.Stop:
+			return nil, nil, false, errStopped
+		}
+		after = c.Last
+		return c.Claims, newBatch(c), c.Done, nil
 	}
 }
 
 // reclaim takes up unresolved deliveries page by page.
 func (r *run) reclaim(retriesOnly bool) source {
 	after := ""
-	return func(ctx context.Context) ([]Claim, bool, error) {
+	return func(ctx context.Context) ([]Claim, *batch, bool, error) {
 		c, err := r.s.store.ReclaimDeliveries(ctx, r.id, r.owner, retriesOnly, after, r.s.cfg.BatchSize, r.s.leaseUntil())
 		switch {
 		case err != nil:
-			return nil, false, err
+			return nil, nil, false, err
 		case c.Stop:
-			return nil, false, errStopped
+			return nil, nil, false, errStopped
 		case c.Last == "":
-			return nil, true, nil
+			return nil, nil, true, nil
 		}
 		after = c.Last
-		return c.Claims, false, nil
+		return c.Claims, nil, false, nil
 	}
 }
 
@@ -218,11 +239,12 @@ func (r *run) pipeline(ctx context.Context, next source, final bool) error {
 	// never wait for a claim, and the claim (which checks the job is still
 	// this run's and running) is made late enough that a cancel stops the
 	// broadcast between batches.
-	work := make(chan Claim)
+	work := make(chan item)
 	feedErr := make(chan error, 1)
+	batches := &batchQueue{}
 	go func() {
 		defer close(work)
-		feedErr <- r.feed(ctx, next, work, abort)
+		feedErr <- r.feed(ctx, next, work, batches, abort)
 	}()
 
 	// Sends in flight when the worker is stopped get StopGrace to finish,
@@ -244,20 +266,21 @@ func (r *run) pipeline(ctx context.Context, next source, final bool) error {
 	var wg sync.WaitGroup
 	for range cfg.Concurrency {
 		wg.Go(func() {
-			for c := range work {
+			for it := range work {
 				if stopped() {
 					continue // claimed, never sent: a later run takes it up
 				}
 				sctx, cancel := context.WithTimeout(sendCtx, cfg.SendTimeout)
-				err := push.SendWithRetry(sctx, r.s.provider, push.Target{Platform: c.Platform, Token: c.Token}, r.n, cfg.BroadcastRetry)
+				err := push.SendWithRetry(sctx, r.s.provider, push.Target{Platform: it.c.Platform, Token: it.c.Token}, r.n, cfg.BroadcastRetry)
 				cancel()
-				results <- result{c, err}
+				results <- result{it, err}
 			}
 		})
 	}
 	go func() { wg.Wait(); close(sendersDone); close(results) }()
 
-	rec := &recorder{r: r, bg: context.WithoutCancel(ctx), done: make(chan writeResult, 1), lastWrite: time.Now()}
+	rec := &recorder{r: r, bg: context.WithoutCancel(ctx), done: make(chan writeResult, 1), lastWrite: time.Now(),
+		batches: batches, hold: min(cfg.LeaseTTL/4, time.Second)}
 	downAfter := max(2*cfg.Concurrency, 10)
 	consecutive := 0 // transient failures in a row
 	var firstErr error
@@ -267,16 +290,17 @@ func (r *run) pipeline(ctx context.Context, next source, final bool) error {
 			stop()
 		}
 	}
-	tick := time.NewTicker(max(cfg.LeaseTTL/4, 10*time.Millisecond))
+	tick := time.NewTicker(max(min(cfg.LeaseTTL/4, rec.hold/2), 10*time.Millisecond))
 	defer tick.Stop()
-	// Outcomes wait while a write is out; past maxPending of them the loop
-	// stops taking results, so the senders wait for the database instead
-	// of piling up outcomes (memory, and sends a crash would repeat).
-	maxPending := 2 * cfg.FlushSize
+	// Outcomes wait while a write is out, and held ones wait for their
+	// batch; past maxPending of them the loop stops taking results, so the
+	// senders wait for the database instead of piling up outcomes (memory,
+	// and sends a crash would repeat).
+	maxPending := 2*cfg.FlushSize + 2*cfg.BatchSize
 	open := true
-	for open || rec.writing {
+	for open || rec.writing || rec.waiting() {
 		taking := results
-		if rec.writing && len(rec.pending) >= maxPending {
+		if rec.writing && rec.pending() >= maxPending {
 			taking = nil
 		}
 		select {
@@ -290,7 +314,7 @@ func (r *run) pipeline(ctx context.Context, next source, final bool) error {
 			if !known {
 				continue
 			}
-			rec.add(o)
+			rec.add(o, res.b)
 			if r.s.cfg.Delivered != nil {
 				r.s.cfg.Delivered(o.Status)
 			}
@@ -319,7 +343,7 @@ func (r *run) pipeline(ctx context.Context, next source, final bool) error {
 			}
 		}
 		if !rec.writing {
-			rec.flush()
+			rec.flush(!open)
 		}
 	}
 	// Every outcome is written. A claim error counts unless the pipeline
@@ -333,18 +357,26 @@ func (r *run) pipeline(ctx context.Context, next source, final bool) error {
 	return ctx.Err()
 }
 
+// item is one claim handed to a sender, with the batch it belongs to.
+type item struct {
+	c Claim
+	b *batch // nil for a delivery row taken up again
+}
+
 // feed hands claims from next to work until next is done, the slice is
 // over (errSliceDone), a claim fails, or abort. It starts claiming the next
 // batch when Concurrency claims (at most half a batch) of the current one
-// are left, and never leaves a claim running behind it.
-func (r *run) feed(ctx context.Context, next source, work chan<- Claim, abort <-chan struct{}) error {
-	type batch struct {
+// are left, and never leaves a claim running behind it. Each batch joins
+// batches, in claim order, before its first claim is handed out.
+func (r *run) feed(ctx context.Context, next source, work chan<- item, batches *batchQueue, abort <-chan struct{}) error {
+	type page struct {
 		claims []Claim
+		b      *batch
 		done   bool
 		err    error
 	}
 	lookahead := min(r.s.cfg.Concurrency, r.s.cfg.BatchSize/2)
-	claimed := make(chan batch, 1)
+	claimed := make(chan page, 1)
 	claiming, done, sliceOver := false, false, false
 	claim := func() {
 		if sliceOver = r.s.cfg.Now().After(r.sliceEnd); sliceOver {
@@ -352,20 +384,21 @@ func (r *run) feed(ctx context.Context, next source, work chan<- Claim, abort <-
 		}
 		claiming = true
 		go func() {
-			c, d, err := next(ctx)
-			claimed <- batch{c, d, err}
+			c, b, d, err := next(ctx)
+			claimed <- page{c, b, d, err}
 		}()
 	}
 	// finish waits for a claim in flight, so that none outlives the run.
 	finish := func(err error) error {
 		if claiming {
-			if b := <-claimed; b.err != nil && err == nil {
-				err = b.err
+			if p := <-claimed; p.err != nil && err == nil {
+				err = p.err
 			}
 		}
 		return err
 	}
 	var cur []Claim
+	var curBatch *batch
 	claim()
 	for {
 		if len(cur) == 0 {
@@ -375,17 +408,18 @@ func (r *run) feed(ctx context.Context, next source, work chan<- Claim, abort <-
 				}
 				return nil
 			}
-			var b batch
+			var p page
 			select {
-			case b = <-claimed:
+			case p = <-claimed:
 				claiming = false
 			case <-abort:
 				return finish(nil)
 			}
-			if b.err != nil {
-				return b.err
+			if p.err != nil {
+				return p.err
 			}
-			cur, done = b.claims, b.done
+			cur, curBatch, done = p.claims, p.b, p.done
+			batches.push(curBatch)
 			if len(cur) == 0 && !done {
 				claim() // every device of that page had a delivery already
 			}
@@ -395,7 +429,7 @@ func (r *run) feed(ctx context.Context, next source, work chan<- Claim, abort <-
 			claim()
 		}
 		select {
-		case work <- cur[0]:
+		case work <- item{cur[0], curBatch}:
 			cur = cur[1:]
 		case <-abort:
 			return finish(nil)
@@ -403,12 +437,56 @@ func (r *run) feed(ctx context.Context, next source, work chan<- Claim, abort <-
 	}
 }
 
+// batch is a page of devices the walk claimed without a delivery row. Its
+// outcomes are held until all are known; a batch whose every outcome is
+// known, and every batch before it, settles: its failures are written as
+// rows, its successful sends only counted, and the job's settled cursor
+// moves to its last device. Outcomes held longer than the recorder's hold
+// (a slow send keeping the batch open) are written as rows, and so are
+// the batch's later ones, so that what is known is written soon.
+type batch struct {
+	last  string // the last device of the page (the walk's cursor for resume's last page)
+	size  int
+	got   int       // outcomes known
+	held  []Outcome // known, not yet written
+	since time.Time // when the oldest held outcome arrived
+	rowed bool      // outcomes go out as rows
+}
+
+// newBatch is the batch of a claimed page; nil when it has nothing to
+// settle.
+func newBatch(c Claims) *batch {
+	if c.Last == "" {
+		return nil
+	}
+	return &batch{last: c.Last, size: len(c.Claims)}
+}
+
+// batchQueue is the batches not yet settled, in claim order: the feeder
+// adds, the recorder settles from the front.
+type batchQueue struct {
+	mu   sync.Mutex
+	list []*batch
+}
+
+func (q *batchQueue) push(b *batch) {
+	if b == nil {
+		return
+	}
+	q.mu.Lock()
+	q.list = append(q.list, b)
+	q.mu.Unlock()
+}
+
 // recorder writes outcomes with one write in flight at a time; outcomes
 // that arrive meanwhile collect for the next write.
 type recorder struct {
 	r         *run
 	bg        context.Context
-	pending   []Outcome
+	batches   *batchQueue
+	hold      time.Duration // the longest an outcome is held for its batch
+	rows      []Outcome     // to write as rows
+	heldN     int           // outcomes held in batches
 	writing   bool
 	renew     bool // write even with nothing pending, to renew the lease
 	done      chan writeResult
@@ -420,28 +498,82 @@ type writeResult struct {
 	err  error
 }
 
-func (w *recorder) add(o Outcome) { w.pending = append(w.pending, o) }
+// add takes a known outcome of a claim of batch b (nil for a delivery row).
+func (w *recorder) add(o Outcome, b *batch) {
+	if b == nil || b.rowed {
+		w.rows = append(w.rows, o)
+	} else {
+		if len(b.held) == 0 {
+			b.since = time.Now()
+		}
+		b.held = append(b.held, o)
+		w.heldN++
+	}
+	if b != nil {
+		b.got++
+	}
+}
 
-// flush starts a write of what is pending (at most FlushSize outcomes),
-// or of nothing when the lease needs renewing.
-func (w *recorder) flush() {
-	if len(w.pending) == 0 && !w.renew {
+// pending counts the outcomes not yet written.
+func (w *recorder) pending() int { return len(w.rows) + w.heldN }
+
+// waiting reports whether anything is left to write.
+func (w *recorder) waiting() bool {
+	if len(w.rows) > 0 || w.heldN > 0 {
+		return true
+	}
+	w.batches.mu.Lock()
+	defer w.batches.mu.Unlock()
+	return len(w.batches.list) > 0 && w.batches.list[0].got == w.batches.list[0].size
+}
+
+// flush starts a write of the batches that settle, the outcomes held too
+// long (every held one when final: the pipeline is over) and the rows, or
+// of nothing when the lease needs renewing.
+func (w *recorder) flush(final bool) {
+	var rec Record
+	now := time.Now()
+	w.batches.mu.Lock()
+	for len(w.batches.list) > 0 && w.batches.list[0].got == w.batches.list[0].size {
+		b := w.batches.list[0]
+		w.batches.list = w.batches.list[1:]
+		for _, o := range b.held {
+			if o.Status == DeliverySent {
+				rec.Sent++
+			} else {
+				rec.Outcomes = append(rec.Outcomes, o)
+			}
+		}
+		w.heldN -= len(b.held)
+		rec.Settled = b.last
+	}
+	for _, b := range w.batches.list {
+		if len(b.held) > 0 && (final || now.Sub(b.since) >= w.hold) {
+			w.rows = append(w.rows, b.held...)
+			w.heldN -= len(b.held)
+			b.held, b.rowed = nil, true
+		}
+	}
+	if final {
+		w.batches.list = nil // unsettled: a later run resumes them
+	}
+	w.batches.mu.Unlock()
+	rec.Outcomes = append(rec.Outcomes, w.rows...)
+	w.rows = w.rows[:0]
+	if len(rec.Outcomes) == 0 && rec.Sent == 0 && rec.Settled == "" && !w.renew {
 		return
 	}
-	n := min(len(w.pending), w.r.s.cfg.FlushSize)
-	group := slices.Clone(w.pending[:n])
-	w.pending = append(w.pending[:0], w.pending[n:]...)
-	w.writing, w.renew, w.lastWrite = true, false, time.Now()
+	w.writing, w.renew, w.lastWrite = true, false, now
 	go func() {
-		// A lost write would leave sent messages claimed, to be sent again
+		// A lost write would leave sent messages unknown, to be sent again
 		// by the next run: try a few times before giving up.
 		var res writeResult
 		for attempt := range 3 {
 			if attempt > 0 {
 				time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
 			}
-			if res.kept, res.err = w.r.s.store.RecordDeliveries(w.bg, w.r.id, w.r.owner, group, w.r.s.leaseUntil()); res.err == nil {
-				if len(group) > 0 {
+			if res.kept, res.err = w.r.s.store.RecordDeliveries(w.bg, w.r.id, w.r.owner, rec, w.r.s.leaseUntil()); res.err == nil {
+				if len(rec.Outcomes) > 0 || rec.Sent > 0 {
 					w.r.s.progress.Changed(w.r.id, false)
 				}
 				break
@@ -452,7 +584,7 @@ func (w *recorder) flush() {
 }
 
 type result struct {
-	c   Claim
+	item
 	err error
 }
 

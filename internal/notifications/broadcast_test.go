@@ -251,7 +251,7 @@ func TestBroadcastResumesAfterCrash(t *testing.T) {
 			}
 			outcomes = append(outcomes, notifications.Outcome{DeviceID: c.DeviceID, Token: c.Token, Status: "sent"})
 		}
-		if _, err := e.db.RecordDeliveries(ctx, job.ID, "dead", outcomes, until); err != nil {
+		if _, err := e.db.RecordDeliveries(ctx, job.ID, "dead", notifications.Record{Outcomes: outcomes}, until); err != nil {
 			t.Fatal(err)
 		}
 		if second, err := e.db.ClaimNextBatch(ctx, job.ID, "dead", 100, until); err != nil || len(second.Claims) != 100 {

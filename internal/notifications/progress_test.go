@@ -141,7 +141,7 @@ func BenchmarkProgressLatency(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		c := claims.Claims[i]
-		if _, err := e.db.RecordDeliveries(ctx, job.ID, "bench", []notifications.Outcome{{DeviceID: c.DeviceID, Token: c.Token, Status: notifications.DeliverySent}}, until); err != nil {
+		if _, err := e.db.RecordDeliveries(ctx, job.ID, "bench", notifications.Record{Outcomes: []notifications.Outcome{{DeviceID: c.DeviceID, Token: c.Token, Status: notifications.DeliverySent}}}, until); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()

@@ -113,6 +113,19 @@ type Claims struct {
 	Stop bool
 }
 
+// Record is one write of a broadcast's outcomes.
+type Record struct {
+	// Outcomes are written as delivery rows.
+	Outcomes []Outcome
+	// Sent counts successful sends written without a row: devices of the
+	// batches this write settles.
+	Sent int
+	// Settled moves the job's settled cursor: every device the walk
+	// claimed up to it has its outcome written (as a row, or counted in
+	// Sent now or before). "" leaves it.
+	Settled string
+}
+
 // Outcome is the result of one claimed send.
 type Outcome struct {
 	DeviceID string
@@ -169,13 +182,27 @@ type Store interface {
 	ReclaimDeliveries(ctx context.Context, id, owner string, retriesOnly bool, after string, limit int, until time.Time) (Claims, error)
 	// ClaimNextBatch claims, after the job's cursor, up to limit active
 	// devices with a valid token created no later than the job, and moves
-	// the cursor past them, in one transaction; it renews the lease.
+	// the cursor past them, in one transaction; it renews the lease. It
+	// writes nothing per device: until RecordDeliveries settles the walk
+	// past them, claimed devices without a delivery row are the ones whose
+	// outcome is unknown.
 	ClaimNextBatch(ctx context.Context, id, owner string, limit int, until time.Time) (Claims, error)
-	// RecordDeliveries writes outcomes of deliveries owner has claimed,
-	// adds them to the job's counters, marks dead tokens invalid and
-	// renews the lease, in one transaction. It reports whether owner still
-	// holds the lease.
-	RecordDeliveries(ctx context.Context, id, owner string, outcomes []Outcome, until time.Time) (bool, error)
+	// ResumeWalk returns, in device order after `after`, up to limit
+	// devices the walk claimed but whose outcome is unknown: recipients
+	// after the job's settled cursor and up to its walk cursor without a
+	// delivery row (a worker that died, or a run stopped with sends
+	// unanswered). Last is the last device returned, or the walk cursor
+	// once Done. It renews the lease. Only owner, holding the lease, works
+	// the job, so nothing it returns is in flight.
+	ResumeWalk(ctx context.Context, id, owner, after string, limit int, until time.Time) (Claims, error)
+	// RecordDeliveries writes r in one transaction: its outcomes as
+	// delivery rows (a device's first outcome, or the outcome of a
+	// delivery owner has claimed; any other is ignored), the job's counters
+	// by the rows written, dead tokens marked invalid, and, while owner
+	// holds the lease, r.Sent added to the sent counter and the settled
+	// cursor moved to r.Settled. It renews the lease and reports whether
+	// owner still holds it.
+	RecordDeliveries(ctx context.Context, id, owner string, r Record, until time.Time) (bool, error)
 	// FinishBroadcast moves a running job whose lease owner holds to
 	// status (completed or failed, with errMsg) and frees the lease; it
 	// returns the job as it is.

@@ -369,12 +369,12 @@ func testBroadcastLifecycle(t *testing.T, db *sqlstore.DB, clk *testsupport.Cloc
 	if err != nil || !c2.Done || !slices.Equal(claimIDs(c2.Claims), []string{"d004"}) {
 		t.Fatalf("second batch %+v, %v", c2, err)
 	}
-	kept, err := db.RecordDeliveries(ctx, "job1", "w1", []notifications.Outcome{
+	kept, err := db.RecordDeliveries(ctx, "job1", "w1", notifications.Record{Outcomes: []notifications.Outcome{
 		{DeviceID: "d000", Token: "t000", Status: "sent"},
 		{DeviceID: "d002", Token: "t002", Status: "invalid"},
 		{DeviceID: "d004", Token: "t004", Status: "failed"},
 		{DeviceID: "d000", Token: "t000", Status: "sent"}, // a repeat is not counted twice
-	}, until)
+	}}, until)
 	if err != nil || !kept {
 		t.Fatalf("record: %v kept=%v", err, kept)
 	}
@@ -426,9 +426,12 @@ func testBroadcastLease(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	if l, _ := db.AcquireBroadcast(ctx, "job1", "w2", clk.Now().Add(time.Minute)); !l.Acquired {
 		t.Fatal("an expired lease was not taken over")
 	}
-	kept, err := db.RecordDeliveries(ctx, "job1", "w1", nil, clk.Now().Add(time.Minute))
+	kept, err := db.RecordDeliveries(ctx, "job1", "w1", notifications.Record{Sent: 3, Settled: "d002"}, clk.Now().Add(time.Minute))
 	if err != nil || kept {
 		t.Fatalf("old owner kept the lease: %v %v", kept, err)
+	}
+	if j, _ := db.BroadcastJob(ctx, "job1"); j.Sent != 0 {
+		t.Fatalf("an old owner's settled sends were counted: %+v", j)
 	}
 	if err := db.ReleaseBroadcast(ctx, "job1", "w2"); err != nil {
 		t.Fatal(err)
@@ -440,52 +443,78 @@ func testBroadcastLease(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 
 func testBroadcastReclaim(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	ctx := context.Background()
-	seedRecipients(t, db, 6)
+	seedRecipients(t, db, 7)
 	db.CreateBroadcast(ctx, notifications.NewBroadcast{ID: "job1", Subject: "s", Content: "c"}, notifications.BroadcastArgs{JobID: "job1"})
 	until := clk.Now().Add(time.Minute)
 	db.AcquireBroadcast(ctx, "job1", "w1", until)
 	c, _ := db.ClaimNextBatch(ctx, "job1", "w1", 6, until)
-	if len(c.Claims) != 6 {
-		t.Fatalf("claimed %v", claimIDs(c.Claims))
+	if len(c.Claims) != 6 || c.Last != "d005" {
+		t.Fatalf("claimed %v (last %q)", claimIDs(c.Claims), c.Last)
 	}
-	// w1 records some outcomes and dies with the rest unknown.
-	db.RecordDeliveries(ctx, "job1", "w1", []notifications.Outcome{
+	// w1 writes two outcomes as rows and dies with the rest unknown.
+	db.RecordDeliveries(ctx, "job1", "w1", notifications.Record{Outcomes: []notifications.Outcome{
 		{DeviceID: "d000", Status: "sent"}, {DeviceID: "d001", Status: "retry"},
-	}, until)
+	}}, until)
 	db.DeactivateDevice(ctx, "a1", "d003") // no longer a recipient
 	clk.Advance(2 * time.Minute)
 	until = clk.Now().Add(time.Minute)
 	if l, _ := db.AcquireBroadcast(ctx, "job1", "w2", until); !l.Acquired {
 		t.Fatal("takeover failed")
 	}
+	// The rows to take up: the retry only.
 	r, err := db.ReclaimDeliveries(ctx, "job1", "w2", false, "", 3, until)
-	if err != nil || !slices.Equal(claimIDs(r.Claims), []string{"d001", "d002"}) || r.Last != "d003" {
+	if err != nil || !slices.Equal(claimIDs(r.Claims), []string{"d001"}) || r.Last != "d001" {
 		t.Fatalf("reclaim page 1 %+v, %v", r, err)
 	}
-	r, err = db.ReclaimDeliveries(ctx, "job1", "w2", false, r.Last, 3, until)
-	if err != nil || !slices.Equal(claimIDs(r.Claims), []string{"d004", "d005"}) {
-		t.Fatalf("reclaim page 2 %+v, %v", r, err)
-	}
 	if r, _ := db.ReclaimDeliveries(ctx, "job1", "w2", false, r.Last, 3, until); r.Last != "" {
-		t.Fatalf("reclaim page 3 %+v", r)
+		t.Fatalf("reclaim page 2 %+v", r)
 	}
-	// A run's first pass takes up every claim of unknown outcome, its
-	// owner's own included (a River job that snoozed between slices, or
-	// was stopped, left them): nothing of the new run is in flight yet.
-	if r, _ := db.ReclaimDeliveries(ctx, "job1", "w2", false, "", 10, until); !slices.Equal(claimIDs(r.Claims), []string{"d001", "d002", "d004", "d005"}) {
-		t.Fatalf("own unresolved claims not taken up again: %v", claimIDs(r.Claims))
+	// The walk's devices of unknown outcome: claimed, without a row, still
+	// recipients; the last page ends at the walk's cursor, not beyond (d006
+	// was never claimed).
+	steps := []struct {
+		after, last string
+		want        []string
+		done        bool
+	}{
+		{"", "d004", []string{"d002", "d004"}, false},
+		{"d004", "d005", []string{"d005"}, true},
 	}
-	db.RecordDeliveries(ctx, "job1", "w2", []notifications.Outcome{
-		{DeviceID: "d001", Status: "retry"}, {DeviceID: "d002", Status: "sent"}, {DeviceID: "d004", Status: "sent"}, {DeviceID: "d005", Status: "sent"},
-	}, until)
-	r, err = db.ReclaimDeliveries(ctx, "job1", "w2", true, "", 10, until)
-	if err != nil || !slices.Equal(claimIDs(r.Claims), []string{"d001"}) {
-		t.Fatalf("retries %+v, %v", r, err)
+	for _, st := range steps {
+		r, err := db.ResumeWalk(ctx, "job1", "w2", st.after, 2, until)
+		if err != nil || !slices.Equal(claimIDs(r.Claims), st.want) || r.Last != st.last || r.Done != st.done {
+			t.Fatalf("resume after %q: %+v, %v; want %v up to %q", st.after, r, err, st.want, st.last)
+		}
 	}
-	db.RecordDeliveries(ctx, "job1", "w2", []notifications.Outcome{{DeviceID: "d001", Status: "sent"}}, until)
+	if r, _ := db.ResumeWalk(ctx, "job1", "w1", "", 10, until); !r.Stop {
+		t.Fatalf("the old owner resumed: %+v", r)
+	}
+	// w2 settles through d004: d002 and d004 counted without rows, d001's
+	// retry sent, and d000's row (not w2's claim) left alone.
+	kept, err := db.RecordDeliveries(ctx, "job1", "w2", notifications.Record{Outcomes: []notifications.Outcome{
+		{DeviceID: "d001", Status: "sent"}, {DeviceID: "d000", Status: "failed"},
+	}, Sent: 2, Settled: "d004"}, until)
+	if err != nil || !kept {
+		t.Fatalf("record: %v, kept %v", err, kept)
+	}
+	if r, _ := db.ResumeWalk(ctx, "job1", "w2", "", 10, until); !slices.Equal(claimIDs(r.Claims), []string{"d005"}) || !r.Done {
+		t.Fatalf("after settling through d004: %+v", r)
+	}
+	db.RecordDeliveries(ctx, "job1", "w2", notifications.Record{Outcomes: []notifications.Outcome{{DeviceID: "d005", Status: "failed"}}, Settled: "d005"}, until)
+	if r, _ := db.ResumeWalk(ctx, "job1", "w2", "", 10, until); len(r.Claims) != 0 || !r.Done || r.Last != "" {
+		t.Fatalf("after settling the walk: %+v", r)
+	}
+	// The walk goes on after its cursor.
+	if c, _ := db.ClaimNextBatch(ctx, "job1", "w2", 6, until); !slices.Equal(claimIDs(c.Claims), []string{"d006"}) || !c.Done {
+		t.Fatalf("the walk after the takeover: %+v", c)
+	}
+	db.RecordDeliveries(ctx, "job1", "w2", notifications.Record{Sent: 1, Settled: "d006"}, until)
+	if r, _ := db.ReclaimDeliveries(ctx, "job1", "w2", true, "", 10, until); r.Last != "" {
+		t.Fatalf("retries left: %+v", r)
+	}
 	j, _ := db.FinishBroadcast(ctx, "job1", "w2", "completed", "")
-	if j.Sent != 5 || j.Failed != 0 || j.Status != "completed" {
-		t.Fatalf("job %+v", j)
+	if j.Sent != 5 || j.Failed != 1 || j.Status != "completed" {
+		t.Fatalf("job %+v, want 5 sent (d000, d001, d002, d004, d006) and 1 failed (d005)", j)
 	}
 }
 

@@ -321,11 +321,7 @@ func (db *DB) ClaimNextBatch(ctx context.Context, id, owner string, limit int, u
 		if len(found) > 0 {
 			c.Last = found[len(found)-1].DeviceID
 			next = c.Last
-			claimed, err := tx.insertClaims(ctx, id, owner, found)
-			if err != nil {
-				return err
-			}
-			c.Claims = claimed
+			c.Claims = found
 		}
 		n, err := tx.q.exec(ctx, `UPDATE notification_jobs SET walk_cursor = ?, walk_done = ?, lease_until = ?
 			WHERE id = ? AND status = 'running' AND lease_owner = ? AND walk_cursor = ?`, next, c.Done, until, id, owner, cursor)
@@ -349,11 +345,10 @@ func (db *DB) ClaimNextBatch(ctx context.Context, id, owner string, limit int, u
 // much as all the batches before it.
 //
 // claimStatement is ClaimNextBatch on PostgreSQL in one statement: read
-// the job, take the next devices after its cursor, move the cursor — only
-// if nobody moved it since (upd is empty otherwise) — and insert the
-// claims only when the cursor moved. The job row is locked by upd alone,
-// until the statement's implicit commit. One row per device found (or one
-// row of NULLs when none is), each saying whether its claim was inserted.
+// the job, take the next devices after its cursor and move the cursor —
+// only if nobody moved it since (upd is empty otherwise). The job row is
+// locked by upd alone, until the statement's implicit commit. One row per
+// device found (or one row of NULLs when none is).
 var claimStatement = `WITH j AS (
 	SELECT status, lease_owner, walk_cursor, walk_done, created_at AS job_created, audience_platforms, audience_plans, audience_status
 	FROM notification_jobs WHERE id = $1
@@ -366,18 +361,13 @@ found AS (
 ),
 upd AS (
 	UPDATE notification_jobs n SET walk_cursor = COALESCE((SELECT max(id) FROM found), j.walk_cursor),
-		walk_done = (SELECT count(*) FROM found) < $3, lease_until = $5
+		walk_done = (SELECT count(*) FROM found) < $3, lease_until = $4
 	FROM j WHERE n.id = $1 AND j.status = 'running' AND j.lease_owner = $2 AND NOT j.walk_done
 		AND n.status = 'running' AND n.lease_owner = $2 AND n.walk_cursor = j.walk_cursor
 	RETURNING n.walk_done
-),
-ins AS (
-	INSERT INTO notification_deliveries (job_id, device_id, status, claimed_by, updated_at)
-	SELECT $1, id, 'claimed', $2, $4 FROM found WHERE EXISTS (SELECT 1 FROM upd)
-	ON CONFLICT (job_id, device_id) DO NOTHING RETURNING device_id
 )
-SELECT j.status, j.lease_owner, j.walk_done, (SELECT walk_done FROM upd), f.id, f.platform, f.push_token, ins.device_id IS NOT NULL
-FROM j LEFT JOIN found f ON TRUE LEFT JOIN ins ON ins.device_id = f.id
+SELECT j.status, j.lease_owner, j.walk_done, (SELECT walk_done FROM upd), f.id, f.platform, f.push_token
+FROM j LEFT JOIN found f ON TRUE
 ORDER BY f.id`
 
 // claimPostgres runs claimStatement in one round trip, its commit not
@@ -392,15 +382,14 @@ func (db *DB) claimPostgres(ctx context.Context, id, owner string, limit int, un
 	var rows, lost int
 	var b pgx.Batch
 	b.Queue(`SET LOCAL synchronous_commit TO OFF`)
-	b.Queue(claimStatement, id, owner, limit, db.Now().UTC(), until).Query(func(r pgx.Rows) error {
+	b.Queue(claimStatement, id, owner, limit, until).Query(func(r pgx.Rows) error {
 		for r.Next() {
 			rows++
 			var status string
 			var holder, deviceID, platform, token *string
 			var done bool
 			var moved *bool
-			var mine *bool
-			if err := r.Scan(&status, &holder, &done, &moved, &deviceID, &platform, &token, &mine); err != nil {
+			if err := r.Scan(&status, &holder, &done, &moved, &deviceID, &platform, &token); err != nil {
 				return err
 			}
 			switch {
@@ -414,9 +403,7 @@ func (db *DB) claimPostgres(ctx context.Context, id, owner string, limit int, un
 				c.Done = *moved
 				if deviceID != nil {
 					c.Last = *deviceID
-					if *mine {
-						c.Claims = append(c.Claims, notifications.Claim{DeviceID: *deviceID, Platform: *platform, Token: *token})
-					}
+					c.Claims = append(c.Claims, notifications.Claim{DeviceID: *deviceID, Platform: *platform, Token: *token})
 				}
 			}
 		}
@@ -434,47 +421,6 @@ func (db *DB) claimPostgres(ctx context.Context, id, owner string, limit int, un
 		return notifications.Claims{Done: true}, nil
 	}
 	return c, nil
-}
-
-// insertClaims writes a claimed delivery per device and returns the
-// devices actually claimed (not those already having a delivery row).
-func (tx *Tx) insertClaims(ctx context.Context, id, owner string, found []notifications.Claim) ([]notifications.Claim, error) {
-	const perInsert = 250
-	mine := make(map[string]bool, len(found))
-	for part := range chunks(found, perInsert) {
-		args := make([]any, 0, len(part)*5)
-		q := make([]byte, 0, len(part)*20)
-		for i, cl := range part {
-			if i > 0 {
-				q = append(q, ", "...)
-			}
-			q = append(q, "(?, ?, 'claimed', ?, ?)"...)
-			args = append(args, id, cl.DeviceID, owner, tx.now)
-		}
-		rs, err := tx.q.query(ctx, `INSERT INTO notification_deliveries (job_id, device_id, status, claimed_by, updated_at) VALUES `+string(q)+`
-			ON CONFLICT (job_id, device_id) DO NOTHING RETURNING device_id`, args...)
-		err = each(rs, err, func(r row) error {
-			d, err := scanString(r)
-			if err != nil {
-				return err
-			}
-			mine[d] = true
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	if len(mine) == len(found) {
-		return found, nil
-	}
-	out := found[:0:0]
-	for _, cl := range found {
-		if mine[cl.DeviceID] {
-			out = append(out, cl)
-		}
-	}
-	return out, nil
 }
 
 // ReclaimDeliveries implements notifications.Store.
@@ -541,41 +487,52 @@ func (db *DB) ReclaimDeliveries(ctx context.Context, id, owner string, retriesOn
 	return c, err
 }
 
-// recordPostgres is RecordDeliveries in one statement: the outcomes as
-// arrays, the dead tokens marked, and the counters and lease moved by what
-// was updated.
+// recordPostgres is RecordDeliveries without dead tokens in one
+// statement: the outcomes as arrays, written as rows (a device's first, or
+// an update of a delivery the owner claimed), and the counters, the
+// settled cursor and the lease moved.
 const recordPostgres = `WITH v AS (SELECT * FROM unnest($1::text[], $2::text[]) AS v(device_id, status)),
-upd AS (
-	UPDATE notification_deliveries d SET status = v.status, updated_at = $3
-	FROM v WHERE d.job_id = $4 AND d.device_id = v.device_id AND d.claimed_by = $5 AND d.status = 'claimed'
+ins AS (
+	INSERT INTO notification_deliveries AS d (job_id, device_id, status, claimed_by, updated_at)
+	SELECT $4, v.device_id, v.status, $5, $3 FROM v
+	ON CONFLICT (job_id, device_id) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at
+		WHERE d.status = 'claimed' AND d.claimed_by = $5
 	RETURNING d.status
 ),
-dead AS (
-	UPDATE devices SET push_token_status = 'invalid' FROM unnest($6::text[], $7::text[]) AS x(id, token)
-	WHERE devices.id = x.id AND devices.push_token = x.token
-),
 cnt AS (
-	SELECT count(*) FILTER (WHERE status = 'sent') AS sent, count(*) FILTER (WHERE status = 'failed') AS failed,
-		count(*) FILTER (WHERE status = 'invalid') AS invalid FROM upd
+	SELECT count(*) FILTER (WHERE status = 'sent') AS sent, count(*) FILTER (WHERE status = 'failed') AS failed FROM ins
 )
-UPDATE notification_jobs j SET sent = j.sent + cnt.sent, failed = j.failed + cnt.failed, invalid_tokens = j.invalid_tokens + cnt.invalid,
-	lease_until = CASE WHEN j.lease_owner = $5 THEN $8 ELSE j.lease_until END
+UPDATE notification_jobs j SET sent = j.sent + cnt.sent + CASE WHEN j.lease_owner = $5 THEN $7 ELSE 0 END,
+	failed = j.failed + cnt.failed,
+	settled_cursor = CASE WHEN j.lease_owner = $5 AND $8 > j.settled_cursor THEN $8 ELSE j.settled_cursor END,
+	lease_until = CASE WHEN j.lease_owner = $5 THEN $6 ELSE j.lease_until END
 FROM cnt WHERE j.id = $4 RETURNING j.lease_owner`
+
+// firstOutcomes drops every outcome of a device after its first, so that
+// one write never touches a row twice.
+func firstOutcomes(outcomes []notifications.Outcome) []notifications.Outcome {
+	seen := make(map[string]bool, len(outcomes))
+	out := outcomes[:0:0]
+	for _, o := range outcomes {
+		if !seen[o.DeviceID] {
+			seen[o.DeviceID] = true
+			out = append(out, o)
+		}
+	}
+	return out
+}
 
 // RecordDeliveries implements notifications.Store. On PostgreSQL it is one
 // statement, one round trip: outcomes are written while sends go on, and
 // the sooner they are written the fewer a crash can repeat.
-func (db *DB) RecordDeliveries(ctx context.Context, id, owner string, outcomes []notifications.Outcome, until time.Time) (bool, error) {
+func (db *DB) RecordDeliveries(ctx context.Context, id, owner string, rec notifications.Record, until time.Time) (bool, error) {
+	outcomes := firstOutcomes(rec.Outcomes)
 	// Dead tokens raise events, which need a transaction of the store's
 	// own: the one-statement path serves the outcomes without them.
 	if db.dialect == storage.Postgres && !anyInvalid(outcomes) {
 		ids, statuses := make([]string, len(outcomes)), make([]string, len(outcomes))
-		var deadIDs, deadTokens []string
 		for i, o := range outcomes {
 			ids[i], statuses[i] = o.DeviceID, o.Status
-			if o.Status == notifications.DeliveryInvalid {
-				deadIDs, deadTokens = append(deadIDs, o.DeviceID), append(deadTokens, o.Token)
-			}
 		}
 		c, err := db.acquire(ctx)
 		if err != nil {
@@ -589,7 +546,8 @@ func (db *DB) RecordDeliveries(ctx context.Context, id, owner string, outcomes [
 		var b pgx.Batch
 		b.Queue(`SET LOCAL synchronous_commit TO OFF`)
 		var holder *string
-		b.Queue(recordPostgres, ids, statuses, db.Now(), id, owner, deadIDs, deadTokens, until).QueryRow(func(r pgx.Row) error { return r.Scan(&holder) })
+		b.Queue(recordPostgres, ids, statuses, db.Now(), id, owner, until, rec.Sent, rec.Settled).
+			QueryRow(func(r pgx.Row) error { return r.Scan(&holder) })
 		if err := db.health.note(translate(c.SendBatch(ctx, &b).Close())); err != nil {
 			return false, err
 		}
@@ -597,20 +555,29 @@ func (db *DB) RecordDeliveries(ctx context.Context, id, owner string, outcomes [
 	}
 	var kept bool
 	err := db.inTx(ctx, func(tx *Tx) error {
-		byStatus := map[string][]any{}
-		for _, o := range outcomes {
-			byStatus[o.Status] = append(byStatus[o.Status], o.DeviceID)
-		}
 		counted := map[string]int64{}
-		for status, ids := range byStatus {
-			for part := range chunks(ids, 500) {
-				a := append([]any{status, tx.now, id, owner}, part...)
-				n, err := tx.q.exec(ctx, `UPDATE notification_deliveries SET status = ?, updated_at = ?
-					WHERE job_id = ? AND claimed_by = ? AND status = 'claimed' AND device_id IN (`+placeholders(len(part))+`)`, a...)
-				if err != nil {
-					return err
+		for part := range chunks(outcomes, 250) {
+			args := make([]any, 0, len(part)*5+1)
+			q := make([]byte, 0, len(part)*20)
+			for i, o := range part {
+				if i > 0 {
+					q = append(q, ", "...)
 				}
-				counted[status] += n
+				q = append(q, "(?, ?, ?, ?, ?)"...)
+				args = append(args, id, o.DeviceID, o.Status, owner, tx.now)
+			}
+			args = append(args, owner)
+			rs, err := tx.q.query(ctx, `INSERT INTO notification_deliveries (job_id, device_id, status, claimed_by, updated_at) VALUES `+string(q)+`
+				ON CONFLICT (job_id, device_id) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at
+				WHERE notification_deliveries.status = 'claimed' AND notification_deliveries.claimed_by = ?
+				RETURNING status`, args...)
+			err = each(rs, err, func(r row) error {
+				st, err := scanString(r)
+				counted[st]++
+				return err
+			})
+			if err != nil {
+				return err
 			}
 		}
 		var dead []devicePushToken
@@ -622,19 +589,67 @@ func (db *DB) RecordDeliveries(ctx context.Context, id, owner string, outcomes [
 		if err := tx.invalidatePushTokens(ctx, dead); err != nil {
 			return err
 		}
-		// Counters and the lease in one statement on the job row, last, so
-		// its lock is held only to the commit.
+		// Counters, the settled cursor and the lease in one statement on
+		// the job row, last, so its lock is held only to the commit.
 		sent, failed, invalid := counted[notifications.DeliverySent], counted[notifications.DeliveryFailed], counted[notifications.DeliveryInvalid]
 		var holder *string
-		if err := tx.q.queryRow(ctx, `UPDATE notification_jobs SET sent = sent + ?, failed = failed + ?, invalid_tokens = invalid_tokens + ?,
+		if err := tx.q.queryRow(ctx, `UPDATE notification_jobs SET sent = sent + ? + CASE WHEN lease_owner = ? THEN ? ELSE 0 END,
+			failed = failed + ?, invalid_tokens = invalid_tokens + ?,
+			settled_cursor = CASE WHEN lease_owner = ? AND ? > settled_cursor THEN ? ELSE settled_cursor END,
 			lease_until = CASE WHEN lease_owner = ? THEN ? ELSE lease_until END WHERE id = ? RETURNING lease_owner`,
-			sent, failed, invalid, owner, until, id).Scan(&holder); err != nil {
+			sent, owner, rec.Sent, failed, invalid, owner, rec.Settled, rec.Settled, owner, until, id).Scan(&holder); err != nil {
 			return err
 		}
 		kept = holder != nil && *holder == owner
 		return nil
 	})
 	return kept, err
+}
+
+// ResumeWalk implements notifications.Store.
+func (db *DB) ResumeWalk(ctx context.Context, id, owner, after string, limit int, until time.Time) (notifications.Claims, error) {
+	var c notifications.Claims
+	err := db.inTx(ctx, func(tx *Tx) error {
+		c = notifications.Claims{}
+		var status, settled, cursor string
+		var holder *string
+		if err := tx.q.queryRow(ctx, `SELECT status, lease_owner, settled_cursor, walk_cursor FROM notification_jobs WHERE id = ?`, id).
+			Scan(&status, &holder, &settled, &cursor); err != nil {
+			return err
+		}
+		if status != notifications.StatusRunning || holder == nil || *holder != owner {
+			c.Stop = true
+			return nil
+		}
+		from := max(after, settled)
+		if from >= cursor {
+			c.Done = true
+			return nil
+		}
+		// The bounds are parameters, not the job's columns, so that they
+		// bound the index scan.
+		rs, err := tx.q.query(ctx, `SELECT devices.id, devices.platform, devices.push_token FROM devices, notification_jobs j
+			WHERE j.id = ? AND `+recipients+` AND `+inAudience+` AND devices.id > ? AND devices.id <= ?
+				AND devices.created_at <= j.created_at AND devices.push_token IS NOT NULL
+				AND NOT EXISTS (SELECT 1 FROM notification_deliveries d WHERE d.job_id = j.id AND d.device_id = devices.id)
+			ORDER BY devices.id LIMIT ?`, id, from, cursor, limit)
+		c.Claims, err = collect(rs, err, func(r row) (notifications.Claim, error) {
+			var cl notifications.Claim
+			err := r.Scan(&cl.DeviceID, &cl.Platform, &cl.Token)
+			return cl, err
+		})
+		if err != nil {
+			return err
+		}
+		if c.Done = len(c.Claims) < limit; c.Done {
+			c.Last = cursor
+		} else {
+			c.Last = c.Claims[len(c.Claims)-1].DeviceID
+		}
+		_, err = tx.q.exec(ctx, `UPDATE notification_jobs SET lease_until = ? WHERE id = ? AND lease_owner = ?`, until, id, owner)
+		return err
+	})
+	return c, err
 }
 
 func anyInvalid(outcomes []notifications.Outcome) bool {

@@ -222,7 +222,7 @@ func testBroadcastEvents(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) 
 	}
 	// A dead token: the Postgres one-statement path gives way to the
 	// transaction that writes the event.
-	if _, err := db.RecordDeliveries(ctx, "done", "w1", []notifications.Outcome{{DeviceID: "d000", Token: "t000", Status: "sent"}, {DeviceID: "d001", Token: "t001", Status: "invalid"}}, until); err != nil {
+	if _, err := db.RecordDeliveries(ctx, "done", "w1", notifications.Record{Outcomes: []notifications.Outcome{{DeviceID: "d000", Token: "t000", Status: "sent"}, {DeviceID: "d001", Token: "t001", Status: "invalid"}}}, until); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.FinishBroadcast(ctx, "done", "w1", notifications.StatusCompleted, ""); err != nil {
