@@ -794,12 +794,12 @@ func cloneMap(m map[string]any) map[string]any {
 
 // BenchmarkUsersMe is GET /api/v1/users/me with a valid token through the
 // whole stack (TCP, middleware, limiter, token check and its session
-// lookup, the account read), with the limiter on and off.
+// lookup, the account read, the request log), with the limiter on and off.
 func BenchmarkUsersMe(b *testing.B) {
 	for _, d := range sqlstoretest.Dialects() {
 		for _, limiter := range []bool{true, false} {
 			name := string(d) + "/limiter"
-			env := map[string]string{"HERALD_LOG_LEVEL": "error", "HERALD_RATE_LIMIT_GLOBAL": "1000000000", "HERALD_RATE_LIMIT_PROTECTED": "1000000000"}
+			env := map[string]string{"HERALD_RATE_LIMIT_GLOBAL": "1000000000", "HERALD_RATE_LIMIT_PROTECTED": "1000000000"}
 			if !limiter {
 				name = string(d) + "/no-limiter"
 				env["HERALD_RATE_LIMIT_GLOBAL"], env["HERALD_RATE_LIMIT_PROTECTED"] = "0", "0"

@@ -14,10 +14,10 @@ const (
 )
 
 // A cached "this session is live" answer lasts cacheTTL, and only while
-// the store's announcements of revocations are being received, each of
-// which evicts at once on every replica. Without them (SQLite, whose other
-// processes — the CLI — announce nothing; a PostgreSQL listener that is
-// down) nothing is cached and every request looks its session up.
+// the store's announcements of revocations are being received (PostgreSQL's
+// NOTIFY, SQLite's polled revocation epoch), each of which evicts on every
+// replica. Without them (a listener that is down) nothing is cached and
+// every request looks its session up.
 const (
 	cacheTTL        = 5 * time.Minute
 	cacheMaxEntries = 100_000

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/herald-vpn/herald/internal/storage"
 )
@@ -27,12 +28,15 @@ func (db *DB) OnRevocation(f func(kind, id string)) {
 }
 
 // revoked announces a revocation: on PostgreSQL by NOTIFY, delivered when
-// the transaction commits; in this process after the commit.
+// the transaction commits; on SQLite by moving the revocation epoch, which
+// every server process polls; in this process after the commit.
 func (tx *Tx) revoked(ctx context.Context, kind, id string) error {
+	q, args := `UPDATE revocation_epoch SET n = n + 1 WHERE id = 1`, []any(nil)
 	if tx.db.dialect == storage.Postgres {
-		if _, err := tx.q.exec(ctx, `SELECT pg_notify('`+revocationChannel+`', ?)`, kind+":"+id); err != nil {
-			return err
-		}
+		q, args = `SELECT pg_notify('`+revocationChannel+`', ?)`, []any{kind + ":" + id}
+	}
+	if _, err := tx.q.exec(ctx, q, args...); err != nil {
+		return err
 	}
 	tx.afterCommit = append(tx.afterCommit, func() {
 		tx.db.revocationMu.Lock()
@@ -49,13 +53,54 @@ func (tx *Tx) revoked(ctx context.Context, kind, id string) error {
 // process, until ctx ends, and tells live whether it is listening (only
 // then can a cache trust its entries for long). On PostgreSQL it holds one
 // connection in LISTEN and reconnects after a failure, announcing
-// that it forgot everything since it may have missed some. SQLite is one process's
-// database: it returns at once, never live (OnRevocation covers the
-// process itself).
+// that it forgot everything since it may have missed some. On SQLite it
+// polls the revocation epoch every EpochPoll and announces "forget
+// everything" when it moved (the revocation's own process was told at
+// once, by OnRevocation).
 func (db *DB) WatchRevocations(ctx context.Context, evict func(kind, id string), live func(bool)) error {
+	if db.dialect != storage.Postgres {
+		return db.pollEpoch(ctx, func() { evict(revokedAll, "") }, live)
+	}
 	return db.watchChannel(ctx, revocationChannel, func(payload string) {
 		if kind, id, ok := strings.Cut(payload, ":"); ok {
 			evict(kind, id)
 		}
 	}, func() { evict(revokedAll, "") }, live)
+}
+
+// EpochPoll is how often a server on SQLite reads the revocation epoch: a
+// revocation made by another process (the CLI) is honoured within it.
+const EpochPoll = 250 * time.Millisecond
+
+// pollEpoch reads the revocation epoch every EpochPoll until ctx ends,
+// calling changed when it moved, and live(true) only while reads succeed.
+func (db *DB) pollEpoch(ctx context.Context, changed func(), live func(bool)) error {
+	t := time.NewTicker(EpochPoll)
+	defer t.Stop()
+	defer live(false)
+	last := int64(-1)
+	for {
+		var n int64
+		if err := db.conn().queryRow(ctx, `SELECT n FROM revocation_epoch WHERE id = 1`).Scan(&n); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			live(false)
+			changed()
+			last = -1
+		} else if n != last {
+			// The first read, or a revocation since the last: what was
+			// cached may be stale. Forget it before trusting the cache.
+			changed()
+			if last < 0 {
+				live(true)
+			}
+			last = n
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
 }
