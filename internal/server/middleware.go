@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -68,12 +69,14 @@ func withRequestInfo(d Deps, next http.Handler) http.Handler {
 					api.WriteError(rec, r.WithContext(ctx), apperr.New(apperr.Internal))
 				}
 			}
-			attrs := []any{"method", r.Method, "path", r.URL.Path, "status", rec.status(),
-				"duration_ms", float64(time.Since(start).Microseconds()) / 1000, "client_ip", ip.String()}
+			// Typed attributes: this line is written for every request.
+			attrs := [6]slog.Attr{slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", rec.status()),
+				slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000), slog.String("client_ip", ip.String())}
+			n := 5
 			if info.Operation != "" {
-				attrs = append(attrs, "operation", info.Operation)
+				attrs[n], n = slog.String("operation", info.Operation), n+1
 			}
-			info.Logger.InfoContext(ctx, "request", attrs...)
+			info.Logger.LogAttrs(ctx, slog.LevelInfo, "request", attrs[:n]...)
 		}()
 		next.ServeHTTP(rec, r.WithContext(ctx))
 	})

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/herald-vpn/herald/internal/storage"
@@ -56,6 +57,7 @@ type DB struct {
 	sqlDB   *sql.DB       // SQLite: the one writer (and River's)
 	readers *sql.DB       // SQLite: read-only connections beside the writer
 	stmts   *stmtCache    // SQLite: the readers' prepared statements
+	rebinds rebindCache   // PostgreSQL: queries with their $n placeholders
 	pool    *pgxpool.Pool // PostgreSQL
 	jobs    JobQueue
 	health  *health
@@ -240,7 +242,7 @@ func (db *DB) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 			return db.health.note(translate(err))
 		}
 		defer ptx.Rollback(ctx)
-		tx := &Tx{q: db.traced(pgQuerier{c: ptx, h: db.health}), db: db, raw: ptx, now: now}
+		tx := &Tx{q: db.traced(pgQuerier{c: ptx, h: db.health, rb: &db.rebinds}), db: db, raw: ptx, now: now}
 		if err := fn(tx); err != nil {
 			return err
 		}
@@ -453,12 +455,13 @@ func (r sqlRows) Close() { r.Rows.Close() }
 
 // pgQuerier runs queries in a pgx transaction.
 type pgQuerier struct {
-	c pgx.Tx
-	h *health
+	c  pgx.Tx
+	h  *health
+	rb *rebindCache
 }
 
 func (p pgQuerier) exec(ctx context.Context, q string, args ...any) (int64, error) {
-	tag, err := p.c.Exec(ctx, rebind(q), args...)
+	tag, err := p.c.Exec(ctx, p.rb.get(q), args...)
 	if err != nil {
 		return 0, p.h.note(translate(err))
 	}
@@ -466,11 +469,11 @@ func (p pgQuerier) exec(ctx context.Context, q string, args ...any) (int64, erro
 }
 
 func (p pgQuerier) queryRow(ctx context.Context, q string, args ...any) row {
-	return translatingRow{r: p.c.QueryRow(ctx, rebind(q), args...), h: p.h}
+	return translatingRow{r: p.c.QueryRow(ctx, p.rb.get(q), args...), h: p.h}
 }
 
 func (p pgQuerier) query(ctx context.Context, q string, args ...any) (rows, error) {
-	r, err := p.c.Query(ctx, rebind(q), args...)
+	r, err := p.c.Query(ctx, p.rb.get(q), args...)
 	if err != nil {
 		return nil, p.h.note(translate(err))
 	}
@@ -487,7 +490,7 @@ func (p poolQuerier) exec(ctx context.Context, q string, args ...any) (int64, er
 		return 0, err
 	}
 	defer c.Release()
-	tag, err := c.Exec(ctx, rebind(q), args...)
+	tag, err := c.Exec(ctx, p.db.rebinds.get(q), args...)
 	if err != nil {
 		return 0, p.db.health.note(translate(err))
 	}
@@ -500,7 +503,7 @@ func (p poolQuerier) queryRow(ctx context.Context, q string, args ...any) row {
 	if err != nil {
 		return errRow{err}
 	}
-	return translatingRow{r: c.QueryRow(ctx, rebind(q), args...), h: p.db.health, release: c.Release}
+	return translatingRow{r: c.QueryRow(ctx, p.db.rebinds.get(q), args...), h: p.db.health, release: c.Release}
 }
 
 func (p poolQuerier) query(ctx context.Context, q string, args ...any) (rows, error) {
@@ -508,7 +511,7 @@ func (p poolQuerier) query(ctx context.Context, q string, args ...any) (rows, er
 	if err != nil {
 		return nil, err
 	}
-	r, err := c.Query(ctx, rebind(q), args...)
+	r, err := c.Query(ctx, p.db.rebinds.get(q), args...)
 	if err != nil {
 		c.Release()
 		return nil, p.db.health.note(translate(err))
@@ -553,6 +556,29 @@ func (t translatingRow) Scan(dest ...any) error {
 
 // rebind turns `?` placeholders into PostgreSQL's `$n`. Queries in this
 // package never use `?` for anything else.
+// rebindCache remembers rebind's answers, so that a hot query is not
+// rewritten at every call; past maxRebinds queries (IN lists of any
+// length are built at run time) it only computes.
+type rebindCache struct {
+	m sync.Map // query → rebound query
+	n atomic.Int64
+}
+
+const maxRebinds = 1024
+
+func (c *rebindCache) get(q string) string {
+	if r, ok := c.m.Load(q); ok {
+		return r.(string)
+	}
+	r := rebind(q)
+	if c.n.Load() < maxRebinds {
+		if _, loaded := c.m.LoadOrStore(q, r); !loaded {
+			c.n.Add(1)
+		}
+	}
+	return r
+}
+
 func rebind(q string) string {
 	if !strings.Contains(q, "?") {
 		return q
