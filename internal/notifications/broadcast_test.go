@@ -157,6 +157,17 @@ func TestBroadcastToTenThousandDevices(t *testing.T) {
 		if c, err := e.svc.Cancel(ctx, job.ID); err != nil || c.Status != "completed" {
 			t.Fatalf("cancel finished: %+v, %v", c, err)
 		}
+		// Delivery rows: one per failure and dead token (the flaky ones
+		// succeeded on the send's own retries); a success in a batch that
+		// settled at once has none (some may, written before their batch
+		// settled on a slow machine, never most).
+		p, err := e.db.Prune(ctx, j.FinishedAt.Add(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if atLeast := int64(len(dead) + len(refused)); p.Deliveries < atLeast || p.Deliveries > n/2 {
+			t.Fatalf("%d delivery rows, want at least %d (failures, dead tokens) and far fewer than the %d devices", p.Deliveries, atLeast, n)
+		}
 	})
 }
 
