@@ -306,8 +306,9 @@ func (r *run) pipeline(ctx context.Context, next source, final bool) error {
 		select {
 		case res, ok := <-taking:
 			if !ok {
+				// Every send is answered: write what is left now.
 				open, results = false, nil
-				continue
+				break
 			}
 			kind, _ := push.Classify(res.err)
 			o, known := r.outcome(ctx, res, kind, final)
