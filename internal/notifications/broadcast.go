@@ -92,6 +92,7 @@ func (s *Service) work(ctx context.Context, id, owner string, lastAttempt bool) 
 	s.progress.Changed(id, false) // running
 	r := &run{s: s, id: id, owner: owner, n: Notification{Subject: lease.Job.Subject, Content: lease.Job.Content, Data: lease.Job.Data, Options: lease.Job.Options}.push(), sliceEnd: s.cfg.Now().Add(s.cfg.Slice)}
 	r.n.CollapseKey = id // a resend after a crash replaces, not repeats, on the device
+	r.n = r.n.Prepared() // encoded once for every device, not at each send
 	s.cfg.Logger.InfoContext(ctx, "broadcast working", "job_id", id, "owner", owner, "total_recipients", lease.Job.TotalRecipients)
 	err = r.all(ctx)
 	bg := context.WithoutCancel(ctx)

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -32,6 +33,38 @@ type Notification struct {
 	// Options tune delivery; each provider maps them (see the fcm and apns
 	// package docs, and the README's table).
 	Options Options
+
+	// encodings, set by Prepared, keeps what providers encoded of the
+	// notification, shared by its copies.
+	encodings *sync.Map
+}
+
+// Prepared returns n ready to be sent to many devices (a broadcast):
+// providers encode the part of it that is the same for every device once,
+// at the first send, instead of at every send. n must not change after.
+func (n Notification) Prepared() Notification {
+	n.encodings = &sync.Map{}
+	return n
+}
+
+type encoding struct {
+	b   []byte
+	err error
+}
+
+// Encoded is build's answer for key (a provider's name): built once for a
+// prepared notification, at every call for another. Callers must not
+// modify the bytes.
+func (n Notification) Encoded(key string, build func() ([]byte, error)) ([]byte, error) {
+	if n.encodings == nil {
+		return build()
+	}
+	if e, ok := n.encodings.Load(key); ok {
+		return e.(encoding).b, e.(encoding).err
+	}
+	b, err := build()
+	e, _ := n.encodings.LoadOrStore(key, encoding{b, err})
+	return e.(encoding).b, e.(encoding).err
 }
 
 // Priorities of Options.Priority.

@@ -306,16 +306,7 @@ func (c *Client) Send(ctx context.Context, t push.Target, n push.Notification) e
 	if t.Token == "" {
 		return &push.Error{Kind: push.DeadToken, Provider: providerName, Reason: "EmptyToken"}
 	}
-	data, err := EncodeData(n.Data)
-	if err != nil {
-		return &push.Error{Kind: push.Other, Provider: providerName, Reason: "InvalidData", Err: err}
-	}
-	msg := sendRequest{Message: message{Token: t.Token, Data: data}}
-	if n.Title != "" || n.Body != "" {
-		msg.Message.Notification = &notification{Title: n.Title, Body: n.Body}
-	}
-	applyOptions(&msg.Message, n, time.Now())
-	body, err := json.Marshal(msg)
+	body, err := messageBody(t.Token, n)
 	if err != nil {
 		return &push.Error{Kind: push.Other, Provider: providerName, Reason: "InvalidData", Err: err}
 	}
@@ -345,6 +336,66 @@ func (c *Client) Send(ctx context.Context, t push.Target, n push.Notification) e
 	}
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	return classifyResponse(resp.StatusCode, resp.Header, raw)
+}
+
+// tokenPrefix is how every encoded message starts: the token is its
+// first field.
+const tokenPrefix = `{"message":{"token":`
+
+// messageBody is the request body sending n to token: the message encoded
+// without a token (once for a prepared notification, unless a TTL makes
+// it depend on the time of the send) with the token put in.
+func messageBody(token string, n push.Notification) ([]byte, error) {
+	encode := func() ([]byte, error) { return encodeMessage(n, time.Now()) }
+	var tmpl []byte
+	var err error
+	if ttl := n.Options.TTL; ttl != nil && *ttl > 0 {
+		tmpl, err = encode() // apns-expiration counts from this send
+	} else {
+		tmpl, err = n.Encoded(providerName, encode)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rest, ok := bytes.CutPrefix(tmpl, []byte(tokenPrefix+`""`))
+	if !ok {
+		return nil, errors.New("fcm: encoded message does not start with its token")
+	}
+	body := make([]byte, 0, len(tmpl)+len(token)+8)
+	body = append(body, tokenPrefix...)
+	body, err = appendJSONString(body, token)
+	if err != nil {
+		return nil, err
+	}
+	return append(body, rest...), nil
+}
+
+// encodeMessage encodes n as a send request with an empty token.
+func encodeMessage(n push.Notification, now time.Time) ([]byte, error) {
+	data, err := EncodeData(n.Data)
+	if err != nil {
+		return nil, err
+	}
+	msg := sendRequest{Message: message{Data: data}}
+	if n.Title != "" || n.Body != "" {
+		msg.Message.Notification = &notification{Title: n.Title, Body: n.Body}
+	}
+	applyOptions(&msg.Message, n, now)
+	return json.Marshal(msg)
+}
+
+// appendJSONString appends s as a JSON string: as it is when it needs no
+// escaping (push tokens never do), through encoding/json otherwise.
+func appendJSONString(b []byte, s string) ([]byte, error) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, err := json.Marshal(s)
+			return append(b, q...), err
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"'), nil
 }
 
 // tokenError classifies OAuth2 token endpoint failures: a misconfigured or
