@@ -294,10 +294,11 @@ func (r *run) pipeline(ctx context.Context, next source, final bool) error {
 	tick := time.NewTicker(max(min(cfg.LeaseTTL/4, rec.hold/2), 10*time.Millisecond))
 	defer tick.Stop()
 	// Outcomes wait while a write is out, and held ones wait for their
-	// batch; past maxPending of them the loop stops taking results, so the
+	// batch (two batches are open at a time: the one being sent and the
+	// next); past maxPending of them the loop stops taking results, so the
 	// senders wait for the database instead of piling up outcomes (memory,
 	// and sends a crash would repeat).
-	maxPending := 2*cfg.FlushSize + 2*cfg.BatchSize
+	maxPending := 4 * cfg.BatchSize
 	open := true
 	for open || rec.writing || rec.waiting() {
 		taking := results

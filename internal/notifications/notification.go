@@ -5,24 +5,28 @@
 // # Delivery guarantee of a broadcast
 //
 // A broadcast walks the recipients in keyset-paged batches ordered by device
-// ID. Each batch is claimed in one transaction: a delivery row per device
-// (job_id, device_id unique, status "claimed", claimed_by the worker's
-// lease) is written together with the walk's cursor, before anything is
-// sent. Outcomes (sent, failed, invalid, retry) are written after the sends,
-// in small groups as answers come in (every 100 answers or 100 ms), with the
-// job's counters in the same transaction. A device that has a delivery row
-// in any final state is never sent to again, by any worker, and the cursor
-// only moves together with the claims, so no device is skipped.
+// ID. Claiming a batch moves the job's walk cursor past it, in one statement
+// that checks the worker still holds the lease; nothing is written per
+// device. A batch's outcomes are held until every one is known; then, once
+// every earlier batch has settled too, the batch settles in one write: its
+// failures, retries and dead tokens become delivery rows (job_id, device_id
+// unique), its successful sends only add to the job's counter, and the job's
+// settled cursor moves past it. Outcomes a slow send keeps waiting longer
+// than a quarter of the lease (at most a second) are written as rows
+// instead. So every device up to the settled cursor has its outcome written,
+// and a device between the settled and walk cursors has one exactly when it
+// has a row; a device with a row is never sent to again by the walk, by any
+// worker, and the cursor only moves forward, so no device is skipped.
 //
 // The one window no design can close is a crash after the provider accepted
 // a message and before its outcome was written: neither FCM nor APNs can be
 // asked whether a message was delivered, so such a claim has an unknown
-// outcome. The next run (a new lease) re-sends claims whose outcome is
-// unknown: a broadcast is at-least-once for the few messages in flight at
-// the moment of a kill -9 (at most Concurrency + FlushSize, 164 by default)
-// and exactly-once for every other device. We chose this over at-most-once
-// because a user who misses a notification has no way of knowing, while a
-// duplicate is visible and rare. A graceful stop (SIGTERM, River's
+// outcome. The next run (a new lease) re-sends the devices between the
+// settled and walk cursors without a row (ResumeWalk): a broadcast is
+// at-least-once for the messages in flight or not yet settled at the moment
+// of a kill -9 (about two batches at most) and exactly-once for every other
+// device. We chose this over at-most-once because a user who misses a
+// notification has no way of knowing, while a duplicate is visible and rare. A graceful stop (SIGTERM, River's
 // StopAndCancel) starts no new send, lets those in flight finish within
 // StopGrace and writes their outcomes, so it leaves no duplicate.
 //

@@ -17,7 +17,7 @@ import (
 // last; the channel closes after it.
 func TestWatchProgressFromAnotherProcess(t *testing.T) {
 	eachDB(t, func(t *testing.T, url string) {
-		worker := newEnv(t, url, withConfig(func(c *notifications.Config) { c.BatchSize, c.Concurrency, c.FlushSize = 20, 4, 10 }))
+		worker := newEnv(t, url, withConfig(func(c *notifications.Config) { c.BatchSize, c.Concurrency = 20, 4 }))
 		watcher := worker
 		if url[:6] != "sqlite" {
 			watcher = worker.restart(t, url) // never started: it works no job

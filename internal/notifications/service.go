@@ -53,8 +53,6 @@ type Config struct {
 	// snoozes and goes on (default 5m), so that River can rescue the
 	// attempt of a process that died.
 	Slice time.Duration
-	// FlushSize is the most outcomes written at once (default 500).
-	FlushSize int
 	// Live is the broker that carries progress to subscribers, on this
 	// replica and (through its bus) the others; nil: one of its own.
 	Live *live.Broker
@@ -97,9 +95,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Slice <= 0 {
 		c.Slice = 5 * time.Minute
-	}
-	if c.FlushSize <= 0 {
-		c.FlushSize = 500
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
