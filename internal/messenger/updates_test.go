@@ -243,6 +243,9 @@ func TestTwoPollersOneLease(t *testing.T) {
 		for i := int64(1); i <= 3; i++ {
 			fake.PushText(100+i, "/start")
 			eventually(t, "a polled /start", func() bool { return a.count() == int(i) })
+			// Its reply goes out after the change is stored; a Stop while
+			// it is in flight would cancel it (replies are never retried).
+			eventually(t, "the reply to a polled /start", func() bool { return len(fake.Sent()) == int(i) })
 		}
 		if n := tb.calls("getUpdates"); n != 0 {
 			t.Fatalf("the replica without the lease polled %d times", n)
