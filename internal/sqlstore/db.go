@@ -68,13 +68,31 @@ type DB struct {
 	// Now is the store's clock; tests replace it.
 	Now func() time.Time
 
-	revocationMu sync.Mutex
-	onRevocation []func(kind, id string)
+	onRevocation hooks[func(kind, id string)]
 
 	// origin names this process in its live events (see live.go).
 	origin string
-	liveMu sync.Mutex
-	onLive []func(topic string, data []byte)
+	onLive hooks[func(topic string, data []byte)]
+}
+
+// hooks are the functions registered to be told of something this store
+// commits (revocations, live events); registration may race with commits.
+type hooks[F any] struct {
+	mu sync.Mutex
+	fs []F
+}
+
+func (h *hooks[F]) add(f F) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.fs = append(h.fs, f)
+}
+
+// all is the functions registered so far.
+func (h *hooks[F]) all() []F {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.fs
 }
 
 // Open connects to the database named by rawURL. It does not migrate; call

@@ -22,9 +22,7 @@ func (db *DB) livePayload(topic string, data []byte) string {
 // transaction of this store commits (on PostgreSQL other processes learn
 // of them through WatchLive).
 func (db *DB) OnLive(f func(topic string, data []byte)) {
-	db.liveMu.Lock()
-	defer db.liveMu.Unlock()
-	db.onLive = append(db.onLive, f)
+	db.onLive.add(f)
 }
 
 // Publish implements live.Bus: on PostgreSQL it sends the event to the
@@ -48,10 +46,7 @@ func (tx *Tx) publish(ctx context.Context, topic string, data []byte) error {
 		}
 	}
 	tx.afterCommit = append(tx.afterCommit, func() {
-		tx.db.liveMu.Lock()
-		hooks := tx.db.onLive
-		tx.db.liveMu.Unlock()
-		for _, f := range hooks {
+		for _, f := range tx.db.onLive.all() {
 			f(topic, data)
 		}
 	})

@@ -22,9 +22,7 @@ const revokedAll = "all"
 // revocation this store commits. On PostgreSQL other processes learn of
 // them through WatchRevocations.
 func (db *DB) OnRevocation(f func(kind, id string)) {
-	db.revocationMu.Lock()
-	defer db.revocationMu.Unlock()
-	db.onRevocation = append(db.onRevocation, f)
+	db.onRevocation.add(f)
 }
 
 // revoked announces a revocation: on PostgreSQL by NOTIFY, delivered when
@@ -39,10 +37,7 @@ func (tx *Tx) revoked(ctx context.Context, kind, id string) error {
 		return err
 	}
 	tx.afterCommit = append(tx.afterCommit, func() {
-		tx.db.revocationMu.Lock()
-		hooks := tx.db.onRevocation
-		tx.db.revocationMu.Unlock()
-		for _, f := range hooks {
+		for _, f := range tx.db.onRevocation.all() {
 			f(kind, id)
 		}
 	})
