@@ -173,8 +173,7 @@ func (db *DB) RecordMessengerBroadcast(ctx context.Context, id, owner string, p 
 func (db *DB) FinishMessengerBroadcast(ctx context.Context, id, owner, status, errMsg string) (messenger.Broadcast, error) {
 	var b messenger.Broadcast
 	err := db.inTx(ctx, func(tx *Tx) error {
-		n, err := tx.q.exec(ctx, `UPDATE messenger_broadcasts SET status = ?, last_error = ?, finished_at = ?, lease_owner = NULL, lease_until = NULL
-			WHERE id = ? AND status = 'running' AND lease_owner = ?`, status, errMsg, tx.now, id, owner)
+		n, err := tx.finishLeased(ctx, "messenger_broadcasts", id, owner, status, errMsg)
 		if err != nil {
 			return err
 		}
@@ -203,8 +202,7 @@ func messengerBroadcastEventData(b messenger.Broadcast) map[string]any {
 
 // ReleaseMessengerBroadcast implements messenger.BroadcastStore.
 func (db *DB) ReleaseMessengerBroadcast(ctx context.Context, id, owner string) error {
-	_, err := db.conn().exec(ctx, `UPDATE messenger_broadcasts SET lease_owner = NULL, lease_until = NULL WHERE id = ? AND lease_owner = ?`, id, owner)
-	return err
+	return db.releaseLease(ctx, "messenger_broadcasts", id, owner)
 }
 
 // RequeueStalledMessengerBroadcasts implements messenger.BroadcastStore,

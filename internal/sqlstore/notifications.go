@@ -665,8 +665,7 @@ func anyInvalid(outcomes []notifications.Outcome) bool {
 func (db *DB) FinishBroadcast(ctx context.Context, id, owner, status, errMsg string) (notifications.Job, error) {
 	var j notifications.Job
 	err := db.inTx(ctx, func(tx *Tx) error {
-		n, err := tx.q.exec(ctx, `UPDATE notification_jobs SET status = ?, last_error = ?, finished_at = ?, lease_owner = NULL, lease_until = NULL
-			WHERE id = ? AND status = 'running' AND lease_owner = ?`, status, errMsg, tx.now, id, owner)
+		n, err := tx.finishLeased(ctx, "notification_jobs", id, owner, status, errMsg)
 		if err != nil {
 			return err
 		}
@@ -695,7 +694,20 @@ func broadcastEventData(j notifications.Job) map[string]any {
 
 // ReleaseBroadcast implements notifications.Store.
 func (db *DB) ReleaseBroadcast(ctx context.Context, id, owner string) error {
-	_, err := db.conn().exec(ctx, `UPDATE notification_jobs SET lease_owner = NULL, lease_until = NULL WHERE id = ? AND lease_owner = ?`, id, owner)
+	return db.releaseLease(ctx, "notification_jobs", id, owner)
+}
+
+// finishLeased moves a running job of table (notification_jobs or
+// messenger_broadcasts) whose lease owner holds to status, with errMsg,
+// and frees the lease; it returns how many rows it moved (0 or 1).
+func (tx *Tx) finishLeased(ctx context.Context, table, id, owner, status, errMsg string) (int64, error) {
+	return tx.q.exec(ctx, `UPDATE `+table+` SET status = ?, last_error = ?, finished_at = ?, lease_owner = NULL, lease_until = NULL
+		WHERE id = ? AND status = 'running' AND lease_owner = ?`, status, errMsg, tx.now, id, owner)
+}
+
+// releaseLease frees owner's lease on a job of table.
+func (db *DB) releaseLease(ctx context.Context, table, id, owner string) error {
+	_, err := db.conn().exec(ctx, `UPDATE `+table+` SET lease_owner = NULL, lease_until = NULL WHERE id = ? AND lease_owner = ?`, id, owner)
 	return err
 }
 
