@@ -28,9 +28,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -84,6 +87,7 @@ func ceilingServerMain(args []string) error {
 	jwksFile := fs.String("jwks", "", "JWK set file (Herald's HERALD_JWT_KEYS_FILE)")
 	issuer := fs.String("issuer", "herald", "expected iss")
 	maxConns := fs.Int("max-conns", 32, "pgxpool MaxConns")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (ends at SIGTERM)")
 	_ = fs.Parse(args)
 
 	keys, err := loadPublicKeys(*jwksFile)
@@ -164,8 +168,32 @@ func ceilingServerMain(args []string) error {
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {})
 	srv := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if *cpuProfile != "" {
+		// For comparing with Herald's profile: run the server until
+		// SIGTERM, then write the profile.
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+		go func() {
+			<-sig
+			_ = srv.Close()
+		}()
+		defer func() {
+			pprof.StopCPUProfile()
+			_ = f.Close()
+		}()
+	}
 	fmt.Fprintf(os.Stderr, "ceiling server on %s\n", *addr)
-	return srv.ListenAndServe()
+	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }
 
 // loadPublicKeys reads the public keys of a JWK set by kid.

@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	_ "modernc.org/sqlite"
 )
 
 const (
@@ -64,7 +66,10 @@ type kit struct {
 	logMu    sync.Mutex
 	jwksFile string
 	commit   string
-	pgUsed   bool // a schema was made: quiesce checkpoints PostgreSQL
+	// fillerAccounts is how many accounts that never log in each site
+	// (and the ceiling's table) holds beside the load's.
+	fillerAccounts int
+	pgUsed         bool // a schema was made: quiesce checkpoints PostgreSQL
 }
 
 func (k *kit) logPath(name string) string {
@@ -285,6 +290,13 @@ func (k *kit) seed(ctx context.Context, s *site, users, devices int) error {
 	}
 	s.users = emails[1:]
 	logf("%s: %d accounts in %.1f s", s.name, len(emails), time.Since(t0).Seconds())
+	if k.fillerAccounts > 0 {
+		t1 := time.Now()
+		if err := insertFillerAccounts(ctx, s, k.fillerAccounts); err != nil {
+			return fmt.Errorf("filler accounts: %w", err)
+		}
+		logf("%s: %s filler accounts in %.1f s (not measured)", s.name, thousands(int64(k.fillerAccounts)), time.Since(t1).Seconds())
+	}
 
 	if devices > 0 {
 		t1 := time.Now()
@@ -327,6 +339,60 @@ func (k *kit) seed(ctx context.Context, s *site, users, devices int) error {
 		}
 	}
 	return nil
+}
+
+// fillerSQL copies the first load account n times under other ids,
+// emails and referral codes, with its subscription: the same statement on
+// both databases.
+const fillerAccountsSQL = `WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < %d)
+INSERT INTO accounts (id, email, password_hash, email_verified_at, referral_code, created_at)
+SELECT 'filler-' || n, 'filler-' || n || '@bench.invalid', a.password_hash, a.email_verified_at, 'FILLER' || n, a.created_at
+FROM g, accounts a WHERE a.email = '%s'`
+
+const fillerSubscriptionsSQL = `INSERT INTO subscriptions (account_id, plan, expires_at, updated_at)
+SELECT a.id, s.plan, s.expires_at, s.updated_at FROM accounts a, subscriptions s JOIN accounts o ON o.id = s.account_id
+WHERE a.id LIKE 'filler-%%' AND o.email = '%s'`
+
+// insertFillerAccounts adds n accounts (with their subscriptions) that
+// never log in, so that the tables have the size of a service in use and
+// lookups by id go through the indexes as they would in production, not
+// through a scan of a handful of rows. Written with SQL: creating them
+// with Herald's command would hash n passwords.
+func insertFillerAccounts(ctx context.Context, s *site, n int) error {
+	stmts := []string{fmt.Sprintf(fillerAccountsSQL, n, s.users[0]), fmt.Sprintf(fillerSubscriptionsSQL, s.users[0])}
+	if s.postgres() {
+		conn, err := pgx.Connect(ctx, s.dbURL)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		for _, q := range stmts {
+			if _, err := conn.Exec(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	db, err := openSQLite(s.dbURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for _, q := range stmts {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openSQLite opens a site's SQLite file for the kit's own statements.
+func openSQLite(dbURL string) (*sql.DB, error) {
+	path, ok := strings.CutPrefix(dbURL, "sqlite:")
+	if !ok {
+		return nil, fmt.Errorf("not a SQLite URL: %s", dbURL)
+	}
+	return sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)")
 }
 
 // deviceToken is the push token of device i (the same on every site and
@@ -561,7 +627,7 @@ func (k *kit) loadOnHerald(ctx context.Context, s *site, label string, workers i
 	}
 	defer p.stop()
 	sampler := sampleRSS(p.Pid())
-	res, err := closedLoop(ctx, workers, warmup, window, func(i int) (op, func(), error) {
+	res, err := closedLoop(ctx, workers, warmup, window, p.Pid(), func(i int) (op, func(), error) {
 		rc := newRawConn(p.addr, request(p.addr, i), 60*time.Second)
 		return rc.Do, rc.Close, nil
 	})

@@ -29,6 +29,14 @@ type loadResult struct {
 	Statuses  map[int]int     // HTTP status (0: transport error) → count, for the window
 	Latencies []time.Duration // of the operations counted, sorted
 	FirstErr  string
+	// ServerCPU is the user + system CPU time the server process used in
+	// the window (0 when not measured); Steal the machine's share of CPU
+	// time stolen by the hypervisor in the window (-1 when unknown).
+	ServerCPU time.Duration
+	// MachineCPU is the CPU time every program on the machine used in the
+	// window: the server, the database and the load generator.
+	MachineCPU time.Duration
+	Steal      float64
 	// LoggedErrors counts the ERROR lines of the server's log (Herald only).
 	LoggedErrors     int
 	FirstLoggedError string
@@ -42,6 +50,15 @@ func (r loadResult) PerSec() float64 {
 }
 
 func (r loadResult) P99() time.Duration { return percentile(r.Latencies, 99) }
+
+// CPUPerOp is the server's and the whole machine's CPU time per
+// successful operation, 0 when not measured.
+func (r loadResult) CPUPerOp() (server, machine time.Duration) {
+	if r.OK == 0 {
+		return 0, 0
+	}
+	return r.ServerCPU / time.Duration(r.OK), r.MachineCPU / time.Duration(r.OK)
+}
 
 // Failures is a short description of every non-2xx outcome, "" for none.
 func (r loadResult) Failures() string {
@@ -75,7 +92,9 @@ type op func() (int, error)
 // the rate is those successes divided by the window, which is unbiased in
 // a steady state. Operations in flight at the end are waited for, not
 // counted. newOp is called once per worker; its cleanup runs at the end.
-func closedLoop(ctx context.Context, workers int, warmup, window time.Duration, newOp func(i int) (op, func(), error)) (loadResult, error) {
+// When serverPID is not 0, the CPU time that process used in the window is
+// measured too.
+func closedLoop(ctx context.Context, workers int, warmup, window time.Duration, serverPID int, newOp func(i int) (op, func(), error)) (loadResult, error) {
 	ops := make([]op, workers)
 	var cleanups []func()
 	defer func() {
@@ -102,6 +121,12 @@ func closedLoop(ctx context.Context, workers int, warmup, window time.Duration, 
 	start := time.Now()
 	from, until := start.Add(warmup), start.Add(warmup+window)
 	var wg sync.WaitGroup
+	res := loadResult{Window: window, Statuses: map[int]int{}, Steal: -1}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		res.ServerCPU, res.MachineCPU, res.Steal = cpuInWindow(ctx, serverPID, from, until)
+	}()
 	for i := range workers {
 		wg.Add(1)
 		go func() {
@@ -133,7 +158,6 @@ func closedLoop(ctx context.Context, workers int, warmup, window time.Duration, 
 	if err := ctx.Err(); err != nil {
 		return loadResult{}, err
 	}
-	res := loadResult{Window: window, Statuses: map[int]int{}}
 	for _, w := range outs {
 		res.Latencies = append(res.Latencies, w.lat...)
 		for s, n := range w.statuses {
@@ -149,6 +173,44 @@ func closedLoop(ctx context.Context, workers int, warmup, window time.Duration, 
 	}
 	slices.Sort(res.Latencies)
 	return res, nil
+}
+
+// cpuInWindow measures, between the instants from and until, the CPU time
+// pid used (0 when pid is 0 or unreadable), the CPU time the whole machine
+// used, and the machine's steal share (-1 when unknown).
+func cpuInWindow(ctx context.Context, pid int, from, until time.Time) (server, machine time.Duration, steal float64) {
+	sleepUntil := func(t time.Time) bool {
+		select {
+		case <-time.After(time.Until(t)):
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if !sleepUntil(from) {
+		return 0, 0, -1
+	}
+	var p0, p1 time.Duration
+	var perr error
+	if pid != 0 {
+		p0, perr = procCPU(pid)
+	}
+	m0, merr := readMachineCPU()
+	if !sleepUntil(until) {
+		return 0, 0, -1
+	}
+	if pid != 0 && perr == nil {
+		p1, perr = procCPU(pid)
+	}
+	m1, merr1 := readMachineCPU()
+	steal = -1
+	if pid != 0 && perr == nil {
+		server = p1 - p0
+	}
+	if merr == nil && merr1 == nil {
+		machine, steal = busy(m0, m1), stealShare(m0, m1)
+	}
+	return server, machine, steal
 }
 
 // rawConn is one kept-alive HTTP/1.1 connection sending the same request.

@@ -73,6 +73,7 @@ type options struct {
 	concurrency  int
 	loginWorkers int
 	users        int
+	fillers      int
 	devices      int
 	million      bool
 	pushWorkers  int
@@ -80,6 +81,7 @@ type options struct {
 	heraldBin    string
 	postgres     string
 	keep         bool
+	profile      bool
 	env          multiFlag
 	selected     map[string]bool
 }
@@ -108,6 +110,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.IntVar(&o.concurrency, "concurrency", 32, "users/me clients (closed loop, one kept-alive connection each)")
 	fs.IntVar(&o.loginWorkers, "login-workers", 0, "login clients (default: twice HERALD_HASH_CONCURRENCY, so Herald's hash slots never wait for a client)")
 	fs.IntVar(&o.users, "users", 8, "accounts whose tokens the users/me clients share, and that log in")
+	fs.IntVar(&o.fillers, "filler-accounts", 10_000, "accounts that never log in, added by SQL beside the load's (and as many rows in the ceiling's table), so that tables have a size in service and lookups go through their indexes")
 	fs.IntVar(&o.devices, "devices", 100_000, "devices of the broadcast measures")
 	fs.BoolVar(&o.million, "million", false, "also broadcast to 1,000,000 devices on PostgreSQL (about 5 minutes more, plus seeding)")
 	fs.DurationVar(&o.sendLimit, "broadcast-limit", 0, "longest wait for one Herald broadcast before it is cancelled (default: 1 min + 1 s per 2,000 devices)")
@@ -115,6 +118,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.heraldBin, "herald-bin", "", "a herald binary to measure (default: build ./cmd/herald)")
 	fs.StringVar(&o.postgres, "postgres", pgDefault, "PostgreSQL server URL; each run works in fresh schemas it drops at the end (default from HERALD_BENCH_POSTGRES_URL)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the scratch directory (logs) and the PostgreSQL schemas")
+	fs.BoolVar(&o.profile, "ceiling-profile", false, "write a CPU profile of each users/me ceiling run into the scratch directory (implies -keep), to compare with Herald's (HERALD_METRICS_ADDR's /debug/pprof)")
 	fs.Var(&o.env, "env", "KEY=VALUE added to Herald's configuration (repeatable), e.g. -env HERALD_DATABASE_MAX_CONNS=32")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -137,6 +141,9 @@ func parseOptions(args []string) (*options, error) {
 		if !set["users"] {
 			o.users = 4
 		}
+		if !set["filler-accounts"] {
+			o.fillers = 1_000
+		}
 	}
 	o.selected = map[string]bool{}
 	for _, n := range strings.Split(o.only, ",") {
@@ -158,12 +165,15 @@ func parseOptions(args []string) (*options, error) {
 	if o.million {
 		o.selected["million"] = true
 	}
+	o.keep = o.keep || o.profile
 	for _, kv := range o.env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
 			return nil, fmt.Errorf("-env %q: want KEY=VALUE", kv)
 		}
 	}
 	switch {
+	case o.fillers < 0:
+		return nil, errors.New("-filler-accounts must not be negative")
 	case o.rounds < 1, o.concurrency < 1, o.users < 1, o.devices < 1, o.pushWorkers < 1, o.duration <= 0, o.warmup < 0:
 		return nil, errors.New("-rounds, -concurrency, -users, -devices, -push-workers and -duration must be positive")
 	}
@@ -181,7 +191,7 @@ func run(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	k := &kit{pgBase: o.postgres}
+	k := &kit{pgBase: o.postgres, fillerAccounts: o.fillers}
 	defer func() {
 		stopAllChildren()
 		if o.keep {
@@ -453,7 +463,15 @@ VALUES ($1, $2, $3, $4, $3, 'trial', $5) ON CONFLICT (id) DO NOTHING`,
 			return err
 		}
 	}
-	return nil
+	// As many rows as Herald's accounts table, and statistics, so that
+	// both read by index from a table of the same size.
+	if _, err := conn.Exec(ctx, `INSERT INTO `+ceilingTable+` (id, email, email_verified_at, referral_code, created_at, plan, expires_at)
+SELECT 'filler-' || n, 'filler-' || n || '@bench.invalid', $2, 'FILLER' || n, $2, 'trial', $3 FROM generate_series(1, $1::int) n
+ON CONFLICT (id) DO NOTHING`, k.fillerAccounts, now, now.Add(7*24*time.Hour)); err != nil {
+		return err
+	}
+	_, err = conn.Exec(ctx, "VACUUM ANALYZE "+ceilingTable)
+	return err
 }
 
 func (k *kit) ceilingUsersMe(ctx context.Context, pg *site, o *options, round int) (loadResult, error) {
@@ -461,8 +479,12 @@ func (k *kit) ceilingUsersMe(ctx context.Context, pg *site, o *options, round in
 	if err != nil {
 		return loadResult{}, err
 	}
-	c, err := startChild("ceiling server", k.self, []string{"ceiling-server", "-addr", addr, "-db", pg.dbURL, "-jwks", k.jwksFile,
-		"-issuer", cmpOr(k.env["HERALD_JWT_ISSUER"], "herald")}, os.Environ(), k.logPath(fmt.Sprintf("ceiling-users-me-r%d", round)))
+	args := []string{"ceiling-server", "-addr", addr, "-db", pg.dbURL, "-jwks", k.jwksFile, "-issuer", cmpOr(k.env["HERALD_JWT_ISSUER"], "herald")}
+	logPath := k.logPath(fmt.Sprintf("ceiling-users-me-r%d", round))
+	if o.profile {
+		args = append(args, "-cpuprofile", strings.TrimSuffix(logPath, ".log")+".pprof")
+	}
+	c, err := startChild("ceiling server", k.self, args, os.Environ(), logPath)
 	if err != nil {
 		return loadResult{}, err
 	}
@@ -471,7 +493,7 @@ func (k *kit) ceilingUsersMe(ctx context.Context, pg *site, o *options, round in
 		return loadResult{}, err
 	}
 	req := usersMeRequest(pg.tokens)
-	return closedLoop(ctx, o.concurrency, o.warmup, o.duration, func(i int) (op, func(), error) {
+	return closedLoop(ctx, o.concurrency, o.warmup, o.duration, c.Pid(), func(i int) (op, func(), error) {
 		rc := newRawConn(addr, req(addr, i), 60*time.Second)
 		return rc.Do, rc.Close, nil
 	})
@@ -506,7 +528,7 @@ func loginMeasure(ctx context.Context, k *kit, o *options, b *board, pg *site) e
 			logf("  Herald RSS: peak sampled %s, VmHWM %s, %s 3 s after the load", mib(m.Peak), mib(m.HWM), mib(m.After))
 		}
 		k.quiesce(ctx)
-		res, err = closedLoop(ctx, hashConc, o.warmup, o.duration, func(int) (op, func(), error) {
+		res, err = closedLoop(ctx, hashConc, o.warmup, o.duration, 0, func(int) (op, func(), error) {
 			return argon2Op(uint32(memKiB), uint32(iters), uint8(lanes)), nil, nil
 		})
 		ceil.add(b, "login ceiling (argon2id)", r, res, err)
@@ -648,6 +670,8 @@ func pairedRatio(h, c map[int]float64) (float64, string) {
 type loadSeries struct {
 	byRound map[int]float64 // rate
 	p99s    []float64       // ms
+	cpus    []float64       // server CPU per operation, µs, where measured
+	steals  []float64       // steal share of the machine in the window, %
 	fails   []string
 }
 
@@ -657,7 +681,16 @@ func (s *loadSeries) add(b *board, what string, round int, res loadResult, err e
 		b.notes = append(b.notes, fmt.Sprintf("%s, round %d failed: %v", what, round, firstLine(err.Error())))
 		return
 	}
-	logf("%s, round %d: %s/s, p99 %s (%d in %s)", what, round, rate(res.PerSec()), ms(res.P99()), res.OK, res.Window)
+	extra := ""
+	if c, m := res.CPUPerOp(); c > 0 {
+		extra += ", CPU per op: server " + cpuPerOp(float64(c)/float64(time.Microsecond)) + ", machine " + cpuPerOp(float64(m)/float64(time.Microsecond))
+		s.cpus = append(s.cpus, float64(c)/float64(time.Microsecond))
+	}
+	if res.Steal >= 0 {
+		extra += fmt.Sprintf(", steal %.0f %%", 100*res.Steal)
+		s.steals = append(s.steals, 100*res.Steal)
+	}
+	logf("%s, round %d: %s/s, p99 %s (%d in %s)%s", what, round, rate(res.PerSec()), ms(res.P99()), res.OK, res.Window, extra)
 	if f := res.Failures(); f != "" {
 		logf("  not 2xx: %s", f)
 		b.notes = append(b.notes, fmt.Sprintf("%s, round %d: answers that were not 2xx: %s", what, round, f))
@@ -762,12 +795,19 @@ func (b *board) loadRow(measure string, h, c *loadSeries, hUnit, cUnit string, w
 		if withP99 {
 			v += fmt.Sprintf(", p99 %.1f ms", median(s.p99s))
 		}
+		if len(s.cpus) > 0 {
+			v += ", " + cpuPerOp(median(s.cpus)) + " CPU per request"
+		}
 		if len(s.fails) > 0 {
 			v += " (errors: see notes)"
 		}
 		return v
 	}
 	r := row{measure: measure, herald: cell(h, hUnit), ceiling: cell(c, cUnit)}
+	if st := slices.Concat(h.steals, c.steals); len(st) > 0 && slices.Max(st) >= 5 {
+		b.notes = append(b.notes, fmt.Sprintf("%s: the hypervisor stole up to %.0f %% of the machine's CPU time in a window (median %.0f %%); rounds with steal are slower on either side.",
+			measure, slices.Max(st), median(st)))
+	}
 	x, s := pairedRatio(h.byRound, c.byRound)
 	r.ratio = s
 	r.target = fmt.Sprintf("≥ %.2g", target)

@@ -185,3 +185,76 @@ func (s *rssSampler) Stop() int64 {
 	<-s.done
 	return s.peak
 }
+
+// clockTick is the unit of /proc's CPU times (USER_HZ, 100 on Linux).
+const clockTick = 10 * time.Millisecond
+
+// procCPU reads the user + system CPU time pid has used so far.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces; fields count from its ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no ')'", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64) // field 14
+	stime, err2 := strconv.ParseInt(f[12], 10, 64) // field 15
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: bad times", pid)
+	}
+	return time.Duration(utime+stime) * clockTick, nil
+}
+
+// machineCPU is the machine's CPU time so far (/proc/stat's first line),
+// the steal time (what the hypervisor gave to others) and the idle time
+// apart, in clock ticks.
+type machineCPU struct{ total, steal, idle int64 }
+
+func readMachineCPU() (machineCPU, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return machineCPU{}, err
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 9 || f[0] != "cpu" {
+		return machineCPU{}, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var m machineCPU
+	for i, s := range f[1:9] { // user nice system idle iowait irq softirq steal
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return machineCPU{}, fmt.Errorf("/proc/stat: %w", err)
+		}
+		m.total += n
+		switch i {
+		case 3, 4: // idle, iowait
+			m.idle += n
+		case 7:
+			m.steal = n
+		}
+	}
+	return m, nil
+}
+
+// busy is the CPU time the machine's programs (all of them: server,
+// database, load generator) used between a and b.
+func busy(a, b machineCPU) time.Duration {
+	return time.Duration((b.total-b.idle-b.steal)-(a.total-a.idle-a.steal)) * clockTick
+}
+
+// stealShare is the share of the machine's CPU time between a and b that
+// the hypervisor stole, or -1 when unknown.
+func stealShare(a, b machineCPU) float64 {
+	if b.total <= a.total {
+		return -1
+	}
+	return float64(b.steal-a.steal) / float64(b.total-a.total)
+}

@@ -88,3 +88,11 @@ func ratio(h, c float64) (float64, string) {
 	r := h / c
 	return r, strconv.FormatFloat(r, 'f', 2, 64)
 }
+
+// cpuPerOp formats a CPU time per operation given in microseconds.
+func cpuPerOp(us float64) string {
+	if us >= 10000 {
+		return fmt.Sprintf("%.0f ms", us/1000)
+	}
+	return fmt.Sprintf("%.0f µs", us)
+}
