@@ -18,8 +18,14 @@ type RequestInfo struct {
 	ID        string
 	ClientIP  netip.Addr
 	UserAgent string
-	Logger    *slog.Logger // carries request_id
-	Operation string       // GraphQL root fields, for the log line
+	// Log is the server's logger; Logger(ctx) adds the request's
+	// attributes to it when a line is written (most requests write only
+	// their request line, which adds them itself).
+	Log *slog.Logger
+	// LogAttrs are the attributes every line about the request carries:
+	// request_id, and trace_id and span_id when tracing.
+	LogAttrs  []slog.Attr
+	Operation string // GraphQL root fields, for the log line
 	// MetricOperation is the GraphQL operation as the metrics label it: one
 	// of a bounded set (a root field's name, "multiple", "other"); "" on
 	// REST, whose route is its own label.
@@ -44,7 +50,7 @@ func Info(ctx context.Context) *RequestInfo {
 	if info, ok := ctx.Value(infoKey{}).(*RequestInfo); ok {
 		return info
 	}
-	return &RequestInfo{Logger: slog.New(slog.DiscardHandler)}
+	return &RequestInfo{Log: slog.New(slog.DiscardHandler)}
 }
 
 // SessionClient is the request's client as a session remembers it.
@@ -58,7 +64,16 @@ func SessionClient(ctx context.Context) sessions.Client {
 }
 
 // Logger returns the request's logger (with its request ID).
-func Logger(ctx context.Context) *slog.Logger { return Info(ctx).Logger }
+func Logger(ctx context.Context) *slog.Logger { return Info(ctx).Logger() }
+
+// Logger returns the request's logger: the server's, with the request's
+// attributes.
+func (i *RequestInfo) Logger() *slog.Logger {
+	if i.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(i.Log.Handler().WithAttrs(i.LogAttrs))
+}
 
 // Admission admits a request under the rules of its operations: it
 // authenticates the caller once (when a rule needs one), charges the rate

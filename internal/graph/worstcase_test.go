@@ -171,7 +171,7 @@ func postBody(h http.Handler, body []byte, header ...string) *httptest.ResponseR
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	req = req.WithContext(api.WithInfo(req.Context(), &api.RequestInfo{Logger: api.Logger(context.Background())}))
+	req = req.WithContext(api.WithInfo(req.Context(), &api.RequestInfo{Log: api.Logger(context.Background())}))
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec

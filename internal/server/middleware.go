@@ -36,7 +36,7 @@ func withRequestInfo(d Deps, next http.Handler) http.Handler {
 		w.Header().Set("X-Request-ID", id)
 		ip := clientIP(r, d.TrustedProxies)
 		ctx := r.Context()
-		logger := d.Logger.With("request_id", id)
+		logAttrs := []slog.Attr{slog.String("request_id", id)}
 		if tracer != nil {
 			// The request's span continues the caller's trace (W3C
 			// traceparent); observe names it after the route.
@@ -46,14 +46,15 @@ func withRequestInfo(d Deps, next http.Handler) http.Handler {
 				trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.request_id", id)))
 			defer span.End()
 			if sc := span.SpanContext(); sc.IsValid() {
-				logger = logger.With("trace_id", sc.TraceID().String(), "span_id", sc.SpanID().String())
+				logAttrs = append(logAttrs, slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
 			}
 		}
 		info := &api.RequestInfo{
 			ID:             id,
 			ClientIP:       ip,
 			UserAgent:      r.UserAgent(),
-			Logger:         logger,
+			Log:            d.Logger,
+			LogAttrs:       logAttrs,
 			Credential:     credentialFrom(r.Header.Get("Authorization"), r.Header.Get("X-API-Key")),
 			AcceptLanguage: r.Header.Get("Accept-Language"),
 		}
@@ -64,19 +65,21 @@ func withRequestInfo(d Deps, next http.Handler) http.Handler {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
-				info.Logger.ErrorContext(ctx, "panic serving request", "panic", fmt.Sprint(p))
+				info.Logger().ErrorContext(ctx, "panic serving request", "panic", fmt.Sprint(p))
 				if !rec.wrote {
 					api.WriteError(rec, r.WithContext(ctx), apperr.New(apperr.Internal))
 				}
 			}
-			// Typed attributes: this line is written for every request.
-			attrs := [6]slog.Attr{slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", rec.status()),
-				slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000), slog.String("client_ip", ip.String())}
-			n := 5
+			// Typed attributes, the request's own in front, and no
+			// per-request logger: this line is written for every request.
+			var attrs [9]slog.Attr
+			n := copy(attrs[:], info.LogAttrs)
+			n += copy(attrs[n:], []slog.Attr{slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", rec.status()),
+				slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000), slog.String("client_ip", ip.String())})
 			if info.Operation != "" {
 				attrs[n], n = slog.String("operation", info.Operation), n+1
 			}
-			info.Logger.LogAttrs(ctx, slog.LevelInfo, "request", attrs[:n]...)
+			d.Logger.LogAttrs(ctx, slog.LevelInfo, "request", attrs[:n]...)
 		}()
 		next.ServeHTTP(rec, r.WithContext(ctx))
 	})
