@@ -15,8 +15,11 @@ import (
 
 // Account is a user of the VPN product.
 type Account struct {
-	ID              string
-	Email           string
+	ID    string
+	Email string
+	// PasswordHash is read only where a password is checked: set by
+	// AccountByEmail, empty from every other read (AccountPasswordHash
+	// reads it by id).
 	PasswordHash    string
 	EmailVerifiedAt *time.Time
 	ReferralCode    string
@@ -100,8 +103,12 @@ type Store interface {
 	// referral bonus when Referral names an account, and inserts Job, all
 	// in one transaction. It reports whether the referral was applied.
 	CreateAccount(ctx context.Context, a NewAccount) (Account, bool, error)
+	// AccountByEmail returns the account with its PasswordHash, for a
+	// login; AccountByID without it, and AccountPasswordHash the hash
+	// alone. ErrNotFound for an unknown (or deleted) account.
 	AccountByEmail(ctx context.Context, email string) (Account, error)
 	AccountByID(ctx context.Context, id string) (Account, error)
+	AccountPasswordHash(ctx context.Context, id string) (string, error)
 
 	// AcquireSendLease takes the per-account, per-purpose lease that lets
 	// one code email be in flight at a time; false when another holds it.

@@ -161,7 +161,10 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 // DeleteOwn is a user deleting their own account, which their password
 // confirms: INVALID_CREDENTIALS when it is wrong.
 func (s *Service) DeleteOwn(ctx context.Context, id, plain string) error {
-	acct, err := s.ByID(ctx, id)
+	hash, err := s.store.AccountPasswordHash(ctx, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return apperr.New(apperr.UserNotFound)
+	}
 	if err != nil {
 		return err
 	}
@@ -169,7 +172,7 @@ func (s *Service) DeleteOwn(ctx context.Context, id, plain string) error {
 		s.hasher.VerifyDummy(ctx, plain)
 		return apperr.Newf(apperr.InvalidCredentials, "The password is wrong.")
 	}
-	ok, _, err := s.hasher.Verify(ctx, plain, acct.PasswordHash)
+	ok, _, err := s.hasher.Verify(ctx, plain, hash)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}

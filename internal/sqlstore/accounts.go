@@ -12,7 +12,10 @@ import (
 	"github.com/riverqueue/river"
 )
 
-const accountColumns = `a.id, a.email, a.password_hash, a.email_verified_at, a.referral_code, a.scope, a.locale, a.created_at, s.plan, s.expires_at, a.disabled_at, a.disabled_reason, a.last_login_at`
+// accountColumns are what every account read returns. The password hash
+// is not among them: only the reads that check a password select it, so
+// that an authenticated request does not load it.
+const accountColumns = `a.id, a.email, a.email_verified_at, a.referral_code, a.scope, a.locale, a.created_at, s.plan, s.expires_at, a.disabled_at, a.disabled_reason, a.last_login_at`
 
 // accountFrom never finds a deleted account (a tombstone has no
 // subscription row either).
@@ -20,7 +23,7 @@ const accountFrom = ` FROM accounts a JOIN subscriptions s ON s.account_id = a.i
 
 // accountDest is where accountColumns scan to.
 func accountDest(a *accounts.Account, verified **time.Time) []any {
-	return []any{&a.ID, &a.Email, &a.PasswordHash, verified, &a.ReferralCode, &a.Scope, &a.Locale, &a.CreatedAt, &a.Subscription.Plan, &a.Subscription.ExpiresAt, &a.DisabledAt, &a.DisabledReason, &a.LastLoginAt}
+	return []any{&a.ID, &a.Email, verified, &a.ReferralCode, &a.Scope, &a.Locale, &a.CreatedAt, &a.Subscription.Plan, &a.Subscription.ExpiresAt, &a.DisabledAt, &a.DisabledReason, &a.LastLoginAt}
 }
 
 // scanAccount scans accountColumns, then extra.
@@ -133,7 +136,17 @@ func (db *DB) SetSubscription(ctx context.Context, accountID, plan string, expir
 
 // AccountByEmail implements accounts.Store; email is already normalized.
 func (db *DB) AccountByEmail(ctx context.Context, email string) (accounts.Account, error) {
-	return scanAccount(db.conn().queryRow(ctx, `SELECT `+accountColumns+accountFrom+`WHERE a.email = ?`, email))
+	var hash string
+	a, err := scanAccount(db.conn().queryRow(ctx, `SELECT `+accountColumns+`, a.password_hash`+accountFrom+`WHERE a.email = ?`, email), &hash)
+	a.PasswordHash = hash
+	return a, err
+}
+
+// AccountPasswordHash implements accounts.Store.
+func (db *DB) AccountPasswordHash(ctx context.Context, id string) (string, error) {
+	var hash string
+	err := db.conn().queryRow(ctx, `SELECT a.password_hash`+accountFrom+`WHERE a.id = ?`, id).Scan(&hash)
+	return hash, err
 }
 
 // AccountByID implements accounts.Store.

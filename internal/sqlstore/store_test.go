@@ -95,11 +95,22 @@ func testCreateAndFind(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 		t.Fatalf("unexpected account %+v", a)
 	}
 	b, err := db.AccountByEmail(ctx, "a@example.com")
-	if err != nil || b.ID != "id-1" || !b.CreatedAt.Equal(clk.Now()) {
-		t.Fatalf("by email: %+v %v", b, err)
+	if err != nil || b.ID != "id-1" || !b.CreatedAt.Equal(clk.Now()) || b.PasswordHash != "$argon2id$x" {
+		t.Fatalf("by email (with the hash): %+v %v", b, err)
+	}
+	// Reads by id leave the hash out; AccountPasswordHash reads it alone.
+	c, err := db.AccountByID(ctx, "id-1")
+	if err != nil || c.ID != "id-1" || c.Email != "a@example.com" || c.PasswordHash != "" {
+		t.Fatalf("by id (without the hash): %+v %v", c, err)
+	}
+	if h, err := db.AccountPasswordHash(ctx, "id-1"); err != nil || h != "$argon2id$x" {
+		t.Fatalf("password hash: %q %v", h, err)
 	}
 	if _, err := db.AccountByID(ctx, "nope"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("missing account: %v", err)
+	}
+	if _, err := db.AccountPasswordHash(ctx, "nope"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("hash of a missing account: %v", err)
 	}
 }
 
