@@ -61,10 +61,11 @@ type DB struct {
 	pool    *pgxpool.Pool // PostgreSQL
 	jobs    JobQueue
 	health  *health
-	// acquireTimeout bounds the wait for a pooled PostgreSQL connection;
-	// past it the database counts as unavailable (503), not as slow.
-	acquireTimeout time.Duration
-	tracer         trace.Tracer // nil: no spans
+	// deadlines bound the wait for a pooled PostgreSQL connection (by
+	// DefaultAcquireTimeout); past it the database counts as unavailable
+	// (503), not as slow.
+	deadlines acquireDeadlines
+	tracer    trace.Tracer // nil: no spans
 	// Now is the store's clock; tests replace it.
 	Now func() time.Time
 
@@ -102,7 +103,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{dialect: dialect, Now: func() time.Time { return time.Now().UTC() }, acquireTimeout: DefaultAcquireTimeout, tracer: opts.Tracer, origin: rand.Text()}
+	db := &DB{dialect: dialect, Now: func() time.Time { return time.Now().UTC() }, deadlines: acquireDeadlines{timeout: DefaultAcquireTimeout}, tracer: opts.Tracer, origin: rand.Text()}
 	db.health = newHealth(opts.Logger, db.Ping)
 	if opts.MaxConns <= 0 {
 		opts.MaxConns = DefaultMaxConns
@@ -191,6 +192,7 @@ func (db *DB) Close() error {
 	db.health.close()
 	if db.pool != nil {
 		db.pool.Close()
+		db.deadlines.close()
 		return nil
 	}
 	db.stmts.close()
@@ -293,17 +295,67 @@ func (tx *Tx) committed() {
 }
 
 // acquire takes a pooled PostgreSQL connection within acquireTimeout.
+// The wait ends at a deadline shared by the acquires of the same tick
+// (acquireDeadlines), not at a timer of its own: a timer per query was a
+// fiftieth of an authenticated read. A request whose client goes away
+// while it waits for a connection therefore waits out that deadline.
 func (db *DB) acquire(ctx context.Context) (*pgxpool.Conn, error) {
-	actx, cancel := context.WithTimeout(ctx, db.acquireTimeout)
-	defer cancel()
-	c, err := db.pool.Acquire(actx)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c, err := db.pool.Acquire(acquireCtx{Context: db.deadlines.get(time.Now()), values: ctx})
 	if err == nil {
 		return c, nil
 	}
 	if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		err = fmt.Errorf("%w: no database connection within %s: %v", storage.ErrUnavailable, db.acquireTimeout, err)
+		err = fmt.Errorf("%w: no database connection within %s: %v", storage.ErrUnavailable, db.deadlines.timeout, err)
 	}
 	return nil, db.health.note(translate(err))
+}
+
+// acquireCtx is the context a connection is taken with: the shared
+// deadline's end, the request's values (trace spans).
+type acquireCtx struct {
+	context.Context
+	values context.Context
+}
+
+func (c acquireCtx) Value(key any) any { return c.values.Value(key) }
+
+// acquireDeadlines hands out contexts that end timeout after their making,
+// made afresh every eighth of timeout and shared until then: a wait for a
+// connection ends between 7/8 of timeout and timeout after it began.
+type acquireDeadlines struct {
+	timeout time.Duration
+	cur     atomic.Pointer[sharedDeadline]
+}
+
+type sharedDeadline struct {
+	ctx     context.Context
+	cancel  context.CancelFunc // it ends by itself at its deadline; Close calls it earlier
+	renewAt time.Time
+}
+
+func (a *acquireDeadlines) get(now time.Time) context.Context {
+	d := a.cur.Load()
+	if d != nil && now.Before(d.renewAt) {
+		return d.ctx
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), now.Add(a.timeout))
+	nd := &sharedDeadline{ctx: ctx, cancel: cancel, renewAt: now.Add(a.timeout / 8)}
+	if !a.cur.CompareAndSwap(d, nd) {
+		cancel() // another acquire renewed it first
+		if d = a.cur.Load(); d != nil {
+			return d.ctx
+		}
+	}
+	return ctx
+}
+
+func (a *acquireDeadlines) close() {
+	if d := a.cur.Load(); d != nil {
+		d.cancel()
+	}
 }
 
 // conn returns a querier outside any transaction.

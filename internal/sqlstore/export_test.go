@@ -1,0 +1,37 @@
+package sqlstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// SetAcquireTimeout shortens the wait for a pooled PostgreSQL connection.
+func SetAcquireTimeout(db *DB, d time.Duration) {
+	db.deadlines.timeout = d
+	db.deadlines.cur.Store(nil)
+}
+
+// HoldConnections takes every PostgreSQL connection the pool will give
+// until release is called.
+func HoldConnections(t interface{ Fatal(...any) }, db *DB) (release func()) {
+	var held []*pgxpool.Conn
+	for range db.pool.Config().MaxConns {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		c, err := db.pool.Acquire(ctx)
+		cancel()
+		if err != nil {
+			break // the rest are held elsewhere (River)
+		}
+		held = append(held, c)
+	}
+	if len(held) == 0 {
+		t.Fatal("no connection to hold")
+	}
+	return func() {
+		for _, c := range held {
+			c.Release()
+		}
+	}
+}
