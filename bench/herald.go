@@ -341,49 +341,37 @@ func (k *kit) seed(ctx context.Context, s *site, users, devices int) error {
 	return nil
 }
 
-// fillerSQL copies the first load account n times under other ids,
-// emails and referral codes, with its subscription: the same statement on
-// both databases.
+// fillerAccountsSQL copies the first load account n times under other
+// ids, emails and referral codes: the same statement on both databases.
 const fillerAccountsSQL = `WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < %d)
-INSERT INTO accounts (id, email, password_hash, email_verified_at, referral_code, created_at)
-SELECT 'filler-' || n, 'filler-' || n || '@bench.invalid', a.password_hash, a.email_verified_at, 'FILLER' || n, a.created_at
+INSERT INTO accounts (id, email, password_hash, email_verified_at, referral_code, created_at, subscription_plan, subscription_expires_at, subscription_updated_at)
+SELECT 'filler-' || n, 'filler-' || n || '@bench.invalid', a.password_hash, a.email_verified_at, 'FILLER' || n, a.created_at,
+	a.subscription_plan, a.subscription_expires_at, a.subscription_updated_at
 FROM g, accounts a WHERE a.email = '%s'`
 
-const fillerSubscriptionsSQL = `INSERT INTO subscriptions (account_id, plan, expires_at, updated_at)
-SELECT a.id, s.plan, s.expires_at, s.updated_at FROM accounts a, subscriptions s JOIN accounts o ON o.id = s.account_id
-WHERE a.id LIKE 'filler-%%' AND o.email = '%s'`
-
-// insertFillerAccounts adds n accounts (with their subscriptions) that
+// insertFillerAccounts adds n accounts that
 // never log in, so that the tables have the size of a service in use and
 // lookups by id go through the indexes as they would in production, not
 // through a scan of a handful of rows. Written with SQL: creating them
 // with Herald's command would hash n passwords.
 func insertFillerAccounts(ctx context.Context, s *site, n int) error {
-	stmts := []string{fmt.Sprintf(fillerAccountsSQL, n, s.users[0]), fmt.Sprintf(fillerSubscriptionsSQL, s.users[0])}
+	q := fmt.Sprintf(fillerAccountsSQL, n, s.users[0])
 	if s.postgres() {
 		conn, err := pgx.Connect(ctx, s.dbURL)
 		if err != nil {
 			return err
 		}
 		defer conn.Close(ctx)
-		for _, q := range stmts {
-			if _, err := conn.Exec(ctx, q); err != nil {
-				return err
-			}
-		}
-		return nil
+		_, err = conn.Exec(ctx, q)
+		return err
 	}
 	db, err := openSQLite(s.dbURL)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	for _, q := range stmts {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err = db.ExecContext(ctx, q)
+	return err
 }
 
 // openSQLite opens a site's SQLite file for the kit's own statements.

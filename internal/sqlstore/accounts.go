@@ -15,11 +15,11 @@ import (
 // accountColumns are what every account read returns. The password hash
 // is not among them: only the reads that check a password select it, so
 // that an authenticated request does not load it.
-const accountColumns = `a.id, a.email, a.email_verified_at, a.referral_code, a.scope, a.locale, a.created_at, s.plan, s.expires_at, a.disabled_at, a.disabled_reason, a.last_login_at`
+const accountColumns = `a.id, a.email, a.email_verified_at, a.referral_code, a.scope, a.locale, a.created_at, a.subscription_plan, a.subscription_expires_at, a.disabled_at, a.disabled_reason, a.last_login_at`
 
-// accountFrom never finds a deleted account (a tombstone has no
-// subscription row either).
-const accountFrom = ` FROM accounts a JOIN subscriptions s ON s.account_id = a.id AND a.deleted_at IS NULL `
+// accountFrom never finds a deleted account (a tombstone); the caller
+// appends its conditions.
+const accountFrom = ` FROM accounts a WHERE a.deleted_at IS NULL AND `
 
 // accountDest is where accountColumns scan to.
 func accountDest(a *accounts.Account, verified **time.Time) []any {
@@ -59,14 +59,17 @@ func (db *DB) CreateAccount(ctx context.Context, n accounts.NewAccount) (account
 		if n.Verified {
 			verifiedAt = &tx.now
 		}
-		if _, err := tx.q.exec(ctx, `INSERT INTO accounts (id, email, password_hash, referral_code, scope, locale, email_verified_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			n.ID, n.Email, n.PasswordHash, n.ReferralCode, n.Scope, n.Locale, verifiedAt, tx.now); err != nil {
-			return err
-		}
 		trialEnd := tx.now.Add(n.Trial)
 		applied = referrerID != ""
 		if applied {
 			trialEnd = trialEnd.Add(n.ReferralBonus)
+		}
+		if _, err := tx.q.exec(ctx, `INSERT INTO accounts (id, email, password_hash, referral_code, scope, locale, email_verified_at, created_at,
+			subscription_plan, subscription_expires_at, subscription_updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			n.ID, n.Email, n.PasswordHash, n.ReferralCode, n.Scope, n.Locale, verifiedAt, tx.now, subscriptions.Trial, trialEnd, tx.now); err != nil {
+			return err
+		}
+		if applied {
 			if err := tx.extendSubscription(ctx, referrerID, n.ReferralBonus); err != nil {
 				return err
 			}
@@ -74,10 +77,6 @@ func (db *DB) CreateAccount(ctx context.Context, n accounts.NewAccount) (account
 				n.ID, referrerID, int64(n.ReferralBonus/time.Second), tx.now); err != nil {
 				return err
 			}
-		}
-		if _, err := tx.q.exec(ctx, `INSERT INTO subscriptions (account_id, plan, expires_at, updated_at) VALUES (?, ?, ?, ?)`,
-			n.ID, subscriptions.Trial, trialEnd, tx.now); err != nil {
-			return err
 		}
 		if n.Job != nil {
 			if _, err := tx.InsertJob(ctx, n.Job, nil); err != nil {
@@ -101,28 +100,28 @@ func (db *DB) CreateAccount(ctx context.Context, n accounts.NewAccount) (account
 // subscriptions.Subscription.Extended says.
 func (tx *Tx) extendSubscription(ctx context.Context, accountID string, d time.Duration) error {
 	var sub subscriptions.Subscription
-	if err := tx.q.queryRow(ctx, `SELECT plan, expires_at FROM subscriptions WHERE account_id = ?`+tx.db.forUpdate(), accountID).Scan(&sub.Plan, &sub.ExpiresAt); err != nil {
+	if err := tx.q.queryRow(ctx, `SELECT subscription_plan, subscription_expires_at FROM accounts WHERE id = ? AND deleted_at IS NULL`+tx.db.forUpdate(), accountID).Scan(&sub.Plan, &sub.ExpiresAt); err != nil {
 		return err
 	}
-	_, err := tx.q.exec(ctx, `UPDATE subscriptions SET expires_at = ?, updated_at = ? WHERE account_id = ?`, sub.Extended(d, tx.now), tx.now, accountID)
+	_, err := tx.q.exec(ctx, `UPDATE accounts SET subscription_expires_at = ?, subscription_updated_at = ? WHERE id = ?`, sub.Extended(d, tx.now), tx.now, accountID)
 	return err
 }
 
 // SetSubscription implements subscriptions.Store: in one transaction
-// under the subscription's row lock, so that the same call twice changes
+// under the account's row lock, so that the same call twice changes
 // once.
 func (db *DB) SetSubscription(ctx context.Context, accountID, plan string, expires time.Time) (subscriptions.Subscription, bool, error) {
 	var changed bool
 	err := db.inTx(ctx, func(tx *Tx) error {
 		var cur subscriptions.Subscription
-		if err := tx.q.queryRow(ctx, `SELECT plan, expires_at FROM subscriptions WHERE account_id = ?`+db.forUpdate(), accountID).Scan(&cur.Plan, &cur.ExpiresAt); err != nil {
+		if err := tx.q.queryRow(ctx, `SELECT subscription_plan, subscription_expires_at FROM accounts WHERE id = ? AND deleted_at IS NULL`+db.forUpdate(), accountID).Scan(&cur.Plan, &cur.ExpiresAt); err != nil {
 			return err
 		}
 		if cur.Plan == plan && cur.ExpiresAt.Equal(expires) {
 			return nil
 		}
 		changed = true
-		if _, err := tx.q.exec(ctx, `UPDATE subscriptions SET plan = ?, expires_at = ?, updated_at = ? WHERE account_id = ?`, plan, expires, tx.now, accountID); err != nil {
+		if _, err := tx.q.exec(ctx, `UPDATE accounts SET subscription_plan = ?, subscription_expires_at = ?, subscription_updated_at = ? WHERE id = ?`, plan, expires, tx.now, accountID); err != nil {
 			return err
 		}
 		return tx.emitEvent(ctx, webhooks.UserSubscriptionChanged, map[string]any{
@@ -137,7 +136,7 @@ func (db *DB) SetSubscription(ctx context.Context, accountID, plan string, expir
 // AccountByEmail implements accounts.Store; email is already normalized.
 func (db *DB) AccountByEmail(ctx context.Context, email string) (accounts.Account, error) {
 	var hash string
-	a, err := scanAccount(db.conn().queryRow(ctx, `SELECT `+accountColumns+`, a.password_hash`+accountFrom+`WHERE a.email = ?`, email), &hash)
+	a, err := scanAccount(db.conn().queryRow(ctx, `SELECT `+accountColumns+`, a.password_hash`+accountFrom+`a.email = ?`, email), &hash)
 	a.PasswordHash = hash
 	return a, err
 }
@@ -145,13 +144,13 @@ func (db *DB) AccountByEmail(ctx context.Context, email string) (accounts.Accoun
 // AccountPasswordHash implements accounts.Store.
 func (db *DB) AccountPasswordHash(ctx context.Context, id string) (string, error) {
 	var hash string
-	err := db.conn().queryRow(ctx, `SELECT a.password_hash`+accountFrom+`WHERE a.id = ?`, id).Scan(&hash)
+	err := db.conn().queryRow(ctx, `SELECT a.password_hash`+accountFrom+`a.id = ?`, id).Scan(&hash)
 	return hash, err
 }
 
 // AccountByID implements accounts.Store.
 func (db *DB) AccountByID(ctx context.Context, id string) (accounts.Account, error) {
-	return scanAccount(db.conn().queryRow(ctx, `SELECT `+accountColumns+accountFrom+`WHERE a.id = ?`, id))
+	return scanAccount(db.conn().queryRow(ctx, `SELECT `+accountColumns+accountFrom+`a.id = ?`, id))
 }
 
 // AcquireSendLease implements accounts.Store: one conditional upsert, so

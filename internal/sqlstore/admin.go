@@ -27,7 +27,7 @@ func likePrefix(p string) string {
 
 // SearchAccounts implements accounts.Store.
 func (db *DB) SearchAccounts(ctx context.Context, f accounts.Filter, afterID string, limit int) ([]accounts.Record, error) {
-	q := `SELECT ` + accountColumns + recordCounts + accountFrom + `WHERE 1 = 1`
+	q := `SELECT ` + accountColumns + recordCounts + accountFrom + `1 = 1`
 	args := []any{f.Now}
 	switch {
 	case f.EmailPrefix != "" && f.ID != "":
@@ -41,14 +41,14 @@ func (db *DB) SearchAccounts(ctx context.Context, f accounts.Filter, afterID str
 		args = append(args, f.ID)
 	}
 	if f.Plan != "" {
-		q += ` AND s.plan = ?`
+		q += ` AND a.subscription_plan = ?`
 		args = append(args, f.Plan)
 	}
 	if f.Active != nil {
 		if *f.Active {
-			q += ` AND s.expires_at > ?`
+			q += ` AND a.subscription_expires_at > ?`
 		} else {
-			q += ` AND s.expires_at <= ?`
+			q += ` AND a.subscription_expires_at <= ?`
 		}
 		args = append(args, f.Now)
 	}
@@ -78,7 +78,7 @@ func (db *DB) SearchAccounts(ctx context.Context, f accounts.Filter, afterID str
 
 // AccountRecord implements accounts.Store.
 func (db *DB) AccountRecord(ctx context.Context, id string) (accounts.Record, error) {
-	return scanRecord(db.conn().queryRow(ctx, `SELECT `+accountColumns+recordCounts+accountFrom+`WHERE a.id = ?`, db.Now(), id))
+	return scanRecord(db.conn().queryRow(ctx, `SELECT `+accountColumns+recordCounts+accountFrom+`a.id = ?`, db.Now(), id))
 }
 
 // SetDisabled implements accounts.Store. The account's row is updated
@@ -130,7 +130,6 @@ func (db *DB) DeleteAccount(ctx context.Context, id string) error {
 			`DELETE FROM pending_codes WHERE account_id = ?`,
 			`DELETE FROM code_sends WHERE account_id = ?`,
 			`DELETE FROM code_send_leases WHERE account_id = ?`,
-			`DELETE FROM subscriptions WHERE account_id = ?`,
 			`DELETE FROM telegram_link_tokens WHERE user_id = ?`,
 			`UPDATE telegram_subscribers SET user_id = NULL WHERE user_id = ?`,
 		} {

@@ -84,15 +84,14 @@ func (tx *Tx) invalidatePushTokens(ctx context.Context, pairs []devicePushToken)
 	return nil
 }
 
-// RegisterDevice implements devices.Store. The account's subscription row
-// is locked (PostgreSQL FOR UPDATE; SQLite's IMMEDIATE transaction holds
+// RegisterDevice implements devices.Store. The account's row is locked (PostgreSQL FOR UPDATE; SQLite's IMMEDIATE transaction holds
 // the write lock), so two registrations of one account count one after the
 // other.
 func (db *DB) RegisterDevice(ctx context.Context, d devices.NewDevice, allow func(devices.Quota) error) (devices.Device, error) {
 	var out devices.Device
 	err := db.inTx(ctx, func(tx *Tx) error {
 		var q devices.Quota
-		if err := tx.q.queryRow(ctx, `SELECT plan, expires_at FROM subscriptions WHERE account_id = ?`+db.forUpdate(), d.AccountID).Scan(&q.Subscription.Plan, &q.Subscription.ExpiresAt); err != nil {
+		if err := tx.q.queryRow(ctx, `SELECT subscription_plan, subscription_expires_at FROM accounts WHERE id = ? AND deleted_at IS NULL`+db.forUpdate(), d.AccountID).Scan(&q.Subscription.Plan, &q.Subscription.ExpiresAt); err != nil {
 			return err
 		}
 		q.Subscription.ExpiresAt = q.Subscription.ExpiresAt.UTC()

@@ -35,3 +35,15 @@ func HoldConnections(t interface{ Fatal(...any) }, db *DB) (release func()) {
 		}
 	}
 }
+
+// MigrateUpTo applies Herald's migrations up to version.
+func MigrateUpTo(ctx context.Context, db *DB, version int) error {
+	_, err := db.migrate(ctx, version)
+	return err
+}
+
+// Exec runs a statement outside the store's methods (`?` placeholders).
+func Exec(ctx context.Context, db *DB, q string, args ...any) error {
+	_, err := db.conn().exec(ctx, q, args...)
+	return err
+}

@@ -47,10 +47,10 @@ const broadcastRecipients = `telegram_subscribers.status = 'subscribed' AND tele
 		AND EXISTS (SELECT 1 FROM accounts acct WHERE acct.id = telegram_subscribers.user_id AND acct.disabled_at IS NULL)
 		AND (j.audience_platforms = '' OR EXISTS (SELECT 1 FROM devices d WHERE d.account_id = telegram_subscribers.user_id
 			AND d.active = TRUE AND j.audience_platforms LIKE '%,' || d.platform || ',%'))
-		AND ((j.audience_plans = '' AND j.audience_status = '') OR EXISTS (SELECT 1 FROM subscriptions sub WHERE sub.account_id = telegram_subscribers.user_id
-			AND (j.audience_plans = '' OR j.audience_plans LIKE '%,' || sub.plan || ',%')
-			AND (j.audience_status = '' OR (j.audience_status = 'active' AND sub.expires_at > j.created_at)
-				OR (j.audience_status = 'expired' AND sub.expires_at <= j.created_at))))))`
+		AND ((j.audience_plans = '' AND j.audience_status = '') OR EXISTS (SELECT 1 FROM accounts sub WHERE sub.id = telegram_subscribers.user_id AND sub.deleted_at IS NULL
+			AND (j.audience_plans = '' OR j.audience_plans LIKE '%,' || sub.subscription_plan || ',%')
+			AND (j.audience_status = '' OR (j.audience_status = 'active' AND sub.subscription_expires_at > j.created_at)
+				OR (j.audience_status = 'expired' AND sub.subscription_expires_at <= j.created_at))))))`
 
 // CreateMessengerBroadcast implements messenger.BroadcastStore.
 func (db *DB) CreateMessengerBroadcast(ctx context.Context, id, message string, options []byte, to *audience.Audience, job river.JobArgs) (messenger.Broadcast, error) {

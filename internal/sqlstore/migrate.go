@@ -5,6 +5,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +22,12 @@ var migrationsFS embed.FS
 // Migrate applies River's migrations and Herald's own, each of Herald's in
 // its own transaction, recording the versions applied.
 func (db *DB) Migrate(ctx context.Context) ([]string, error) {
+	return db.migrate(ctx, math.MaxInt)
+}
+
+// migrate applies the migrations up to version upTo (tests start from an
+// older schema).
+func (db *DB) migrate(ctx context.Context, upTo int) ([]string, error) {
 	var applied []string
 	// On PostgreSQL every migration, River's and Herald's, runs under one
 	// advisory lock: replicas that start together on a fresh database
@@ -51,6 +58,9 @@ func (db *DB) Migrate(ctx context.Context) ([]string, error) {
 	}
 	for _, f := range files {
 		version, name := f.version, f.name
+		if version > upTo {
+			break
+		}
 		body, err := migrationsFS.ReadFile(f.path)
 		if err != nil {
 			return nil, err

@@ -60,10 +60,10 @@ func utcPtr(t *time.Time) *time.Time {
 // the job's creation, so the count and the walk agree.
 func audienceOf(platforms, plans, status, created string) string {
 	return `(` + platforms + ` = '' OR ` + platforms + ` LIKE '%,' || devices.platform || ',%')
-	AND ((` + plans + ` = '' AND ` + status + ` = '') OR EXISTS (SELECT 1 FROM subscriptions sub WHERE sub.account_id = devices.account_id
-		AND (` + plans + ` = '' OR ` + plans + ` LIKE '%,' || sub.plan || ',%')
-		AND (` + status + ` = '' OR (` + status + ` = 'active' AND sub.expires_at > ` + created + `)
-			OR (` + status + ` = 'expired' AND sub.expires_at <= ` + created + `))))`
+	AND ((` + plans + ` = '' AND ` + status + ` = '') OR EXISTS (SELECT 1 FROM accounts sub WHERE sub.id = devices.account_id AND sub.deleted_at IS NULL
+		AND (` + plans + ` = '' OR ` + plans + ` LIKE '%,' || sub.subscription_plan || ',%')
+		AND (` + status + ` = '' OR (` + status + ` = 'active' AND sub.subscription_expires_at > ` + created + `)
+			OR (` + status + ` = 'expired' AND sub.subscription_expires_at <= ` + created + `))))`
 }
 
 var (
