@@ -218,6 +218,9 @@ func memoryLimit(cfg config.Config) int64 {
 	return int64(cfg.HashConcurrency)*int64(cfg.Argon2MemoryKiB)*1024 + 64<<20
 }
 
+// defaultGCPercent is the Go runtime's GOGC unless the operator sets it.
+const defaultGCPercent = 200
+
 // every runs fn now and then every d until ctx ends; the channel closes
 // when it has stopped.
 func every(ctx context.Context, d time.Duration, fn func(context.Context)) <-chan struct{} {
