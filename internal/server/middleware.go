@@ -79,7 +79,13 @@ func withRequestInfo(d Deps, next http.Handler) http.Handler {
 			if info.Operation != "" {
 				attrs[n], n = slog.String("operation", info.Operation), n+1
 			}
-			d.Logger.LogAttrs(ctx, slog.LevelInfo, "request", attrs[:n]...)
+			// Straight to the handler: Logger.LogAttrs would also walk
+			// the stack for the caller's PC, which the line never shows.
+			if h := d.Logger.Handler(); h.Enabled(ctx, slog.LevelInfo) {
+				line := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
+				line.AddAttrs(attrs[:n]...)
+				_ = h.Handle(ctx, line)
+			}
 		}()
 		next.ServeHTTP(rec, r.WithContext(ctx))
 	})
