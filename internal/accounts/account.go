@@ -109,6 +109,10 @@ type Store interface {
 	AccountByEmail(ctx context.Context, email string) (Account, error)
 	AccountByID(ctx context.Context, id string) (Account, error)
 	AccountPasswordHash(ctx context.Context, id string) (string, error)
+	// AccountProfile is AccountByID reduced to what an account's owner
+	// sees (ID, Email, EmailVerifiedAt, ReferralCode, CreatedAt and
+	// Subscription); every other field is zero.
+	AccountProfile(ctx context.Context, id string) (Account, error)
 
 	// AcquireSendLease takes the per-account, per-purpose lease that lets
 	// one code email be in flight at a time; false when another holds it.

@@ -20,6 +20,17 @@ func (s *Service) ByID(ctx context.Context, id string) (Account, error) {
 	return acct, err
 }
 
+// Profile is the account as its owner sees it (users/me): ID, Email,
+// EmailVerifiedAt, ReferralCode, CreatedAt and Subscription; every other
+// field is zero. USER_NOT_FOUND when it is unknown or deleted.
+func (s *Service) Profile(ctx context.Context, id string) (Account, error) {
+	acct, err := s.store.AccountProfile(ctx, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return Account{}, apperr.New(apperr.UserNotFound)
+	}
+	return acct, err
+}
+
 // Now is the service's clock, for transports that render statuses.
 func (s *Service) Now() time.Time { return s.now() }
 

@@ -40,9 +40,10 @@ type Resolver struct {
 	Version string
 }
 
-// caller is the authenticated account of the request.
+// caller is the authenticated account of the request, as its owner sees
+// it (accounts.Service.Profile).
 func (r *Resolver) caller(ctx context.Context) (accounts.Account, error) {
-	return r.Accounts.ByID(ctx, auth.Caller(ctx).AccountID)
+	return r.Accounts.Profile(ctx, auth.Caller(ctx).AccountID)
 }
 
 func (r *Resolver) user(a accounts.Account) *User {

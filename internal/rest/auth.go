@@ -57,7 +57,7 @@ func (h *Handlers) Logout() http.HandlerFunc {
 // Me is GET /api/v1/users/me.
 func (h *Handlers) Me() http.HandlerFunc {
 	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
-		acct, err := h.Accounts.ByID(r.Context(), auth.Caller(r.Context()).AccountID)
+		acct, err := h.Accounts.Profile(r.Context(), auth.Caller(r.Context()).AccountID)
 		if err != nil {
 			return nil, err
 		}

@@ -133,6 +133,25 @@ func (db *DB) SetSubscription(ctx context.Context, accountID, plan string, expir
 	return subscriptions.Subscription{Plan: plan, ExpiresAt: expires.UTC()}, changed, nil
 }
 
+// profileColumns are what AccountProfile reads: what users/me shows.
+const profileColumns = `a.id, a.email, a.email_verified_at, a.referral_code, a.created_at, a.subscription_plan, a.subscription_expires_at`
+
+// AccountProfile implements accounts.Store: the hottest read of an
+// authenticated client, so it reads no column that users/me does not show.
+func (db *DB) AccountProfile(ctx context.Context, id string) (accounts.Account, error) {
+	var a accounts.Account
+	var verified *time.Time
+	err := db.conn().queryRow(ctx, `SELECT `+profileColumns+accountFrom+`a.id = ?`, id).
+		Scan(&a.ID, &a.Email, &verified, &a.ReferralCode, &a.CreatedAt, &a.Subscription.Plan, &a.Subscription.ExpiresAt)
+	if err != nil {
+		return accounts.Account{}, err
+	}
+	a.EmailVerifiedAt = utcPtr(verified)
+	a.CreatedAt = a.CreatedAt.UTC()
+	a.Subscription.ExpiresAt = a.Subscription.ExpiresAt.UTC()
+	return a, nil
+}
+
 // AccountByEmail implements accounts.Store; email is already normalized.
 func (db *DB) AccountByEmail(ctx context.Context, email string) (accounts.Account, error) {
 	var hash string

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -102,6 +103,15 @@ func testCreateAndFind(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	c, err := db.AccountByID(ctx, "id-1")
 	if err != nil || c.ID != "id-1" || c.Email != "a@example.com" || c.PasswordHash != "" {
 		t.Fatalf("by id (without the hash): %+v %v", c, err)
+	}
+	// The profile is the by-id read reduced to what users/me shows.
+	p, err := db.AccountProfile(ctx, "id-1")
+	want := accounts.Account{ID: c.ID, Email: c.Email, EmailVerifiedAt: c.EmailVerifiedAt, ReferralCode: c.ReferralCode, CreatedAt: c.CreatedAt, Subscription: c.Subscription}
+	if err != nil || !reflect.DeepEqual(p, want) {
+		t.Fatalf("profile %+v %v, want %+v", p, err, want)
+	}
+	if _, err := db.AccountProfile(ctx, "nope"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("profile of a missing account: %v", err)
 	}
 	if h, err := db.AccountPasswordHash(ctx, "id-1"); err != nil || h != "$argon2id$x" {
 		t.Fatalf("password hash: %q %v", h, err)
