@@ -12,35 +12,43 @@ import (
 	"github.com/riverqueue/river"
 )
 
-// accountColumns are what every account read returns. The password hash
-// is not among them: only the reads that check a password select it, so
-// that an authenticated request does not load it.
-const accountColumns = `a.id, a.email, a.email_verified_at, a.referral_code, a.scope, a.locale, a.created_at, a.subscription_plan, a.subscription_expires_at, a.disabled_at, a.disabled_reason, a.last_login_at`
+// profileColumns are what an account's owner sees of it (users/me), and
+// the first columns of every account read.
+const profileColumns = `a.id, a.email, a.email_verified_at, a.referral_code, a.created_at, a.subscription_plan, a.subscription_expires_at`
+
+// accountColumns are what the other account reads return. The password
+// hash is not among them: only the reads that check a password select it,
+// so that an authenticated request does not load it.
+const accountColumns = profileColumns + `, a.scope, a.locale, a.disabled_at, a.disabled_reason, a.last_login_at`
 
 // accountFrom never finds a deleted account (a tombstone); the caller
 // appends its conditions.
 const accountFrom = ` FROM accounts a WHERE a.deleted_at IS NULL AND `
 
-// accountDest is where accountColumns scan to.
-func accountDest(a *accounts.Account, verified **time.Time) []any {
-	return []any{&a.ID, &a.Email, verified, &a.ReferralCode, &a.Scope, &a.Locale, &a.CreatedAt, &a.Subscription.Plan, &a.Subscription.ExpiresAt, &a.DisabledAt, &a.DisabledReason, &a.LastLoginAt}
+// profileDest is where profileColumns scan to; accountDest where
+// accountColumns do.
+func profileDest(a *accounts.Account) []any {
+	return []any{&a.ID, &a.Email, &a.EmailVerifiedAt, &a.ReferralCode, &a.CreatedAt, &a.Subscription.Plan, &a.Subscription.ExpiresAt}
+}
+
+func accountDest(a *accounts.Account) []any {
+	return append(profileDest(a), &a.Scope, &a.Locale, &a.DisabledAt, &a.DisabledReason, &a.LastLoginAt)
+}
+
+// accountInUTC puts a scanned account's times in UTC.
+func accountInUTC(a *accounts.Account) {
+	a.EmailVerifiedAt, a.DisabledAt, a.LastLoginAt = utcPtr(a.EmailVerifiedAt), utcPtr(a.DisabledAt), utcPtr(a.LastLoginAt)
+	a.CreatedAt = a.CreatedAt.UTC()
+	a.Subscription.ExpiresAt = a.Subscription.ExpiresAt.UTC()
 }
 
 // scanAccount scans accountColumns, then extra.
 func scanAccount(r row, extra ...any) (accounts.Account, error) {
 	var a accounts.Account
-	var verified *time.Time
-	err := r.Scan(append(accountDest(&a, &verified), extra...)...)
-	if err != nil {
+	if err := r.Scan(append(accountDest(&a), extra...)...); err != nil {
 		return accounts.Account{}, err
 	}
-	if verified != nil {
-		v := verified.UTC()
-		a.EmailVerifiedAt = &v
-	}
-	a.DisabledAt, a.LastLoginAt = utcPtr(a.DisabledAt), utcPtr(a.LastLoginAt)
-	a.CreatedAt = a.CreatedAt.UTC()
-	a.Subscription.ExpiresAt = a.Subscription.ExpiresAt.UTC()
+	accountInUTC(&a)
 	return a, nil
 }
 
@@ -133,22 +141,14 @@ func (db *DB) SetSubscription(ctx context.Context, accountID, plan string, expir
 	return subscriptions.Subscription{Plan: plan, ExpiresAt: expires.UTC()}, changed, nil
 }
 
-// profileColumns are what AccountProfile reads: what users/me shows.
-const profileColumns = `a.id, a.email, a.email_verified_at, a.referral_code, a.created_at, a.subscription_plan, a.subscription_expires_at`
-
 // AccountProfile implements accounts.Store: the hottest read of an
 // authenticated client, so it reads no column that users/me does not show.
 func (db *DB) AccountProfile(ctx context.Context, id string) (accounts.Account, error) {
 	var a accounts.Account
-	var verified *time.Time
-	err := db.conn().queryRow(ctx, `SELECT `+profileColumns+accountFrom+`a.id = ?`, id).
-		Scan(&a.ID, &a.Email, &verified, &a.ReferralCode, &a.CreatedAt, &a.Subscription.Plan, &a.Subscription.ExpiresAt)
-	if err != nil {
+	if err := db.conn().queryRow(ctx, `SELECT `+profileColumns+accountFrom+`a.id = ?`, id).Scan(profileDest(&a)...); err != nil {
 		return accounts.Account{}, err
 	}
-	a.EmailVerifiedAt = utcPtr(verified)
-	a.CreatedAt = a.CreatedAt.UTC()
-	a.Subscription.ExpiresAt = a.Subscription.ExpiresAt.UTC()
+	accountInUTC(&a)
 	return a, nil
 }
 
