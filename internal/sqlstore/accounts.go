@@ -107,12 +107,24 @@ func (db *DB) CreateAccount(ctx context.Context, n accounts.NewAccount) (account
 // extendSubscription pushes an account's expiry out by d, as
 // subscriptions.Subscription.Extended says.
 func (tx *Tx) extendSubscription(ctx context.Context, accountID string, d time.Duration) error {
-	var sub subscriptions.Subscription
-	if err := tx.q.queryRow(ctx, `SELECT subscription_plan, subscription_expires_at FROM accounts WHERE id = ? AND deleted_at IS NULL`+tx.db.forUpdate(), accountID).Scan(&sub.Plan, &sub.ExpiresAt); err != nil {
+	sub, err := tx.lockSubscription(ctx, accountID)
+	if err != nil {
 		return err
 	}
-	_, err := tx.q.exec(ctx, `UPDATE accounts SET subscription_expires_at = ?, subscription_updated_at = ? WHERE id = ?`, sub.Extended(d, tx.now), tx.now, accountID)
+	_, err = tx.q.exec(ctx, `UPDATE accounts SET subscription_expires_at = ?, subscription_updated_at = ? WHERE id = ?`, sub.Extended(d, tx.now), tx.now, accountID)
 	return err
+}
+
+// lockSubscription reads a live account's subscription and locks its row
+// until the transaction ends (PostgreSQL FOR UPDATE; SQLite's IMMEDIATE
+// transaction holds the write lock already). ErrNotFound for an unknown or
+// deleted account.
+func (tx *Tx) lockSubscription(ctx context.Context, accountID string) (subscriptions.Subscription, error) {
+	var sub subscriptions.Subscription
+	err := tx.q.queryRow(ctx, `SELECT subscription_plan, subscription_expires_at FROM accounts WHERE id = ? AND deleted_at IS NULL`+tx.db.forUpdate(), accountID).
+		Scan(&sub.Plan, &sub.ExpiresAt)
+	sub.ExpiresAt = sub.ExpiresAt.UTC()
+	return sub, err
 }
 
 // SetSubscription implements subscriptions.Store: in one transaction
@@ -121,8 +133,8 @@ func (tx *Tx) extendSubscription(ctx context.Context, accountID string, d time.D
 func (db *DB) SetSubscription(ctx context.Context, accountID, plan string, expires time.Time) (subscriptions.Subscription, bool, error) {
 	var changed bool
 	err := db.inTx(ctx, func(tx *Tx) error {
-		var cur subscriptions.Subscription
-		if err := tx.q.queryRow(ctx, `SELECT subscription_plan, subscription_expires_at FROM accounts WHERE id = ? AND deleted_at IS NULL`+db.forUpdate(), accountID).Scan(&cur.Plan, &cur.ExpiresAt); err != nil {
+		cur, err := tx.lockSubscription(ctx, accountID)
+		if err != nil {
 			return err
 		}
 		if cur.Plan == plan && cur.ExpiresAt.Equal(expires) {

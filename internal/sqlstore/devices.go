@@ -84,20 +84,21 @@ func (tx *Tx) invalidatePushTokens(ctx context.Context, pairs []devicePushToken)
 	return nil
 }
 
-// RegisterDevice implements devices.Store. The account's row is locked (PostgreSQL FOR UPDATE; SQLite's IMMEDIATE transaction holds
-// the write lock), so two registrations of one account count one after the
-// other.
+// RegisterDevice implements devices.Store. The account's subscription is
+// read under its row's lock (lockSubscription), so two registrations of
+// one account count one after the other.
 func (db *DB) RegisterDevice(ctx context.Context, d devices.NewDevice, allow func(devices.Quota) error) (devices.Device, error) {
 	var out devices.Device
 	err := db.inTx(ctx, func(tx *Tx) error {
 		var q devices.Quota
-		if err := tx.q.queryRow(ctx, `SELECT subscription_plan, subscription_expires_at FROM accounts WHERE id = ? AND deleted_at IS NULL`+db.forUpdate(), d.AccountID).Scan(&q.Subscription.Plan, &q.Subscription.ExpiresAt); err != nil {
+		sub, err := tx.lockSubscription(ctx, d.AccountID)
+		if err != nil {
 			return err
 		}
-		q.Subscription.ExpiresAt = q.Subscription.ExpiresAt.UTC()
+		q.Subscription = sub
 		var holderID, holderAccount string
 		var holderActive bool
-		err := tx.q.queryRow(ctx, `SELECT id, account_id, active FROM devices WHERE push_token = ?`+db.forUpdate(), d.PushToken).Scan(&holderID, &holderAccount, &holderActive)
+		err = tx.q.queryRow(ctx, `SELECT id, account_id, active FROM devices WHERE push_token = ?`+db.forUpdate(), d.PushToken).Scan(&holderID, &holderAccount, &holderActive)
 		held := err == nil
 		if err != nil && !errors.Is(err, storage.ErrNotFound) {
 			return err
