@@ -22,9 +22,9 @@ type RequestInfo struct {
 	// attributes to it when a line is written (most requests write only
 	// their request line, which adds them itself).
 	Log *slog.Logger
-	// LogAttrs are the attributes every line about the request carries:
-	// request_id, and trace_id and span_id when tracing.
-	LogAttrs  []slog.Attr
+	// Trace is trace_id and span_id, for the log lines of a traced
+	// request; nil otherwise.
+	Trace     []slog.Attr
 	Operation string // GraphQL root fields, for the log line
 	// MetricOperation is the GraphQL operation as the metrics label it: one
 	// of a bounded set (a root field's name, "multiple", "other"); "" on
@@ -66,13 +66,13 @@ func SessionClient(ctx context.Context) sessions.Client {
 // Logger returns the request's logger (with its request ID).
 func Logger(ctx context.Context) *slog.Logger { return Info(ctx).Logger() }
 
-// Logger returns the request's logger: the server's, with the request's
-// attributes.
+// Logger returns the request's logger: the server's, with request_id
+// (and the trace's ids).
 func (i *RequestInfo) Logger() *slog.Logger {
 	if i.Log == nil {
 		return slog.New(slog.DiscardHandler)
 	}
-	return slog.New(i.Log.Handler().WithAttrs(i.LogAttrs))
+	return slog.New(i.Log.Handler().WithAttrs(append([]slog.Attr{slog.String("request_id", i.ID)}, i.Trace...)))
 }
 
 // Admission admits a request under the rules of its operations: it

@@ -36,7 +36,7 @@ func withRequestInfo(d Deps, next http.Handler) http.Handler {
 		w.Header().Set("X-Request-ID", id)
 		ip := clientIP(r, d.TrustedProxies)
 		ctx := r.Context()
-		logAttrs := []slog.Attr{slog.String("request_id", id)}
+		var traceAttrs []slog.Attr
 		if tracer != nil {
 			// The request's span continues the caller's trace (W3C
 			// traceparent); observe names it after the route.
@@ -46,7 +46,7 @@ func withRequestInfo(d Deps, next http.Handler) http.Handler {
 				trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.request_id", id)))
 			defer span.End()
 			if sc := span.SpanContext(); sc.IsValid() {
-				logAttrs = append(logAttrs, slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
+				traceAttrs = []slog.Attr{slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String())}
 			}
 		}
 		info := &api.RequestInfo{
@@ -54,7 +54,7 @@ func withRequestInfo(d Deps, next http.Handler) http.Handler {
 			ClientIP:       ip,
 			UserAgent:      r.UserAgent(),
 			Log:            d.Logger,
-			LogAttrs:       logAttrs,
+			Trace:          traceAttrs,
 			Credential:     credentialFrom(r.Header.Get("Authorization"), r.Header.Get("X-API-Key")),
 			AcceptLanguage: r.Header.Get("Accept-Language"),
 		}
@@ -70,20 +70,18 @@ func withRequestInfo(d Deps, next http.Handler) http.Handler {
 					api.WriteError(rec, r.WithContext(ctx), apperr.New(apperr.Internal))
 				}
 			}
-			// Typed attributes, the request's own in front, and no
-			// per-request logger: this line is written for every request.
-			var attrs [9]slog.Attr
-			n := copy(attrs[:], info.LogAttrs)
-			n += copy(attrs[n:], []slog.Attr{slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", rec.status()),
-				slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000), slog.String("client_ip", ip.String())})
-			if info.Operation != "" {
-				attrs[n], n = slog.String("operation", info.Operation), n+1
-			}
-			// Straight to the handler: Logger.LogAttrs would also walk
-			// the stack for the caller's PC, which the line never shows.
+			// Typed attributes, straight to the handler (Logger.LogAttrs
+			// would also walk the stack for a caller PC the line never
+			// shows): this line is written for every request.
 			if h := d.Logger.Handler(); h.Enabled(ctx, slog.LevelInfo) {
 				line := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
-				line.AddAttrs(attrs[:n]...)
+				line.AddAttrs(slog.String("request_id", id))
+				line.AddAttrs(info.Trace...)
+				line.AddAttrs(slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", rec.status()),
+					slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000), slog.String("client_ip", ip.String()))
+				if info.Operation != "" {
+					line.AddAttrs(slog.String("operation", info.Operation))
+				}
 				_ = h.Handle(ctx, line)
 			}
 		}()
