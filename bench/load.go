@@ -190,27 +190,37 @@ func cpuInWindow(ctx context.Context, pid int, from, until time.Time) (server, m
 	if !sleepUntil(from) {
 		return 0, 0, -1
 	}
-	var p0, p1 time.Duration
-	var perr error
-	if pid != 0 {
-		p0, perr = procCPU(pid)
-	}
-	m0, merr := readMachineCPU()
+	s0 := sampleCPU(pid)
 	if !sleepUntil(until) {
 		return 0, 0, -1
 	}
-	if pid != 0 && perr == nil {
-		p1, perr = procCPU(pid)
+	s1 := sampleCPU(pid)
+	if s0.procErr == nil && s1.procErr == nil {
+		server = s1.proc - s0.proc
 	}
-	m1, merr1 := readMachineCPU()
-	steal = -1
-	if pid != 0 && perr == nil {
-		server = p1 - p0
+	if s0.machineErr != nil || s1.machineErr != nil {
+		return server, 0, -1
 	}
-	if merr == nil && merr1 == nil {
-		machine, steal = busy(m0, m1), stealShare(m0, m1)
+	return server, busy(s0.machine, s1.machine), stealShare(s0.machine, s1.machine)
+}
+
+// cpuSample is the CPU time a process and the machine have used so far.
+type cpuSample struct {
+	proc       time.Duration
+	procErr    error // also when there is no process (pid 0)
+	machine    machineCPU
+	machineErr error
+}
+
+func sampleCPU(pid int) cpuSample {
+	var s cpuSample
+	if pid == 0 {
+		s.procErr = errors.New("no process")
+	} else {
+		s.proc, s.procErr = procCPU(pid)
 	}
-	return server, machine, steal
+	s.machine, s.machineErr = readMachineCPU()
+	return s
 }
 
 // rawConn is one kept-alive HTTP/1.1 connection sending the same request.

@@ -683,8 +683,9 @@ func (s *loadSeries) add(b *board, what string, round int, res loadResult, err e
 	}
 	extra := ""
 	if c, m := res.CPUPerOp(); c > 0 {
-		extra += ", CPU per op: server " + cpuPerOp(float64(c)/float64(time.Microsecond)) + ", machine " + cpuPerOp(float64(m)/float64(time.Microsecond))
-		s.cpus = append(s.cpus, float64(c)/float64(time.Microsecond))
+		server := float64(c) / float64(time.Microsecond)
+		extra += ", CPU per op: server " + cpuPerOp(server) + ", machine " + cpuPerOp(float64(m)/float64(time.Microsecond))
+		s.cpus = append(s.cpus, server)
 	}
 	if res.Steal >= 0 {
 		extra += fmt.Sprintf(", steal %.0f %%", 100*res.Steal)
