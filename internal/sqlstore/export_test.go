@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -15,7 +16,8 @@ func SetAcquireTimeout(db *DB, d time.Duration) {
 
 // HoldConnections takes every PostgreSQL connection the pool will give
 // until release is called.
-func HoldConnections(t interface{ Fatal(...any) }, db *DB) (release func()) {
+func HoldConnections(t testing.TB, db *DB) (release func()) {
+	t.Helper()
 	var held []*pgxpool.Conn
 	for range db.pool.Config().MaxConns {
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
