@@ -73,7 +73,9 @@ type DB struct {
 
 	// origin names this process in its live events (see live.go).
 	origin string
-	onLive hooks[func(topic string, data []byte)]
+	// channels are the PostgreSQL NOTIFY channels of this store's schema.
+	channels notifyChannels
+	onLive   hooks[func(topic string, data []byte)]
 }
 
 // hooks are the functions registered to be told of something this store
@@ -154,6 +156,13 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 			return nil, fmt.Errorf("connect to postgres: %w", err)
 		}
 		db.pool = pool
+		// NULL when no schema of the search path exists; Migrate says so.
+		var schema sql.NullString
+		if err := pool.QueryRow(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("connect to postgres: %w", err)
+		}
+		db.channels = channelsOf(schema.String)
 	}
 	return db, nil
 }

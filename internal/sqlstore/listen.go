@@ -2,10 +2,31 @@ package sqlstore
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/herald-vpn/herald/internal/storage"
 )
+
+// notifyChannels are the NOTIFY channels of one schema. NOTIFY reaches
+// every session of the database, so deployments that share a server in
+// schemas of their own (as Migrate's per-schema lock allows) would hear
+// each other's revocations and live events, such as another deployment's
+// progress for a job of the same ID, on channels named for Herald alone.
+type notifyChannels struct {
+	live, revocations string
+}
+
+// channelsOf names the channels of schema: a digest of its name keeps
+// them within PostgreSQL's 63-byte identifiers whatever the name's length.
+func channelsOf(schema string) notifyChannels {
+	sum := sha256.Sum256([]byte(schema))
+	suffix := "_" + hex.EncodeToString(sum[:8])
+	return notifyChannels{live: "herald_live" + suffix, revocations: "herald_revocations" + suffix}
+}
 
 // watchChannel holds one PostgreSQL connection in LISTEN on channel until
 // ctx ends, handing each notification's payload to deliver. Whenever
@@ -44,7 +65,7 @@ func (db *DB) listen(ctx context.Context, channel string, deliver func(string), 
 	// The connection is taken out of the pool for good: it stays in LISTEN.
 	conn := c.Hijack()
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+channel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
 		return err
 	}
 	// Anything announced before LISTEN took effect was missed.

@@ -7,10 +7,6 @@ import (
 	"github.com/herald-vpn/herald/internal/storage"
 )
 
-// liveChannel is the PostgreSQL channel on which live events (a
-// broadcast's progress, the bot's subscriber changes) reach every replica.
-const liveChannel = "herald_live"
-
 // livePayload is a NOTIFY payload: the sending process, the topic and the
 // event, one per line (a topic has no newline; an event may). The origin
 // lets a process skip its own events, which it delivered itself.
@@ -26,13 +22,14 @@ func (db *DB) OnLive(f func(topic string, data []byte)) {
 }
 
 // Publish implements live.Bus: on PostgreSQL it sends the event to the
-// other processes by NOTIFY (payloads are small: PostgreSQL's limit is
+// other processes by NOTIFY on the live channel of the store's schema
+// (a broadcast's progress, the bot's subscriber changes) (payloads are small: PostgreSQL's limit is
 // 8000 bytes); SQLite is one process, so it does nothing.
 func (db *DB) Publish(ctx context.Context, topic string, data []byte) error {
 	if db.dialect != storage.Postgres {
 		return nil
 	}
-	_, err := db.conn().exec(ctx, `SELECT pg_notify('`+liveChannel+`', ?)`, db.livePayload(topic, data))
+	_, err := db.conn().exec(ctx, `SELECT pg_notify(?, ?)`, db.channels.live, db.livePayload(topic, data))
 	return err
 }
 
@@ -41,7 +38,7 @@ func (db *DB) Publish(ctx context.Context, topic string, data []byte) error {
 // this one through OnLive.
 func (tx *Tx) publish(ctx context.Context, topic string, data []byte) error {
 	if tx.db.dialect == storage.Postgres {
-		if _, err := tx.q.exec(ctx, `SELECT pg_notify('`+liveChannel+`', ?)`, tx.db.livePayload(topic, data)); err != nil {
+		if _, err := tx.q.exec(ctx, `SELECT pg_notify(?, ?)`, tx.db.channels.live, tx.db.livePayload(topic, data)); err != nil {
 			return err
 		}
 	}
@@ -58,7 +55,7 @@ func (tx *Tx) publish(ctx context.Context, topic string, data []byte) error {
 // missed. On PostgreSQL it holds one connection in LISTEN (as
 // WatchRevocations does); SQLite returns at once.
 func (db *DB) WatchLive(ctx context.Context, deliver func(topic string, data []byte), missed func()) error {
-	return db.watchChannel(ctx, liveChannel, func(payload string) {
+	return db.watchChannel(ctx, db.channels.live, func(payload string) {
 		origin, rest, ok := strings.Cut(payload, "\n")
 		if !ok || origin == db.origin {
 			return

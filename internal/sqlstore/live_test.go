@@ -75,3 +75,29 @@ func TestLiveEvents(t *testing.T) {
 		}
 	})
 }
+
+// NOTIFY reaches the whole database: deployments in schemas of their own
+// on one server hear only their own events (another deployment's progress
+// for a job of the same ID must not reach this one's subscribers).
+func TestLiveEventsStayInTheirSchema(t *testing.T) {
+	sqlstoretest.Require(t, "postgres")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	elsewhere, _ := mustOpen(t, sqlstoretest.NewURL(t, "postgres"))
+	url := sqlstoretest.NewURL(t, "postgres")
+	one, _ := mustOpen(t, url)
+	two, _ := mustOpen(t, url)
+
+	got, listening := make(chan liveEvent, 10), make(chan struct{}, 10)
+	go two.WatchLive(ctx, func(topic string, data []byte) { got <- liveEvent{topic, string(data)} }, func() { listening <- struct{}{} })
+	<-listening
+	if err := elsewhere.Publish(ctx, "job:x", []byte("another deployment's")); err != nil {
+		t.Fatal(err)
+	}
+	if err := one.Publish(ctx, "job:x", []byte("this deployment's")); err != nil {
+		t.Fatal(err)
+	}
+	if e := <-got; e != (liveEvent{"job:x", "this deployment's"}) {
+		t.Fatalf("the watcher got %+v first", e)
+	}
+}

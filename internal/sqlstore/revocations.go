@@ -8,11 +8,6 @@ import (
 	"github.com/herald-vpn/herald/internal/storage"
 )
 
-// revocationChannel is the PostgreSQL channel on which every revocation of
-// a session is announced, from the transaction that makes it, to every
-// replica's session cache.
-const revocationChannel = "herald_revocations"
-
 // revokedAll tells a watcher to forget everything: announcements may have
 // been missed. The other kinds are sessions.RevokedSession and
 // sessions.RevokedAccount.
@@ -25,13 +20,14 @@ func (db *DB) OnRevocation(f func(kind, id string)) {
 	db.onRevocation.add(f)
 }
 
-// revoked announces a revocation: on PostgreSQL by NOTIFY, delivered when
-// the transaction commits; on SQLite by moving the revocation epoch, which
+// revoked announces a revocation: on PostgreSQL by NOTIFY on the
+// revocation channel of the store's schema, to every replica's session
+// cache, delivered when the transaction commits; on SQLite by moving the revocation epoch, which
 // every server process polls; in this process after the commit.
 func (tx *Tx) revoked(ctx context.Context, kind, id string) error {
 	q, args := `UPDATE revocation_epoch SET n = n + 1 WHERE id = 1`, []any(nil)
 	if tx.db.dialect == storage.Postgres {
-		q, args = `SELECT pg_notify('`+revocationChannel+`', ?)`, []any{kind + ":" + id}
+		q, args = `SELECT pg_notify(?, ?)`, []any{tx.db.channels.revocations, kind + ":" + id}
 	}
 	if _, err := tx.q.exec(ctx, q, args...); err != nil {
 		return err
@@ -56,7 +52,7 @@ func (db *DB) WatchRevocations(ctx context.Context, evict func(kind, id string),
 	if db.dialect != storage.Postgres {
 		return db.pollEpoch(ctx, func() { evict(revokedAll, "") }, live)
 	}
-	return db.watchChannel(ctx, revocationChannel, func(payload string) {
+	return db.watchChannel(ctx, db.channels.revocations, func(payload string) {
 		if kind, id, ok := strings.Cut(payload, ":"); ok {
 			evict(kind, id)
 		}
