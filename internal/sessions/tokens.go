@@ -30,6 +30,8 @@ type signer struct {
 
 	parserOnce sync.Once
 	parser     *jwt.Parser
+
+	verified verifiedTokens
 }
 
 // jwtParser is the parser of access tokens, built once: the algorithm,
@@ -84,10 +86,27 @@ func (s *signer) issue(accountID, sessionID string, scopes []string) (string, ti
 }
 
 // verify checks the signature, algorithm, key, issuer, audience (when one
-// is configured) and expiry of raw.
+// is configured) and expiry of raw, once per token on this replica: a
+// token seen before is answered from verified, its expiry checked again.
 // Only a token that verifies but has expired is TOKEN_EXPIRED; everything
 // else is TOKEN_INVALID.
 func (s *signer) verify(raw string) (auth.Principal, error) {
+	if p, ok := s.verified.get(raw); ok {
+		if !s.now().Before(p.ExpiresAt) {
+			s.verified.drop(raw)
+			return auth.Principal{}, tokenExpired(p.ExpiresAt, "access")
+		}
+		return p, nil
+	}
+	p, err := s.check(raw)
+	if err == nil {
+		s.verified.put(raw, p)
+	}
+	return p, err
+}
+
+// check is verify without the memory of tokens seen.
+func (s *signer) check(raw string) (auth.Principal, error) {
 	var claims Claims
 	tok, err := s.jwtParser().ParseWithClaims(raw, &claims, s.publicKey)
 	if err != nil {
@@ -106,6 +125,53 @@ func (s *signer) verify(raw string) (auth.Principal, error) {
 		Scopes:    strings.Fields(claims.Scope),
 		ExpiresAt: claims.ExpiresAt.Time.UTC(),
 	}, nil
+}
+
+// verifiedTokens remembers, on this replica, the access tokens whose
+// signature and claims it has checked, each until it expires. A client
+// sends the same token with every request for its lifetime, and checking
+// an Ed25519 signature (and decoding the token) is about half of an
+// authenticated read's CPU. The keys, issuer and audience a token was
+// checked against do not change while the process runs, and the key is
+// the whole token, so an entry answers only for the exact bytes checked.
+// Whether the session is still live is not its business: that is checked
+// on every request (VerifyAccessToken). Only tokens that verified are
+// kept, and a token costs a login, so the map grows only as fast as
+// logins do; past verifiedMaxEntries an arbitrary entry makes room.
+type verifiedTokens struct {
+	mu      sync.RWMutex
+	entries map[string]auth.Principal // by the whole token
+}
+
+// verifiedMaxEntries bounds the memory of tokens seen: about 5 MB.
+const verifiedMaxEntries = 10_000
+
+func (v *verifiedTokens) get(raw string) (auth.Principal, bool) {
+	v.mu.RLock()
+	p, ok := v.entries[raw]
+	v.mu.RUnlock()
+	return p, ok
+}
+
+func (v *verifiedTokens) put(raw string, p auth.Principal) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.entries == nil {
+		v.entries = map[string]auth.Principal{}
+	}
+	if len(v.entries) >= verifiedMaxEntries {
+		for k := range v.entries { // drop one, any
+			delete(v.entries, k)
+			break
+		}
+	}
+	v.entries[raw] = p
+}
+
+func (v *verifiedTokens) drop(raw string) {
+	v.mu.Lock()
+	delete(v.entries, raw)
+	v.mu.Unlock()
 }
 
 func tokenExpired(at time.Time, kind string) error {

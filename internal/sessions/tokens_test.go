@@ -3,12 +3,14 @@ package sessions
 import (
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/testsupport"
 )
 
@@ -95,15 +97,31 @@ func TestTokensRefused(t *testing.T) {
 	oiTok.Header["kid"] = key.ID
 	oi := mustSign(t, oiTok, key.Private)
 
+	// The good token is verified first, so that each refusal below is
+	// made with a checked token in the replica's memory.
+	if _, err := s.verify(good); err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.Split(good, ".")
+	other := claims
+	other.Subject = "another"
+	otherPayload, err := jwt.NewWithClaims(jwt.SigningMethodEdDSA, other).SigningString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another account's claims under the seen token's header and signature.
+	swapped := parts[0] + "." + strings.Split(otherPayload, ".")[1] + "." + parts[2]
+
 	cases := map[string]string{
-		"foreign key":    forged,
-		"alg none":       none,
-		"HS256 with pub": hs,
-		"unknown kid":    unknown,
-		"truncated":      good[:len(good)-10],
-		"garbage":        "not.a.jwt",
-		"empty":          "",
-		"other issuer":   oi,
+		"claims swapped under a seen signature": swapped,
+		"foreign key":                           forged,
+		"alg none":                              none,
+		"HS256 with pub":                        hs,
+		"unknown kid":                           unknown,
+		"truncated":                             good[:len(good)-10],
+		"garbage":                               "not.a.jwt",
+		"empty":                                 "",
+		"other issuer":                          oi,
 	}
 	for name, tok := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -114,15 +132,46 @@ func TestTokensRefused(t *testing.T) {
 	}
 }
 
+// A token expires whether or not this replica has checked it before.
 func TestExpiredToken(t *testing.T) {
-	clk := testsupport.NewClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
-	s := newSigner(t, clk.Now, newKey(t))
-	tok, exp := mustIssue(t, s, nil)
-	clk.Advance(2 * time.Hour)
-	_, err := s.verify(tok)
-	ae := apperr.As(err)
-	if ae.Code != apperr.TokenExpired || ae.Details["expiredAt"] != exp.Format(time.RFC3339) || ae.Details["tokenType"] != "access" {
-		t.Fatalf("%+v", ae)
+	for _, seen := range []bool{false, true} {
+		t.Run(fmt.Sprintf("seen=%v", seen), func(t *testing.T) {
+			clk := testsupport.NewClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+			s := newSigner(t, clk.Now, newKey(t))
+			tok, exp := mustIssue(t, s, nil)
+			if seen {
+				clk.Advance(time.Hour - time.Second)
+				if _, err := s.verify(tok); err != nil {
+					t.Fatalf("a second before its expiry: %v", err)
+				}
+				clk.Advance(time.Second)
+			} else {
+				clk.Advance(2 * time.Hour)
+			}
+			for range 2 {
+				_, err := s.verify(tok)
+				ae := apperr.As(err)
+				if ae.Code != apperr.TokenExpired || ae.Details["expiredAt"] != exp.Format(time.RFC3339) || ae.Details["tokenType"] != "access" {
+					t.Fatalf("%+v", ae)
+				}
+			}
+		})
+	}
+}
+
+// The memory of checked tokens stays within its bound however many
+// tokens it sees, and still answers for the latest.
+func TestVerifiedTokensBounded(t *testing.T) {
+	var v verifiedTokens
+	for i := range verifiedMaxEntries + 10 {
+		v.put(fmt.Sprint("token", i), auth.Principal{AccountID: fmt.Sprint(i)})
+	}
+	if n := len(v.entries); n != verifiedMaxEntries {
+		t.Fatalf("%d entries, want %d", n, verifiedMaxEntries)
+	}
+	last := fmt.Sprint(verifiedMaxEntries + 9)
+	if p, ok := v.get("token" + last); !ok || p.AccountID != last {
+		t.Fatalf("the latest token: %+v %v", p, ok)
 	}
 }
 
@@ -188,14 +237,20 @@ func TestParseKeySet(t *testing.T) {
 	}
 }
 
+// BenchmarkVerifyToken measures a token's first sight on a replica (its
+// signature checked) and every later one (answered from memory).
 func BenchmarkVerifyToken(b *testing.B) {
 	s := newSigner(b, testsupport.NewClock(time.Now()).Now, newKey(b))
 	tok, _ := mustIssue(b, s, []string{"admin"})
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := s.verify(tok); err != nil {
-			b.Fatal(err)
-		}
+	for name, verify := range map[string]func(string) (auth.Principal, error){"first": s.check, "seen": s.verify} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := verify(tok); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
