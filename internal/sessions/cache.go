@@ -75,13 +75,21 @@ func (c *liveSessions) put(sessionID, accountID string, gen uint64) {
 	if c.gen != gen {
 		return
 	}
-	if len(c.entries) >= cacheMaxEntries {
-		for k := range c.entries { // drop one, any
-			delete(c.entries, k)
-			break
-		}
-	}
+	makeRoom(c.entries, cacheMaxEntries)
 	c.entries[sessionID] = liveEntry{accountID: accountID, until: c.now().Add(cacheTTL)}
+}
+
+// makeRoom drops an arbitrary entry of m when it holds limit already, so
+// that one more keeps it within limit (the caller holds m's lock). Entries
+// are answers that can be worked out again, so any can go.
+func makeRoom[K comparable, V any](m map[K]V, limit int) {
+	if len(m) < limit {
+		return
+	}
+	for k := range m {
+		delete(m, k)
+		return
+	}
 }
 
 // evict forgets a revoked session, every session of an account, or (any

@@ -159,12 +159,7 @@ func (v *verifiedTokens) put(raw string, p auth.Principal) {
 	if v.entries == nil {
 		v.entries = map[string]auth.Principal{}
 	}
-	if len(v.entries) >= verifiedMaxEntries {
-		for k := range v.entries { // drop one, any
-			delete(v.entries, k)
-			break
-		}
-	}
+	makeRoom(v.entries, verifiedMaxEntries)
 	v.entries[raw] = p
 }
 
