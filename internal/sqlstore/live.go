@@ -21,15 +21,22 @@ func (db *DB) OnLive(f func(topic string, data []byte)) {
 	db.onLive.add(f)
 }
 
-// Publish implements live.Bus: on PostgreSQL it sends the event to the
-// other processes by NOTIFY on the live channel of the store's schema
-// (a broadcast's progress, the bot's subscriber changes) (payloads are small: PostgreSQL's limit is
-// 8000 bytes); SQLite is one process, so it does nothing.
+// Publish implements live.Bus: on PostgreSQL it sends the event (a
+// broadcast's progress, the bot's subscriber changes) to the other
+// processes by NOTIFY on the live channel of the store's schema (payloads
+// are small: PostgreSQL's limit is 8000 bytes); SQLite is one process, so
+// it does nothing.
 func (db *DB) Publish(ctx context.Context, topic string, data []byte) error {
 	if db.dialect != storage.Postgres {
 		return nil
 	}
-	_, err := db.conn().exec(ctx, `SELECT pg_notify(?, ?)`, db.channels.live, db.livePayload(topic, data))
+	return notify(ctx, db.conn(), db.channels.live, db.livePayload(topic, data))
+}
+
+// notify sends payload on a PostgreSQL channel; inside a transaction,
+// PostgreSQL delivers it when the transaction commits.
+func notify(ctx context.Context, q querier, channel, payload string) error {
+	_, err := q.exec(ctx, `SELECT pg_notify(?, ?)`, channel, payload)
 	return err
 }
 
@@ -38,7 +45,7 @@ func (db *DB) Publish(ctx context.Context, topic string, data []byte) error {
 // this one through OnLive.
 func (tx *Tx) publish(ctx context.Context, topic string, data []byte) error {
 	if tx.db.dialect == storage.Postgres {
-		if _, err := tx.q.exec(ctx, `SELECT pg_notify(?, ?)`, tx.db.channels.live, tx.db.livePayload(topic, data)); err != nil {
+		if err := notify(ctx, tx.q, tx.db.channels.live, tx.db.livePayload(topic, data)); err != nil {
 			return err
 		}
 	}

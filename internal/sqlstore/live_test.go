@@ -8,6 +8,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
+	"github.com/herald-vpn/herald/internal/testsupport"
 )
 
 type liveEvent struct{ topic, data string }
@@ -90,14 +91,14 @@ func TestLiveEventsStayInTheirSchema(t *testing.T) {
 
 	got, listening := make(chan liveEvent, 10), make(chan struct{}, 10)
 	go two.WatchLive(ctx, func(topic string, data []byte) { got <- liveEvent{topic, string(data)} }, func() { listening <- struct{}{} })
-	<-listening
+	testsupport.Receive(t, listening, 10*time.Second, "the watcher to listen")
 	if err := elsewhere.Publish(ctx, "job:x", []byte("another deployment's")); err != nil {
 		t.Fatal(err)
 	}
 	if err := one.Publish(ctx, "job:x", []byte("this deployment's")); err != nil {
 		t.Fatal(err)
 	}
-	if e := <-got; e != (liveEvent{"job:x", "this deployment's"}) {
+	if e := testsupport.Receive(t, got, 10*time.Second, "this deployment's event"); e != (liveEvent{"job:x", "this deployment's"}) {
 		t.Fatalf("the watcher got %+v first", e)
 	}
 }

@@ -22,14 +22,17 @@ func (db *DB) OnRevocation(f func(kind, id string)) {
 
 // revoked announces a revocation: on PostgreSQL by NOTIFY on the
 // revocation channel of the store's schema, to every replica's session
-// cache, delivered when the transaction commits; on SQLite by moving the revocation epoch, which
-// every server process polls; in this process after the commit.
+// cache, delivered when the transaction commits; on SQLite by moving the
+// revocation epoch, which every server process polls; in this process
+// after the commit.
 func (tx *Tx) revoked(ctx context.Context, kind, id string) error {
-	q, args := `UPDATE revocation_epoch SET n = n + 1 WHERE id = 1`, []any(nil)
+	var err error
 	if tx.db.dialect == storage.Postgres {
-		q, args = `SELECT pg_notify(?, ?)`, []any{tx.db.channels.revocations, kind + ":" + id}
+		err = notify(ctx, tx.q, tx.db.channels.revocations, kind+":"+id)
+	} else {
+		_, err = tx.q.exec(ctx, `UPDATE revocation_epoch SET n = n + 1 WHERE id = 1`)
 	}
-	if _, err := tx.q.exec(ctx, q, args...); err != nil {
+	if err != nil {
 		return err
 	}
 	tx.afterCommit = append(tx.afterCommit, func() {
