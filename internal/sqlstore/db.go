@@ -346,19 +346,17 @@ type sharedDeadline struct {
 }
 
 func (a *acquireDeadlines) get(now time.Time) context.Context {
-	d := a.cur.Load()
-	if d != nil && now.Before(d.renewAt) {
-		return d.ctx
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), now.Add(a.timeout))
-	nd := &sharedDeadline{ctx: ctx, cancel: cancel, renewAt: now.Add(a.timeout / 8)}
-	if !a.cur.CompareAndSwap(d, nd) {
-		cancel() // another acquire renewed it first
-		if d = a.cur.Load(); d != nil {
+	for {
+		d := a.cur.Load()
+		if d != nil && now.Before(d.renewAt) {
 			return d.ctx
 		}
+		ctx, cancel := context.WithDeadline(context.Background(), now.Add(a.timeout))
+		if a.cur.CompareAndSwap(d, &sharedDeadline{ctx: ctx, cancel: cancel, renewAt: now.Add(a.timeout / 8)}) {
+			return ctx
+		}
+		cancel() // another acquire renewed it first: look again
 	}
-	return ctx
 }
 
 func (a *acquireDeadlines) close() {
