@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 )
@@ -49,4 +50,21 @@ func TestAcquireCtxValues(t *testing.T) {
 	if c.Err() != nil {
 		t.Fatal("the acquire context ended with the request")
 	}
+}
+
+// Acquires racing to renew the deadline, across ticks, all get one that
+// has not ended.
+func TestAcquireDeadlinesRace(t *testing.T) {
+	a := &acquireDeadlines{timeout: time.Minute}
+	defer a.close()
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Go(func() {
+			if err := a.get(t0.Add(time.Duration(i%4) * a.timeout / 8)).Err(); err != nil {
+				t.Errorf("acquire %d got a context that ended: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
 }
