@@ -14,8 +14,8 @@ import (
 
 // With every pooled connection taken, a read waits out the acquire
 // timeout and reports the database unavailable (503, not a hang); a
-// cancelled caller is told so at once; once connections are back, reads
-// work again.
+// cancelled caller is told so, at once or when it leaves while waiting;
+// once connections are back, reads work again.
 func TestAcquireTimeoutOnExhaustedPool(t *testing.T) {
 	sqlstoretest.Require(t, "postgres")
 	db, _ := sqlstoretest.Open(t, sqlstoretest.NewURL(t, "postgres"), jobs.Config{})
@@ -31,6 +31,14 @@ func TestAcquireTimeoutOnExhaustedPool(t *testing.T) {
 	if _, err := db.AccountByID(cancelled, "nobody"); !errors.Is(err, context.Canceled) {
 		release()
 		t.Fatalf("read by a cancelled caller: %v, want context.Canceled", err)
+	}
+	// A caller that goes away while it waits is told of its own end, not
+	// of the wait's (a client gone is a 499, not a 500).
+	leaving, leave := context.WithCancel(ctx)
+	time.AfterFunc(50*time.Millisecond, leave)
+	if _, err := db.AccountByID(leaving, "nobody"); !errors.Is(err, context.Canceled) {
+		release()
+		t.Fatalf("read by a caller that left while waiting: %v, want context.Canceled", err)
 	}
 	release()
 	if _, err := db.AccountByID(ctx, "nobody"); !errors.Is(err, storage.ErrNotFound) {

@@ -307,7 +307,8 @@ func (tx *Tx) committed() {
 // The wait ends at a deadline shared by the acquires of the same tick
 // (acquireDeadlines), not at a timer of its own: a timer per query was a
 // fiftieth of an authenticated read. A request whose client goes away
-// while it waits for a connection therefore waits out that deadline.
+// while it waits for a connection therefore waits out that deadline, and
+// is then told of its own end.
 func (db *DB) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -316,7 +317,13 @@ func (db *DB) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	if err == nil {
 		return c, nil
 	}
-	if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+	if ctx.Err() != nil {
+		// The caller went away while it waited (its wait then ends at the
+		// shared deadline): its own end, never the deadline's, so that a
+		// client that left is a 499, not an error of ours.
+		return nil, ctx.Err()
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("%w: no database connection within %s: %v", storage.ErrUnavailable, db.deadlines.timeout, err)
 	}
 	return nil, db.health.note(translate(err))
