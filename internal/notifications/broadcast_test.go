@@ -124,7 +124,7 @@ func TestBroadcastToTenThousandDevices(t *testing.T) {
 			t.Fatalf("providers got %d messages, want %d", total, wantSent)
 		}
 		for _, m := range e.fcm.Messages() {
-			if m.Title != hello.Subject || m.Body != hello.Content || m.Data["kind"] != "maintenance" || m.Data["minutes"] != "15" || m.Data["nested"] != `{"a":true}` || m.CollapseKey != job.ID {
+			if m.Title != hello.Subject || m.Body != hello.Content || m.Data["kind"] != "maintenance" || m.Data["minutes"] != "15" || m.Data["nested"] != `{"a":true}` || m.CollapseKey != job.ID || m.Tag != job.ID {
 				t.Fatalf("FCM message %+v", m)
 			}
 		}

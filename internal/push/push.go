@@ -26,9 +26,10 @@ type Notification struct {
 	Body  string
 	Data  map[string]any
 	// CollapseKey, when set, makes pushes with the same key replace each
-	// other on the device (FCM collapse_key, APNs apns-collapse-id, at most
-	// 64 bytes): a broadcast sets its job id, so a send repeated after a
-	// crash is shown once.
+	// other on the device (FCM collapse_key for messages not yet delivered
+	// and android.notification.tag for a notification already shown, APNs
+	// apns-collapse-id; at most 64 bytes): a broadcast sets its job id, so
+	// a send repeated after a crash is shown once.
 	CollapseKey string
 	// Options tune delivery; each provider maps them (see the fcm and apns
 	// package docs, and the README's table).

@@ -204,6 +204,9 @@ type androidConfig struct {
 }
 
 type androidNotification struct {
+	// Tag replaces a shown notification with the same tag; collapse_key
+	// only collapses messages not yet delivered.
+	Tag               string `json:"tag,omitempty"`
 	ChannelID         string `json:"channel_id,omitempty"`
 	Sound             string `json:"sound,omitempty"`
 	NotificationCount *int   `json:"notification_count,omitempty"`
@@ -247,6 +250,11 @@ func applyOptions(m *message, n push.Notification, now time.Time) {
 		apnsHeaders["apns-expiration"] = strconv.FormatInt(exp, 10)
 	}
 	an := &androidNotification{ChannelID: o.ChannelID, Sound: o.Sound, NotificationCount: o.Badge}
+	if m.Notification != nil {
+		// Only a shown notification has something to replace: a tag on a
+		// data-only message would make Android show an empty one.
+		an.Tag = n.CollapseKey
+	}
 	if o.Badge != nil {
 		aps["badge"] = *o.Badge
 	}

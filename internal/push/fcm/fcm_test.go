@@ -69,6 +69,46 @@ func TestSend(t *testing.T) {
 	}
 }
 
+// A collapse key replaces a repeat on the device: collapse_key while FCM
+// still holds the first message, android.notification.tag once it is
+// shown, apns-collapse-id on iOS. A message that shows nothing gets no tag.
+func TestCollapseKeyAndTag(t *testing.T) {
+	cases := []struct {
+		name               string
+		n                  push.Notification
+		wantCollapse, wTag string
+	}{
+		{"shown", push.Notification{Title: "t", Body: "b", CollapseKey: "job-1"}, "job-1", "job-1"},
+		{"shown with a channel", push.Notification{Body: "b", CollapseKey: "job-2", Options: push.Options{ChannelID: "news"}}, "job-2", "job-2"},
+		{"data only", push.Notification{Data: map[string]any{"k": "v"}, CollapseKey: "job-3"}, "job-3", ""},
+		{"silent", push.Notification{Title: "t", CollapseKey: "job-4", Options: push.Options{ContentAvailable: true}}, "job-4", ""},
+		{"no key", push.Notification{Title: "t"}, "", ""},
+	}
+	srv := fcmtest.NewServer(t)
+	c := newClient(t, srv)
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			token := fmt.Sprintf("tok-collapse-%d", i)
+			if err := c.Send(t.Context(), android(token), tc.n); err != nil {
+				t.Fatalf("Send: %v", err)
+			}
+			msgs := srv.MessagesFor(token)
+			if len(msgs) != 1 {
+				t.Fatalf("got %d messages, want 1", len(msgs))
+			}
+			m := msgs[0]
+			if m.CollapseKey != tc.wantCollapse || m.Tag != tc.wTag {
+				t.Fatalf("collapse_key %q, tag %q; want %q, %q (message %+v)", m.CollapseKey, m.Tag, tc.wantCollapse, tc.wTag, m.Raw)
+			}
+			apns, _ := m.Raw["apns"].(map[string]any)
+			headers, _ := apns["headers"].(map[string]any)
+			if got, _ := headers["apns-collapse-id"].(string); got != tc.wantCollapse {
+				t.Fatalf("apns-collapse-id %q, want %q", got, tc.wantCollapse)
+			}
+		})
+	}
+}
+
 func TestDataEncoding(t *testing.T) {
 	srv := fcmtest.NewServer(t)
 	c := newClient(t, srv)

@@ -128,6 +128,7 @@ type Message struct {
 	Body            string
 	Data            map[string]string
 	CollapseKey     string // android.collapse_key
+	Tag             string // android.notification.tag
 	// Raw is the whole message object as decoded JSON, for the fields the
 	// others do not name (android and apns blocks, notification.image).
 	Raw map[string]any
@@ -438,7 +439,10 @@ type sendBody struct {
 		} `json:"notification"`
 		Data    map[string]string `json:"data"`
 		Android *struct {
-			CollapseKey string `json:"collapse_key"`
+			CollapseKey  string `json:"collapse_key"`
+			Notification *struct {
+				Tag string `json:"tag"`
+			} `json:"notification"`
 		} `json:"android"`
 	} `json:"message"`
 }
@@ -484,6 +488,9 @@ func (s *Server) handleSend(w http.ResponseWriter, r *http.Request) {
 			m := Message{Proto: r.Proto, Project: project, Token: token, Data: body.Message.Data, Raw: raw.Message}
 			if a := body.Message.Android; a != nil {
 				m.CollapseKey = a.CollapseKey
+				if a.Notification != nil {
+					m.Tag = a.Notification.Tag
+				}
 			}
 			if n := body.Message.Notification; n != nil {
 				m.HasNotification, m.Title, m.Body = true, n.Title, n.Body
