@@ -16,6 +16,9 @@ import (
 const (
 	corsAllowed    = "https://app.example.com"
 	corsDisallowed = "https://evil.example.com"
+	// corsExtending begins with the allowed origin: only an exact match
+	// may allow it.
+	corsExtending = corsAllowed + ".evil.io"
 )
 
 // The Access-Control-* headers an answer must carry, or must not.
@@ -163,6 +166,8 @@ func TestCORSE2E(t *testing.T) {
 		for _, c := range []struct{ what, path, origin, method, headers string }{
 			{"disallowed origin, GraphQL", "/graphql", corsDisallowed, "POST", "content-type"},
 			{"disallowed origin, REST", "/api/v1/users/me", corsDisallowed, "GET", "authorization"},
+			{"origin extending the allowed one, GraphQL", "/graphql", corsExtending, "POST", "content-type"},
+			{"origin extending the allowed one, REST", "/api/v1/users/me", corsExtending, "GET", "authorization"},
 			{"a method the route lacks", "/api/v1/users/me", corsAllowed, "DELETE", "authorization"},
 			{"a method GraphQL lacks", "/graphql", corsAllowed, "PUT", "content-type"},
 			{"a header not allowed", "/graphql", corsAllowed, "POST", "content-type,x-custom"},
@@ -214,25 +219,9 @@ func TestCORSE2E(t *testing.T) {
 	})
 
 	t.Run("actual requests, disallowed origin: served without CORS headers", func(t *testing.T) {
-		origin := withHeader("Origin", corsDisallowed)
-		status, body, hdr := h.graphqlHeader(t, `{ version }`, nil, origin)
-		if status != http.StatusOK || jsonPath(body, "data", "version") == nil {
-			t.Fatalf("GraphQL version: %d %v", status, body)
+		for _, o := range []string{corsDisallowed, corsExtending} {
+			corsDisallowedRequests(t, h, access, withHeader("Origin", o))
 		}
-		expectNoCORS(t, "GraphQL", hdr)
-		expectVary(t, "GraphQL", hdr, "Origin")
-
-		status, env, hdr := h.rest(t, http.MethodGet, "/api/v1/users/me", nil, origin, withBearer(access))
-		if status != http.StatusOK || jsonPath(env, "data", "email") != "cors@example.com" {
-			t.Fatalf("users/me: %d %v", status, env)
-		}
-		expectNoCORS(t, "users/me", hdr)
-
-		status, _, hdr = h.rest(t, http.MethodGet, "/api/v1/users/me", nil, origin)
-		if status != http.StatusUnauthorized {
-			t.Fatalf("users/me without a token: %d, want 401", status)
-		}
-		expectNoCORS(t, "users/me 401", hdr)
 	})
 
 	t.Run("outside the API: no CORS", func(t *testing.T) {
@@ -344,4 +333,28 @@ func TestCORSOffE2E(t *testing.T) {
 		t.Errorf("users/me: %d, want 401", status)
 	}
 	expectNoCORS(t, "users/me", hdr)
+}
+
+// corsDisallowedRequests: a disallowed origin's requests are served as any
+// other, with no CORS header the browser would need to read them.
+func corsDisallowedRequests(t *testing.T, h *herald, access string, origin reqOption) {
+	t.Helper()
+	status, body, hdr := h.graphqlHeader(t, `{ version }`, nil, origin)
+	if status != http.StatusOK || jsonPath(body, "data", "version") == nil {
+		t.Fatalf("GraphQL version: %d %v", status, body)
+	}
+	expectNoCORS(t, "GraphQL", hdr)
+	expectVary(t, "GraphQL", hdr, "Origin")
+
+	status, env, hdr := h.rest(t, http.MethodGet, "/api/v1/users/me", nil, origin, withBearer(access))
+	if status != http.StatusOK || jsonPath(env, "data", "email") != "cors@example.com" {
+		t.Fatalf("users/me: %d %v", status, env)
+	}
+	expectNoCORS(t, "users/me", hdr)
+
+	status, _, hdr = h.rest(t, http.MethodGet, "/api/v1/users/me", nil, origin)
+	if status != http.StatusUnauthorized {
+		t.Fatalf("users/me without a token: %d, want 401", status)
+	}
+	expectNoCORS(t, "users/me 401", hdr)
 }

@@ -83,12 +83,15 @@ func TestCORSPreflight(t *testing.T) {
 	// Refused preflights are answered in front too, without any
 	// Access-Control-Allow-* header: the browser then sends nothing.
 	for name, hdr := range map[string]map[string]string{
-		"disallowed origin":          preflightHeaders("https://evil.example.com", "POST", "content-type"),
-		"origin differing in case":   preflightHeaders("https://APP.example.com", "POST", ""),
-		"method the route lacks":     preflightHeaders(testOrigin, "DELETE", "authorization"),
-		"header not allowed":         preflightHeaders(testOrigin, "POST", "authorization,x-custom"),
-		"no origin (not a browser)":  {"Access-Control-Request-Method": "POST"},
-		"origin with a default port": preflightHeaders("https://app.example.com:443", "GET", ""),
+		"disallowed origin":               preflightHeaders("https://evil.example.com", "POST", "content-type"),
+		"origin differing in case":        preflightHeaders("https://APP.example.com", "POST", ""),
+		"method the route lacks":          preflightHeaders(testOrigin, "DELETE", "authorization"),
+		"header not allowed":              preflightHeaders(testOrigin, "POST", "authorization,x-custom"),
+		"no origin (not a browser)":       {"Access-Control-Request-Method": "POST"},
+		"origin with a default port":      preflightHeaders("https://app.example.com:443", "GET", ""),
+		"origin extending an allowed one": preflightHeaders(testOrigin+".evil.io", "POST", "authorization"),
+		"allowed origin as a prefix":      preflightHeaders("https://app.example.co", "POST", "authorization"),
+		"allowed origin with a path":      preflightHeaders(testOrigin+"/x", "POST", "authorization"),
 	} {
 		w, reached := corsCall(t, p, methods, http.MethodOptions, hdr)
 		if reached || w.Code != http.StatusNoContent {
@@ -129,7 +132,7 @@ func TestCORSActualRequest(t *testing.T) {
 	}
 	// Another origin, or none, is served without CORS headers (but with
 	// Vary: Origin, since the answer depends on it).
-	for _, hdr := range []map[string]string{{"Origin": "https://evil.example.com"}, nil} {
+	for _, hdr := range []map[string]string{{"Origin": "https://evil.example.com"}, {"Origin": testOrigin + ".evil.io"}, {"Origin": testOrigin + ":8443"}, nil} {
 		w, reached := corsCall(t, p, []string{"GET"}, "GET", hdr)
 		if !reached || w.Code != http.StatusUnauthorized {
 			t.Fatalf("%v: status %d, reached %v", hdr, w.Code, reached)
