@@ -215,13 +215,15 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, serving b
 	// store's own transactions announce theirs to this process.
 	a.live = live.New(a.db, logger.With("component", "live"))
 	a.db.OnLive(a.live.Deliver)
+	telegramGap := time.Second / time.Duration(cmp.Or(cfg.TelegramRate, 30))
 	a.messenger, err = messenger.NewService(ctx, a.db, messenger.Config{
 		Token:         cfg.TelegramBotToken,
 		APIURL:        cfg.TelegramAPIURL,
 		WebhookURL:    cfg.TelegramWebhookURL,
 		WebhookSecret: cfg.TelegramWebhookSecret,
 		PollLeaseTTL:  cfg.TelegramPollLeaseTTL,
-		Pacer:         telegram.PacerConfig{Global: time.Second / time.Duration(cmp.Or(cfg.TelegramRate, 30))},
+		Pacer:         telegram.PacerConfig{Global: telegramGap},
+		SharedPacer:   a.sharedChatPacer(telegramGap, logger),
 		Live:          a.live,
 	}, a.telegramHTTPClient(), logger.With("component", "messenger"))
 	if err != nil {
@@ -524,4 +526,16 @@ func (a *App) telegramHTTPClient() *http.Client {
 		return nil
 	}
 	return &http.Client{Transport: tracing.Transport(a.tracer, "telegram", nil)}
+}
+
+// sharedChatPacer shares the bot's pace (telegram.ChatGap per chat, gap
+// between any two) with every replica through Redis, when it is
+// configured; nil: each process paces alone.
+func (a *App) sharedChatPacer(gap time.Duration, logger *slog.Logger) func(messenger.ChatPacer) messenger.ChatPacer {
+	if a.redis == nil {
+		return nil
+	}
+	return func(local messenger.ChatPacer) messenger.ChatPacer {
+		return limits.NewSharedChatPace(a.redis, "herald:telegram:", telegram.ChatGap, gap, local, logger.With("component", "messenger"))
+	}
 }

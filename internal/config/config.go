@@ -267,7 +267,7 @@ func Vars() []Var {
 			c.RateLimitWindow = d
 			return nil
 		}},
-		{"HERALD_REDIS_URL", "", "redis://redis:6379/0", "Redis for the rate-limit counters and push send-rate caps shared by replicas; empty: counted in memory, per process", func(c *Config, v string) error {
+		{"HERALD_REDIS_URL", "", "redis://redis:6379/0", "Redis for the rate-limit counters, push send-rate caps and the Telegram bot's pace shared by replicas; empty: counted in memory, per process", func(c *Config, v string) error {
 			if v == "" {
 				return nil
 			}
@@ -359,7 +359,7 @@ func Vars() []Var {
 			return nil
 		}},
 		{"HERALD_TELEGRAM_POLL_LEASE_TTL", "20s", "10s", "lease of the replica that long-polls Telegram: another takes polling over within about this long after it dies (each poll waits at most a third of it)", duration(func(c *Config) *time.Duration { return &c.TelegramPollLeaseTTL })},
-		{"HERALD_TELEGRAM_RATE", "30", "100", "messages per second the bot sends in all (Telegram's limit is 30; a bot with paid broadcasts may send up to 1000); each chat still gets at most one per second", func(c *Config, v string) error {
+		{"HERALD_TELEGRAM_RATE", "30", "100", "messages per second the bot sends in all (Telegram's limit is 30; a bot with paid broadcasts may send up to 1000); each chat still gets at most one per second; shared by the replicas through Redis when HERALD_REDIS_URL is set, else per process", func(c *Config, v string) error {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 || n > 1000 {
 				return errors.New("must be a whole number from 1 to 1000")

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/herald-vpn/herald/internal/sleep"
@@ -85,13 +84,11 @@ type SharedPace struct {
 	tolerance time.Duration
 	chunk     int
 	local     *Pace
-	logger    *slog.Logger
+	outage    outage
 
-	mu        sync.Mutex
-	next      time.Time // when the next booked event may go
-	left      int       // booked events not yet handed out
-	lastLog   atomic.Int64
-	nextProbe atomic.Int64 // UnixMilli before which Redis is not asked again
+	mu   sync.Mutex
+	next time.Time // when the next booked event may go
+	left int       // booked events not yet handed out
 }
 
 // NewSharedPace returns a pace of perSecond events (> 0) shared through
@@ -103,13 +100,14 @@ func NewSharedPace(client redis.UniversalClient, key string, perSecond float64, 
 	}
 	return &SharedPace{
 		client: client, key: key, interval: interval, tolerance: tolerance,
-		chunk: max(int(math.Round(perSecond/50)), 1), local: NewPace(perSecond), logger: logger,
+		chunk: max(int(math.Round(perSecond/50)), 1), local: NewPace(perSecond),
+		outage: outage{logger: logger, what: "shared send rate unavailable: Redis unreachable, pacing this replica alone"},
 	}
 }
 
 // Wait blocks until the caller's turn in the shared bucket.
 func (p *SharedPace) Wait(ctx context.Context) error {
-	if time.Now().UnixMilli() < p.nextProbe.Load() {
+	if p.outage.skipping() {
 		return p.local.Wait(ctx)
 	}
 	p.mu.Lock()
@@ -122,12 +120,7 @@ func (p *SharedPace) Wait(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			now := time.Now().UnixMilli()
-			p.nextProbe.Store(now + fallbackProbeEvery.Milliseconds())
-			if now-p.lastLog.Load() >= fallbackLogEvery.Milliseconds() {
-				p.lastLog.Store(now)
-				p.logger.WarnContext(ctx, "shared send rate unavailable: Redis unreachable, pacing this replica alone", "key", p.key, "err", err)
-			}
+			p.outage.failed(ctx, err, "key", p.key)
 			return p.local.Wait(ctx)
 		}
 		p.next, p.left = time.Now().Add(time.Duration(wait)*time.Microsecond), p.chunk

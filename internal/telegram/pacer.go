@@ -21,6 +21,10 @@ func (realClock) Now() time.Time { return time.Now() }
 
 func (realClock) Sleep(ctx context.Context, d time.Duration) error { return sleep.For(ctx, d) }
 
+// ChatGap is Telegram's published pace per chat: about one message a
+// second.
+const ChatGap = time.Second
+
 // PacerConfig tunes a Pacer; zero fields take Telegram's published limits.
 type PacerConfig struct {
 	PerChat time.Duration // minimum gap between sends to one chat; default 1s
@@ -44,7 +48,7 @@ type Pacer struct {
 // NewPacer returns a Pacer with cfg's limits.
 func NewPacer(cfg PacerConfig) *Pacer {
 	if cfg.PerChat <= 0 {
-		cfg.PerChat = time.Second
+		cfg.PerChat = ChatGap
 	}
 	if cfg.Global <= 0 {
 		// Rounded up so 30 slots never fit inside one second.

@@ -32,6 +32,7 @@ type SentMessage struct {
 	ReplyMarkup         *telegram.InlineKeyboardMarkup
 	PhotoURL            string
 	DocumentURL         string
+	At                  time.Time // when the fake received the call
 }
 
 // Failure is an error answer to inject.
@@ -540,7 +541,7 @@ func (s *Server) send(w http.ResponseWriter, method string, p params) {
 		return
 	}
 
-	sm := SentMessage{Method: method, ChatID: chatID, ParseMode: p.str("parse_mode"),
+	sm := SentMessage{At: time.Now(), Method: method, ChatID: chatID, ParseMode: p.str("parse_mode"),
 		DisableNotification: p.bool("disable_notification")}
 	body := ""
 	switch method {
