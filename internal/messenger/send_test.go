@@ -52,7 +52,7 @@ func TestSendOptions(t *testing.T) {
 				sent := e.fake.Sent()
 				got := sent[len(sent)-1]
 				want := c.want
-				want.ChatID, want.MessageID, want.ParseMode, want.Visible = chat, got.MessageID, "HTML", "Hello world"
+				want.ChatID, want.MessageID, want.ParseMode, want.Visible, want.At = chat, got.MessageID, "HTML", "Hello world", got.At
 				if id != strconv.FormatInt(got.MessageID, 10) {
 					t.Fatalf("message id %q, Telegram's is %d", id, got.MessageID)
 				}
