@@ -202,6 +202,20 @@ try {
     assert.equal(await page.locator(`#preview-${platform} .pv-body`).innerText(), content, `${platform} preview body`);
   }
   const dataIn = page.getByLabel(/^Data/);
+  // Checked as it is typed, before any click: a problem shows once typing
+  // pauses (the field keeps the focus), and a fix clears it at once.
+  await dataIn.click();
+  await dataIn.pressSequentially('{"screen": 1', { delay: 10 });
+  await page.locator(".field-error", { hasText: /Not valid JSON/ }).waitFor();
+  assert.equal(await page.evaluate(() => document.activeElement?.name), "data", "the check as typed took the focus away");
+  await dataIn.press("End");
+  await dataIn.pressSequentially("}");
+  await page.locator(".field-error", { hasText: /not a string/ }).waitFor();
+  assert.equal(await dataIn.getAttribute("aria-invalid"), "true", "data typed with a number value: aria-invalid");
+  await dataIn.fill('{"screen": "1"}');
+  await page.locator(".field-error").waitFor({ state: "detached" });
+  assert.equal(await dataIn.getAttribute("aria-invalid"), null, "valid data typed: still aria-invalid");
+  console.log("ok: the data field is checked as it is typed");
   for (const [bad, says] of [['{"screen": 1}', /not a string/], ["[1, 2]", /JSON object/], ["{screen", /Not valid JSON/]]) {
     await dataIn.fill(bad);
     await page.getByRole("button", { name: "Send now" }).click();

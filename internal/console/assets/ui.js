@@ -100,15 +100,16 @@ export function pagedTable(columns, load, { empty = "Nothing here yet." } = {}) 
 }
 
 // fieldError marks a form control invalid with a message next to it (read
-// out by screen readers through aria-describedby) and focuses it.
+// out by screen readers through aria-describedby) and focuses it, unless
+// focus is false (a check as the user types, who is already there).
 let fieldErrors = 0;
-export function fieldError(control, message) {
+export function fieldError(control, message, { focus = true } = {}) {
   clearFieldError(control);
   const msg = h("p", { class: "field-error", id: `field-error-${++fieldErrors}`, role: "alert" }, message);
   (control.closest("label") ?? control).after(msg);
   control.setAttribute("aria-invalid", "true");
   control.setAttribute("aria-describedby", msg.id);
-  control.focus();
+  if (focus) control.focus();
 }
 
 export function clearFieldError(control) {

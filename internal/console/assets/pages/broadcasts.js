@@ -15,6 +15,9 @@ const PAGE = 20;
 // connections to a host, so a few streams leave room for the rest.
 const MAX_STREAMS = 2;
 const POLL_MS = 3000;
+// DATA_CHECK_PAUSE_MS is the pause in typing after which a problem with
+// the data field is shown.
+const DATA_CHECK_PAUSE_MS = 300;
 
 // newKey is an idempotency key for one composed broadcast: sending it twice
 // (a double click, a retry after a network error) queues one job.
@@ -103,7 +106,22 @@ export async function render(main) {
     submit.textContent = sendAtIn.value ? "Schedule" : "Send now";
   }
   for (const el of [subjectIn, contentIn, sendAtIn]) el.addEventListener("input", updatePreview);
-  dataIn.addEventListener("input", () => clearFieldError(dataIn));
+  // The data is checked as it is typed: valid clears the message at once;
+  // a problem is shown once typing pauses, so half-typed JSON does not
+  // flash an error at every key.
+  let dataTimer;
+  const checkData = () => {
+    clearTimeout(dataTimer);
+    const { error } = parseData(dataIn.value);
+    if (!error) return clearFieldError(dataIn);
+    dataTimer = setTimeout(() => fieldError(dataIn, error, { focus: false }), DATA_CHECK_PAUSE_MS);
+  };
+  dataIn.addEventListener("input", checkData);
+  dataIn.addEventListener("blur", () => {
+    clearTimeout(dataTimer);
+    const { error } = parseData(dataIn.value);
+    if (error) fieldError(dataIn, error, { focus: false });
+  });
   sendAtIn.addEventListener("input", () => clearFieldError(sendAtIn));
   updatePreview();
 
