@@ -110,23 +110,32 @@ func (p *SharedPace) Wait(ctx context.Context) error {
 	if p.outage.skipping() {
 		return p.local.Wait(ctx)
 	}
+	at, err := p.book(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		p.outage.failed(ctx, err, "key", p.key)
+		return p.local.Wait(ctx)
+	}
+	return sleep.For(ctx, time.Until(at))
+}
+
+// book takes the caller's turn: the next of the events this process has
+// booked, booking another chunk in Redis when none is left.
+func (p *SharedPace) book(ctx context.Context) (time.Time, error) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.left == 0 {
 		rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		wait, err := paceLua.Run(rctx, p.client, []string{p.key}, p.interval.Microseconds(), p.tolerance.Microseconds(), p.chunk).Int64()
 		cancel()
 		if err != nil {
-			p.mu.Unlock()
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			p.outage.failed(ctx, err, "key", p.key)
-			return p.local.Wait(ctx)
+			return time.Time{}, err
 		}
 		p.next, p.left = time.Now().Add(time.Duration(wait)*time.Microsecond), p.chunk
 	}
 	at := p.next
 	p.next, p.left = p.next.Add(p.interval), p.left-1
-	p.mu.Unlock()
-	return sleep.For(ctx, time.Until(at))
+	return at, nil
 }
