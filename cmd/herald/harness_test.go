@@ -42,7 +42,7 @@ import (
 // Generous bounds for things that happen in the background. They are
 // deadlines for polling, never assertions about how long something took.
 const (
-	startWait = 30 * time.Second // server up
+	startWait = 60 * time.Second // server up (a loaded CI machine has taken 30 s)
 	mailWait  = 20 * time.Second // an email arrives
 	pollWait  = 20 * time.Second // any other eventual condition
 	stopWait  = 60 * time.Second // a server or process stops once told to
