@@ -240,7 +240,7 @@ func (r *mutationResolver) SetSubscription(ctx context.Context, userID string, p
 
 // DisableUser is the resolver for the disableUser field.
 func (r *mutationResolver) DisableUser(ctx context.Context, userID string, reason *string) (*UserRecord, error) {
-	rec, err := r.Accounts.Disable(ctx, userID, deref(reason))
+	rec, err := r.Accounts.Disable(ctx, auth.Caller(ctx), userID, deref(reason))
 	if err != nil {
 		return nil, err
 	}
@@ -249,7 +249,7 @@ func (r *mutationResolver) DisableUser(ctx context.Context, userID string, reaso
 
 // EnableUser is the resolver for the enableUser field.
 func (r *mutationResolver) EnableUser(ctx context.Context, userID string) (*UserRecord, error) {
-	rec, err := r.Accounts.Enable(ctx, userID)
+	rec, err := r.Accounts.Enable(ctx, auth.Caller(ctx), userID)
 	if err != nil {
 		return nil, err
 	}
@@ -258,12 +258,12 @@ func (r *mutationResolver) EnableUser(ctx context.Context, userID string) (*User
 
 // RevokeSessions is the resolver for the revokeSessions field.
 func (r *mutationResolver) RevokeSessions(ctx context.Context, userID string) (int, error) {
-	return r.Sessions.RevokeAll(ctx, userID)
+	return r.Sessions.RevokeAll(ctx, auth.Caller(ctx), userID)
 }
 
 // DeleteUser is the resolver for the deleteUser field.
 func (r *mutationResolver) DeleteUser(ctx context.Context, userID string) (bool, error) {
-	if err := r.Accounts.Delete(ctx, userID); err != nil {
+	if err := r.Accounts.Delete(ctx, auth.Caller(ctx), userID); err != nil {
 		return false, err
 	}
 	return true, nil

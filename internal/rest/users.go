@@ -187,7 +187,7 @@ func (h *Handlers) DisableUser() http.HandlerFunc {
 			api.WriteError(w, r, err)
 			return
 		}
-		rec, err := h.Accounts.Disable(r.Context(), r.PathValue("id"), in.Reason)
+		rec, err := h.Accounts.Disable(r.Context(), auth.Caller(r.Context()), r.PathValue("id"), in.Reason)
 		if err != nil {
 			api.WriteError(w, r, err)
 			return
@@ -199,7 +199,7 @@ func (h *Handlers) DisableUser() http.HandlerFunc {
 // EnableUser is POST /api/v1/admin/users/{id}/enable.
 func (h *Handlers) EnableUser() http.HandlerFunc {
 	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
-		rec, err := h.Accounts.Enable(r.Context(), r.PathValue("id"))
+		rec, err := h.Accounts.Enable(r.Context(), auth.Caller(r.Context()), r.PathValue("id"))
 		if err != nil {
 			return nil, err
 		}
@@ -211,7 +211,7 @@ func (h *Handlers) EnableUser() http.HandlerFunc {
 func (h *Handlers) RevokeUserSessions() http.HandlerFunc {
 	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
 		id := r.PathValue("id")
-		n, err := h.Sessions.RevokeAll(r.Context(), id)
+		n, err := h.Sessions.RevokeAll(r.Context(), auth.Caller(r.Context()), id)
 		if err != nil {
 			return nil, err
 		}
@@ -223,7 +223,7 @@ func (h *Handlers) RevokeUserSessions() http.HandlerFunc {
 func (h *Handlers) DeleteUser() http.HandlerFunc {
 	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
 		id := r.PathValue("id")
-		if err := h.Accounts.Delete(r.Context(), id); err != nil {
+		if err := h.Accounts.Delete(r.Context(), auth.Caller(r.Context()), id); err != nil {
 			return nil, err
 		}
 		return map[string]any{"userId": id, "deleted": true}, nil

@@ -385,8 +385,11 @@ func (db *DB) UpdatePasswordHash(ctx context.Context, accountID, hash string) er
 }
 
 // SetScope implements accounts.Store.
-func (db *DB) SetScope(ctx context.Context, accountID, scope string, revokeSessions bool) error {
+func (db *DB) SetScope(ctx context.Context, accountID, scope string, revokeSessions bool, allow func(accounts.Standing) error) error {
 	return db.inTx(ctx, func(tx *Tx) error {
+		if err := tx.check(ctx, accountID, allow); err != nil {
+			return err
+		}
 		n, err := tx.q.exec(ctx, `UPDATE accounts SET scope = ? WHERE id = ?`, scope, accountID)
 		if err != nil {
 			return err

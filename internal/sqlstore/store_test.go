@@ -406,7 +406,7 @@ func testRevokeSessions(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	if res, _ := db.RotateRefresh(ctx, []byte("s-2"), []byte("n"), time.Second, sessions.Client{}); res.Outcome != sessions.RefreshExpired {
 		t.Fatalf("expired refresh: %v", res.Outcome)
 	}
-	if err := db.SetScope(ctx, "id-1", "", true); err != nil {
+	if err := db.SetScope(ctx, "id-1", "", true, nil); err != nil {
 		t.Fatal(err)
 	}
 	s2, _ = db.SessionByID(ctx, "s-2")
