@@ -110,9 +110,12 @@ type Store interface {
 	AccountByID(ctx context.Context, id string) (Account, error)
 	AccountPasswordHash(ctx context.Context, id string) (string, error)
 	// AccountProfile is AccountByID reduced to what an account's owner
-	// sees (ID, Email, EmailVerifiedAt, ReferralCode, CreatedAt and
-	// Subscription); every other field is zero.
+	// sees (ID, Email, EmailVerifiedAt, ReferralCode, CreatedAt,
+	// Subscription and Locale); every other field is zero.
 	AccountProfile(ctx context.Context, id string) (Account, error)
+	// SetLocale sets the account's locale (a canonical tag).
+	// ErrNotFound when unknown or deleted.
+	SetLocale(ctx context.Context, accountID, locale string) error
 
 	// AcquireSendLease takes the per-account, per-purpose lease that lets
 	// one code email be in flight at a time; false when another holds it.

@@ -21,8 +21,8 @@ func (s *Service) ByID(ctx context.Context, id string) (Account, error) {
 }
 
 // Profile is the account as its owner sees it (users/me): ID, Email,
-// EmailVerifiedAt, ReferralCode, CreatedAt and Subscription; every other
-// field is zero. USER_NOT_FOUND when it is unknown or deleted.
+// EmailVerifiedAt, ReferralCode, CreatedAt, Subscription and Locale; every
+// other field is zero. USER_NOT_FOUND when it is unknown or deleted.
 func (s *Service) Profile(ctx context.Context, id string) (Account, error) {
 	acct, err := s.store.AccountProfile(ctx, id)
 	if errors.Is(err, storage.ErrNotFound) {

@@ -238,6 +238,18 @@ func (r *mutationResolver) SetSubscription(ctx context.Context, userID string, p
 	return r.userRecord(rec), nil
 }
 
+// SetUserLocale is the resolver for the setUserLocale field.
+func (r *mutationResolver) SetUserLocale(ctx context.Context, userID string, locale string) (*UserRecord, error) {
+	if err := r.Accounts.SetLocale(ctx, userID, locale); err != nil {
+		return nil, err
+	}
+	rec, err := r.Accounts.User(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	return r.userRecord(rec), nil
+}
+
 // DisableUser is the resolver for the disableUser field.
 func (r *mutationResolver) DisableUser(ctx context.Context, userID string, reason *string) (*UserRecord, error) {
 	rec, err := r.Accounts.Disable(ctx, auth.Caller(ctx), userID, deref(reason))
@@ -284,6 +296,18 @@ func (r *mutationResolver) RevokeSession(ctx context.Context, id string) (bool, 
 		return false, err
 	}
 	return true, nil
+}
+
+// SetLocale is the resolver for the setLocale field.
+func (r *mutationResolver) SetLocale(ctx context.Context, locale string) (*User, error) {
+	if err := r.Accounts.SetLocale(ctx, auth.Caller(ctx).AccountID, locale); err != nil {
+		return nil, err
+	}
+	acct, err := r.caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.user(acct), nil
 }
 
 // CreateWebhookEndpoint is the resolver for the createWebhookEndpoint field.

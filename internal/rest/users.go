@@ -171,6 +171,25 @@ func (h *Handlers) SetSubscription() http.HandlerFunc {
 	})
 }
 
+// SetUserLocale is PUT /api/v1/admin/users/{id}/locale: the language of
+// the account's emails.
+func (h *Handlers) SetUserLocale() http.HandlerFunc {
+	type input struct {
+		Locale string `json:"locale"`
+	}
+	return handle(http.StatusOK, func(r *http.Request, in input) (any, error) {
+		id := r.PathValue("id")
+		if err := h.Accounts.SetLocale(r.Context(), id, in.Locale); err != nil {
+			return nil, err
+		}
+		rec, err := h.Accounts.User(r.Context(), id)
+		if err != nil {
+			return nil, err
+		}
+		return h.userRecord(rec), nil
+	})
+}
+
 // DisableUser is POST /api/v1/admin/users/{id}/disable; the body, with a
 // reason, is optional.
 func (h *Handlers) DisableUser() http.HandlerFunc {
@@ -242,6 +261,25 @@ func (h *Handlers) DeleteMe() http.HandlerFunc {
 			return nil, err
 		}
 		return map[string]any{"userId": id, "deleted": true}, nil
+	})
+}
+
+// SetMyLocale is PUT /api/v1/users/me/locale: the language of the
+// caller's emails, from the next one on.
+func (h *Handlers) SetMyLocale() http.HandlerFunc {
+	type input struct {
+		Locale string `json:"locale"`
+	}
+	return handle(http.StatusOK, func(r *http.Request, in input) (any, error) {
+		id := auth.Caller(r.Context()).AccountID
+		if err := h.Accounts.SetLocale(r.Context(), id, in.Locale); err != nil {
+			return nil, err
+		}
+		acct, err := h.Accounts.Profile(r.Context(), id)
+		if err != nil {
+			return nil, err
+		}
+		return NewUser(acct, h.Accounts.Now()), nil
 	})
 }
 
