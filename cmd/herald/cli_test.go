@@ -32,6 +32,7 @@ func TestCLI(t *testing.T) {
 		{name: "help", args: []string{"help"}, stdoutHas: []string{"Usage: herald", "serve"}},
 		{name: "help config", args: []string{"help", "config"}, stdoutHas: []string{"HERALD_ADDR", "HERALD_DATABASE_URL", "HERALD_SMTP_URL", "HERALD_TELEGRAM_BOT_TOKEN"}},
 		{name: "help admin", args: []string{"help", "admin"}, stdoutHas: []string{"Usage: herald admin create"}},
+		{name: "help users", args: []string{"help", "users"}, stdoutHas: []string{"Usage: herald users set-plan", "herald users enable --email E"}},
 		{name: "help apikeys create", args: []string{"help", "apikeys", "create"}, stdoutHas: []string{"Usage: herald apikeys create", "-scopes"}, stdoutLacks: []string{"HERALD_ADDR"}},
 		{name: "help bogus", args: []string{"help", "bogus"}, wantErr: errUsage, stderrHas: []string{`no command "bogus"`}, quietOnOut: true},
 		{name: "serve --help", args: []string{"serve", "--help"}, stdoutHas: []string{"Usage: herald serve", "-addr",
@@ -62,6 +63,7 @@ func TestCLI(t *testing.T) {
 		{[]string{"admin", "revoke"}, "Usage: herald admin revoke", []string{"-email"}},
 		{[]string{"users"}, "Usage: herald users set-plan", nil},
 		{[]string{"users", "set-plan"}, "Usage: herald users set-plan", []string{"-email", "-plan", "-expires"}},
+		{[]string{"users", "enable"}, "Usage: herald users enable", []string{"-email"}},
 		{[]string{"devices"}, "Usage: herald devices import", nil},
 		{[]string{"devices", "import"}, "Usage: herald devices import", []string{"-file"}},
 		{[]string{"apikeys"}, "Usage: herald apikeys create", nil},
@@ -87,7 +89,7 @@ func TestCLI(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"admin"}, {"admin", "bogus"}, {"admin", "create"}, {"admin", "create", "--email"}, {"admin", "revoke", "--nope"},
-		{"users"}, {"users", "set-plan"}, {"users", "set-plan", "--email", "a@example.com"},
+		{"users"}, {"users", "set-plan"}, {"users", "set-plan", "--email", "a@example.com"}, {"users", "enable"}, {"users", "enable", "--nope"}, {"users", "enable", "extra"},
 		{"devices"}, {"devices", "import"}, {"devices", "export"},
 		{"apikeys"}, {"apikeys", "create"}, {"apikeys", "create", "--name", "billing"}, {"apikeys", "revoke"}, {"apikeys", "list", "extra"},
 		{"bans"}, {"bans", "add"}, {"bans", "lift"}, {"bans", "list", "--reason", "x"},

@@ -15,11 +15,16 @@ import (
 	"github.com/herald-vpn/herald/internal/storage"
 )
 
-// cmdUsers is `herald users set-plan`: an operator's way to change a plan
-// until payments exist.
+// cmdUsers is `herald users set-plan`, an operator's way to change a plan
+// until payments exist, and `herald users enable`, the way back in for an
+// account disabled through the API (an operator's among them).
 func cmdUsers(ctx context.Context, env *environment, args []string) error {
-	if _, done, err := subcommand(env, "Usage: herald users set-plan --email E --plan P --expires T", args, "set-plan"); done || err != nil {
+	which, done, err := subcommand(env, "Usage: herald users set-plan --email E --plan P --expires T\n       herald users enable --email E", args, "set-plan", "enable")
+	if done || err != nil {
 		return err
+	}
+	if which == "enable" {
+		return cmdUsersEnable(ctx, env, args[1:])
 	}
 	fs := newFlags(env, "users set-plan", "Set an account's plan and when it expires.", configHint)
 	email := fs.String("email", "", "account email (required)")
@@ -57,6 +62,31 @@ func cmdUsers(ctx context.Context, env *environment, args []string) error {
 		return describe(err)
 	}
 	fmt.Fprintf(env.stdout, "%s: plan %s, expires %s\n", *email, sub.Plan, sub.ExpiresAt.UTC().Format(time.RFC3339))
+	return nil
+}
+
+// cmdUsersEnable is `herald users enable`: the account may log in again
+// (its ended sessions stay ended), whoever disabled it.
+func cmdUsersEnable(ctx context.Context, env *environment, args []string) error {
+	fs := newFlags(env, "users enable", "Enable a disabled account: it may log in again; its ended sessions stay ended.", configHint)
+	email := fs.String("email", "", "account email (required)")
+	if helped, err := parseFlags(env, fs, args); helped || err != nil {
+		return err
+	}
+	if *email == "" {
+		fmt.Fprintln(env.stderr, "--email is required")
+		return errUsage
+	}
+	a, err := openAppFromEnv(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer a.Close(context.Background())
+	rec, err := a.accounts.EnableByEmail(ctx, *email)
+	if err != nil {
+		return describe(err)
+	}
+	fmt.Fprintf(env.stdout, "%s (%s) is enabled and may log in again\n", rec.Email, rec.ID)
 	return nil
 }
 

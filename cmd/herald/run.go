@@ -60,7 +60,7 @@ func commands() []command {
 		{"serve", "run the server (the default)", cmdServe},
 		{"migrate", "apply the database migrations and exit (migrate status lists them, applied and pending)", cmdMigrate},
 		{"admin", "create or revoke operator accounts (admin create|revoke --email E)", cmdAdmin},
-		{"users", "change an account's plan (users set-plan --email E --plan P --expires T)", cmdUsers},
+		{"users", "change an account's plan or enable it again (users set-plan --email E --plan P --expires T|enable --email E)", cmdUsers},
 		{"devices", "import devices from JSON Lines (devices import --file F)", cmdDevices},
 		{"apikeys", "create, list or revoke API keys of other services (apikeys create --name N --scopes S|list|revoke ID)", cmdAPIKeys},
 		{"bans", "list, add or lift banned client addresses (bans list|add IP --reason R|lift IP)", cmdBans},

@@ -110,9 +110,12 @@ type Store interface {
 	AccountByID(ctx context.Context, id string) (Account, error)
 	AccountPasswordHash(ctx context.Context, id string) (string, error)
 	// AccountProfile is AccountByID reduced to what an account's owner
-	// sees (ID, Email, EmailVerifiedAt, ReferralCode, CreatedAt and
-	// Subscription); every other field is zero.
+	// sees (ID, Email, EmailVerifiedAt, ReferralCode, CreatedAt,
+	// Subscription and Locale); every other field is zero.
 	AccountProfile(ctx context.Context, id string) (Account, error)
+	// SetLocale sets the account's locale (a canonical tag).
+	// ErrNotFound when unknown or deleted.
+	SetLocale(ctx context.Context, accountID, locale string) error
 
 	// AcquireSendLease takes the per-account, per-purpose lease that lets
 	// one code email be in flight at a time; false when another holds it.
@@ -136,8 +139,10 @@ type Store interface {
 
 	UpdatePasswordHash(ctx context.Context, accountID, hash string) error
 	// SetScope replaces the account's scopes; revoke also revokes every
-	// session so a removed scope cannot outlive its tokens.
-	SetScope(ctx context.Context, accountID, scope string, revokeSessions bool) error
+	// session so a removed scope cannot outlive its tokens. allow, when
+	// not nil, is called with the account's Standing before the change,
+	// and its error aborts it (see SetDisabled).
+	SetScope(ctx context.Context, accountID, scope string, revokeSessions bool, allow func(Standing) error) error
 	EnqueueJob(ctx context.Context, args river.JobArgs) error
 
 	// SearchAccounts returns up to limit records matching f, newest first,
@@ -150,13 +155,18 @@ type Store interface {
 	// SetDisabled disables (with reason) or enables the account in one
 	// transaction; disabling also revokes every session. It reports
 	// whether anything changed (disabling a disabled account does not).
-	// ErrNotFound when unknown or deleted.
-	SetDisabled(ctx context.Context, id string, disabled bool, reason string) (bool, error)
+	// ErrNotFound when unknown or deleted. allow, when not nil, is called
+	// in the transaction with the account's Standing, read under a lock
+	// that every change taking an account out of the enabled admins
+	// (SetDisabled, DeleteAccount, SetScope with allow) holds until it
+	// commits; its error aborts the change.
+	SetDisabled(ctx context.Context, id string, disabled bool, reason string, allow func(Standing) error) (bool, error)
 	// DeleteAccount, in one transaction, ends and deletes the account's
 	// sessions, deletes its devices, codes and subscription, and leaves a
 	// tombstone (id, deleted_at) with no email, password hash or referral
-	// code. ErrNotFound when unknown or deleted already.
-	DeleteAccount(ctx context.Context, id string) error
+	// code. ErrNotFound when unknown or deleted already. allow: as for
+	// SetDisabled.
+	DeleteAccount(ctx context.Context, id string, allow func(Standing) error) error
 
 	// Secret returns the named server secret, storing generate()'s value
 	// the first time (the first writer wins across replicas).

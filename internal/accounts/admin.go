@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/cursor"
 	"github.com/herald-vpn/herald/internal/storage"
 )
@@ -123,22 +124,38 @@ func (s *Service) UserByEmail(ctx context.Context, email string) (Record, error)
 // Disable stops the account: it cannot log in (ACCOUNT_DISABLED once its
 // password is right), its sessions end and its devices get no pushes.
 // Disabling a disabled account changes nothing (its first reason stays).
-func (s *Service) Disable(ctx context.Context, id, reason string) (Record, error) {
+// by is the caller: an account holding admin needs a caller holding admin
+// (MayManage), and the last enabled admin is LAST_ADMIN.
+func (s *Service) Disable(ctx context.Context, by auth.Principal, id, reason string) (Record, error) {
 	reason = strings.TrimSpace(reason)
 	if utf8.RuneCountInString(reason) > MaxReasonLen || !utf8.ValidString(reason) || strings.IndexFunc(reason, unicode.IsControl) >= 0 {
 		return Record{}, apperr.Invalid("reason", fmt.Sprintf("at most %d characters, no control characters", MaxReasonLen), "invalid")
 	}
-	return s.setDisabled(ctx, id, true, reason)
+	return s.setDisabled(ctx, id, true, reason, removal(by))
 }
 
 // Enable lets a disabled account log in again (its old sessions stay
-// ended). Enabling an enabled account changes nothing.
-func (s *Service) Enable(ctx context.Context, id string) (Record, error) {
-	return s.setDisabled(ctx, id, false, "")
+// ended). Enabling an enabled account changes nothing. An account holding
+// admin needs a caller holding admin (MayManage).
+func (s *Service) Enable(ctx context.Context, by auth.Principal, id string) (Record, error) {
+	return s.setDisabled(ctx, id, false, "", func(st Standing) error { return MayManage(by, st.Account) })
 }
 
-func (s *Service) setDisabled(ctx context.Context, id string, disabled bool, reason string) (Record, error) {
-	if _, err := s.store.SetDisabled(ctx, id, disabled, reason); errors.Is(err, storage.ErrNotFound) {
+// EnableByEmail is Enable for the CLI, whose operator holds the
+// database's credentials and so is asked for no scope.
+func (s *Service) EnableByEmail(ctx context.Context, email string) (Record, error) {
+	acct, _, found, err := s.lookup(ctx, email)
+	if err != nil {
+		return Record{}, err
+	}
+	if !found {
+		return Record{}, apperr.New(apperr.UserNotFound)
+	}
+	return s.setDisabled(ctx, acct.ID, false, "", nil)
+}
+
+func (s *Service) setDisabled(ctx context.Context, id string, disabled bool, reason string, allow func(Standing) error) (Record, error) {
+	if _, err := s.store.SetDisabled(ctx, id, disabled, reason, allow); errors.Is(err, storage.ErrNotFound) {
 		return Record{}, apperr.New(apperr.UserNotFound)
 	} else if err != nil {
 		return Record{}, err
@@ -149,9 +166,14 @@ func (s *Service) setDisabled(ctx context.Context, id string, disabled bool, rea
 // Delete deletes an account for good (see Store.DeleteAccount): its
 // sessions end, its devices, codes and subscription go, and only a
 // tombstone of its id remains, so the email can sign up again.
-// USER_NOT_FOUND when unknown or deleted already.
-func (s *Service) Delete(ctx context.Context, id string) error {
-	err := s.store.DeleteAccount(ctx, id)
+// USER_NOT_FOUND when unknown or deleted already. by is the caller, held
+// to the rules of Disable.
+func (s *Service) Delete(ctx context.Context, by auth.Principal, id string) error {
+	return s.delete(ctx, id, removal(by))
+}
+
+func (s *Service) delete(ctx context.Context, id string, allow func(Standing) error) error {
+	err := s.store.DeleteAccount(ctx, id, allow)
 	if errors.Is(err, storage.ErrNotFound) {
 		return apperr.New(apperr.UserNotFound)
 	}
@@ -159,7 +181,8 @@ func (s *Service) Delete(ctx context.Context, id string) error {
 }
 
 // DeleteOwn is a user deleting their own account, which their password
-// confirms: INVALID_CREDENTIALS when it is wrong.
+// confirms: INVALID_CREDENTIALS when it is wrong, LAST_ADMIN when it is
+// the last enabled admin.
 func (s *Service) DeleteOwn(ctx context.Context, id, plain string) error {
 	hash, err := s.store.AccountPasswordHash(ctx, id)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -179,5 +202,5 @@ func (s *Service) DeleteOwn(ctx context.Context, id, plain string) error {
 	if err != nil || !ok {
 		return apperr.Newf(apperr.InvalidCredentials, "The password is wrong.")
 	}
-	return s.Delete(ctx, id)
+	return s.delete(ctx, id, keepAnAdmin)
 }

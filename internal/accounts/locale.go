@@ -1,9 +1,12 @@
 package accounts
 
 import (
+	"context"
+	"errors"
 	"strings"
 
 	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/storage"
 	"golang.org/x/text/language"
 )
 
@@ -39,6 +42,26 @@ func NormalizeLocale(locale string) (string, error) {
 		return "", invalid()
 	}
 	return tag.String(), nil
+}
+
+// SetLocale sets the language of the account's emails, from the next one
+// on, to locale, a BCP 47 tag kept canonical ("pt-BR" for "pt_br"). A tag
+// of a language no templates are shipped for is kept, and its emails are
+// English until they are. VALIDATION_ERROR naming locale for a malformed
+// or empty tag; USER_NOT_FOUND when the account is unknown or deleted.
+func (s *Service) SetLocale(ctx context.Context, id, locale string) error {
+	tag, err := NormalizeLocale(locale)
+	if err != nil {
+		return err
+	}
+	if tag == "" {
+		return apperr.Invalid("locale", "a BCP 47 language tag such as en, de or pt-BR", "empty")
+	}
+	err = s.store.SetLocale(ctx, id, tag)
+	if errors.Is(err, storage.ErrNotFound) {
+		return apperr.New(apperr.UserNotFound)
+	}
+	return err
 }
 
 // chooseLocale is the locale a new account keeps: the one asked for, else

@@ -73,3 +73,31 @@ func TestSignupLocale(t *testing.T) {
 		f.expectEmails(t, "a refused signup", "badlocale@example.com", 0)
 	})
 }
+
+// FuzzNormalizeLocale: any input is either a canonical tag that
+// normalizes to itself, "" for a blank one, or VALIDATION_ERROR naming
+// locale; never a panic.
+func FuzzNormalizeLocale(f *testing.F) {
+	for _, s := range []string{"", "de", "pt_br", "zh-Hant-TW", "en-GB-oxendict", "und", "x-private", "de--AT", "sh", "i-klingon", "\x00", strings.Repeat("a-", 20)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		got, err := accounts.NormalizeLocale(in)
+		if err != nil {
+			if e := apperr.As(err); e.Code != apperr.ValidationError || e.Details["field"] != "locale" {
+				t.Fatalf("NormalizeLocale(%q): %v, want VALIDATION_ERROR naming locale", in, err)
+			}
+			return
+		}
+		if got == "" {
+			if strings.TrimSpace(in) != "" {
+				t.Fatalf("NormalizeLocale(%q) = \"\" for a non-blank input", in)
+			}
+			return
+		}
+		again, err := accounts.NormalizeLocale(got)
+		if err != nil || again != got {
+			t.Fatalf("NormalizeLocale(%q) = %q, which normalizes to %q, %v", in, got, again, err)
+		}
+	})
+}

@@ -21,8 +21,8 @@ func (s *Service) ByID(ctx context.Context, id string) (Account, error) {
 }
 
 // Profile is the account as its owner sees it (users/me): ID, Email,
-// EmailVerifiedAt, ReferralCode, CreatedAt and Subscription; every other
-// field is zero. USER_NOT_FOUND when it is unknown or deleted.
+// EmailVerifiedAt, ReferralCode, CreatedAt, Subscription and Locale; every
+// other field is zero. USER_NOT_FOUND when it is unknown or deleted.
 func (s *Service) Profile(ctx context.Context, id string) (Account, error) {
 	acct, err := s.store.AccountProfile(ctx, id)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -130,7 +130,7 @@ func (s *Service) GrantAdmin(ctx context.Context, email, plain string) (string, 
 	}
 	if found {
 		if !acct.HasScope(auth.ScopeAdmin) {
-			if err := s.store.SetScope(ctx, acct.ID, strings.TrimSpace(acct.Scope+" "+auth.ScopeAdmin), false); err != nil {
+			if err := s.store.SetScope(ctx, acct.ID, strings.TrimSpace(acct.Scope+" "+auth.ScopeAdmin), false, nil); err != nil {
 				return "", false, err
 			}
 		}
@@ -150,7 +150,8 @@ func (s *Service) GrantAdmin(ctx context.Context, email, plain string) (string, 
 	return res.Account.ID, true, nil
 }
 
-// RevokeAdmin takes the admin scope away and ends the account's sessions.
+// RevokeAdmin takes the admin scope away and ends the account's sessions;
+// LAST_ADMIN when it is the last enabled admin.
 func (s *Service) RevokeAdmin(ctx context.Context, email string) error {
 	acct, _, found, err := s.lookup(ctx, email)
 	if err != nil {
@@ -165,5 +166,5 @@ func (s *Service) RevokeAdmin(ctx context.Context, email string) error {
 			kept = append(kept, sc)
 		}
 	}
-	return s.store.SetScope(ctx, acct.ID, strings.Join(kept, " "), true)
+	return s.store.SetScope(ctx, acct.ID, strings.Join(kept, " "), true, keepAnAdmin)
 }

@@ -50,6 +50,7 @@ const (
 	EmailDeliveryFailed     Code = "EMAIL_DELIVERY_FAILED"
 	InvalidReferral         Code = "INVALID_REFERRAL"
 	UserNotFound            Code = "USER_NOT_FOUND"
+	LastAdmin               Code = "LAST_ADMIN"
 
 	// Devices, subscriptions and notifications.
 	DeviceNotFound        Code = "DEVICE_NOT_FOUND"
@@ -121,6 +122,7 @@ var catalogue = map[Code]Entry{
 	EmailDeliveryFailed:     {EmailDeliveryFailed, http.StatusBadGateway, "The email could not be sent; try again later."},
 	InvalidReferral:         {InvalidReferral, http.StatusOK, "The referral code was not found and was ignored."},
 	UserNotFound:            {UserNotFound, http.StatusNotFound, "No such user."},
+	LastAdmin:               {LastAdmin, http.StatusConflict, "This is the last enabled admin account; make another admin first."},
 
 	DeviceNotFound:        {DeviceNotFound, http.StatusNotFound, "No such device."},
 	InvalidPushToken:      {InvalidPushToken, http.StatusUnprocessableEntity, "The device's push token is invalid or expired."},

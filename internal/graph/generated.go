@@ -229,7 +229,9 @@ type ComplexityRoot struct {
 		SendNotificationToAll      func(childComplexity int, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, idempotencyKey *string) int
 		SendNotificationToUser     func(childComplexity int, userID string, notification NotificationInput, channels []string, idempotencyKey *string) int
 		SendWebhookPing            func(childComplexity int, endpointID string) int
+		SetLocale                  func(childComplexity int, locale string) int
 		SetSubscription            func(childComplexity int, userID string, plan string, expiresAt time.Time) int
+		SetUserLocale              func(childComplexity int, userID string, locale string) int
 		SetWebhookEndpointEnabled  func(childComplexity int, id string, enabled bool) int
 		Signup                     func(childComplexity int, email string, password string, referral *string, locale *string) int
 		UnlinkMessenger            func(childComplexity int) int
@@ -338,6 +340,7 @@ type ComplexityRoot struct {
 		Email         func(childComplexity int) int
 		EmailVerified func(childComplexity int) int
 		ID            func(childComplexity int) int
+		Locale        func(childComplexity int) int
 		ReferralCode  func(childComplexity int) int
 		Subscription  func(childComplexity int) int
 	}
@@ -352,6 +355,7 @@ type ComplexityRoot struct {
 		EmailVerified  func(childComplexity int) int
 		ID             func(childComplexity int) int
 		LastLoginAt    func(childComplexity int) int
+		Locale         func(childComplexity int) int
 		MessengerChat  func(childComplexity int) int
 		ReferralCode   func(childComplexity int) int
 		SessionCount   func(childComplexity int) int
@@ -436,12 +440,14 @@ type MutationResolver interface {
 	CreateAPIKey(ctx context.Context, input CreateAPIKeyInput) (*CreatedAPIKey, error)
 	RevokeAPIKey(ctx context.Context, id string) (*APIKey, error)
 	SetSubscription(ctx context.Context, userID string, plan string, expiresAt time.Time) (*UserRecord, error)
+	SetUserLocale(ctx context.Context, userID string, locale string) (*UserRecord, error)
 	DisableUser(ctx context.Context, userID string, reason *string) (*UserRecord, error)
 	EnableUser(ctx context.Context, userID string) (*UserRecord, error)
 	RevokeSessions(ctx context.Context, userID string) (int, error)
 	DeleteUser(ctx context.Context, userID string) (bool, error)
 	DeleteAccount(ctx context.Context, password string) (bool, error)
 	RevokeSession(ctx context.Context, id string) (bool, error)
+	SetLocale(ctx context.Context, locale string) (*User, error)
 	CreateWebhookEndpoint(ctx context.Context, input CreateWebhookEndpointInput) (*CreatedWebhookEndpoint, error)
 	DeleteWebhookEndpoint(ctx context.Context, id string) (bool, error)
 	RotateWebhookSecret(ctx context.Context, id string) (*CreatedWebhookEndpoint, error)
@@ -1422,6 +1428,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SendWebhookPing(childComplexity, args["endpointId"].(string)), true
+	case "Mutation.setLocale":
+		if e.ComplexityRoot.Mutation.SetLocale == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setLocale_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetLocale(childComplexity, args["locale"].(string)), true
 	case "Mutation.setSubscription":
 		if e.ComplexityRoot.Mutation.SetSubscription == nil {
 			break
@@ -1433,6 +1450,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetSubscription(childComplexity, args["userId"].(string), args["plan"].(string), args["expiresAt"].(time.Time)), true
+	case "Mutation.setUserLocale":
+		if e.ComplexityRoot.Mutation.SetUserLocale == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setUserLocale_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetUserLocale(childComplexity, args["userId"].(string), args["locale"].(string)), true
 	case "Mutation.setWebhookEndpointEnabled":
 		if e.ComplexityRoot.Mutation.SetWebhookEndpointEnabled == nil {
 			break
@@ -1946,6 +1974,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.User.ID(childComplexity), true
+	case "User.locale":
+		if e.ComplexityRoot.User.Locale == nil {
+			break
+		}
+
+		return e.ComplexityRoot.User.Locale(childComplexity), true
 	case "User.referralCode":
 		if e.ComplexityRoot.User.ReferralCode == nil {
 			break
@@ -2013,6 +2047,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UserRecord.LastLoginAt(childComplexity), true
+	case "UserRecord.locale":
+		if e.ComplexityRoot.UserRecord.Locale == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserRecord.Locale(childComplexity), true
 	case "UserRecord.messengerChat":
 		if e.ComplexityRoot.UserRecord.MessengerChat == nil {
 			break
@@ -2811,6 +2851,8 @@ func (ec *executionContext) childFields_User(ctx context.Context, field graphql.
 		return ec.fieldContext_User_referralCode(ctx, field)
 	case "subscription":
 		return ec.fieldContext_User_subscription(ctx, field)
+	case "locale":
+		return ec.fieldContext_User_locale(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type User", field.Name)
 }
@@ -2829,6 +2871,8 @@ func (ec *executionContext) childFields_UserRecord(ctx context.Context, field gr
 		return ec.fieldContext_UserRecord_referralCode(ctx, field)
 	case "subscription":
 		return ec.fieldContext_UserRecord_subscription(ctx, field)
+	case "locale":
+		return ec.fieldContext_UserRecord_locale(ctx, field)
 	case "disabled":
 		return ec.fieldContext_UserRecord_disabled(ctx, field)
 	case "disabledAt":
@@ -3677,6 +3721,20 @@ func (ec *executionContext) field_Mutation_sendWebhookPing_args(ctx context.Cont
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_setLocale_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "locale",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["locale"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_setSubscription_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3704,6 +3762,28 @@ func (ec *executionContext) field_Mutation_setSubscription_args(ctx context.Cont
 		return nil, err
 	}
 	args["expiresAt"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setUserLocale_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "userId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["userId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "locale",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["locale"] = arg1
 	return args, nil
 }
 
@@ -7748,6 +7828,68 @@ func (ec *executionContext) fieldContext_Mutation_setSubscription(ctx context.Co
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_setUserLocale(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setUserLocale(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetUserLocale(ctx, fc.Args["userId"].(string), fc.Args["locale"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalOString2ᚖstring(ctx, "accounts:write")
+				if err != nil {
+					var zeroVal *UserRecord
+					return zeroVal, err
+				}
+				if ec.Directives.Auth == nil {
+					var zeroVal *UserRecord
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *UserRecord) graphql.Marshaler {
+			return ec.marshalNUserRecord2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐUserRecord(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setUserLocale(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserRecord(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setUserLocale_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_disableUser(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8104,6 +8246,63 @@ func (ec *executionContext) fieldContext_Mutation_revokeSession(ctx context.Cont
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_revokeSession_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setLocale(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setLocale(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetLocale(ctx, fc.Args["locale"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *User
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setLocale(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setLocale_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -10948,6 +11147,29 @@ func (ec *executionContext) fieldContext_User_subscription(_ context.Context, fi
 	return fc, nil
 }
 
+func (ec *executionContext) _User_locale(ctx context.Context, field graphql.CollectedField, obj *User) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_User_locale(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Locale, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_User_locale(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _UserRecord_id(ctx context.Context, field graphql.CollectedField, obj *UserRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11093,6 +11315,29 @@ func (ec *executionContext) fieldContext_UserRecord_subscription(_ context.Conte
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _UserRecord_locale(ctx context.Context, field graphql.CollectedField, obj *UserRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserRecord_locale(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Locale, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UserRecord_locale(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserRecord", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _UserRecord_disabled(ctx context.Context, field graphql.CollectedField, obj *UserRecord) (ret graphql.Marshaler) {
@@ -14814,6 +15059,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "setUserLocale":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setUserLocale(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "disableUser":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_disableUser(ctx, field)
@@ -14852,6 +15104,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "revokeSession":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_revokeSession(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setLocale":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setLocale(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -16009,6 +16268,11 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "locale":
+			out.Values[i] = ec._User_locale(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -16070,6 +16334,11 @@ func (ec *executionContext) _UserRecord(ctx context.Context, sel ast.SelectionSe
 		case "subscription":
 			out.Values[i] = ec._UserRecord_subscription(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "locale":
+			out.Values[i] = ec._UserRecord_locale(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "disabled":

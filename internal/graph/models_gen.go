@@ -409,6 +409,8 @@ type User struct {
 	CreatedAt     time.Time         `json:"createdAt"`
 	ReferralCode  string            `json:"referralCode"`
 	Subscription  *UserSubscription `json:"subscription"`
+	// The language of the account's emails, a BCP 47 tag such as de or pt-BR (setLocale); null when none was given: English.
+	Locale *string `json:"locale,omitempty"`
 }
 
 // An account as the admin API shows it: what me shows, and more.
@@ -419,8 +421,10 @@ type UserRecord struct {
 	CreatedAt     time.Time         `json:"createdAt"`
 	ReferralCode  string            `json:"referralCode"`
 	Subscription  *UserSubscription `json:"subscription"`
-	Disabled      bool              `json:"disabled"`
-	DisabledAt    *time.Time        `json:"disabledAt,omitempty"`
+	// The language of the account's emails (setUserLocale); null when none was given: English.
+	Locale     *string    `json:"locale,omitempty"`
+	Disabled   bool       `json:"disabled"`
+	DisabledAt *time.Time `json:"disabledAt,omitempty"`
 	// The reason given when it was disabled; null when none.
 	DisabledReason *string    `json:"disabledReason,omitempty"`
 	LastLoginAt    *time.Time `json:"lastLoginAt,omitempty"`

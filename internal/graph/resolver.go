@@ -58,6 +58,7 @@ func (r *Resolver) user(a accounts.Account) *User {
 			Status:    a.Subscription.Status(r.Accounts.Now()),
 			ExpiresAt: a.Subscription.ExpiresAt.UTC().Truncate(time.Second),
 		},
+		Locale: nonEmpty(a.Locale),
 	}
 }
 
@@ -70,6 +71,7 @@ func (r *Resolver) userRecord(rec accounts.Record) *UserRecord {
 		CreatedAt:      u.CreatedAt,
 		ReferralCode:   u.ReferralCode,
 		Subscription:   u.Subscription,
+		Locale:         u.Locale,
 		Disabled:       rec.Disabled(),
 		DisabledAt:     utcPtr(rec.DisabledAt),
 		DisabledReason: nonEmpty(rec.DisabledReason),

@@ -238,9 +238,21 @@ func (r *mutationResolver) SetSubscription(ctx context.Context, userID string, p
 	return r.userRecord(rec), nil
 }
 
+// SetUserLocale is the resolver for the setUserLocale field.
+func (r *mutationResolver) SetUserLocale(ctx context.Context, userID string, locale string) (*UserRecord, error) {
+	if err := r.Accounts.SetLocale(ctx, userID, locale); err != nil {
+		return nil, err
+	}
+	rec, err := r.Accounts.User(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	return r.userRecord(rec), nil
+}
+
 // DisableUser is the resolver for the disableUser field.
 func (r *mutationResolver) DisableUser(ctx context.Context, userID string, reason *string) (*UserRecord, error) {
-	rec, err := r.Accounts.Disable(ctx, userID, deref(reason))
+	rec, err := r.Accounts.Disable(ctx, auth.Caller(ctx), userID, deref(reason))
 	if err != nil {
 		return nil, err
 	}
@@ -249,7 +261,7 @@ func (r *mutationResolver) DisableUser(ctx context.Context, userID string, reaso
 
 // EnableUser is the resolver for the enableUser field.
 func (r *mutationResolver) EnableUser(ctx context.Context, userID string) (*UserRecord, error) {
-	rec, err := r.Accounts.Enable(ctx, userID)
+	rec, err := r.Accounts.Enable(ctx, auth.Caller(ctx), userID)
 	if err != nil {
 		return nil, err
 	}
@@ -258,12 +270,12 @@ func (r *mutationResolver) EnableUser(ctx context.Context, userID string) (*User
 
 // RevokeSessions is the resolver for the revokeSessions field.
 func (r *mutationResolver) RevokeSessions(ctx context.Context, userID string) (int, error) {
-	return r.Sessions.RevokeAll(ctx, userID)
+	return r.Sessions.RevokeAll(ctx, auth.Caller(ctx), userID)
 }
 
 // DeleteUser is the resolver for the deleteUser field.
 func (r *mutationResolver) DeleteUser(ctx context.Context, userID string) (bool, error) {
-	if err := r.Accounts.Delete(ctx, userID); err != nil {
+	if err := r.Accounts.Delete(ctx, auth.Caller(ctx), userID); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -284,6 +296,18 @@ func (r *mutationResolver) RevokeSession(ctx context.Context, id string) (bool, 
 		return false, err
 	}
 	return true, nil
+}
+
+// SetLocale is the resolver for the setLocale field.
+func (r *mutationResolver) SetLocale(ctx context.Context, locale string) (*User, error) {
+	if err := r.Accounts.SetLocale(ctx, auth.Caller(ctx).AccountID, locale); err != nil {
+		return nil, err
+	}
+	acct, err := r.caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.user(acct), nil
 }
 
 // CreateWebhookEndpoint is the resolver for the createWebhookEndpoint field.

@@ -75,6 +75,9 @@ type User struct {
 	CreatedAt     time.Time    `json:"createdAt"`
 	ReferralCode  string       `json:"referralCode"`
 	Subscription  Subscription `json:"subscription"`
+	// Locale is the language of the account's emails (a BCP 47 tag); nil
+	// when none was given (English).
+	Locale *string `json:"locale"`
 }
 
 // Subscription is the user's plan as REST shows it.
@@ -98,6 +101,7 @@ func NewUser(a accounts.Account, now time.Time) User {
 			Status:    a.Subscription.Status(now),
 			ExpiresAt: a.Subscription.ExpiresAt.UTC().Truncate(time.Second),
 		},
+		Locale: nonEmpty(a.Locale),
 	}
 }
 

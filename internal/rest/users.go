@@ -171,6 +171,25 @@ func (h *Handlers) SetSubscription() http.HandlerFunc {
 	})
 }
 
+// SetUserLocale is PUT /api/v1/admin/users/{id}/locale: the language of
+// the account's emails.
+func (h *Handlers) SetUserLocale() http.HandlerFunc {
+	type input struct {
+		Locale string `json:"locale"`
+	}
+	return handle(http.StatusOK, func(r *http.Request, in input) (any, error) {
+		id := r.PathValue("id")
+		if err := h.Accounts.SetLocale(r.Context(), id, in.Locale); err != nil {
+			return nil, err
+		}
+		rec, err := h.Accounts.User(r.Context(), id)
+		if err != nil {
+			return nil, err
+		}
+		return h.userRecord(rec), nil
+	})
+}
+
 // DisableUser is POST /api/v1/admin/users/{id}/disable; the body, with a
 // reason, is optional.
 func (h *Handlers) DisableUser() http.HandlerFunc {
@@ -187,7 +206,7 @@ func (h *Handlers) DisableUser() http.HandlerFunc {
 			api.WriteError(w, r, err)
 			return
 		}
-		rec, err := h.Accounts.Disable(r.Context(), r.PathValue("id"), in.Reason)
+		rec, err := h.Accounts.Disable(r.Context(), auth.Caller(r.Context()), r.PathValue("id"), in.Reason)
 		if err != nil {
 			api.WriteError(w, r, err)
 			return
@@ -199,7 +218,7 @@ func (h *Handlers) DisableUser() http.HandlerFunc {
 // EnableUser is POST /api/v1/admin/users/{id}/enable.
 func (h *Handlers) EnableUser() http.HandlerFunc {
 	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
-		rec, err := h.Accounts.Enable(r.Context(), r.PathValue("id"))
+		rec, err := h.Accounts.Enable(r.Context(), auth.Caller(r.Context()), r.PathValue("id"))
 		if err != nil {
 			return nil, err
 		}
@@ -211,7 +230,7 @@ func (h *Handlers) EnableUser() http.HandlerFunc {
 func (h *Handlers) RevokeUserSessions() http.HandlerFunc {
 	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
 		id := r.PathValue("id")
-		n, err := h.Sessions.RevokeAll(r.Context(), id)
+		n, err := h.Sessions.RevokeAll(r.Context(), auth.Caller(r.Context()), id)
 		if err != nil {
 			return nil, err
 		}
@@ -223,7 +242,7 @@ func (h *Handlers) RevokeUserSessions() http.HandlerFunc {
 func (h *Handlers) DeleteUser() http.HandlerFunc {
 	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
 		id := r.PathValue("id")
-		if err := h.Accounts.Delete(r.Context(), id); err != nil {
+		if err := h.Accounts.Delete(r.Context(), auth.Caller(r.Context()), id); err != nil {
 			return nil, err
 		}
 		return map[string]any{"userId": id, "deleted": true}, nil
@@ -242,6 +261,25 @@ func (h *Handlers) DeleteMe() http.HandlerFunc {
 			return nil, err
 		}
 		return map[string]any{"userId": id, "deleted": true}, nil
+	})
+}
+
+// SetMyLocale is PUT /api/v1/users/me/locale: the language of the
+// caller's emails, from the next one on.
+func (h *Handlers) SetMyLocale() http.HandlerFunc {
+	type input struct {
+		Locale string `json:"locale"`
+	}
+	return handle(http.StatusOK, func(r *http.Request, in input) (any, error) {
+		id := auth.Caller(r.Context()).AccountID
+		if err := h.Accounts.SetLocale(r.Context(), id, in.Locale); err != nil {
+			return nil, err
+		}
+		acct, err := h.Accounts.Profile(r.Context(), id)
+		if err != nil {
+			return nil, err
+		}
+		return NewUser(acct, h.Accounts.Now()), nil
 	})
 }
 

@@ -386,7 +386,12 @@ func (f *fixture) testRequire(t *testing.T) {
 		}
 	}
 
-	// Revoking the admin scope ends the admin's sessions.
+	// The last admin keeps its scope; with another admin, revoking the
+	// scope ends the admin's sessions.
+	wantCode(t, "revoking the last admin", f.accts.RevokeAdmin(ctx, "operator@example.com"), apperr.LastAdmin)
+	if _, _, err := f.accts.GrantAdmin(ctx, "operator2@example.com", pw); err != nil {
+		t.Fatal(err)
+	}
 	if err := f.accts.RevokeAdmin(ctx, "operator@example.com"); err != nil {
 		t.Fatal(err)
 	}

@@ -257,9 +257,15 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string, c Client) (T
 }
 
 // RevokeAll ends every session of an account (an operator's call):
-// USER_NOT_FOUND for an unknown account. It reports how many were live.
-func (s *Service) RevokeAll(ctx context.Context, accountID string) (int, error) {
-	if _, err := s.accounts.ByID(ctx, accountID); err != nil {
+// USER_NOT_FOUND for an unknown account; an account holding admin needs a
+// caller by holding admin (accounts.MayManage). It reports how many were
+// live.
+func (s *Service) RevokeAll(ctx context.Context, by auth.Principal, accountID string) (int, error) {
+	acct, err := s.accounts.ByID(ctx, accountID)
+	if err != nil {
+		return 0, err
+	}
+	if err := accounts.MayManage(by, acct); err != nil {
 		return 0, err
 	}
 	return s.store.RevokeAccountSessions(ctx, accountID)

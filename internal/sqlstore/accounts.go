@@ -14,12 +14,12 @@ import (
 
 // profileColumns are what an account's owner sees of it (users/me), and
 // the first columns of every account read.
-const profileColumns = `a.id, a.email, a.email_verified_at, a.referral_code, a.created_at, a.subscription_plan, a.subscription_expires_at`
+const profileColumns = `a.id, a.email, a.email_verified_at, a.referral_code, a.created_at, a.subscription_plan, a.subscription_expires_at, a.locale`
 
 // accountColumns are what the other account reads return. The password
 // hash is not among them: only the reads that check a password select it,
 // so that an authenticated request does not load it.
-const accountColumns = profileColumns + `, a.scope, a.locale, a.disabled_at, a.disabled_reason, a.last_login_at`
+const accountColumns = profileColumns + `, a.scope, a.disabled_at, a.disabled_reason, a.last_login_at`
 
 // accountFrom never finds a deleted account (a tombstone); the caller
 // appends its conditions.
@@ -28,11 +28,11 @@ const accountFrom = ` FROM accounts a WHERE a.deleted_at IS NULL AND `
 // profileDest is where profileColumns scan to; accountDest where
 // accountColumns do.
 func profileDest(a *accounts.Account) []any {
-	return []any{&a.ID, &a.Email, &a.EmailVerifiedAt, &a.ReferralCode, &a.CreatedAt, &a.Subscription.Plan, &a.Subscription.ExpiresAt}
+	return []any{&a.ID, &a.Email, &a.EmailVerifiedAt, &a.ReferralCode, &a.CreatedAt, &a.Subscription.Plan, &a.Subscription.ExpiresAt, &a.Locale}
 }
 
 func accountDest(a *accounts.Account) []any {
-	return append(profileDest(a), &a.Scope, &a.Locale, &a.DisabledAt, &a.DisabledReason, &a.LastLoginAt)
+	return append(profileDest(a), &a.Scope, &a.DisabledAt, &a.DisabledReason, &a.LastLoginAt)
 }
 
 // accountInUTC puts a scanned account's times in UTC.
@@ -378,6 +378,15 @@ func (db *DB) DropPendingCode(ctx context.Context, accountID string, p accounts.
 	return err
 }
 
+// SetLocale implements accounts.Store.
+func (db *DB) SetLocale(ctx context.Context, accountID, locale string) error {
+	n, err := db.conn().exec(ctx, `UPDATE accounts SET locale = ? WHERE id = ? AND deleted_at IS NULL`, locale, accountID)
+	if err == nil && n == 0 {
+		err = storage.ErrNotFound
+	}
+	return err
+}
+
 // UpdatePasswordHash implements accounts.Store.
 func (db *DB) UpdatePasswordHash(ctx context.Context, accountID, hash string) error {
 	_, err := db.conn().exec(ctx, `UPDATE accounts SET password_hash = ? WHERE id = ?`, hash, accountID)
@@ -385,8 +394,11 @@ func (db *DB) UpdatePasswordHash(ctx context.Context, accountID, hash string) er
 }
 
 // SetScope implements accounts.Store.
-func (db *DB) SetScope(ctx context.Context, accountID, scope string, revokeSessions bool) error {
+func (db *DB) SetScope(ctx context.Context, accountID, scope string, revokeSessions bool, allow func(accounts.Standing) error) error {
 	return db.inTx(ctx, func(tx *Tx) error {
+		if err := tx.check(ctx, accountID, allow); err != nil {
+			return err
+		}
 		n, err := tx.q.exec(ctx, `UPDATE accounts SET scope = ? WHERE id = ?`, scope, accountID)
 		if err != nil {
 			return err

@@ -5,7 +5,9 @@ import (
 	"strings"
 
 	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/sessions"
+	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
@@ -81,13 +83,56 @@ func (db *DB) AccountRecord(ctx context.Context, id string) (accounts.Record, er
 	return scanRecord(db.conn().queryRow(ctx, `SELECT `+accountColumns+recordCounts+accountFrom+`a.id = ?`, db.Now(), id))
 }
 
+// operatorsLock is the PostgreSQL advisory lock (with the schema's hash,
+// so that deployments sharing a server do not wait for each other) held by
+// every change that may take an account out of the enabled admins, so that
+// two of them are decided one after the other: without it, two admins
+// disabling each other would each count the other as enabled, and both
+// succeed.
+const operatorsLock = 72_630_042 // "herald operators"
+
+// standing reads what allow decides on: on PostgreSQL under the lock of
+// the operators (SQLite's IMMEDIATE transaction holds the database's write
+// lock already), the account's row under its lock, and the other enabled
+// admins. ErrNotFound when the account is unknown or deleted.
+func (tx *Tx) standing(ctx context.Context, id string) (accounts.Standing, error) {
+	if tx.db.dialect == storage.Postgres {
+		if _, err := tx.q.exec(ctx, `SELECT pg_advisory_xact_lock(?, hashtext(current_schema()))`, operatorsLock); err != nil {
+			return accounts.Standing{}, err
+		}
+	}
+	a, err := scanAccount(tx.q.queryRow(ctx, `SELECT `+accountColumns+accountFrom+`a.id = ?`+tx.db.forUpdate(), id))
+	if err != nil {
+		return accounts.Standing{}, err
+	}
+	st := accounts.Standing{Account: a}
+	err = tx.q.queryRow(ctx, `SELECT COUNT(*) FROM accounts WHERE deleted_at IS NULL AND disabled_at IS NULL AND id <> ? AND ' ' || scope || ' ' LIKE ?`,
+		id, "% "+auth.ScopeAdmin+" %").Scan(&st.OtherAdmins)
+	return st, err
+}
+
+// check calls allow, when there is one, with the account's standing.
+func (tx *Tx) check(ctx context.Context, id string, allow func(accounts.Standing) error) error {
+	if allow == nil {
+		return nil
+	}
+	st, err := tx.standing(ctx, id)
+	if err != nil {
+		return err
+	}
+	return allow(st)
+}
+
 // SetDisabled implements accounts.Store. The account's row is updated
 // before its sessions are revoked: on PostgreSQL a login that is creating
 // a session holds that row (CreateSession), so the revocation that
 // follows sees its session.
-func (db *DB) SetDisabled(ctx context.Context, id string, disabled bool, reason string) (bool, error) {
+func (db *DB) SetDisabled(ctx context.Context, id string, disabled bool, reason string, allow func(accounts.Standing) error) (bool, error) {
 	var changed bool
 	err := db.inTx(ctx, func(tx *Tx) error {
+		if err := tx.check(ctx, id, allow); err != nil {
+			return err
+		}
 		var n int64
 		var err error
 		if disabled {
@@ -116,8 +161,11 @@ func (db *DB) SetDisabled(ctx context.Context, id string, disabled bool, reason 
 }
 
 // DeleteAccount implements accounts.Store.
-func (db *DB) DeleteAccount(ctx context.Context, id string) error {
+func (db *DB) DeleteAccount(ctx context.Context, id string, allow func(accounts.Standing) error) error {
 	return db.inTx(ctx, func(tx *Tx) error {
+		if err := tx.check(ctx, id, allow); err != nil {
+			return err
+		}
 		var found string
 		if err := tx.q.queryRow(ctx, `SELECT id FROM accounts WHERE id = ? AND deleted_at IS NULL`+db.forUpdate(), id).Scan(&found); err != nil {
 			return err

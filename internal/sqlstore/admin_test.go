@@ -56,7 +56,7 @@ func testSearchAccounts(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	if _, _, err := db.SetSubscription(ctx, "u4", "premium", clk.Now().Add(-time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.SetDisabled(ctx, "u3", true, "fraud"); err != nil {
+	if _, err := db.SetDisabled(ctx, "u3", true, "fraud", nil); err != nil {
 		t.Fatal(err)
 	}
 	now := clk.Now()
@@ -87,7 +87,7 @@ func testSearchAccounts(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	if err != nil || !slices.Equal(recordIDs(page), []string{"u2", "u1"}) {
 		t.Fatalf("after u3: %v, %v", recordIDs(page), err)
 	}
-	if err := db.DeleteAccount(ctx, "u1"); err != nil {
+	if err := db.DeleteAccount(ctx, "u1", nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := db.SearchAccounts(ctx, accounts.Filter{Now: now, EmailPrefix: "deleted", ID: "u1"}, "", 10); len(got) != 0 {
@@ -123,7 +123,7 @@ func testSetDisabled(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	var evicted []string
 	db.OnRevocation(func(kind, id string) { evicted = append(evicted, kind+":"+id) })
 	for i, want := range []bool{true, false} { // the second call changes nothing
-		changed, err := db.SetDisabled(ctx, "a1", true, "chargeback")
+		changed, err := db.SetDisabled(ctx, "a1", true, "chargeback", nil)
 		if err != nil || changed != want {
 			t.Fatalf("disable #%d: changed %v, %v", i, changed, err)
 		}
@@ -142,7 +142,7 @@ func testSetDisabled(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	if !errors.Is(err, sessions.ErrAccountClosed) {
 		t.Fatalf("session of a disabled account: %v", err)
 	}
-	if changed, err := db.SetDisabled(ctx, "a1", false, ""); err != nil || !changed {
+	if changed, err := db.SetDisabled(ctx, "a1", false, "", nil); err != nil || !changed {
 		t.Fatalf("enable: %v, %v", changed, err)
 	}
 	if a, _ := db.AccountByID(ctx, "a1"); a.Disabled() || a.DisabledReason != "" {
@@ -151,7 +151,7 @@ func testSetDisabled(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	if err := db.CreateSession(ctx, sessions.Session{ID: "s3", AccountID: "a1", CreatedAt: clk.Now(), ExpiresAt: clk.Now().Add(time.Hour)}, []byte("s3")); err != nil {
 		t.Fatalf("session after enabling: %v", err)
 	}
-	if _, err := db.SetDisabled(ctx, "nobody", true, ""); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := db.SetDisabled(ctx, "nobody", true, "", nil); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("unknown account: %v", err)
 	}
 }
@@ -163,7 +163,7 @@ func testDisabledNoPush(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	mustRegister(t, db, "d1", "a1", "t1")
 	mustRegister(t, db, "d2", "a2", "t2")
 	mustRegister(t, db, "d3", "a1", "t3")
-	db.SetDisabled(ctx, "a2", true, "")
+	db.SetDisabled(ctx, "a2", true, "", nil)
 	if off, err := db.AccountDisabled(ctx, "a2"); err != nil || !off {
 		t.Fatalf("a2 disabled: %v, %v", off, err)
 	}
@@ -192,7 +192,7 @@ func testDeleteAccount(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "a1", Purpose: accounts.PurposeVerify, Hash: []byte("h"), ExpiresAt: clk.Now().Add(time.Hour), Attempts: 5})
 	var evicted []string
 	db.OnRevocation(func(kind, id string) { evicted = append(evicted, kind+":"+id) })
-	if err := db.DeleteAccount(ctx, "a1"); err != nil {
+	if err := db.DeleteAccount(ctx, "a1", nil); err != nil {
 		t.Fatal(err)
 	}
 	email, hash, deleted, err := db.AccountTombstone(ctx, "a1")
@@ -217,13 +217,13 @@ func testDeleteAccount(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	if !slices.Contains(evicted, "account:a1") {
 		t.Fatalf("no revocation announced: %v", evicted)
 	}
-	if err := db.DeleteAccount(ctx, "a1"); !errors.Is(err, storage.ErrNotFound) {
+	if err := db.DeleteAccount(ctx, "a1", nil); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
 	if _, _, err := db.SetSubscription(ctx, "a1", "basic", clk.Now()); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("subscription of a deleted account: %v", err)
 	}
-	if _, err := db.SetDisabled(ctx, "a1", true, ""); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := db.SetDisabled(ctx, "a1", true, "", nil); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("disabling a deleted account: %v", err)
 	}
 	// The email and the referral code are free again.
@@ -276,7 +276,7 @@ func testDisableRacesLogins(t *testing.T, db *sqlstore.DB, clk *testsupport.Cloc
 		})
 		if i == len(errs)/2 {
 			wg.Go(func() {
-				if _, err := db.SetDisabled(ctx, "a1", true, "race"); err != nil {
+				if _, err := db.SetDisabled(ctx, "a1", true, "race", nil); err != nil {
 					t.Errorf("disable: %v", err)
 				}
 			})

@@ -82,9 +82,9 @@ func testCounts(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	create("unver", false)
 	create("dis", false)
 	create("gone", true)
-	_, err := db.SetDisabled(ctx, "dis", true, "fraud")
+	_, err := db.SetDisabled(ctx, "dis", true, "fraud", nil)
 	must("disable", err)
-	must("delete", db.DeleteAccount(ctx, "gone"))
+	must("delete", db.DeleteAccount(ctx, "gone", nil))
 	got, err := db.CountAccounts(ctx, clk.Now().Add(-24*time.Hour))
 	must("count accounts", err)
 	if want := (accounts.Counts{Total: 5, Verified: 2, NewLast24h: 4, Disabled: 1}); got != want {

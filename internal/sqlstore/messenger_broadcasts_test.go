@@ -216,7 +216,7 @@ func testMessengerBroadcastAudience(t *testing.T, db *sqlstore.DB, clk *testsupp
 			t.Fatal(err)
 		}
 	}
-	if _, err := db.SetDisabled(ctx, "u3", true, "test"); err != nil {
+	if _, err := db.SetDisabled(ctx, "u3", true, "test", nil); err != nil {
 		t.Fatal(err)
 	}
 	subscribeChats(t, db, 14) // not linked

@@ -443,7 +443,7 @@ func testLinks(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 		}
 	}
 	linkStart(t, db, 5, 12, "d1")
-	if err := db.DeleteAccount(ctx, "u1"); err != nil {
+	if err := db.DeleteAccount(ctx, "u1", nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := linkedChat(t, db, "u1"); got != "" {

@@ -106,7 +106,7 @@ func testCreateAndFind(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	}
 	// The profile is the by-id read reduced to what users/me shows.
 	p, err := db.AccountProfile(ctx, "id-1")
-	want := accounts.Account{ID: c.ID, Email: c.Email, EmailVerifiedAt: c.EmailVerifiedAt, ReferralCode: c.ReferralCode, CreatedAt: c.CreatedAt, Subscription: c.Subscription}
+	want := accounts.Account{ID: c.ID, Email: c.Email, EmailVerifiedAt: c.EmailVerifiedAt, ReferralCode: c.ReferralCode, CreatedAt: c.CreatedAt, Subscription: c.Subscription, Locale: c.Locale}
 	if err != nil || !reflect.DeepEqual(p, want) {
 		t.Fatalf("profile %+v %v, want %+v", p, err, want)
 	}
@@ -142,6 +142,29 @@ func testAccountLocale(t *testing.T, db *sqlstore.DB, _ *testsupport.Clock) {
 	}
 	if a, err := db.AccountByEmail(ctx, "de@example.com"); err != nil || a.Locale != "de-AT" {
 		t.Errorf("by email: locale %q, %v", a.Locale, err)
+	}
+	// Its owner sees it (users/me), and it changes.
+	if p, err := db.AccountProfile(ctx, "id-de"); err != nil || p.Locale != "de-AT" {
+		t.Errorf("profile: locale %q, %v", p.Locale, err)
+	}
+	if err := db.SetLocale(ctx, "id-none", "pt-BR"); err != nil {
+		t.Fatal(err)
+	}
+	for _, read := range []func(context.Context, string) (accounts.Account, error){db.AccountByID, db.AccountProfile} {
+		if a, err := read(ctx, "id-none"); err != nil || a.Locale != "pt-BR" {
+			t.Errorf("after SetLocale: locale %q, %v", a.Locale, err)
+		}
+	}
+	if a, _ := db.AccountByID(ctx, "id-de"); a.Locale != "de-AT" {
+		t.Errorf("SetLocale of one account changed another's: %q", a.Locale)
+	}
+	if err := db.DeleteAccount(ctx, "id-de", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"id-de", "nobody"} {
+		if err := db.SetLocale(ctx, id, "en"); !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("SetLocale of %s: %v, want ErrNotFound", id, err)
+		}
 	}
 }
 
@@ -406,7 +429,7 @@ func testRevokeSessions(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	if res, _ := db.RotateRefresh(ctx, []byte("s-2"), []byte("n"), time.Second, sessions.Client{}); res.Outcome != sessions.RefreshExpired {
 		t.Fatalf("expired refresh: %v", res.Outcome)
 	}
-	if err := db.SetScope(ctx, "id-1", "", true); err != nil {
+	if err := db.SetScope(ctx, "id-1", "", true, nil); err != nil {
 		t.Fatal(err)
 	}
 	s2, _ = db.SessionByID(ctx, "s-2")

@@ -169,20 +169,20 @@ func testAdminEvents(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 		t.Fatalf("user.subscription_changed events: %v", got)
 	}
 	for range 2 {
-		if _, err := db.SetDisabled(ctx, "u1", true, "chargeback"); err != nil {
+		if _, err := db.SetDisabled(ctx, "u1", true, "chargeback", nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := db.SetDisabled(ctx, "u1", false, ""); err != nil {
+	if _, err := db.SetDisabled(ctx, "u1", false, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := eventsOf(t, db, webhooks.UserDisabled); len(got) != 1 || got[0]["userId"] != "u1" || got[0]["reason"] != "chargeback" {
 		t.Fatalf("user.disabled events: %v", got)
 	}
-	if err := db.DeleteAccount(ctx, "u1"); err != nil {
+	if err := db.DeleteAccount(ctx, "u1", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.DeleteAccount(ctx, "u1"); err == nil {
+	if err := db.DeleteAccount(ctx, "u1", nil); err == nil {
 		t.Fatal("deleted twice")
 	}
 	if got := eventsOf(t, db, webhooks.UserDeleted); len(got) != 1 || got[0]["userId"] != "u1" {
