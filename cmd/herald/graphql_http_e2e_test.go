@@ -135,16 +135,28 @@ func TestE2EGraphQLMediaTypes(t *testing.T) {
 			}
 		}
 
-		// Without Accept, and with */* (curl's), the answer is
-		// application/json, as before media types were negotiated.
-		for _, accept := range []string{"", "*/*"} {
+		// Without Accept, and with application/json beside a wildcard,
+		// the answer is application/json, as before media types were
+		// negotiated; */* (curl's) gets the spec's
+		// application/graphql-response+json.
+		for _, c := range []struct {
+			accept, media string
+			status        int
+		}{
+			{"", mediaJSON, 422},
+			{"application/json, */*", mediaJSON, 422},
+			{"*/*", mediaGraphQL, 400},
+		} {
 			opts := []reqOption{from(clientIPs())}
-			if accept != "" {
-				opts = append(opts, withHeader("Accept", accept))
+			if c.accept != "" {
+				opts = append(opts, withHeader("Accept", c.accept))
 			}
 			status, hdr, raw := h.do(t, http.MethodPost, "/graphql", map[string]any{"query": `{ nope }`}, opts...)
 			a := gqlAnswer{status, hdr, decodeObject(t, "POST /graphql", raw), raw}
-			expectGraphQLAnswer(t, "Accept "+accept, mediaJSON, a, 422, "GRAPHQL_VALIDATION_FAILED")
+			expectGraphQLAnswer(t, "Accept "+c.accept, c.media, a, c.status, "GRAPHQL_VALIDATION_FAILED")
+			status, hdr, raw = h.do(t, http.MethodPost, "/graphql", map[string]any{"query": `{ version }`}, opts...)
+			a = gqlAnswer{status, hdr, decodeObject(t, "POST /graphql", raw), raw}
+			expectGraphQLAnswer(t, "Accept "+c.accept, c.media, a, 200, "")
 		}
 		// Neither media type acceptable: 406.
 		status, _, raw := h.do(t, http.MethodPost, "/graphql", map[string]any{"query": `{ version }`}, withHeader("Accept", "text/html"), from(clientIPs()))
