@@ -214,6 +214,14 @@ func (x *exchange) execute(req Request) {
 		return
 	}
 	fields := rootFieldsOf(opCtx.Operation.SelectionSet, opCtx.Doc.Fragments, nil)
+	if ae := h.checkOperation(opCtx); ae != nil {
+		e := codeError(ae)
+		if len(fields) > 0 {
+			e.Path = ast.Path{ast.PathName(fields[0].Alias)}
+		}
+		x.refuse(statusOf(e), gqlerror.List{e})
+		return
+	}
 	if opCtx.Operation.Operation == ast.Subscription {
 		e := codeError(apperr.Newf(apperr.GraphQLInvalid, "Subscriptions are served over WebSocket on this path, with the graphql-transport-ws protocol."))
 		if len(fields) > 0 {
@@ -259,6 +267,12 @@ func (x *exchange) execute(req Request) {
 		resp.Data = nil
 	}
 	x.m.writeResponse(w, status, resp)
+}
+
+// checkOperation is what a validated operation must pass before it runs:
+// every argument coerces as execution will coerce it.
+func (h *Handler) checkOperation(opCtx *graphql.OperationContext) *apperr.Error {
+	return checkArguments(h.schema, opCtx.Operation, opCtx.Variables)
 }
 
 // rootFieldRules reads the rule of every root field from its definition:

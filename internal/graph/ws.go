@@ -572,6 +572,10 @@ func (x *wsConn) start(ctx context.Context, id string, sub *wsSub, p subscribePa
 		x.refuse(id, sub, presentList(op, doc, errs))
 		return nil, ctx
 	}
+	if ae := h.checkOperation(opCtx); ae != nil {
+		x.refuse(id, sub, gqlerror.List{codeError(ae)})
+		return nil, ctx
+	}
 	if opCtx.Operation.Operation != ast.Subscription {
 		x.refuse(id, sub, gqlerror.List{codeError(apperr.Newf(apperr.GraphQLInvalid, "Only subscriptions are served over WebSocket; send queries and mutations to POST /graphql."))})
 		return nil, ctx
