@@ -58,6 +58,11 @@ func NewHandler(r *Resolver, limits Limits, adm api.Admission) *Handler {
 		exec.Use(extension.Introspection{})
 	}
 	exec.Use(extension.FixedComplexityLimit(limits.MaxComplexity))
+	// Each operation lists its pages of accounts for their per-record
+	// fields (pages.go).
+	exec.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+		return next(withRecordPages(ctx))
+	})
 	exec.SetParserTokenLimit(MaxTokens)
 	exec.SetErrorPresenter(presentError)
 	exec.SetRecoverFunc(func(ctx context.Context, p any) error {
