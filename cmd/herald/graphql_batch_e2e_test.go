@@ -72,6 +72,17 @@ func TestE2EGraphQLPerRecordFieldsBatched(t *testing.T) {
 		if queries > maxQueries {
 			t.Errorf("the page ran %d store queries, want at most %d", queries, maxQueries)
 		}
+
+		// Four such pages, aliased, cost more than the bound: refused
+		// before anything runs.
+		one := `users(first: 500) { nodes { id sessions { id createdAt lastUsedAt userAgent ip } messengerChat { chatId status } } }`
+		status, body = h.graphql(t, "{ a: "+one+" b: "+one+" c: "+one+" d: "+one+" }", nil, withBearer(admin), withHeader("X-Request-ID", "four-pages"))
+		if errs, _ := body["errors"].([]any); status != http.StatusBadRequest || len(errs) != 1 || jsonPath(errs[0], "extensions", "code") != "QUERY_TOO_COMPLEX" {
+			t.Fatalf("four aliased pages: %d %v", status, body)
+		}
+		if queries := queriesOfRequest(t, exporter.GetSpans(), "four-pages"); queries > 2 {
+			t.Errorf("the refused document ran %d store queries", queries)
+		}
 	})
 }
 

@@ -275,9 +275,13 @@ func (x *exchange) execute(req Request) {
 }
 
 // checkOperation is what a validated operation must pass before it runs:
-// every argument coerces as execution will coerce it.
+// every argument coerces as execution will coerce it, and what it can
+// answer is within MaxCost (bounds.go).
 func (h *Handler) checkOperation(opCtx *graphql.OperationContext) *apperr.Error {
-	return checkArguments(h.schema, opCtx.Operation, opCtx.Variables)
+	if ae := checkArguments(h.schema, opCtx.Operation, opCtx.Variables); ae != nil {
+		return ae
+	}
+	return checkCost(opCtx.Operation, opCtx.Variables)
 }
 
 // rootFieldRules reads the rule of every root field from its definition:
