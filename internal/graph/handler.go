@@ -20,6 +20,7 @@ import (
 	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Limits bound what one document may ask for.
@@ -104,7 +105,7 @@ func presentError(ctx context.Context, err error) *gqlerror.Error {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	x := &exchange{h: h, w: w, r: r, start: graphql.Now(), ctx: graphql.StartOperationTrace(r.Context())}
+	x := &exchange{h: h, w: w, r: r, start: graphql.Now(), ctx: graphql.StartOperationTrace(r.Context()), span: trace.SpanFromContext(context.Background())}
 	// Until a document validates, its root fields are whatever the client
 	// wrote: the metrics see "other".
 	api.Info(r.Context()).MetricOperation = OperationOther
@@ -145,6 +146,7 @@ type exchange struct {
 	m     media
 	start time.Time
 	ctx   context.Context
+	span  trace.Span // the operation's, once it is known (trace.go)
 }
 
 // refuse answers errs with status (from the catalogue). A request refused
@@ -152,9 +154,11 @@ type exchange struct {
 // answer carries the rate-limit headers too.
 func (x *exchange) refuse(status int, errs gqlerror.List) {
 	if _, err := x.h.adm.Admit(x.ctx, x.w, nil); err != nil {
-		x.m.writeAppError(x.w, err)
-		return
+		ae := api.Classify(err)
+		errs = gqlerror.List{codeError(ae)}
+		status = ae.Status()
 	}
+	noteFailure(x.span, errs)
 	x.m.writeErrors(x.w, status, errs)
 }
 
@@ -177,6 +181,11 @@ func (x *exchange) execute(req Request) {
 	var op *ast.OperationDefinition
 	if doc != nil {
 		op = doc.Operations.ForName(req.OperationName)
+	}
+	if op != nil {
+		x.ctx, x.span = startOperationSpan(x.ctx, op)
+		ctx = x.ctx
+		defer x.span.End()
 	}
 	if !h.limits.Introspection && op != nil {
 		for _, f := range rootFieldsOf(op.SelectionSet, doc.Fragments, nil) {
@@ -219,6 +228,7 @@ func (x *exchange) execute(req Request) {
 		return
 	}
 	fields := rootFieldsOf(opCtx.Operation.SelectionSet, opCtx.Doc.Fragments, nil)
+	noteRootFields(x.span, fields)
 	if ae := h.checkOperation(opCtx); ae != nil {
 		e := codeError(ae)
 		if len(fields) > 0 {
@@ -254,6 +264,7 @@ func (x *exchange) execute(req Request) {
 		if len(fields) > 0 {
 			e.Path = ast.Path{ast.PathName(fields[0].Alias)}
 		}
+		noteFailure(x.span, gqlerror.List{e})
 		x.m.writeErrors(w, ae.Status(), gqlerror.List{e})
 		return
 	}
@@ -270,6 +281,7 @@ func (x *exchange) execute(req Request) {
 	if len(resp.Errors) > 0 && (len(resp.Data) == 0 || string(resp.Data) == "null") {
 		status = statusOf(resp.Errors[0])
 		resp.Data = nil
+		noteFailure(x.span, resp.Errors)
 	}
 	x.m.writeResponse(w, status, resp)
 }

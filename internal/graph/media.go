@@ -132,11 +132,6 @@ func (m media) writeErrors(w http.ResponseWriter, status int, errs gqlerror.List
 	m.writeResponse(w, status, &graphql.Response{Errors: errs})
 }
 
-func (m media) writeAppError(w http.ResponseWriter, err error) {
-	ae := api.Classify(err)
-	m.writeErrors(w, ae.Status(), gqlerror.List{codeError(ae)})
-}
-
 // writeResponse writes resp with status, which comes from the catalogue
 // (m.status adjusts it for the media type).
 func (m media) writeResponse(w http.ResponseWriter, status int, resp *graphql.Response) {
