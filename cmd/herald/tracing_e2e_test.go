@@ -143,7 +143,7 @@ func spanAttributes(s tracetest.SpanStub) map[string]any {
 			out[string(a.Key)] = fmt.Sprint(a.Value.AsStringSlice())
 			continue
 		}
-		out[string(a.Key)] = a.Value.Emit()
+		out[string(a.Key)] = a.Value.String()
 	}
 	return out
 }

@@ -115,7 +115,7 @@ func TestOperationCost(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			doc, errs := gqlparser.LoadQuery(schema, c.doc)
+			doc, errs := gqlparser.LoadQueryWithRules(schema, c.doc, nil) // nil: the default rules
 			if errs != nil {
 				t.Fatalf("invalid: %v", errs)
 			}

@@ -94,10 +94,10 @@ func TestOperationSpans(t *testing.T) {
 			for k, want := range c.attrs {
 				v, ok := got[attribute.Key(k)]
 				if want == "" && ok {
-					t.Errorf("%s = %q, want none", k, v.Emit())
+					t.Errorf("%s = %q, want none", k, v.String())
 				}
 				if want != "" && v.AsString() != want {
-					t.Errorf("%s = %q, want %q", k, v.Emit(), want)
+					t.Errorf("%s = %q, want %q", k, v.String(), want)
 				}
 			}
 			if fields := got[AttrRootFields].AsStringSlice(); !slices.Equal(fields, c.rootFields) {
