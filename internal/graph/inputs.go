@@ -269,8 +269,8 @@ func coerceScalar(name string, v any) error {
 // execution will, with the variables as validation coerced them, and
 // refuses the first that does not coerce with GRAPHQL_VALIDATION_FAILED:
 // validation alone lets through an Int literal or variable beyond 32 bits,
-// a whole Float variable for an Int, and any value of a custom scalar
-// (Time, JSON).
+// an Int variable beyond what a float64 holds exactly (a JSON 1e30), and
+// any value of a custom scalar (Time, JSON).
 func checkArguments(schema *ast.Schema, op *ast.OperationDefinition, vars map[string]any) *apperr.Error {
 	return checkSelections(schema, op.SelectionSet, vars)
 }
@@ -284,15 +284,14 @@ func checkSelections(schema *ast.Schema, set ast.SelectionSet, vars map[string]a
 					continue
 				}
 				path := s.Name + "." + a.Name
-				if a.Value.Kind == ast.Variable {
-					path += " ($" + a.Value.Raw + ")"
-				}
-				v, err := a.Value.Value(vars)
-				problem := ""
-				if err != nil {
+				var problem string
+				if v, err := a.Value.Value(vars); err != nil {
 					problem = fmt.Sprintf("%s: %s cannot represent %s", path, a.Value.ExpectedType.Name(), a.Value.Raw)
 				} else {
 					problem = coerceValue(schema, a.Value.ExpectedType, v, path)
+				}
+				if problem != "" && a.Value.Kind == ast.Variable {
+					problem += " (the variable $" + a.Value.Raw + ")"
 				}
 				if problem != "" {
 					return apperr.Newf(apperr.GraphQLInvalid, "%s.", problem)
