@@ -112,6 +112,9 @@ func TestE2EGraphQLMediaTypes(t *testing.T) {
 				status: 429, code: "RATE_LIMITED", retryAfter: true},
 			{name: "business error", query: `mutation { resendVerificationEmail(email: "nobody@example.com") }`, status: 400, code: "EMAIL_NOT_FOUND"},
 			{name: "business error with 422", query: `mutation { signup(email: "weak@example.com", password: "weak") { success } }`, status: 422, code: "WEAK_PASSWORD"},
+			{name: "Int beyond 64 bits", query: `{ users(first: 99999999999999999999) { nodes { id } } }`, status: 422, gqlStatus: 400, code: "GRAPHQL_VALIDATION_FAILED"},
+			{name: "Int beyond 32 bits", query: `{ users(first: 2147483648) { nodes { id } } }`, status: 422, gqlStatus: 400, code: "GRAPHQL_VALIDATION_FAILED"},
+			{name: "malformed Time", query: `mutation { setSubscription(userId: "u", plan: "trial", expiresAt: "soon") { id } }`, status: 422, gqlStatus: 400, code: "GRAPHQL_VALIDATION_FAILED"},
 		}
 		for _, media := range []string{mediaJSON, mediaGraphQL} {
 			for _, f := range families {
@@ -135,16 +138,43 @@ func TestE2EGraphQLMediaTypes(t *testing.T) {
 			}
 		}
 
-		// Without Accept, and with */* (curl's), the answer is
-		// application/json, as before media types were negotiated.
-		for _, accept := range []string{"", "*/*"} {
+		// A variable that cannot be coerced, like a literal: refused before
+		// anything runs, with the validation code (it was 500).
+		for _, media := range []string{mediaJSON, mediaGraphQL} {
+			for name, v := range map[string]string{"Int beyond 64 bits": `99999999999999999999`, "Int beyond 32 bits": `2147483648`, "Int as 1e30": `1e30`} {
+				body := `{"query":"query($n: Int) { users(first: $n) { nodes { id } } }","variables":{"n":` + v + `}}`
+				status, hdr, raw := h.do(t, http.MethodPost, "/graphql", body, withHeader("Accept", media), from(clientIPs()))
+				a := gqlAnswer{status, hdr, decodeObject(t, "POST /graphql", raw), raw}
+				want := 422
+				if media == mediaGraphQL {
+					want = 400
+				}
+				expectGraphQLAnswer(t, "variable "+name, media, a, want, "GRAPHQL_VALIDATION_FAILED")
+			}
+		}
+
+		// Without Accept, and with application/json beside a wildcard,
+		// the answer is application/json, as before media types were
+		// negotiated; */* (curl's) gets the spec's
+		// application/graphql-response+json.
+		for _, c := range []struct {
+			accept, media string
+			status        int
+		}{
+			{"", mediaJSON, 422},
+			{"application/json, */*", mediaJSON, 422},
+			{"*/*", mediaGraphQL, 400},
+		} {
 			opts := []reqOption{from(clientIPs())}
-			if accept != "" {
-				opts = append(opts, withHeader("Accept", accept))
+			if c.accept != "" {
+				opts = append(opts, withHeader("Accept", c.accept))
 			}
 			status, hdr, raw := h.do(t, http.MethodPost, "/graphql", map[string]any{"query": `{ nope }`}, opts...)
 			a := gqlAnswer{status, hdr, decodeObject(t, "POST /graphql", raw), raw}
-			expectGraphQLAnswer(t, "Accept "+accept, mediaJSON, a, 422, "GRAPHQL_VALIDATION_FAILED")
+			expectGraphQLAnswer(t, "Accept "+c.accept, c.media, a, c.status, "GRAPHQL_VALIDATION_FAILED")
+			status, hdr, raw = h.do(t, http.MethodPost, "/graphql", map[string]any{"query": `{ version }`}, opts...)
+			a = gqlAnswer{status, hdr, decodeObject(t, "POST /graphql", raw), raw}
+			expectGraphQLAnswer(t, "Accept "+c.accept, c.media, a, 200, "")
 		}
 		// Neither media type acceptable: 406.
 		status, _, raw := h.do(t, http.MethodPost, "/graphql", map[string]any{"query": `{ version }`}, withHeader("Accept", "text/html"), from(clientIPs()))

@@ -1,19 +1,23 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
+	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // TestTracingE2E: with tracing on, one trace spans a signup request (named
-// after its route and GraphQL operation), the store queries it makes, the
-// email job it queued and that job's SMTP call; the request's log line
-// carries the trace id beside the request id; a caller's traceparent is
-// continued.
+// after its route), its GraphQL operation (named after the document's
+// operation, as OpenTelemetry's GraphQL conventions say), the store
+// queries it makes, the email job it queued and that job's SMTP call; the
+// request's log line carries the trace id beside the request id; a
+// caller's traceparent is continued; an anonymous operation's span is
+// named after its type.
 func TestTracingE2E(t *testing.T) {
 	t.Parallel()
 	exporter := tracetest.NewInMemoryExporter()
@@ -22,26 +26,29 @@ func TestTracingE2E(t *testing.T) {
 	h := startHeraldTraced(t, "sqlite", nil, tp)
 
 	email := "traced@example.com"
-	status, body := h.graphql(t, `mutation($e: String!, $p: String!) { signup(email: $e, password: $p) { success } }`,
+	status, body := h.graphql(t, `mutation AppSignup($e: String!, $p: String!) { signup(email: $e, password: $p) { success } }`,
 		map[string]any{"e": email, "p": testPassword})
 	if status != http.StatusOK || jsonPath(body, "data", "signup", "success") != true {
 		t.Fatalf("signup: %d %v", status, body)
 	}
 	h.SMTP.WaitForMessage(t, email, mailWait)
 
-	var request sdktrace.ReadOnlySpan
 	spans := func() tracetest.SpanStubs { return exporter.GetSpans() }
-	for _, s := range spans().Snapshots() {
-		for _, a := range s.Attributes() {
-			if a.Key == "graphql.operation.name" && a.Value.AsString() == "signup" && s.Name() == "/graphql" {
-				request = s
-			}
+	operation := operationSpan(t, spans(), "mutation AppSignup")
+	attrs := spanAttributes(operation)
+	if attrs["graphql.operation.name"] != "AppSignup" || attrs["graphql.operation.type"] != "mutation" || attrs["herald.graphql.root_fields"] != "[signup]" {
+		t.Errorf("the operation's span has %v", attrs)
+	}
+	var request *tracetest.SpanStub
+	for i, s := range spans() {
+		if s.SpanContext.SpanID() == operation.Parent.SpanID() {
+			request = &spans()[i]
 		}
 	}
-	if request == nil {
-		t.Fatalf("no span named /graphql for the signup; spans: %v", spanNames(spans()))
+	if request == nil || request.Name != "/graphql" {
+		t.Fatalf("the operation's span is not a child of the request's span /graphql; spans: %v", spanNames(spans()))
 	}
-	traceID := request.SpanContext().TraceID()
+	traceID := request.SpanContext.TraceID()
 	inTrace := func(name string) []tracetest.SpanStub {
 		var out []tracetest.SpanStub
 		for _, s := range spans() {
@@ -86,6 +93,59 @@ func TestTracingE2E(t *testing.T) {
 	if !continued {
 		t.Errorf("the request with traceparent %s did not continue that trace", parentTrace)
 	}
+	// That operation has no name: its span is named after its type.
+	if attrs := spanAttributes(operationSpan(t, spans(), "query")); attrs["graphql.operation.type"] != "query" || attrs["graphql.operation.name"] != nil {
+		t.Errorf("the anonymous query's span has %v", attrs)
+	}
+
+	// A subscription over WebSocket is an operation span too, under the
+	// connection's request; it ends with the operation.
+	w := dialWS(t, h, "graphql-transport-ws")
+	w.init(map[string]any{"token": newAdminToken(t, h, "ops@example.com")})
+	w.subscribe("1", jobUpdatedDoc, map[string]any{"id": "no-such-job"})
+	expectWSError(t, w.next(), "1", "JOB_NOT_FOUND")
+	eventually(t, func() bool {
+		for _, s := range spans() {
+			if s.Name == "subscription Job" {
+				return true
+			}
+		}
+		return false
+	}, "no span named \"subscription Job\"; spans: %v", spanNames(spans()))
+	sub := operationSpan(t, spans(), "subscription Job")
+	if attrs := spanAttributes(sub); attrs["graphql.operation.type"] != "subscription" || attrs["graphql.operation.name"] != "Job" ||
+		attrs["herald.graphql.root_fields"] != "[notificationJobUpdated]" || attrs["error.type"] != "JOB_NOT_FOUND" || !sub.Parent.IsValid() {
+		t.Errorf("the subscription's span has %v (parent %v)", attrs, sub.Parent.SpanID())
+	}
+}
+
+// operationSpan is the one span named name.
+func operationSpan(t *testing.T, spans tracetest.SpanStubs, name string) tracetest.SpanStub {
+	t.Helper()
+	var found []tracetest.SpanStub
+	for _, s := range spans {
+		if s.Name == name {
+			found = append(found, s)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d spans named %q; spans: %v", len(found), name, spanNames(spans))
+	}
+	return found[0]
+}
+
+// spanAttributes are a span's attributes, each as its value's string
+// (a slice as "[a b]").
+func spanAttributes(s tracetest.SpanStub) map[string]any {
+	out := map[string]any{}
+	for _, a := range s.Attributes {
+		if a.Value.Type() == attribute.STRINGSLICE {
+			out[string(a.Key)] = fmt.Sprint(a.Value.AsStringSlice())
+			continue
+		}
+		out[string(a.Key)] = a.Value.String()
+	}
+	return out
 }
 
 func spanNames(spans tracetest.SpanStubs) []string {

@@ -1,7 +1,16 @@
 package graph
 
 import (
+	"strings"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/devices"
+	"github.com/herald-vpn/herald/internal/limits"
+	"github.com/herald-vpn/herald/internal/messenger"
+	"github.com/herald-vpn/herald/internal/notifications"
+	"github.com/herald-vpn/herald/internal/webhooks"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/lexer"
 	"github.com/vektah/gqlparser/v2/parser"
@@ -300,4 +309,125 @@ func (w *walker) walk(set ast.SelectionSet, level int, sc scope, at *key) *apper
 		}
 	}
 	return nil
+}
+
+// Once an operation validates, its cost is what it can answer: every field
+// counts once for each record it may be asked of, so a list's selections
+// count once per element. A page (a field with a first argument) has as
+// many elements as its first asks for, its default page size when first
+// is absent, and at most its maximum; any other list of objects (a
+// UserRecord's sessions) counts as AssumedListSize. An operation that
+// costs more than MaxCost is refused with QUERY_TOO_COMPLEX before it
+// runs. Introspection fields count one each: their own bounds hold them.
+const (
+	// MaxCost bounds the values an operation can answer. A full page of
+	// 500 accounts with every field, their sessions and chats (37,002)
+	// fits; four full pages of the accounts' sessions (102,008) do not.
+	MaxCost = 50_000
+	// AssumedListSize is the elements counted for a list without a page
+	// size.
+	AssumedListSize = 10
+)
+
+// pageSize is the default and the largest page of a field with a first
+// argument, as its service applies them.
+type pageSize struct{ def, max int }
+
+// pageSizes are the schema's paged fields ("Type.field"); every field with
+// a first argument has its row (TestEveryPagedFieldHasItsSize).
+var pageSizes = map[string]pageSize{
+	"Query.users":                {accounts.DefaultUsersPage, accounts.MaxUsersPage},
+	"Query.devices":              {devices.DefaultPageSize, devices.MaxPageSize},
+	"Query.notificationJobs":     {notifications.DefaultPageSize, notifications.MaxPageSize},
+	"Query.messengerSubscribers": {messenger.DefaultPageSize, messenger.MaxPageSize},
+	"Query.webhookDeliveries":    {webhooks.DefaultPageSize, webhooks.MaxPageSize},
+	"Query.bans":                 {limits.DefaultBansPage, limits.MaxBansPage},
+}
+
+// checkCost refuses a validated operation that costs more than MaxCost.
+func checkCost(op *ast.OperationDefinition, vars map[string]any) *apperr.Error {
+	if (coster{vars: vars, limit: MaxCost}).selections(op.SelectionSet, 0) > MaxCost {
+		return tooComplex(MaxCost, "The operation can answer more than %d values, counting each field once per element of the lists it is in "+
+			"(a page by its first argument, or its default size): ask for smaller pages or fewer fields.", MaxCost)
+	}
+	return nil
+}
+
+// coster counts an operation's cost up to limit+1: past the bound the
+// exact figure does not matter, and nested pages would overflow.
+type coster struct {
+	vars  map[string]any
+	limit int
+}
+
+// selections is the cost of set, whose lists have page elements when
+// their parent is a page (0 when not).
+func (c coster) selections(set ast.SelectionSet, page int) int {
+	total := 0
+	for _, sel := range set {
+		switch s := sel.(type) {
+		case *ast.Field:
+			total += c.field(s, page)
+		case *ast.InlineFragment:
+			total += c.selections(s.SelectionSet, page)
+		case *ast.FragmentSpread:
+			if s.Definition != nil {
+				total += c.selections(s.Definition.SelectionSet, page)
+			}
+		}
+		if total > c.limit {
+			return c.limit + 1
+		}
+	}
+	return total
+}
+
+// field is 1, and its selections once per element of the list it is.
+func (c coster) field(f *ast.Field, page int) int {
+	if f.Definition == nil || strings.HasPrefix(f.Name, "__") {
+		return 1
+	}
+	own := c.pageSizeOf(f)
+	elements := 1
+	if f.Definition.Type.Elem != nil {
+		switch {
+		case own > 0:
+			elements = own
+		case page > 0:
+			elements = page // the nodes of a connection
+		default:
+			elements = AssumedListSize
+		}
+	}
+	under := c.selections(f.SelectionSet, own)
+	if under > 0 && elements > c.limit/under {
+		return c.limit + 1
+	}
+	return 1 + elements*under
+}
+
+// pageSizeOf is the elements a paged field asks for (0 for a field that
+// is not paged): first, the default when it is absent or 0, at most the
+// largest page (a larger first is refused by the service).
+func (c coster) pageSizeOf(f *ast.Field) int {
+	if f.ObjectDefinition == nil {
+		return 0
+	}
+	size, ok := pageSizes[f.ObjectDefinition.Name+"."+f.Name]
+	if !ok {
+		return 0
+	}
+	n := 0
+	if a := f.Arguments.ForName("first"); a != nil {
+		if v, err := a.Value.Value(c.vars); err == nil {
+			n, _ = graphql.UnmarshalInt(v)
+		}
+	}
+	switch {
+	case n <= 0:
+		return size.def
+	case n > size.max:
+		return size.max
+	}
+	return n
 }

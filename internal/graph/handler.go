@@ -20,6 +20,7 @@ import (
 	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Limits bound what one document may ask for.
@@ -58,6 +59,11 @@ func NewHandler(r *Resolver, limits Limits, adm api.Admission) *Handler {
 		exec.Use(extension.Introspection{})
 	}
 	exec.Use(extension.FixedComplexityLimit(limits.MaxComplexity))
+	// Each operation lists its pages of accounts for their per-record
+	// fields (pages.go).
+	exec.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+		return next(withRecordPages(ctx))
+	})
 	exec.SetParserTokenLimit(MaxTokens)
 	exec.SetErrorPresenter(presentError)
 	exec.SetRecoverFunc(func(ctx context.Context, p any) error {
@@ -99,7 +105,7 @@ func presentError(ctx context.Context, err error) *gqlerror.Error {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	x := &exchange{h: h, w: w, r: r, start: graphql.Now(), ctx: graphql.StartOperationTrace(r.Context())}
+	x := &exchange{h: h, w: w, r: r, start: graphql.Now(), ctx: graphql.StartOperationTrace(r.Context()), span: trace.SpanFromContext(context.Background())}
 	// Until a document validates, its root fields are whatever the client
 	// wrote: the metrics see "other".
 	api.Info(r.Context()).MetricOperation = OperationOther
@@ -140,6 +146,7 @@ type exchange struct {
 	m     media
 	start time.Time
 	ctx   context.Context
+	span  trace.Span // the operation's, once it is known (trace.go)
 }
 
 // refuse answers errs with status (from the catalogue). A request refused
@@ -147,9 +154,11 @@ type exchange struct {
 // answer carries the rate-limit headers too.
 func (x *exchange) refuse(status int, errs gqlerror.List) {
 	if _, err := x.h.adm.Admit(x.ctx, x.w, nil); err != nil {
-		x.m.writeAppError(x.w, err)
-		return
+		ae := api.Classify(err)
+		errs = gqlerror.List{codeError(ae)}
+		status = ae.Status()
 	}
+	noteFailure(x.span, errs)
 	x.m.writeErrors(x.w, status, errs)
 }
 
@@ -172,6 +181,11 @@ func (x *exchange) execute(req Request) {
 	var op *ast.OperationDefinition
 	if doc != nil {
 		op = doc.Operations.ForName(req.OperationName)
+	}
+	if op != nil {
+		x.ctx, x.span = startOperationSpan(x.ctx, op)
+		ctx = x.ctx
+		defer x.span.End()
 	}
 	if !h.limits.Introspection && op != nil {
 		for _, f := range rootFieldsOf(op.SelectionSet, doc.Fragments, nil) {
@@ -214,6 +228,15 @@ func (x *exchange) execute(req Request) {
 		return
 	}
 	fields := rootFieldsOf(opCtx.Operation.SelectionSet, opCtx.Doc.Fragments, nil)
+	noteRootFields(x.span, fields)
+	if ae := h.checkOperation(opCtx); ae != nil {
+		e := codeError(ae)
+		if len(fields) > 0 {
+			e.Path = ast.Path{ast.PathName(fields[0].Alias)}
+		}
+		x.refuse(statusOf(e), gqlerror.List{e})
+		return
+	}
 	if opCtx.Operation.Operation == ast.Subscription {
 		e := codeError(apperr.Newf(apperr.GraphQLInvalid, "Subscriptions are served over WebSocket on this path, with the graphql-transport-ws protocol."))
 		if len(fields) > 0 {
@@ -241,6 +264,7 @@ func (x *exchange) execute(req Request) {
 		if len(fields) > 0 {
 			e.Path = ast.Path{ast.PathName(fields[0].Alias)}
 		}
+		noteFailure(x.span, gqlerror.List{e})
 		x.m.writeErrors(w, ae.Status(), gqlerror.List{e})
 		return
 	}
@@ -257,8 +281,19 @@ func (x *exchange) execute(req Request) {
 	if len(resp.Errors) > 0 && (len(resp.Data) == 0 || string(resp.Data) == "null") {
 		status = statusOf(resp.Errors[0])
 		resp.Data = nil
+		noteFailure(x.span, resp.Errors)
 	}
 	x.m.writeResponse(w, status, resp)
+}
+
+// checkOperation is what a validated operation must pass before it runs:
+// every argument coerces as execution will coerce it, and what it can
+// answer is within MaxCost (bounds.go).
+func (h *Handler) checkOperation(opCtx *graphql.OperationContext) *apperr.Error {
+	if ae := checkArguments(h.schema, opCtx.Operation, opCtx.Variables); ae != nil {
+		return ae
+	}
+	return checkCost(opCtx.Operation, opCtx.Variables)
 }
 
 // rootFieldRules reads the rule of every root field from its definition:

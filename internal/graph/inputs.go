@@ -1,8 +1,12 @@
 package graph
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/vektah/gqlparser/v2/ast"
 )
@@ -121,7 +125,10 @@ func conform(schema *ast.Schema, t *ast.Type, v *ast.Value, op *ast.OperationDef
 		}
 	case ast.Scalar:
 		if want, ok := scalarLiteral[def.Name]; ok && !want[v.Kind] {
-			return path + " must be a " + def.Name
+			return path + " must be " + scalars[def.Name].want
+		}
+		if val, err := v.Value(nil); err != nil || coerceScalar(def.Name, val) != nil {
+			return path + " must be " + scalars[def.Name].want
 		}
 	}
 	return ""
@@ -200,11 +207,163 @@ func conformJSON(schema *ast.Schema, t *ast.Type, v any, path string) string {
 		default:
 			ok = true
 		}
-		if !ok {
-			return path + " must be a " + def.Name
+		if !ok || coerceScalar(def.Name, v) != nil {
+			return path + " must be " + scalars[def.Name].want
 		}
 	}
 	return ""
+}
+
+// scalars are the input coercions of the schema's scalars: the same
+// unmarshal functions gqlgen's generated code calls (see gqlgen.yml's
+// models), and Int's 32-bit range, which the GraphQL spec gives Int and Go's
+// int does not. checkArguments runs them before execution, so a value they
+// refuse is a request error with the validation code; at execution it
+// would be a field error, and an unexpected one (500). want says what the
+// scalar takes.
+var scalars = map[string]struct {
+	coerce func(any) error
+	want   string
+}{
+	"Int":     {coerceInt, "a whole number from -2147483648 to 2147483647"},
+	"Float":   {unmarshalled(graphql.UnmarshalFloat), "a number"},
+	"String":  {unmarshalled(graphql.UnmarshalString), "a string"},
+	"Boolean": {unmarshalled(graphql.UnmarshalBoolean), "true or false"},
+	"ID":      {unmarshalled(graphql.UnmarshalID), "a string or a whole number"},
+	"Time":    {unmarshalled(graphql.UnmarshalTime), "an RFC 3339 instant, such as 2026-11-29T10:00:00Z"},
+	"JSON":    {unmarshalled(graphql.UnmarshalMap), "a JSON object"},
+}
+
+func unmarshalled[T any](unmarshal func(any) (T, error)) func(any) error {
+	return func(v any) error {
+		_, err := unmarshal(v)
+		return err
+	}
+}
+
+var errIntRange = errors.New("outside Int's 32-bit range")
+
+func coerceInt(v any) error {
+	n, err := graphql.UnmarshalInt(v)
+	if err != nil {
+		return err
+	}
+	if n < math.MinInt32 || n > math.MaxInt32 {
+		return errIntRange
+	}
+	return nil
+}
+
+// coerceScalar coerces a non-null value of the scalar name; a scalar
+// without an entry in scalars is refused (TestEveryScalarCoerces keeps the
+// table whole).
+func coerceScalar(name string, v any) error {
+	s, ok := scalars[name]
+	if !ok {
+		return fmt.Errorf("no coercion for the scalar %s", name)
+	}
+	return s.coerce(v)
+}
+
+// checkArguments coerces every argument of a validated operation, as
+// execution will, with the variables as validation coerced them, and
+// refuses the first that does not coerce with GRAPHQL_VALIDATION_FAILED:
+// validation alone lets through an Int literal or variable beyond 32 bits,
+// an Int variable beyond what a float64 holds exactly (a JSON 1e30), and
+// any value of a custom scalar (Time, JSON).
+func checkArguments(schema *ast.Schema, op *ast.OperationDefinition, vars map[string]any) *apperr.Error {
+	return checkSelections(schema, op.SelectionSet, vars)
+}
+
+func checkSelections(schema *ast.Schema, set ast.SelectionSet, vars map[string]any) *apperr.Error {
+	for _, sel := range set {
+		switch s := sel.(type) {
+		case *ast.Field:
+			for _, a := range s.Arguments {
+				if a.Value == nil || a.Value.ExpectedType == nil {
+					continue
+				}
+				path := s.Name + "." + a.Name
+				var problem string
+				if v, err := a.Value.Value(vars); err != nil {
+					problem = fmt.Sprintf("%s: %s cannot represent %s", path, a.Value.ExpectedType.Name(), a.Value.Raw)
+				} else {
+					problem = coerceValue(schema, a.Value.ExpectedType, v, path)
+				}
+				if problem != "" && a.Value.Kind == ast.Variable {
+					problem += " (the variable $" + a.Value.Raw + ")"
+				}
+				if problem != "" {
+					return apperr.Newf(apperr.GraphQLInvalid, "%s.", problem)
+				}
+			}
+			if ae := checkSelections(schema, s.SelectionSet, vars); ae != nil {
+				return ae
+			}
+		case *ast.InlineFragment:
+			if ae := checkSelections(schema, s.SelectionSet, vars); ae != nil {
+				return ae
+			}
+		case *ast.FragmentSpread:
+			if s.Definition != nil {
+				if ae := checkSelections(schema, s.Definition.SelectionSet, vars); ae != nil {
+					return ae
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// coerceValue says what is wrong with v as a value of t ("" when nothing);
+// nullability, input object fields and list shapes are validation's, and
+// are only walked here.
+func coerceValue(schema *ast.Schema, t *ast.Type, v any, path string) string {
+	if v == nil {
+		return ""
+	}
+	if t.Elem != nil {
+		list, ok := v.([]any)
+		if !ok {
+			return coerceValue(schema, t.Elem, v, path) // a single value is a list of one
+		}
+		for i, e := range list {
+			if p := coerceValue(schema, t.Elem, e, fmt.Sprintf("%s[%d]", path, i)); p != "" {
+				return p
+			}
+		}
+		return ""
+	}
+	def := schema.Types[t.NamedType]
+	if def == nil {
+		return ""
+	}
+	switch def.Kind {
+	case ast.InputObject:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return ""
+		}
+		for _, fd := range def.Fields {
+			if p := coerceValue(schema, fd.Type, obj[fd.Name], path+"."+fd.Name); p != "" {
+				return p
+			}
+		}
+	case ast.Scalar:
+		if coerceScalar(def.Name, v) != nil {
+			return fmt.Sprintf("%s: %s cannot represent %s; it takes %s", path, def.Name, shown(v), scalars[def.Name].want)
+		}
+	}
+	return ""
+}
+
+// shown is a value as JSON, for a message.
+func shown(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil || len(b) > 100 {
+		return fmt.Sprintf("a %T", v)
+	}
+	return string(b)
 }
 
 // rootFieldsOf lists an operation's root fields, through inline fragments

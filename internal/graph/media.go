@@ -44,9 +44,12 @@ func (m media) contentType() string {
 // negotiate picks the answer's media type from the Accept headers: the one
 // of the two Herald speaks with the higher quality, each rated by the most
 // specific media range that names it (the type itself, application/*, or
-// */*). At equal quality application/graphql-response+json wins when it is
-// named itself, and application/json otherwise (so */*, as curl and
-// browsers send it, and no Accept header at all keep application/json).
+// */*). At equal quality the more specific rating wins, and between equals
+// application/graphql-response+json, the type the GraphQL-over-HTTP spec
+// prefers: so */* (curl's, and fetch's default) and application/* get it,
+// and application/json alone, or beside a wildcard, keeps application/json.
+// No Accept header at all is answered as application/json, the contract's
+// envelope for clients that do not negotiate.
 // ok is false when neither is acceptable: the answer is then 406.
 func negotiate(h http.Header) (m media, ok bool) {
 	accept := strings.Join(h.Values("Accept"), ",")
@@ -90,10 +93,15 @@ func negotiate(h http.Header) (m media, ok bool) {
 	switch {
 	case gql.q <= 0 && js.q <= 0:
 		return mediaJSON, false
-	case gql.q > js.q, gql.q == js.q && gql.specificity == 3:
-		return mediaGraphQL, true
+	case gql.q != js.q:
+		if gql.q > js.q {
+			return mediaGraphQL, true
+		}
+		return mediaJSON, true
+	case js.specificity > gql.specificity:
+		return mediaJSON, true
 	}
-	return mediaJSON, true
+	return mediaGraphQL, true
 }
 
 // status is the HTTP status of an answer in m whose first error has the
@@ -122,11 +130,6 @@ type responseWithoutData struct {
 
 func (m media) writeErrors(w http.ResponseWriter, status int, errs gqlerror.List) {
 	m.writeResponse(w, status, &graphql.Response{Errors: errs})
-}
-
-func (m media) writeAppError(w http.ResponseWriter, err error) {
-	ae := api.Classify(err)
-	m.writeErrors(w, ae.Status(), gqlerror.List{codeError(ae)})
 }
 
 // writeResponse writes resp with status, which comes from the catalogue

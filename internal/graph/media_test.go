@@ -26,10 +26,15 @@ func TestNegotiate(t *testing.T) {
 		{[]string{"application/graphql-response+json;q=0.9, application/json"}, js},
 		{[]string{"application/json;q=0.9, application/graphql-response+json"}, gql},
 		{[]string{"application/json", "application/graphql-response+json"}, gql},
-		{[]string{"*/*"}, js},
-		{[]string{"application/*"}, js},
+		// A wildcard rates both alike: the spec's preferred type wins.
+		{[]string{"*/*"}, gql},
+		{[]string{"application/*"}, gql},
 		{[]string{"*/*;q=0.5, application/json"}, js},
-		{[]string{"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}, js},
+		{[]string{"application/json, */*"}, js},
+		{[]string{"*/*, application/json"}, js},
+		{[]string{"application/*, application/json"}, js},
+		{[]string{"application/graphql-response+json, */*"}, gql},
+		{[]string{"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}, gql},
 		{[]string{"application/json;q=0, */*"}, gql},
 		{[]string{"text/html"}, none},
 		{[]string{"application/json;q=0"}, none},
@@ -119,29 +124,37 @@ func TestMediaTypes(t *testing.T) {
 		{"PUT", "PUT", "/graphql", "", "METHOD_NOT_ALLOWED", 405, 405},
 	}
 	for _, c := range cases {
-		for _, m := range []struct{ accept, contentType string }{
-			{"application/json", "application/json; charset=utf-8"},
-			{"application/graphql-response+json", "application/graphql-response+json; charset=utf-8"},
+		// No Accept and application/json answer application/json; the
+		// spec's type named, or a wildcard (curl's */*), answer
+		// application/graphql-response+json.
+		for _, m := range []struct {
+			accept  string
+			graphql bool
+		}{
+			{"", false},
+			{"application/json", false},
+			{"application/graphql-response+json", true},
+			{"*/*", true},
 		} {
 			t.Run(c.name+" as "+m.accept, func(t *testing.T) {
 				rec, body := serve(t, c.method, c.target, c.body, accept, m.accept)
-				want := c.jsonStatus
-				if m.accept != "application/json" {
-					want = c.gqlStatus
+				want, contentType := c.jsonStatus, "application/json; charset=utf-8"
+				if m.graphql {
+					want, contentType = c.gqlStatus, "application/graphql-response+json; charset=utf-8"
 				}
 				if rec.Code != want || errorCode(body) != c.code {
 					t.Fatalf("%d %s, want %d %q: %s", rec.Code, errorCode(body), want, c.code, rec.Body)
 				}
-				if ct := rec.Header().Get("Content-Type"); ct != m.contentType {
-					t.Errorf("Content-Type %q, want %q", ct, m.contentType)
+				if ct := rec.Header().Get("Content-Type"); ct != contentType {
+					t.Errorf("Content-Type %q, want %q", ct, contentType)
 				}
 				data, present := body["data"]
 				switch {
 				case c.code == "" && data == nil:
 					t.Errorf("no data: %s", rec.Body)
-				case c.code != "" && m.accept == "application/json" && (!present || data != nil):
+				case c.code != "" && !m.graphql && (!present || data != nil):
 					t.Errorf("application/json: data = %v (present %v), want null", data, present)
-				case c.code != "" && m.accept != "application/json" && present:
+				case c.code != "" && m.graphql && present:
 					t.Errorf("application/graphql-response+json: data present in a %d answer", rec.Code)
 				}
 				if !strings.Contains(rec.Header().Get("Vary"), "Accept") {

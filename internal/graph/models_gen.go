@@ -432,9 +432,9 @@ type UserRecord struct {
 	DeviceCount int `json:"deviceCount"`
 	// Sessions neither ended nor expired.
 	SessionCount int `json:"sessionCount"`
-	// The live sessions (current is always false here), newest first. Read per account: ask for it on user, not on a long users page.
+	// The live sessions (current is always false here), newest first. Read for a whole users page at once: one query per page, not per account.
 	Sessions []Session `json:"sessions"`
-	// The Telegram chat linked to the account (messengerLinkUrl), whatever its status; null when none. Read per account, as sessions.
+	// The Telegram chat linked to the account (messengerLinkUrl), whatever its status; null when none. Read for a whole page at once, as sessions.
 	MessengerChat *MessengerSubscriber `json:"messengerChat,omitempty"`
 }
 

@@ -3,6 +3,7 @@ package graph
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"net/url"
 	"strings"
 
@@ -81,7 +82,9 @@ func (req Request) checked() (Request, error) {
 }
 
 // normalizeNumbers turns json.Number into int64 or float64, which is what
-// gqlgen's scalars expect, while keeping big integers exact.
+// gqlgen's scalars expect, while keeping big integers exact. JSON has one
+// number type: a whole number written with a fraction or an exponent (5.0,
+// 1e3) is the integer it equals, as long as a float64 holds it exactly.
 func normalizeNumbers(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
@@ -102,6 +105,9 @@ func normalizeNumbers(v any) any {
 			return i
 		}
 		if f, err := t.Float64(); err == nil {
+			if f == math.Trunc(f) && math.Abs(f) <= 1<<53 {
+				return int64(f)
+			}
 			return f
 		}
 		return t.String()

@@ -512,9 +512,12 @@ func (r *queryResolver) Users(ctx context.Context, query *string, plan *string, 
 		return nil, err
 	}
 	out := &UserRecordConnection{Nodes: make([]UserRecord, 0, len(page.Users)), PageInfo: pageInfo(page.EndCursor, page.HasNextPage)}
+	ids := make([]string, 0, len(page.Users))
 	for _, u := range page.Users {
 		out.Nodes = append(out.Nodes, *r.userRecord(u))
+		ids = append(ids, u.ID)
 	}
+	listPage(ctx, ids)
 	return out, nil
 }
 
@@ -674,7 +677,7 @@ func (r *subscriptionResolver) MessengerBroadcastUpdated(ctx context.Context, id
 
 // Sessions is the resolver for the sessions field.
 func (r *userRecordResolver) Sessions(ctx context.Context, obj *UserRecord) ([]Session, error) {
-	list, err := r.Resolver.Sessions.List(ctx, obj.ID)
+	list, err := pageOf(ctx, obj.ID).sessionsOf(ctx, r.Resolver.Sessions, obj.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -687,7 +690,7 @@ func (r *userRecordResolver) Sessions(ctx context.Context, obj *UserRecord) ([]S
 
 // MessengerChat is the resolver for the messengerChat field.
 func (r *userRecordResolver) MessengerChat(ctx context.Context, obj *UserRecord) (*MessengerSubscriber, error) {
-	sub, found, err := r.Messenger.ChatOf(ctx, obj.ID)
+	sub, found, err := pageOf(ctx, obj.ID).chatOf(ctx, r.Messenger, obj.ID)
 	if err != nil || !found {
 		return nil, err
 	}

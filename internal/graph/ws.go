@@ -17,6 +17,7 @@ import (
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Subprotocol is the WebSocket subprotocol of GraphQL subscriptions: the
@@ -503,7 +504,7 @@ func (x *wsConn) subscribe(m message) bool {
 		return false
 	}
 	ctx, cancel := context.WithCancel(x.authCtx)
-	sub := &wsSub{cancel: cancel}
+	sub := &wsSub{cancel: cancel, span: trace.SpanFromContext(context.Background())}
 	x.subs[m.ID] = sub
 	x.mu.Unlock()
 	// The operation starts (its resolver subscribes) before the next
@@ -522,7 +523,10 @@ func (x *wsConn) subscribe(m message) bool {
 }
 
 // wsSub is one running operation of a connection.
-type wsSub struct{ cancel context.CancelFunc }
+type wsSub struct {
+	cancel context.CancelFunc
+	span   trace.Span // the operation's, once its document parsed
+}
 
 // finish removes sub from the running operations unless the client
 // completed it (or its id is another operation's by now), and reports
@@ -548,6 +552,11 @@ func (x *wsConn) start(ctx context.Context, id string, sub *wsSub, p subscribePa
 		return nil, ctx
 	}
 	op := doc.Operations.ForName(p.OperationName)
+	if op != nil {
+		// The operation's span (trace.go) ends with its context.
+		ctx, sub.span = startOperationSpan(ctx, op)
+		context.AfterFunc(ctx, func() { sub.span.End() })
+	}
 	if !h.limits.Introspection && op != nil {
 		for _, f := range rootFieldsOf(op.SelectionSet, doc.Fragments, nil) {
 			if isIntrospection(f.Name) {
@@ -572,6 +581,11 @@ func (x *wsConn) start(ctx context.Context, id string, sub *wsSub, p subscribePa
 		x.refuse(id, sub, presentList(op, doc, errs))
 		return nil, ctx
 	}
+	noteRootFields(sub.span, rootFieldsOf(opCtx.Operation.SelectionSet, opCtx.Doc.Fragments, nil))
+	if ae := h.checkOperation(opCtx); ae != nil {
+		x.refuse(id, sub, gqlerror.List{codeError(ae)})
+		return nil, ctx
+	}
 	if opCtx.Operation.Operation != ast.Subscription {
 		x.refuse(id, sub, gqlerror.List{codeError(apperr.Newf(apperr.GraphQLInvalid, "Only subscriptions are served over WebSocket; send queries and mutations to POST /graphql."))})
 		return nil, ctx
@@ -581,6 +595,7 @@ func (x *wsConn) start(ctx context.Context, id string, sub *wsSub, p subscribePa
 
 // refuse ends operation id with an error message.
 func (x *wsConn) refuse(id string, sub *wsSub, errs gqlerror.List) {
+	noteFailure(sub.span, errs)
 	if x.finish(id, sub) {
 		x.write(map[string]any{"type": "error", "id": id, "payload": errs})
 	}

@@ -92,6 +92,12 @@ func (s *Service) ChatOf(ctx context.Context, userID string) (Subscriber, bool, 
 	return sub, true, nil
 }
 
+// ChatsOf is ChatOf for many users at once (a page of them), by user id:
+// a user who linked no chat has no entry.
+func (s *Service) ChatsOf(ctx context.Context, userIDs []string) (map[string]Subscriber, error) {
+	return s.store.LinkedTelegramChats(ctx, userIDs)
+}
+
 // SendToLinkedChat sends text to the subscribed chat linked to userID.
 // found is false when there is no such chat (nothing is sent); err is
 // Send's, CHAT_BLOCKED when the user blocked the bot.

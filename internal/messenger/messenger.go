@@ -196,6 +196,9 @@ type Store interface {
 	// LinkedTelegramChat returns the chat linked to userID; storage's
 	// ErrNotFound when there is none.
 	LinkedTelegramChat(ctx context.Context, userID string) (Subscriber, error)
+	// LinkedTelegramChats is LinkedTelegramChat for many users at once, by
+	// user id; a user without a linked chat has no entry.
+	LinkedTelegramChats(ctx context.Context, userIDs []string) (map[string]Subscriber, error)
 
 	// AcquireLease takes or renews the named lease for holder until the
 	// given time. It fails (false) while another holder's lease has not

@@ -105,10 +105,9 @@ func observe(d Deps, route string, next http.Handler) http.Handler {
 				return
 			}
 			span.SetName(route)
+			// A GraphQL operation is a span of its own under this one,
+			// with the graphql.* attributes (internal/graph/trace.go).
 			span.SetAttributes(attribute.String("http.route", route), attribute.Int("http.response.status_code", rec.status()))
-			if info.Operation != "" {
-				span.SetAttributes(attribute.String("graphql.operation.name", info.Operation))
-			}
 			if rec.status() >= 500 {
 				span.SetStatus(codes.Error, http.StatusText(rec.status()))
 			}

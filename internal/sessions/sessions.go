@@ -90,6 +90,9 @@ type Store interface {
 	// LiveSessions are the account's sessions neither revoked nor
 	// expired, newest first.
 	LiveSessions(ctx context.Context, accountID string) ([]Session, error)
+	// LiveSessionsOf is LiveSessions of many accounts at once, by account
+	// id; an account without live sessions has no entry.
+	LiveSessionsOf(ctx context.Context, accountIDs []string) (map[string][]Session, error)
 	// OnRevocation tells f, in this process, of every revocation the store
 	// commits (kind "session" with a session id, "account" with an
 	// account id, anything else: forget everything).
@@ -274,6 +277,12 @@ func (s *Service) RevokeAll(ctx context.Context, by auth.Principal, accountID st
 // List returns an account's live sessions, newest first.
 func (s *Service) List(ctx context.Context, accountID string) ([]Session, error) {
 	return s.store.LiveSessions(ctx, accountID)
+}
+
+// ListOf is List for many accounts at once (a page of them), by account
+// id: an account without live sessions has no entry.
+func (s *Service) ListOf(ctx context.Context, accountIDs []string) (map[string][]Session, error) {
+	return s.store.LiveSessionsOf(ctx, accountIDs)
 }
 
 // RevokeOwn ends one of the account's own sessions: SESSION_NOT_FOUND for

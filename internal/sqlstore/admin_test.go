@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/notifications"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/sqlstore"
@@ -27,6 +29,7 @@ func TestAdminConformance(t *testing.T) {
 		{"DeleteLeavesTombstone", testDeleteAccount},
 		{"SessionsRememberTheClient", testSessionClient},
 		{"DisableRacesLogins", testDisableRacesLogins},
+		{"PerRecordFieldsOfManyAccounts", testPerRecordFieldsOfMany},
 	}
 	runConformance(t, cases, mustOpenWithWorkers)
 }
@@ -256,6 +259,88 @@ func testSessionClient(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	}
 	if live, _ := db.LiveSessions(ctx, "a1"); len(live) != 0 {
 		t.Fatalf("live after revoking all: %+v", live)
+	}
+}
+
+// The per-record fields of a page of accounts, read for many accounts at
+// once: each account gets its own, over several IN lists (500 ids each).
+func testPerRecordFieldsOfMany(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
+	ctx := context.Background()
+	for _, id := range []string{"a1", "a2", "a3"} {
+		mustAccount(t, db, id)
+	}
+	// a1 in the first list, a2 in the second, a3 in the third.
+	var ids []string
+	for i := range 1001 {
+		switch i {
+		case 0:
+			ids = append(ids, "a1")
+		case 500:
+			ids = append(ids, "a2")
+		case 1000:
+			ids = append(ids, "a3")
+		default:
+			ids = append(ids, fmt.Sprintf("unknown-%d", i))
+		}
+	}
+	now := clk.Now()
+	session := func(id, account string, expires time.Duration) {
+		t.Helper()
+		if err := db.CreateSession(ctx, sessions.Session{ID: id, AccountID: account, CreatedAt: clk.Now(), ExpiresAt: clk.Now().Add(expires)}, []byte(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	session("s1", "a1", time.Hour)
+	clk.Advance(time.Second)
+	session("s2", "a1", time.Hour)
+	session("s3", "a1", time.Hour)
+	session("s4", "a1", time.Minute)
+	session("s5", "a2", time.Hour)
+	if err := db.RevokeSession(ctx, "s3"); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Minute) // s4 expires
+	live, err := db.LiveSessionsOf(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for account, list := range live {
+		for _, s := range list {
+			if s.AccountID != account {
+				t.Fatalf("session %s of %s listed under %s", s.ID, s.AccountID, account)
+			}
+			got[account] = append(got[account], s.ID)
+		}
+	}
+	if want := map[string][]string{"a1": {"s2", "s1"}, "a2": {"s5"}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("live sessions by account %v, want %v (newest first)", got, want)
+	}
+	if !live["a1"][1].CreatedAt.Equal(now) {
+		t.Fatalf("s1 as read: %+v", live["a1"][1])
+	}
+
+	for chat, user := range map[int64]string{10: "a1", 11: "a2"} {
+		if _, err := db.ApplySubscriberChange(ctx, messenger.Change{Kind: messenger.Subscribe, ChatID: chat, LinkUserID: user}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.ApplySubscriberChange(ctx, messenger.Change{Kind: messenger.Block, ChatID: 11}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ApplySubscriberChange(ctx, messenger.Change{Kind: messenger.Subscribe, ChatID: 12}); err != nil {
+		t.Fatal(err)
+	}
+	chats, err := db.LinkedTelegramChats(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(chats) != 2 || chats["a1"].ChatID != "10" || chats["a1"].Status != messenger.Subscribed ||
+		chats["a2"].ChatID != "11" || chats["a2"].Status != messenger.Blocked || chats["a2"].UserID != "a2" {
+		t.Fatalf("linked chats by user %+v", chats)
+	}
+	if none, err := db.LinkedTelegramChats(ctx, nil); err != nil || len(none) != 0 {
+		t.Fatalf("no users: %v, %v", none, err)
 	}
 }
 

@@ -29,6 +29,19 @@ func scanDevices(rs rows, err error) ([]devices.Device, error) {
 	return collect(rs, err, scanDevice)
 }
 
+// batchIDs is how many values one IN list holds, well within SQLite's and
+// PostgreSQL's limits on a statement's parameters.
+const batchIDs = 500
+
+// anys is ids as query arguments.
+func anys(ids []string) []any {
+	out := make([]any, len(ids))
+	for i, id := range ids {
+		out[i] = id
+	}
+	return out
+}
+
 // placeholders returns "?, ?, …" for n values.
 func placeholders(n int) string {
 	if n <= 0 {

@@ -163,6 +163,26 @@ func (db *DB) LinkedTelegramChat(ctx context.Context, userID string) (messenger.
 	return scanSubscriber(db.conn().queryRow(ctx, `SELECT `+subscriberColumns+` FROM telegram_subscribers WHERE user_id = ?`, userID))
 }
 
+// LinkedTelegramChats implements messenger.Store: one query for each 500
+// users.
+func (db *DB) LinkedTelegramChats(ctx context.Context, userIDs []string) (map[string]messenger.Subscriber, error) {
+	out := make(map[string]messenger.Subscriber, len(userIDs))
+	for chunk := range chunks(anys(userIDs), batchIDs) {
+		rs, err := db.conn().query(ctx, `SELECT `+subscriberColumns+` FROM telegram_subscribers WHERE user_id IN (`+placeholders(len(chunk))+`)`, chunk...)
+		err = each(rs, err, func(r row) error {
+			s, err := scanSubscriber(r)
+			if err == nil {
+				out[s.UserID] = s
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // LastTelegramUpdateID implements messenger.Store.
 func (db *DB) LastTelegramUpdateID(ctx context.Context, since time.Time) (int64, bool, error) {
 	var id *int64

@@ -119,6 +119,28 @@ func (db *DB) LiveSessions(ctx context.Context, accountID string) ([]sessions.Se
 	return collect(rs, err, scanSession)
 }
 
+// LiveSessionsOf implements sessions.Store: one query for each 500
+// accounts.
+func (db *DB) LiveSessionsOf(ctx context.Context, accountIDs []string) (map[string][]sessions.Session, error) {
+	out := make(map[string][]sessions.Session, len(accountIDs))
+	now := db.Now()
+	for chunk := range chunks(anys(accountIDs), batchIDs) {
+		rs, err := db.conn().query(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE revoked_at IS NULL AND expires_at > ?
+			AND account_id IN (`+placeholders(len(chunk))+`) ORDER BY created_at DESC, id DESC`, append([]any{now}, chunk...)...)
+		err = each(rs, err, func(r row) error {
+			s, err := scanSession(r)
+			if err == nil {
+				out[s.AccountID] = append(out[s.AccountID], s)
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // RevokeSession implements sessions.Store.
 func (db *DB) RevokeSession(ctx context.Context, id string) error {
 	return db.inTx(ctx, func(tx *Tx) error {

@@ -3,7 +3,8 @@
 // application/graphql-response+json, and every audit about neither, must
 // pass (MUST, SHOULD and MAY alike). Under application/json Herald keeps
 // its contract's statuses, so the audits that want 200 for a document that
-// fails to parse or validate warn; those are listed here with the reason,
+// fails to parse or validate warn, and so does the one that wants
+// application/json for */*; those are listed here with the reason,
 // and any other audit that does not pass, or a listed one that starts to
 // pass, fails the script.
 import { serverAudits } from "graphql-http";
@@ -16,6 +17,7 @@ const expected = new Map([
   ["572B", "a document that does not parse is 400 GRAPHQL_PARSE_FAILED (application/json keeps the contract's status)"],
   ["FDE2", "a document that fails validation is 422 GRAPHQL_VALIDATION_FAILED (application/json keeps the contract's status)"],
   ["7B9B", "a variable that cannot be coerced is 422 GRAPHQL_VALIDATION_FAILED (application/json keeps the contract's status)"],
+  ["47DE", "*/* is answered as application/graphql-response+json, the type the spec prefers (README, \"GraphQL clients\")"],
 ]);
 
 function mediaOf(name) {
