@@ -30,7 +30,7 @@ func TestCLI(t *testing.T) {
 		{name: "--help", args: []string{"--help"}, stdoutHas: []string{"Usage: herald", "serve", "migrate", "check", "version", "help config"}},
 		{name: "-h", args: []string{"-h"}, stdoutHas: []string{"Usage: herald", "serve"}},
 		{name: "help", args: []string{"help"}, stdoutHas: []string{"Usage: herald", "serve"}},
-		{name: "help config", args: []string{"help", "config"}, stdoutHas: []string{"HERALD_ADDR", "HERALD_DATABASE_URL", "HERALD_SMTP_URL", "HERALD_TELEGRAM_BOT_TOKEN"}},
+		{name: "help config", args: []string{"help", "config"}, stdoutHas: []string{"HERALD_ADDR", "HERALD_DATABASE_URL", "HERALD_SMTP_URL", "HERALD_TELEGRAM_BOT_TOKEN", "also accept true/false, 1/0 and yes/no, in any case"}},
 		{name: "help admin", args: []string{"help", "admin"}, stdoutHas: []string{"Usage: herald admin create"}},
 		{name: "help apikeys create", args: []string{"help", "apikeys", "create"}, stdoutHas: []string{"Usage: herald apikeys create", "-scopes"}, stdoutLacks: []string{"HERALD_ADDR"}},
 		{name: "help bogus", args: []string{"help", "bogus"}, wantErr: errUsage, stderrHas: []string{`no command "bogus"`}, quietOnOut: true},

@@ -250,4 +250,5 @@ func printConfig(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %-30s %s (default %s)\n", v.Name, v.Help, def)
 	}
+	fmt.Fprintf(w, "\nThe %s.\n", config.OnOffSpellings)
 }

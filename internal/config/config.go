@@ -285,22 +285,8 @@ func Vars() []Var {
 		{"HERALD_GRAPHQL_MAX_ROOT_MUTATIONS", "10", "5", "mutation fields one GraphQL document may hold", integer(func(c *Config) *int { return &c.GraphQLMaxRootMutations }, 1)},
 		{"HERALD_GRAPHQL_MAX_DEPTH", "10", "8", "selection depth of one GraphQL document", integer(func(c *Config) *int { return &c.GraphQLMaxDepth }, 1)},
 		{"HERALD_GRAPHQL_MAX_COMPLEXITY", "200", "100", "field complexity of one GraphQL document", integer(func(c *Config) *int { return &c.GraphQLMaxComplexity }, 1)},
-		{"HERALD_CONSOLE", "on", "off", "on: the operator console is served at /console (admins sign in there); off: /console answers 404", func(c *Config, v string) error {
-			switch v {
-			case "on", "off":
-				c.Console = v == "on"
-				return nil
-			}
-			return fmt.Errorf("must be on or off, not %q", v)
-		}},
-		{"HERALD_GRAPHQL_INTROSPECTION", "on", "off", "on: __schema and __type are answered; off: refused with GRAPHQL_VALIDATION_FAILED (__typename is always answered)", func(c *Config, v string) error {
-			switch v {
-			case "on", "off":
-				c.GraphQLIntrospection = v == "on"
-				return nil
-			}
-			return fmt.Errorf("must be on or off, not %q", v)
-		}},
+		{"HERALD_CONSOLE", "on", "off", "on: the operator console is served at /console (admins sign in there); off: /console answers 404", onOff(func(c *Config) *bool { return &c.Console })},
+		{"HERALD_GRAPHQL_INTROSPECTION", "on", "off", "on: __schema and __type are answered; off: refused with GRAPHQL_VALIDATION_FAILED (__typename is always answered)", onOff(func(c *Config) *bool { return &c.GraphQLIntrospection })},
 		{"HERALD_WS_MAX_SUBSCRIPTIONS", "20", "50", "GraphQL subscriptions running at once on one WebSocket connection; one more closes it with 4429", integer(func(c *Config) *int { return &c.WSMaxSubscriptions }, 1)},
 		{"HERALD_WS_MESSAGE_RATE", "10", "20", "messages a WebSocket client may send per second (and in a burst); faster closes the connection with 4429 (0: no cap)", integer(func(c *Config) *int { return &c.WSMessageRate }, 0)},
 		{"HERALD_WS_PING_INTERVAL", "30s", "15s", "how often the server sends a graphql-transport-ws ping on a WebSocket connection", duration(func(c *Config) *time.Duration { return &c.WSPingInterval })},
@@ -391,15 +377,31 @@ func Vars() []Var {
 	}
 }
 
-// onOff reads a switch written on or off.
+// OnOffSpellings is what every on/off variable accepts, in any case;
+// `herald help config` and the README say so.
+const OnOffSpellings = "on/off variables also accept true/false, 1/0 and yes/no, in any case"
+
+// parseOnOff reads a switch: on, true, 1 or yes; off, false, 0 or no; in
+// any case (Docker, Kubernetes and Helm users write true and false).
+func parseOnOff(v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "on", "true", "1", "yes":
+		return true, nil
+	case "off", "false", "0", "no":
+		return false, nil
+	}
+	return false, fmt.Errorf("must be on or off (or true/false, 1/0, yes/no), not %q", v)
+}
+
+// onOff reads a switch (see parseOnOff).
 func onOff(field func(*Config) *bool) func(*Config, string) error {
 	return func(c *Config, v string) error {
-		switch v {
-		case "on", "off":
-			*field(c) = v == "on"
-			return nil
+		on, err := parseOnOff(v)
+		if err != nil {
+			return err
 		}
-		return fmt.Errorf("must be on or off, not %q", v)
+		*field(c) = on
+		return nil
 	}
 }
 

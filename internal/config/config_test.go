@@ -131,8 +131,54 @@ func TestGraphQLIntrospection(t *testing.T) {
 			t.Errorf("%q: %v %v, want %v", v, c.GraphQLIntrospection, err, want)
 		}
 	}
-	if _, err := Load(env(map[string]string{"HERALD_GRAPHQL_INTROSPECTION": "no"})); err == nil || !strings.Contains(err.Error(), "HERALD_GRAPHQL_INTROSPECTION: must be on or off") {
-		t.Errorf("no: %v", err)
+	if _, err := Load(env(map[string]string{"HERALD_GRAPHQL_INTROSPECTION": "maybe"})); err == nil || !strings.Contains(err.Error(), "HERALD_GRAPHQL_INTROSPECTION: must be on or off") {
+		t.Errorf("maybe: %v", err)
+	}
+}
+
+// Every on/off variable (those whose default is on or off) also accepts
+// true/false, 1/0 and yes/no, in any case, and means by each what on or
+// off means; anything else is refused on the variable's line.
+func TestOnOffSpellings(t *testing.T) {
+	spellings := []struct {
+		v  string
+		on bool
+	}{
+		{"on", true}, {"ON", true}, {"On", true}, {"true", true}, {"TRUE", true}, {"True", true}, {"1", true}, {"yes", true}, {"YES", true}, {"Yes", true},
+		{"off", false}, {"OFF", false}, {"false", false}, {"FALSE", false}, {"False", false}, {"0", false}, {"no", false}, {"NO", false}, {"No", false},
+	}
+	switches := 0
+	for _, v := range Vars() {
+		if v.Default != "on" && v.Default != "off" {
+			continue
+		}
+		switches++
+		want := map[bool]Config{}
+		for _, canonical := range []string{"on", "off"} {
+			c, err := Load(env(map[string]string{v.Name: canonical}))
+			if err != nil {
+				t.Fatalf("%s=%s: %v", v.Name, canonical, err)
+			}
+			want[canonical == "on"] = c
+		}
+		if reflect.DeepEqual(want[true], want[false]) {
+			t.Fatalf("%s: on and off give the same configuration", v.Name)
+		}
+		for _, s := range spellings {
+			c, err := Load(env(map[string]string{v.Name: s.v}))
+			if err != nil || !reflect.DeepEqual(c, want[s.on]) {
+				t.Errorf("%s=%s: %v, want it read as %v", v.Name, s.v, err, s.on)
+			}
+		}
+		for _, bad := range []string{"y", "n", "2", "enabled", "onn", "tru"} {
+			_, err := Load(env(map[string]string{v.Name: bad}))
+			if err == nil || !strings.HasPrefix(err.Error(), v.Name+": must be on or off (or true/false, 1/0, yes/no)") {
+				t.Errorf("%s=%s: %v, want refused naming the spellings", v.Name, bad, err)
+			}
+		}
+	}
+	if switches < 4 {
+		t.Fatalf("%d on/off variables found, want at least 4 (HERALD_CONSOLE, HERALD_GRAPHQL_INTROSPECTION, HERALD_WEBHOOKS_ALLOW_*)", switches)
 	}
 }
 
