@@ -126,6 +126,13 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, serving b
 	if err != nil {
 		return a, err
 	}
+	// What only a server must not start with (no SMTP in production)
+	// stops it here, before the database is touched.
+	if serving {
+		if err := cfg.ServeRefusal(); err != nil {
+			return a, configError{err.Error()}
+		}
+	}
 	if a.db, err = openMigrated(ctx, cfg, logger, a.tracer); err != nil {
 		return a, err
 	}
@@ -166,7 +173,10 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, serving b
 		}
 	} else {
 		sender = mail.NewDev(logger)
-		if serving {
+		switch {
+		case serving && cfg.Env != "development":
+			logger.Warn("HERALD_MAIL_TO_LOG=on and HERALD_SMTP_URL is not set: emails, with their one-time codes, are written to this log, not sent")
+		case serving:
 			logger.Warn("HERALD_SMTP_URL is not set: emails are written to this log, not sent")
 		}
 	}

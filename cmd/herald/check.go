@@ -148,8 +148,13 @@ func checkRedis(ctx context.Context, cfg config.Config, rdb *redis.Client) check
 
 func checkSMTP(ctx context.Context, cfg config.Config) checkResult {
 	const name = "smtp"
-	if cfg.SMTPURL == "" {
-		return warned(name, "HERALD_SMTP_URL is not set: emails are written to the log, not sent", "set HERALD_SMTP_URL=smtp://user:pass@mail.example.com:587")
+	switch {
+	case cfg.SMTPURL == "" && cfg.Env == "development":
+		return passed(name, "HERALD_SMTP_URL is not set: emails are written to the log, not sent (development profile)")
+	case cfg.SMTPURL == "" && cfg.MailToLog:
+		return warned(name, "HERALD_SMTP_URL is not set and HERALD_MAIL_TO_LOG=on: every email, its one-time code included, is written to the log, not sent", "set HERALD_SMTP_URL=smtp://user:pass@mail.example.com:587 (and drop HERALD_MAIL_TO_LOG) so that codes stay out of the log")
+	case cfg.SMTPURL == "":
+		return checkResult{name: name, status: checkError, detail: "HERALD_SMTP_URL is not set: a production server refuses to start without it", fix: "set HERALD_SMTP_URL=smtp://user:pass@mail.example.com:587, or HERALD_MAIL_TO_LOG=on to write emails (with their codes) to the log deliberately"}
 	}
 	s, err := mail.NewSMTP(cfg.SMTPURL, cfg.MailFrom)
 	if err != nil {

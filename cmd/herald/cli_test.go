@@ -218,10 +218,21 @@ func TestMigrateCommand(t *testing.T) {
 	})
 }
 
-// The server with no command at all is `serve`: run it briefly.
+// The server with no command at all is `serve`: run it briefly, in the
+// development profile, as the README's first command does (production
+// would want HERALD_SMTP_URL).
 func TestNoCommandServes(t *testing.T) {
 	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, _ := strings.Cut(string(readme), "```sh\n")
+	if first, _, _ := strings.Cut(block, "\n"); !strings.HasPrefix(first, "HERALD_ENV=development go run ./cmd/herald ") {
+		t.Errorf("the README's first command is %q, want the server in the development profile", first)
+	}
 	env := testDefaults()
+	env["HERALD_ENV"] = "development"
 	env["HERALD_DATABASE_URL"] = sqlstoretest.NewURL(t, "sqlite")
 	env["HERALD_ADDR"] = freeAddr(t)
 	ctx, cancel := context.WithCancel(t.Context())

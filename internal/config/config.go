@@ -29,6 +29,7 @@ type Config struct {
 	ShutdownTimeout  time.Duration
 
 	SMTPURL           string
+	MailToLog         bool
 	MailFrom          string
 	ProductName       string
 	EmailLogoURL      string
@@ -167,7 +168,7 @@ func Vars() []Var {
 			return fmt.Errorf("must be debug, info, warn or error, not %q", v)
 		}},
 		{"HERALD_SHUTDOWN_TIMEOUT", "30s", "10s", "how long a shutdown waits for requests and jobs in flight", duration(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
-		{"HERALD_SMTP_URL", "", "smtp://user:pass@mail.example.com:587", "smtp:// (STARTTLS when offered) or smtps:// (implicit TLS); empty: emails are written to the log", func(c *Config, v string) error {
+		{"HERALD_SMTP_URL", "", "smtp://user:pass@mail.example.com:587", "smtp:// (STARTTLS when offered) or smtps:// (implicit TLS); empty: in the development profile emails are written to the log, in production the server refuses to start (unless HERALD_MAIL_TO_LOG=on)", func(c *Config, v string) error {
 			if v == "" {
 				return nil
 			}
@@ -178,6 +179,7 @@ func Vars() []Var {
 			c.SMTPURL = v
 			return nil
 		}},
+		{"HERALD_MAIL_TO_LOG", "off", "on", "on: without HERALD_SMTP_URL, a production server writes every email, its one-time code included, to its log instead of refusing to start (herald check warns); off: it refuses", onOff(func(c *Config) *bool { return &c.MailToLog })},
 		{"HERALD_MAIL_FROM", "Herald <no-reply@localhost>", "Herald <no-reply@example.com>", "sender of every email", func(c *Config, v string) error {
 			if !strings.Contains(v, "@") {
 				return fmt.Errorf("must be an address, not %q", v)
@@ -520,6 +522,18 @@ func splitHostPort(addr string) (string, int, error) {
 		return "", 0, fmt.Errorf("%q has no valid port", addr)
 	}
 	return addr[:i], port, nil
+}
+
+// ServeRefusal is what stops `herald serve` (but no operator command) from
+// starting with this configuration, one line per problem naming its
+// variable; nil: nothing does. A production server without SMTP would
+// write every verification and reset code to its log, so it must be
+// asked for (HERALD_MAIL_TO_LOG=on).
+func (c Config) ServeRefusal() error {
+	if c.SMTPURL == "" && c.Env != "development" && !c.MailToLog {
+		return errors.New("HERALD_SMTP_URL: not set, and a production server does not write emails (with their one-time codes) to its log: set HERALD_SMTP_URL=smtp://user:pass@mail.example.com:587, or HERALD_MAIL_TO_LOG=on to log them anyway, or HERALD_ENV=development on a developer's machine")
+	}
+	return nil
 }
 
 // Load reads every variable through getenv, returning all problems at once,
