@@ -63,6 +63,9 @@ func testDefaults() map[string]string {
 		"HERALD_JOB_RETRY_BASE":     "50ms",
 		"HERALD_JOB_RETRY_MAX":      "200ms",
 		"HERALD_SHUTDOWN_TIMEOUT":   "10s",
+		// The tests read the metrics on the API's address (h.metric);
+		// production serves them there only when asked.
+		"HERALD_METRICS_PUBLIC": "on",
 	}
 }
 

@@ -136,7 +136,7 @@ func (a *App) serve(ctx context.Context) (err error) {
 		TrustedProxies:      a.cfg.TrustedProxies,
 		CORSOrigins:         a.cfg.CORSOrigins,
 		Console:             a.cfg.Console,
-		MetricsElsewhere:    a.cfg.MetricsAddr != "",
+		MetricsPublic:       a.cfg.MetricsPublic,
 		Stopping:            stopping,
 		TracerProvider:      a.tracer,
 		Version:             readBuild().version,
@@ -190,6 +190,8 @@ func (a *App) serve(ctx context.Context) (err error) {
 		}()
 		a.onClose(func(ctx context.Context) { msrv.Shutdown(ctx) })
 		a.logger.Info("metrics listening", "addr", mln.Addr().String())
+	} else if !a.cfg.MetricsPublic {
+		a.logger.Info("GET /metrics is not served: set HERALD_METRICS_ADDR (a listener of its own) or HERALD_METRICS_PUBLIC=on")
 	}
 	a.logger.Info("herald listening", "addr", ln.Addr().String(), "database", string(a.db.Dialect()), "version", readBuild().version, "revision", readBuild().revision)
 	go func() { errc <- srv.Serve(ln) }()

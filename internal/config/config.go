@@ -22,6 +22,7 @@ type Config struct {
 	Env              string // production or development
 	Addr             string
 	MetricsAddr      string
+	MetricsPublic    bool
 	DatabaseURL      string
 	DatabaseMaxConns int
 	LogFormat        string
@@ -134,7 +135,7 @@ func Vars() []Var {
 			c.Addr = v
 			return nil
 		}},
-		{"HERALD_METRICS_ADDR", "", "127.0.0.1:9090", "listen address of a separate listener serving GET /metrics and Go's profiles under /debug/pprof/ (for example an internal port); when set, /metrics on HERALD_ADDR answers 404; empty: /metrics is on HERALD_ADDR and there are no profiles", func(c *Config, v string) error {
+		{"HERALD_METRICS_ADDR", "", "127.0.0.1:9090", "listen address of a separate listener serving GET /metrics and Go's profiles under /debug/pprof/ (for example an internal port); empty: no such listener (and no profiles)", func(c *Config, v string) error {
 			if v == "" {
 				return nil
 			}
@@ -144,6 +145,7 @@ func Vars() []Var {
 			c.MetricsAddr = v
 			return nil
 		}},
+		{"HERALD_METRICS_PUBLIC", "off", "on", "on: GET /metrics is also served on HERALD_ADDR, to anyone who reaches it; off: /metrics on HERALD_ADDR answers 404 (the development profile serves it there while HERALD_METRICS_ADDR is empty, unless this is set)", onOff(func(c *Config) *bool { return &c.MetricsPublic })},
 		{"HERALD_DATABASE_URL", "sqlite:herald.db", "postgres://herald@db:5432/herald", "sqlite:PATH (embedded) or postgres://… (production)", func(c *Config, v string) error {
 			if _, _, err := storage.ParseURL(v); err != nil {
 				return err
@@ -552,6 +554,9 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.Env == "development" && strings.TrimSpace(getenv("HERALD_RATE_LIMIT_AUTH")) == "" {
 		c.RateLimitAuth = 0
+	}
+	if c.Env == "development" && c.MetricsAddr == "" && strings.TrimSpace(getenv("HERALD_METRICS_PUBLIC")) == "" {
+		c.MetricsPublic = true
 	}
 	apns := []string{c.APNsKeyFile, c.APNsKeyID, c.APNsTeamID, c.APNsTopic}
 	if set := len(slices.DeleteFunc(slices.Clone(apns), func(s string) bool { return s == "" })); set > 0 && set < len(apns) {

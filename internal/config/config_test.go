@@ -182,20 +182,37 @@ func TestOnOffSpellings(t *testing.T) {
 	}
 }
 
-// HERALD_ENV=development turns the auth tier off, unless the operator set
-// that tier; nothing else changes.
+// HERALD_ENV=development turns the auth tier off, and serves /metrics on
+// the API's address when it has no listener of its own, unless the
+// operator set either; nothing else changes.
 func TestDevelopmentProfile(t *testing.T) {
 	prod, err := Load(env(nil))
 	if err != nil || prod.Env != "production" || prod.RateLimitAuth != 10 {
 		t.Fatalf("default: %q auth=%d %v", prod.Env, prod.RateLimitAuth, err)
 	}
-	dev, err := Load(env(map[string]string{"HERALD_ENV": "development"}))
-	if err != nil || dev.RateLimitAuth != 0 {
-		t.Fatalf("development: auth=%d %v, want 0", dev.RateLimitAuth, err)
+	if prod.MetricsPublic {
+		t.Fatal("production serves /metrics on HERALD_ADDR by default")
 	}
-	dev.Env, dev.RateLimitAuth = prod.Env, prod.RateLimitAuth
+	dev, err := Load(env(map[string]string{"HERALD_ENV": "development"}))
+	if err != nil || dev.RateLimitAuth != 0 || !dev.MetricsPublic {
+		t.Fatalf("development: auth=%d metrics public=%v %v, want 0 and true", dev.RateLimitAuth, dev.MetricsPublic, err)
+	}
+	dev.Env, dev.RateLimitAuth, dev.MetricsPublic = prod.Env, prod.RateLimitAuth, prod.MetricsPublic
 	if !reflect.DeepEqual(dev, prod) {
-		t.Fatal("development must change only the auth tier")
+		t.Fatal("development must change only the auth tier and where /metrics is")
+	}
+	for _, c := range []struct {
+		env  map[string]string
+		want bool
+	}{
+		{map[string]string{"HERALD_ENV": "development", "HERALD_METRICS_PUBLIC": "off"}, false},
+		{map[string]string{"HERALD_ENV": "development", "HERALD_METRICS_ADDR": "127.0.0.1:9090"}, false},
+		{map[string]string{"HERALD_METRICS_PUBLIC": "on"}, true},
+		{map[string]string{"HERALD_METRICS_PUBLIC": "on", "HERALD_METRICS_ADDR": "127.0.0.1:9090"}, true},
+	} {
+		if got, err := Load(env(c.env)); err != nil || got.MetricsPublic != c.want {
+			t.Errorf("%v: metrics public %v (%v), want %v", c.env, got.MetricsPublic, err, c.want)
+		}
 	}
 	set, err := Load(env(map[string]string{"HERALD_ENV": "development", "HERALD_RATE_LIMIT_AUTH": "30"}))
 	if err != nil || set.RateLimitAuth != 30 {

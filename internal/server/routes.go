@@ -33,7 +33,7 @@ func addRoutes(mux *http.ServeMux, d Deps) {
 	// Operations: outside the envelope and the rate limits.
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", readyz(d.DB, d.Degraded))
-	if !d.MetricsElsewhere {
+	if d.MetricsPublic {
 		mux.Handle("GET /metrics", MetricsHandler(d.Metrics))
 	}
 	mux.HandleFunc("GET /.well-known/jwks.json", jwks(d.Sessions.JWKS()))

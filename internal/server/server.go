@@ -78,9 +78,10 @@ type Deps struct {
 	// Stopping is closed when the server begins to shut down: live streams
 	// (SSE, WebSocket) end then, so the shutdown does not wait for them.
 	Stopping <-chan struct{}
-	// MetricsElsewhere: /metrics is served on a listener of its own
-	// (HERALD_METRICS_ADDR, see MetricsHandler), so not here.
-	MetricsElsewhere bool
+	// MetricsPublic serves /metrics here, to anyone who reaches the API
+	// (HERALD_METRICS_PUBLIC); else it is only on a listener of its own
+	// (HERALD_METRICS_ADDR, see MetricsHandler), if any.
+	MetricsPublic bool
 	// Console serves the operator console at /console (HERALD_CONSOLE).
 	Console bool
 	// TracerProvider starts each request's span (nil: no tracing).
