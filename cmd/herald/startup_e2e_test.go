@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,4 +82,71 @@ func serveRefused(t *testing.T, env map[string]string) (stderr string, err error
 	var out, errOut bytes.Buffer
 	err = run(ctx, []string{"serve"}, func(k string) string { return env[k] }, strings.NewReader(""), &out, &errOut)
 	return errOut.String(), err
+}
+
+// withHost sends the request with another Host header, as any client may.
+func withHost(host string) reqOption { return func(r *http.Request) { r.Host = host } }
+
+// OpenID discovery never builds a production answer from the Host header
+// a client sent: the base comes from HERALD_PUBLIC_URL (or an http(s)
+// issuer), and without one production answers 404. The development
+// profile takes it from the request, and says the answer is private to
+// that Host.
+func TestDiscoveryHostE2E(t *testing.T) {
+	t.Parallel()
+	const path, foreign = "/.well-known/openid-configuration", "evil.example"
+	discover := func(t *testing.T, h *herald, opts ...reqOption) (int, http.Header, map[string]any, string) {
+		t.Helper()
+		status, hdr, raw := h.do(t, http.MethodGet, path, nil, opts...)
+		var doc map[string]any
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			t.Fatalf("discovery: %d %s: %v", status, raw, err)
+		}
+		return status, hdr, doc, string(raw)
+	}
+	t.Run("production without a public URL", func(t *testing.T) {
+		t.Parallel()
+		h := startHerald(t, "sqlite", nil)
+		status, _, _, raw := discover(t, h, withHost(foreign))
+		if status != http.StatusNotFound || strings.Contains(raw, foreign) || !strings.Contains(raw, `"code":"NOT_FOUND"`) {
+			t.Errorf("discovery with Host %s: %d %s, want 404 NOT_FOUND naming no host", foreign, status, raw)
+		}
+		if status, _, _, _ := discover(t, h); status != http.StatusNotFound {
+			t.Errorf("discovery with the server's own Host: %d, want 404", status)
+		}
+		if !h.logsMention(t, "openid-configuration answers 404: set HERALD_PUBLIC_URL") {
+			t.Error("the start does not say why discovery answers 404")
+		}
+		if status, _, _ := h.do(t, http.MethodGet, "/.well-known/jwks.json", nil); status != http.StatusOK {
+			t.Errorf("jwks.json: %d, want 200 (the keys stay published)", status)
+		}
+	})
+	t.Run("production with HERALD_PUBLIC_URL", func(t *testing.T) {
+		t.Parallel()
+		h := startHerald(t, "sqlite", map[string]string{"HERALD_PUBLIC_URL": "https://api.example.com/"})
+		status, hdr, doc, raw := discover(t, h, withHost(foreign), withHeader("X-Forwarded-Host", foreign))
+		if status != http.StatusOK || doc["jwks_uri"] != "https://api.example.com/.well-known/jwks.json" || strings.Contains(raw, foreign) {
+			t.Errorf("discovery with Host %s: %d %s, want jwks_uri under HERALD_PUBLIC_URL", foreign, status, raw)
+		}
+		if cc := hdr.Get("Cache-Control"); cc != "public, max-age=300" {
+			t.Errorf("Cache-Control %q, want public, max-age=300 (the same for every Host)", cc)
+		}
+	})
+	t.Run("development", func(t *testing.T) {
+		t.Parallel()
+		h := startHerald(t, "sqlite", map[string]string{"HERALD_ENV": "development"})
+		status, hdr, doc, raw := discover(t, h, withHost(foreign))
+		if status != http.StatusOK || doc["jwks_uri"] != "http://"+foreign+"/.well-known/jwks.json" {
+			t.Errorf("discovery with Host %s: %d %s, want jwks_uri at that Host", foreign, status, raw)
+		}
+		if cc := hdr.Get("Cache-Control"); !strings.HasPrefix(cc, "private") {
+			t.Errorf("Cache-Control %q, want private (the answer depends on Host)", cc)
+		}
+		if vary := hdr.Values("Vary"); !slices.ContainsFunc(strings.Split(strings.Join(vary, ","), ","), func(v string) bool { return strings.EqualFold(strings.TrimSpace(v), "Host") }) {
+			t.Errorf("Vary %q, want Host in it", vary)
+		}
+		if _, _, doc, _ := discover(t, h); doc["jwks_uri"] != h.BaseURL+"/.well-known/jwks.json" {
+			t.Errorf("discovery with the server's own Host: jwks_uri %v, want %s/.well-known/jwks.json", doc["jwks_uri"], h.BaseURL)
+		}
+	})
 }

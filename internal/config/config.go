@@ -21,6 +21,7 @@ import (
 type Config struct {
 	Env              string // production or development
 	Addr             string
+	PublicURL        string
 	MetricsAddr      string
 	MetricsPublic    bool
 	DatabaseURL      string
@@ -121,7 +122,7 @@ type Var struct {
 // Vars lists every variable Herald reads.
 func Vars() []Var {
 	return []Var{
-		{"HERALD_ENV", "production", "development", "production, or development: the auth rate-limit tier is off (unless HERALD_RATE_LIMIT_AUTH is set) so a local tour never trips it, and the server says so at start", func(c *Config, v string) error {
+		{"HERALD_ENV", "production", "development", "production, or development (a developer's machine): the auth rate-limit tier is off (unless HERALD_RATE_LIMIT_AUTH is set) so a local tour never trips it, emails are written to the log without HERALD_SMTP_URL, /metrics is on HERALD_ADDR while HERALD_METRICS_ADDR is empty, discovery takes its URLs from each request without HERALD_PUBLIC_URL, and the server says so at start", func(c *Config, v string) error {
 			if v != "production" && v != "development" {
 				return fmt.Errorf("must be production or development, not %q", v)
 			}
@@ -133,6 +134,17 @@ func Vars() []Var {
 				return err
 			}
 			c.Addr = v
+			return nil
+		}},
+		{"HERALD_PUBLIC_URL", "", "https://api.example.com", "the address clients reach this server at (through the proxy): the base of the absolute URLs it publishes, such as jwks_uri in /.well-known/openid-configuration; empty: an http(s) HERALD_JWT_ISSUER's, else (development profile only) each request's own address; with none, production answers discovery 404", func(c *Config, v string) error {
+			if v == "" {
+				return nil
+			}
+			u, err := url.Parse(v)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(v, "#") {
+				return fmt.Errorf("%q is not a base URL such as https://api.example.com (http(s), a host, optionally a path; no query)", v)
+			}
+			c.PublicURL = strings.TrimSuffix(v, "/")
 			return nil
 		}},
 		{"HERALD_METRICS_ADDR", "", "127.0.0.1:9090", "listen address of a separate listener serving GET /metrics and Go's profiles under /debug/pprof/ (for example an internal port); empty: no such listener (and no profiles)", func(c *Config, v string) error {
@@ -524,6 +536,21 @@ func splitHostPort(addr string) (string, int, error) {
 		return "", 0, fmt.Errorf("%q has no valid port", addr)
 	}
 	return addr[:i], port, nil
+}
+
+// PublicBase is the base of the absolute URLs the server publishes (no
+// trailing slash): HERALD_PUBLIC_URL, else an http(s) HERALD_JWT_ISSUER;
+// "" when neither says it, and then only the development profile may take
+// it from each request (a production answer must never depend on the Host
+// header a client sent).
+func (c Config) PublicBase() string {
+	if c.PublicURL != "" {
+		return c.PublicURL
+	}
+	if u, err := url.Parse(c.JWTIssuer); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		return strings.TrimSuffix(c.JWTIssuer, "/")
+	}
+	return ""
 }
 
 // ServeRefusal is what stops `herald serve` (but no operator command) from

@@ -253,3 +253,29 @@ func TestEmailBrand(t *testing.T) {
 		t.Error("HERALD_SUPPORT_EMAIL=not an address accepted")
 	}
 }
+
+// The public base URL: HERALD_PUBLIC_URL, else an http(s) issuer, else
+// none (never a guess); a value that is no base URL is refused.
+func TestPublicBase(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{nil, ""},
+		{map[string]string{"HERALD_JWT_ISSUER": "herald-prod"}, ""},
+		{map[string]string{"HERALD_JWT_ISSUER": "https://auth.example.com/"}, "https://auth.example.com"},
+		{map[string]string{"HERALD_PUBLIC_URL": "https://api.example.com/"}, "https://api.example.com"},
+		{map[string]string{"HERALD_PUBLIC_URL": "http://10.0.0.5:8080/herald"}, "http://10.0.0.5:8080/herald"},
+		{map[string]string{"HERALD_PUBLIC_URL": "https://api.example.com", "HERALD_JWT_ISSUER": "https://auth.example.com"}, "https://api.example.com"},
+	} {
+		cfg, err := Load(env(c.env))
+		if err != nil || cfg.PublicBase() != c.want {
+			t.Errorf("%v: public base %q (%v), want %q", c.env, cfg.PublicBase(), err, c.want)
+		}
+	}
+	for _, bad := range []string{"api.example.com", "ftp://api.example.com", "https://", "https://user@api.example.com", "https://api.example.com/?x=1", "https://api.example.com/#x"} {
+		if _, err := Load(env(map[string]string{"HERALD_PUBLIC_URL": bad})); err == nil || !strings.HasPrefix(err.Error(), "HERALD_PUBLIC_URL: ") {
+			t.Errorf("HERALD_PUBLIC_URL=%s: %v, want refused", bad, err)
+		}
+	}
+}
