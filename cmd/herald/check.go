@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -76,6 +77,7 @@ func dependencyChecks(cfg config.Config, db *sqlstore.DB, rdb *redis.Client) []f
 		func(ctx context.Context) checkResult { return checkTelegram(ctx, cfg) },
 		func(ctx context.Context) checkResult { return checkJWTKeys(cfg) },
 		func(ctx context.Context) checkResult { return checkDiscovery(cfg) },
+		func(ctx context.Context) checkResult { return checkSecrets(ctx, cfg, db) },
 	}
 }
 
@@ -317,6 +319,71 @@ func checkDiscovery(cfg config.Config) checkResult {
 	return warned(name, "neither HERALD_PUBLIC_URL nor an http(s) HERALD_JWT_ISSUER is set: /.well-known/openid-configuration answers 404 (the keys stay at /.well-known/jwks.json)", "set HERALD_PUBLIC_URL to the address clients reach Herald at (https://api.example.com) if other services discover its keys")
 }
 
+// checkSecrets says how the secrets the database keeps are stored: sealed
+// by HERALD_ENCRYPTION_KEY, about to be (at the next start), or in plain
+// text; and fails when they do not open with the keys given, as the start
+// would.
+func checkSecrets(ctx context.Context, cfg config.Config, db *sqlstore.DB) checkResult {
+	const name = "secrets"
+	keys, err := encryptionKeys(cfg)
+	if err != nil {
+		return failed(name, err, "give HERALD_ENCRYPTION_KEY_PREVIOUS only the keys that HERALD_ENCRYPTION_KEY replaced")
+	}
+	noKey := func(stored string) checkResult {
+		if cfg.Env == "development" {
+			return passed(name, stored+"not sealed: HERALD_ENCRYPTION_KEY is not set (development profile)")
+		}
+		return warned(name, stored+"in plain text: HERALD_ENCRYPTION_KEY is not set, so webhook signing secrets, the JWT seed and the HMAC keys are readable by anyone with a copy of the database", "set HERALD_ENCRYPTION_KEY (openssl rand -hex 32) or HERALD_ENCRYPTION_KEY_FILE; the next start seals them")
+	}
+	if db == nil {
+		if dialect, path, err := storage.ParseURL(cfg.DatabaseURL); err == nil && dialect == storage.SQLite {
+			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+				if keys == nil {
+					return noKey("none stored yet; they will be kept ")
+				}
+				return passed(name, "none stored yet; they will be sealed with key "+keys.ID())
+			}
+		}
+		if db, err = sqlstore.Open(ctx, cfg.DatabaseURL, sqlstore.Options{MaxConns: 2, Keys: keys}); err != nil {
+			return warned(name, "not checked: the database did not answer", "see the database line (HERALD_DATABASE_URL)")
+		}
+		defer db.Close()
+	}
+	if list, err := db.MigrationStatus(ctx); err == nil && slices.ContainsFunc(list, func(m sqlstore.Migration) bool { return !m.Applied }) {
+		if keys == nil {
+			return noKey("not checked until the database is migrated; they will be kept ")
+		}
+		return passed(name, "not checked until the database is migrated; they will be sealed with key "+keys.ID())
+	}
+	st, err := db.SealStatus(ctx)
+	if err != nil {
+		return warned(name, "not checked: "+oneLine(err.Error()), "see the database line (HERALD_DATABASE_URL)")
+	}
+	if len(st.Unreadable) > 0 {
+		given := "HERALD_ENCRYPTION_KEY is not set"
+		if keys != nil {
+			given = "HERALD_ENCRYPTION_KEY is key " + keys.ID()
+		}
+		detail := fmt.Sprintf("%d stored secrets do not open (%s): %s", len(st.Unreadable), given, strings.Join(st.Unreadable, "; "))
+		fix := "the stored values were changed, or moved between rows: check that HERALD_DATABASE_URL is the database they were sealed in, else restore them from a backup"
+		if len(st.SealedBy) > 0 {
+			fix = "set HERALD_ENCRYPTION_KEY to the key that sealed them (key " + strings.Join(st.SealedBy, ", key ") + "); while rotating keep the old key in HERALD_ENCRYPTION_KEY_PREVIOUS. serve refuses to start until then"
+		}
+		return checkResult{name: name, status: checkError, detail: detail, fix: fix}
+	}
+	total := st.Plain + st.Current + st.Previous
+	if keys == nil {
+		return noKey(fmt.Sprintf("%d stored ", total))
+	}
+	detail := fmt.Sprintf("%d stored, %d sealed with key %s", total, st.Current, keys.ID())
+	if n := st.Plain + st.Previous; n > 0 {
+		detail += fmt.Sprintf("; %d (plain or under a previous key) are sealed with it at the next start", n)
+	} else if len(cfg.EncryptionKeysPrevious) > 0 {
+		detail += "; none is left under a previous key: HERALD_ENCRYPTION_KEY_PREVIOUS can go"
+	}
+	return passed(name, detail)
+}
+
 // printChecks writes one line per result and says whether any failed.
 func printChecks(w io.Writer, results []checkResult) (failedAny bool) {
 	for _, r := range results {
@@ -334,7 +401,7 @@ func printChecks(w io.Writer, results []checkResult) (failedAny bool) {
 var errChecksFailed = errors.New("checks failed")
 
 func cmdCheck(ctx context.Context, env *environment, args []string) error {
-	fs := newFlags(env, "check", "Validate the configuration, then try each configured dependency (database, Redis, SMTP, FCM, APNs,\nTelegram, JWT keys, discovery) without changing anything, and print one line per check: ok, warning or error,\nwith the fix. Exit status: 0 when no check failed (warnings included), 1 when one did, 2 when the\nconfiguration is invalid.", configHint)
+	fs := newFlags(env, "check", "Validate the configuration, then try each configured dependency (database, Redis, SMTP, FCM, APNs,\nTelegram, JWT keys, discovery, stored secrets) without changing anything, and print one line per check: ok, warning or error,\nwith the fix. Exit status: 0 when no check failed (warnings included), 1 when one did, 2 when the\nconfiguration is invalid.", configHint)
 	timeout := fs.Duration("timeout", 10*time.Second, "time allowed to each check")
 	if helped, err := parseFlags(env, fs, args); helped || err != nil {
 		return err

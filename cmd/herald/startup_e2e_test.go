@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/mail"
+	"github.com/herald-vpn/herald/internal/seal"
+	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 )
 
 // A production server without HERALD_SMTP_URL would write every code to
@@ -149,4 +151,119 @@ func TestDiscoveryHostE2E(t *testing.T) {
 			t.Errorf("discovery with the server's own Host: jwks_uri %v, want %s/.well-known/jwks.json", doc["jwks_uri"], h.BaseURL)
 		}
 	})
+}
+
+// Secrets at rest, end to end on each database: a server started with
+// HERALD_ENCRYPTION_KEY seals what an earlier one kept in plain text (the
+// raw tables then hold no plain secret), and goes on signing webhooks and
+// verifying tokens with the same secrets; check reports the plain rows
+// as a warning in production, and a wrong key as an error, which also
+// stops the start; a rotation (the old key as previous) seals every row
+// again under the new key.
+func TestSecretsSealedAtRestE2E(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
+		const k2 = "c0ffeec0ffeec0ffeec0ffeec0ffeec0ffeec0ffeec0ffeec0ffeec0ffeec0ff"
+		rcv := newHookReceiver(t, nil)
+		k1ID, k2ID := mustKeyID(t, testEncryptionKey), mustKeyID(t, k2)
+
+		// No key: kept plain, and check warns.
+		h := startHerald(t, d, webhooksEnv(map[string]string{"HERALD_ENCRYPTION_KEY": ""}))
+		dbURL := h.DBURL
+		admin := newAdminToken(t, h, "ops@example.com")
+		key, _ := createKey(t, h, restDoor.name, admin, map[string]any{"name": "hooks", "scopes": []string{"webhooks:manage"}})
+		_, secret := createHook(t, h, key, rcv.srv.URL+"/sealed", []string{"user.created"})
+		plainEnv := maps.Clone(h.Env)
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+		if raw := sqlstoretest.RawColumn(t, dbURL, `SELECT secret FROM webhook_endpoints`); len(raw) != 1 || raw[0] != secret {
+			t.Fatalf("without a key the stored secret is %q, want it plain (%s)", raw, secret)
+		}
+		stdout, _, err := runHerald(t, plainEnv, "", "check")
+		if line := checkLines(t, stdout)["secrets"]; err != nil || !strings.HasPrefix(line, "warning ") || !strings.Contains(line, "in plain text") || !strings.Contains(line, "HERALD_ENCRYPTION_KEY") {
+			t.Errorf("check without a key: %v, secrets line %q, want a warning naming HERALD_ENCRYPTION_KEY", err, line)
+		}
+
+		// signs checks that the server signs a new user's event with the
+		// endpoint's original secret and verifies the admin's old token.
+		signs := func(t *testing.T, h *herald, email string) {
+			t.Helper()
+			newVerifiedUser(t, h, restDoor.name, email)
+			ds := rcv.waitFor(t, "/sealed", func(ds []hookDelivery) bool {
+				return len(ds) > 0 && strings.Contains(string(ds[len(ds)-1].body), email)
+			}, "the user.created event of "+email)
+			verifyHook(t, secret, ds[len(ds)-1])
+			if status, _, _ := h.rest(t, http.MethodGet, "/api/v1/users/me", nil, withBearer(admin)); status != http.StatusOK {
+				t.Errorf("a token signed before the sealing: %d, want 200 (the JWT seed is the same)", status)
+			}
+		}
+		// sealedBy checks that every stored secret is sealed by the key id
+		// and none holds the webhook secret in plain text.
+		sealedBy := func(t *testing.T, id string) {
+			t.Helper()
+			raw := sqlstoretest.RawColumn(t, dbURL, `SELECT value FROM secrets`)
+			raw = append(raw, sqlstoretest.RawColumn(t, dbURL, `SELECT secret FROM webhook_endpoints`)...)
+			if len(raw) < 4 {
+				t.Fatalf("%d stored secrets, want the JWT seed, the HMAC keys and the webhook secret", len(raw))
+			}
+			for _, v := range raw {
+				if by, ok := seal.SealedBy([]byte(v)); !ok || by != id || strings.Contains(v, strings.TrimPrefix(secret, "whsec_")) {
+					t.Errorf("stored secret %.60q, want sealed by key %s", v, id)
+				}
+			}
+		}
+
+		// The key: sealed at start.
+		h = startHerald(t, d, webhooksEnv(map[string]string{"HERALD_DATABASE_URL": dbURL}))
+		if !h.logsMention(t, "stored secrets sealed with HERALD_ENCRYPTION_KEY") {
+			t.Error("the start does not say it sealed the stored secrets")
+		}
+		sealedBy(t, k1ID)
+		signs(t, h, "after-sealing@example.com")
+		k1Env := maps.Clone(h.Env)
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+		stdout, _, err = runHerald(t, k1Env, "", "check")
+		if line := checkLines(t, stdout)["secrets"]; err != nil || !strings.HasPrefix(line, "ok ") || !strings.Contains(line, "sealed with key "+k1ID) {
+			t.Errorf("check with the key: %v, secrets line %q", err, line)
+		}
+
+		// A wrong key: check fails on the secrets line, and serve refuses
+		// to start, each naming the key that sealed them.
+		wrongEnv := maps.Clone(k1Env)
+		wrongEnv["HERALD_ENCRYPTION_KEY"] = k2
+		stdout, _, err = runHerald(t, wrongEnv, "", "check")
+		if line := checkLines(t, stdout)["secrets"]; exitCode(err) != 1 || !strings.HasPrefix(line, "error ") || !strings.Contains(line, "fix: set HERALD_ENCRYPTION_KEY to the key that sealed them (key "+k1ID+")") {
+			t.Errorf("check with a wrong key: exit %d, secrets line %q", exitCode(err), line)
+		}
+		wrongEnv["HERALD_ADDR"] = freeAddr(t)
+		_, err = serveRefused(t, wrongEnv)
+		var ce configError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "HERALD_ENCRYPTION_KEY: ") || !strings.Contains(err.Error(), "sealed with key "+k1ID) || !strings.Contains(err.Error(), "HERALD_ENCRYPTION_KEY is key "+k2ID) {
+			t.Errorf("serve with a wrong key = %v, want a configuration error naming both keys", err)
+		}
+		sealedBy(t, k1ID) // the refused start changed nothing
+
+		// Rotation: the new key, the old one as previous.
+		h = startHerald(t, d, webhooksEnv(map[string]string{"HERALD_DATABASE_URL": dbURL, "HERALD_ENCRYPTION_KEY": k2, "HERALD_ENCRYPTION_KEY_PREVIOUS": testEncryptionKey}))
+		sealedBy(t, k2ID)
+		signs(t, h, "after-rotation@example.com")
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+		stdout, _, err = runHerald(t, wrongEnv, "", "check") // k2 alone
+		if line := checkLines(t, stdout)["secrets"]; err != nil || !strings.Contains(line, "sealed with key "+k2ID) {
+			t.Errorf("check with the new key alone after the rotation: %v, secrets line %q", err, line)
+		}
+	})
+}
+
+func mustKeyID(t *testing.T, hexKey string) string {
+	t.Helper()
+	k, err := seal.ParseKey(hexKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seal.KeyID(k)
 }

@@ -8,12 +8,14 @@ import (
 	netmail "net/mail"
 	"net/netip"
 	"net/url"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/seal"
 	"github.com/herald-vpn/herald/internal/storage"
 )
 
@@ -47,6 +49,10 @@ type Config struct {
 	TrialPeriod         time.Duration
 	ReferralBonus       time.Duration
 	SecretKey           []byte
+	// EncryptionKey seals the secrets kept in the database (nil: none);
+	// EncryptionKeysPrevious only open what they sealed before a rotation.
+	EncryptionKey          []byte
+	EncryptionKeysPrevious [][]byte
 
 	Argon2MemoryKiB   int
 	Argon2Iterations  int
@@ -259,6 +265,49 @@ func Vars() []Var {
 				return errors.New("must be at least 64 hex digits")
 			}
 			c.SecretKey = b
+			return nil
+		}},
+		{"HERALD_ENCRYPTION_KEY", "", "(64 hex digits)", "key (32 bytes in hex: openssl rand -hex 32) sealing, with AES-256-GCM, the secrets kept in the database: webhook signing secrets, the generated JWT seed and HMAC keys; rows kept in plain text are sealed at start; empty: they stay plain (herald check warns in production)", func(c *Config, v string) error {
+			if v == "" {
+				return nil
+			}
+			k, err := seal.ParseKey(v)
+			if err != nil {
+				return err
+			}
+			c.EncryptionKey = k
+			return nil
+		}},
+		{"HERALD_ENCRYPTION_KEY_FILE", "", "/etc/herald/encryption.key", "file holding HERALD_ENCRYPTION_KEY (64 hex digits), in its place", func(c *Config, v string) error {
+			if v == "" {
+				return nil
+			}
+			b, err := os.ReadFile(v)
+			if err != nil {
+				return err
+			}
+			k, err := seal.ParseKey(string(b))
+			if err != nil {
+				return fmt.Errorf("%s: %v", v, err)
+			}
+			if c.EncryptionKey != nil {
+				return errors.New("set this or HERALD_ENCRYPTION_KEY, not both")
+			}
+			c.EncryptionKey = k
+			return nil
+		}},
+		{"HERALD_ENCRYPTION_KEY_PREVIOUS", "", "(64 hex digits)", "comma-separated keys HERALD_ENCRYPTION_KEY replaced: they only open what they sealed, and at start every such row is sealed again with HERALD_ENCRYPTION_KEY", func(c *Config, v string) error {
+			c.EncryptionKeysPrevious = nil
+			for _, part := range strings.Split(v, ",") {
+				if strings.TrimSpace(part) == "" {
+					continue
+				}
+				k, err := seal.ParseKey(part)
+				if err != nil {
+					return fmt.Errorf("each key %v", err)
+				}
+				c.EncryptionKeysPrevious = append(c.EncryptionKeysPrevious, k)
+			}
 			return nil
 		}},
 		{"HERALD_ACCESS_TOKEN_TTL", "24h", "1h", "lifetime of an access token (JWT)", duration(func(c *Config) *time.Duration { return &c.AccessTokenTTL })},
@@ -584,6 +633,15 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.Env == "development" && c.MetricsAddr == "" && strings.TrimSpace(getenv("HERALD_METRICS_PUBLIC")) == "" {
 		c.MetricsPublic = true
+	}
+	if len(c.EncryptionKeysPrevious) > 0 && c.EncryptionKey == nil {
+		problems = append(problems, "HERALD_ENCRYPTION_KEY_PREVIOUS: set only beside HERALD_ENCRYPTION_KEY (the key that replaced them)")
+	}
+	for _, p := range c.EncryptionKeysPrevious {
+		if c.EncryptionKey != nil && string(p) == string(c.EncryptionKey) {
+			problems = append(problems, "HERALD_ENCRYPTION_KEY_PREVIOUS: lists HERALD_ENCRYPTION_KEY itself")
+			break
+		}
 	}
 	apns := []string{c.APNsKeyFile, c.APNsKeyID, c.APNsTeamID, c.APNsTopic}
 	if set := len(slices.DeleteFunc(slices.Clone(apns), func(s string) bool { return s == "" })); set > 0 && set < len(apns) {

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -276,6 +278,50 @@ func TestPublicBase(t *testing.T) {
 	for _, bad := range []string{"api.example.com", "ftp://api.example.com", "https://", "https://user@api.example.com", "https://api.example.com/?x=1", "https://api.example.com/#x"} {
 		if _, err := Load(env(map[string]string{"HERALD_PUBLIC_URL": bad})); err == nil || !strings.HasPrefix(err.Error(), "HERALD_PUBLIC_URL: ") {
 			t.Errorf("HERALD_PUBLIC_URL=%s: %v, want refused", bad, err)
+		}
+	}
+}
+
+// The encryption key: 64 hex digits in the variable or in a file (not
+// both), and previous keys only beside a current one.
+func TestEncryptionKey(t *testing.T) {
+	key, prev := strings.Repeat("1f", 32), strings.Repeat("2e", 32)
+	file := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(file, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, vars := range []map[string]string{
+		{"HERALD_ENCRYPTION_KEY": key},
+		{"HERALD_ENCRYPTION_KEY_FILE": file},
+		{"HERALD_ENCRYPTION_KEY": key, "HERALD_ENCRYPTION_KEY_PREVIOUS": prev + ", " + strings.Repeat("3d", 32)},
+	} {
+		c, err := Load(env(vars))
+		if err != nil || len(c.EncryptionKey) != 32 || c.EncryptionKey[0] != 0x1f {
+			t.Errorf("%v: key %x, %v", vars, c.EncryptionKey, err)
+		}
+		if _, ok := vars["HERALD_ENCRYPTION_KEY_PREVIOUS"]; ok && (len(c.EncryptionKeysPrevious) != 2 || c.EncryptionKeysPrevious[0][0] != 0x2e) {
+			t.Errorf("%v: previous keys %x", vars, c.EncryptionKeysPrevious)
+		}
+	}
+	if c, err := Load(env(nil)); err != nil || c.EncryptionKey != nil {
+		t.Errorf("default: %x %v, want no key", c.EncryptionKey, err)
+	}
+	for name, vars := range map[string]map[string]string{
+		"HERALD_ENCRYPTION_KEY":          {"HERALD_ENCRYPTION_KEY": key[:62]},
+		"HERALD_ENCRYPTION_KEY_FILE":     {"HERALD_ENCRYPTION_KEY": key, "HERALD_ENCRYPTION_KEY_FILE": file},
+		"HERALD_ENCRYPTION_KEY_PREVIOUS": {"HERALD_ENCRYPTION_KEY_PREVIOUS": prev},
+	} {
+		if _, err := Load(env(vars)); err == nil || !strings.HasPrefix(err.Error(), name+": ") {
+			t.Errorf("%v: %v, want refused on %s's line", vars, err, name)
+		}
+	}
+	for _, vars := range []map[string]string{
+		{"HERALD_ENCRYPTION_KEY": key, "HERALD_ENCRYPTION_KEY_PREVIOUS": key},
+		{"HERALD_ENCRYPTION_KEY": key, "HERALD_ENCRYPTION_KEY_PREVIOUS": "nothex"},
+		{"HERALD_ENCRYPTION_KEY_FILE": filepath.Join(t.TempDir(), "none")},
+	} {
+		if _, err := Load(env(vars)); err == nil || strings.Contains(err.Error(), key) {
+			t.Errorf("%v: %v, want refused without showing the key", vars, err)
 		}
 	}
 }
