@@ -294,6 +294,8 @@ func (k *kit) setup(ctx context.Context, o *options) error {
 		"HERALD_FCM_ENDPOINT":         k.fakeURL,
 		"HERALD_PUSH_RATE":            "0",
 		"HERALD_SHUTDOWN_TIMEOUT":     "10s",
+		// The load sends no email; a production server needs SMTP or this.
+		"HERALD_MAIL_TO_LOG": "on",
 	}
 	for _, kv := range o.env {
 		key, v, _ := strings.Cut(kv, "=")

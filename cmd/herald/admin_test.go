@@ -11,10 +11,11 @@ import (
 // `herald admin create` reads the password from standard input when it is
 // not a terminal, and with --password-stdin; the account logs in with it.
 // Only the account's id is printed, and no warning that concerns a server
-// (no SMTP, no push provider) although neither is configured.
+// (no SMTP, no push provider) although neither is configured (the server
+// beside it logs its emails, as HERALD_MAIL_TO_LOG=on allows).
 func TestAdminCreatePasswordFromStdin(t *testing.T) {
 	t.Parallel()
-	h := startHerald(t, "sqlite", sessionEnv(map[string]string{"HERALD_SMTP_URL": ""}))
+	h := startHerald(t, "sqlite", sessionEnv(map[string]string{"HERALD_SMTP_URL": "", "HERALD_MAIL_TO_LOG": "on"}))
 	cases := []struct {
 		name  string
 		stdin string

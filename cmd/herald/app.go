@@ -30,6 +30,7 @@ import (
 	"github.com/herald-vpn/herald/internal/push"
 	"github.com/herald-vpn/herald/internal/push/apns"
 	"github.com/herald-vpn/herald/internal/push/fcm"
+	"github.com/herald-vpn/herald/internal/seal"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/storage"
@@ -126,10 +127,22 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, serving b
 	if err != nil {
 		return a, err
 	}
+	// What only a server must not start with (no SMTP in production)
+	// stops it here, before the database is touched.
+	if serving {
+		if err := cfg.ServeRefusal(); err != nil {
+			return a, configError{err.Error()}
+		}
+	}
 	if a.db, err = openMigrated(ctx, cfg, logger, a.tracer); err != nil {
 		return a, err
 	}
 	a.onClose(func(context.Context) { a.db.Close() })
+	if serving {
+		if err := sealSecrets(ctx, a.db, cfg, logger); err != nil {
+			return a, err
+		}
+	}
 	if a.redis, err = newRedis(cfg, logger); err != nil {
 		return a, err
 	}
@@ -166,7 +179,10 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, serving b
 		}
 	} else {
 		sender = mail.NewDev(logger)
-		if serving {
+		switch {
+		case serving && cfg.Env != "development":
+			logger.Warn("HERALD_MAIL_TO_LOG=on and HERALD_SMTP_URL is not set: emails, with their one-time codes, are written to this log, not sent")
+		case serving:
 			logger.Warn("HERALD_SMTP_URL is not set: emails are written to this log, not sent")
 		}
 	}
@@ -320,7 +336,11 @@ func (a *App) start(ctx context.Context) error {
 
 // openMigrated opens the database and applies its migrations.
 func openMigrated(ctx context.Context, cfg config.Config, logger *slog.Logger, tp trace.TracerProvider) (*sqlstore.DB, error) {
-	opts := sqlstore.Options{Logger: logger.With("component", "database"), MaxConns: cfg.DatabaseMaxConns}
+	keys, err := encryptionKeys(cfg)
+	if err != nil {
+		return nil, err
+	}
+	opts := sqlstore.Options{Logger: logger.With("component", "database"), MaxConns: cfg.DatabaseMaxConns, Keys: keys}
 	if tp != nil {
 		opts.Tracer = tracing.Tracer(tp)
 	}
@@ -337,6 +357,50 @@ func openMigrated(ctx context.Context, cfg config.Config, logger *slog.Logger, t
 		logger.Info("migrations applied", "migrations", applied)
 	}
 	return db, nil
+}
+
+// encryptionKeys is the keyring of HERALD_ENCRYPTION_KEY and
+// HERALD_ENCRYPTION_KEY_PREVIOUS; nil without a key.
+func encryptionKeys(cfg config.Config) (*seal.Keyring, error) {
+	if cfg.EncryptionKey == nil {
+		return nil, nil
+	}
+	k, err := seal.NewKeyring(cfg.EncryptionKey, cfg.EncryptionKeysPrevious...)
+	if err != nil {
+		return nil, configError{"HERALD_ENCRYPTION_KEY: " + err.Error()}
+	}
+	return k, nil
+}
+
+// sealSecrets seals, at a server's start, the secrets the database keeps
+// in plain text or under a previous key. Secrets the keys given cannot
+// open stop the start: a server must not run on secrets it cannot read.
+func sealSecrets(ctx context.Context, db *sqlstore.DB, cfg config.Config, logger *slog.Logger) error {
+	n, err := db.SealSecrets(ctx)
+	if errors.Is(err, sqlstore.ErrSecretsUnreadable) {
+		return configError{unreadableSecrets(cfg, err)}
+	}
+	if err != nil {
+		return fmt.Errorf("seal the stored secrets: %w", err)
+	}
+	keys, _ := encryptionKeys(cfg)
+	switch {
+	case n > 0:
+		logger.Info("stored secrets sealed with HERALD_ENCRYPTION_KEY", "sealed", n, "key", keys.ID())
+	case keys == nil && cfg.Env != "development":
+		logger.Warn("HERALD_ENCRYPTION_KEY is not set: the secrets kept in the database (webhook signing secrets, the JWT seed, HMAC keys) are stored in plain text")
+	}
+	return nil
+}
+
+// unreadableSecrets is the line that says which key to set when stored
+// secrets do not open.
+func unreadableSecrets(cfg config.Config, err error) string {
+	given := "HERALD_ENCRYPTION_KEY is not set"
+	if keys, _ := encryptionKeys(cfg); keys != nil {
+		given = "HERALD_ENCRYPTION_KEY is key " + keys.ID()
+	}
+	return "HERALD_ENCRYPTION_KEY: " + oneLine(err.Error()) + " (" + given + "): set HERALD_ENCRYPTION_KEY to the key that sealed them (its id is shown), and while rotating keep the old key in HERALD_ENCRYPTION_KEY_PREVIOUS"
 }
 
 // openStore is what the operator commands that only touch the database

@@ -11,12 +11,14 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/herald-vpn/herald/internal/config"
 	"github.com/herald-vpn/herald/internal/mail"
+	"github.com/herald-vpn/herald/internal/push"
 	"github.com/herald-vpn/herald/internal/push/apns"
 	"github.com/herald-vpn/herald/internal/push/fcm"
 	"github.com/herald-vpn/herald/internal/sessions"
@@ -74,6 +76,8 @@ func dependencyChecks(cfg config.Config, db *sqlstore.DB, rdb *redis.Client) []f
 		func(ctx context.Context) checkResult { return checkAPNs(cfg) },
 		func(ctx context.Context) checkResult { return checkTelegram(ctx, cfg) },
 		func(ctx context.Context) checkResult { return checkJWTKeys(cfg) },
+		func(ctx context.Context) checkResult { return checkDiscovery(cfg) },
+		func(ctx context.Context) checkResult { return checkSecrets(ctx, cfg, db) },
 	}
 }
 
@@ -148,12 +152,17 @@ func checkRedis(ctx context.Context, cfg config.Config, rdb *redis.Client) check
 
 func checkSMTP(ctx context.Context, cfg config.Config) checkResult {
 	const name = "smtp"
-	if cfg.SMTPURL == "" {
-		return warned(name, "HERALD_SMTP_URL is not set: emails are written to the log, not sent", "set HERALD_SMTP_URL=smtp://user:pass@mail.example.com:587")
+	switch {
+	case cfg.SMTPURL == "" && cfg.Env == "development":
+		return passed(name, "HERALD_SMTP_URL is not set: emails are written to the log, not sent (development profile)")
+	case cfg.SMTPURL == "" && cfg.MailToLog:
+		return warned(name, "HERALD_SMTP_URL is not set and HERALD_MAIL_TO_LOG=on: every email, its one-time code included, is written to the log, not sent", "set HERALD_SMTP_URL=smtp://user:pass@mail.example.com:587 (and drop HERALD_MAIL_TO_LOG) so that codes stay out of the log")
+	case cfg.SMTPURL == "":
+		return checkResult{name: name, status: checkError, detail: "HERALD_SMTP_URL is not set: a production server refuses to start without it", fix: "set HERALD_SMTP_URL=smtp://user:pass@mail.example.com:587, or HERALD_MAIL_TO_LOG=on to write emails (with their codes) to the log deliberately"}
 	}
 	s, err := mail.NewSMTP(cfg.SMTPURL, cfg.MailFrom)
 	if err != nil {
-		return failed(name, err, "fix HERALD_SMTP_URL or HERALD_MAIL_FROM")
+		return failed(name, err, "check that HERALD_SMTP_URL is smtp://[user:pass@]host:port or smtps://… with no path, and HERALD_MAIL_FROM an address such as Herald <no-reply@example.com>")
 	}
 	res, err := s.Check(ctx)
 	if err != nil {
@@ -167,7 +176,7 @@ func checkSMTP(ctx context.Context, cfg config.Config) checkResult {
 		case errors.As(err, &se) && se.Code == 0 && strings.Contains(err.Error(), "AUTH"):
 			// go-mail refuses PLAIN and LOGIN over a connection that is
 			// not encrypted, before asking the relay.
-			fix = "AUTH was not possible: check that the relay offers STARTTLS (or use smtps://) and an AUTH mechanism Herald knows (SCRAM-SHA-256, SCRAM-SHA-1, PLAIN, LOGIN)"
+			fix = "AUTH was not possible: check that the relay of HERALD_SMTP_URL offers STARTTLS (or write smtps:// there) and an AUTH mechanism Herald knows (SCRAM-SHA-256, SCRAM-SHA-1, PLAIN, LOGIN)"
 		}
 		return failed(name, err, fix)
 	}
@@ -177,7 +186,7 @@ func checkSMTP(ctx context.Context, cfg config.Config) checkResult {
 	}
 	detail += "; no mail sent"
 	if res.TLS == "none" && !loopbackURL(cfg.SMTPURL) {
-		return warned(name, detail, "the relay offers no STARTTLS, so mail (and any password) travels in clear: use smtps:// or a relay that offers STARTTLS")
+		return warned(name, detail, "the relay offers no STARTTLS, so mail (and any password) travels in clear: write smtps:// in HERALD_SMTP_URL, or point it at a relay that offers STARTTLS")
 	}
 	return passed(name, detail)
 }
@@ -205,16 +214,38 @@ func checkFCM(ctx context.Context, cfg config.Config) checkResult {
 	}
 	creds, err := os.ReadFile(cfg.FCMCredentialsFile)
 	if err != nil {
-		return failed(name, err, "make HERALD_FCM_CREDENTIALS_FILE readable by herald")
+		return failed(name, err, "check that HERALD_FCM_CREDENTIALS_FILE names a file that exists and that herald's user may read")
 	}
 	c, err := fcm.New(ctx, creds, cfg.FCMProjectID, cfg.FCMEndpoint, nil)
 	if err != nil {
-		return failed(name, err, "HERALD_FCM_CREDENTIALS_FILE must be a Firebase service-account key (JSON, from the Firebase console: Project settings, Service accounts)")
+		if strings.Contains(err.Error(), "project ID") {
+			return failed(name, err, "set HERALD_FCM_PROJECT_ID to the Firebase project's id: the key in HERALD_FCM_CREDENTIALS_FILE names none")
+		}
+		return failed(name, err, "HERALD_FCM_CREDENTIALS_FILE must be a Firebase service-account key (JSON, from the Firebase console: Project settings, Service accounts, Generate new private key)")
 	}
 	if err := c.Check(ctx); err != nil {
-		return failed(name, err, "Google refused the service account: create a new key for it, or check that it is not disabled or deleted")
+		return failed(name, err, fcmTokenFix(err))
 	}
 	return passed(name, "project "+c.ProjectID()+": OAuth access token granted")
+}
+
+// fcmTokenFix says what to check when the OAuth token endpoint did not
+// grant the service account of HERALD_FCM_CREDENTIALS_FILE a token.
+func fcmTokenFix(err error) string {
+	var pe *push.Error
+	status := 0
+	if errors.As(err, &pe) {
+		status = pe.Status
+	}
+	switch {
+	case status == 400 || status == 401 || status == 403:
+		return "the token endpoint refused the key of HERALD_FCM_CREDENTIALS_FILE: check in Google Cloud (IAM & Admin, Service accounts) that its service account (client_email) and key (private_key_id) still exist and are enabled, and that this machine's clock is right; else create a new key and point HERALD_FCM_CREDENTIALS_FILE at it"
+	case status == 0 && errors.Is(err, context.DeadlineExceeded):
+		return "the token endpoint (token_uri of HERALD_FCM_CREDENTIALS_FILE) did not answer in time: check outbound HTTPS from here to it (a proxy goes in HTTPS_PROXY), or try with a longer --timeout"
+	case status == 0:
+		return "the token endpoint (token_uri of HERALD_FCM_CREDENTIALS_FILE) could not be reached: check outbound HTTPS from here to it (a proxy goes in HTTPS_PROXY) and that token_uri is Google's (https://oauth2.googleapis.com/token)"
+	}
+	return fmt.Sprintf("the token endpoint (token_uri of HERALD_FCM_CREDENTIALS_FILE) failed with status %d: try again later; if it persists, check Google Cloud's status and that token_uri is Google's", status)
 }
 
 func checkAPNs(cfg config.Config) checkResult {
@@ -224,10 +255,10 @@ func checkAPNs(cfg config.Config) checkResult {
 	}
 	key, err := os.ReadFile(cfg.APNsKeyFile)
 	if err != nil {
-		return failed(name, err, "make HERALD_APNS_KEY_FILE readable by herald")
+		return failed(name, err, "check that HERALD_APNS_KEY_FILE names a file that exists and that herald's user may read")
 	}
 	if err := apns.CheckKey(key, cfg.APNsKeyID, cfg.APNsTeamID); err != nil {
-		return failed(name, err, "HERALD_APNS_KEY_FILE must be the .p8 auth key Apple issued (Certificates, Identifiers & Profiles, Keys)")
+		return failed(name, err, "HERALD_APNS_KEY_FILE must be the .p8 auth key Apple issued (Certificates, Identifiers & Profiles, Keys), with its id in HERALD_APNS_KEY_ID and the team's in HERALD_APNS_TEAM_ID")
 	}
 	return passed(name, fmt.Sprintf("key %s of team %s signs provider tokens (not sent: APNs is tried at the first push)", cfg.APNsKeyID, cfg.APNsTeamID))
 }
@@ -242,7 +273,7 @@ func checkTelegram(ctx context.Context, cfg config.Config) checkResult {
 		if telegram.Classify(err) == telegram.Unauthorized {
 			return failed(name, err, "Telegram refused the token: copy it again from @BotFather into HERALD_TELEGRAM_BOT_TOKEN")
 		}
-		return failed(name, err, "check that HERALD_TELEGRAM_API_URL can be reached from here")
+		return failed(name, err, "check that HERALD_TELEGRAM_API_URL (https://api.telegram.org unless you run your own Bot API server) can be reached from here")
 	}
 	bot := "@" + res.Bot.Username
 	hook := res.Webhook
@@ -275,6 +306,84 @@ func checkJWTKeys(cfg config.Config) checkResult {
 	return passed(name, fmt.Sprintf("active key %s, %d kept to verify", ks.ActiveID(), ks.VerifyOnly()))
 }
 
+// checkDiscovery says where /.well-known/openid-configuration's URLs come
+// from, and warns when production cannot publish it.
+func checkDiscovery(cfg config.Config) checkResult {
+	const name = "discovery"
+	switch base := cfg.PublicBase(); {
+	case base != "":
+		return passed(name, "jwks_uri is "+base+"/.well-known/jwks.json")
+	case cfg.Env == "development":
+		return passed(name, "jwks_uri follows each request's Host (development profile)")
+	}
+	return warned(name, "neither HERALD_PUBLIC_URL nor an http(s) HERALD_JWT_ISSUER is set: /.well-known/openid-configuration answers 404 (the keys stay at /.well-known/jwks.json)", "set HERALD_PUBLIC_URL to the address clients reach Herald at (https://api.example.com) if other services discover its keys")
+}
+
+// checkSecrets says how the secrets the database keeps are stored: sealed
+// by HERALD_ENCRYPTION_KEY, about to be (at the next start), or in plain
+// text; and fails when they do not open with the keys given, as the start
+// would.
+func checkSecrets(ctx context.Context, cfg config.Config, db *sqlstore.DB) checkResult {
+	const name = "secrets"
+	keys, err := encryptionKeys(cfg)
+	if err != nil {
+		return failed(name, err, "give HERALD_ENCRYPTION_KEY_PREVIOUS only the keys that HERALD_ENCRYPTION_KEY replaced")
+	}
+	noKey := func(stored string) checkResult {
+		if cfg.Env == "development" {
+			return passed(name, stored+"not sealed: HERALD_ENCRYPTION_KEY is not set (development profile)")
+		}
+		return warned(name, stored+"in plain text: HERALD_ENCRYPTION_KEY is not set, so webhook signing secrets, the JWT seed and the HMAC keys are readable by anyone with a copy of the database", "set HERALD_ENCRYPTION_KEY (openssl rand -hex 32) or HERALD_ENCRYPTION_KEY_FILE; the next start seals them")
+	}
+	if db == nil {
+		if dialect, path, err := storage.ParseURL(cfg.DatabaseURL); err == nil && dialect == storage.SQLite {
+			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+				if keys == nil {
+					return noKey("none stored yet; they will be kept ")
+				}
+				return passed(name, "none stored yet; they will be sealed with key "+keys.ID())
+			}
+		}
+		if db, err = sqlstore.Open(ctx, cfg.DatabaseURL, sqlstore.Options{MaxConns: 2, Keys: keys}); err != nil {
+			return warned(name, "not checked: the database did not answer", "see the database line (HERALD_DATABASE_URL)")
+		}
+		defer db.Close()
+	}
+	if list, err := db.MigrationStatus(ctx); err == nil && slices.ContainsFunc(list, func(m sqlstore.Migration) bool { return !m.Applied }) {
+		if keys == nil {
+			return noKey("not checked until the database is migrated; they will be kept ")
+		}
+		return passed(name, "not checked until the database is migrated; they will be sealed with key "+keys.ID())
+	}
+	st, err := db.SealStatus(ctx)
+	if err != nil {
+		return warned(name, "not checked: "+oneLine(err.Error()), "see the database line (HERALD_DATABASE_URL)")
+	}
+	if len(st.Unreadable) > 0 {
+		given := "HERALD_ENCRYPTION_KEY is not set"
+		if keys != nil {
+			given = "HERALD_ENCRYPTION_KEY is key " + keys.ID()
+		}
+		detail := fmt.Sprintf("%d stored secrets do not open (%s): %s", len(st.Unreadable), given, strings.Join(st.Unreadable, "; "))
+		fix := "the stored values were changed, or moved between rows: check that HERALD_DATABASE_URL is the database they were sealed in, else restore them from a backup"
+		if len(st.SealedBy) > 0 {
+			fix = "set HERALD_ENCRYPTION_KEY to the key that sealed them (key " + strings.Join(st.SealedBy, ", key ") + "); while rotating keep the old key in HERALD_ENCRYPTION_KEY_PREVIOUS. serve refuses to start until then"
+		}
+		return checkResult{name: name, status: checkError, detail: detail, fix: fix}
+	}
+	total := st.Plain + st.Current + st.Previous
+	if keys == nil {
+		return noKey(fmt.Sprintf("%d stored ", total))
+	}
+	detail := fmt.Sprintf("%d stored, %d sealed with key %s", total, st.Current, keys.ID())
+	if n := st.Plain + st.Previous; n > 0 {
+		detail += fmt.Sprintf("; %d (plain or under a previous key) are sealed with it at the next start", n)
+	} else if len(cfg.EncryptionKeysPrevious) > 0 {
+		detail += "; none is left under a previous key: HERALD_ENCRYPTION_KEY_PREVIOUS can go"
+	}
+	return passed(name, detail)
+}
+
 // printChecks writes one line per result and says whether any failed.
 func printChecks(w io.Writer, results []checkResult) (failedAny bool) {
 	for _, r := range results {
@@ -292,7 +401,7 @@ func printChecks(w io.Writer, results []checkResult) (failedAny bool) {
 var errChecksFailed = errors.New("checks failed")
 
 func cmdCheck(ctx context.Context, env *environment, args []string) error {
-	fs := newFlags(env, "check", "Validate the configuration, then try each configured dependency (database, Redis, SMTP, FCM, APNs,\nTelegram, JWT keys) without changing anything, and print one line per check: ok, warning or error,\nwith the fix. Exit status: 0 when no check failed (warnings included), 1 when one did, 2 when the\nconfiguration is invalid.", configHint)
+	fs := newFlags(env, "check", "Validate the configuration, then try each configured dependency (database, Redis, SMTP, FCM, APNs,\nTelegram, JWT keys, discovery, stored secrets) without changing anything, and print one line per check: ok, warning or error,\nwith the fix. Exit status: 0 when no check failed (warnings included), 1 when one did, 2 when the\nconfiguration is invalid.", configHint)
 	timeout := fs.Duration("timeout", 10*time.Second, "time allowed to each check")
 	if helped, err := parseFlags(env, fs, args); helped || err != nil {
 		return err

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -95,6 +97,7 @@ func TestCheckAllOK(t *testing.T) {
 			"HERALD_TELEGRAM_BOT_TOKEN":   checkBotToken,
 			"HERALD_TELEGRAM_API_URL":     tg.URL,
 			"HERALD_JWT_KEYS_FILE":        jwksFile(t, false),
+			"HERALD_PUBLIC_URL":           "https://api.example.com",
 		})
 		if _, stderr, err := runHerald(t, env, "", "migrate"); err != nil {
 			t.Fatalf("migrate: %v\n%s", err, stderr)
@@ -104,15 +107,15 @@ func TestCheckAllOK(t *testing.T) {
 			t.Fatalf("check = %v, want success\n%s%s", err, stdout, stderr)
 		}
 		lines := checkLines(t, stdout)
-		for _, name := range []string{"configuration", "database", "redis", "smtp", "fcm", "apns", "telegram", "jwt keys"} {
+		for _, name := range []string{"configuration", "database", "redis", "smtp", "fcm", "apns", "telegram", "jwt keys", "discovery", "secrets"} {
 			if l := lines[name]; !strings.HasPrefix(l, "ok ") {
 				t.Errorf("%s: %q, want ok", name, l)
 			}
 		}
-		if len(lines) != 8 {
-			t.Errorf("%d lines, want 8:\n%s", len(lines), stdout)
+		if len(lines) != 10 {
+			t.Errorf("%d lines, want 10:\n%s", len(lines), stdout)
 		}
-		for _, want := range []string{"0 pending", "AUTH accepted", "access token granted", "@herald_test_bot"} {
+		for _, want := range []string{"0 pending", "AUTH accepted", "access token granted", "@herald_test_bot", "jwks_uri is https://api.example.com/.well-known/jwks.json", "0 stored, 0 sealed with key "} {
 			if !strings.Contains(stdout, want) {
 				t.Errorf("output lacks %q:\n%s", want, stdout)
 			}
@@ -135,28 +138,40 @@ func TestCheckFailures(t *testing.T) {
 	smtp := mailtest.NewServer(t, mailtest.WithAuth(user, pass))
 	fcmFake := fcmtest.NewServer(t, fcmtest.PlainHTTP())
 	tg := telegramtest.NewServer(t, checkBotToken)
-	refusedKey := func() string {
+	// fcmKey is a key of fake, changed by edit (a value "" drops the
+	// field).
+	fcmKey := func(fake *fcmtest.Server, edit map[string]string) string {
 		var creds map[string]string
-		if err := json.Unmarshal(fcmFake.CredentialsJSON(fcmProject), &creds); err != nil {
+		if err := json.Unmarshal(fake.CredentialsJSON(fcmProject), &creds); err != nil {
 			t.Fatal(err)
 		}
-		creds["private_key_id"] = "a-key-the-fake-never-issued"
+		for k, v := range edit {
+			if v == "" {
+				delete(creds, k)
+			} else {
+				creds[k] = v
+			}
+		}
 		b, _ := json.Marshal(creds)
-		return writeTemp(t, "fcm-refused.json", b)
-	}()
+		return writeTemp(t, "fcm.json", b)
+	}
+	refusedKey := fcmKey(fcmFake, map[string]string{"private_key_id": "a-key-the-fake-never-issued"})
+	failingFCM := fcmtest.NewServer(t, fcmtest.PlainHTTP())
+	failingFCM.SetTokenEndpointStatus(http.StatusServiceUnavailable)
 	apnsKey, _, err := apnstest.GenerateKey()
 	if err != nil {
 		t.Fatal(err)
 	}
 	missingDB := filepath.Join(t.TempDir(), "missing.db")
-	apnsEnv := func(key []byte) map[string]string {
+	apnsEnvFile := func(path string) map[string]string {
 		return map[string]string{
-			"HERALD_APNS_KEY_FILE": writeTemp(t, "AuthKey.p8", key),
+			"HERALD_APNS_KEY_FILE": path,
 			"HERALD_APNS_KEY_ID":   "KEYID12345",
 			"HERALD_APNS_TEAM_ID":  "TEAMID1234",
 			"HERALD_APNS_TOPIC":    "com.example.vpn",
 		}
 	}
+	apnsEnv := func(key []byte) map[string]string { return apnsEnvFile(writeTemp(t, "AuthKey.p8", key)) }
 	telegramEnv := func(token, webhook string) map[string]string {
 		return map[string]string{"HERALD_TELEGRAM_BOT_TOKEN": token, "HERALD_TELEGRAM_API_URL": tg.URL, "HERALD_TELEGRAM_WEBHOOK_URL": webhook}
 	}
@@ -168,23 +183,39 @@ func TestCheckFailures(t *testing.T) {
 		has    []string
 	}{
 		{"database unreachable", map[string]string{"HERALD_DATABASE_URL": "postgres://herald@127.0.0.1:1/herald?connect_timeout=2"}, "database", "error", []string{"fix: check HERALD_DATABASE_URL"}},
+		{"redis bad database number", map[string]string{"HERALD_REDIS_URL": "redis://127.0.0.1:6379/x"}, "redis", "error", []string{"fix HERALD_REDIS_URL"}},
 		{"database not migrated", map[string]string{"HERALD_DATABASE_URL": "postgres-fresh"}, "database", "warning", []string{"0 migrations applied", "herald migrate"}},
 		{"database file missing", map[string]string{"HERALD_DATABASE_URL": "sqlite:" + missingDB}, "database", "warning", []string{"does not exist yet", "herald migrate"}},
 		{"redis unreachable", map[string]string{"HERALD_REDIS_URL": "redis://127.0.0.1:1/0"}, "redis", "error", []string{"PING", "fix:"}},
-		{"smtp not set", map[string]string{"HERALD_SMTP_URL": ""}, "smtp", "warning", []string{"written to the log", "fix: set HERALD_SMTP_URL"}},
+		{"smtp not set", map[string]string{"HERALD_SMTP_URL": ""}, "smtp", "error", []string{"refuses to start", "fix: set HERALD_SMTP_URL", "HERALD_MAIL_TO_LOG=on"}},
+		{"smtp not set, mail to log", map[string]string{"HERALD_SMTP_URL": "", "HERALD_MAIL_TO_LOG": "on"}, "smtp", "warning", []string{"one-time code included, is written to the log", "fix: set HERALD_SMTP_URL"}},
+		{"smtp not set, development", map[string]string{"HERALD_SMTP_URL": "", "HERALD_ENV": "development"}, "smtp", "ok", []string{"written to the log", "development profile"}},
 		{"smtp wrong password", map[string]string{"HERALD_SMTP_URL": smtp.URLWithAuth(user, "wrong")}, "smtp", "error", []string{"535", "fix: the relay refused the credentials"}},
 		{"smtp unreachable", map[string]string{"HERALD_SMTP_URL": "smtp://127.0.0.1:1"}, "smtp", "error", []string{"refused", "fix:"}},
+		{"smtp bad sender", map[string]string{"HERALD_MAIL_FROM": "Herald <@>"}, "smtp", "error", []string{"from address", "HERALD_MAIL_FROM an address"}},
 		{"smtp untrusted certificate", map[string]string{"HERALD_SMTP_URL": mailtest.NewServer(t, mailtest.WithStartTLS()).URL()}, "smtp", "error", []string{"certificate", "fix: the relay's TLS certificate is not trusted"}},
-		{"fcm key refused", map[string]string{"HERALD_FCM_CREDENTIALS_FILE": refusedKey, "HERALD_FCM_ENDPOINT": fcmFake.URL}, "fcm", "error", []string{"TOKEN_ENDPOINT", "fix: Google refused the service account"}},
+		{"fcm key refused", map[string]string{"HERALD_FCM_CREDENTIALS_FILE": refusedKey, "HERALD_FCM_ENDPOINT": fcmFake.URL}, "fcm", "error", []string{"TOKEN_ENDPOINT", "fix: the token endpoint refused the key of HERALD_FCM_CREDENTIALS_FILE", "private_key_id", "clock"}},
+		{"fcm token endpoint unreachable", map[string]string{"HERALD_FCM_CREDENTIALS_FILE": fcmKey(fcmFake, map[string]string{"token_uri": "http://127.0.0.1:1/token"}), "HERALD_FCM_ENDPOINT": fcmFake.URL}, "fcm", "error", []string{"TOKEN_ENDPOINT", "fix: the token endpoint (token_uri of HERALD_FCM_CREDENTIALS_FILE) could not be reached"}},
+		{"fcm token endpoint failing", map[string]string{"HERALD_FCM_CREDENTIALS_FILE": fcmKey(failingFCM, nil), "HERALD_FCM_ENDPOINT": failingFCM.URL}, "fcm", "error", []string{"TOKEN_ENDPOINT", "failed with status 503", "try again later"}},
+		{"fcm key without a project", map[string]string{"HERALD_FCM_CREDENTIALS_FILE": fcmKey(fcmFake, map[string]string{"project_id": ""}), "HERALD_FCM_ENDPOINT": fcmFake.URL}, "fcm", "error", []string{"fix: set HERALD_FCM_PROJECT_ID"}},
 		{"fcm not a key", map[string]string{"HERALD_FCM_CREDENTIALS_FILE": writeTemp(t, "fcm.json", []byte(`{"type":"authorized_user"}`))}, "fcm", "error", []string{"fix: HERALD_FCM_CREDENTIALS_FILE must be"}},
-		{"fcm file missing", map[string]string{"HERALD_FCM_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none.json")}, "fcm", "error", []string{"no such file"}},
+		{"fcm file missing", map[string]string{"HERALD_FCM_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none.json")}, "fcm", "error", []string{"no such file", "fix: check that HERALD_FCM_CREDENTIALS_FILE names a file"}},
 		{"apns key valid", apnsEnv(apnsKey), "apns", "ok", []string{"KEYID12345"}},
 		{"apns key broken", apnsEnv([]byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")), "apns", "error", []string{"fix: HERALD_APNS_KEY_FILE must be"}},
+		{"apns key file missing", apnsEnvFile(filepath.Join(t.TempDir(), "none.p8")), "apns", "error", []string{"no such file", "fix: check that HERALD_APNS_KEY_FILE names a file"}},
 		{"telegram token rejected", telegramEnv("123456:wrong", ""), "telegram", "error", []string{"401", "fix: Telegram refused the token"}},
+		{"telegram unreachable", map[string]string{"HERALD_TELEGRAM_BOT_TOKEN": checkBotToken, "HERALD_TELEGRAM_API_URL": "http://127.0.0.1:1"}, "telegram", "error", []string{"fix: check that HERALD_TELEGRAM_API_URL"}},
 		{"telegram webhook not registered", telegramEnv(checkBotToken, "https://api.example.com/webhooks/telegram"), "telegram", "warning", []string{"is none", "serve registers"}},
 		{"telegram polling", telegramEnv(checkBotToken, ""), "telegram", "ok", []string{"long-polled"}},
 		{"jwt two active keys", map[string]string{"HERALD_JWT_KEYS_FILE": jwksFile(t, true)}, "jwt keys", "error", []string{"more than one key is marked active", "keys generate"}},
 		{"jwt keys file", map[string]string{"HERALD_JWT_KEYS_FILE": jwksFile(t, false)}, "jwt keys", "ok", []string{"active key", "0 kept to verify"}},
+		{"discovery without a public URL", nil, "discovery", "warning", []string{"answers 404", "fix: set HERALD_PUBLIC_URL"}},
+		{"discovery from the issuer", map[string]string{"HERALD_JWT_ISSUER": "https://auth.example.com"}, "discovery", "ok", []string{"jwks_uri is https://auth.example.com/.well-known/jwks.json"}},
+		{"discovery in development", map[string]string{"HERALD_ENV": "development"}, "discovery", "ok", []string{"follows each request's Host"}},
+		{"secrets without a key", map[string]string{"HERALD_ENCRYPTION_KEY": ""}, "secrets", "warning", []string{"in plain text", "fix: set HERALD_ENCRYPTION_KEY"}},
+		{"secrets without a key, development", map[string]string{"HERALD_ENCRYPTION_KEY": "", "HERALD_ENV": "development"}, "secrets", "ok", []string{"not sealed", "development profile"}},
+		{"secrets before the database exists", map[string]string{"HERALD_DATABASE_URL": "sqlite:" + missingDB}, "secrets", "ok", []string{"none stored yet", "sealed with key"}},
+		{"jwt keys file missing", map[string]string{"HERALD_JWT_KEYS_FILE": filepath.Join(t.TempDir(), "none.json")}, "jwt keys", "error", []string{"fix HERALD_JWT_KEYS_FILE"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -196,7 +227,9 @@ func TestCheckFailures(t *testing.T) {
 			if env["HERALD_DATABASE_URL"] == "postgres-fresh" {
 				env["HERALD_DATABASE_URL"] = sqlstoretest.NewURL(t, "postgres")
 			}
-			if c.check != "database" {
+			// A case's own database is left as it is; the others are
+			// migrated.
+			if _, own := c.env["HERALD_DATABASE_URL"]; !own {
 				if _, stderr, err := runHerald(t, env, "", "migrate"); err != nil {
 					t.Fatalf("migrate: %v\n%s", err, stderr)
 				}
@@ -214,6 +247,11 @@ func TestCheckFailures(t *testing.T) {
 			if c.status == "error" {
 				if !errors.Is(err, errChecksFailed) || exitCode(err) != 1 {
 					t.Errorf("check = %v (exit %d), want exit status 1", err, exitCode(err))
+				}
+				// Every failing line names the variable to fix and what to
+				// check about it.
+				if _, fix, ok := strings.Cut(line, " — fix: "); !ok || !regexp.MustCompile(`\bHERALD_[A-Z0-9_]+\b`).MatchString(fix) || len(fix) < 30 {
+					t.Errorf("%s line does not say which variable to fix and what to check: %s", c.check, line)
 				}
 			} else if err != nil {
 				t.Errorf("check = %v, want exit status 0 (a warning does not fail)\n%s%s", err, stdout, stderr)

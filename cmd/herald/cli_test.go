@@ -30,7 +30,7 @@ func TestCLI(t *testing.T) {
 		{name: "--help", args: []string{"--help"}, stdoutHas: []string{"Usage: herald", "serve", "migrate", "check", "version", "help config"}},
 		{name: "-h", args: []string{"-h"}, stdoutHas: []string{"Usage: herald", "serve"}},
 		{name: "help", args: []string{"help"}, stdoutHas: []string{"Usage: herald", "serve"}},
-		{name: "help config", args: []string{"help", "config"}, stdoutHas: []string{"HERALD_ADDR", "HERALD_DATABASE_URL", "HERALD_SMTP_URL", "HERALD_TELEGRAM_BOT_TOKEN"}},
+		{name: "help config", args: []string{"help", "config"}, stdoutHas: []string{"HERALD_ADDR", "HERALD_DATABASE_URL", "HERALD_SMTP_URL", "HERALD_TELEGRAM_BOT_TOKEN", "also accept true/false, 1/0 and yes/no, in any case"}},
 		{name: "help admin", args: []string{"help", "admin"}, stdoutHas: []string{"Usage: herald admin create"}},
 		{name: "help users", args: []string{"help", "users"}, stdoutHas: []string{"Usage: herald users set-plan", "herald users enable --email E"}},
 		{name: "help apikeys create", args: []string{"help", "apikeys", "create"}, stdoutHas: []string{"Usage: herald apikeys create", "-scopes"}, stdoutLacks: []string{"HERALD_ADDR"}},
@@ -220,10 +220,21 @@ func TestMigrateCommand(t *testing.T) {
 	})
 }
 
-// The server with no command at all is `serve`: run it briefly.
+// The server with no command at all is `serve`: run it briefly, in the
+// development profile, as the README's first command does (production
+// would want HERALD_SMTP_URL).
 func TestNoCommandServes(t *testing.T) {
 	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, _ := strings.Cut(string(readme), "```sh\n")
+	if first, _, _ := strings.Cut(block, "\n"); !strings.HasPrefix(first, "HERALD_ENV=development go run ./cmd/herald ") {
+		t.Errorf("the README's first command is %q, want the server in the development profile", first)
+	}
 	env := testDefaults()
+	env["HERALD_ENV"] = "development"
 	env["HERALD_DATABASE_URL"] = sqlstoretest.NewURL(t, "sqlite")
 	env["HERALD_ADDR"] = freeAddr(t)
 	ctx, cancel := context.WithCancel(t.Context())

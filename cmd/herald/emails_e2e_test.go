@@ -199,9 +199,10 @@ func TestE2EBrokenEmailTemplateIsAConfigError(t *testing.T) {
 	}
 }
 
-// Without HERALD_SMTP_URL the development mailer logs each email with its
-// code as a field of its own, and the metrics count it as logged, not
-// sent, with tracing (which wraps the mailer) on or off.
+// Without HERALD_SMTP_URL, in the development profile, the development
+// mailer logs each email with its code as a field of its own, and the
+// metrics count it as logged, not sent, with tracing (which wraps the
+// mailer) on or off.
 func TestE2EDevelopmentMailerLogsTheCode(t *testing.T) {
 	for name, tp := range map[string]trace.TracerProvider{"untraced": nil, "traced": noop.NewTracerProvider()} {
 		t.Run(name, func(t *testing.T) {
@@ -212,7 +213,7 @@ func TestE2EDevelopmentMailerLogsTheCode(t *testing.T) {
 }
 
 func testDevelopmentMailer(t *testing.T, tp trace.TracerProvider) {
-	h := startHeraldTraced(t, "sqlite", accountsEnv(map[string]string{"HERALD_SMTP_URL": ""}), tp)
+	h := startHeraldTraced(t, "sqlite", accountsEnv(map[string]string{"HERALD_SMTP_URL": "", "HERALD_ENV": "development"}), tp)
 	signup(t, h, graphQLDoor, "lea@example.com", goodPassword)
 	var code string
 	eventually(t, func() bool {

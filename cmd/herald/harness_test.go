@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/config"
 	"github.com/herald-vpn/herald/internal/mail/mailtest"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
@@ -63,8 +64,17 @@ func testDefaults() map[string]string {
 		"HERALD_JOB_RETRY_BASE":     "50ms",
 		"HERALD_JOB_RETRY_MAX":      "200ms",
 		"HERALD_SHUTDOWN_TIMEOUT":   "10s",
+		// The tests read the metrics on the API's address (h.metric);
+		// production serves them there only when asked.
+		"HERALD_METRICS_PUBLIC": "on",
+		// Secrets are sealed in the database, as in production: every
+		// test that signs a webhook or a token reads them through it.
+		"HERALD_ENCRYPTION_KEY": testEncryptionKey,
 	}
 }
+
+// testEncryptionKey is the harness servers' HERALD_ENCRYPTION_KEY.
+const testEncryptionKey = "5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed5eed"
 
 // herald is one running server and what it is wired to.
 type herald struct {
@@ -420,7 +430,16 @@ func (h *herald) store(t testing.TB) *sqlstore.DB {
 		t.Fatal("store: the server has stopped")
 	}
 	if h.db == nil {
-		db, err := sqlstore.Open(context.Background(), h.DBURL, sqlstore.Options{})
+		// The server's keys, so that the secrets it sealed read back.
+		cfg, err := config.Load(func(k string) string { return h.Env[k] })
+		if err != nil {
+			t.Fatalf("the server's configuration: %v", err)
+		}
+		keys, err := encryptionKeys(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := sqlstore.Open(context.Background(), h.DBURL, sqlstore.Options{Keys: keys})
 		if err != nil {
 			t.Fatalf("open the server's database: %v", err)
 		}

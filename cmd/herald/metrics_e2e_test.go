@@ -14,7 +14,7 @@ import (
 func TestMetricsListenerE2E(t *testing.T) {
 	t.Parallel()
 	metricsAddr := freeAddr(t)
-	h := startHerald(t, "sqlite", map[string]string{"HERALD_METRICS_ADDR": metricsAddr})
+	h := startHerald(t, "sqlite", map[string]string{"HERALD_METRICS_ADDR": metricsAddr, "HERALD_METRICS_PUBLIC": ""})
 	if status, _, _ := h.do(t, http.MethodGet, "/metrics", nil); status != http.StatusNotFound {
 		t.Errorf("GET /metrics on HERALD_ADDR: %d, want 404 when HERALD_METRICS_ADDR is set", status)
 	}
@@ -52,5 +52,37 @@ func TestMetricsListenerE2E(t *testing.T) {
 	}
 	if status, _, _ := h.do(t, http.MethodGet, "/debug/pprof/heap", nil); status != http.StatusNotFound {
 		t.Errorf("GET /debug/pprof/heap on HERALD_ADDR: %d, want 404", status)
+	}
+}
+
+// In production /metrics is not on the API's address unless
+// HERALD_METRICS_PUBLIC=on asks for it; the development profile serves it
+// there (it has no listener of its own), unless told not to.
+func TestMetricsOffThePublicListenerE2E(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		env  map[string]string
+		want int
+	}{
+		{"production", map[string]string{"HERALD_METRICS_PUBLIC": ""}, http.StatusNotFound},
+		{"production, public", map[string]string{"HERALD_METRICS_PUBLIC": "on"}, http.StatusOK},
+		{"development", map[string]string{"HERALD_METRICS_PUBLIC": "", "HERALD_ENV": "development"}, http.StatusOK},
+		{"development, not public", map[string]string{"HERALD_METRICS_PUBLIC": "false", "HERALD_ENV": "development"}, http.StatusNotFound},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			h := startHerald(t, "sqlite", c.env)
+			status, _, raw := h.do(t, http.MethodGet, "/metrics", nil)
+			if status != c.want {
+				t.Fatalf("GET /metrics on HERALD_ADDR: %d, want %d", status, c.want)
+			}
+			if exposed := strings.Contains(string(raw), "go_goroutines"); exposed != (c.want == http.StatusOK) {
+				t.Errorf("GET /metrics on HERALD_ADDR shows metrics: %v, want %v", exposed, c.want == http.StatusOK)
+			}
+			if c.want == http.StatusNotFound && !h.logsMention(t, "GET /metrics is not served") {
+				t.Error("the start does not say that /metrics is served nowhere")
+			}
+		})
 	}
 }

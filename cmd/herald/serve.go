@@ -136,7 +136,9 @@ func (a *App) serve(ctx context.Context) (err error) {
 		TrustedProxies:      a.cfg.TrustedProxies,
 		CORSOrigins:         a.cfg.CORSOrigins,
 		Console:             a.cfg.Console,
-		MetricsElsewhere:    a.cfg.MetricsAddr != "",
+		MetricsPublic:       a.cfg.MetricsPublic,
+		PublicURL:           a.cfg.PublicBase(),
+		PublicURLFromHost:   a.cfg.Env == "development",
 		Stopping:            stopping,
 		TracerProvider:      a.tracer,
 		Version:             readBuild().version,
@@ -173,7 +175,7 @@ func (a *App) serve(ctx context.Context) (err error) {
 	stopChecks := a.logChecks(ctx)
 	a.onClose(func(context.Context) { stopChecks() })
 	if a.cfg.Env == "development" {
-		a.logger.Warn("HERALD_ENV=development: the auth rate-limit tier is off; never run like this in production", "rate_limit_auth", a.cfg.RateLimitAuth)
+		a.logger.Warn("HERALD_ENV=development: the auth rate-limit tier is off, emails without SMTP go to this log, and discovery's URLs follow the Host header; never run like this in production", "rate_limit_auth", a.cfg.RateLimitAuth)
 	}
 	errc := make(chan error, 2)
 	if a.cfg.MetricsAddr != "" {
@@ -190,6 +192,11 @@ func (a *App) serve(ctx context.Context) (err error) {
 		}()
 		a.onClose(func(ctx context.Context) { msrv.Shutdown(ctx) })
 		a.logger.Info("metrics listening", "addr", mln.Addr().String())
+	} else if !a.cfg.MetricsPublic {
+		a.logger.Info("GET /metrics is not served: set HERALD_METRICS_ADDR (a listener of its own) or HERALD_METRICS_PUBLIC=on")
+	}
+	if a.cfg.PublicBase() == "" && a.cfg.Env != "development" {
+		a.logger.Info("/.well-known/openid-configuration answers 404: set HERALD_PUBLIC_URL (or an http(s) HERALD_JWT_ISSUER) to publish it")
 	}
 	a.logger.Info("herald listening", "addr", ln.Addr().String(), "database", string(a.db.Dialect()), "version", readBuild().version, "revision", readBuild().revision)
 	go func() { errc <- srv.Serve(ln) }()
@@ -250,4 +257,5 @@ func printConfig(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %-30s %s (default %s)\n", v.Name, v.Help, def)
 	}
+	fmt.Fprintf(w, "\nThe %s.\n", config.OnOffSpellings)
 }

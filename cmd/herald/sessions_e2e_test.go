@@ -864,8 +864,10 @@ func TestTokenAudienceE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Without an issuer URL, discovery names the address the client used.
-	h = startHerald(t, "sqlite", sessionEnv(map[string]string{"HERALD_DATABASE_URL": dbURL}))
+	// Without an issuer URL, the development profile's discovery names the
+	// address the client used (TestDiscoveryHostE2E: and production's
+	// answers 404).
+	h = startHerald(t, "sqlite", sessionEnv(map[string]string{"HERALD_DATABASE_URL": dbURL, "HERALD_ENV": "development"}))
 	_, _, raw = h.do(t, http.MethodGet, "/.well-known/openid-configuration", nil)
 	if err := json.Unmarshal(raw, &disc); err != nil || disc["issuer"] != "herald" || disc["jwks_uri"] != h.BaseURL+"/.well-known/jwks.json" {
 		t.Fatalf("discovery without an issuer URL: %s", raw)

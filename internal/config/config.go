@@ -8,12 +8,14 @@ import (
 	netmail "net/mail"
 	"net/netip"
 	"net/url"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/seal"
 	"github.com/herald-vpn/herald/internal/storage"
 )
 
@@ -21,7 +23,9 @@ import (
 type Config struct {
 	Env              string // production or development
 	Addr             string
+	PublicURL        string
 	MetricsAddr      string
+	MetricsPublic    bool
 	DatabaseURL      string
 	DatabaseMaxConns int
 	LogFormat        string
@@ -29,6 +33,7 @@ type Config struct {
 	ShutdownTimeout  time.Duration
 
 	SMTPURL           string
+	MailToLog         bool
 	MailFrom          string
 	ProductName       string
 	EmailLogoURL      string
@@ -44,6 +49,10 @@ type Config struct {
 	TrialPeriod         time.Duration
 	ReferralBonus       time.Duration
 	SecretKey           []byte
+	// EncryptionKey seals the secrets kept in the database (nil: none);
+	// EncryptionKeysPrevious only open what they sealed before a rotation.
+	EncryptionKey          []byte
+	EncryptionKeysPrevious [][]byte
 
 	Argon2MemoryKiB   int
 	Argon2Iterations  int
@@ -119,7 +128,7 @@ type Var struct {
 // Vars lists every variable Herald reads.
 func Vars() []Var {
 	return []Var{
-		{"HERALD_ENV", "production", "development", "production, or development: the auth rate-limit tier is off (unless HERALD_RATE_LIMIT_AUTH is set) so a local tour never trips it, and the server says so at start", func(c *Config, v string) error {
+		{"HERALD_ENV", "production", "development", "production, or development (a developer's machine): the auth rate-limit tier is off (unless HERALD_RATE_LIMIT_AUTH is set) so a local tour never trips it, emails are written to the log without HERALD_SMTP_URL, /metrics is on HERALD_ADDR while HERALD_METRICS_ADDR is empty, discovery takes its URLs from each request without HERALD_PUBLIC_URL, and the server says so at start", func(c *Config, v string) error {
 			if v != "production" && v != "development" {
 				return fmt.Errorf("must be production or development, not %q", v)
 			}
@@ -133,7 +142,18 @@ func Vars() []Var {
 			c.Addr = v
 			return nil
 		}},
-		{"HERALD_METRICS_ADDR", "", "127.0.0.1:9090", "listen address of a separate listener serving GET /metrics and Go's profiles under /debug/pprof/ (for example an internal port); when set, /metrics on HERALD_ADDR answers 404; empty: /metrics is on HERALD_ADDR and there are no profiles", func(c *Config, v string) error {
+		{"HERALD_PUBLIC_URL", "", "https://api.example.com", "the address clients reach this server at (through the proxy): the base of the absolute URLs it publishes, such as jwks_uri in /.well-known/openid-configuration; empty: an http(s) HERALD_JWT_ISSUER's, else (development profile only) each request's own address; with none, production answers discovery 404", func(c *Config, v string) error {
+			if v == "" {
+				return nil
+			}
+			u, err := url.Parse(v)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(v, "#") {
+				return fmt.Errorf("%q is not a base URL such as https://api.example.com (http(s), a host, optionally a path; no query)", v)
+			}
+			c.PublicURL = strings.TrimSuffix(v, "/")
+			return nil
+		}},
+		{"HERALD_METRICS_ADDR", "", "127.0.0.1:9090", "listen address of a separate listener serving GET /metrics and Go's profiles under /debug/pprof/ (for example an internal port); empty: no such listener (and no profiles)", func(c *Config, v string) error {
 			if v == "" {
 				return nil
 			}
@@ -143,6 +163,7 @@ func Vars() []Var {
 			c.MetricsAddr = v
 			return nil
 		}},
+		{"HERALD_METRICS_PUBLIC", "off", "on", "on: GET /metrics is also served on HERALD_ADDR, to anyone who reaches it; off: /metrics on HERALD_ADDR answers 404 (the development profile serves it there while HERALD_METRICS_ADDR is empty, unless this is set)", onOff(func(c *Config) *bool { return &c.MetricsPublic })},
 		{"HERALD_DATABASE_URL", "sqlite:herald.db", "postgres://herald@db:5432/herald", "sqlite:PATH (embedded) or postgres://… (production)", func(c *Config, v string) error {
 			if _, _, err := storage.ParseURL(v); err != nil {
 				return err
@@ -167,7 +188,7 @@ func Vars() []Var {
 			return fmt.Errorf("must be debug, info, warn or error, not %q", v)
 		}},
 		{"HERALD_SHUTDOWN_TIMEOUT", "30s", "10s", "how long a shutdown waits for requests and jobs in flight", duration(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
-		{"HERALD_SMTP_URL", "", "smtp://user:pass@mail.example.com:587", "smtp:// (STARTTLS when offered) or smtps:// (implicit TLS); empty: emails are written to the log", func(c *Config, v string) error {
+		{"HERALD_SMTP_URL", "", "smtp://user:pass@mail.example.com:587", "smtp:// (STARTTLS when offered) or smtps:// (implicit TLS); empty: in the development profile emails are written to the log, in production the server refuses to start (unless HERALD_MAIL_TO_LOG=on)", func(c *Config, v string) error {
 			if v == "" {
 				return nil
 			}
@@ -178,6 +199,7 @@ func Vars() []Var {
 			c.SMTPURL = v
 			return nil
 		}},
+		{"HERALD_MAIL_TO_LOG", "off", "on", "on: without HERALD_SMTP_URL, a production server writes every email, its one-time code included, to its log instead of refusing to start (herald check warns); off: it refuses", onOff(func(c *Config) *bool { return &c.MailToLog })},
 		{"HERALD_MAIL_FROM", "Herald <no-reply@localhost>", "Herald <no-reply@example.com>", "sender of every email", func(c *Config, v string) error {
 			if !strings.Contains(v, "@") {
 				return fmt.Errorf("must be an address, not %q", v)
@@ -245,6 +267,49 @@ func Vars() []Var {
 			c.SecretKey = b
 			return nil
 		}},
+		{"HERALD_ENCRYPTION_KEY", "", "(64 hex digits)", "key (32 bytes in hex: openssl rand -hex 32) sealing, with AES-256-GCM, the secrets kept in the database: webhook signing secrets, the generated JWT seed and HMAC keys; rows kept in plain text are sealed at start; empty: they stay plain (herald check warns in production)", func(c *Config, v string) error {
+			if v == "" {
+				return nil
+			}
+			k, err := seal.ParseKey(v)
+			if err != nil {
+				return err
+			}
+			c.EncryptionKey = k
+			return nil
+		}},
+		{"HERALD_ENCRYPTION_KEY_FILE", "", "/etc/herald/encryption.key", "file holding HERALD_ENCRYPTION_KEY (64 hex digits), in its place", func(c *Config, v string) error {
+			if v == "" {
+				return nil
+			}
+			b, err := os.ReadFile(v)
+			if err != nil {
+				return err
+			}
+			k, err := seal.ParseKey(string(b))
+			if err != nil {
+				return fmt.Errorf("%s: %v", v, err)
+			}
+			if c.EncryptionKey != nil {
+				return errors.New("set this or HERALD_ENCRYPTION_KEY, not both")
+			}
+			c.EncryptionKey = k
+			return nil
+		}},
+		{"HERALD_ENCRYPTION_KEY_PREVIOUS", "", "(64 hex digits)", "comma-separated keys HERALD_ENCRYPTION_KEY replaced: they only open what they sealed, and at start every such row is sealed again with HERALD_ENCRYPTION_KEY", func(c *Config, v string) error {
+			c.EncryptionKeysPrevious = nil
+			for _, part := range strings.Split(v, ",") {
+				if strings.TrimSpace(part) == "" {
+					continue
+				}
+				k, err := seal.ParseKey(part)
+				if err != nil {
+					return fmt.Errorf("each key %v", err)
+				}
+				c.EncryptionKeysPrevious = append(c.EncryptionKeysPrevious, k)
+			}
+			return nil
+		}},
 		{"HERALD_ACCESS_TOKEN_TTL", "24h", "1h", "lifetime of an access token (JWT)", duration(func(c *Config) *time.Duration { return &c.AccessTokenTTL })},
 		{"HERALD_REFRESH_TOKEN_TTL", "720h", "2160h", "lifetime of a session's refresh token", duration(func(c *Config) *time.Duration { return &c.RefreshTokenTTL })},
 		{"HERALD_REFRESH_REUSE_GRACE", "10s", "5s", "window in which a just-rotated refresh token may be used again (two tabs) without revoking the session", duration(func(c *Config) *time.Duration { return &c.RefreshGrace })},
@@ -285,22 +350,8 @@ func Vars() []Var {
 		{"HERALD_GRAPHQL_MAX_ROOT_MUTATIONS", "10", "5", "mutation fields one GraphQL document may hold", integer(func(c *Config) *int { return &c.GraphQLMaxRootMutations }, 1)},
 		{"HERALD_GRAPHQL_MAX_DEPTH", "10", "8", "selection depth of one GraphQL document", integer(func(c *Config) *int { return &c.GraphQLMaxDepth }, 1)},
 		{"HERALD_GRAPHQL_MAX_COMPLEXITY", "200", "100", "field complexity of one GraphQL document", integer(func(c *Config) *int { return &c.GraphQLMaxComplexity }, 1)},
-		{"HERALD_CONSOLE", "on", "off", "on: the operator console is served at /console (admins sign in there); off: /console answers 404", func(c *Config, v string) error {
-			switch v {
-			case "on", "off":
-				c.Console = v == "on"
-				return nil
-			}
-			return fmt.Errorf("must be on or off, not %q", v)
-		}},
-		{"HERALD_GRAPHQL_INTROSPECTION", "on", "off", "on: __schema and __type are answered; off: refused with GRAPHQL_VALIDATION_FAILED (__typename is always answered)", func(c *Config, v string) error {
-			switch v {
-			case "on", "off":
-				c.GraphQLIntrospection = v == "on"
-				return nil
-			}
-			return fmt.Errorf("must be on or off, not %q", v)
-		}},
+		{"HERALD_CONSOLE", "on", "off", "on: the operator console is served at /console (admins sign in there); off: /console answers 404", onOff(func(c *Config) *bool { return &c.Console })},
+		{"HERALD_GRAPHQL_INTROSPECTION", "on", "off", "on: __schema and __type are answered; off: refused with GRAPHQL_VALIDATION_FAILED (__typename is always answered)", onOff(func(c *Config) *bool { return &c.GraphQLIntrospection })},
 		{"HERALD_WS_MAX_SUBSCRIPTIONS", "20", "50", "GraphQL subscriptions running at once on one WebSocket connection; one more closes it with 4429", integer(func(c *Config) *int { return &c.WSMaxSubscriptions }, 1)},
 		{"HERALD_WS_MESSAGE_RATE", "10", "20", "messages a WebSocket client may send per second (and in a burst); faster closes the connection with 4429 (0: no cap)", integer(func(c *Config) *int { return &c.WSMessageRate }, 0)},
 		{"HERALD_WS_PING_INTERVAL", "30s", "15s", "how often the server sends a graphql-transport-ws ping on a WebSocket connection", duration(func(c *Config) *time.Duration { return &c.WSPingInterval })},
@@ -391,15 +442,31 @@ func Vars() []Var {
 	}
 }
 
-// onOff reads a switch written on or off.
+// OnOffSpellings is what every on/off variable accepts, in any case;
+// `herald help config` and the README say so.
+const OnOffSpellings = "on/off variables also accept true/false, 1/0 and yes/no, in any case"
+
+// parseOnOff reads a switch: on, true, 1 or yes; off, false, 0 or no; in
+// any case (Docker, Kubernetes and Helm users write true and false).
+func parseOnOff(v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "on", "true", "1", "yes":
+		return true, nil
+	case "off", "false", "0", "no":
+		return false, nil
+	}
+	return false, fmt.Errorf("must be on or off (or true/false, 1/0, yes/no), not %q", v)
+}
+
+// onOff reads a switch (see parseOnOff).
 func onOff(field func(*Config) *bool) func(*Config, string) error {
 	return func(c *Config, v string) error {
-		switch v {
-		case "on", "off":
-			*field(c) = v == "on"
-			return nil
+		on, err := parseOnOff(v)
+		if err != nil {
+			return err
 		}
-		return fmt.Errorf("must be on or off, not %q", v)
+		*field(c) = on
+		return nil
 	}
 }
 
@@ -520,6 +587,33 @@ func splitHostPort(addr string) (string, int, error) {
 	return addr[:i], port, nil
 }
 
+// PublicBase is the base of the absolute URLs the server publishes (no
+// trailing slash): HERALD_PUBLIC_URL, else an http(s) HERALD_JWT_ISSUER;
+// "" when neither says it, and then only the development profile may take
+// it from each request (a production answer must never depend on the Host
+// header a client sent).
+func (c Config) PublicBase() string {
+	if c.PublicURL != "" {
+		return c.PublicURL
+	}
+	if u, err := url.Parse(c.JWTIssuer); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		return strings.TrimSuffix(c.JWTIssuer, "/")
+	}
+	return ""
+}
+
+// ServeRefusal is what stops `herald serve` (but no operator command) from
+// starting with this configuration, one line per problem naming its
+// variable; nil: nothing does. A production server without SMTP would
+// write every verification and reset code to its log, so it must be
+// asked for (HERALD_MAIL_TO_LOG=on).
+func (c Config) ServeRefusal() error {
+	if c.SMTPURL == "" && c.Env != "development" && !c.MailToLog {
+		return errors.New("HERALD_SMTP_URL: not set, and a production server does not write emails (with their one-time codes) to its log: set HERALD_SMTP_URL=smtp://user:pass@mail.example.com:587, or HERALD_MAIL_TO_LOG=on to log them anyway, or HERALD_ENV=development on a developer's machine")
+	}
+	return nil
+}
+
 // Load reads every variable through getenv, returning all problems at once,
 // one per line.
 func Load(getenv func(string) string) (Config, error) {
@@ -536,6 +630,18 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.Env == "development" && strings.TrimSpace(getenv("HERALD_RATE_LIMIT_AUTH")) == "" {
 		c.RateLimitAuth = 0
+	}
+	if c.Env == "development" && c.MetricsAddr == "" && strings.TrimSpace(getenv("HERALD_METRICS_PUBLIC")) == "" {
+		c.MetricsPublic = true
+	}
+	if len(c.EncryptionKeysPrevious) > 0 && c.EncryptionKey == nil {
+		problems = append(problems, "HERALD_ENCRYPTION_KEY_PREVIOUS: set only beside HERALD_ENCRYPTION_KEY (the key that replaced them)")
+	}
+	for _, p := range c.EncryptionKeysPrevious {
+		if c.EncryptionKey != nil && string(p) == string(c.EncryptionKey) {
+			problems = append(problems, "HERALD_ENCRYPTION_KEY_PREVIOUS: lists HERALD_ENCRYPTION_KEY itself")
+			break
+		}
 	}
 	apns := []string{c.APNsKeyFile, c.APNsKeyID, c.APNsTeamID, c.APNsTopic}
 	if set := len(slices.DeleteFunc(slices.Clone(apns), func(s string) bool { return s == "" })); set > 0 && set < len(apns) {

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -131,25 +133,88 @@ func TestGraphQLIntrospection(t *testing.T) {
 			t.Errorf("%q: %v %v, want %v", v, c.GraphQLIntrospection, err, want)
 		}
 	}
-	if _, err := Load(env(map[string]string{"HERALD_GRAPHQL_INTROSPECTION": "no"})); err == nil || !strings.Contains(err.Error(), "HERALD_GRAPHQL_INTROSPECTION: must be on or off") {
-		t.Errorf("no: %v", err)
+	if _, err := Load(env(map[string]string{"HERALD_GRAPHQL_INTROSPECTION": "maybe"})); err == nil || !strings.Contains(err.Error(), "HERALD_GRAPHQL_INTROSPECTION: must be on or off") {
+		t.Errorf("maybe: %v", err)
 	}
 }
 
-// HERALD_ENV=development turns the auth tier off, unless the operator set
-// that tier; nothing else changes.
+// Every on/off variable (those whose default is on or off) also accepts
+// true/false, 1/0 and yes/no, in any case, and means by each what on or
+// off means; anything else is refused on the variable's line.
+func TestOnOffSpellings(t *testing.T) {
+	spellings := []struct {
+		v  string
+		on bool
+	}{
+		{"on", true}, {"ON", true}, {"On", true}, {"true", true}, {"TRUE", true}, {"True", true}, {"1", true}, {"yes", true}, {"YES", true}, {"Yes", true},
+		{"off", false}, {"OFF", false}, {"false", false}, {"FALSE", false}, {"False", false}, {"0", false}, {"no", false}, {"NO", false}, {"No", false},
+	}
+	switches := 0
+	for _, v := range Vars() {
+		if v.Default != "on" && v.Default != "off" {
+			continue
+		}
+		switches++
+		want := map[bool]Config{}
+		for _, canonical := range []string{"on", "off"} {
+			c, err := Load(env(map[string]string{v.Name: canonical}))
+			if err != nil {
+				t.Fatalf("%s=%s: %v", v.Name, canonical, err)
+			}
+			want[canonical == "on"] = c
+		}
+		if reflect.DeepEqual(want[true], want[false]) {
+			t.Fatalf("%s: on and off give the same configuration", v.Name)
+		}
+		for _, s := range spellings {
+			c, err := Load(env(map[string]string{v.Name: s.v}))
+			if err != nil || !reflect.DeepEqual(c, want[s.on]) {
+				t.Errorf("%s=%s: %v, want it read as %v", v.Name, s.v, err, s.on)
+			}
+		}
+		for _, bad := range []string{"y", "n", "2", "enabled", "onn", "tru"} {
+			_, err := Load(env(map[string]string{v.Name: bad}))
+			if err == nil || !strings.HasPrefix(err.Error(), v.Name+": must be on or off (or true/false, 1/0, yes/no)") {
+				t.Errorf("%s=%s: %v, want refused naming the spellings", v.Name, bad, err)
+			}
+		}
+	}
+	if switches < 4 {
+		t.Fatalf("%d on/off variables found, want at least 4 (HERALD_CONSOLE, HERALD_GRAPHQL_INTROSPECTION, HERALD_WEBHOOKS_ALLOW_*)", switches)
+	}
+}
+
+// HERALD_ENV=development turns the auth tier off, and serves /metrics on
+// the API's address when it has no listener of its own, unless the
+// operator set either; nothing else changes.
 func TestDevelopmentProfile(t *testing.T) {
 	prod, err := Load(env(nil))
 	if err != nil || prod.Env != "production" || prod.RateLimitAuth != 10 {
 		t.Fatalf("default: %q auth=%d %v", prod.Env, prod.RateLimitAuth, err)
 	}
-	dev, err := Load(env(map[string]string{"HERALD_ENV": "development"}))
-	if err != nil || dev.RateLimitAuth != 0 {
-		t.Fatalf("development: auth=%d %v, want 0", dev.RateLimitAuth, err)
+	if prod.MetricsPublic {
+		t.Fatal("production serves /metrics on HERALD_ADDR by default")
 	}
-	dev.Env, dev.RateLimitAuth = prod.Env, prod.RateLimitAuth
+	dev, err := Load(env(map[string]string{"HERALD_ENV": "development"}))
+	if err != nil || dev.RateLimitAuth != 0 || !dev.MetricsPublic {
+		t.Fatalf("development: auth=%d metrics public=%v %v, want 0 and true", dev.RateLimitAuth, dev.MetricsPublic, err)
+	}
+	dev.Env, dev.RateLimitAuth, dev.MetricsPublic = prod.Env, prod.RateLimitAuth, prod.MetricsPublic
 	if !reflect.DeepEqual(dev, prod) {
-		t.Fatal("development must change only the auth tier")
+		t.Fatal("development must change only the auth tier and where /metrics is")
+	}
+	for _, c := range []struct {
+		env  map[string]string
+		want bool
+	}{
+		{map[string]string{"HERALD_ENV": "development", "HERALD_METRICS_PUBLIC": "off"}, false},
+		{map[string]string{"HERALD_ENV": "development", "HERALD_METRICS_ADDR": "127.0.0.1:9090"}, false},
+		{map[string]string{"HERALD_METRICS_PUBLIC": "on"}, true},
+		{map[string]string{"HERALD_METRICS_PUBLIC": "on", "HERALD_METRICS_ADDR": "127.0.0.1:9090"}, true},
+	} {
+		if got, err := Load(env(c.env)); err != nil || got.MetricsPublic != c.want {
+			t.Errorf("%v: metrics public %v (%v), want %v", c.env, got.MetricsPublic, err, c.want)
+		}
 	}
 	set, err := Load(env(map[string]string{"HERALD_ENV": "development", "HERALD_RATE_LIMIT_AUTH": "30"}))
 	if err != nil || set.RateLimitAuth != 30 {
@@ -188,5 +253,75 @@ func TestEmailBrand(t *testing.T) {
 	}
 	if _, err := Load(env(map[string]string{"HERALD_SUPPORT_EMAIL": "not an address"})); err == nil {
 		t.Error("HERALD_SUPPORT_EMAIL=not an address accepted")
+	}
+}
+
+// The public base URL: HERALD_PUBLIC_URL, else an http(s) issuer, else
+// none (never a guess); a value that is no base URL is refused.
+func TestPublicBase(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{nil, ""},
+		{map[string]string{"HERALD_JWT_ISSUER": "herald-prod"}, ""},
+		{map[string]string{"HERALD_JWT_ISSUER": "https://auth.example.com/"}, "https://auth.example.com"},
+		{map[string]string{"HERALD_PUBLIC_URL": "https://api.example.com/"}, "https://api.example.com"},
+		{map[string]string{"HERALD_PUBLIC_URL": "http://10.0.0.5:8080/herald"}, "http://10.0.0.5:8080/herald"},
+		{map[string]string{"HERALD_PUBLIC_URL": "https://api.example.com", "HERALD_JWT_ISSUER": "https://auth.example.com"}, "https://api.example.com"},
+	} {
+		cfg, err := Load(env(c.env))
+		if err != nil || cfg.PublicBase() != c.want {
+			t.Errorf("%v: public base %q (%v), want %q", c.env, cfg.PublicBase(), err, c.want)
+		}
+	}
+	for _, bad := range []string{"api.example.com", "ftp://api.example.com", "https://", "https://user@api.example.com", "https://api.example.com/?x=1", "https://api.example.com/#x"} {
+		if _, err := Load(env(map[string]string{"HERALD_PUBLIC_URL": bad})); err == nil || !strings.HasPrefix(err.Error(), "HERALD_PUBLIC_URL: ") {
+			t.Errorf("HERALD_PUBLIC_URL=%s: %v, want refused", bad, err)
+		}
+	}
+}
+
+// The encryption key: 64 hex digits in the variable or in a file (not
+// both), and previous keys only beside a current one.
+func TestEncryptionKey(t *testing.T) {
+	key, prev := strings.Repeat("1f", 32), strings.Repeat("2e", 32)
+	file := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(file, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, vars := range []map[string]string{
+		{"HERALD_ENCRYPTION_KEY": key},
+		{"HERALD_ENCRYPTION_KEY_FILE": file},
+		{"HERALD_ENCRYPTION_KEY": key, "HERALD_ENCRYPTION_KEY_PREVIOUS": prev + ", " + strings.Repeat("3d", 32)},
+	} {
+		c, err := Load(env(vars))
+		if err != nil || len(c.EncryptionKey) != 32 || c.EncryptionKey[0] != 0x1f {
+			t.Errorf("%v: key %x, %v", vars, c.EncryptionKey, err)
+		}
+		if _, ok := vars["HERALD_ENCRYPTION_KEY_PREVIOUS"]; ok && (len(c.EncryptionKeysPrevious) != 2 || c.EncryptionKeysPrevious[0][0] != 0x2e) {
+			t.Errorf("%v: previous keys %x", vars, c.EncryptionKeysPrevious)
+		}
+	}
+	if c, err := Load(env(nil)); err != nil || c.EncryptionKey != nil {
+		t.Errorf("default: %x %v, want no key", c.EncryptionKey, err)
+	}
+	for name, vars := range map[string]map[string]string{
+		"HERALD_ENCRYPTION_KEY":          {"HERALD_ENCRYPTION_KEY": key[:62]},
+		"HERALD_ENCRYPTION_KEY_FILE":     {"HERALD_ENCRYPTION_KEY": key, "HERALD_ENCRYPTION_KEY_FILE": file},
+		"HERALD_ENCRYPTION_KEY_PREVIOUS": {"HERALD_ENCRYPTION_KEY_PREVIOUS": prev},
+	} {
+		if _, err := Load(env(vars)); err == nil || !strings.HasPrefix(err.Error(), name+": ") {
+			t.Errorf("%v: %v, want refused on %s's line", vars, err, name)
+		}
+	}
+	for _, vars := range []map[string]string{
+		{"HERALD_ENCRYPTION_KEY": key, "HERALD_ENCRYPTION_KEY_PREVIOUS": key},
+		{"HERALD_ENCRYPTION_KEY": key, "HERALD_ENCRYPTION_KEY_PREVIOUS": "nothex"},
+		{"HERALD_ENCRYPTION_KEY_FILE": filepath.Join(t.TempDir(), "none")},
+	} {
+		if _, err := Load(env(vars)); err == nil || strings.Contains(err.Error(), key) {
+			t.Errorf("%v: %v, want refused without showing the key", vars, err)
+		}
 	}
 }

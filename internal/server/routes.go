@@ -33,11 +33,11 @@ func addRoutes(mux *http.ServeMux, d Deps) {
 	// Operations: outside the envelope and the rate limits.
 	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", readyz(d.DB, d.Degraded))
-	if !d.MetricsElsewhere {
+	if d.MetricsPublic {
 		mux.Handle("GET /metrics", MetricsHandler(d.Metrics))
 	}
 	mux.HandleFunc("GET /.well-known/jwks.json", jwks(d.Sessions.JWKS()))
-	mux.HandleFunc("GET /.well-known/openid-configuration", discovery(d.Sessions.Issuer(), d.TrustedProxies))
+	mux.HandleFunc("GET /.well-known/openid-configuration", discovery(d.Sessions.Issuer(), d.PublicURL, d.PublicURLFromHost, d.TrustedProxies))
 
 	// The operator console: static files, outside the envelope and the
 	// rate limits; it calls the API below like any client.

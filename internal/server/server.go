@@ -10,13 +10,13 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/netip"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/api"
 	"github.com/herald-vpn/herald/internal/apikeys"
+	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/console"
 	"github.com/herald-vpn/herald/internal/devices"
@@ -78,11 +78,19 @@ type Deps struct {
 	// Stopping is closed when the server begins to shut down: live streams
 	// (SSE, WebSocket) end then, so the shutdown does not wait for them.
 	Stopping <-chan struct{}
-	// MetricsElsewhere: /metrics is served on a listener of its own
-	// (HERALD_METRICS_ADDR, see MetricsHandler), so not here.
-	MetricsElsewhere bool
+	// MetricsPublic serves /metrics here, to anyone who reaches the API
+	// (HERALD_METRICS_PUBLIC); else it is only on a listener of its own
+	// (HERALD_METRICS_ADDR, see MetricsHandler), if any.
+	MetricsPublic bool
 	// Console serves the operator console at /console (HERALD_CONSOLE).
 	Console bool
+	// PublicURL is the base of the absolute URLs the server publishes
+	// (HERALD_PUBLIC_URL, or an http(s) issuer); "" when not configured.
+	PublicURL string
+	// PublicURLFromHost, when PublicURL is "", takes the base from each
+	// request's Host (development only: a production answer never trusts
+	// the Host a client sent).
+	PublicURLFromHost bool
 	// TracerProvider starts each request's span (nil: no tracing).
 	TracerProvider trace.TracerProvider
 }
@@ -172,13 +180,23 @@ func newREST(d Deps) *rest.Handlers {
 
 // discovery publishes the subset of OpenID Provider metadata that standard
 // JWT libraries read to find the keys: the issuer, the key set's address
-// and the signing algorithm. The address is the issuer's when the issuer
-// is an http(s) URL, else the one the request came to.
-func discovery(issuer string, trusted []netip.Prefix) http.HandlerFunc {
+// and the signing algorithm. The address is under the configured public
+// URL (cacheable by anyone). Without one, the development profile takes it
+// from the request (so the answer is private to that Host), and production
+// answers 404: a metadata document must name jwks_uri as an absolute URL,
+// which it cannot know, and an OpenID client takes a 404 for "no discovery
+// here" rather than failing later on a document without its keys.
+func discovery(issuer, publicURL string, fromRequest bool, trusted []netip.Prefix) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		base := strings.TrimSuffix(issuer, "/")
-		if u, err := url.Parse(issuer); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			base = requestBase(r, trusted)
+		base, cache := publicURL, "public, max-age=300"
+		switch {
+		case base != "":
+		case fromRequest:
+			base, cache = requestBase(r, trusted), "private, max-age=300"
+			w.Header().Set("Vary", "Host, X-Forwarded-Host, X-Forwarded-Proto")
+		default:
+			api.WriteError(w, r, apperr.Newf(apperr.NotFound, "This server publishes no OpenID discovery document: its public address is not configured. Its keys are at /.well-known/jwks.json."))
+			return
 		}
 		body, _ := json.Marshal(map[string]any{
 			"issuer":                                issuer,
@@ -188,7 +206,7 @@ func discovery(issuer string, trusted []netip.Prefix) http.HandlerFunc {
 			"subject_types_supported":               []string{"public"},
 		})
 		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "public, max-age=300")
+		w.Header().Set("Cache-Control", cache)
 		w.Write(append(body, '\n'))
 	}
 }

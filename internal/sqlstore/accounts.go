@@ -347,7 +347,7 @@ func (db *DB) Secret(ctx context.Context, name string, generate func() ([]byte, 
 	var v []byte
 	err := db.conn().queryRow(ctx, `SELECT value FROM secrets WHERE name = ?`, name).Scan(&v)
 	if err == nil {
-		return v, nil
+		return db.openSecret(name, v)
 	}
 	if !errors.Is(err, storage.ErrNotFound) {
 		return nil, err
@@ -357,11 +357,13 @@ func (db *DB) Secret(ctx context.Context, name string, generate func() ([]byte, 
 		return nil, err
 	}
 	// The first replica to write wins; everyone reads back its value.
-	if _, err := db.conn().exec(ctx, `INSERT INTO secrets (name, value, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING`, name, fresh, db.Now()); err != nil {
+	if _, err := db.conn().exec(ctx, `INSERT INTO secrets (name, value, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING`, name, db.sealSecret(name, fresh), db.Now()); err != nil {
 		return nil, err
 	}
-	err = db.conn().queryRow(ctx, `SELECT value FROM secrets WHERE name = ?`, name).Scan(&v)
-	return v, err
+	if err = db.conn().queryRow(ctx, `SELECT value FROM secrets WHERE name = ?`, name).Scan(&v); err != nil {
+		return nil, err
+	}
+	return db.openSecret(name, v)
 }
 
 // StagePendingCode implements accounts.Store.

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/seal"
 	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -36,6 +37,9 @@ type Options struct {
 	MaxConns int
 	// Tracer, when set, gives every query a span (see tracedQuerier).
 	Tracer trace.Tracer
+	// Keys seal the secrets the store keeps (see seal.go); nil: they are
+	// kept plain, and a sealed one cannot be read.
+	Keys *seal.Keyring
 }
 
 // DefaultMaxConns is Options.MaxConns's default: enough for a server's
@@ -66,6 +70,8 @@ type DB struct {
 	// (503), not as slow.
 	deadlines acquireDeadlines
 	tracer    trace.Tracer // nil: no spans
+	// keys seal the secrets the store keeps (nil: kept plain).
+	keys *seal.Keyring
 	// Now is the store's clock; tests replace it.
 	Now func() time.Time
 
@@ -105,7 +111,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{dialect: dialect, Now: func() time.Time { return time.Now().UTC() }, deadlines: acquireDeadlines{timeout: DefaultAcquireTimeout}, tracer: opts.Tracer, origin: rand.Text()}
+	db := &DB{dialect: dialect, Now: func() time.Time { return time.Now().UTC() }, deadlines: acquireDeadlines{timeout: DefaultAcquireTimeout}, tracer: opts.Tracer, keys: opts.Keys, origin: rand.Text()}
 	db.health = newHealth(opts.Logger, db.Ping)
 	if opts.MaxConns <= 0 {
 		opts.MaxConns = DefaultMaxConns

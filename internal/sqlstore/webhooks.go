@@ -69,7 +69,9 @@ func (tx *Tx) insertEvent(ctx context.Context, ev webhooks.Event) error {
 
 const webhookEndpointColumns = `id, url, description, event_types, secret, previous_secret, previous_secret_until, disabled_at, disabled_reason, failing_since, created_at, updated_at`
 
-func scanWebhookEndpoint(r row) (webhooks.Endpoint, error) {
+// scanWebhookEndpoint reads an endpoint, its signing secrets opened (they
+// are sealed at rest: seal.go).
+func (db *DB) scanWebhookEndpoint(r row) (webhooks.Endpoint, error) {
 	var e webhooks.Endpoint
 	var types string
 	var prev *string
@@ -80,6 +82,10 @@ func scanWebhookEndpoint(r row) (webhooks.Endpoint, error) {
 	if prev != nil {
 		e.PreviousSecret = *prev
 	}
+	var err error
+	if e.Secret, e.PreviousSecret, err = db.openWebhookSecrets(e.ID, e.Secret, e.PreviousSecret); err != nil {
+		return webhooks.Endpoint{}, err
+	}
 	e.PreviousSecretUntil, e.DisabledAt, e.FailingSince = utcPtr(e.PreviousSecretUntil), utcPtr(e.DisabledAt), utcPtr(e.FailingSince)
 	e.CreatedAt, e.UpdatedAt = e.CreatedAt.UTC(), e.UpdatedAt.UTC()
 	return e, nil
@@ -88,19 +94,19 @@ func scanWebhookEndpoint(r row) (webhooks.Endpoint, error) {
 // CreateWebhookEndpoint implements webhooks.Store.
 func (db *DB) CreateWebhookEndpoint(ctx context.Context, e webhooks.Endpoint) error {
 	_, err := db.conn().exec(ctx, `INSERT INTO webhook_endpoints (`+webhookEndpointColumns+`) VALUES (?, ?, ?, ?, ?, NULL, NULL, NULL, '', NULL, ?, ?)`,
-		e.ID, e.URL, e.Description, strings.Join(e.EventTypes, " "), e.Secret, e.CreatedAt, e.UpdatedAt)
+		e.ID, e.URL, e.Description, strings.Join(e.EventTypes, " "), db.sealWebhookSecret(e.ID, e.Secret), e.CreatedAt, e.UpdatedAt)
 	return err
 }
 
 // WebhookEndpoint implements webhooks.Store.
 func (db *DB) WebhookEndpoint(ctx context.Context, id string) (webhooks.Endpoint, error) {
-	return scanWebhookEndpoint(db.conn().queryRow(ctx, `SELECT `+webhookEndpointColumns+` FROM webhook_endpoints WHERE id = ?`, id))
+	return db.scanWebhookEndpoint(db.conn().queryRow(ctx, `SELECT `+webhookEndpointColumns+` FROM webhook_endpoints WHERE id = ?`, id))
 }
 
 // ListWebhookEndpoints implements webhooks.Store.
 func (db *DB) ListWebhookEndpoints(ctx context.Context) ([]webhooks.Endpoint, error) {
 	rs, err := db.conn().query(ctx, `SELECT `+webhookEndpointColumns+` FROM webhook_endpoints ORDER BY created_at, id`)
-	return collect(rs, err, scanWebhookEndpoint)
+	return collect(rs, err, db.scanWebhookEndpoint)
 }
 
 // DeleteWebhookEndpoint implements webhooks.Store; its attempts go with
@@ -123,14 +129,14 @@ func (db *DB) RotateWebhookSecret(ctx context.Context, id, secret string, previo
 	var e webhooks.Endpoint
 	err := db.inTx(ctx, func(tx *Tx) error {
 		n, err := tx.q.exec(ctx, `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_until = ?, secret = ?, updated_at = ? WHERE id = ?`,
-			previousUntil, secret, tx.now, id)
+			previousUntil, db.sealWebhookSecret(id, secret), tx.now, id)
 		if err != nil {
 			return err
 		}
 		if n == 0 {
 			return storage.ErrNotFound
 		}
-		e, err = scanWebhookEndpoint(tx.q.queryRow(ctx, `SELECT `+webhookEndpointColumns+` FROM webhook_endpoints WHERE id = ?`, id))
+		e, err = db.scanWebhookEndpoint(tx.q.queryRow(ctx, `SELECT `+webhookEndpointColumns+` FROM webhook_endpoints WHERE id = ?`, id))
 		return err
 	})
 	return e, err
@@ -154,7 +160,7 @@ func (db *DB) SetWebhookEndpointDisabled(ctx context.Context, id string, disable
 		if n == 0 {
 			return storage.ErrNotFound
 		}
-		e, err = scanWebhookEndpoint(tx.q.queryRow(ctx, `SELECT `+webhookEndpointColumns+` FROM webhook_endpoints WHERE id = ?`, id))
+		e, err = db.scanWebhookEndpoint(tx.q.queryRow(ctx, `SELECT `+webhookEndpointColumns+` FROM webhook_endpoints WHERE id = ?`, id))
 		return err
 	})
 	return e, err

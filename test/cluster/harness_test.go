@@ -199,6 +199,8 @@ func newCluster(t *testing.T, extra map[string]string) *cluster {
 		"HERALD_TELEGRAM_API_URL":        c.Bot.URL,
 		"HERALD_TELEGRAM_POLL_LEASE_TTL": leaseTTL.String(),
 	}
+	// metric reads each replica's /metrics on its API address.
+	c.env["HERALD_METRICS_PUBLIC"] = "on"
 	maps.Copy(c.env, extra)
 	t.Cleanup(c.stopAll)
 	return c
