@@ -448,6 +448,7 @@ func (x *wsConn) init(raw json.RawMessage) bool {
 	}
 	x.slotsMu.Unlock()
 	x.initDone = true
+	x.s.cfg.Authenticator.RecordUse(x.ctx, principal)
 	x.authCtx = auth.WithResult(x.ctx, auth.Result{Principal: principal})
 	x.cred.Store(&cred)
 	if !principal.ExpiresAt.IsZero() {
