@@ -14,13 +14,22 @@ import (
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/herald-vpn/herald/internal/telegram"
 	"github.com/herald-vpn/herald/internal/telegram/telegramtest"
+	"github.com/herald-vpn/herald/internal/testsupport"
 )
 
 // wsClient is a graphql-transport-ws client for the tests.
 type wsClient struct {
 	t testing.TB
 	c *websocket.Conn
+	// deadline, when set, bounds every read until it is cleared (see
+	// expectClose); otherwise each read has wsReadWait.
+	deadline time.Time
 }
+
+// wsReadWait bounds each read of the test client: a server that should
+// answer, or close, and does not fails the test within a few seconds
+// instead of leaving it to go test's timeout.
+const wsReadWait = 10 * time.Second
 
 // wsMsg is a received protocol message, or the close that ended the
 // connection (code != 0).
@@ -54,17 +63,22 @@ func (w *wsClient) send(v any) {
 	}
 }
 
-// read is the next message, or the close; a deadline of pollWait.
+// read is the next message, or the close; a deadline of wsReadWait (or
+// the wait's, when one is set).
 func (w *wsClient) read() wsMsg {
 	w.t.Helper()
-	w.c.SetReadDeadline(time.Now().Add(pollWait))
+	deadline := w.deadline
+	if deadline.IsZero() {
+		deadline = time.Now().Add(wsReadWait)
+	}
+	w.c.SetReadDeadline(deadline)
 	_, raw, err := w.c.ReadMessage()
 	if err != nil {
 		var ce *websocket.CloseError
 		if errors.As(err, &ce) {
 			return wsMsg{code: ce.Code, reason: ce.Text}
 		}
-		w.t.Fatalf("read: %v", err)
+		w.t.Fatalf("read: %v (nothing from the server within the deadline)", err)
 	}
 	var m wsMsg
 	if err := json.Unmarshal(raw, &m); err != nil {
@@ -87,9 +101,12 @@ func (w *wsClient) next() wsMsg {
 }
 
 // expectClose reads (answering pings) until the connection closes with
-// code.
+// code, for wsReadWait in all: a server that keeps pinging but never
+// closes fails here at once instead of hanging.
 func (w *wsClient) expectClose(what string, code int) {
 	w.t.Helper()
+	w.deadline = time.Now().Add(wsReadWait)
+	defer func() { w.deadline = time.Time{} }()
 	for {
 		m := w.next()
 		if m.code != 0 {
@@ -376,15 +393,23 @@ func TestSubscriptionLimitsAndAuth(t *testing.T) {
 		if m := w.next(); m.Type != "pong" {
 			t.Fatalf("answer to ping: %+v", m)
 		}
-		post := func(u telegram.Update) {
-			t.Helper()
-			if status, env, _ := h.rest(t, http.MethodPost, "/webhooks/telegram", u, withHeader(telegram.SecretTokenHeader, webhookSecret)); status != http.StatusOK {
-				t.Fatalf("update %d: %d %v", u.UpdateID, status, env)
+		// The updates are posted while the client reads on and answers
+		// the server's pings, as a real client does: one that stopped
+		// answering for two ping intervals would be closed (4408).
+		posted := make(chan error, 1)
+		go func() {
+			for _, u := range []telegram.Update{textUpdate(1, 701, "/start"), memberUpdate(2, 701, "kicked"), memberUpdate(3, 701, "member")} {
+				a := rawDo(h, http.MethodPost, "/webhooks/telegram", u, withHeader(telegram.SecretTokenHeader, webhookSecret))
+				if a.err == nil && a.status != http.StatusOK {
+					a.err = fmt.Errorf("update %d: %d %s", u.UpdateID, a.status, a.raw)
+				}
+				if a.err != nil {
+					posted <- a.err
+					return
+				}
 			}
-		}
-		post(textUpdate(1, 701, "/start"))
-		post(memberUpdate(2, 701, "kicked"))
-		post(memberUpdate(3, 701, "member"))
+			posted <- nil
+		}()
 		var kinds []string
 		for len(kinds) < 3 {
 			m := w.next()
@@ -405,6 +430,9 @@ func TestSubscriptionLimitsAndAuth(t *testing.T) {
 				t.Fatalf("event %s", m.Payload)
 			}
 			kinds = append(kinds, fmt.Sprintf("%s:%s", e.Kind, e.Subscriber["status"]))
+		}
+		if err := testsupport.Receive(t, posted, pollWait, "the updates to be posted"); err != nil {
+			t.Fatal(err)
 		}
 		if want := "subscribe:subscribed,block:blocked,unblock:subscribed"; strings.Join(kinds, ",") != want {
 			t.Fatalf("events %v, want %s", kinds, want)

@@ -16,6 +16,7 @@ import (
 	"github.com/herald-vpn/herald/internal/graph"
 	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/herald-vpn/herald/internal/overview"
+	"github.com/herald-vpn/herald/internal/rest"
 	"github.com/herald-vpn/herald/internal/server"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 )
@@ -156,6 +157,12 @@ func (a *App) serve(ctx context.Context) (err error) {
 			InitTimeout:      a.cfg.WSInitTimeout,
 			MaxConnsPerUser:  a.cfg.WSMaxConnsPerUser,
 			MaxConnsPerIP:    a.cfg.WSMaxConnsPerIP,
+		},
+		EventStreams: rest.StreamLimits{
+			Heartbeat:     a.cfg.SSEHeartbeat,
+			MaxDuration:   a.cfg.SSEMaxDuration,
+			MaxPerCaller:  a.cfg.WSMaxConnsPerUser,
+			MaxPerAddress: a.cfg.WSMaxConnsPerIP,
 		},
 	})
 	srv := &http.Server{

@@ -270,7 +270,8 @@ func (s *Service) Revoke(ctx context.Context, id string) (Key, error) {
 }
 
 // VerifyAPIKey implements auth.KeyVerifier: TOKEN_INVALID for a key that
-// is malformed, unknown, wrong, revoked or expired.
+// is malformed, unknown, wrong, revoked or expired. It writes nothing (see
+// RecordUse).
 func (s *Service) VerifyAPIKey(ctx context.Context, raw string) (auth.Principal, error) {
 	id, secret, ok := Parse(raw)
 	if !ok {
@@ -290,15 +291,26 @@ func (s *Service) VerifyAPIKey(ctx context.Context, raw string) (auth.Principal,
 	if err := Usable(k, now); err != nil {
 		return auth.Principal{}, err
 	}
-	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) >= TouchEvery {
-		// Best effort: a failed write must not refuse a valid key.
-		if err := s.store.TouchAPIKey(ctx, k.ID, now, now.Add(-TouchEvery)); err != nil {
-			s.logger.WarnContext(ctx, "API key last use not recorded", "key_id", k.ID, "err", err)
-		}
-	}
 	p := auth.Principal{Kind: auth.APIKey, KeyID: k.ID, RateLimit: k.RateLimit, Scopes: k.Scopes}
 	if k.ExpiresAt != nil {
 		p.ExpiresAt = *k.ExpiresAt
 	}
+	if k.LastUsedAt != nil {
+		p.KeyUsedAt = *k.LastUsedAt
+	}
 	return p, nil
+}
+
+// RecordUse implements auth.KeyVerifier: the key's lastUsedAt becomes now
+// when it is older than TouchEvery (or unset). The server calls it once a
+// request is admitted, so a refused request leaves it as it was.
+func (s *Service) RecordUse(ctx context.Context, p auth.Principal) {
+	now := s.now()
+	if !p.KeyUsedAt.IsZero() && now.Sub(p.KeyUsedAt) < TouchEvery {
+		return
+	}
+	// Best effort: a failed write must not refuse a valid key.
+	if err := s.store.TouchAPIKey(ctx, p.KeyID, now, now.Add(-TouchEvery)); err != nil {
+		s.logger.WarnContext(ctx, "API key last use not recorded", "key_id", p.KeyID, "err", err)
+	}
 }

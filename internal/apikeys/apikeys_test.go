@@ -72,22 +72,31 @@ func TestKeyLifecycle(t *testing.T) {
 			t.Fatalf("principal %+v", p)
 		}
 
-		// lastUsedAt is written at most once a minute.
+		// Verifying writes nothing; a recorded use writes lastUsedAt, at
+		// most once a minute.
+		if got := lastUsed(t, db, k.ID); got != nil {
+			t.Fatalf("lastUsedAt after a verification alone = %v, want unset", got)
+		}
+		use := func() {
+			t.Helper()
+			p, err := s.VerifyAPIKey(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.RecordUse(ctx, p)
+		}
+		s.RecordUse(ctx, p)
 		first := lastUsed(t, db, k.ID)
 		if first == nil || !first.Equal(clk.Now()) {
 			t.Fatalf("lastUsedAt after first use = %v, want %v", first, clk.Now())
 		}
 		clk.Advance(30 * time.Second)
-		if _, err := s.VerifyAPIKey(ctx, key); err != nil {
-			t.Fatal(err)
-		}
+		use()
 		if got := lastUsed(t, db, k.ID); !got.Equal(*first) {
 			t.Fatalf("lastUsedAt rewritten within a minute: %v", got)
 		}
 		clk.Advance(31 * time.Second)
-		if _, err := s.VerifyAPIKey(ctx, key); err != nil {
-			t.Fatal(err)
-		}
+		use()
 		if got := lastUsed(t, db, k.ID); !got.Equal(clk.Now()) {
 			t.Fatalf("lastUsedAt after a minute = %v, want %v", got, clk.Now())
 		}

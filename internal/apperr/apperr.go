@@ -77,6 +77,7 @@ const (
 	RateLimited        Code = "RATE_LIMITED"
 	Banned             Code = "BANNED"
 	BanNotFound        Code = "BAN_NOT_FOUND"
+	TooManyStreams     Code = "TOO_MANY_STREAMS"
 	Internal           Code = "INTERNAL_ERROR"
 	ServiceUnavailable Code = "SERVICE_UNAVAILABLE"
 	UpstreamError      Code = "UPSTREAM_ERROR"
@@ -147,6 +148,7 @@ var catalogue = map[Code]Entry{
 	RateLimited:        {RateLimited, http.StatusTooManyRequests, "Too many requests; slow down."},
 	Banned:             {Banned, http.StatusForbidden, "This address is banned."},
 	BanNotFound:        {BanNotFound, http.StatusNotFound, "This address is not banned."},
+	TooManyStreams:     {TooManyStreams, http.StatusTooManyRequests, "Too many event streams are open; close one first."},
 	Internal:           {Internal, http.StatusInternalServerError, "An unexpected error occurred."},
 	ServiceUnavailable: {ServiceUnavailable, http.StatusServiceUnavailable, "The service is unavailable; try again later."},
 	UpstreamError:      {UpstreamError, http.StatusBadGateway, "An upstream service failed; try again later."},

@@ -36,6 +36,18 @@ type Principal struct {
 	RateLimit int
 	Scopes    []string
 	ExpiresAt time.Time // of the credential; zero when it does not expire
+	// KeyUsedAt is an API key's last recorded use (zero: never), for
+	// RecordUse to write it again only when it is stale.
+	KeyUsedAt time.Time
+}
+
+// Subject is who the caller is, as counts per caller key it: "user:<id>"
+// for a user (all their sessions together), "key:<id>" for an API key.
+func (p Principal) Subject() string {
+	if p.Kind == APIKey {
+		return "key:" + p.KeyID
+	}
+	return "user:" + p.AccountID
 }
 
 // Has reports whether the principal holds scope s. A user holding admin
@@ -68,9 +80,12 @@ type TokenVerifier interface {
 	VerifyAccessToken(ctx context.Context, token string) (Principal, error)
 }
 
-// KeyVerifier verifies API keys (apikeys.Service).
+// KeyVerifier verifies API keys (apikeys.Service). Verifying reads and
+// writes nothing but the key; RecordUse writes its last use, once the
+// request that presented it has been admitted.
 type KeyVerifier interface {
 	VerifyAPIKey(ctx context.Context, key string) (Principal, error)
+	RecordUse(ctx context.Context, p Principal)
 }
 
 // Authenticator is the one place a credential is checked.
@@ -102,6 +117,15 @@ func (a *Authenticator) Authenticate(ctx context.Context, c Credential) (Princip
 		return a.verifyKey(ctx, c.Bearer)
 	}
 	return a.tokens.VerifyAccessToken(ctx, c.Bearer)
+}
+
+// RecordUse records that p's credential was used by a request admitted
+// past the rate limits: an API key's last use (written at most once a
+// minute). A refused request records nothing.
+func (a *Authenticator) RecordUse(ctx context.Context, p Principal) {
+	if p.Kind == APIKey && a.keys != nil {
+		a.keys.RecordUse(ctx, p)
+	}
 }
 
 func (a *Authenticator) verifyKey(ctx context.Context, key string) (Principal, error) {

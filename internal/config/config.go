@@ -80,6 +80,7 @@ type Config struct {
 
 	WSMaxSubscriptions, WSMessageRate, WSMaxConnsPerUser, WSMaxConnsPerIP int
 	WSPingInterval, WSIdleTimeout, WSInitTimeout                          time.Duration
+	SSEHeartbeat, SSEMaxDuration                                          time.Duration
 
 	FCMCredentialsFile string
 	FCMProjectID       string
@@ -354,11 +355,13 @@ func Vars() []Var {
 		{"HERALD_GRAPHQL_INTROSPECTION", "on", "off", "on: __schema and __type are answered; off: refused with GRAPHQL_VALIDATION_FAILED (__typename is always answered)", onOff(func(c *Config) *bool { return &c.GraphQLIntrospection })},
 		{"HERALD_WS_MAX_SUBSCRIPTIONS", "20", "50", "GraphQL subscriptions running at once on one WebSocket connection; one more closes it with 4429", integer(func(c *Config) *int { return &c.WSMaxSubscriptions }, 1)},
 		{"HERALD_WS_MESSAGE_RATE", "10", "20", "messages a WebSocket client may send per second (and in a burst); faster closes the connection with 4429 (0: no cap)", integer(func(c *Config) *int { return &c.WSMessageRate }, 0)},
-		{"HERALD_WS_PING_INTERVAL", "30s", "15s", "how often the server sends a graphql-transport-ws ping on a WebSocket connection", duration(func(c *Config) *time.Duration { return &c.WSPingInterval })},
+		{"HERALD_WS_PING_INTERVAL", "30s", "15s", "how often the server sends a graphql-transport-ws ping on a WebSocket connection; no pong for two intervals closes it with 4408", duration(func(c *Config) *time.Duration { return &c.WSPingInterval })},
 		{"HERALD_WS_IDLE_TIMEOUT", "90s", "60s", "a WebSocket connection from which nothing arrives (not even a pong) for this long is closed with 4408", duration(func(c *Config) *time.Duration { return &c.WSIdleTimeout })},
 		{"HERALD_WS_INIT_TIMEOUT", "10s", "5s", "connection_init must arrive within this long of the WebSocket opening, else it is closed with 4408", duration(func(c *Config) *time.Duration { return &c.WSInitTimeout })},
-		{"HERALD_WS_MAX_CONNECTIONS_PER_USER", "10", "20", "open WebSocket connections of one user or API key on one replica; one more closes with 4429", integer(func(c *Config) *int { return &c.WSMaxConnsPerUser }, 1)},
-		{"HERALD_WS_MAX_CONNECTIONS_PER_IP", "50", "200", "open WebSocket connections from one client address on one replica; one more closes with 4429", integer(func(c *Config) *int { return &c.WSMaxConnsPerIP }, 1)},
+		{"HERALD_WS_MAX_CONNECTIONS_PER_USER", "10", "20", "open WebSocket connections of one user or API key on one replica; one more closes with 4429. Event streams (SSE) are capped by the same number, counted apart: one more is refused with TOO_MANY_STREAMS (429)", integer(func(c *Config) *int { return &c.WSMaxConnsPerUser }, 1)},
+		{"HERALD_WS_MAX_CONNECTIONS_PER_IP", "50", "200", "open WebSocket connections from one client address (an IPv6 client's /64) on one replica; one more closes with 4429. Event streams (SSE) are capped by the same number, counted apart: one more is refused with TOO_MANY_STREAMS (429)", integer(func(c *Config) *int { return &c.WSMaxConnsPerIP }, 1)},
+		{"HERALD_SSE_HEARTBEAT", "15s", "10s", "how often an event stream (SSE) gets a keep-alive comment; its credential is checked again at each, and a revoked or expired one ends the stream with an error event", duration(func(c *Config) *time.Duration { return &c.SSEHeartbeat })},
+		{"HERALD_SSE_MAX_DURATION", "10m", "30m", "how long one event stream (SSE) lasts at most; it then ends and the client reconnects with Last-Event-ID", duration(func(c *Config) *time.Duration { return &c.SSEMaxDuration })},
 		{"HERALD_FCM_CREDENTIALS_FILE", "", "/etc/herald/fcm-service-account.json", "Firebase service-account JSON; enables FCM for android (and ios without APNs)", str(func(c *Config) *string { return &c.FCMCredentialsFile })},
 		{"HERALD_FCM_PROJECT_ID", "", "my-vpn-app", "FCM project; empty: the project_id of the credentials file", str(func(c *Config) *string { return &c.FCMProjectID })},
 		{"HERALD_FCM_ENDPOINT", "https://fcm.googleapis.com", "http://127.0.0.1:9090", "FCM HTTP v1 server", httpURL(func(c *Config) *string { return &c.FCMEndpoint })},

@@ -620,7 +620,9 @@ func (r *queryResolver) Bans(ctx context.Context, first *int, after *string) (*B
 
 // NotificationJobUpdated is the resolver for the notificationJobUpdated field.
 func (r *subscriptionResolver) NotificationJobUpdated(ctx context.Context, id string) (<-chan *NotificationJob, error) {
-	jobs, err := r.Notifications.Watch(ctx, id, 0)
+	// -1: the subscriber has no state yet, so the first is sent whatever
+	// its version (a scheduled job's is 0).
+	jobs, err := r.Notifications.Watch(ctx, id, -1)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/herald-vpn/herald/internal/api"
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
+	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"go.opentelemetry.io/otel/trace"
@@ -30,7 +31,7 @@ const (
 	CloseUnauthorized      = 4401 // subscribe before connection_ack
 	CloseForbidden         = 4403 // connection_init refused: credentials, scope, expiry
 	CloseSubprotocol       = 4406 // the client did not offer graphql-transport-ws
-	CloseInitTimeout       = 4408 // no connection_init in time; or nothing received for the idle timeout
+	CloseInitTimeout       = 4408 // no connection_init in time; nothing received for the idle timeout; or no pong for two ping intervals
 	CloseDuplicateID       = 4409 // a subscribe whose id is in use
 	CloseTooMany           = 4429 // a second connection_init, or over a limit
 	CloseInternal          = 4500
@@ -55,7 +56,10 @@ type WSLimits struct {
 	// MessageRate is how many messages a client may send per second (and
 	// in a burst); faster closes with 4429. Negative: no cap.
 	MessageRate int
-	// PingInterval is how often the server sends a protocol ping.
+	// PingInterval is how often the server sends a protocol ping. A
+	// connection from which no pong arrives for two intervals is closed
+	// with 4408, whatever IdleTimeout says: a dead peer holds its places
+	// under the caps no longer than that.
 	PingInterval time.Duration
 	// IdleTimeout: a connection from which nothing (not even a pong)
 	// arrives for this long is closed with 4408.
@@ -63,8 +67,9 @@ type WSLimits struct {
 	// InitTimeout: connection_init must arrive within it, else 4408.
 	InitTimeout time.Duration
 	// MaxConnsPerUser and MaxConnsPerIP bound the open connections of one
-	// user (or API key) and of one client address on this replica; one
-	// more closes with 4429.
+	// user (or API key) and of one client address (an IPv6 client's /64,
+	// as the rate limits count it) on this replica; one more closes with
+	// 4429.
 	MaxConnsPerUser int
 	MaxConnsPerIP   int
 }
@@ -106,14 +111,13 @@ type WebSocket struct {
 	cfg      WSConfig
 	upgrader websocket.Upgrader
 
-	mu    sync.Mutex
-	conns map[string]int // open connections per "ip:…" and "user:…"/"key:…"
+	conns limits.Slots // open connections per address and per caller
 }
 
 // NewWebSocket returns the WebSocket door over h.
 func (h *Handler) NewWebSocket(cfg WSConfig) *WebSocket {
 	cfg.Limits = cfg.Limits.withDefaults()
-	return &WebSocket{h: h, cfg: cfg, conns: map[string]int{}, upgrader: websocket.Upgrader{
+	return &WebSocket{h: h, cfg: cfg, upgrader: websocket.Upgrader{
 		Subprotocols: []string{Subprotocol},
 		// Credentials travel in connection_init, never in cookies, so a
 		// page of another origin gains nothing a script could not do
@@ -124,25 +128,6 @@ func (h *Handler) NewWebSocket(cfg WSConfig) *WebSocket {
 
 // IsUpgrade reports whether r asks for a WebSocket.
 func IsUpgrade(r *http.Request) bool { return websocket.IsWebSocketUpgrade(r) }
-
-// take counts one more connection under key unless max are open.
-func (s *WebSocket) take(key string, max int) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if max > 0 && s.conns[key] >= max {
-		return false
-	}
-	s.conns[key]++
-	return true
-}
-
-func (s *WebSocket) release(key string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.conns[key]--; s.conns[key] <= 0 {
-		delete(s.conns, key)
-	}
-}
 
 // ServeHTTP upgrades the request (charged one global unit, as any
 // request) and serves the connection until it closes.
@@ -162,8 +147,8 @@ func (s *WebSocket) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		x.close(CloseSubprotocol, "Subprotocol not acceptable")
 		return
 	}
-	ipKey := "ip:" + api.Info(ctx).ClientIP.String()
-	if !s.take(ipKey, s.cfg.Limits.MaxConnsPerIP) {
+	ipKey := limits.AddressSlot(api.Info(ctx).ClientIP)
+	if !s.conns.Take(ipKey, s.cfg.Limits.MaxConnsPerIP) {
 		x.close(CloseTooMany, "Too many connections from this address")
 		return
 	}
@@ -206,8 +191,12 @@ type wsConn struct {
 
 	slotsMu  sync.Mutex // guards the three below
 	released bool
-	ipKey    string // "ip:…", counted
-	userKey  string // "user:…" or "key:…", counted
+	ipKey    string // the address's slot, counted
+	userKey  string // the caller's slot (Principal.Subject), counted
+
+	// pongDue closes the connection when no pong arrives for two ping
+	// intervals; each pong pushes it back.
+	pongDue *time.Timer
 
 	mu   sync.Mutex
 	subs map[string]*wsSub
@@ -260,6 +249,8 @@ func (x *wsConn) serve() {
 	x.c.SetReadDeadline(time.Now().Add(x.lim.InitTimeout))
 	pingDone := make(chan struct{})
 	defer close(pingDone)
+	x.pongDue = time.AfterFunc(2*x.lim.PingInterval, func() { x.close(CloseInitTimeout, "Pong timeout") })
+	defer x.pongDue.Stop()
 	go x.ping(pingDone)
 	x.filled = time.Now()
 	x.tokens = float64(x.lim.MessageRate)
@@ -312,8 +303,9 @@ func (x *wsConn) allow() bool {
 	return true
 }
 
-// ping sends a protocol ping every PingInterval once acknowledged; the
-// client's pong (or anything else) keeps the connection from idling out.
+// ping sends a protocol ping every PingInterval; the client's pong keeps
+// the connection open (pongDue), and, as anything else it sends, from
+// idling out.
 func (x *wsConn) ping(done <-chan struct{}) {
 	t := time.NewTicker(x.lim.PingInterval)
 	defer t.Stop()
@@ -355,6 +347,7 @@ func (x *wsConn) handle(m message) bool {
 	case "ping":
 		x.write(message{Type: "pong", Payload: m.Payload})
 	case "pong":
+		x.pongDue.Reset(2 * x.lim.PingInterval)
 	case "subscribe":
 		return x.subscribe(m)
 	case "complete":
@@ -443,22 +436,20 @@ func (x *wsConn) init(raw json.RawMessage) bool {
 		x.close(CloseForbidden, "Forbidden: "+string(api.Classify(err).Code))
 		return false
 	}
-	userKey := "user:" + principal.AccountID
-	if principal.Kind == auth.APIKey {
-		userKey = "key:" + principal.KeyID
-	}
-	if !x.s.take(userKey, x.lim.MaxConnsPerUser) {
+	userKey := principal.Subject()
+	if !x.s.conns.Take(userKey, x.lim.MaxConnsPerUser) {
 		x.close(CloseTooMany, "Too many connections for this caller")
 		return false
 	}
 	x.slotsMu.Lock()
 	if x.released { // closed meanwhile (shutdown)
-		x.s.release(userKey)
+		x.s.conns.Release(userKey)
 	} else {
 		x.userKey = userKey
 	}
 	x.slotsMu.Unlock()
 	x.initDone = true
+	x.s.cfg.Authenticator.RecordUse(x.ctx, principal)
 	x.authCtx = auth.WithResult(x.ctx, auth.Result{Principal: principal})
 	x.cred.Store(&cred)
 	if !principal.ExpiresAt.IsZero() {
@@ -635,9 +626,9 @@ func (x *wsConn) releaseSlots() {
 	}
 	x.released = true
 	if x.ipKey != "" {
-		x.s.release(x.ipKey)
+		x.s.conns.Release(x.ipKey)
 	}
 	if x.userKey != "" {
-		x.s.release(x.userKey)
+		x.s.conns.Release(x.userKey)
 	}
 }

@@ -55,9 +55,12 @@ type BanStore interface {
 	AddBan(ctx context.Context, b Ban) error
 }
 
-// Gate admits or refuses API requests: bans first, then every tier in one
-// call to the backend. It returns a Verdict; the server writes its headers
-// and its refusal.
+// Gate admits or refuses API requests in two steps, so that an address's
+// verdict comes before its credential is checked: Address (bans, blocks,
+// the tiers counted per address), then, for an authenticated caller,
+// Caller (the tiers counted per user or API key). Each step is one call
+// to the backend. It returns a Verdict; the server writes its headers and
+// its refusal.
 type Gate struct {
 	backend Backend
 	tiers   Tiers
@@ -182,23 +185,48 @@ func (v Verdict) Err() error {
 		WithRetryAfter(v.RetryAfter)
 }
 
-// Check charges u for the client ip and returns the verdict: banned,
-// refused by a tier or blocked, or allowed with the numbers of the tier
-// closest to exhaustion. A backend failure lets the request through.
-func (g *Gate) Check(ctx context.Context, ip netip.Addr, u Units) Verdict {
+// Address is the first half of admission, decided before any credential
+// is looked at: a banned address is refused, a blocked one too, and the
+// tiers counted per address (global and auth) are charged, all or none.
+// u's per-caller fields are ignored. A request it refuses has cost no
+// credential check and no write. A backend failure lets the request
+// through.
+func (g *Gate) Address(ctx context.Context, ip netip.Addr, u Units) Verdict {
 	subject := Subject(ip)
 	if g.isBanned(ctx, subject) {
 		return Verdict{Banned: true}
 	}
-	var buf [5]Check
+	var buf [2]Check
+	checks := buf[:0]
+	add := func(t Tier, cost int) {
+		if cost > 0 && t.Limit > 0 {
+			checks = append(checks, Check{Tier: t, Subject: subject, Cost: cost})
+		}
+	}
+	add(g.tiers.Global, u.Global)
+	add(g.tiers.Auth, u.Auth)
+	return g.charge(ctx, subject, checks)
+}
+
+// Caller is the second half, once Address has admitted the request and
+// its caller is authenticated: it charges the tiers counted per caller
+// (protected and admin per user, apikey per key) and returns the
+// request's verdict — this refusal, or, allowed, the tier of the two
+// calls closest to exhaustion. addr is Address's verdict. A request
+// refused here has spent its address units (global is a baseline of all
+// traffic from the address), and its refusal counts towards the
+// address's block, as one refused by an address tier does.
+func (g *Gate) Caller(ctx context.Context, ip netip.Addr, u Units, addr Verdict) Verdict {
+	if !addr.Allowed {
+		return addr
+	}
+	var buf [3]Check
 	checks := buf[:0]
 	add := func(t Tier, who string, cost int) {
 		if cost > 0 && t.Limit > 0 && who != "" {
 			checks = append(checks, Check{Tier: t, Subject: who, Cost: cost})
 		}
 	}
-	add(g.tiers.Global, subject, u.Global)
-	add(g.tiers.Auth, subject, u.Auth)
 	add(g.tiers.Protected, u.UserID, u.Protected)
 	add(g.tiers.Admin, u.UserID, u.Admin)
 	keyTier := g.tiers.APIKey
@@ -206,6 +234,25 @@ func (g *Gate) Check(ctx context.Context, ip netip.Addr, u Units) Verdict {
 		keyTier.Limit = u.APIKeyLimit
 	}
 	add(keyTier, u.APIKey, u.APIKeyUnits)
+	if len(checks) == 0 {
+		return addr
+	}
+	v := g.charge(ctx, Subject(ip), checks)
+	if !v.Allowed {
+		return v
+	}
+	return closer(addr, v)
+}
+
+// Check is Address and then Caller, for a request whose caller is known
+// already (or that has none).
+func (g *Gate) Check(ctx context.Context, ip netip.Addr, u Units) Verdict {
+	return g.Caller(ctx, ip, u, g.Address(ctx, ip, u))
+}
+
+// charge runs checks in one call to the backend, with the address's
+// abuse tracking, and turns the decision into a verdict.
+func (g *Gate) charge(ctx context.Context, subject string, checks []Check) Verdict {
 	d, err := g.backend.Allow(ctx, subject, checks)
 	if err != nil {
 		g.logger.ErrorContext(ctx, "rate limiter failed; request let through", "err", err)
@@ -222,6 +269,21 @@ func (g *Gate) Check(ctx context.Context, ip netip.Addr, u Units) Verdict {
 		v.Limit, v.Remaining, v.Reset = 0, 0, g.now().Add(time.Duration(v.RetryAfter)*time.Second)
 	}
 	return v
+}
+
+// closer is the allowed verdict whose tier is closer to exhaustion: fewer
+// units left, or, as many, the one that stays exhausted longer (as the
+// backend picks among the tiers of one call).
+func closer(a, b Verdict) Verdict {
+	switch {
+	case !b.Shown():
+		return a
+	case !a.Shown():
+		return b
+	case b.Remaining < a.Remaining, b.Remaining == a.Remaining && b.Reset.After(a.Reset):
+		return b
+	}
+	return a
 }
 
 func (g *Gate) ban(ctx context.Context, subject, reason string) {

@@ -396,3 +396,48 @@ func TestBanRefreshIsClaimedOnce(t *testing.T) {
 		})
 	}
 }
+
+// Admission's two steps: Address charges only the tiers counted per
+// address and refuses before the caller is known; Caller charges the
+// caller's tiers, shows the tier closest to exhaustion of the two steps,
+// and refuses without undoing the address's units.
+func TestGateAddressThenCaller(t *testing.T) {
+	t.Parallel()
+	f := newGate(t, limits.PerWindow(time.Minute, 5, 3, 2, 1000, 60), limits.AbusePolicy{}, 0)
+	ctx := context.Background()
+	ip := netip.MustParseAddr("192.0.2.20")
+	me := limits.Units{Global: 1, Protected: 1, UserID: "u1"}
+
+	addr := f.gate.Address(ctx, ip, me)
+	if !addr.Allowed || addr.Tier != limits.TierGlobal || addr.Remaining != 4 {
+		t.Fatalf("address step: %+v, want global with 4 left (the protected unit not charged)", addr)
+	}
+	v := f.gate.Caller(ctx, ip, me, addr)
+	if !v.Allowed || v.Tier != limits.TierProtected || v.Remaining != 1 {
+		t.Fatalf("caller step: %+v, want protected with 1 left (closer than global's 4)", v)
+	}
+	if v := f.gate.Check(ctx, ip, me); !v.Allowed || v.Tier != limits.TierProtected || v.Remaining != 0 {
+		t.Fatalf("second call: %+v, want protected with 0 left", v)
+	}
+	// Refused by the caller's tier: global keeps the unit (5-3 = 2 left
+	// before the next request).
+	if err := f.gate.Check(ctx, ip, me).Err(); !apperr.Is(err, apperr.RateLimited) || apperr.As(err).Details["tier"] != limits.TierProtected {
+		t.Fatalf("third call: %v, want RATE_LIMITED by protected", err)
+	}
+	if a := f.admit(t, "192.0.2.20", plain); a.err != nil || a.remaining != "1" {
+		t.Fatalf("a plain request after the refusal: %+v, want global with 1 left", a)
+	}
+	// A refused address step is the verdict: Caller charges nothing.
+	f.admit(t, "192.0.2.20", plain)
+	refused := f.gate.Address(ctx, ip, me)
+	if refused.Allowed || refused.Tier != limits.TierGlobal {
+		t.Fatalf("address over global: %+v", refused)
+	}
+	other := limits.Units{Global: 1, Protected: 1, UserID: "u2"}
+	if v := f.gate.Caller(ctx, ip, other, refused); v.Allowed || v.Tier != limits.TierGlobal {
+		t.Fatalf("caller after a refused address: %+v, want the address's refusal", v)
+	}
+	if v := f.gate.Check(ctx, netip.MustParseAddr("192.0.2.21"), other); !v.Allowed || v.Tier != limits.TierProtected || v.Remaining != 1 {
+		t.Fatalf("u2 from another address: %+v, want its first protected unit charged only now", v)
+	}
+}

@@ -67,7 +67,8 @@ func decodeProgress(b []byte) (Job, error) {
 }
 
 // Watch follows job id for a live subscriber: the job as it is now if its
-// Version is above after, then every newer state as it is published (at
+// Version is above after (-1 for a subscriber that has nothing yet: a
+// scheduled job's version is 0), then every newer state as it is published (at
 // most one per Config.ProgressInterval, and the final one), from whichever
 // replica works the job. The channel is closed after the finished state,
 // or when ctx ends. JOB_NOT_FOUND when unknown.

@@ -11,6 +11,7 @@ import (
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/api"
 	"github.com/herald-vpn/herald/internal/apikeys"
+	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/idempotency"
 	"github.com/herald-vpn/herald/internal/limits"
@@ -42,6 +43,11 @@ type Handlers struct {
 	Bans *limits.Bans
 	// Stopping is closed when the server shuts down: event streams end.
 	Stopping <-chan struct{}
+	// Authenticator checks an event stream's credential again at each
+	// heartbeat.
+	Authenticator *auth.Authenticator
+	// Streams bound the event streams.
+	Streams StreamLimits
 }
 
 // noBody is the input of a handler that reads no body.

@@ -20,21 +20,30 @@ type admission struct {
 	authn *auth.Authenticator
 }
 
+// Admit decides in the order that keeps a refused request cheap: the
+// address first (bans, blocks and the tiers counted per address), before
+// any credential is looked at; then, for rules that need a caller, the
+// credential; then the caller's own tiers; and only an admitted request
+// records its key's use. A request refused by its address reads no key
+// and no session and writes nothing.
 func (a admission) Admit(ctx context.Context, w http.ResponseWriter, rules []auth.Rule) (context.Context, error) {
 	info := api.Info(ctx)
-	var res auth.Result
-	if needsCaller(rules) {
+	v := a.gate.Address(ctx, info.ClientIP, auth.Units(rules, auth.Principal{}))
+	res := auth.ResultOf(ctx)
+	if v.Allowed && needsCaller(rules) {
 		p, err := a.authn.Authenticate(ctx, info.Credential)
 		res = auth.Result{Principal: p, Err: err}
-	} else {
-		res = auth.ResultOf(ctx)
+		if err == nil {
+			v = a.gate.Caller(ctx, info.ClientIP, auth.Units(rules, p), v)
+			if v.Allowed {
+				a.authn.RecordUse(ctx, p)
+			}
+		}
 	}
-	ctx = auth.WithResult(ctx, res)
-	v := a.gate.Check(ctx, info.ClientIP, auth.Units(rules, res.Principal))
 	if v.Shown() {
 		setRateLimitHeaders(w.Header(), v.Limit, v.Remaining, v.Reset)
 	}
-	return ctx, v.Err()
+	return auth.WithResult(ctx, res), v.Err()
 }
 
 func needsCaller(rules []auth.Rule) bool {

@@ -75,6 +75,8 @@ type Deps struct {
 	GraphQLLimits graph.Limits
 	// WebSocketLimits bound GraphQL subscriptions over WebSocket.
 	WebSocketLimits graph.WSLimits
+	// EventStreams bound the REST event streams (Server-Sent Events).
+	EventStreams rest.StreamLimits
 	// Stopping is closed when the server begins to shut down: live streams
 	// (SSE, WebSocket) end then, so the shutdown does not wait for them.
 	Stopping <-chan struct{}
@@ -175,7 +177,7 @@ func newGraphQL(d Deps, adm api.Admission) *graph.Handler {
 
 // newREST builds the REST door's handlers.
 func newREST(d Deps) *rest.Handlers {
-	return &rest.Handlers{Accounts: d.Accounts, APIKeys: d.APIKeys, Sessions: d.Sessions, Devices: d.Devices, Plans: d.Plans, Webhooks: d.Webhooks, Notifications: d.Notifications, Messenger: d.Messenger, MessengerBroadcasts: d.MessengerBroadcasts, Idempotency: d.Idempotency, Overview: d.Overview, Bans: d.Bans, Stopping: d.Stopping}
+	return &rest.Handlers{Accounts: d.Accounts, APIKeys: d.APIKeys, Sessions: d.Sessions, Devices: d.Devices, Plans: d.Plans, Webhooks: d.Webhooks, Notifications: d.Notifications, Messenger: d.Messenger, MessengerBroadcasts: d.MessengerBroadcasts, Idempotency: d.Idempotency, Overview: d.Overview, Bans: d.Bans, Stopping: d.Stopping, Authenticator: d.Authenticator, Streams: d.EventStreams}
 }
 
 // discovery publishes the subset of OpenID Provider metadata that standard

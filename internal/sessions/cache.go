@@ -39,22 +39,28 @@ type liveSessions struct {
 
 type liveEntry struct {
 	accountID string
-	until     time.Time
+	expiresAt time.Time // the session's own end
+	until     time.Time // of this answer
 }
 
 func newLiveSessions(now func() time.Time) *liveSessions {
 	return &liveSessions{now: now, entries: map[string]liveEntry{}}
 }
 
-// get reports whether sessionID of accountID is known live.
-func (c *liveSessions) get(sessionID, accountID string) bool {
+// get reports whether sessionID of accountID is known unrevoked, and
+// when the session expires: the caller still checks that end, so a cached
+// answer never outlives the session.
+func (c *liveSessions) get(sessionID, accountID string) (expiresAt time.Time, ok bool) {
 	if !c.listening.Load() {
-		return false
+		return time.Time{}, false
 	}
 	c.mu.Lock()
 	e, ok := c.entries[sessionID]
 	c.mu.Unlock()
-	return ok && e.accountID == accountID && c.now().Before(e.until)
+	if !ok || e.accountID != accountID || !c.now().Before(e.until) {
+		return time.Time{}, false
+	}
+	return e.expiresAt, true
 }
 
 // generation is the eviction count to pass to put after a database read.
@@ -64,9 +70,9 @@ func (c *liveSessions) generation() uint64 {
 	return c.gen
 }
 
-// put remembers a session read live, unless nobody announces revocations
-// or an eviction happened since gen.
-func (c *liveSessions) put(sessionID, accountID string, gen uint64) {
+// put remembers a session read live, and its end, unless nobody announces
+// revocations or an eviction happened since gen.
+func (c *liveSessions) put(sessionID, accountID string, expiresAt time.Time, gen uint64) {
 	if !c.listening.Load() {
 		return
 	}
@@ -76,7 +82,7 @@ func (c *liveSessions) put(sessionID, accountID string, gen uint64) {
 		return
 	}
 	makeRoom(c.entries, cacheMaxEntries)
-	c.entries[sessionID] = liveEntry{accountID: accountID, until: c.now().Add(cacheTTL)}
+	c.entries[sessionID] = liveEntry{accountID: accountID, expiresAt: expiresAt, until: c.now().Add(cacheTTL)}
 }
 
 // makeRoom drops an arbitrary entry of m when it holds limit already, so

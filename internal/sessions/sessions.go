@@ -311,31 +311,44 @@ func (s *Service) WatchRevocations(ctx context.Context) error {
 	return s.store.WatchRevocations(ctx, s.live.evict, s.live.listening.Store)
 }
 
-// VerifyAccessToken verifies an access token and that its session is live.
-// The session is looked up by primary key, or answered from this replica's
+// VerifyAccessToken verifies an access token and that its session is live:
+// neither revoked (TOKEN_INVALID) nor expired (TOKEN_EXPIRED, expiredAt the
+// session's end, tokenType "access": the token ends with its session). The
+// session is looked up by primary key, or answered from this replica's
 // cache of live sessions, which every revocation evicts on every replica
-// at once (WatchRevocations), so a logout holds everywhere. It implements
-// auth.TokenVerifier.
+// at once (WatchRevocations), so a logout holds everywhere; the cache keeps
+// the session's end with it, so it never keeps an expired session alive.
+// The principal's ExpiresAt is the token's or the session's end, whichever
+// comes first. It implements auth.TokenVerifier.
 func (s *Service) VerifyAccessToken(ctx context.Context, token string) (auth.Principal, error) {
 	p, err := s.signer.verify(token)
 	if err != nil {
 		return auth.Principal{}, err
 	}
-	if s.live.get(p.SessionID, p.AccountID) {
-		return p, nil
+	sessionEnd, ok := s.live.get(p.SessionID, p.AccountID)
+	if !ok {
+		gen := s.live.generation()
+		sess, err := s.store.SessionByID(ctx, p.SessionID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return auth.Principal{}, apperr.New(apperr.TokenInvalid)
+		}
+		if err != nil {
+			return auth.Principal{}, err
+		}
+		if sess.RevokedAt != nil || sess.AccountID != p.AccountID {
+			return auth.Principal{}, apperr.New(apperr.TokenInvalid)
+		}
+		sessionEnd = sess.ExpiresAt
+		if s.now().Before(sessionEnd) {
+			s.live.put(p.SessionID, p.AccountID, sessionEnd, gen)
+		}
 	}
-	gen := s.live.generation()
-	sess, err := s.store.SessionByID(ctx, p.SessionID)
-	if errors.Is(err, storage.ErrNotFound) {
-		return auth.Principal{}, apperr.New(apperr.TokenInvalid)
+	if !s.now().Before(sessionEnd) {
+		return auth.Principal{}, tokenExpired(sessionEnd, "access")
 	}
-	if err != nil {
-		return auth.Principal{}, err
+	if sessionEnd.Before(p.ExpiresAt) {
+		p.ExpiresAt = sessionEnd.UTC()
 	}
-	if sess.RevokedAt != nil || sess.AccountID != p.AccountID {
-		return auth.Principal{}, apperr.New(apperr.TokenInvalid)
-	}
-	s.live.put(p.SessionID, p.AccountID, gen)
 	return p, nil
 }
 

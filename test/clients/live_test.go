@@ -38,3 +38,17 @@ func TestLiveProgressGraphQLWS(t *testing.T) {
 	s.cli(t, rows.String(), "devices", "import", "--file", "-")
 	t.Log(runNode(t, s, "live_progress.mjs", map[string]string{"TOKEN": admin, "TOTAL": fmt.Sprint(devices)}))
 }
+
+// TestGraphQLWSClientWithoutPongs: a graphql-ws client that stops
+// answering pings (live_pong.mjs) is closed with 4408 within about two
+// ping intervals, whatever the idle timeout; while it answered, it stayed
+// connected.
+func TestGraphQLWSClientWithoutPongs(t *testing.T) {
+	needNode(t)
+	s := startServer(t, map[string]string{
+		"HERALD_WS_PING_INTERVAL": "1s",
+		"HERALD_WS_IDLE_TIMEOUT":  "1h",
+	})
+	admin := s.adminToken(t, "ops@example.com")
+	t.Log(runNode(t, s, "live_pong.mjs", map[string]string{"TOKEN": admin, "ANSWERED": "3"}))
+}
