@@ -281,7 +281,7 @@ func (r *run) pipeline(ctx context.Context, next source, final bool) error {
 	go func() { wg.Wait(); close(sendersDone); close(results) }()
 
 	rec := &recorder{r: r, bg: context.WithoutCancel(ctx), done: make(chan writeResult, 1), lastWrite: time.Now(),
-		batches: batches, hold: min(cfg.LeaseTTL/4, time.Second)}
+		batches: batches, hold: cfg.OutcomeHold}
 	downAfter := max(2*cfg.Concurrency, 10)
 	consecutive := 0 // transient failures in a row
 	var firstErr error

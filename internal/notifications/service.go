@@ -49,6 +49,10 @@ type Config struct {
 	// crash (default 20s). Sweep, run every SweepEvery, queues the
 	// takeover.
 	LeaseTTL time.Duration
+	// OutcomeHold is the longest a send's outcome waits for its batch to
+	// settle before it is written as a row of its own (default a quarter
+	// of LeaseTTL, at most 1s).
+	OutcomeHold time.Duration
 	// Slice is how long one River attempt works a broadcast before it
 	// snoozes and goes on (default 5m), so that River can rescue the
 	// attempt of a process that died.
@@ -92,6 +96,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.LeaseTTL <= 0 {
 		c.LeaseTTL = DefaultLeaseTTL
+	}
+	if c.OutcomeHold <= 0 {
+		c.OutcomeHold = min(c.LeaseTTL/4, time.Second)
 	}
 	if c.Slice <= 0 {
 		c.Slice = 5 * time.Minute
