@@ -266,9 +266,11 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, serving b
 	})
 	river.AddWorker(a.workers, &notifications.BroadcastWorker{Service: a.notifications})
 	a.idempotency = idempotency.New(a.db, logger.With("component", "idempotency"))
-	a.webhooks = webhooks.NewService(a.db, httpsend.New(cfg.WebhooksAllowPrivate), webhooks.Config{
+	webhookPolicy := webhooks.AddressPolicy{AllowPrivate: cfg.WebhooksAllowPrivate, AllowInsecure: cfg.WebhooksAllowInsecure, Ports: cfg.WebhooksAllowedPorts}
+	a.webhooks = webhooks.NewService(a.db, httpsend.New(httpsend.Options{Policy: webhookPolicy}), webhooks.Config{
 		AllowInsecure: cfg.WebhooksAllowInsecure,
 		AllowPrivate:  cfg.WebhooksAllowPrivate,
+		AllowedPorts:  cfg.WebhooksAllowedPorts,
 		Schedule:      cfg.WebhooksRetrySchedule,
 		DisableAfter:  cfg.WebhooksDisableAfter,
 		Logger:        logger.With("component", "webhooks"),

@@ -359,22 +359,33 @@ func mustMarshal(t testing.TB, v any) []byte {
 	return b
 }
 
-// Without HERALD_WEBHOOKS_ALLOW_PRIVATE, an endpoint on a private address
-// is refused at registration, and one that got in anyway (its name
-// resolved elsewhere then) is refused when the delivery dials.
+// Without HERALD_WEBHOOKS_ALLOW_PRIVATE, an endpoint on a private address,
+// a zoned one or an odd port is refused at registration, without saying
+// what its name resolved to; one that got in anyway (its name resolved
+// elsewhere then) is refused when the delivery dials, its attempt
+// recorded as unreachable, and no log line holds its URL.
 func TestWebhooksRefusePrivateAddressesE2E(t *testing.T) {
 	sqlstoretest.Require(t, "sqlite")
 	rcv := newHookReceiver(t, nil)
 	h := startHerald(t, "sqlite", webhooksEnv(map[string]string{"HERALD_WEBHOOKS_ALLOW_PRIVATE": "off"}))
 	admin := newAdminToken(t, h, "ops@example.com")
 	key, _ := createKey(t, h, restDoor.name, admin, map[string]any{"name": "hooks", "scopes": []string{"webhooks:manage"}})
-	for _, url := range []string{rcv.srv.URL + "/x", "http://localhost:9/x", "http://169.254.169.254/latest/meta-data", "http://[::1]/x", "http://10.0.0.1/x", "http://[fd00:ec2::254]/"} {
+	for _, url := range []string{rcv.srv.URL + "/x", "http://localhost:9/x", "http://localhost/x", "http://169.254.169.254/latest/meta-data", "http://[::1]/x", "http://10.0.0.1/x",
+		"http://[fd00:ec2::254]/", "https://[::1%25lo]:18099/hook", "https://[fe80::1%25eth0]/", "https://[fd00:ec2::254%25eth0]/",
+		"https://[64:ff9b::a9fe:a9fe%25eth0]/", "https://[fc00::1%25x]/", "https://[::7f00:1]/", "https://[64:ff9b:1::a00:1]/", "https://1.1.1.1:6379/"} {
 		status, env, hdr := h.rest(t, http.MethodPost, "/api/v1/webhooks", map[string]any{"url": url, "eventTypes": []string{webhooks.UserCreated}}, withHeader("X-API-Key", key))
 		r := envelopeResult(t, "create "+url, status, env, hdr)
 		expectError(t, "create "+url, r, http.StatusBadRequest, "VALIDATION_ERROR")
 		if r.details["field"] != "url" {
 			t.Fatalf("%s: details %v", url, r.details)
 		}
+		if answer := string(mustMarshal(t, env)); strings.Contains(answer, "127.0.0.1") || strings.Contains(answer, "::ffff") {
+			t.Fatalf("%s: the refusal tells what the name resolved to: %s", url, answer)
+		}
+	}
+	status, env, _ := h.rest(t, http.MethodPost, "/api/v1/webhooks", map[string]any{"url": "http://localhost/x", "eventTypes": []string{webhooks.UserCreated}}, withHeader("X-API-Key", key))
+	if status != http.StatusBadRequest || !strings.Contains(string(mustMarshal(t, env)), "not a public address") {
+		t.Fatalf("localhost: %d %v", status, env)
 	}
 	gr := gql(t, h, "createWebhookEndpoint", `mutation C($in: CreateWebhookEndpointInput!) { createWebhookEndpoint(input: $in) { secret } }`,
 		map[string]any{"in": map[string]any{"url": "http://127.0.0.1:1/", "eventTypes": []string{webhooks.UserCreated}}}, withHeader("X-API-Key", key))
@@ -383,21 +394,31 @@ func TestWebhooksRefusePrivateAddressesE2E(t *testing.T) {
 	// An endpoint whose address became private after registration.
 	now := time.Now().UTC()
 	secret, _ := webhooks.NewSecret()
-	if err := h.store(t).CreateWebhookEndpoint(t.Context(), webhooks.Endpoint{ID: "ep_rebound", URL: rcv.srv.URL + "/rebound", EventTypes: []string{webhooks.UserCreated}, Secret: secret, CreatedAt: now, UpdatedAt: now}); err != nil {
+	if err := h.store(t).CreateWebhookEndpoint(t.Context(), webhooks.Endpoint{ID: "ep_rebound", URL: rcv.srv.URL + "/rebound?token=s3cr3t-query", EventTypes: []string{webhooks.UserCreated}, Secret: secret, CreatedAt: now, UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	newVerifiedUser(t, h, restDoor.name, "dan@example.com")
-	eventually(t, func() bool {
-		r := hookREST(t, h, key, http.MethodGet, "/api/v1/webhooks/ep_rebound/deliveries")
-		nodes, _ := jsonPath(r.data, "nodes").([]any)
-		if len(nodes) == 0 {
-			return false
-		}
-		errText, _ := jsonPath(nodes[0], "error").(string)
-		return jsonPath(nodes[0], "statusCode") == nil && strings.Contains(errText, "not a public address")
-	}, "the delivery to a private address is refused at dial time")
+	for _, door := range []string{restDoor.name, graphQLDoor.name} {
+		eventually(t, func() bool {
+			var nodes []any
+			if door == restDoor.name {
+				r := hookREST(t, h, key, http.MethodGet, "/api/v1/webhooks/ep_rebound/deliveries")
+				nodes, _ = jsonPath(r.data, "nodes").([]any)
+			} else {
+				r := gql(t, h, "webhookDeliveries", webhookDeliveriesDoc, map[string]any{"id": "ep_rebound"}, withHeader("X-API-Key", key))
+				nodes, _ = jsonPath(r.data, "nodes").([]any)
+			}
+			return len(nodes) > 0 && jsonPath(nodes[0], "statusCode") == nil && jsonPath(nodes[0], "error") == webhooks.ErrorUnreachable
+		}, "%s: the delivery to a private address is refused at dial time, as unreachable", door)
+	}
 	if n := len(rcv.at("/rebound")); n != 0 {
 		t.Fatalf("the receiver on a private address got %d requests", n)
+	}
+	if !h.logsMention(t, "ep_rebound") {
+		t.Fatal("no log line names the endpoint")
+	}
+	if h.logsMention(t, "s3cr3t-query") || h.logsMention(t, "/rebound") {
+		t.Fatal("a log line holds the endpoint's URL")
 	}
 }
 

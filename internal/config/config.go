@@ -114,6 +114,7 @@ type Config struct {
 	WebhooksAllowPrivate  bool
 	WebhooksRetrySchedule []time.Duration
 	WebhooksDisableAfter  time.Duration
+	WebhooksAllowedPorts  []uint16
 }
 
 // Var documents one environment variable; the README's table and
@@ -429,7 +430,7 @@ func Vars() []Var {
 		{"HERALD_JOB_RETRY_MAX", "10m", "1h", "longest delay between two retries of a background job", duration(func(c *Config) *time.Duration { return &c.JobRetryMax })},
 		{"HERALD_JOB_POLL", "1s", "200ms", "how often workers look for new background jobs", duration(func(c *Config) *time.Duration { return &c.JobPoll })},
 		{"HERALD_WEBHOOKS_ALLOW_INSECURE", "off", "on", "on: webhook endpoints may be http:// (development); off: https only", onOff(func(c *Config) *bool { return &c.WebhooksAllowInsecure })},
-		{"HERALD_WEBHOOKS_ALLOW_PRIVATE", "off", "on", "on: webhook endpoints may resolve to loopback, private, link-local and metadata addresses (development, tests); off: refused at registration and at each delivery", onOff(func(c *Config) *bool { return &c.WebhooksAllowPrivate })},
+		{"HERALD_WEBHOOKS_ALLOW_PRIVATE", "off", "on", "on: webhook endpoints may resolve to any address but a zoned one, on any port (development, tests); off: only public addresses, refused otherwise at registration and at each connection", onOff(func(c *Config) *bool { return &c.WebhooksAllowPrivate })},
 		{"HERALD_WEBHOOKS_RETRY_SCHEDULE", "5s,5m,30m,2h,5h,10h,10h", "1s,2s,4s", "waits before each retry of a failed webhook delivery, comma-separated; their number is the number of retries", func(c *Config, v string) error {
 			c.WebhooksRetrySchedule = nil
 			for _, part := range strings.Split(v, ",") {
@@ -442,6 +443,20 @@ func Vars() []Var {
 			return nil
 		}},
 		{"HERALD_WEBHOOKS_DISABLE_AFTER", "120h", "72h", "a webhook endpoint whose every attempt has failed for this long is disabled (and a log line says so)", duration(func(c *Config) *time.Duration { return &c.WebhooksDisableAfter })},
+		{"HERALD_WEBHOOKS_ALLOWED_PORTS", "", "8443,9000", "ports webhook endpoints may use beside 443 (and 80 with HERALD_WEBHOOKS_ALLOW_INSECURE), comma-separated", func(c *Config, v string) error {
+			c.WebhooksAllowedPorts = nil
+			if v == "" {
+				return nil
+			}
+			for _, part := range strings.Split(v, ",") {
+				n, err := strconv.ParseUint(strings.TrimSpace(part), 10, 16)
+				if err != nil || n == 0 {
+					return fmt.Errorf("%q is not a list of ports (1-65535) such as 8443,9000", v)
+				}
+				c.WebhooksAllowedPorts = append(c.WebhooksAllowedPorts, uint16(n))
+			}
+			return nil
+		}},
 	}
 }
 

@@ -325,3 +325,27 @@ func TestEncryptionKey(t *testing.T) {
 		}
 	}
 }
+
+func TestWebhookPorts(t *testing.T) {
+	c, err := Load(env(nil))
+	if err != nil || c.WebhooksAllowedPorts != nil {
+		t.Fatalf("defaults: %v (%v)", c.WebhooksAllowedPorts, err)
+	}
+	c, err = Load(env(map[string]string{"HERALD_WEBHOOKS_ALLOWED_PORTS": "8443, 9000"}))
+	if err != nil || len(c.WebhooksAllowedPorts) != 2 || c.WebhooksAllowedPorts[0] != 8443 || c.WebhooksAllowedPorts[1] != 9000 {
+		t.Fatalf("set: %v (%v)", c.WebhooksAllowedPorts, err)
+	}
+	for name, bad := range map[string]string{
+		"HERALD_WEBHOOKS_ALLOWED_PORTS": "0",
+	} {
+		_, err := Load(env(map[string]string{name: bad}))
+		if err == nil || !strings.HasPrefix(err.Error(), name+": ") {
+			t.Errorf("%s=%q: %v, want refused", name, bad, err)
+		}
+	}
+	for _, bad := range []string{"65536", "443,", "https", "-1", "80-90"} {
+		if _, err := Load(env(map[string]string{"HERALD_WEBHOOKS_ALLOWED_PORTS": bad})); err == nil {
+			t.Errorf("HERALD_WEBHOOKS_ALLOWED_PORTS=%q accepted", bad)
+		}
+	}
+}

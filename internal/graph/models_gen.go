@@ -468,11 +468,12 @@ type WebhookDelivery struct {
 	// 1 for the first attempt of a delivery, then each retry.
 	Attempt int `json:"attempt"`
 	// The receiver's HTTP status; null when no answer came.
-	StatusCode *int      `json:"statusCode,omitempty"`
-	Success    bool      `json:"success"`
-	DurationMs int       `json:"durationMs"`
-	Error      *string   `json:"error,omitempty"`
-	CreatedAt  time.Time `json:"createdAt"`
+	StatusCode *int `json:"statusCode,omitempty"`
+	Success    bool `json:"success"`
+	DurationMs int  `json:"durationMs"`
+	// Null on success. The class of the failure, never the raw error: timeout (no answer in time), unreachable (no connection: refused, reset, no route, a name that does not resolve, or an address or port not allowed), tls (the handshake failed or the certificate was not accepted), http_status (an answer other than 2xx; statusCode says which).
+	Error     *string   `json:"error,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
 }
 
 type WebhookDeliveryConnection struct {

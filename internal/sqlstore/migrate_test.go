@@ -111,3 +111,46 @@ func TestMigrateSubscriptionIntoAccounts(t *testing.T) {
 		}
 	})
 }
+
+// Migration 0019 keeps only the class of each attempt's error.
+func TestMigrateWebhookAttemptErrors(t *testing.T) {
+	sqlstoretest.Each(t, func(t *testing.T, url string) {
+		ctx := t.Context()
+		db := openUnmigrated(t, url)
+		if err := sqlstore.MigrateUpTo(ctx, db, 18); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		attempt := func(id string, status int, err string) []any {
+			return []any{id, "ep1", "msg_1", "user.created", 1, status, 10, err, at}
+		}
+		for _, q := range []struct {
+			sql  string
+			args []any
+		}{
+			{`INSERT INTO webhook_endpoints (id, url, description, event_types, secret, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`, []any{"ep1", "https://example.com/?token=t", "", "user.created", "whsec_c2VjcmV0", at, at}},
+			{`INSERT INTO webhook_attempts (id, endpoint_id, event_id, event_type, attempt, status_code, duration_ms, error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, attempt("a1", 0, `Post "https://example.com/?token=t": dial tcp 10.0.0.1:443: connect: connection refused`)},
+			{`INSERT INTO webhook_attempts (id, endpoint_id, event_id, event_type, attempt, status_code, duration_ms, error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, attempt("a2", 0, `Post "https://example.com/?token=t": context deadline exceeded (Client.Timeout exceeded while awaiting headers)`)},
+			{`INSERT INTO webhook_attempts (id, endpoint_id, event_id, event_type, attempt, status_code, duration_ms, error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, attempt("a3", 0, `Post "https://example.com/": tls: failed to verify certificate: x509: certificate signed by unknown authority`)},
+			{`INSERT INTO webhook_attempts (id, endpoint_id, event_id, event_type, attempt, status_code, duration_ms, error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, attempt("a4", 500, `HTTP 500`)},
+			{`INSERT INTO webhook_attempts (id, endpoint_id, event_id, event_type, attempt, status_code, duration_ms, error, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, attempt("a5", 204, ``)},
+		} {
+			if err := sqlstore.Exec(ctx, db, q.sql, q.args...); err != nil {
+				t.Fatalf("%s: %v", q.sql, err)
+			}
+		}
+		if err := sqlstore.MigrateUpTo(ctx, db, 19); err != nil {
+			t.Fatal(err)
+		}
+		page, err := db.WebhookAttempts(ctx, "ep1", "", 10)
+		if err != nil || len(page) != 5 {
+			t.Fatalf("attempts %v %v", page, err)
+		}
+		want := map[string]string{"a1": "unreachable", "a2": "timeout", "a3": "tls", "a4": "http_status", "a5": ""}
+		for _, a := range page {
+			if a.Error != want[a.ID] {
+				t.Errorf("attempt %s: error %q, want %q", a.ID, a.Error, want[a.ID])
+			}
+		}
+	})
+}

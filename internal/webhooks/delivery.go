@@ -19,8 +19,38 @@ const Queue = "webhooks"
 // Timeout bounds one attempt: no answer within it is a failure.
 const Timeout = 10 * time.Second
 
+// ConnectTimeout bounds the connection of an attempt, and
+// TLSHandshakeTimeout its handshake: a dead or black-holed receiver fails
+// in seconds, not in the whole Timeout.
+const (
+	ConnectTimeout      = 3 * time.Second
+	TLSHandshakeTimeout = 5 * time.Second
+)
+
+// AttemptBound is the delivery job's timeout: the attempt, and time to
+// record it.
+const AttemptBound = Timeout + 20*time.Second
+
 // MaxRetryAfter caps the wait a receiver's Retry-After can ask for.
 const MaxRetryAfter = 24 * time.Hour
+
+// The classes of a failed attempt's error, all an attempt records of it:
+// the raw error would name the URL, and would tell an open port from a
+// closed one.
+const (
+	ErrorTimeout     = "timeout"     // no answer in time (connect, handshake or answer)
+	ErrorUnreachable = "unreachable" // no connection: refused, reset, no route, no such name, or an address or port not allowed
+	ErrorTLS         = "tls"         // the TLS handshake failed or the certificate was not accepted
+	ErrorHTTPStatus  = "http_status" // an answer other than 2xx (the status code says which)
+)
+
+// SendError is a Sender's failure: no answer came. Reason is a short
+// phrase of a fixed vocabulary for the log (never the URL).
+type SendError struct {
+	Class, Reason string
+}
+
+func (e *SendError) Error() string { return e.Class + ": " + e.Reason }
 
 // DeliveryArgs is the job delivering one event to one endpoint.
 type DeliveryArgs struct {
@@ -48,7 +78,8 @@ type Response struct {
 }
 
 // Sender posts a delivery (httpsend.Sender): no redirect followed, at most
-// Timeout, the body read to a bound. An error means no answer came.
+// Timeout, the body read to a bound. An error (a *SendError) means no
+// answer came.
 type Sender interface {
 	Send(ctx context.Context, r Request) (Response, error)
 }
@@ -61,7 +92,7 @@ type DeliveryWorker struct {
 
 // Timeout: the attempt's own bound, and time to record it.
 func (w *DeliveryWorker) Timeout(*river.Job[DeliveryArgs]) time.Duration {
-	return Timeout + 20*time.Second
+	return AttemptBound
 }
 
 // Work makes one attempt. A failure snoozes the job until the schedule's
@@ -74,6 +105,15 @@ func (w *DeliveryWorker) Work(ctx context.Context, job *river.Job[DeliveryArgs])
 	}
 	_ = json.Unmarshal(job.Metadata, &meta) // no metadata: no snoozes
 	return w.Service.deliver(ctx, job.Args, job.Attempt+meta.Snoozes)
+}
+
+// ErrorClass is the class of a Sender's error.
+func ErrorClass(err error) (class, reason string) {
+	var se *SendError
+	if errors.As(err, &se) {
+		return se.Class, se.Reason
+	}
+	return ErrorUnreachable, "no connection"
 }
 
 func (s *Service) deliver(ctx context.Context, args DeliveryArgs, n int) error {
@@ -111,16 +151,20 @@ func (s *Service) deliver(ctx context.Context, args DeliveryArgs, n int) error {
 	}
 	a := Attempt{ID: id.String(), EndpointID: ep.ID, EventID: ev.ID, EventType: ev.Type, Attempt: n,
 		StatusCode: res.StatusCode, Duration: s.cfg.Now().Sub(now), CreatedAt: now}
+	reason := ""
 	switch {
 	case sendErr != nil:
-		a.StatusCode, a.Error = 0, sendErr.Error()
+		a.StatusCode = 0
+		a.Error, reason = ErrorClass(sendErr)
 	case !a.Succeeded():
-		a.Error = fmt.Sprintf("HTTP %d", res.StatusCode)
+		a.Error, reason = ErrorHTTPStatus, fmt.Sprintf("HTTP %d", res.StatusCode)
 	}
 	failingSince, err := s.store.RecordWebhookAttempt(ctx, a)
 	if err != nil {
 		return err
 	}
+	// The log names the endpoint by its id, never by its URL (whose query
+	// string may hold a receiver's token).
 	log := s.cfg.Logger.With("endpoint", ep.ID, "event", ev.ID, "type", ev.Type, "attempt", n)
 	switch {
 	case a.Succeeded():
@@ -128,15 +172,15 @@ func (s *Service) deliver(ctx context.Context, args DeliveryArgs, n int) error {
 		return nil
 	case a.StatusCode == 410:
 		s.cfg.Outcome(OutcomeDisabled)
-		log.WarnContext(ctx, "webhook endpoint disabled: it answered 410 Gone", "url", ep.URL)
+		log.WarnContext(ctx, "webhook endpoint disabled: it answered 410 Gone")
 		return s.disable(ctx, ep.ID, "the endpoint answered 410 Gone")
 	case failingSince != nil && !now.Before(failingSince.Add(s.cfg.DisableAfter)):
 		s.cfg.Outcome(OutcomeDisabled)
-		log.WarnContext(ctx, "webhook endpoint disabled: every attempt failed", "url", ep.URL, "failing_since", failingSince, "last_error", a.Error)
+		log.WarnContext(ctx, "webhook endpoint disabled: every attempt failed", "failing_since", failingSince, "last_error", a.Error, "reason", reason)
 		return s.disable(ctx, ep.ID, fmt.Sprintf("every attempt failed since %s", failingSince.UTC().Format(time.RFC3339)))
 	case n > len(s.cfg.Schedule):
 		s.cfg.Outcome(OutcomeFailed)
-		log.WarnContext(ctx, "webhook delivery given up after its last retry", "last_error", a.Error)
+		log.WarnContext(ctx, "webhook delivery given up after its last retry", "last_error", a.Error, "reason", reason)
 		return nil
 	}
 	s.cfg.Outcome(OutcomeRetry)
@@ -144,7 +188,7 @@ func (s *Service) deliver(ctx context.Context, args DeliveryArgs, n int) error {
 	if res.RetryAfter > wait {
 		wait = min(res.RetryAfter, MaxRetryAfter)
 	}
-	log.InfoContext(ctx, "webhook delivery failed; retrying", "err", a.Error, "retry_in", wait)
+	log.InfoContext(ctx, "webhook delivery failed; retrying", "err", a.Error, "reason", reason, "retry_in", wait)
 	return river.JobSnooze(wait)
 }
 

@@ -57,8 +57,10 @@ type Attempt struct {
 	// StatusCode is the receiver's answer; 0 when there was none.
 	StatusCode int
 	Duration   time.Duration
-	Error      string
-	CreatedAt  time.Time
+	// Error is the class of a failure (ErrorTimeout, ErrorUnreachable,
+	// ErrorTLS, ErrorHTTPStatus); empty for a success.
+	Error     string
+	CreatedAt time.Time
 }
 
 // Succeeded reports whether the attempt got a 2xx.
@@ -97,9 +99,12 @@ type Store interface {
 type Config struct {
 	// AllowInsecure admits http:// endpoints (HERALD_WEBHOOKS_ALLOW_INSECURE).
 	AllowInsecure bool
-	// AllowPrivate admits endpoints on loopback, private, link-local and
-	// metadata addresses (HERALD_WEBHOOKS_ALLOW_PRIVATE).
+	// AllowPrivate admits endpoints on any address but a zoned one, and
+	// any port (HERALD_WEBHOOKS_ALLOW_PRIVATE).
 	AllowPrivate bool
+	// AllowedPorts are ports allowed beside 443 (and 80 with
+	// AllowInsecure) (HERALD_WEBHOOKS_ALLOWED_PORTS).
+	AllowedPorts []uint16
 	// Schedule is the wait before each retry; its length is the number of
 	// retries (HERALD_WEBHOOKS_RETRY_SCHEDULE). Default DefaultSchedule.
 	Schedule []time.Duration
@@ -141,6 +146,7 @@ type Service struct {
 	store  Store
 	sender Sender
 	cfg    Config
+	policy AddressPolicy
 }
 
 // NewService returns the service; sender delivers (it may be nil for the
@@ -167,8 +173,13 @@ func NewService(store Store, sender Sender, cfg Config) *Service {
 	if cfg.Outcome == nil {
 		cfg.Outcome = func(string) {}
 	}
-	return &Service{store: store, sender: sender, cfg: cfg}
+	return &Service{store: store, sender: sender, cfg: cfg,
+		policy: AddressPolicy{AllowPrivate: cfg.AllowPrivate, AllowInsecure: cfg.AllowInsecure, Ports: cfg.AllowedPorts},
+	}
 }
+
+// Policy is where the service lets deliveries go (for the Sender).
+func (s *Service) Policy() AddressPolicy { return s.policy }
 
 // NewEndpoint is what an operator registers.
 type NewEndpoint struct {
@@ -185,17 +196,9 @@ func notFound(err error) error {
 	return err
 }
 
-// checkURL validates the URL and, unless private addresses are allowed,
-// where its host resolves.
+// checkURL validates the URL, its port and where its host resolves.
 func (s *Service) checkURL(ctx context.Context, raw string) error {
-	u, err := ValidateURL(raw, s.cfg.AllowInsecure)
-	if err != nil {
-		return err
-	}
-	if s.cfg.AllowPrivate {
-		return nil
-	}
-	return CheckHost(ctx, s.cfg.Resolver, u.Hostname())
+	return s.policy.CheckURL(ctx, s.cfg.Resolver, raw)
 }
 
 // Create registers an endpoint and returns it with its secret, which is
