@@ -158,7 +158,8 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, serving b
 			// once keep providers and the database within bounds.
 			notifications.QueuePush: {MaxWorkers: 2},
 			// Deliveries mostly wait on receivers; a slow one holds a
-			// worker for at most webhooks.Timeout.
+			// worker for at most webhooks.Timeout, and one endpoint at
+			// most HERALD_WEBHOOKS_ENDPOINT_CONCURRENCY of them.
 			webhooks.Queue: {MaxWorkers: 20},
 			// One bot, one pacer: two broadcasts at once share its 30/s.
 			messenger.QueueMessenger: {MaxWorkers: 2},
@@ -214,7 +215,8 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, serving b
 		return a, err
 	}
 	river.AddWorker(a.workers, &accounts.CodeEmailWorker{Service: a.accounts})
-	river.AddWorker(a.workers, &jobs.HousekeepingWorker{DB: a.db, DeliveryRetention: cfg.DeliveryRetention, Logger: logger.With("component", "housekeeping")})
+	housekeeping := &jobs.HousekeepingWorker{DB: a.db, DeliveryRetention: cfg.DeliveryRetention, Logger: logger.With("component", "housekeeping")}
+	river.AddWorker(a.workers, housekeeping)
 	sessCfg := sessions.Config{AccessTTL: cfg.AccessTokenTTL, RefreshTTL: cfg.RefreshTokenTTL, Grace: cfg.RefreshGrace, Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience}
 	if cfg.JWTKeysFile != "" {
 		if sessCfg.Keys, err = sessions.LoadKeySetFile(cfg.JWTKeysFile); err != nil {
@@ -271,12 +273,15 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, serving b
 		AllowInsecure: cfg.WebhooksAllowInsecure,
 		AllowPrivate:  cfg.WebhooksAllowPrivate,
 		AllowedPorts:  cfg.WebhooksAllowedPorts,
+		Concurrency:   cfg.WebhooksConcurrency,
 		Schedule:      cfg.WebhooksRetrySchedule,
 		DisableAfter:  cfg.WebhooksDisableAfter,
 		Logger:        logger.With("component", "webhooks"),
 		Outcome:       a.metrics.WebhookDelivery,
 	})
 	river.AddWorker(a.workers, &webhooks.DeliveryWorker{Service: a.webhooks})
+	slots := a.webhooks.Slots()
+	housekeeping.WebhookSlots = &slots
 	return a, nil
 }
 

@@ -10,14 +10,18 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/jobs"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/herald-vpn/herald/internal/webhooks"
+	"github.com/riverqueue/river"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
@@ -420,6 +424,89 @@ func TestWebhooksRefusePrivateAddressesE2E(t *testing.T) {
 	if h.logsMention(t, "s3cr3t-query") || h.logsMention(t, "/rebound") {
 		t.Fatal("a log line holds the endpoint's URL")
 	}
+}
+
+// One receiver that answers only after most of the timeout, with 40
+// events queued, does not delay another endpoint's: the fast one has all
+// its events before the slow one has answered more than two rounds of
+// its deliveries in flight (HERALD_WEBHOOKS_ENDPOINT_CONCURRENCY), and
+// the slow one never has more than that in flight. Its parked events are
+// all delivered once it answers.
+func TestWebhookSlowReceiverDelaysNoOtherE2E(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
+		const concurrency, slowEvents, fastEvents = 2, 40, 10
+		release := make(chan struct{})
+		var once sync.Once
+		releaseSlow := func() { once.Do(func() { close(release) }) }
+		var slowAnswered, slowInFlight, slowMaxInFlight atomic.Int32
+		rcv := newHookReceiver(t, func(path string, _ int, w http.ResponseWriter) {
+			if path == "/slow" {
+				n := slowInFlight.Add(1)
+				for m := slowMaxInFlight.Load(); n > m && !slowMaxInFlight.CompareAndSwap(m, n); m = slowMaxInFlight.Load() {
+				}
+				select {
+				case <-release:
+				case <-time.After(webhooks.Timeout - time.Second): // most of the timeout
+				}
+				slowInFlight.Add(-1)
+				slowAnswered.Add(1)
+			}
+			w.WriteHeader(http.StatusOK)
+		})
+		defer releaseSlow() // before the receiver and Herald stop
+		h := startHerald(t, d, webhooksEnv(map[string]string{
+			"HERALD_WEBHOOKS_ENDPOINT_CONCURRENCY": strconv.Itoa(concurrency),
+			"HERALD_RATE_LIMIT_GLOBAL":             "0",
+			"HERALD_RATE_LIMIT_APIKEY":             "0",
+		}))
+		admin := newAdminToken(t, h, "ops@example.com")
+		key, _ := createKey(t, h, restDoor.name, admin, map[string]any{"name": "hooks", "scopes": []string{"webhooks:manage"}})
+		slowID, _ := createHook(t, h, key, rcv.srv.URL+"/slow", []string{webhooks.UserDeleted})
+		fastID, _ := createHook(t, h, key, rcv.srv.URL+"/fast", []string{webhooks.UserDeleted})
+		// The events are written as a ping writes them (its event and
+		// job in one transaction), straight into the store: fifty API
+		// calls under -race can take longer than the slow receiver holds
+		// an answer, which would blur the count below.
+		db := h.store(t)
+		inserter := river.NewWorkers() // never started: the server works the jobs
+		river.AddWorker(inserter, &webhooks.DeliveryWorker{})
+		if _, err := jobs.Open(db, jobs.Config{Workers: inserter}); err != nil {
+			t.Fatal(err)
+		}
+		ping := func(id string) {
+			ev, err := webhooks.NewEvent(webhooks.Ping, time.Now(), map[string]any{"endpointId": id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.SendWebhookEvent(t.Context(), id, ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range slowEvents {
+			ping(slowID)
+		}
+		answeredBefore := slowAnswered.Load()
+		for range fastEvents {
+			ping(fastID)
+		}
+		rcv.waitFor(t, "/fast", func(ds []hookDelivery) bool { return len(ds) == fastEvents }, "every event of the fast receiver")
+		// Without the per-endpoint limit the slow receiver's 40 take all
+		// 20 workers, and the fast events wait until 20 have answered.
+		// With it, they pass the slow ones in flight: allowing a second
+		// round of those keeps a loaded machine (-race) from failing it.
+		if n := slowAnswered.Load() - answeredBefore; n > 2*concurrency {
+			t.Fatalf("the fast receiver's %d events arrived only after the slow one had answered %d more", fastEvents, n)
+		}
+		held, parked, err := h.store(t).WebhookSlots(t.Context(), slowID)
+		if err != nil || held > concurrency || parked < slowEvents-2*concurrency {
+			t.Fatalf("the slow endpoint: %d slots held, %d parked (%v)", held, parked, err)
+		}
+		releaseSlow()
+		rcv.waitFor(t, "/slow", func(ds []hookDelivery) bool { return len(ds) == slowEvents }, "every event of the slow receiver, once it answers")
+		if m := slowMaxInFlight.Load(); m > concurrency {
+			t.Fatalf("the slow receiver had %d deliveries in flight at once, want at most %d", m, concurrency)
+		}
+	})
 }
 
 // An endpoint whose every attempt fails for HERALD_WEBHOOKS_DISABLE_AFTER

@@ -115,6 +115,7 @@ type Config struct {
 	WebhooksRetrySchedule []time.Duration
 	WebhooksDisableAfter  time.Duration
 	WebhooksAllowedPorts  []uint16
+	WebhooksConcurrency   int
 }
 
 // Var documents one environment variable; the README's table and
@@ -457,6 +458,7 @@ func Vars() []Var {
 			}
 			return nil
 		}},
+		{"HERALD_WEBHOOKS_ENDPOINT_CONCURRENCY", "2", "4", "webhook deliveries in flight to one endpoint, on all replicas together; its others wait without holding a worker", integer(func(c *Config) *int { return &c.WebhooksConcurrency }, 1)},
 	}
 }
 

@@ -326,17 +326,18 @@ func TestEncryptionKey(t *testing.T) {
 	}
 }
 
-func TestWebhookPorts(t *testing.T) {
+func TestWebhookPortsAndConcurrency(t *testing.T) {
 	c, err := Load(env(nil))
-	if err != nil || c.WebhooksAllowedPorts != nil {
-		t.Fatalf("defaults: %v (%v)", c.WebhooksAllowedPorts, err)
+	if err != nil || c.WebhooksAllowedPorts != nil || c.WebhooksConcurrency != 2 {
+		t.Fatalf("defaults: %v %d (%v)", c.WebhooksAllowedPorts, c.WebhooksConcurrency, err)
 	}
-	c, err = Load(env(map[string]string{"HERALD_WEBHOOKS_ALLOWED_PORTS": "8443, 9000"}))
-	if err != nil || len(c.WebhooksAllowedPorts) != 2 || c.WebhooksAllowedPorts[0] != 8443 || c.WebhooksAllowedPorts[1] != 9000 {
-		t.Fatalf("set: %v (%v)", c.WebhooksAllowedPorts, err)
+	c, err = Load(env(map[string]string{"HERALD_WEBHOOKS_ALLOWED_PORTS": "8443, 9000", "HERALD_WEBHOOKS_ENDPOINT_CONCURRENCY": "4"}))
+	if err != nil || len(c.WebhooksAllowedPorts) != 2 || c.WebhooksAllowedPorts[0] != 8443 || c.WebhooksAllowedPorts[1] != 9000 || c.WebhooksConcurrency != 4 {
+		t.Fatalf("set: %v %d (%v)", c.WebhooksAllowedPorts, c.WebhooksConcurrency, err)
 	}
 	for name, bad := range map[string]string{
-		"HERALD_WEBHOOKS_ALLOWED_PORTS": "0",
+		"HERALD_WEBHOOKS_ALLOWED_PORTS":        "0",
+		"HERALD_WEBHOOKS_ENDPOINT_CONCURRENCY": "0",
 	} {
 		_, err := Load(env(map[string]string{name: bad}))
 		if err == nil || !strings.HasPrefix(err.Error(), name+": ") {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/sqlstore"
+	"github.com/herald-vpn/herald/internal/webhooks"
 	"github.com/riverqueue/river"
 )
 
@@ -21,7 +22,10 @@ type HousekeepingWorker struct {
 	river.WorkerDefaults[HousekeepingArgs]
 	DB                *sqlstore.DB
 	DeliveryRetention time.Duration
-	Logger            *slog.Logger
+	// WebhookSlots, when set, are the rules by which parked webhook
+	// deliveries are handed free slots (sqlstore.DB.SweepWebhookSlots).
+	WebhookSlots *webhooks.Slots
+	Logger       *slog.Logger
 }
 
 // Timeout: pruning a month of deliveries can take a while.
@@ -33,6 +37,11 @@ func (w *HousekeepingWorker) Work(ctx context.Context, _ *river.Job[Housekeeping
 	p, err := w.DB.Prune(ctx, w.DB.Now().Add(-w.DeliveryRetention))
 	if err != nil {
 		return fmt.Errorf("housekeeping: %w", err)
+	}
+	if w.WebhookSlots != nil {
+		if _, err := w.DB.SweepWebhookSlots(ctx, *w.WebhookSlots); err != nil {
+			return fmt.Errorf("housekeeping: webhook slots: %w", err)
+		}
 	}
 	w.Logger.InfoContext(ctx, "housekeeping", "deliveries", p.Deliveries, "sessions", p.Sessions, "codes", p.Codes, "pending_codes", p.PendingCodes, "leases", p.Leases,
 		"telegram_updates", p.TelegramUpdates, "webhook_events", p.WebhookEvents, "idempotency_keys", p.IdempotencyKeys)

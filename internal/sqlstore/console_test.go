@@ -151,7 +151,7 @@ func testCounts(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 		mustEndpoint(t, db, id, clk.Now())
 	}
 	for _, id := range []string{"failing", "failing-off"} {
-		_, err := db.RecordWebhookAttempt(ctx, webhooks.Attempt{ID: "a-" + id, EndpointID: id, EventID: "msg_1", EventType: webhooks.Ping, Attempt: 1, StatusCode: 500, Error: "HTTP 500", CreatedAt: clk.Now()})
+		_, err := db.RecordWebhookAttempt(ctx, webhooks.Attempt{ID: "a-" + id, EndpointID: id, EventID: "msg_1", EventType: webhooks.Ping, Attempt: 1, StatusCode: 500, Error: webhooks.ErrorHTTPStatus, CreatedAt: clk.Now()}, 1, testSlots)
 		must("attempt", err)
 	}
 	for _, id := range []string{"off", "failing-off"} {

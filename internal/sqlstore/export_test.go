@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -48,4 +49,25 @@ func MigrateUpTo(ctx context.Context, db *DB, version int) error {
 func Exec(ctx context.Context, db *DB, q string, args ...any) error {
 	_, err := db.conn().exec(ctx, q, args...)
 	return err
+}
+
+// WebhookJob is a delivery job as River holds it.
+type WebhookJob struct {
+	ID          int64
+	Args        string
+	State       string
+	ScheduledAt time.Time
+}
+
+// WebhookJobs lists the delivery jobs, oldest first.
+func WebhookJobs(ctx context.Context, db *DB) ([]WebhookJob, error) {
+	args := `json(args)`
+	if db.dialect == storage.Postgres {
+		args = `args::text`
+	}
+	rs, err := db.conn().query(ctx, `SELECT id, `+args+`, state, scheduled_at FROM river_job WHERE kind = 'webhook_delivery' ORDER BY id`)
+	return collect(rs, err, func(r row) (WebhookJob, error) {
+		var j WebhookJob
+		return j, r.Scan(&j.ID, &j.Args, &j.State, &j.ScheduledAt)
+	})
 }

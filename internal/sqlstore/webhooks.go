@@ -2,12 +2,14 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/herald-vpn/herald/internal/webhooks"
+	"github.com/riverqueue/river"
 )
 
 // emitEvent is the outbox: it writes an event of type typ in the
@@ -109,12 +111,18 @@ func (db *DB) ListWebhookEndpoints(ctx context.Context) ([]webhooks.Endpoint, er
 	return collect(rs, err, db.scanWebhookEndpoint)
 }
 
-// DeleteWebhookEndpoint implements webhooks.Store; its attempts go with
-// it, and its pending jobs find it gone.
+// DeleteWebhookEndpoint implements webhooks.Store; its attempts, slots
+// and parked deliveries go with it, and its pending jobs find it gone.
 func (db *DB) DeleteWebhookEndpoint(ctx context.Context, id string) error {
 	return db.inTx(ctx, func(tx *Tx) error {
-		if _, err := tx.q.exec(ctx, `DELETE FROM webhook_attempts WHERE endpoint_id = ?`, id); err != nil {
-			return err
+		for _, del := range []string{
+			`DELETE FROM webhook_attempts WHERE endpoint_id = ?`,
+			`DELETE FROM webhook_slots WHERE endpoint_id = ?`,
+			`DELETE FROM webhook_parked WHERE endpoint_id = ?`,
+		} {
+			if _, err := tx.q.exec(ctx, del, id); err != nil {
+				return err
+			}
 		}
 		n, err := tx.q.exec(ctx, `DELETE FROM webhook_endpoints WHERE id = ?`, id)
 		if err == nil && n == 0 {
@@ -142,7 +150,9 @@ func (db *DB) RotateWebhookSecret(ctx context.Context, id, secret string, previo
 	return e, err
 }
 
-// SetWebhookEndpointDisabled implements webhooks.Store.
+// SetWebhookEndpointDisabled implements webhooks.Store. Disabling drops
+// the endpoint's parked deliveries and slots (its pending jobs find it
+// disabled and end); enabling also closes its breaker.
 func (db *DB) SetWebhookEndpointDisabled(ctx context.Context, id string, disabled bool, reason string) (webhooks.Endpoint, error) {
 	var e webhooks.Endpoint
 	err := db.inTx(ctx, func(tx *Tx) error {
@@ -152,13 +162,21 @@ func (db *DB) SetWebhookEndpointDisabled(ctx context.Context, id string, disable
 			n, err = tx.q.exec(ctx, `UPDATE webhook_endpoints SET disabled_at = COALESCE(disabled_at, ?), disabled_reason = CASE WHEN disabled_at IS NULL THEN ? ELSE disabled_reason END, updated_at = ? WHERE id = ?`,
 				tx.now, reason, tx.now, id)
 		} else {
-			n, err = tx.q.exec(ctx, `UPDATE webhook_endpoints SET disabled_at = NULL, disabled_reason = '', failing_since = NULL, updated_at = ? WHERE id = ?`, tx.now, id)
+			n, err = tx.q.exec(ctx, `UPDATE webhook_endpoints SET disabled_at = NULL, disabled_reason = '', failing_since = NULL,
+				breaker_failures = 0, breaker_opens = 0, breaker_until = NULL, updated_at = ? WHERE id = ?`, tx.now, id)
 		}
 		if err != nil {
 			return err
 		}
 		if n == 0 {
 			return storage.ErrNotFound
+		}
+		if disabled {
+			for _, del := range []string{`DELETE FROM webhook_slots WHERE endpoint_id = ?`, `DELETE FROM webhook_parked WHERE endpoint_id = ?`} {
+				if _, err := tx.q.exec(ctx, del, id); err != nil {
+					return err
+				}
+			}
 		}
 		e, err = db.scanWebhookEndpoint(tx.q.queryRow(ctx, `SELECT `+webhookEndpointColumns+` FROM webhook_endpoints WHERE id = ?`, id))
 		return err
@@ -210,26 +228,222 @@ func (db *DB) WebhookAttempts(ctx context.Context, endpointID, beforeID string, 
 }
 
 // RecordWebhookAttempt implements webhooks.Store.
-func (db *DB) RecordWebhookAttempt(ctx context.Context, a webhooks.Attempt) (*time.Time, error) {
+func (db *DB) RecordWebhookAttempt(ctx context.Context, a webhooks.Attempt, jobID int64, rules webhooks.Slots) (*time.Time, error) {
 	var since *time.Time
 	err := db.inTx(ctx, func(tx *Tx) error {
+		b, enabled, err := tx.lockWebhookEndpoint(ctx, a.EndpointID)
+		if err != nil {
+			return err
+		}
 		if _, err := tx.q.exec(ctx, `INSERT INTO webhook_attempts (`+webhookAttemptColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			a.ID, a.EndpointID, a.EventID, a.EventType, a.Attempt, a.StatusCode, a.Duration.Milliseconds(), a.Error, a.CreatedAt); err != nil {
 			return err
 		}
-		var err error
+		b = rules.After(b, a.Succeeded(), tx.now)
+		if _, err := tx.q.exec(ctx, `UPDATE webhook_endpoints SET breaker_failures = ?, breaker_opens = ?, breaker_until = ? WHERE id = ?`,
+			b.Failures, b.Opens, b.Until, a.EndpointID); err != nil {
+			return err
+		}
 		if a.Succeeded() {
-			_, err = tx.q.exec(ctx, `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = ? AND failing_since IS NOT NULL`, a.EndpointID)
-			return err
+			if _, err := tx.q.exec(ctx, `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = ? AND failing_since IS NOT NULL`, a.EndpointID); err != nil {
+				return err
+			}
+		} else {
+			if _, err = tx.q.exec(ctx, `UPDATE webhook_endpoints SET failing_since = ? WHERE id = ? AND failing_since IS NULL`, a.CreatedAt, a.EndpointID); err != nil {
+				return err
+			}
+			if err := tx.q.queryRow(ctx, `SELECT failing_since FROM webhook_endpoints WHERE id = ?`, a.EndpointID).Scan(&since); err != nil {
+				return err
+			}
+			since = utcPtr(since)
 		}
-		if _, err = tx.q.exec(ctx, `UPDATE webhook_endpoints SET failing_since = ? WHERE id = ? AND failing_since IS NULL`, a.CreatedAt, a.EndpointID); err != nil {
-			return err
+		if !enabled {
+			return nil // disabled meanwhile: its slots went with it
 		}
-		err = tx.q.queryRow(ctx, `SELECT failing_since FROM webhook_endpoints WHERE id = ?`, a.EndpointID).Scan(&since)
-		since = utcPtr(since)
-		return err
+		return tx.releaseWebhookSlot(ctx, a.EndpointID, jobID, b, rules)
 	})
 	return since, err
+}
+
+// lockWebhookEndpoint locks an endpoint's row (on PostgreSQL; SQLite has
+// one writer) and returns its breaker and whether it is enabled: every
+// change to its slots and parked deliveries is made under this lock, so
+// that replicas count the same slots and a parked delivery is never left
+// without a holder to hand it a slot.
+func (tx *Tx) lockWebhookEndpoint(ctx context.Context, id string) (b webhooks.Breaker, enabled bool, err error) {
+	var disabledAt *time.Time
+	err = tx.q.queryRow(ctx, `SELECT breaker_failures, breaker_opens, breaker_until, disabled_at FROM webhook_endpoints WHERE id = ?`+tx.db.forUpdate(), id).
+		Scan(&b.Failures, &b.Opens, &b.Until, &disabledAt)
+	b.Until = utcPtr(b.Until)
+	return b, disabledAt == nil, err
+}
+
+// lockEnabledWebhookEndpoint is lockWebhookEndpoint, ErrNotFound for a
+// disabled endpoint.
+func (tx *Tx) lockEnabledWebhookEndpoint(ctx context.Context, id string) (webhooks.Breaker, error) {
+	b, enabled, err := tx.lockWebhookEndpoint(ctx, id)
+	if err == nil && !enabled {
+		err = storage.ErrNotFound
+	}
+	return b, err
+}
+
+// AcquireWebhookSlot implements webhooks.Store.
+func (db *DB) AcquireWebhookSlot(ctx context.Context, r webhooks.SlotRequest, rules webhooks.Slots) (bool, error) {
+	var held bool
+	err := db.inTx(ctx, func(tx *Tx) error {
+		b, err := tx.lockEnabledWebhookEndpoint(ctx, r.EndpointID)
+		if err != nil {
+			return err
+		}
+		var event string
+		err = tx.q.queryRow(ctx, `SELECT id FROM webhook_events WHERE id = ?`, r.EventID).Scan(&event)
+		if errors.Is(err, storage.ErrNotFound) {
+			// Pruned, or its account deleted: nothing to send, and a
+			// slot handed to this job goes on to the next.
+			return tx.releaseWebhookSlot(ctx, r.EndpointID, r.JobID, b, rules)
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.q.exec(ctx, `DELETE FROM webhook_slots WHERE endpoint_id = ? AND expires_at <= ? AND job_id <> ?`, r.EndpointID, tx.now, r.JobID); err != nil {
+			return err
+		}
+		var mine, others int
+		if err := tx.q.queryRow(ctx, `SELECT COUNT(CASE WHEN job_id = ? THEN 1 END), COUNT(CASE WHEN job_id <> ? THEN 1 END) FROM webhook_slots WHERE endpoint_id = ?`,
+			r.JobID, r.JobID, r.EndpointID).Scan(&mine, &others); err != nil {
+			return err
+		}
+		limit := rules.Limit(b, tx.now)
+		if mine > 0 && limit == 0 {
+			limit = 1 // the probe, handed its slot for when the breaker half-opens, is early by a moment
+		}
+		if others < limit {
+			held = true
+			if mine > 0 {
+				_, err = tx.q.exec(ctx, `UPDATE webhook_slots SET expires_at = ? WHERE endpoint_id = ? AND job_id = ?`, tx.now.Add(rules.LeaseTTL), r.EndpointID, r.JobID)
+			} else {
+				_, err = tx.q.exec(ctx, `INSERT INTO webhook_slots (endpoint_id, job_id, expires_at) VALUES (?, ?, ?)`, r.EndpointID, r.JobID, tx.now.Add(rules.LeaseTTL))
+			}
+			return err
+		}
+		if mine > 0 {
+			// A slot handed over that lapsed and was taken: wait again.
+			if _, err := tx.q.exec(ctx, `DELETE FROM webhook_slots WHERE endpoint_id = ? AND job_id = ?`, r.EndpointID, r.JobID); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.q.exec(ctx, `INSERT INTO webhook_parked (endpoint_id, event_id, attempts, parked_at) VALUES (?, ?, ?, ?)`,
+			r.EndpointID, r.EventID, r.Attempts, tx.now); err != nil {
+			return err
+		}
+		// An open breaker with nothing holding a slot: no release will
+		// come to hand one over, so the probe is scheduled now.
+		return tx.handOffWebhookSlots(ctx, r.EndpointID, b, rules)
+	})
+	return held, err
+}
+
+// ReleaseWebhookSlot implements webhooks.Store.
+func (db *DB) ReleaseWebhookSlot(ctx context.Context, endpointID string, jobID int64, rules webhooks.Slots) error {
+	return db.inTx(ctx, func(tx *Tx) error {
+		b, err := tx.lockEnabledWebhookEndpoint(ctx, endpointID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil // deleted or disabled: its slots went with it
+		}
+		if err != nil {
+			return err
+		}
+		return tx.releaseWebhookSlot(ctx, endpointID, jobID, b, rules)
+	})
+}
+
+// releaseWebhookSlot frees the job's slot and hands the free ones on;
+// the endpoint's row is locked.
+func (tx *Tx) releaseWebhookSlot(ctx context.Context, endpointID string, jobID int64, b webhooks.Breaker, rules webhooks.Slots) error {
+	if _, err := tx.q.exec(ctx, `DELETE FROM webhook_slots WHERE endpoint_id = ? AND (job_id = ? OR expires_at <= ?)`, endpointID, jobID, tx.now); err != nil {
+		return err
+	}
+	return tx.handOffWebhookSlots(ctx, endpointID, b, rules)
+}
+
+// handOffWebhookSlots gives each slot free under rules to the oldest
+// parked delivery, as a new job holding it; with the breaker open and no
+// slot held, the oldest parked delivery becomes the probe, a job
+// scheduled for when the breaker half-opens. The endpoint's row is
+// locked.
+func (tx *Tx) handOffWebhookSlots(ctx context.Context, endpointID string, b webhooks.Breaker, rules webhooks.Slots) error {
+	var held int
+	if err := tx.q.queryRow(ctx, `SELECT COUNT(*) FROM webhook_slots WHERE endpoint_id = ? AND expires_at > ?`, endpointID, tx.now).Scan(&held); err != nil {
+		return err
+	}
+	free, at := rules.Limit(b, tx.now)-held, tx.now
+	if rules.Open(b, tx.now) && held == 0 {
+		free, at = 1, *b.Until
+	}
+	for range max(free, 0) {
+		var id int64
+		var args webhooks.DeliveryArgs
+		err := tx.q.queryRow(ctx, `SELECT id, event_id, attempts FROM webhook_parked WHERE endpoint_id = ? ORDER BY id LIMIT 1`, endpointID).
+			Scan(&id, &args.EventID, &args.Attempts)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.q.exec(ctx, `DELETE FROM webhook_parked WHERE id = ?`, id); err != nil {
+			return err
+		}
+		args.EndpointID = endpointID
+		opts := &river.InsertOpts{Queue: webhooks.Queue}
+		if at.After(tx.now) {
+			opts.ScheduledAt = at // the probe; any ScheduledAt makes the job wait for River's scheduler
+		}
+		job, err := tx.InsertJob(ctx, args, opts)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.q.exec(ctx, `INSERT INTO webhook_slots (endpoint_id, job_id, expires_at) VALUES (?, ?, ?)`, endpointID, job, at.Add(rules.ReserveTTL)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SweepWebhookSlots hands free slots to parked deliveries on every
+// endpoint that has some: the safety net, should a slot lapse with no
+// release to hand it on (housekeeping runs it).
+func (db *DB) SweepWebhookSlots(ctx context.Context, rules webhooks.Slots) (int, error) {
+	rs, err := db.conn().query(ctx, `SELECT DISTINCT endpoint_id FROM webhook_parked`)
+	ids, err := collect(rs, err, func(r row) (string, error) {
+		var id string
+		return id, r.Scan(&id)
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range ids {
+		err := db.inTx(ctx, func(tx *Tx) error {
+			b, err := tx.lockEnabledWebhookEndpoint(ctx, id)
+			if err != nil {
+				return err
+			}
+			return tx.handOffWebhookSlots(ctx, id, b, rules)
+		})
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return 0, err
+		}
+	}
+	return len(ids), nil
+}
+
+// WebhookSlots counts an endpoint's live slots and parked deliveries
+// (tests).
+func (db *DB) WebhookSlots(ctx context.Context, endpointID string) (held, parked int, err error) {
+	err = db.conn().queryRow(ctx, `SELECT (SELECT COUNT(*) FROM webhook_slots WHERE endpoint_id = ? AND expires_at > ?), (SELECT COUNT(*) FROM webhook_parked WHERE endpoint_id = ?)`,
+		endpointID, db.Now(), endpointID).Scan(&held, &parked)
+	return held, parked, err
 }
 
 // EnqueueWebhookDelivery implements webhooks.Store.

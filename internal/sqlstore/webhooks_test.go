@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +14,8 @@ import (
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/notifications"
 	"github.com/herald-vpn/herald/internal/sqlstore"
+	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
+	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/herald-vpn/herald/internal/testsupport"
 	"github.com/herald-vpn/herald/internal/webhooks"
 	"github.com/riverqueue/river"
@@ -22,7 +26,222 @@ func TestWebhooksConformance(t *testing.T) {
 		{"EventsOnlyForCommittedChanges", testEventsOnlyForCommitted},
 		{"EndpointLifecycle", testWebhookEndpointLifecycle},
 		{"AdminEvents", testAdminEvents},
+		{"SlotsPerEndpoint", testWebhookSlots},
+		{"BreakerBacksOffTogether", testWebhookBreaker},
 	}, mustOpenWithWebhooks)
+}
+
+// testSlots are slot rules small enough to see each step.
+var testSlots = webhooks.Slots{Concurrency: 2, Threshold: 3, Cooldowns: []time.Duration{time.Minute, 5 * time.Minute},
+	LeaseTTL: 30 * time.Second, ReserveTTL: time.Minute}
+
+// mustEvent writes an event sent to one endpoint and returns its id.
+func mustEvent(t *testing.T, db *sqlstore.DB, endpointID string, at time.Time) string {
+	t.Helper()
+	ev, err := webhooks.NewEvent(webhooks.UserCreated, at, map[string]any{"userId": "u-" + endpointID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SendWebhookEvent(context.Background(), endpointID, ev); err != nil {
+		t.Fatal(err)
+	}
+	return ev.ID
+}
+
+func acquire(t *testing.T, db *sqlstore.DB, endpointID, eventID string, job int64, attempts int) bool {
+	t.Helper()
+	held, err := db.AcquireWebhookSlot(context.Background(), webhooks.SlotRequest{EndpointID: endpointID, EventID: eventID, JobID: job, Attempts: attempts}, testSlots)
+	if err != nil {
+		t.Fatalf("acquire %s by job %d: %v", eventID, job, err)
+	}
+	return held
+}
+
+func expectSlots(t *testing.T, db *sqlstore.DB, endpointID string, held, parked int) {
+	t.Helper()
+	h, p, err := db.WebhookSlots(context.Background(), endpointID)
+	if err != nil || h != held || p != parked {
+		t.Fatalf("%s: %d slots held, %d parked (%v); want %d, %d", endpointID, h, p, err, held, parked)
+	}
+}
+
+// lastJob is the newest delivery job: its id and args.
+func lastJob(t *testing.T, db *sqlstore.DB) (sqlstore.WebhookJob, webhooks.DeliveryArgs) {
+	t.Helper()
+	jobs, err := sqlstore.WebhookJobs(context.Background(), db)
+	if err != nil || len(jobs) == 0 {
+		t.Fatalf("jobs: %v %v", jobs, err)
+	}
+	j := jobs[len(jobs)-1]
+	var args webhooks.DeliveryArgs
+	if err := json.Unmarshal([]byte(j.Args), &args); err != nil {
+		t.Fatalf("args %s: %v", j.Args, err)
+	}
+	return j, args
+}
+
+func record(t *testing.T, db *sqlstore.DB, endpointID, eventID string, job int64, status int, at time.Time) {
+	t.Helper()
+	a := webhooks.Attempt{ID: fmt.Sprintf("a-%d-%d", job, at.UnixNano()), EndpointID: endpointID, EventID: eventID, EventType: webhooks.UserCreated, Attempt: 1, StatusCode: status, CreatedAt: at}
+	if !a.Succeeded() {
+		a.Error = webhooks.ErrorHTTPStatus
+	}
+	if _, err := db.RecordWebhookAttempt(context.Background(), a, job, testSlots); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// At most Concurrency deliveries of an endpoint hold a slot; the others
+// are parked, and each release hands its slot to the oldest parked one
+// as a new job (with the attempts it had made); another endpoint's
+// deliveries are not counted with them; a slot whose holder died lapses.
+func testWebhookSlots(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
+	mustEndpoint(t, db, "ep1", clk.Now())
+	mustEndpoint(t, db, "ep2", clk.Now())
+	var evs []string
+	for range 5 {
+		evs = append(evs, mustEvent(t, db, "ep1", clk.Now()))
+	}
+	other := mustEvent(t, db, "ep2", clk.Now())
+	if !acquire(t, db, "ep1", evs[0], 101, 0) || !acquire(t, db, "ep1", evs[1], 102, 0) {
+		t.Fatal("the first two deliveries got no slot")
+	}
+	if !acquire(t, db, "ep1", evs[1], 102, 0) {
+		t.Fatal("a job holding a slot asked again and lost it")
+	}
+	if acquire(t, db, "ep1", evs[2], 103, 3) || acquire(t, db, "ep1", evs[3], 104, 0) {
+		t.Fatal("a third delivery got a slot")
+	}
+	if !acquire(t, db, "ep2", other, 201, 0) {
+		t.Fatal("another endpoint's delivery waits for ep1's")
+	}
+	expectSlots(t, db, "ep1", 2, 2)
+	expectSlots(t, db, "ep2", 1, 0)
+
+	// A success releases its slot: the oldest parked delivery gets it, as
+	// a new job holding it, with its three earlier attempts.
+	record(t, db, "ep1", evs[0], 101, 204, clk.Now())
+	expectSlots(t, db, "ep1", 2, 1)
+	job, args := lastJob(t, db)
+	if args.EventID != evs[2] || args.EndpointID != "ep1" || args.Attempts != 3 || job.State != "available" {
+		t.Fatalf("handed to %+v %+v", job, args)
+	}
+	if !acquire(t, db, "ep1", evs[2], job.ID, 3) {
+		t.Fatal("the job handed a slot does not hold it")
+	}
+	if acquire(t, db, "ep1", evs[4], 105, 0) {
+		t.Fatal("a new delivery took a slot handed to a parked one")
+	}
+	expectSlots(t, db, "ep1", 2, 2)
+
+	// A release without an attempt (the event went) hands on too.
+	if err := db.ReleaseWebhookSlot(context.Background(), "ep1", 102, testSlots); err != nil {
+		t.Fatal(err)
+	}
+	expectSlots(t, db, "ep1", 2, 1)
+	if _, args := lastJob(t, db); args.EventID != evs[3] {
+		t.Fatalf("handed to %+v, want the oldest parked %s", args, evs[3])
+	}
+
+	// Holders that died: their slots lapse after LeaseTTL (and the
+	// reservation after ReserveTTL), and the next delivery takes one.
+	clk.Advance(testSlots.ReserveTTL + time.Second)
+	expectSlots(t, db, "ep1", 0, 1)
+	if !acquire(t, db, "ep1", evs[4], 106, 0) {
+		t.Fatal("lapsed slots still count")
+	}
+	// Housekeeping's sweep hands the free slot left to the parked one.
+	if _, err := db.SweepWebhookSlots(context.Background(), testSlots); err != nil {
+		t.Fatal(err)
+	}
+	expectSlots(t, db, "ep1", 2, 0)
+
+	// Disabling drops its slots and parked deliveries; a disabled
+	// endpoint gives no slot.
+	if acquire(t, db, "ep1", evs[0], 107, 0) {
+		t.Fatal("a third slot")
+	}
+	if _, err := db.SetWebhookEndpointDisabled(context.Background(), "ep1", true, "operator"); err != nil {
+		t.Fatal(err)
+	}
+	expectSlots(t, db, "ep1", 0, 0)
+	if _, err := db.AcquireWebhookSlot(context.Background(), webhooks.SlotRequest{EndpointID: "ep1", EventID: evs[0], JobID: 108}, testSlots); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("acquire on a disabled endpoint: %v", err)
+	}
+	// A delivery of an event that is gone is not parked.
+	if held := acquire(t, db, "ep2", "msg_gone", 202, 0); held {
+		t.Fatal("a slot for an event that is gone")
+	}
+	expectSlots(t, db, "ep2", 0, 0) // 201's lapsed with the others
+}
+
+// Threshold failures in a row open the breaker: every delivery of the
+// endpoint is parked, and one (the oldest) is scheduled for when it
+// half-opens; that probe's failure opens it again for the next cooldown,
+// its success closes it and the parked deliveries go out.
+func testWebhookBreaker(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
+	mustEndpoint(t, db, "ep1", clk.Now())
+	var evs []string
+	for range 8 {
+		evs = append(evs, mustEvent(t, db, "ep1", clk.Now()))
+	}
+	for i := range 3 {
+		if !acquire(t, db, "ep1", evs[i], int64(10+i), 0) {
+			t.Fatalf("failure %d: no slot", i)
+		}
+		record(t, db, "ep1", evs[i], int64(10+i), 500, clk.Now())
+	}
+	opened := clk.Now()
+	// Open: no slot, and the first parked delivery is the probe, due
+	// when the breaker half-opens.
+	if acquire(t, db, "ep1", evs[3], 20, 0) {
+		t.Fatal("a slot with the breaker open")
+	}
+	probe, args := lastJob(t, db)
+	if args.EventID != evs[3] || probe.State != "scheduled" || !probe.ScheduledAt.Equal(opened.Add(time.Minute)) {
+		t.Fatalf("probe %+v %+v, want %s at %s", probe, args, evs[3], opened.Add(time.Minute))
+	}
+	if acquire(t, db, "ep1", evs[4], 21, 0) || acquire(t, db, "ep1", evs[5], 22, 0) {
+		t.Fatal("a slot with the breaker open")
+	}
+	expectSlots(t, db, "ep1", 1, 2)
+	if jobs, _ := sqlstore.WebhookJobs(context.Background(), db); jobs[len(jobs)-1].ID != probe.ID {
+		t.Fatal("a second probe was scheduled")
+	}
+
+	// Half-open: the probe goes, nothing else.
+	clk.Advance(time.Minute)
+	if !acquire(t, db, "ep1", evs[3], probe.ID, 0) {
+		t.Fatal("the probe has no slot when the breaker half-opens")
+	}
+	if acquire(t, db, "ep1", evs[6], 23, 0) {
+		t.Fatal("a second delivery while half-open")
+	}
+	// The probe fails: open again, for the next cooldown; the oldest
+	// parked delivery is the next probe.
+	record(t, db, "ep1", evs[3], probe.ID, 503, clk.Now())
+	probe2, args := lastJob(t, db)
+	if args.EventID != evs[4] || probe2.State != "scheduled" || !probe2.ScheduledAt.Equal(clk.Now().Add(5*time.Minute)) {
+		t.Fatalf("second probe %+v %+v", probe2, args)
+	}
+	expectSlots(t, db, "ep1", 1, 2)
+
+	// Its success closes the breaker: the parked deliveries go out,
+	// Concurrency at a time.
+	clk.Advance(5 * time.Minute)
+	if !acquire(t, db, "ep1", evs[4], probe2.ID, 0) {
+		t.Fatal("the second probe has no slot")
+	}
+	record(t, db, "ep1", evs[4], probe2.ID, 200, clk.Now())
+	expectSlots(t, db, "ep1", 2, 0)
+	if jobs, _ := sqlstore.WebhookJobs(context.Background(), db); jobs[len(jobs)-1].State != "available" || jobs[len(jobs)-2].State != "available" {
+		t.Fatalf("the deliveries handed a slot are not available at once: %+v", jobs[len(jobs)-2:])
+	}
+	// Both slots are held by the jobs handed them: a new delivery waits.
+	if acquire(t, db, "ep1", evs[7], 30, 0) {
+		t.Fatal("a third slot once closed")
+	}
+	expectSlots(t, db, "ep1", 2, 1)
 }
 
 // mustOpenWithWebhooks registers the delivery worker, so that delivery
@@ -125,13 +344,13 @@ func testWebhookEndpointLifecycle(t *testing.T, db *sqlstore.DB, clk *testsuppor
 	if err != nil || r.Secret != "whsec_bmV3" || r.PreviousSecret != e.Secret || len(r.SigningSecrets(clk.Now())) != 2 || len(r.SigningSecrets(until)) != 1 {
 		t.Fatalf("rotate: %+v %v", r, err)
 	}
-	a := webhooks.Attempt{ID: "a1", EndpointID: "ep1", EventID: "msg_1", EventType: webhooks.Ping, Attempt: 1, StatusCode: 500, Error: "HTTP 500", CreatedAt: clk.Now()}
-	since, err := db.RecordWebhookAttempt(ctx, a)
+	a := webhooks.Attempt{ID: "a1", EndpointID: "ep1", EventID: "msg_1", EventType: webhooks.Ping, Attempt: 1, StatusCode: 500, Error: webhooks.ErrorHTTPStatus, CreatedAt: clk.Now()}
+	since, err := db.RecordWebhookAttempt(ctx, a, 1, testSlots)
 	if err != nil || since == nil || !since.Equal(clk.Now()) {
 		t.Fatalf("failing since %v %v", since, err)
 	}
 	a.ID, a.StatusCode, a.Error = "a2", 204, ""
-	if since, err := db.RecordWebhookAttempt(ctx, a); err != nil || since != nil {
+	if since, err := db.RecordWebhookAttempt(ctx, a, 1, testSlots); err != nil || since != nil {
 		t.Fatalf("after success: %v %v", since, err)
 	}
 	page, err := db.WebhookAttempts(ctx, "ep1", "", 10)
@@ -320,4 +539,49 @@ func testMessengerBroadcastEvents(t *testing.T, db *sqlstore.DB, clk *testsuppor
 	if got := eventsOf(t, db, webhooks.MessengerBroadcastCancelled); len(got) != 1 || got[0]["jobId"] != "cancelled" || got[0]["status"] != "cancelled" {
 		t.Fatalf("cancelled: %v", got)
 	}
+}
+
+// Replicas asking for an endpoint's slots at the same moment (two
+// stores on one database, many deliveries each) never hold more than
+// Concurrency between them, and every one that gets none is parked.
+func TestWebhookSlotsAcrossReplicas(t *testing.T) {
+	sqlstoretest.Each(t, func(t *testing.T, url string) {
+		a, clk := mustOpenWithWebhooks(t, url)
+		b, _ := mustOpenWithWebhooks(t, url)
+		b.Now = clk.Now
+		mustEndpoint(t, a, "ep1", clk.Now())
+		var evs []string
+		for range 16 {
+			evs = append(evs, mustEvent(t, a, "ep1", clk.Now()))
+		}
+		var mu sync.Mutex
+		held := 0
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i, ev := range evs {
+			db := a
+			if i%2 == 1 {
+				db = b
+			}
+			wg.Go(func() {
+				<-start
+				ok, err := db.AcquireWebhookSlot(context.Background(), webhooks.SlotRequest{EndpointID: "ep1", EventID: ev, JobID: int64(1000 + i)}, testSlots)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if ok {
+					mu.Lock()
+					held++
+					mu.Unlock()
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if held != testSlots.Concurrency {
+			t.Fatalf("%d deliveries got a slot, want %d", held, testSlots.Concurrency)
+		}
+		expectSlots(t, a, "ep1", testSlots.Concurrency, len(evs)-testSlots.Concurrency)
+	})
 }

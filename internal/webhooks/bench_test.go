@@ -34,7 +34,7 @@ func BenchmarkDelivery(b *testing.B) {
 				Queues:    map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 1}, webhooks.Queue: {MaxWorkers: 20}},
 				FetchPoll: 20 * time.Millisecond,
 			})
-			svc := webhooks.NewService(db, httpsend.New(httpsend.Options{Policy: webhooks.AddressPolicy{AllowPrivate: true}}), webhooks.Config{AllowInsecure: true, AllowPrivate: true})
+			svc := webhooks.NewService(db, httpsend.New(httpsend.Options{Policy: webhooks.AddressPolicy{AllowPrivate: true}}), webhooks.Config{AllowInsecure: true, AllowPrivate: true, Concurrency: 20})
 			river.AddWorker(workers, &webhooks.DeliveryWorker{Service: svc})
 			ctx := context.Background()
 			ep, err := svc.Create(ctx, webhooks.NewEndpoint{URL: rcv.URL + "/hook", EventTypes: []string{webhooks.UserCreated}})

@@ -28,7 +28,7 @@ const (
 )
 
 // AttemptBound is the delivery job's timeout: the attempt, and time to
-// record it.
+// record it. A slot is held at most this long without a release.
 const AttemptBound = Timeout + 20*time.Second
 
 // MaxRetryAfter caps the wait a receiver's Retry-After can ask for.
@@ -56,6 +56,9 @@ func (e *SendError) Error() string { return e.Class + ": " + e.Reason }
 type DeliveryArgs struct {
 	EventID    string `json:"event_id"`
 	EndpointID string `json:"endpoint_id"`
+	// Attempts were made before this job: a delivery that waited for a
+	// slot goes on in a new job.
+	Attempts int `json:"attempts,omitempty"`
 }
 
 func (DeliveryArgs) Kind() string { return "webhook_delivery" }
@@ -95,16 +98,18 @@ func (w *DeliveryWorker) Timeout(*river.Job[DeliveryArgs]) time.Duration {
 	return AttemptBound
 }
 
-// Work makes one attempt. A failure snoozes the job until the schedule's
-// next retry (or the receiver's Retry-After, when later): snoozes do not
-// use up River's attempts, and the attempt number is River's attempts plus
-// the snoozes.
+// Work makes one attempt, when the endpoint has a slot free (see Slots);
+// otherwise the delivery is parked and the job ends, holding no worker.
+// A failure snoozes the job until the schedule's next retry (or the
+// receiver's Retry-After, when later): snoozes do not use up River's
+// attempts, and the attempt number is the attempts of earlier jobs of
+// the delivery, plus River's attempts and the snoozes.
 func (w *DeliveryWorker) Work(ctx context.Context, job *river.Job[DeliveryArgs]) error {
 	var meta struct {
 		Snoozes int `json:"snoozes"`
 	}
 	_ = json.Unmarshal(job.Metadata, &meta) // no metadata: no snoozes
-	return w.Service.deliver(ctx, job.Args, job.Attempt+meta.Snoozes)
+	return w.Service.deliver(ctx, job.ID, job.Args, job.Args.Attempts+job.Attempt+meta.Snoozes)
 }
 
 // ErrorClass is the class of a Sender's error.
@@ -116,7 +121,7 @@ func ErrorClass(err error) (class, reason string) {
 	return ErrorUnreachable, "no connection"
 }
 
-func (s *Service) deliver(ctx context.Context, args DeliveryArgs, n int) error {
+func (s *Service) deliver(ctx context.Context, jobID int64, args DeliveryArgs, n int) error {
 	ep, err := s.store.WebhookEndpoint(ctx, args.EndpointID)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil // deleted: nothing to deliver to
@@ -127,6 +132,22 @@ func (s *Service) deliver(ctx context.Context, args DeliveryArgs, n int) error {
 	if !ep.Enabled() {
 		return nil
 	}
+	held, err := s.store.AcquireWebhookSlot(ctx, SlotRequest{EndpointID: ep.ID, EventID: args.EventID, JobID: jobID, Attempts: n - 1}, s.slots)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil // the endpoint went, or the event (pruned, or its account deleted)
+	}
+	if err != nil {
+		return err
+	}
+	if !held {
+		return nil // parked: the next slot released sends it on, in a new job
+	}
+	recorded := false
+	defer func() {
+		if !recorded {
+			s.release(ctx, ep.ID, jobID)
+		}
+	}()
 	ev, err := s.store.WebhookEvent(ctx, args.EventID)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil // pruned
@@ -159,10 +180,11 @@ func (s *Service) deliver(ctx context.Context, args DeliveryArgs, n int) error {
 	case !a.Succeeded():
 		a.Error, reason = ErrorHTTPStatus, fmt.Sprintf("HTTP %d", res.StatusCode)
 	}
-	failingSince, err := s.store.RecordWebhookAttempt(ctx, a)
+	failingSince, err := s.store.RecordWebhookAttempt(ctx, a, jobID, s.slots)
 	if err != nil {
 		return err
 	}
+	recorded = true
 	// The log names the endpoint by its id, never by its URL (whose query
 	// string may hold a receiver's token).
 	log := s.cfg.Logger.With("endpoint", ep.ID, "event", ev.ID, "type", ev.Type, "attempt", n)
@@ -190,6 +212,17 @@ func (s *Service) deliver(ctx context.Context, args DeliveryArgs, n int) error {
 	}
 	log.InfoContext(ctx, "webhook delivery failed; retrying", "err", a.Error, "reason", reason, "retry_in", wait)
 	return river.JobSnooze(wait)
+}
+
+// release gives up the job's slot without an attempt (the event is gone,
+// or Herald is stopping), even when ctx has ended; should it fail, the
+// slot lapses after AttemptBound.
+func (s *Service) release(ctx context.Context, endpointID string, jobID int64) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := s.store.ReleaseWebhookSlot(rctx, endpointID, jobID, s.slots); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		s.cfg.Logger.WarnContext(ctx, "webhook slot not released; it lapses", "endpoint", endpointID, "err", err)
+	}
 }
 
 func (s *Service) disable(ctx context.Context, id, reason string) error {

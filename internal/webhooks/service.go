@@ -83,10 +83,23 @@ type Store interface {
 	// WebhookAttempts lists an endpoint's attempts, newest first, those
 	// before the attempt id beforeID ("" from the newest).
 	WebhookAttempts(ctx context.Context, endpointID, beforeID string, limit int) ([]Attempt, error)
-	// RecordWebhookAttempt stores an attempt and moves the endpoint's
-	// FailingSince (cleared by a success, set by a first failure); it
-	// returns FailingSince after the attempt.
-	RecordWebhookAttempt(ctx context.Context, a Attempt) (*time.Time, error)
+	// RecordWebhookAttempt stores an attempt, moves the endpoint's
+	// FailingSince (cleared by a success, set by a first failure) and its
+	// breaker (rules.After), and releases the slot of the job jobID as
+	// ReleaseWebhookSlot does, in one transaction; it returns FailingSince
+	// after the attempt.
+	RecordWebhookAttempt(ctx context.Context, a Attempt, jobID int64, rules Slots) (*time.Time, error)
+	// AcquireWebhookSlot gives the delivery a slot of its endpoint (true)
+	// when rules allow one more in flight (or the job already holds one),
+	// or parks it (false). An event that is gone is not parked (false, and
+	// a slot the job held is released); ErrNotFound: no such enabled
+	// endpoint.
+	AcquireWebhookSlot(ctx context.Context, r SlotRequest, rules Slots) (bool, error)
+	// ReleaseWebhookSlot frees the job's slot and hands each slot free
+	// under rules to the oldest parked delivery, as a new job; when the
+	// breaker is open and nothing holds a slot, the oldest parked
+	// delivery is scheduled for when it half-opens.
+	ReleaseWebhookSlot(ctx context.Context, endpointID string, jobID int64, rules Slots) error
 	// EnqueueWebhookDelivery inserts a delivery job of an existing event
 	// to an existing endpoint.
 	EnqueueWebhookDelivery(ctx context.Context, endpointID, eventID string) error
@@ -105,6 +118,9 @@ type Config struct {
 	// AllowedPorts are ports allowed beside 443 (and 80 with
 	// AllowInsecure) (HERALD_WEBHOOKS_ALLOWED_PORTS).
 	AllowedPorts []uint16
+	// Concurrency is the most deliveries in flight to one endpoint
+	// (HERALD_WEBHOOKS_ENDPOINT_CONCURRENCY). Default DefaultConcurrency.
+	Concurrency int
 	// Schedule is the wait before each retry; its length is the number of
 	// retries (HERALD_WEBHOOKS_RETRY_SCHEDULE). Default DefaultSchedule.
 	Schedule []time.Duration
@@ -147,6 +163,7 @@ type Service struct {
 	sender Sender
 	cfg    Config
 	policy AddressPolicy
+	slots  Slots
 }
 
 // NewService returns the service; sender delivers (it may be nil for the
@@ -173,13 +190,21 @@ func NewService(store Store, sender Sender, cfg Config) *Service {
 	if cfg.Outcome == nil {
 		cfg.Outcome = func(string) {}
 	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
 	return &Service{store: store, sender: sender, cfg: cfg,
 		policy: AddressPolicy{AllowPrivate: cfg.AllowPrivate, AllowInsecure: cfg.AllowInsecure, Ports: cfg.AllowedPorts},
+		slots: Slots{Concurrency: cfg.Concurrency, Threshold: BreakerThreshold, Cooldowns: cfg.Schedule,
+			LeaseTTL: AttemptBound, ReserveTTL: 2 * AttemptBound},
 	}
 }
 
 // Policy is where the service lets deliveries go (for the Sender).
 func (s *Service) Policy() AddressPolicy { return s.policy }
+
+// Slots are the service's rules of deliveries in flight.
+func (s *Service) Slots() Slots { return s.slots }
 
 // NewEndpoint is what an operator registers.
 type NewEndpoint struct {

@@ -395,3 +395,41 @@ func TestCatalogue(t *testing.T) {
 		t.Fatalf("catalogue of %d, ping known: %v", len(seen), webhooks.Known(webhooks.Ping))
 	}
 }
+
+// The breaker: closed below Threshold failures in a row, then open for
+// the n-th cooldown of the n-th opening in a row (the last repeating),
+// half-open (one delivery) after it; a success closes it at any time.
+func TestBreaker(t *testing.T) {
+	s := webhooks.Slots{Concurrency: 3, Threshold: 2, Cooldowns: []time.Duration{time.Second, time.Minute}}
+	now := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	var b webhooks.Breaker
+	if s.Limit(b, now) != 3 {
+		t.Fatal("a new breaker is not closed")
+	}
+	b = s.After(b, false, now)
+	if s.Limit(b, now) != 3 || b.Until != nil {
+		t.Fatalf("one failure opened it: %+v", b)
+	}
+	b = s.After(b, false, now)
+	if s.Limit(b, now) != 0 || !b.Until.Equal(now.Add(time.Second)) || !s.Open(b, now) {
+		t.Fatalf("two failures: %+v", b)
+	}
+	// A failure while open (an attempt already in flight) does not move it.
+	if b2 := s.After(b, false, now.Add(time.Millisecond)); !b2.Until.Equal(*b.Until) || b2.Opens != 1 {
+		t.Fatalf("a failure while open: %+v", b2)
+	}
+	now = now.Add(time.Second)
+	if s.Limit(b, now) != 1 {
+		t.Fatal("not half-open after the cooldown")
+	}
+	for i, want := range []time.Duration{time.Minute, time.Minute} {
+		b = s.After(b, false, now)
+		if !b.Until.Equal(now.Add(want)) {
+			t.Fatalf("probe failure %d: open until %v, want %v", i, b.Until, now.Add(want))
+		}
+		now = *b.Until
+	}
+	if b = s.After(b, true, now); s.Limit(b, now) != 3 || b != (webhooks.Breaker{}) {
+		t.Fatalf("a success: %+v", b)
+	}
+}
