@@ -509,6 +509,98 @@ func TestWebhookSlowReceiverDelaysNoOtherE2E(t *testing.T) {
 	})
 }
 
+// Deleting an account leaves nothing readable about it in the outbox
+// (its user.created with the email is gone, and so are its other events),
+// only user.deleted with its id; and an event is redelivered only to an
+// endpoint it was sent to.
+func TestWebhooksAccountDeletionE2E(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
+		rcv := newHookReceiver(t, nil)
+		h := startHerald(t, d, webhooksEnv(nil))
+		admin := newAdminToken(t, h, "ops@example.com")
+		key, _ := createKey(t, h, restDoor.name, admin, map[string]any{"name": "hooks", "scopes": []string{"webhooks:manage"}})
+		allID, _ := createHook(t, h, key, rcv.srv.URL+"/all", webhooks.Catalogue)
+		deletedOnly, _ := createHook(t, h, key, rcv.srv.URL+"/deleted", []string{webhooks.UserDeleted})
+
+		const email = "zoe.private@example.com"
+		newVerifiedUser(t, h, restDoor.name, email)
+		tok := login(t, h, restDoor.name, email, testPassword)
+		mustRegister(t, h, restDoor.name, tok.access, "android", "push-token-zoe", "Zoe's phone")
+		newVerifiedUser(t, h, restDoor.name, "yan@example.com")
+		zoe := h.account(t, email).ID
+		got := rcv.waitFor(t, "/all", func(ds []hookDelivery) bool {
+			return len(ofType(ds, webhooks.UserCreated)) == 2 && len(ofType(ds, webhooks.DeviceRegistered)) == 1
+		}, "the two signups and the device")
+		var zoeCreated, yanCreated string
+		for _, dl := range ofType(got, webhooks.UserCreated) {
+			if strings.Contains(string(dl.body), email) {
+				zoeCreated = dl.id()
+			} else {
+				yanCreated = dl.id()
+			}
+		}
+
+		expectOK(t, "delete zoe", adminOp(t, h, restDoor.name, "deleteUser", map[string]any{"userId": zoe}, withBearer(admin)), http.StatusOK)
+		rcv.waitFor(t, "/deleted", func(ds []hookDelivery) bool { return len(ds) == 1 }, "user.deleted")
+		db := h.store(t)
+		mentions := 0
+		for _, typ := range append(slices.Clone(webhooks.Catalogue), webhooks.Ping) {
+			evs, err := db.WebhookEvents(t.Context(), typ)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range evs {
+				body := string(ev.Payload)
+				if strings.Contains(body, email) || strings.Contains(body, "Zoe") || strings.Contains(body, "zoe.private") {
+					t.Fatalf("the outbox still holds %s", body)
+				}
+				if strings.Contains(body, zoe) {
+					mentions++
+					if typ != webhooks.UserDeleted {
+						t.Fatalf("an event about the deleted account stays: %s", body)
+					}
+				}
+			}
+		}
+		if mentions != 1 {
+			t.Fatalf("%d events name the deleted account, want its user.deleted", mentions)
+		}
+		// Its user.created is gone: no redelivery of the email.
+		expectError(t, "redeliver the deleted account's signup", hookREST(t, h, key, http.MethodPost, "/api/v1/webhooks/"+allID+"/events/"+zoeCreated+"/redeliver"),
+			http.StatusNotFound, "WEBHOOK_EVENT_NOT_FOUND")
+		// An endpoint that does not subscribe to user.created never gets
+		// one, on either door.
+		r := hookREST(t, h, key, http.MethodPost, "/api/v1/webhooks/"+deletedOnly+"/events/"+yanCreated+"/redeliver")
+		expectError(t, "redeliver to an endpoint without the type", r, http.StatusConflict, "WEBHOOK_EVENT_NOT_SUBSCRIBED")
+		gr := gql(t, h, "redeliverWebhookEvent", `mutation R($ep: ID!, $ev: ID!) { redeliverWebhookEvent(endpointId: $ep, eventId: $ev) }`,
+			map[string]any{"ep": deletedOnly, "ev": yanCreated}, withHeader("X-API-Key", key))
+		expectError(t, "GraphQL redeliver to an endpoint without the type", gr, http.StatusConflict, "WEBHOOK_EVENT_NOT_SUBSCRIBED")
+		// Nor does an endpoint created after the event, though it does.
+		lateID, _ := createHook(t, h, key, rcv.srv.URL+"/late", []string{webhooks.UserCreated})
+		expectError(t, "redeliver to an endpoint younger than the event", hookREST(t, h, key, http.MethodPost, "/api/v1/webhooks/"+lateID+"/events/"+yanCreated+"/redeliver"),
+			http.StatusConflict, "WEBHOOK_EVENT_NOT_SUBSCRIBED")
+		// A ping goes again to its endpoint, to no other.
+		pr := hookREST(t, h, key, http.MethodPost, "/api/v1/webhooks/"+allID+"/ping")
+		expectOK(t, "ping", pr, http.StatusAccepted)
+		pingID, _ := jsonPath(pr.data, "eventId").(string)
+		expectOK(t, "redeliver the ping", hookREST(t, h, key, http.MethodPost, "/api/v1/webhooks/"+allID+"/events/"+pingID+"/redeliver"), http.StatusAccepted)
+		expectError(t, "redeliver a ping to another endpoint", hookREST(t, h, key, http.MethodPost, "/api/v1/webhooks/"+deletedOnly+"/events/"+pingID+"/redeliver"),
+			http.StatusConflict, "WEBHOOK_EVENT_NOT_SUBSCRIBED")
+		expectOK(t, "redeliver to an endpoint with the type", hookREST(t, h, key, http.MethodPost, "/api/v1/webhooks/"+allID+"/events/"+yanCreated+"/redeliver"), http.StatusAccepted)
+		rcv.waitFor(t, "/all", func(ds []hookDelivery) bool {
+			return len(slices.DeleteFunc(slices.Clone(ds), func(d hookDelivery) bool { return d.id() != yanCreated })) == 2
+		}, "the redelivery")
+		if n := len(rcv.at("/late")); n != 0 {
+			t.Fatalf("the late endpoint got %d deliveries", n)
+		}
+		for _, dl := range rcv.at("/deleted") {
+			if dl.typ() != webhooks.UserDeleted {
+				t.Fatalf("the user.deleted endpoint got %s", dl.body)
+			}
+		}
+	})
+}
+
 // An endpoint whose every attempt fails for HERALD_WEBHOOKS_DISABLE_AFTER
 // (five days in production, shortened here) is disabled, and a log line
 // says so.

@@ -72,6 +72,9 @@ const (
 	IdempotencyKeyReused  Code = "IDEMPOTENCY_KEY_REUSED"
 	WebhookNotFound       Code = "WEBHOOK_NOT_FOUND"
 	WebhookEventNotFound  Code = "WEBHOOK_EVENT_NOT_FOUND"
+	// WebhookEventNotSubscribed: a redelivery to an endpoint the event
+	// was never sent to.
+	WebhookEventNotSubscribed Code = "WEBHOOK_EVENT_NOT_SUBSCRIBED"
 
 	// Limits and the platform.
 	RateLimited        Code = "RATE_LIMITED"
@@ -144,6 +147,8 @@ var catalogue = map[Code]Entry{
 	IdempotencyKeyReused:  {IdempotencyKeyReused, http.StatusConflict, "This Idempotency-Key was used for a different request."},
 	WebhookNotFound:       {WebhookNotFound, http.StatusNotFound, "No such webhook endpoint."},
 	WebhookEventNotFound:  {WebhookEventNotFound, http.StatusNotFound, "No such webhook event."},
+	WebhookEventNotSubscribed: {WebhookEventNotSubscribed, http.StatusConflict,
+		"This endpoint did not subscribe to this event when it was written; it cannot be delivered to it."},
 
 	RateLimited:        {RateLimited, http.StatusTooManyRequests, "Too many requests; slow down."},
 	Banned:             {Banned, http.StatusForbidden, "This address is banned."},

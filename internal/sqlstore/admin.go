@@ -194,6 +194,9 @@ func (db *DB) DeleteAccount(ctx context.Context, id string, allow func(accounts.
 			disabled_at = NULL, disabled_reason = '', last_login_at = NULL, deleted_at = ? WHERE id = ?`, tomb, tomb, tx.now, id); err != nil {
 			return err
 		}
+		if err := tx.scrubAccountEvents(ctx, id); err != nil {
+			return err
+		}
 		if err := tx.emitEvent(ctx, webhooks.UserDeleted, map[string]any{"userId": id}); err != nil {
 			return err
 		}

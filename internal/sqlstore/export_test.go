@@ -51,6 +51,22 @@ func Exec(ctx context.Context, db *DB, q string, args ...any) error {
 	return err
 }
 
+// WebhookOutbox is every event's payload, whatever its type.
+func WebhookOutbox(ctx context.Context, db *DB) ([]string, error) {
+	rs, err := db.conn().query(ctx, `SELECT payload FROM webhook_events ORDER BY id`)
+	return collect(rs, err, func(r row) (string, error) {
+		var p string
+		return p, r.Scan(&p)
+	})
+}
+
+// WebhookEventAccounts counts the events listed as naming account.
+func WebhookEventAccounts(ctx context.Context, db *DB, account string) (int, error) {
+	var n int
+	err := db.conn().queryRow(ctx, `SELECT COUNT(*) FROM webhook_event_accounts WHERE account_id = ?`, account).Scan(&n)
+	return n, err
+}
+
 // WebhookJob is a delivery job as River holds it.
 type WebhookJob struct {
 	ID          int64

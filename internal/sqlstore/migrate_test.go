@@ -154,3 +154,65 @@ func TestMigrateWebhookAttemptErrors(t *testing.T) {
 		}
 	})
 }
+
+// Migration 0021 does to the events of accounts deleted before it what
+// deletion now does, and lists the accounts each event names.
+func TestMigrateDeletedAccountsEvents(t *testing.T) {
+	sqlstoretest.Each(t, func(t *testing.T, url string) {
+		ctx := t.Context()
+		db := openUnmigrated(t, url)
+		if err := sqlstore.MigrateUpTo(ctx, db, 20); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+		event := func(id, typ, data string) []any {
+			return []any{id, typ, `{"type":"` + typ + `","timestamp":"2026-01-02T03:04:05Z","data":` + data + `}`, at}
+		}
+		for _, q := range []struct {
+			sql  string
+			args []any
+		}{
+			{`INSERT INTO accounts (id, email, password_hash, referral_code, created_at) VALUES (?, ?, ?, ?, ?)`, []any{"live", "live@example.com", "$argon2id$x", "LIVE0001", at}},
+			{`INSERT INTO accounts (id, email, password_hash, referral_code, created_at, deleted_at) VALUES (?, ?, ?, ?, ?, ?)`, []any{"gone", "deleted:gone", "", "deleted:gone", at, at}},
+			{`INSERT INTO webhook_events (id, type, payload, created_at) VALUES (?, ?, ?, ?)`, event("msg_1", "user.created", `{"userId":"gone","email":"gone@example.com"}`)},
+			{`INSERT INTO webhook_events (id, type, payload, created_at) VALUES (?, ?, ?, ?)`, event("msg_2", "device.registered", `{"deviceId":"d1","userId":"gone","name":"Gone's phone"}`)},
+			{`INSERT INTO webhook_events (id, type, payload, created_at) VALUES (?, ?, ?, ?)`, event("msg_3", "user.created", `{"userId":"live","email":"live@example.com","referrerId":"gone"}`)},
+			{`INSERT INTO webhook_events (id, type, payload, created_at) VALUES (?, ?, ?, ?)`, event("msg_4", "user.deleted", `{"userId":"gone"}`)},
+			{`INSERT INTO webhook_events (id, type, payload, created_at) VALUES (?, ?, ?, ?)`, event("msg_5", "device.removed", `{"deviceId":"d2","userId":"live"}`)},
+		} {
+			if err := sqlstore.Exec(ctx, db, q.sql, q.args...); err != nil {
+				t.Fatalf("%s: %v", q.sql, err)
+			}
+		}
+		applied, err := db.Migrate(ctx)
+		if err != nil || len(applied) == 0 || applied[0] != "0021_webhook_event_accounts.sql" {
+			t.Fatalf("migrate: %v %v, want 0021_webhook_event_accounts.sql first", applied, err)
+		}
+		outbox, err := sqlstore.WebhookOutbox(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(outbox) != 3 {
+			t.Fatalf("outbox after the migration: %q", outbox)
+		}
+		for _, p := range outbox {
+			if strings.Contains(p, "gone@example.com") || strings.Contains(p, "Gone's") || strings.Contains(p, "referrerId") {
+				t.Fatalf("the migration left %s", p)
+			}
+		}
+		if n, err := sqlstore.WebhookEventAccounts(ctx, db, "live"); err != nil || n != 2 {
+			t.Fatalf("events naming live: %d %v, want 2", n, err)
+		}
+		if n, err := sqlstore.WebhookEventAccounts(ctx, db, "gone"); err != nil || n != 0 {
+			t.Fatalf("events naming gone: %d %v, want 0 (user.deleted is not listed)", n, err)
+		}
+		// Deleting live now removes its two events.
+		if err := db.DeleteAccount(ctx, "live", nil); err != nil {
+			t.Fatal(err)
+		}
+		outbox, _ = sqlstore.WebhookOutbox(ctx, db)
+		if len(outbox) != 2 || !strings.Contains(outbox[0], `"user.deleted"`) || !strings.Contains(outbox[1], `"user.deleted"`) {
+			t.Fatalf("outbox after deleting live: %q, want the two user.deleted", outbox)
+		}
+	})
+}

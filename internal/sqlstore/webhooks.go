@@ -31,6 +31,11 @@ func (tx *Tx) emitEvent(ctx context.Context, typ string, data map[string]any) er
 	if err := tx.insertEvent(ctx, ev); err != nil {
 		return err
 	}
+	for _, account := range webhooks.NamedAccounts(typ, data) {
+		if _, err := tx.q.exec(ctx, `INSERT INTO webhook_event_accounts (account_id, event_id) VALUES (?, ?)`, account, ev.ID); err != nil {
+			return err
+		}
+	}
 	if tx.webhookEndpoints == nil {
 		rs, err := tx.q.query(ctx, `SELECT id, event_types FROM webhook_endpoints WHERE disabled_at IS NULL`)
 		tx.webhookEndpoints, err = collect(rs, err, func(r row) (webhookTarget, error) {
@@ -474,3 +479,52 @@ func (db *DB) SendWebhookEvent(ctx context.Context, endpointID string, ev webhoo
 }
 
 var _ webhooks.Store = (*DB)(nil)
+
+// scrubAccountEvents is what deleting an account does to the outbox, in
+// the deletion's transaction: every event about the account (its userId:
+// user.created with its email, devices, sessions…) is deleted, with its
+// parked deliveries (its pending jobs find it gone); another account's
+// event that names it (referrerId) loses that field. The user.deleted
+// event written after it is all that remains. Run it after the deletion
+// has deleted the account's rows: on PostgreSQL a change writing an event
+// about the account holds a row those deletions wait for, so its event
+// has committed, and is seen here, by then.
+func (tx *Tx) scrubAccountEvents(ctx context.Context, accountID string) error {
+	type named struct {
+		id      string
+		payload string
+	}
+	rs, err := tx.q.query(ctx, `SELECT e.id, e.payload FROM webhook_events e JOIN webhook_event_accounts n ON n.event_id = e.id WHERE n.account_id = ?`, accountID)
+	events, err := collect(rs, err, func(r row) (named, error) {
+		var e named
+		return e, r.Scan(&e.id, &e.payload)
+	})
+	if err != nil {
+		return err
+	}
+	for _, e := range events {
+		out, drop, err := webhooks.Scrub([]byte(e.payload), accountID)
+		if err != nil {
+			return err
+		}
+		if drop {
+			for _, del := range []string{
+				`DELETE FROM webhook_parked WHERE event_id = ?`,
+				`DELETE FROM webhook_event_accounts WHERE event_id = ?`,
+				`DELETE FROM webhook_events WHERE id = ?`,
+			} {
+				if _, err := tx.q.exec(ctx, del, e.id); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if _, err := tx.q.exec(ctx, `UPDATE webhook_events SET payload = ? WHERE id = ?`, string(out), e.id); err != nil {
+			return err
+		}
+		if _, err := tx.q.exec(ctx, `DELETE FROM webhook_event_accounts WHERE account_id = ? AND event_id = ?`, accountID, e.id); err != nil {
+			return err
+		}
+	}
+	return nil
+}

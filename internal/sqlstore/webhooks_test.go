@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +29,7 @@ func TestWebhooksConformance(t *testing.T) {
 		{"AdminEvents", testAdminEvents},
 		{"SlotsPerEndpoint", testWebhookSlots},
 		{"BreakerBacksOffTogether", testWebhookBreaker},
+		{"DeletionScrubsTheOutbox", testDeletionScrubsOutbox},
 	}, mustOpenWithWebhooks)
 }
 
@@ -242,6 +244,107 @@ func testWebhookBreaker(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 		t.Fatal("a third slot once closed")
 	}
 	expectSlots(t, db, "ep1", 2, 1)
+}
+
+// Deleting an account deletes every event about it (its email with
+// user.created) and their parked deliveries, and removes it from another
+// account's event (referrerId), in the same transaction; the user.deleted
+// event, naming only its id, is all that remains of it.
+func testDeletionScrubsOutbox(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
+	ctx := context.Background()
+	mustEndpoint(t, db, "ep1", clk.Now())
+	const gone, email = "0197a3c2-gone-7c3a", "gone.person@example.com"
+	if _, _, err := db.CreateAccount(ctx, newAccount(gone, email, "GONECODE")); err != nil {
+		t.Fatal(err)
+	}
+	friend := newAccount("friend", "friend@example.com", "FRIENDCD")
+	friend.Referral = "GONECODE"
+	if _, applied, err := db.CreateAccount(ctx, friend); err != nil || !applied {
+		t.Fatalf("referral %v %v", applied, err)
+	}
+	mustAccount(t, db, "other")
+	mustRegister(t, db, "d1", gone, "token-gone")
+	mustRegister(t, db, "d2", "other", "token-other")
+	if _, _, err := db.SetSubscription(ctx, gone, "premium", clk.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	// Two slots held by the other account's events; the deleted
+	// account's user.created waits, parked.
+	created := eventsWithID(t, db, webhooks.UserCreated)
+	for i, id := range []string{created["other"], created["friend"]} {
+		if !acquire(t, db, "ep1", id, int64(1+i), 0) {
+			t.Fatal("no slot")
+		}
+	}
+	if acquire(t, db, "ep1", created[gone], 3, 0) {
+		t.Fatal("a third slot")
+	}
+	expectSlots(t, db, "ep1", 2, 1)
+	if n, err := sqlstore.WebhookEventAccounts(ctx, db, gone); err != nil || n != 4 {
+		t.Fatalf("%d events listed as naming the account (%v), want 4: created, referral, device, subscription", n, err)
+	}
+
+	if err := db.DeleteAccount(ctx, gone, nil); err != nil {
+		t.Fatal(err)
+	}
+	outbox, err := sqlstore.WebhookOutbox(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mentions []string
+	for _, p := range outbox {
+		if strings.Contains(p, email) || strings.Contains(p, "gone.person") {
+			t.Fatalf("the outbox still holds the email: %s", p)
+		}
+		if strings.Contains(p, gone) {
+			mentions = append(mentions, p)
+		}
+	}
+	if len(mentions) != 1 || !strings.Contains(mentions[0], `"type":"user.deleted"`) || !strings.Contains(mentions[0], `"data":{"userId":"`+gone+`"}`) {
+		t.Fatalf("what names the account after its deletion: %v", mentions)
+	}
+	// The friend's own event stays, without the referrer.
+	friendEvents := eventsOf(t, db, webhooks.UserCreated)
+	if len(friendEvents) != 2 {
+		t.Fatalf("user.created events left: %v", friendEvents)
+	}
+	for _, d := range friendEvents {
+		if _, ok := d["referrerId"]; ok || (d["userId"] != "friend" && d["userId"] != "other") {
+			t.Fatalf("user.created after the deletion: %v", d)
+		}
+	}
+	if got := eventsOf(t, db, webhooks.DeviceRegistered); len(got) != 1 || got[0]["userId"] != "other" {
+		t.Fatalf("device.registered after the deletion: %v", got)
+	}
+	if n, err := sqlstore.WebhookEventAccounts(ctx, db, gone); err != nil || n != 0 {
+		t.Fatalf("%d events still listed as naming the account (%v)", n, err)
+	}
+	expectSlots(t, db, "ep1", 2, 0)
+	if _, err := db.WebhookEvent(ctx, created[gone]); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("the deleted account's user.created: %v", err)
+	}
+}
+
+// eventsWithID maps each event of type typ by its data's userId to its id.
+func eventsWithID(t *testing.T, db *sqlstore.DB, typ string) map[string]string {
+	t.Helper()
+	evs, err := db.WebhookEvents(context.Background(), typ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, ev := range evs {
+		var p struct {
+			Data struct {
+				UserID string `json:"userId"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		out[p.Data.UserID] = ev.ID
+	}
+	return out
 }
 
 // mustOpenWithWebhooks registers the delivery worker, so that delivery

@@ -92,3 +92,67 @@ func NewEvent(t string, at time.Time, data any) (Event, error) {
 	}
 	return Event{ID: "msg_" + id.String(), Type: t, Payload: body, CreatedAt: at.UTC()}, nil
 }
+
+// accountFields are the data fields that name an account: userId, whose
+// event is about the account, and referrerId, the account that referred
+// it. Only user.created holds an email, beside its userId.
+var accountFields = []string{"userId", "referrerId"}
+
+// NamedAccounts are the ids of the accounts an event's data names, for
+// the store to find an account's events when it is deleted. user.deleted
+// names none: it is what deletion leaves.
+func NamedAccounts(typ string, data map[string]any) []string {
+	if typ == UserDeleted {
+		return nil
+	}
+	var out []string
+	for _, f := range accountFields {
+		if id, ok := data[f].(string); ok && id != "" && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// Scrub is what deleting account accountID leaves of an event's payload:
+// nothing (drop) when the event is about the account (its userId), else
+// the payload without the fields naming it. The other fields keep their
+// bytes; data's fields stay in key order, as NewEvent wrote them.
+func Scrub(body []byte, accountID string) (out []byte, drop bool, err error) {
+	var p struct {
+		Type      string                     `json:"type"`
+		Timestamp json.RawMessage            `json:"timestamp"`
+		Data      map[string]json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(body, &p); err != nil {
+		return nil, false, fmt.Errorf("scrub: %w", err)
+	}
+	names := func(f string) bool {
+		var id string
+		return json.Unmarshal(p.Data[f], &id) == nil && id == accountID
+	}
+	if names("userId") {
+		return nil, true, nil
+	}
+	for _, f := range accountFields {
+		if names(f) {
+			delete(p.Data, f)
+		}
+	}
+	if p.Data == nil {
+		p.Data = map[string]json.RawMessage{}
+	}
+	out, err = json.Marshal(p)
+	return out, false, err
+}
+
+// pingEndpoint is the endpoint a webhook.ping event names.
+func pingEndpoint(body []byte) string {
+	var p struct {
+		Data struct {
+			EndpointID string `json:"endpointId"`
+		} `json:"data"`
+	}
+	_ = json.Unmarshal(body, &p)
+	return p.Data.EndpointID
+}

@@ -63,6 +63,16 @@ type Attempt struct {
 	CreatedAt time.Time
 }
 
+// Received reports whether ev was sent to the endpoint when it was
+// written: the endpoint subscribes to its type and existed then. A ping
+// is for the one endpoint it names.
+func (e Endpoint) Received(ev Event) bool {
+	if ev.Type == Ping {
+		return pingEndpoint(ev.Payload) == e.ID
+	}
+	return e.Wants(ev.Type) && !e.CreatedAt.After(ev.CreatedAt)
+}
+
 // Succeeded reports whether the attempt got a 2xx.
 func (a Attempt) Succeeded() bool { return a.StatusCode >= 200 && a.StatusCode < 300 }
 
@@ -319,12 +329,26 @@ func (s *Service) Deliveries(ctx context.Context, endpointID string, first int, 
 }
 
 // Redeliver sends an event to an endpoint again, as a new delivery with
-// its own retries. The event keeps its webhook-id.
+// its own retries. The event keeps its webhook-id. Only an endpoint the
+// event was sent to may have it again (Endpoint.Received): another is
+// WEBHOOK_EVENT_NOT_SUBSCRIBED, so an event cannot reach a receiver that
+// never subscribed to what it says.
 func (s *Service) Redeliver(ctx context.Context, endpointID, eventID string) error {
-	if _, err := s.Endpoint(ctx, endpointID); err != nil {
+	ep, err := s.Endpoint(ctx, endpointID)
+	if err != nil {
 		return err
 	}
-	err := s.store.EnqueueWebhookDelivery(ctx, endpointID, eventID)
+	ev, err := s.store.WebhookEvent(ctx, eventID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return apperr.New(apperr.WebhookEventNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	if !ep.Received(ev) {
+		return apperr.New(apperr.WebhookEventNotSubscribed).With("eventType", ev.Type)
+	}
+	err = s.store.EnqueueWebhookDelivery(ctx, endpointID, eventID)
 	if errors.Is(err, storage.ErrNotFound) {
 		return apperr.New(apperr.WebhookEventNotFound)
 	}

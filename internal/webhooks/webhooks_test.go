@@ -433,3 +433,51 @@ func TestBreaker(t *testing.T) {
 		t.Fatalf("a success: %+v", b)
 	}
 }
+
+// Scrub drops an event about the account, and removes the account from
+// another's, keeping every other byte of it.
+func TestScrub(t *testing.T) {
+	for _, c := range []struct{ in, out string }{
+		{`{"type":"user.created","timestamp":"2026-11-26T10:00:00.123456Z","data":{"email":"ann@example.com","userId":"u1"}}`, ""},
+		{`{"type":"device.removed","timestamp":"2026-11-26T10:00:00Z","data":{"deviceId":"d1","userId":"u1"}}`, ""},
+		{`{"type":"user.created","timestamp":"2026-11-26T10:00:00.123456Z","data":{"email":"bob@example.com","emailVerified":false,"expiresAt":"2026-12-04T10:00:00.123456Z","plan":"trial","referrerId":"u1","userId":"u2"}}`,
+			`{"type":"user.created","timestamp":"2026-11-26T10:00:00.123456Z","data":{"email":"bob@example.com","emailVerified":false,"expiresAt":"2026-12-04T10:00:00.123456Z","plan":"trial","userId":"u2"}}`},
+		{`{"type":"user.created","timestamp":"2026-11-26T10:00:00Z","data":{"referrerId":"u3","userId":"u2"}}`, `{"type":"user.created","timestamp":"2026-11-26T10:00:00Z","data":{"referrerId":"u3","userId":"u2"}}`},
+	} {
+		out, drop, err := webhooks.Scrub([]byte(c.in), "u1")
+		if err != nil || drop != (c.out == "") || (!drop && string(out) != c.out) {
+			t.Errorf("Scrub(%s) = %s, drop %v, %v; want %q", c.in, out, drop, err, c.out)
+		}
+	}
+	if got := webhooks.NamedAccounts(webhooks.UserCreated, map[string]any{"userId": "u2", "referrerId": "u1", "email": "x"}); !slices.Equal(got, []string{"u2", "u1"}) {
+		t.Errorf("NamedAccounts = %v", got)
+	}
+	if got := webhooks.NamedAccounts(webhooks.UserDeleted, map[string]any{"userId": "u2"}); got != nil {
+		t.Errorf("user.deleted names %v", got)
+	}
+}
+
+// An event is for an endpoint that subscribes to its type and existed
+// when it was written; a ping for the endpoint it names.
+func TestEndpointReceived(t *testing.T) {
+	at := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	ev, _ := webhooks.NewEvent(webhooks.UserCreated, at, map[string]any{"userId": "u1"})
+	ping, _ := webhooks.NewEvent(webhooks.Ping, at, map[string]any{"endpointId": "ep1"})
+	ep := webhooks.Endpoint{ID: "ep1", EventTypes: []string{webhooks.UserCreated}, CreatedAt: at.Add(-time.Hour)}
+	for name, c := range map[string]struct {
+		e    webhooks.Endpoint
+		ev   webhooks.Event
+		want bool
+	}{
+		"subscribed, older":       {ep, ev, true},
+		"same instant":            {webhooks.Endpoint{ID: "ep1", EventTypes: ep.EventTypes, CreatedAt: at}, ev, true},
+		"subscribed, younger":     {webhooks.Endpoint{ID: "ep1", EventTypes: ep.EventTypes, CreatedAt: at.Add(time.Second)}, ev, false},
+		"another type":            {webhooks.Endpoint{ID: "ep1", EventTypes: []string{webhooks.UserDeleted}, CreatedAt: ep.CreatedAt}, ev, false},
+		"its ping":                {ep, ping, true},
+		"another endpoint's ping": {webhooks.Endpoint{ID: "ep2", EventTypes: webhooks.Catalogue, CreatedAt: ep.CreatedAt}, ping, false},
+	} {
+		if got := c.e.Received(c.ev); got != c.want {
+			t.Errorf("%s: Received = %v", name, got)
+		}
+	}
+}
