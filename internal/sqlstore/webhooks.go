@@ -245,23 +245,13 @@ func (db *DB) RecordWebhookAttempt(ctx context.Context, a webhooks.Attempt, jobI
 			return err
 		}
 		b = rules.After(b, a.Succeeded(), tx.now)
-		if _, err := tx.q.exec(ctx, `UPDATE webhook_endpoints SET breaker_failures = ?, breaker_opens = ?, breaker_until = ? WHERE id = ?`,
-			b.Failures, b.Opens, b.Until, a.EndpointID); err != nil {
+		// FailingSince: cleared by a success, set by a first failure.
+		if err := tx.q.queryRow(ctx, `UPDATE webhook_endpoints SET breaker_failures = ?, breaker_opens = ?, breaker_until = ?,
+			failing_since = CASE WHEN ? THEN NULL ELSE COALESCE(failing_since, ?) END WHERE id = ? RETURNING failing_since`,
+			b.Failures, b.Opens, b.Until, a.Succeeded(), a.CreatedAt, a.EndpointID).Scan(&since); err != nil {
 			return err
 		}
-		if a.Succeeded() {
-			if _, err := tx.q.exec(ctx, `UPDATE webhook_endpoints SET failing_since = NULL WHERE id = ? AND failing_since IS NOT NULL`, a.EndpointID); err != nil {
-				return err
-			}
-		} else {
-			if _, err = tx.q.exec(ctx, `UPDATE webhook_endpoints SET failing_since = ? WHERE id = ? AND failing_since IS NULL`, a.CreatedAt, a.EndpointID); err != nil {
-				return err
-			}
-			if err := tx.q.queryRow(ctx, `SELECT failing_since FROM webhook_endpoints WHERE id = ?`, a.EndpointID).Scan(&since); err != nil {
-				return err
-			}
-			since = utcPtr(since)
-		}
+		since = utcPtr(since)
 		if !enabled {
 			return nil // disabled meanwhile: its slots went with it
 		}
@@ -275,7 +265,16 @@ func (db *DB) RecordWebhookAttempt(ctx context.Context, a webhooks.Attempt, jobI
 // change to its slots and parked deliveries is made under this lock, so
 // that replicas count the same slots and a parked delivery is never left
 // without a holder to hand it a slot.
+//
+// The lock is held until the commit, so the transactions that take it do
+// not wait for their WAL flush (commitWithoutFlush): the delivery job's
+// own completion, a later commit, flushes them; should the database
+// crash before that, the job runs again (a repeat delivery, which
+// receivers dedupe), and a hand-over that was lost left its parked row.
 func (tx *Tx) lockWebhookEndpoint(ctx context.Context, id string) (b webhooks.Breaker, enabled bool, err error) {
+	if err := tx.commitWithoutFlush(ctx); err != nil {
+		return b, false, err
+	}
 	var disabledAt *time.Time
 	err = tx.q.queryRow(ctx, `SELECT breaker_failures, breaker_opens, breaker_until, disabled_at FROM webhook_endpoints WHERE id = ?`+tx.db.forUpdate(), id).
 		Scan(&b.Failures, &b.Opens, &b.Until, &disabledAt)
@@ -301,22 +300,9 @@ func (db *DB) AcquireWebhookSlot(ctx context.Context, r webhooks.SlotRequest, ru
 		if err != nil {
 			return err
 		}
-		var event string
-		err = tx.q.queryRow(ctx, `SELECT id FROM webhook_events WHERE id = ?`, r.EventID).Scan(&event)
-		if errors.Is(err, storage.ErrNotFound) {
-			// Pruned, or its account deleted: nothing to send, and a
-			// slot handed to this job goes on to the next.
-			return tx.releaseWebhookSlot(ctx, r.EndpointID, r.JobID, b, rules)
-		}
-		if err != nil {
-			return err
-		}
-		if _, err := tx.q.exec(ctx, `DELETE FROM webhook_slots WHERE endpoint_id = ? AND expires_at <= ? AND job_id <> ?`, r.EndpointID, tx.now, r.JobID); err != nil {
-			return err
-		}
 		var mine, others int
-		if err := tx.q.queryRow(ctx, `SELECT COUNT(CASE WHEN job_id = ? THEN 1 END), COUNT(CASE WHEN job_id <> ? THEN 1 END) FROM webhook_slots WHERE endpoint_id = ?`,
-			r.JobID, r.JobID, r.EndpointID).Scan(&mine, &others); err != nil {
+		if err := tx.q.queryRow(ctx, `SELECT COUNT(CASE WHEN job_id = ? THEN 1 END), COUNT(CASE WHEN job_id <> ? AND expires_at > ? THEN 1 END)
+			FROM webhook_slots WHERE endpoint_id = ?`, r.JobID, r.JobID, tx.now, r.EndpointID).Scan(&mine, &others); err != nil {
 			return err
 		}
 		limit := rules.Limit(b, tx.now)
@@ -325,11 +311,18 @@ func (db *DB) AcquireWebhookSlot(ctx context.Context, r webhooks.SlotRequest, ru
 		}
 		if others < limit {
 			held = true
-			if mine > 0 {
-				_, err = tx.q.exec(ctx, `UPDATE webhook_slots SET expires_at = ? WHERE endpoint_id = ? AND job_id = ?`, tx.now.Add(rules.LeaseTTL), r.EndpointID, r.JobID)
-			} else {
-				_, err = tx.q.exec(ctx, `INSERT INTO webhook_slots (endpoint_id, job_id, expires_at) VALUES (?, ?, ?)`, r.EndpointID, r.JobID, tx.now.Add(rules.LeaseTTL))
-			}
+			_, err = tx.q.exec(ctx, `INSERT INTO webhook_slots (endpoint_id, job_id, expires_at) VALUES (?, ?, ?)
+				ON CONFLICT (endpoint_id, job_id) DO UPDATE SET expires_at = excluded.expires_at`, r.EndpointID, r.JobID, tx.now.Add(rules.LeaseTTL))
+			return err
+		}
+		var event string
+		err = tx.q.queryRow(ctx, `SELECT id FROM webhook_events WHERE id = ?`, r.EventID).Scan(&event)
+		if errors.Is(err, storage.ErrNotFound) {
+			// Pruned, or its account deleted: nothing to wait for, and a
+			// slot handed to this job goes on to the next.
+			return tx.releaseWebhookSlot(ctx, r.EndpointID, r.JobID, b, rules)
+		}
+		if err != nil {
 			return err
 		}
 		if mine > 0 {
@@ -378,29 +371,28 @@ func (tx *Tx) releaseWebhookSlot(ctx context.Context, endpointID string, jobID i
 // scheduled for when the breaker half-opens. The endpoint's row is
 // locked.
 func (tx *Tx) handOffWebhookSlots(ctx context.Context, endpointID string, b webhooks.Breaker, rules webhooks.Slots) error {
-	var held int
-	if err := tx.q.queryRow(ctx, `SELECT COUNT(*) FROM webhook_slots WHERE endpoint_id = ? AND expires_at > ?`, endpointID, tx.now).Scan(&held); err != nil {
+	var held, parked int
+	if err := tx.q.queryRow(ctx, `SELECT (SELECT COUNT(*) FROM webhook_slots WHERE endpoint_id = ? AND expires_at > ?),
+		CASE WHEN EXISTS (SELECT 1 FROM webhook_parked WHERE endpoint_id = ?) THEN 1 ELSE 0 END`, endpointID, tx.now, endpointID).Scan(&held, &parked); err != nil {
 		return err
+	}
+	if parked == 0 {
+		return nil
 	}
 	free, at := rules.Limit(b, tx.now)-held, tx.now
 	if rules.Open(b, tx.now) && held == 0 {
 		free, at = 1, *b.Until
 	}
 	for range max(free, 0) {
-		var id int64
-		var args webhooks.DeliveryArgs
-		err := tx.q.queryRow(ctx, `SELECT id, event_id, attempts FROM webhook_parked WHERE endpoint_id = ? ORDER BY id LIMIT 1`, endpointID).
-			Scan(&id, &args.EventID, &args.Attempts)
+		args := webhooks.DeliveryArgs{EndpointID: endpointID}
+		err := tx.q.queryRow(ctx, `DELETE FROM webhook_parked WHERE id = (SELECT id FROM webhook_parked WHERE endpoint_id = ? ORDER BY id LIMIT 1)
+			RETURNING event_id, attempts`, endpointID).Scan(&args.EventID, &args.Attempts)
 		if errors.Is(err, storage.ErrNotFound) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		if _, err := tx.q.exec(ctx, `DELETE FROM webhook_parked WHERE id = ?`, id); err != nil {
-			return err
-		}
-		args.EndpointID = endpointID
 		opts := &river.InsertOpts{Queue: webhooks.Queue}
 		if at.After(tx.now) {
 			opts.ScheduledAt = at // the probe; any ScheduledAt makes the job wait for River's scheduler

@@ -101,9 +101,8 @@ type Store interface {
 	RecordWebhookAttempt(ctx context.Context, a Attempt, jobID int64, rules Slots) (*time.Time, error)
 	// AcquireWebhookSlot gives the delivery a slot of its endpoint (true)
 	// when rules allow one more in flight (or the job already holds one),
-	// or parks it (false). An event that is gone is not parked (false, and
-	// a slot the job held is released); ErrNotFound: no such enabled
-	// endpoint.
+	// or parks it (false). A delivery whose event is gone is not parked
+	// (false); ErrNotFound: no such enabled endpoint.
 	AcquireWebhookSlot(ctx context.Context, r SlotRequest, rules Slots) (bool, error)
 	// ReleaseWebhookSlot frees the job's slot and hands each slot free
 	// under rules to the oldest parked delivery, as a new job; when the
@@ -209,9 +208,6 @@ func NewService(store Store, sender Sender, cfg Config) *Service {
 			LeaseTTL: AttemptBound, ReserveTTL: 2 * AttemptBound},
 	}
 }
-
-// Policy is where the service lets deliveries go (for the Sender).
-func (s *Service) Policy() AddressPolicy { return s.policy }
 
 // Slots are the service's rules of deliveries in flight.
 func (s *Service) Slots() Slots { return s.slots }
