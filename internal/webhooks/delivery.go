@@ -134,13 +134,13 @@ func (s *Service) deliver(ctx context.Context, jobID int64, args DeliveryArgs, n
 	}
 	held, err := s.store.AcquireWebhookSlot(ctx, SlotRequest{EndpointID: ep.ID, EventID: args.EventID, JobID: jobID, Attempts: n - 1}, s.slots)
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil // the endpoint went, or the event (pruned, or its account deleted)
+		return nil // the endpoint went, or was disabled, meanwhile
 	}
 	if err != nil {
 		return err
 	}
 	if !held {
-		return nil // parked: the next slot released sends it on, in a new job
+		return nil // parked (the next slot released sends it on, in a new job), or its event is gone
 	}
 	recorded := false
 	defer func() {
