@@ -68,3 +68,11 @@ func Follow[T State](ctx context.Context, sub *Sub, first T, after int64,
 	}()
 	return out
 }
+
+// Codec writes the state of one kind of thing into an event and reads it
+// back, on whichever replica receives it. The doors' wire types give the
+// codecs (internal/view), so that an event carries what a client is shown.
+type Codec[T any] struct {
+	Encode func(T) ([]byte, error)
+	Decode func([]byte) (T, error)
+}

@@ -1,0 +1,174 @@
+package view
+
+import (
+	"time"
+
+	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/sessions"
+)
+
+// User is an account as its owner sees it (REST /users/me, GraphQL me).
+type User struct {
+	ID            string           `json:"id"`
+	Email         string           `json:"email"`
+	EmailVerified bool             `json:"emailVerified"`
+	CreatedAt     time.Time        `json:"createdAt"`
+	ReferralCode  string           `json:"referralCode"`
+	Subscription  UserSubscription `json:"subscription"`
+	// Locale is the language of the account's emails (a BCP 47 tag); nil
+	// when none was given (English).
+	Locale *string `json:"locale"`
+}
+
+// UserSubscription is the account's plan (OpenAPI Subscription).
+type UserSubscription struct {
+	Plan string `json:"plan"`
+	// Status is active until ExpiresAt, expired from then on.
+	Status    string    `json:"status"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// NewUser renders an account; the subscription's status is as of now.
+func NewUser(a accounts.Account, now time.Time) User {
+	return User{
+		ID:            a.ID,
+		Email:         a.Email,
+		EmailVerified: a.Verified(),
+		CreatedAt:     seconds(a.CreatedAt),
+		ReferralCode:  a.ReferralCode,
+		Subscription: UserSubscription{
+			Plan:      a.Subscription.Plan,
+			Status:    a.Subscription.Status(now),
+			ExpiresAt: seconds(a.Subscription.ExpiresAt),
+		},
+		Locale: nonEmpty(a.Locale),
+	}
+}
+
+// UserRecord is an account as the admin API shows it: the user and more.
+// GraphQL adds sessions and messengerChat, read for a whole page at once.
+type UserRecord struct {
+	User
+	Disabled       bool       `json:"disabled"`
+	DisabledAt     *time.Time `json:"disabledAt"`
+	DisabledReason *string    `json:"disabledReason"`
+	LastLoginAt    *time.Time `json:"lastLoginAt"`
+	DeviceCount    int        `json:"deviceCount"`
+	SessionCount   int        `json:"sessionCount"`
+}
+
+// NewUserRecord renders an account for the admin API.
+func NewUserRecord(r accounts.Record, now time.Time) UserRecord {
+	return UserRecord{
+		User:           NewUser(r.Account, now),
+		Disabled:       r.Disabled(),
+		DisabledAt:     optionalSeconds(r.DisabledAt),
+		DisabledReason: nonEmpty(r.DisabledReason),
+		LastLoginAt:    optionalSeconds(r.LastLoginAt),
+		DeviceCount:    r.DeviceCount,
+		SessionCount:   r.SessionCount,
+	}
+}
+
+// UserDetail is one account as GET /api/v1/admin/users/{id} shows it: the
+// record, its live sessions and its linked Telegram chat (GraphQL reads
+// the last two as fields of UserRecord).
+type UserDetail struct {
+	UserRecord
+	// Sessions are live, newest first; current is always false.
+	Sessions []Session `json:"sessions"`
+	// MessengerChat is the linked chat, whatever its status; nil when none.
+	MessengerChat *MessengerSubscriber `json:"messengerChat"`
+}
+
+// Session is one login of an account, as the server saw its client.
+type Session struct {
+	ID         string    `json:"id"`
+	CreatedAt  time.Time `json:"createdAt"`
+	LastUsedAt time.Time `json:"lastUsedAt"`
+	UserAgent  string    `json:"userAgent"`
+	IP         string    `json:"ip"`
+	// Current: this is the session of the request's own token.
+	Current bool `json:"current"`
+}
+
+// NewSession renders s; current is the caller's session ID ("" when the
+// caller has none, as for an admin looking at another account).
+func NewSession(s sessions.Session, current string) Session {
+	return Session{
+		ID:         s.ID,
+		CreatedAt:  seconds(s.CreatedAt),
+		LastUsedAt: seconds(s.LastUsedAt),
+		UserAgent:  s.UserAgent,
+		IP:         s.IP,
+		Current:    s.ID == current,
+	}
+}
+
+// Tokens are what a login or a refresh answers (GraphQL AuthPayload, whose
+// accessToken REST calls token).
+type Tokens struct {
+	ExpiresIn    int    `json:"expiresIn"`
+	RefreshToken string `json:"refreshToken"`
+	AccessToken  string `json:"token"`
+	TokenType    string `json:"tokenType"`
+}
+
+// NewTokens renders a session's tokens.
+func NewTokens(t sessions.Tokens) Tokens {
+	return Tokens{AccessToken: t.AccessToken, RefreshToken: t.RefreshToken, TokenType: t.TokenType, ExpiresIn: t.ExpiresIn}
+}
+
+// Registration is what a REST signup answers.
+type Registration struct {
+	Message         string `json:"message"`
+	ReferralApplied bool   `json:"referralApplied"`
+	User            User   `json:"user"`
+}
+
+// Verified answers an email verification.
+type Verified struct {
+	Message  string `json:"message"`
+	Verified bool   `json:"verified"`
+}
+
+// CodeSent answers a request for a new verification code.
+type CodeSent struct {
+	Message string `json:"message"`
+	Sent    bool   `json:"sent"`
+}
+
+// ResetRequested answers a request for a password reset code.
+type ResetRequested struct {
+	Message string `json:"message"`
+}
+
+// PasswordReset answers a password reset.
+type PasswordReset struct {
+	Message       string `json:"message"`
+	PasswordReset bool   `json:"passwordReset"`
+}
+
+// LoggedOut answers a logout.
+type LoggedOut struct {
+	LoggedOut bool `json:"loggedOut"`
+}
+
+// UserDeleted answers the deletion of an account.
+type UserDeleted struct {
+	Deleted bool   `json:"deleted"`
+	UserID  string `json:"userId"`
+}
+
+// SessionsRevoked answers the revocation of an account's sessions: how
+// many were live.
+type SessionsRevoked struct {
+	Revoked int    `json:"revoked"`
+	UserID  string `json:"userId"`
+}
+
+// SessionRevoked answers the end of one of the caller's sessions.
+type SessionRevoked struct {
+	Revoked   bool   `json:"revoked"`
+	SessionID string `json:"sessionId"`
+}

@@ -1,0 +1,126 @@
+package view
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/live"
+	"github.com/herald-vpn/herald/internal/notifications"
+)
+
+// NotificationJob is a push broadcast job: what REST and GraphQL answer,
+// what the progress stream (SSE) and subscription (WebSocket) send, and
+// what one replica publishes to the others (NotificationJobWire).
+type NotificationJob struct {
+	ID              string     `json:"id"`
+	Status          string     `json:"status"`
+	Subject         string     `json:"subject"`
+	TotalRecipients int        `json:"totalRecipients"`
+	Sent            int        `json:"sent"`
+	Failed          int        `json:"failed"`
+	InvalidTokens   int        `json:"invalidTokens"`
+	CreatedAt       time.Time  `json:"createdAt"`
+	StartedAt       *time.Time `json:"startedAt"`
+	FinishedAt      *time.Time `json:"finishedAt"`
+	// SendAt is when a scheduled job starts; nil for one queued at once.
+	SendAt *time.Time `json:"sendAt"`
+	// Error says why a failed job failed.
+	Error *string `json:"error"`
+}
+
+// NewNotificationJob renders a job, without its content and data.
+func NewNotificationJob(j notifications.Job) NotificationJob {
+	return NotificationJob{
+		ID:              j.ID,
+		Status:          j.Status,
+		Subject:         j.Subject,
+		TotalRecipients: j.TotalRecipients,
+		Sent:            j.Sent,
+		Failed:          j.Failed,
+		InvalidTokens:   j.InvalidTokens,
+		CreatedAt:       seconds(j.CreatedAt),
+		StartedAt:       optionalSeconds(j.StartedAt),
+		FinishedAt:      optionalSeconds(j.FinishedAt),
+		SendAt:          optionalSeconds(j.SendAt),
+		Error:           nonEmpty(j.Error),
+	}
+}
+
+// job is the domain value v shows (without content and data, which it
+// does not carry).
+func (v NotificationJob) job() notifications.Job {
+	return notifications.Job{ID: v.ID, Status: v.Status, Subject: v.Subject, TotalRecipients: v.TotalRecipients, Sent: v.Sent, Failed: v.Failed,
+		InvalidTokens: v.InvalidTokens, CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, FinishedAt: v.FinishedAt, SendAt: v.SendAt, Error: deref(v.Error)}
+}
+
+// NotificationJobWire writes a job's state into a live progress event, as
+// a NotificationJob, and reads it back (notifications.Config.Wire): what a
+// replica publishes is what the others' subscribers are shown. The
+// fields are those replicas of earlier versions wrote, so a rolling
+// upgrade reads both ways.
+func NotificationJobWire() live.Codec[notifications.Job] {
+	return live.Codec[notifications.Job]{
+		Encode: func(j notifications.Job) ([]byte, error) { return json.Marshal(NewNotificationJob(j)) },
+		Decode: func(b []byte) (notifications.Job, error) {
+			var v NotificationJob
+			err := json.Unmarshal(b, &v)
+			return v.job(), err
+		},
+	}
+}
+
+// BroadcastResult answers a push broadcast: the job queued (or
+// scheduled).
+type BroadcastResult struct {
+	JobID           string `json:"jobId"`
+	Message         string `json:"message"`
+	Status          string `json:"status"`
+	TotalRecipients int    `json:"totalRecipients"`
+}
+
+// NewBroadcastResult renders the answer for job j.
+func NewBroadcastResult(j notifications.Job) BroadcastResult {
+	return BroadcastResult{Status: j.Status, Message: notifications.QueuedMessage(j), TotalRecipients: j.TotalRecipients, JobID: j.ID}
+}
+
+// SendNotificationResult answers a send to one device or token.
+type SendNotificationResult struct {
+	Message string `json:"message"`
+	Status  string `json:"status"`
+}
+
+// NewSendNotificationResult renders a single send's result.
+func NewSendNotificationResult(r notifications.SendResult) SendNotificationResult {
+	return SendNotificationResult{Status: r.Status, Message: r.Message}
+}
+
+// SendToUserResult answers a send to every device (and the linked chat) of
+// a user.
+type SendToUserResult struct {
+	UserID   string              `json:"userId"`
+	Status   string              `json:"status"`
+	Message  string              `json:"message"`
+	Outcomes []DeviceSendOutcome `json:"outcomes"`
+}
+
+// DeviceSendOutcome is how the send to one device, or to the linked
+// Telegram chat, went. REST leaves out the fields that do not apply;
+// GraphQL shows them null.
+type DeviceSendOutcome struct {
+	DeviceID *string `json:"deviceId,omitempty"` // nil for the chat
+	ChatID   *string `json:"chatId,omitempty"`   // nil for a device
+	Platform string  `json:"platform"`
+	Channel  string  `json:"channel"`
+	Status   string  `json:"status"`
+	// Error is the catalogue code of an outcome other than sent.
+	Error *string `json:"error,omitempty"`
+}
+
+// NewSendToUserResult renders a send to a user.
+func NewSendToUserResult(r notifications.UserSendResult) SendToUserResult {
+	return SendToUserResult{UserID: r.UserID, Status: r.Status, Message: r.Message,
+		Outcomes: All(r.Outcomes, func(o notifications.DeviceOutcome) DeviceSendOutcome {
+			return DeviceSendOutcome{DeviceID: nonEmpty(o.DeviceID), ChatID: nonEmpty(o.ChatID), Platform: o.Platform, Channel: o.Channel,
+				Status: o.Status, Error: nonEmpty(o.Error)}
+		})}
+}
