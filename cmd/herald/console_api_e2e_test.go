@@ -20,9 +20,9 @@ import (
 	"unicode/utf16"
 
 	"github.com/herald-vpn/herald/internal/push/fcm/fcmtest"
-	"github.com/herald-vpn/herald/internal/rest"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/herald-vpn/herald/internal/telegram/telegramtest"
+	"github.com/herald-vpn/herald/internal/view"
 	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
@@ -192,20 +192,20 @@ func testOverview(t *testing.T, h *herald, fcm *fcmtest.Server, tg *telegramtest
 	startAndReply(t, tg, 9002, "/stop")
 
 	me := tg.Me()
-	want := rest.Overview{
-		Accounts: rest.AccountCounts{Total: 5, Verified: 4, NewLast24h: 5, Disabled: 1},
-		Devices: rest.DeviceCounts{Total: 4, ByPlatform: []rest.PlatformCount{{Platform: "android", Count: 3}, {Platform: "ios", Count: 1}},
+	want := view.AdminOverview{
+		Accounts: view.AccountCounts{Total: 5, Verified: 4, NewLast24h: 5, Disabled: 1},
+		Devices: view.DeviceCounts{Total: 4, ByPlatform: []view.PlatformCount{{Platform: "android", Count: 3}, {Platform: "ios", Count: 1}},
 			TokensValid: 2, TokensInvalid: 1, TokensMissing: 1},
-		Broadcasts:  rest.BroadcastCounts{Scheduled: 1},
-		Bot:         rest.MessengerBotStatus{Connected: true, BotUsername: ptr(me.Username), BotName: ptr(strings.TrimSpace(me.FirstName + " " + me.LastName)), SubscriberCount: 1},
-		Webhooks:    rest.WebhookCounts{Total: 2, Failing: 1, Disabled: 1},
-		RateLimiter: rest.RateLimiterState{Backend: "memory"},
+		Broadcasts:  view.BroadcastCounts{Scheduled: 1},
+		Bot:         view.MessengerBotStatus{Connected: true, BotUsername: ptr(me.Username), BotName: ptr(strings.TrimSpace(me.FirstName + " " + me.LastName)), SubscriberCount: 1},
+		Webhooks:    view.WebhookCounts{Total: 2, Failing: 1, Disabled: 1},
+		RateLimiter: view.RateLimiterState{Backend: "memory"},
 	}
 	want.Version, _ = versionQuery(t, h).data.(string)
 	for _, dn := range doorNames {
 		r := consoleOp(t, h, dn, "adminOverview", nil, withBearer(admin))
 		expectOK(t, dn+" overview", r, http.StatusOK)
-		var got rest.Overview
+		var got view.AdminOverview
 		decodeAs(t, r.data, &got)
 		if want.Version == "" || !reflect.DeepEqual(got, want) {
 			t.Errorf("%s overview:\n got %+v\nwant %+v", dn, got, want)

@@ -5,40 +5,11 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/apikeys"
+	"github.com/herald-vpn/herald/internal/view"
 )
 
-// APIKey is the REST record of an API key, without its secret.
-type APIKey struct {
-	ID         string     `json:"id"`
-	Name       string     `json:"name"`
-	Scopes     []string   `json:"scopes"`
-	RateLimit  int        `json:"rateLimit"`
-	ExpiresAt  *time.Time `json:"expiresAt"`
-	CreatedAt  time.Time  `json:"createdAt"`
-	LastUsedAt *time.Time `json:"lastUsedAt"`
-	RevokedAt  *time.Time `json:"revokedAt"`
-}
-
-func (h *Handlers) apiKey(k apikeys.Key) APIKey {
-	return APIKey{
-		ID:         k.ID,
-		Name:       k.Name,
-		Scopes:     k.Scopes,
-		RateLimit:  h.APIKeys.RateLimitOf(k),
-		ExpiresAt:  seconds(k.ExpiresAt),
-		CreatedAt:  k.CreatedAt.UTC().Truncate(time.Second),
-		LastUsedAt: seconds(k.LastUsedAt),
-		RevokedAt:  seconds(k.RevokedAt),
-	}
-}
-
-// seconds is an optional time as REST shows times: UTC, whole seconds.
-func seconds(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC().Truncate(time.Second)
-	return &u
+func (h *Handlers) apiKey(k apikeys.Key) view.APIKey {
+	return view.NewAPIKey(k, h.APIKeys.RateLimitOf(k))
 }
 
 // CreateAPIKey is POST /api/v1/api-keys: the key is in the answer this
@@ -55,7 +26,7 @@ func (h *Handlers) CreateAPIKey() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"key": key, "apiKey": h.apiKey(k)}, nil
+		return view.CreatedAPIKey{Key: key, APIKey: h.apiKey(k)}, nil
 	})
 }
 
@@ -66,11 +37,7 @@ func (h *Handlers) ListAPIKeys() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		out := make([]APIKey, 0, len(list))
-		for _, k := range list {
-			out = append(out, h.apiKey(k))
-		}
-		return out, nil
+		return view.All(list, h.apiKey), nil
 	})
 }
 

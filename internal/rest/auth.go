@@ -5,12 +5,8 @@ import (
 
 	"github.com/herald-vpn/herald/internal/api"
 	"github.com/herald-vpn/herald/internal/auth"
-	"github.com/herald-vpn/herald/internal/sessions"
+	"github.com/herald-vpn/herald/internal/view"
 )
-
-func tokensData(t sessions.Tokens) map[string]any {
-	return map[string]any{"token": t.AccessToken, "refreshToken": t.RefreshToken, "tokenType": t.TokenType, "expiresIn": t.ExpiresIn}
-}
 
 // Login is POST /api/v1/auth/login.
 func (h *Handlers) Login() http.HandlerFunc {
@@ -23,7 +19,7 @@ func (h *Handlers) Login() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		return tokensData(t), nil
+		return view.NewTokens(t), nil
 	})
 }
 
@@ -40,7 +36,7 @@ func (h *Handlers) Refresh() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		return tokensData(t), nil
+		return view.NewTokens(t), nil
 	})
 }
 
@@ -50,7 +46,7 @@ func (h *Handlers) Logout() http.HandlerFunc {
 		if err := h.Sessions.Logout(r.Context(), auth.Caller(r.Context()).SessionID); err != nil {
 			return nil, err
 		}
-		return map[string]any{"loggedOut": true}, nil
+		return view.LoggedOut{LoggedOut: true}, nil
 	})
 }
 
@@ -61,7 +57,7 @@ func (h *Handlers) Me() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		return NewUser(acct, h.Accounts.Now()), nil
+		return view.NewUser(acct, h.Accounts.Now()), nil
 	})
 }
 
@@ -74,7 +70,7 @@ func (h *Handlers) RequestPasswordReset() http.HandlerFunc {
 		if err := h.Accounts.RequestPasswordReset(r.Context(), in.Email); err != nil {
 			return nil, err
 		}
-		return map[string]any{"message": "If an account has this email, a reset code is on its way."}, nil
+		return view.ResetRequested{Message: "If an account has this email, a reset code is on its way."}, nil
 	})
 }
 
@@ -89,6 +85,6 @@ func (h *Handlers) ResetPassword() http.HandlerFunc {
 		if err := h.Accounts.ResetPassword(r.Context(), in.Email, in.Code, in.NewPassword); err != nil {
 			return nil, err
 		}
-		return map[string]any{"passwordReset": true, "message": "Password changed; log in again on every device."}, nil
+		return view.PasswordReset{PasswordReset: true, Message: "Password changed; log in again on every device."}, nil
 	})
 }

@@ -3,103 +3,13 @@ package rest
 import (
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/herald-vpn/herald/internal/apperr"
-	"github.com/herald-vpn/herald/internal/limits"
-	"github.com/herald-vpn/herald/internal/messenger"
-	"github.com/herald-vpn/herald/internal/overview"
+	"github.com/herald-vpn/herald/internal/view"
 )
 
 // What the operator console reads besides the rest of the API: the
 // overview, bans, subscribers and message previews.
-
-// Overview is GET /api/v1/admin/overview's data (GraphQL adminOverview).
-type Overview struct {
-	Version     string             `json:"version"`
-	Accounts    AccountCounts      `json:"accounts"`
-	Devices     DeviceCounts       `json:"devices"`
-	Broadcasts  BroadcastCounts    `json:"broadcasts"`
-	Bot         MessengerBotStatus `json:"bot"`
-	Webhooks    WebhookCounts      `json:"webhooks"`
-	RateLimiter RateLimiterState   `json:"rateLimiter"`
-}
-
-// AccountCounts are the accounts not deleted.
-type AccountCounts struct {
-	Total      int `json:"total"`
-	Verified   int `json:"verified"`
-	NewLast24h int `json:"newLast24h"`
-	Disabled   int `json:"disabled"`
-}
-
-// DeviceCounts are the active devices.
-type DeviceCounts struct {
-	Total         int             `json:"total"`
-	ByPlatform    []PlatformCount `json:"byPlatform"`
-	TokensValid   int             `json:"tokensValid"`
-	TokensInvalid int             `json:"tokensInvalid"`
-	TokensMissing int             `json:"tokensMissing"`
-}
-
-// PlatformCount is the active devices of one platform.
-type PlatformCount struct {
-	Platform string `json:"platform"`
-	Count    int    `json:"count"`
-}
-
-// BroadcastCounts are the broadcasts not yet finished.
-type BroadcastCounts struct {
-	Running          int `json:"running"`
-	Queued           int `json:"queued"`
-	Scheduled        int `json:"scheduled"`
-	MessengerRunning int `json:"messengerRunning"`
-}
-
-// WebhookCounts are the webhook endpoints.
-type WebhookCounts struct {
-	Total    int `json:"total"`
-	Failing  int `json:"failing"`
-	Disabled int `json:"disabled"`
-}
-
-// RateLimiterState is how the answering replica's rate limiter counts.
-type RateLimiterState struct {
-	Backend  string  `json:"backend"`
-	Degraded bool    `json:"degraded"`
-	Reason   *string `json:"reason"`
-}
-
-// MessengerBotStatus is the bot's connection (GraphQL MessengerBotStatus).
-type MessengerBotStatus struct {
-	Connected       bool    `json:"connected"`
-	BotUsername     *string `json:"botUsername"`
-	BotName         *string `json:"botName"`
-	SubscriberCount int     `json:"subscriberCount"`
-	WebhookURL      *string `json:"webhookUrl"`
-}
-
-func newOverview(o overview.Overview) Overview {
-	d := o.Devices
-	devs := DeviceCounts{Total: d.Total, ByPlatform: make([]PlatformCount, 0, len(d.ByPlatform)), TokensValid: d.TokensValid, TokensInvalid: d.TokensInvalid, TokensMissing: d.TokensMissing}
-	for _, p := range d.ByPlatform {
-		devs.ByPlatform = append(devs.ByPlatform, PlatformCount{Platform: p.Platform, Count: p.Count})
-	}
-	a, b, w, rl := o.Accounts, o.Broadcasts, o.Webhooks, o.RateLimiter
-	return Overview{
-		Version:     o.Version,
-		Accounts:    AccountCounts{Total: a.Total, Verified: a.Verified, NewLast24h: a.NewLast24h, Disabled: a.Disabled},
-		Devices:     devs,
-		Broadcasts:  BroadcastCounts{Running: b.Running, Queued: b.Queued, Scheduled: b.Scheduled, MessengerRunning: b.MessengerRunning},
-		Bot:         newBotStatus(o.Bot),
-		Webhooks:    WebhookCounts{Total: w.Total, Failing: w.Failing, Disabled: w.Disabled},
-		RateLimiter: RateLimiterState{Backend: rl.Backend, Degraded: rl.Degraded, Reason: nonEmpty(rl.Reason)},
-	}
-}
-
-func newBotStatus(st messenger.Status) MessengerBotStatus {
-	return MessengerBotStatus{Connected: st.Connected, BotUsername: st.BotUsername, BotName: st.BotName, SubscriberCount: st.SubscriberCount, WebhookURL: st.WebhookURL}
-}
 
 // AdminOverview is GET /api/v1/admin/overview.
 func (h *Handlers) AdminOverview() http.HandlerFunc {
@@ -108,19 +18,8 @@ func (h *Handlers) AdminOverview() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		return newOverview(o), nil
+		return view.NewAdminOverview(o), nil
 	})
-}
-
-// Ban is a banned client address as REST shows it.
-type Ban struct {
-	IP        string    `json:"ip"`
-	Reason    string    `json:"reason"`
-	CreatedAt time.Time `json:"createdAt"`
-}
-
-func newBan(b limits.Ban) Ban {
-	return Ban{IP: b.IP, Reason: b.Reason, CreatedAt: b.CreatedAt.UTC().Truncate(time.Second)}
 }
 
 // pageArgs reads a listing's first (a whole number; 0 when absent) and
@@ -146,7 +45,7 @@ func (h *Handlers) ListBans() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		return listPage(page, newBan), nil
+		return listPage(page, view.NewBan), nil
 	})
 }
 
@@ -162,7 +61,7 @@ func (h *Handlers) AddBan() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		return newBan(b), nil
+		return view.NewBan(b), nil
 	})
 }
 
@@ -174,31 +73,8 @@ func (h *Handlers) LiftBan() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"ip": ip, "lifted": true}, nil
+		return view.BanLifted{IP: ip, Lifted: true}, nil
 	})
-}
-
-// MessengerSubscriber is a chat of the bot as REST shows it.
-type MessengerSubscriber struct {
-	ChatID          string    `json:"chatId"`
-	Username        *string   `json:"username"`
-	FirstName       *string   `json:"firstName"`
-	StartPayload    *string   `json:"startPayload"`
-	SubscribedSince time.Time `json:"subscribedSince"`
-	Status          string    `json:"status"`
-	UserID          *string   `json:"userId"`
-}
-
-func newMessengerSubscriber(s messenger.Subscriber) MessengerSubscriber {
-	return MessengerSubscriber{ChatID: s.ChatID, Username: nonEmpty(s.Username), FirstName: nonEmpty(s.FirstName), StartPayload: nonEmpty(s.StartPayload),
-		SubscribedSince: s.SubscribedSince.UTC().Truncate(time.Second), Status: string(s.Status), UserID: nonEmpty(s.UserID)}
-}
-
-func nonEmpty(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 // MessengerSubscribers is GET /api/v1/messenger/subscribers?status=&first=&after=.
@@ -212,7 +88,7 @@ func (h *Handlers) MessengerSubscribers() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		return listPage(page, newMessengerSubscriber), nil
+		return listPage(page, view.NewMessengerSubscriber), nil
 	})
 }
 
@@ -226,6 +102,6 @@ func (h *Handlers) MessengerPreview() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"html": p.HTML, "length": p.Length}, nil
+		return view.NewMessengerPreview(p), nil
 	})
 }

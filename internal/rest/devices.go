@@ -2,42 +2,10 @@ package rest
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/herald-vpn/herald/internal/auth"
-	"github.com/herald-vpn/herald/internal/devices"
+	"github.com/herald-vpn/herald/internal/view"
 )
-
-// Device is the REST device record.
-type Device struct {
-	DeviceID        string    `json:"deviceId"`
-	Platform        string    `json:"platform"`
-	Name            string    `json:"name"`
-	PushToken       *string   `json:"pushToken"`
-	Active          bool      `json:"active"`
-	PushTokenStatus string    `json:"pushTokenStatus"`
-	CreatedAt       time.Time `json:"createdAt"`
-	LastSeenAt      time.Time `json:"lastSeenAt"`
-}
-
-// NewDevice renders a device; a removed device or a moved token shows
-// pushToken null.
-func NewDevice(d devices.Device) Device {
-	out := Device{
-		DeviceID:        d.ID,
-		Platform:        d.Platform,
-		Name:            d.Name,
-		Active:          d.Active,
-		PushTokenStatus: d.PushTokenStatus,
-		CreatedAt:       d.CreatedAt.UTC().Truncate(time.Second),
-		LastSeenAt:      d.LastSeenAt.UTC().Truncate(time.Second),
-	}
-	if d.PushToken != "" {
-		tok := d.PushToken
-		out.PushToken = &tok
-	}
-	return out
-}
 
 // ListDevices is GET /api/v1/devices.
 func (h *Handlers) ListDevices() http.HandlerFunc {
@@ -46,11 +14,7 @@ func (h *Handlers) ListDevices() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		out := make([]Device, 0, len(list))
-		for _, d := range list {
-			out = append(out, NewDevice(d))
-		}
-		return out, nil
+		return view.All(list, view.NewDevice), nil
 	})
 }
 
@@ -66,7 +30,7 @@ func (h *Handlers) RegisterDevice() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		return NewDevice(d), nil
+		return view.NewDevice(d), nil
 	})
 }
 
@@ -80,7 +44,7 @@ func (h *Handlers) UpdatePushToken() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		return NewDevice(d), nil
+		return view.NewDevice(d), nil
 	})
 }
 
@@ -92,6 +56,6 @@ func (h *Handlers) RemoveDevice() http.HandlerFunc {
 		if err := h.Devices.Remove(r.Context(), auth.Caller(r.Context()).AccountID, deviceID); err != nil {
 			return nil, err
 		}
-		return map[string]any{"deviceId": deviceID, "removed": true, "message": "Device removed."}, nil
+		return view.DeviceRemoved{DeviceID: deviceID, Removed: true, Message: "Device removed."}, nil
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/limits"
+	"github.com/herald-vpn/herald/internal/view"
 )
 
 // Defaults of StreamLimits.
@@ -130,7 +131,7 @@ func (h *Handlers) BroadcastEvents() http.HandlerFunc {
 				if !ok {
 					return
 				}
-				data, _ := json.Marshal(NewNotificationJob(j))
+				data, _ := json.Marshal(view.NewNotificationJob(j))
 				fmt.Fprintf(w, "id: %d\nevent: progress\ndata: %s\n\n", j.Version(), data)
 			case <-beat.C:
 				// A logout, a revoked session or API key ends the stream

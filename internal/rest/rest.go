@@ -6,7 +6,6 @@ package rest
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/api"
@@ -20,6 +19,7 @@ import (
 	"github.com/herald-vpn/herald/internal/overview"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/subscriptions"
+	"github.com/herald-vpn/herald/internal/view"
 	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
@@ -73,44 +73,6 @@ func handle[In any](status int, fn func(r *http.Request, in In) (any, error)) ht
 	}
 }
 
-// User is the REST user record (the spec's section 2).
-type User struct {
-	ID            string       `json:"id"`
-	Email         string       `json:"email"`
-	EmailVerified bool         `json:"emailVerified"`
-	CreatedAt     time.Time    `json:"createdAt"`
-	ReferralCode  string       `json:"referralCode"`
-	Subscription  Subscription `json:"subscription"`
-	// Locale is the language of the account's emails (a BCP 47 tag); nil
-	// when none was given (English).
-	Locale *string `json:"locale"`
-}
-
-// Subscription is the user's plan as REST shows it.
-type Subscription struct {
-	Plan      string    `json:"plan"`
-	Status    string    `json:"status"`
-	ExpiresAt time.Time `json:"expiresAt"`
-}
-
-// NewUser renders an account; times are UTC, so JSON shows them as
-// 2026-11-29T10:00:00Z.
-func NewUser(a accounts.Account, now time.Time) User {
-	return User{
-		ID:            a.ID,
-		Email:         a.Email,
-		EmailVerified: a.Verified(),
-		CreatedAt:     a.CreatedAt.UTC().Truncate(time.Second),
-		ReferralCode:  a.ReferralCode,
-		Subscription: Subscription{
-			Plan:      a.Subscription.Plan,
-			Status:    a.Subscription.Status(now),
-			ExpiresAt: a.Subscription.ExpiresAt.UTC().Truncate(time.Second),
-		},
-		Locale: nonEmpty(a.Locale),
-	}
-}
-
 // Register is POST /api/v1/auth/register.
 func (h *Handlers) Register() http.HandlerFunc {
 	type input struct {
@@ -125,10 +87,10 @@ func (h *Handlers) Register() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{
-			"message":         accounts.SignupMessage(res.Account.Email),
-			"user":            NewUser(res.Account, h.Accounts.Now()),
-			"referralApplied": res.ReferralApplied,
+		return view.Registration{
+			Message:         accounts.SignupMessage(res.Account.Email),
+			User:            view.NewUser(res.Account, h.Accounts.Now()),
+			ReferralApplied: res.ReferralApplied,
 		}, nil
 	})
 }
@@ -143,7 +105,7 @@ func (h *Handlers) Verify() http.HandlerFunc {
 		if err := h.Accounts.VerifyEmail(r.Context(), in.Email, in.Code); err != nil {
 			return nil, err
 		}
-		return map[string]any{"verified": true, "message": "Email verified; you can log in now."}, nil
+		return view.Verified{Verified: true, Message: "Email verified; you can log in now."}, nil
 	})
 }
 
@@ -156,6 +118,6 @@ func (h *Handlers) ResendVerification() http.HandlerFunc {
 		if err := h.Accounts.ResendVerification(r.Context(), in.Email); err != nil {
 			return nil, err
 		}
-		return map[string]any{"sent": true, "message": "A new verification code is on its way."}, nil
+		return view.CodeSent{Sent: true, Message: "A new verification code is on its way."}, nil
 	})
 }

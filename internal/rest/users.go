@@ -11,40 +11,11 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/sessions"
+	"github.com/herald-vpn/herald/internal/view"
 )
 
-// UserRecord is an account as the admin API shows it: the user record and
-// more.
-type UserRecord struct {
-	User
-	Disabled       bool       `json:"disabled"`
-	DisabledAt     *time.Time `json:"disabledAt"`
-	DisabledReason *string    `json:"disabledReason"`
-	LastLoginAt    *time.Time `json:"lastLoginAt"`
-	DeviceCount    int        `json:"deviceCount"`
-	SessionCount   int        `json:"sessionCount"`
-}
-
-func (h *Handlers) userRecord(r accounts.Record) UserRecord {
-	out := UserRecord{
-		User:         NewUser(r.Account, h.Accounts.Now()),
-		Disabled:     r.Disabled(),
-		DisabledAt:   seconds(r.DisabledAt),
-		LastLoginAt:  seconds(r.LastLoginAt),
-		DeviceCount:  r.DeviceCount,
-		SessionCount: r.SessionCount,
-	}
-	if r.DisabledReason != "" {
-		reason := r.DisabledReason
-		out.DisabledReason = &reason
-	}
-	return out
-}
-
-// PageInfo is where a REST listing goes on: pass endCursor as after.
-type PageInfo struct {
-	EndCursor   *string `json:"endCursor"`
-	HasNextPage bool    `json:"hasNextPage"`
+func (h *Handlers) userRecord(r accounts.Record) view.UserRecord {
+	return view.NewUserRecord(r, h.Accounts.Now())
 }
 
 // optionalBool reads a true/false query parameter; nil when absent.
@@ -67,13 +38,13 @@ func (h *Handlers) ListUsers() http.HandlerFunc {
 		q := r.URL.Query()
 		if email := q.Get("email"); email != "" {
 			rec, err := h.Accounts.UserByEmail(r.Context(), email)
-			out := []UserRecord{}
+			var found []accounts.Record
 			if err == nil {
-				out = append(out, h.userRecord(rec))
+				found = append(found, rec)
 			} else if !apperr.Is(err, apperr.UserNotFound) {
 				return nil, err
 			}
-			return map[string]any{"nodes": out, "pageInfo": PageInfo{}}, nil
+			return view.NewPage(found, h.userRecord, "", false), nil
 		}
 		first := 0
 		if v := q.Get("first"); v != "" {
@@ -95,26 +66,8 @@ func (h *Handlers) ListUsers() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		out := make([]UserRecord, 0, len(page.Users))
-		for _, u := range page.Users {
-			out = append(out, h.userRecord(u))
-		}
-		info := PageInfo{HasNextPage: page.HasNextPage}
-		if page.EndCursor != "" {
-			info.EndCursor = &page.EndCursor
-		}
-		return map[string]any{"nodes": out, "pageInfo": info}, nil
+		return view.NewPage(page.Users, h.userRecord, page.EndCursor, page.HasNextPage), nil
 	})
-}
-
-// UserDetail is one account as GET /api/v1/admin/users/{id} shows it:
-// the record, its live sessions and its linked Telegram chat.
-type UserDetail struct {
-	UserRecord
-	// Sessions are live, newest first; current is always false.
-	Sessions []Session `json:"sessions"`
-	// MessengerChat is the linked chat, whatever its status; nil when none.
-	MessengerChat *MessengerSubscriber `json:"messengerChat"`
 }
 
 // GetUser is GET /api/v1/admin/users/{id}.
@@ -125,20 +78,17 @@ func (h *Handlers) GetUser() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		out := UserDetail{UserRecord: h.userRecord(rec), Sessions: []Session{}}
 		list, err := h.Sessions.List(ctx, rec.ID)
 		if err != nil {
 			return nil, err
 		}
-		for _, s := range list {
-			out.Sessions = append(out.Sessions, newSession(s, ""))
-		}
+		out := view.UserDetail{UserRecord: h.userRecord(rec), Sessions: view.All(list, func(s sessions.Session) view.Session { return view.NewSession(s, "") })}
 		chat, found, err := h.Messenger.ChatOf(ctx, rec.ID)
 		if err != nil {
 			return nil, err
 		}
 		if found {
-			c := newMessengerSubscriber(chat)
+			c := view.NewMessengerSubscriber(chat)
 			out.MessengerChat = &c
 		}
 		return out, nil
@@ -234,7 +184,7 @@ func (h *Handlers) RevokeUserSessions() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"userId": id, "revoked": n}, nil
+		return view.SessionsRevoked{UserID: id, Revoked: n}, nil
 	})
 }
 
@@ -245,7 +195,7 @@ func (h *Handlers) DeleteUser() http.HandlerFunc {
 		if err := h.Accounts.Delete(r.Context(), auth.Caller(r.Context()), id); err != nil {
 			return nil, err
 		}
-		return map[string]any{"userId": id, "deleted": true}, nil
+		return view.UserDeleted{UserID: id, Deleted: true}, nil
 	})
 }
 
@@ -260,7 +210,7 @@ func (h *Handlers) DeleteMe() http.HandlerFunc {
 		if err := h.Accounts.DeleteOwn(r.Context(), id, in.Password); err != nil {
 			return nil, err
 		}
-		return map[string]any{"userId": id, "deleted": true}, nil
+		return view.UserDeleted{UserID: id, Deleted: true}, nil
 	})
 }
 
@@ -279,18 +229,8 @@ func (h *Handlers) SetMyLocale() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		return NewUser(acct, h.Accounts.Now()), nil
+		return view.NewUser(acct, h.Accounts.Now()), nil
 	})
-}
-
-// Session is one of the caller's sessions as REST shows it.
-type Session struct {
-	ID         string    `json:"id"`
-	CreatedAt  time.Time `json:"createdAt"`
-	LastUsedAt time.Time `json:"lastUsedAt"`
-	UserAgent  string    `json:"userAgent"`
-	IP         string    `json:"ip"`
-	Current    bool      `json:"current"`
 }
 
 // MySessions is GET /api/v1/users/me/sessions.
@@ -301,23 +241,8 @@ func (h *Handlers) MySessions() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		out := make([]Session, 0, len(list))
-		for _, s := range list {
-			out = append(out, newSession(s, c.SessionID))
-		}
-		return out, nil
+		return view.All(list, func(s sessions.Session) view.Session { return view.NewSession(s, c.SessionID) }), nil
 	})
-}
-
-func newSession(s sessions.Session, current string) Session {
-	return Session{
-		ID:         s.ID,
-		CreatedAt:  s.CreatedAt.UTC().Truncate(time.Second),
-		LastUsedAt: s.LastUsedAt.UTC().Truncate(time.Second),
-		UserAgent:  s.UserAgent,
-		IP:         s.IP,
-		Current:    s.ID == current,
-	}
 }
 
 // RevokeMySession is DELETE /api/v1/users/me/sessions/{id}.
@@ -327,7 +252,7 @@ func (h *Handlers) RevokeMySession() http.HandlerFunc {
 		if err := h.Sessions.RevokeOwn(r.Context(), auth.Caller(r.Context()).AccountID, id); err != nil {
 			return nil, err
 		}
-		return map[string]any{"sessionId": id, "revoked": true}, nil
+		return view.SessionRevoked{SessionID: id, Revoked: true}, nil
 	})
 }
 
@@ -339,7 +264,7 @@ func (h *Handlers) CreateMessengerLink() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"url": link.URL, "expiresAt": link.ExpiresAt.UTC().Truncate(time.Second)}, nil
+		return view.NewMessengerLink(link), nil
 	})
 }
 
@@ -351,6 +276,6 @@ func (h *Handlers) DeleteMessengerLink() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"unlinked": unlinked}, nil
+		return view.MessengerUnlinked{Unlinked: unlinked}, nil
 	})
 }

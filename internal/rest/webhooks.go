@@ -6,62 +6,12 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/view"
 	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
-// WebhookEndpoint is the REST record of a webhook endpoint, without its
-// secret.
-type WebhookEndpoint struct {
-	ID          string   `json:"id"`
-	URL         string   `json:"url"`
-	Description string   `json:"description"`
-	EventTypes  []string `json:"eventTypes"`
-	Enabled     bool     `json:"enabled"`
-	// DisabledReason says why a disabled endpoint is (an operator, 410,
-	// five days of failures).
-	DisabledAt     *time.Time `json:"disabledAt"`
-	DisabledReason string     `json:"disabledReason,omitempty"`
-	FailingSince   *time.Time `json:"failingSince"`
-	// PreviousSecretExpiresAt: after a rotation, until when the previous
-	// secret still signs.
-	PreviousSecretExpiresAt *time.Time `json:"previousSecretExpiresAt"`
-	CreatedAt               time.Time  `json:"createdAt"`
-}
-
-// NewWebhookEndpoint renders an endpoint (both doors show the same).
-func NewWebhookEndpoint(e webhooks.Endpoint, now time.Time) WebhookEndpoint {
-	out := WebhookEndpoint{ID: e.ID, URL: e.URL, Description: e.Description, EventTypes: e.EventTypes, Enabled: e.Enabled(),
-		DisabledAt: seconds(e.DisabledAt), DisabledReason: e.DisabledReason, FailingSince: seconds(e.FailingSince),
-		CreatedAt: e.CreatedAt.UTC().Truncate(time.Second)}
-	if len(e.SigningSecrets(now)) > 1 {
-		out.PreviousSecretExpiresAt = seconds(e.PreviousSecretUntil)
-	}
-	return out
-}
-
-// WebhookDelivery is one delivery attempt as REST shows it.
-type WebhookDelivery struct {
-	ID        string `json:"id"`
-	EventID   string `json:"eventId"`
-	EventType string `json:"eventType"`
-	Attempt   int    `json:"attempt"`
-	// StatusCode is null when no answer came (Error says why).
-	StatusCode *int      `json:"statusCode"`
-	DurationMs int64     `json:"durationMs"`
-	Error      string    `json:"error,omitempty"`
-	Success    bool      `json:"success"`
-	CreatedAt  time.Time `json:"createdAt"`
-}
-
-// NewWebhookDelivery renders an attempt.
-func NewWebhookDelivery(a webhooks.Attempt) WebhookDelivery {
-	d := WebhookDelivery{ID: a.ID, EventID: a.EventID, EventType: a.EventType, Attempt: a.Attempt, DurationMs: a.Duration.Milliseconds(),
-		Error: a.Error, Success: a.Succeeded(), CreatedAt: a.CreatedAt.UTC().Truncate(time.Second)}
-	if a.StatusCode != 0 {
-		code := a.StatusCode
-		d.StatusCode = &code
-	}
-	return d
+func (h *Handlers) endpoint(e webhooks.Endpoint) view.WebhookEndpoint {
+	return view.NewWebhookEndpoint(e, h.now())
 }
 
 func (h *Handlers) now() time.Time { return time.Now().UTC() }
@@ -79,7 +29,7 @@ func (h *Handlers) CreateWebhook() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"secret": e.Secret, "endpoint": NewWebhookEndpoint(e, h.now())}, nil
+		return view.CreatedWebhookEndpoint{Secret: e.Secret, Endpoint: h.endpoint(e)}, nil
 	})
 }
 
@@ -90,11 +40,7 @@ func (h *Handlers) ListWebhooks() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		out := make([]WebhookEndpoint, 0, len(list))
-		for _, e := range list {
-			out = append(out, NewWebhookEndpoint(e, h.now()))
-		}
-		return out, nil
+		return view.All(list, h.endpoint), nil
 	})
 }
 
@@ -105,7 +51,7 @@ func (h *Handlers) GetWebhook() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		return NewWebhookEndpoint(e, h.now()), nil
+		return h.endpoint(e), nil
 	})
 }
 
@@ -116,7 +62,7 @@ func (h *Handlers) DeleteWebhook() http.HandlerFunc {
 		if err := h.Webhooks.Delete(r.Context(), id); err != nil {
 			return nil, err
 		}
-		return map[string]any{"id": id, "deleted": true}, nil
+		return view.WebhookDeleted{ID: id, Deleted: true}, nil
 	})
 }
 
@@ -128,7 +74,7 @@ func (h *Handlers) RotateWebhookSecret() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"secret": e.Secret, "endpoint": NewWebhookEndpoint(e, h.now())}, nil
+		return view.CreatedWebhookEndpoint{Secret: e.Secret, Endpoint: h.endpoint(e)}, nil
 	})
 }
 
@@ -139,7 +85,7 @@ func (h *Handlers) SetWebhookEnabled(enabled bool) http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		return NewWebhookEndpoint(e, h.now()), nil
+		return h.endpoint(e), nil
 	})
 }
 
@@ -158,15 +104,11 @@ func (h *Handlers) WebhookDeliveries() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		nodes := make([]WebhookDelivery, 0, len(page))
-		for _, a := range page {
-			nodes = append(nodes, NewWebhookDelivery(a))
-		}
-		var end *string
+		end := ""
 		if len(page) > 0 {
-			end = &page[len(page)-1].ID
+			end = page[len(page)-1].ID
 		}
-		return map[string]any{"nodes": nodes, "pageInfo": map[string]any{"endCursor": end, "hasNextPage": more}}, nil
+		return view.NewPage(page, view.NewWebhookDelivery, end, more), nil
 	})
 }
 
@@ -177,7 +119,7 @@ func (h *Handlers) RedeliverWebhookEvent() http.HandlerFunc {
 		if err := h.Webhooks.Redeliver(r.Context(), r.PathValue("id"), eventID); err != nil {
 			return nil, err
 		}
-		return map[string]any{"eventId": eventID, "queued": true}, nil
+		return view.EventQueued{EventID: eventID, Queued: true}, nil
 	})
 }
 
@@ -189,6 +131,6 @@ func (h *Handlers) PingWebhook() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"eventId": ev.ID, "queued": true}, nil
+		return view.EventQueued{EventID: ev.ID, Queued: true}, nil
 	})
 }
