@@ -15,6 +15,7 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/introspection"
+	"github.com/herald-vpn/herald/internal/view"
 	gqlparser "github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 )
@@ -222,8 +223,8 @@ type ComplexityRoot struct {
 		RevokeSession              func(childComplexity int, id string) int
 		RevokeSessions             func(childComplexity int, userID string) int
 		RotateWebhookSecret        func(childComplexity int, id string) int
-		SendMessengerBroadcast     func(childComplexity int, message string, options *MessengerMessageOptions, audience *AudienceInput, idempotencyKey *string) int
-		SendMessengerMessage       func(childComplexity int, chatID string, message string, options *MessengerMessageOptions, idempotencyKey *string) int
+		SendMessengerBroadcast     func(childComplexity int, message string, options *view.MessengerOptions, audience *AudienceInput, idempotencyKey *string) int
+		SendMessengerMessage       func(childComplexity int, chatID string, message string, options *view.MessengerOptions, idempotencyKey *string) int
 		SendNotificationByDeviceID func(childComplexity int, deviceID string, notification NotificationInput, idempotencyKey *string) int
 		SendNotificationByToken    func(childComplexity int, platform string, pushToken string, notification NotificationInput, idempotencyKey *string) int
 		SendNotificationToAll      func(childComplexity int, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, idempotencyKey *string) int
@@ -419,74 +420,74 @@ type MutationResolver interface {
 	Signup(ctx context.Context, email string, password string, referral *string, locale *string) (*SignupResult, error)
 	VerifyEmail(ctx context.Context, email string, code string) (bool, error)
 	ResendVerificationEmail(ctx context.Context, email string) (bool, error)
-	Login(ctx context.Context, email string, password string) (*AuthPayload, error)
-	RefreshToken(ctx context.Context, refreshToken string) (*AuthPayload, error)
+	Login(ctx context.Context, email string, password string) (*view.Tokens, error)
+	RefreshToken(ctx context.Context, refreshToken string) (*view.Tokens, error)
 	Logout(ctx context.Context) (bool, error)
 	RequestPasswordReset(ctx context.Context, email string) (bool, error)
 	ResetPassword(ctx context.Context, email string, code string, newPassword string) (bool, error)
-	RegisterDevice(ctx context.Context, input RegisterDeviceInput) (*Device, error)
-	UpdatePushToken(ctx context.Context, deviceID string, pushToken string) (*Device, error)
+	RegisterDevice(ctx context.Context, input RegisterDeviceInput) (*view.Device, error)
+	UpdatePushToken(ctx context.Context, deviceID string, pushToken string) (*view.Device, error)
 	RemoveDevice(ctx context.Context, deviceID string) (bool, error)
-	SendNotificationByDeviceID(ctx context.Context, deviceID string, notification NotificationInput, idempotencyKey *string) (*SendNotificationResult, error)
-	SendNotificationToUser(ctx context.Context, userID string, notification NotificationInput, channels []string, idempotencyKey *string) (*SendToUserResult, error)
-	SendNotificationToAll(ctx context.Context, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, idempotencyKey *string) (*BroadcastResult, error)
-	SendNotificationByToken(ctx context.Context, platform string, pushToken string, notification NotificationInput, idempotencyKey *string) (*SendNotificationResult, error)
-	CancelNotificationJob(ctx context.Context, id string) (*NotificationJob, error)
-	MessengerLinkURL(ctx context.Context) (*MessengerLink, error)
+	SendNotificationByDeviceID(ctx context.Context, deviceID string, notification NotificationInput, idempotencyKey *string) (*view.SendNotificationResult, error)
+	SendNotificationToUser(ctx context.Context, userID string, notification NotificationInput, channels []string, idempotencyKey *string) (*view.SendToUserResult, error)
+	SendNotificationToAll(ctx context.Context, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, idempotencyKey *string) (*view.BroadcastResult, error)
+	SendNotificationByToken(ctx context.Context, platform string, pushToken string, notification NotificationInput, idempotencyKey *string) (*view.SendNotificationResult, error)
+	CancelNotificationJob(ctx context.Context, id string) (*view.NotificationJob, error)
+	MessengerLinkURL(ctx context.Context) (*view.MessengerLink, error)
 	UnlinkMessenger(ctx context.Context) (bool, error)
-	SendMessengerMessage(ctx context.Context, chatID string, message string, options *MessengerMessageOptions, idempotencyKey *string) (*SendMessengerMessageResult, error)
-	SendMessengerBroadcast(ctx context.Context, message string, options *MessengerMessageOptions, audience *AudienceInput, idempotencyKey *string) (*MessengerBroadcast, error)
-	CancelMessengerBroadcast(ctx context.Context, id string) (*MessengerBroadcast, error)
-	CreateAPIKey(ctx context.Context, input CreateAPIKeyInput) (*CreatedAPIKey, error)
-	RevokeAPIKey(ctx context.Context, id string) (*APIKey, error)
-	SetSubscription(ctx context.Context, userID string, plan string, expiresAt time.Time) (*UserRecord, error)
-	SetUserLocale(ctx context.Context, userID string, locale string) (*UserRecord, error)
-	DisableUser(ctx context.Context, userID string, reason *string) (*UserRecord, error)
-	EnableUser(ctx context.Context, userID string) (*UserRecord, error)
+	SendMessengerMessage(ctx context.Context, chatID string, message string, options *view.MessengerOptions, idempotencyKey *string) (*view.MessengerMessageResult, error)
+	SendMessengerBroadcast(ctx context.Context, message string, options *view.MessengerOptions, audience *AudienceInput, idempotencyKey *string) (*view.MessengerBroadcast, error)
+	CancelMessengerBroadcast(ctx context.Context, id string) (*view.MessengerBroadcast, error)
+	CreateAPIKey(ctx context.Context, input CreateAPIKeyInput) (*view.CreatedAPIKey, error)
+	RevokeAPIKey(ctx context.Context, id string) (*view.APIKey, error)
+	SetSubscription(ctx context.Context, userID string, plan string, expiresAt time.Time) (*view.UserRecord, error)
+	SetUserLocale(ctx context.Context, userID string, locale string) (*view.UserRecord, error)
+	DisableUser(ctx context.Context, userID string, reason *string) (*view.UserRecord, error)
+	EnableUser(ctx context.Context, userID string) (*view.UserRecord, error)
 	RevokeSessions(ctx context.Context, userID string) (int, error)
 	DeleteUser(ctx context.Context, userID string) (bool, error)
 	DeleteAccount(ctx context.Context, password string) (bool, error)
 	RevokeSession(ctx context.Context, id string) (bool, error)
-	SetLocale(ctx context.Context, locale string) (*User, error)
-	CreateWebhookEndpoint(ctx context.Context, input CreateWebhookEndpointInput) (*CreatedWebhookEndpoint, error)
+	SetLocale(ctx context.Context, locale string) (*view.User, error)
+	CreateWebhookEndpoint(ctx context.Context, input CreateWebhookEndpointInput) (*view.CreatedWebhookEndpoint, error)
 	DeleteWebhookEndpoint(ctx context.Context, id string) (bool, error)
-	RotateWebhookSecret(ctx context.Context, id string) (*CreatedWebhookEndpoint, error)
-	SetWebhookEndpointEnabled(ctx context.Context, id string, enabled bool) (*WebhookEndpoint, error)
+	RotateWebhookSecret(ctx context.Context, id string) (*view.CreatedWebhookEndpoint, error)
+	SetWebhookEndpointEnabled(ctx context.Context, id string, enabled bool) (*view.WebhookEndpoint, error)
 	RedeliverWebhookEvent(ctx context.Context, endpointID string, eventID string) (bool, error)
 	SendWebhookPing(ctx context.Context, endpointID string) (string, error)
-	BanAddress(ctx context.Context, ip string, reason *string) (*Ban, error)
+	BanAddress(ctx context.Context, ip string, reason *string) (*view.Ban, error)
 	LiftBan(ctx context.Context, ip string) (bool, error)
 }
 type QueryResolver interface {
 	Version(ctx context.Context) (string, error)
-	Me(ctx context.Context) (*User, error)
+	Me(ctx context.Context) (*view.User, error)
 	GetReferralCode(ctx context.Context) (string, error)
 	Devices(ctx context.Context, userID *string, first *int, after *string) (*DeviceConnection, error)
-	NotificationJob(ctx context.Context, id string) (*NotificationJob, error)
+	NotificationJob(ctx context.Context, id string) (*view.NotificationJob, error)
 	NotificationJobs(ctx context.Context, first *int, after *string) (*NotificationJobConnection, error)
-	MessengerBotStatus(ctx context.Context) (*MessengerBotStatus, error)
+	MessengerBotStatus(ctx context.Context) (*view.MessengerBotStatus, error)
 	MessengerSubscribers(ctx context.Context, first *int, after *string, status *string) (*MessengerSubscriberConnection, error)
-	MessengerPreview(ctx context.Context, message string) (*MessengerPreview, error)
-	MessengerBroadcast(ctx context.Context, id string) (*MessengerBroadcast, error)
-	APIKeys(ctx context.Context) ([]APIKey, error)
+	MessengerPreview(ctx context.Context, message string) (*view.MessengerPreview, error)
+	MessengerBroadcast(ctx context.Context, id string) (*view.MessengerBroadcast, error)
+	APIKeys(ctx context.Context) ([]view.APIKey, error)
 	Users(ctx context.Context, query *string, plan *string, status *string, verified *bool, disabled *bool, first *int, after *string) (*UserRecordConnection, error)
-	User(ctx context.Context, id *string, email *string) (*UserRecord, error)
-	MySessions(ctx context.Context) ([]Session, error)
-	WebhookEndpoints(ctx context.Context) ([]WebhookEndpoint, error)
-	WebhookEndpoint(ctx context.Context, id string) (*WebhookEndpoint, error)
+	User(ctx context.Context, id *string, email *string) (*view.UserRecord, error)
+	MySessions(ctx context.Context) ([]view.Session, error)
+	WebhookEndpoints(ctx context.Context) ([]view.WebhookEndpoint, error)
+	WebhookEndpoint(ctx context.Context, id string) (*view.WebhookEndpoint, error)
 	WebhookEventTypes(ctx context.Context) ([]string, error)
 	WebhookDeliveries(ctx context.Context, endpointID string, first *int, after *string) (*WebhookDeliveryConnection, error)
-	AdminOverview(ctx context.Context) (*AdminOverview, error)
+	AdminOverview(ctx context.Context) (*view.AdminOverview, error)
 	Bans(ctx context.Context, first *int, after *string) (*BanConnection, error)
 }
 type SubscriptionResolver interface {
-	NotificationJobUpdated(ctx context.Context, id string) (<-chan *NotificationJob, error)
+	NotificationJobUpdated(ctx context.Context, id string) (<-chan *view.NotificationJob, error)
 	MessengerEvents(ctx context.Context) (<-chan *MessengerEvent, error)
-	MessengerBroadcastUpdated(ctx context.Context, id string) (<-chan *MessengerBroadcast, error)
+	MessengerBroadcastUpdated(ctx context.Context, id string) (<-chan *view.MessengerBroadcast, error)
 }
 type UserRecordResolver interface {
-	Sessions(ctx context.Context, obj *UserRecord) ([]Session, error)
-	MessengerChat(ctx context.Context, obj *UserRecord) (*MessengerSubscriber, error)
+	Sessions(ctx context.Context, obj *view.UserRecord) ([]view.Session, error)
+	MessengerChat(ctx context.Context, obj *view.UserRecord) (*view.MessengerSubscriber, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -1361,7 +1362,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.SendMessengerBroadcast(childComplexity, args["message"].(string), args["options"].(*MessengerMessageOptions), args["audience"].(*AudienceInput), args["idempotencyKey"].(*string)), true
+		return e.ComplexityRoot.Mutation.SendMessengerBroadcast(childComplexity, args["message"].(string), args["options"].(*view.MessengerOptions), args["audience"].(*AudienceInput), args["idempotencyKey"].(*string)), true
 	case "Mutation.sendMessengerMessage":
 		if e.ComplexityRoot.Mutation.SendMessengerMessage == nil {
 			break
@@ -1372,7 +1373,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.SendMessengerMessage(childComplexity, args["chatId"].(string), args["message"].(string), args["options"].(*MessengerMessageOptions), args["idempotencyKey"].(*string)), true
+		return e.ComplexityRoot.Mutation.SendMessengerMessage(childComplexity, args["chatId"].(string), args["message"].(string), args["options"].(*view.MessengerOptions), args["idempotencyKey"].(*string)), true
 	case "Mutation.sendNotificationByDeviceId":
 		if e.ComplexityRoot.Mutation.SendNotificationByDeviceID == nil {
 			break
@@ -3499,8 +3500,8 @@ func (ec *executionContext) field_Mutation_sendMessengerBroadcast_args(ctx conte
 	}
 	args["message"] = arg0
 	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "options",
-		func(ctx context.Context, v any) (*MessengerMessageOptions, error) {
-			return ec.unmarshalOMessengerMessageOptions2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerMessageOptions(ctx, v)
+		func(ctx context.Context, v any) (*view.MessengerOptions, error) {
+			return ec.unmarshalOMessengerMessageOptions2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerOptions(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -3545,8 +3546,8 @@ func (ec *executionContext) field_Mutation_sendMessengerMessage_args(ctx context
 	}
 	args["message"] = arg1
 	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "options",
-		func(ctx context.Context, v any) (*MessengerMessageOptions, error) {
-			return ec.unmarshalOMessengerMessageOptions2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerMessageOptions(ctx, v)
+		func(ctx context.Context, v any) (*view.MessengerOptions, error) {
+			return ec.unmarshalOMessengerMessageOptions2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerOptions(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -4267,7 +4268,7 @@ func (ec *executionContext) field___Type_fields_args(ctx context.Context, rawArg
 
 // region    **************************** field.gotpl *****************************
 
-func (ec *executionContext) _AccountCounts_total(ctx context.Context, field graphql.CollectedField, obj *AccountCounts) (ret graphql.Marshaler) {
+func (ec *executionContext) _AccountCounts_total(ctx context.Context, field graphql.CollectedField, obj *view.AccountCounts) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4290,7 +4291,7 @@ func (ec *executionContext) fieldContext_AccountCounts_total(_ context.Context, 
 	return graphql.NewScalarFieldContext("AccountCounts", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _AccountCounts_verified(ctx context.Context, field graphql.CollectedField, obj *AccountCounts) (ret graphql.Marshaler) {
+func (ec *executionContext) _AccountCounts_verified(ctx context.Context, field graphql.CollectedField, obj *view.AccountCounts) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4313,7 +4314,7 @@ func (ec *executionContext) fieldContext_AccountCounts_verified(_ context.Contex
 	return graphql.NewScalarFieldContext("AccountCounts", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _AccountCounts_newLast24h(ctx context.Context, field graphql.CollectedField, obj *AccountCounts) (ret graphql.Marshaler) {
+func (ec *executionContext) _AccountCounts_newLast24h(ctx context.Context, field graphql.CollectedField, obj *view.AccountCounts) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4336,7 +4337,7 @@ func (ec *executionContext) fieldContext_AccountCounts_newLast24h(_ context.Cont
 	return graphql.NewScalarFieldContext("AccountCounts", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _AccountCounts_disabled(ctx context.Context, field graphql.CollectedField, obj *AccountCounts) (ret graphql.Marshaler) {
+func (ec *executionContext) _AccountCounts_disabled(ctx context.Context, field graphql.CollectedField, obj *view.AccountCounts) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4359,7 +4360,7 @@ func (ec *executionContext) fieldContext_AccountCounts_disabled(_ context.Contex
 	return graphql.NewScalarFieldContext("AccountCounts", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _AdminOverview_version(ctx context.Context, field graphql.CollectedField, obj *AdminOverview) (ret graphql.Marshaler) {
+func (ec *executionContext) _AdminOverview_version(ctx context.Context, field graphql.CollectedField, obj *view.AdminOverview) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4382,7 +4383,7 @@ func (ec *executionContext) fieldContext_AdminOverview_version(_ context.Context
 	return graphql.NewScalarFieldContext("AdminOverview", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _AdminOverview_accounts(ctx context.Context, field graphql.CollectedField, obj *AdminOverview) (ret graphql.Marshaler) {
+func (ec *executionContext) _AdminOverview_accounts(ctx context.Context, field graphql.CollectedField, obj *view.AdminOverview) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4394,8 +4395,8 @@ func (ec *executionContext) _AdminOverview_accounts(ctx context.Context, field g
 			return obj.Accounts, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *AccountCounts) graphql.Marshaler {
-			return ec.marshalNAccountCounts2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐAccountCounts(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v view.AccountCounts) graphql.Marshaler {
+			return ec.marshalNAccountCounts2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐAccountCounts(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4414,7 +4415,7 @@ func (ec *executionContext) fieldContext_AdminOverview_accounts(_ context.Contex
 	return fc, nil
 }
 
-func (ec *executionContext) _AdminOverview_devices(ctx context.Context, field graphql.CollectedField, obj *AdminOverview) (ret graphql.Marshaler) {
+func (ec *executionContext) _AdminOverview_devices(ctx context.Context, field graphql.CollectedField, obj *view.AdminOverview) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4426,8 +4427,8 @@ func (ec *executionContext) _AdminOverview_devices(ctx context.Context, field gr
 			return obj.Devices, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *DeviceCounts) graphql.Marshaler {
-			return ec.marshalNDeviceCounts2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐDeviceCounts(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v view.DeviceCounts) graphql.Marshaler {
+			return ec.marshalNDeviceCounts2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐDeviceCounts(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4446,7 +4447,7 @@ func (ec *executionContext) fieldContext_AdminOverview_devices(_ context.Context
 	return fc, nil
 }
 
-func (ec *executionContext) _AdminOverview_broadcasts(ctx context.Context, field graphql.CollectedField, obj *AdminOverview) (ret graphql.Marshaler) {
+func (ec *executionContext) _AdminOverview_broadcasts(ctx context.Context, field graphql.CollectedField, obj *view.AdminOverview) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4458,8 +4459,8 @@ func (ec *executionContext) _AdminOverview_broadcasts(ctx context.Context, field
 			return obj.Broadcasts, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *BroadcastCounts) graphql.Marshaler {
-			return ec.marshalNBroadcastCounts2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐBroadcastCounts(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v view.BroadcastCounts) graphql.Marshaler {
+			return ec.marshalNBroadcastCounts2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐBroadcastCounts(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4478,7 +4479,7 @@ func (ec *executionContext) fieldContext_AdminOverview_broadcasts(_ context.Cont
 	return fc, nil
 }
 
-func (ec *executionContext) _AdminOverview_bot(ctx context.Context, field graphql.CollectedField, obj *AdminOverview) (ret graphql.Marshaler) {
+func (ec *executionContext) _AdminOverview_bot(ctx context.Context, field graphql.CollectedField, obj *view.AdminOverview) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4490,8 +4491,8 @@ func (ec *executionContext) _AdminOverview_bot(ctx context.Context, field graphq
 			return obj.Bot, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *MessengerBotStatus) graphql.Marshaler {
-			return ec.marshalNMessengerBotStatus2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerBotStatus(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v view.MessengerBotStatus) graphql.Marshaler {
+			return ec.marshalNMessengerBotStatus2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerBotStatus(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4510,7 +4511,7 @@ func (ec *executionContext) fieldContext_AdminOverview_bot(_ context.Context, fi
 	return fc, nil
 }
 
-func (ec *executionContext) _AdminOverview_webhooks(ctx context.Context, field graphql.CollectedField, obj *AdminOverview) (ret graphql.Marshaler) {
+func (ec *executionContext) _AdminOverview_webhooks(ctx context.Context, field graphql.CollectedField, obj *view.AdminOverview) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4522,8 +4523,8 @@ func (ec *executionContext) _AdminOverview_webhooks(ctx context.Context, field g
 			return obj.Webhooks, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *WebhookCounts) graphql.Marshaler {
-			return ec.marshalNWebhookCounts2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐWebhookCounts(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v view.WebhookCounts) graphql.Marshaler {
+			return ec.marshalNWebhookCounts2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐWebhookCounts(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4542,7 +4543,7 @@ func (ec *executionContext) fieldContext_AdminOverview_webhooks(_ context.Contex
 	return fc, nil
 }
 
-func (ec *executionContext) _AdminOverview_rateLimiter(ctx context.Context, field graphql.CollectedField, obj *AdminOverview) (ret graphql.Marshaler) {
+func (ec *executionContext) _AdminOverview_rateLimiter(ctx context.Context, field graphql.CollectedField, obj *view.AdminOverview) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4554,8 +4555,8 @@ func (ec *executionContext) _AdminOverview_rateLimiter(ctx context.Context, fiel
 			return obj.RateLimiter, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *RateLimiterState) graphql.Marshaler {
-			return ec.marshalNRateLimiterState2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐRateLimiterState(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v view.RateLimiterState) graphql.Marshaler {
+			return ec.marshalNRateLimiterState2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐRateLimiterState(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4574,7 +4575,7 @@ func (ec *executionContext) fieldContext_AdminOverview_rateLimiter(_ context.Con
 	return fc, nil
 }
 
-func (ec *executionContext) _ApiKey_id(ctx context.Context, field graphql.CollectedField, obj *APIKey) (ret graphql.Marshaler) {
+func (ec *executionContext) _ApiKey_id(ctx context.Context, field graphql.CollectedField, obj *view.APIKey) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4597,7 +4598,7 @@ func (ec *executionContext) fieldContext_ApiKey_id(_ context.Context, field grap
 	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
-func (ec *executionContext) _ApiKey_name(ctx context.Context, field graphql.CollectedField, obj *APIKey) (ret graphql.Marshaler) {
+func (ec *executionContext) _ApiKey_name(ctx context.Context, field graphql.CollectedField, obj *view.APIKey) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4620,7 +4621,7 @@ func (ec *executionContext) fieldContext_ApiKey_name(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _ApiKey_scopes(ctx context.Context, field graphql.CollectedField, obj *APIKey) (ret graphql.Marshaler) {
+func (ec *executionContext) _ApiKey_scopes(ctx context.Context, field graphql.CollectedField, obj *view.APIKey) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4643,7 +4644,7 @@ func (ec *executionContext) fieldContext_ApiKey_scopes(_ context.Context, field 
 	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _ApiKey_rateLimit(ctx context.Context, field graphql.CollectedField, obj *APIKey) (ret graphql.Marshaler) {
+func (ec *executionContext) _ApiKey_rateLimit(ctx context.Context, field graphql.CollectedField, obj *view.APIKey) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4666,7 +4667,7 @@ func (ec *executionContext) fieldContext_ApiKey_rateLimit(_ context.Context, fie
 	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _ApiKey_expiresAt(ctx context.Context, field graphql.CollectedField, obj *APIKey) (ret graphql.Marshaler) {
+func (ec *executionContext) _ApiKey_expiresAt(ctx context.Context, field graphql.CollectedField, obj *view.APIKey) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4689,7 +4690,7 @@ func (ec *executionContext) fieldContext_ApiKey_expiresAt(_ context.Context, fie
 	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _ApiKey_createdAt(ctx context.Context, field graphql.CollectedField, obj *APIKey) (ret graphql.Marshaler) {
+func (ec *executionContext) _ApiKey_createdAt(ctx context.Context, field graphql.CollectedField, obj *view.APIKey) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4712,7 +4713,7 @@ func (ec *executionContext) fieldContext_ApiKey_createdAt(_ context.Context, fie
 	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _ApiKey_lastUsedAt(ctx context.Context, field graphql.CollectedField, obj *APIKey) (ret graphql.Marshaler) {
+func (ec *executionContext) _ApiKey_lastUsedAt(ctx context.Context, field graphql.CollectedField, obj *view.APIKey) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4735,7 +4736,7 @@ func (ec *executionContext) fieldContext_ApiKey_lastUsedAt(_ context.Context, fi
 	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _ApiKey_revokedAt(ctx context.Context, field graphql.CollectedField, obj *APIKey) (ret graphql.Marshaler) {
+func (ec *executionContext) _ApiKey_revokedAt(ctx context.Context, field graphql.CollectedField, obj *view.APIKey) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4758,7 +4759,7 @@ func (ec *executionContext) fieldContext_ApiKey_revokedAt(_ context.Context, fie
 	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _AuthPayload_accessToken(ctx context.Context, field graphql.CollectedField, obj *AuthPayload) (ret graphql.Marshaler) {
+func (ec *executionContext) _AuthPayload_accessToken(ctx context.Context, field graphql.CollectedField, obj *view.Tokens) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4781,7 +4782,7 @@ func (ec *executionContext) fieldContext_AuthPayload_accessToken(_ context.Conte
 	return graphql.NewScalarFieldContext("AuthPayload", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _AuthPayload_refreshToken(ctx context.Context, field graphql.CollectedField, obj *AuthPayload) (ret graphql.Marshaler) {
+func (ec *executionContext) _AuthPayload_refreshToken(ctx context.Context, field graphql.CollectedField, obj *view.Tokens) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4804,7 +4805,7 @@ func (ec *executionContext) fieldContext_AuthPayload_refreshToken(_ context.Cont
 	return graphql.NewScalarFieldContext("AuthPayload", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _AuthPayload_tokenType(ctx context.Context, field graphql.CollectedField, obj *AuthPayload) (ret graphql.Marshaler) {
+func (ec *executionContext) _AuthPayload_tokenType(ctx context.Context, field graphql.CollectedField, obj *view.Tokens) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4827,7 +4828,7 @@ func (ec *executionContext) fieldContext_AuthPayload_tokenType(_ context.Context
 	return graphql.NewScalarFieldContext("AuthPayload", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _AuthPayload_expiresIn(ctx context.Context, field graphql.CollectedField, obj *AuthPayload) (ret graphql.Marshaler) {
+func (ec *executionContext) _AuthPayload_expiresIn(ctx context.Context, field graphql.CollectedField, obj *view.Tokens) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4850,7 +4851,7 @@ func (ec *executionContext) fieldContext_AuthPayload_expiresIn(_ context.Context
 	return graphql.NewScalarFieldContext("AuthPayload", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _Ban_ip(ctx context.Context, field graphql.CollectedField, obj *Ban) (ret graphql.Marshaler) {
+func (ec *executionContext) _Ban_ip(ctx context.Context, field graphql.CollectedField, obj *view.Ban) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4873,7 +4874,7 @@ func (ec *executionContext) fieldContext_Ban_ip(_ context.Context, field graphql
 	return graphql.NewScalarFieldContext("Ban", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _Ban_reason(ctx context.Context, field graphql.CollectedField, obj *Ban) (ret graphql.Marshaler) {
+func (ec *executionContext) _Ban_reason(ctx context.Context, field graphql.CollectedField, obj *view.Ban) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4896,7 +4897,7 @@ func (ec *executionContext) fieldContext_Ban_reason(_ context.Context, field gra
 	return graphql.NewScalarFieldContext("Ban", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _Ban_createdAt(ctx context.Context, field graphql.CollectedField, obj *Ban) (ret graphql.Marshaler) {
+func (ec *executionContext) _Ban_createdAt(ctx context.Context, field graphql.CollectedField, obj *view.Ban) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4931,8 +4932,8 @@ func (ec *executionContext) _BanConnection_nodes(ctx context.Context, field grap
 			return obj.Nodes, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []Ban) graphql.Marshaler {
-			return ec.marshalNBan2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐBanᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []view.Ban) graphql.Marshaler {
+			return ec.marshalNBan2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐBanᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4963,8 +4964,8 @@ func (ec *executionContext) _BanConnection_pageInfo(ctx context.Context, field g
 			return obj.PageInfo, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *PageInfo) graphql.Marshaler {
-			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐPageInfo(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPageInfo(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4983,7 +4984,7 @@ func (ec *executionContext) fieldContext_BanConnection_pageInfo(_ context.Contex
 	return fc, nil
 }
 
-func (ec *executionContext) _BroadcastCounts_running(ctx context.Context, field graphql.CollectedField, obj *BroadcastCounts) (ret graphql.Marshaler) {
+func (ec *executionContext) _BroadcastCounts_running(ctx context.Context, field graphql.CollectedField, obj *view.BroadcastCounts) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5006,7 +5007,7 @@ func (ec *executionContext) fieldContext_BroadcastCounts_running(_ context.Conte
 	return graphql.NewScalarFieldContext("BroadcastCounts", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _BroadcastCounts_queued(ctx context.Context, field graphql.CollectedField, obj *BroadcastCounts) (ret graphql.Marshaler) {
+func (ec *executionContext) _BroadcastCounts_queued(ctx context.Context, field graphql.CollectedField, obj *view.BroadcastCounts) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5029,7 +5030,7 @@ func (ec *executionContext) fieldContext_BroadcastCounts_queued(_ context.Contex
 	return graphql.NewScalarFieldContext("BroadcastCounts", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _BroadcastCounts_scheduled(ctx context.Context, field graphql.CollectedField, obj *BroadcastCounts) (ret graphql.Marshaler) {
+func (ec *executionContext) _BroadcastCounts_scheduled(ctx context.Context, field graphql.CollectedField, obj *view.BroadcastCounts) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5052,7 +5053,7 @@ func (ec *executionContext) fieldContext_BroadcastCounts_scheduled(_ context.Con
 	return graphql.NewScalarFieldContext("BroadcastCounts", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _BroadcastCounts_messengerRunning(ctx context.Context, field graphql.CollectedField, obj *BroadcastCounts) (ret graphql.Marshaler) {
+func (ec *executionContext) _BroadcastCounts_messengerRunning(ctx context.Context, field graphql.CollectedField, obj *view.BroadcastCounts) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5075,7 +5076,7 @@ func (ec *executionContext) fieldContext_BroadcastCounts_messengerRunning(_ cont
 	return graphql.NewScalarFieldContext("BroadcastCounts", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _BroadcastResult_status(ctx context.Context, field graphql.CollectedField, obj *BroadcastResult) (ret graphql.Marshaler) {
+func (ec *executionContext) _BroadcastResult_status(ctx context.Context, field graphql.CollectedField, obj *view.BroadcastResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5098,7 +5099,7 @@ func (ec *executionContext) fieldContext_BroadcastResult_status(_ context.Contex
 	return graphql.NewScalarFieldContext("BroadcastResult", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _BroadcastResult_message(ctx context.Context, field graphql.CollectedField, obj *BroadcastResult) (ret graphql.Marshaler) {
+func (ec *executionContext) _BroadcastResult_message(ctx context.Context, field graphql.CollectedField, obj *view.BroadcastResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5121,7 +5122,7 @@ func (ec *executionContext) fieldContext_BroadcastResult_message(_ context.Conte
 	return graphql.NewScalarFieldContext("BroadcastResult", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _BroadcastResult_totalRecipients(ctx context.Context, field graphql.CollectedField, obj *BroadcastResult) (ret graphql.Marshaler) {
+func (ec *executionContext) _BroadcastResult_totalRecipients(ctx context.Context, field graphql.CollectedField, obj *view.BroadcastResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5144,7 +5145,7 @@ func (ec *executionContext) fieldContext_BroadcastResult_totalRecipients(_ conte
 	return graphql.NewScalarFieldContext("BroadcastResult", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _BroadcastResult_jobId(ctx context.Context, field graphql.CollectedField, obj *BroadcastResult) (ret graphql.Marshaler) {
+func (ec *executionContext) _BroadcastResult_jobId(ctx context.Context, field graphql.CollectedField, obj *view.BroadcastResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5167,7 +5168,7 @@ func (ec *executionContext) fieldContext_BroadcastResult_jobId(_ context.Context
 	return graphql.NewScalarFieldContext("BroadcastResult", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _CreatedApiKey_key(ctx context.Context, field graphql.CollectedField, obj *CreatedAPIKey) (ret graphql.Marshaler) {
+func (ec *executionContext) _CreatedApiKey_key(ctx context.Context, field graphql.CollectedField, obj *view.CreatedAPIKey) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5190,7 +5191,7 @@ func (ec *executionContext) fieldContext_CreatedApiKey_key(_ context.Context, fi
 	return graphql.NewScalarFieldContext("CreatedApiKey", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _CreatedApiKey_apiKey(ctx context.Context, field graphql.CollectedField, obj *CreatedAPIKey) (ret graphql.Marshaler) {
+func (ec *executionContext) _CreatedApiKey_apiKey(ctx context.Context, field graphql.CollectedField, obj *view.CreatedAPIKey) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5202,8 +5203,8 @@ func (ec *executionContext) _CreatedApiKey_apiKey(ctx context.Context, field gra
 			return obj.APIKey, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *APIKey) graphql.Marshaler {
-			return ec.marshalNApiKey2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐAPIKey(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v view.APIKey) graphql.Marshaler {
+			return ec.marshalNApiKey2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐAPIKey(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5222,7 +5223,7 @@ func (ec *executionContext) fieldContext_CreatedApiKey_apiKey(_ context.Context,
 	return fc, nil
 }
 
-func (ec *executionContext) _CreatedWebhookEndpoint_secret(ctx context.Context, field graphql.CollectedField, obj *CreatedWebhookEndpoint) (ret graphql.Marshaler) {
+func (ec *executionContext) _CreatedWebhookEndpoint_secret(ctx context.Context, field graphql.CollectedField, obj *view.CreatedWebhookEndpoint) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5245,7 +5246,7 @@ func (ec *executionContext) fieldContext_CreatedWebhookEndpoint_secret(_ context
 	return graphql.NewScalarFieldContext("CreatedWebhookEndpoint", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _CreatedWebhookEndpoint_endpoint(ctx context.Context, field graphql.CollectedField, obj *CreatedWebhookEndpoint) (ret graphql.Marshaler) {
+func (ec *executionContext) _CreatedWebhookEndpoint_endpoint(ctx context.Context, field graphql.CollectedField, obj *view.CreatedWebhookEndpoint) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5257,8 +5258,8 @@ func (ec *executionContext) _CreatedWebhookEndpoint_endpoint(ctx context.Context
 			return obj.Endpoint, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *WebhookEndpoint) graphql.Marshaler {
-			return ec.marshalNWebhookEndpoint2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐWebhookEndpoint(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v view.WebhookEndpoint) graphql.Marshaler {
+			return ec.marshalNWebhookEndpoint2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐWebhookEndpoint(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5277,7 +5278,7 @@ func (ec *executionContext) fieldContext_CreatedWebhookEndpoint_endpoint(_ conte
 	return fc, nil
 }
 
-func (ec *executionContext) _Device_deviceId(ctx context.Context, field graphql.CollectedField, obj *Device) (ret graphql.Marshaler) {
+func (ec *executionContext) _Device_deviceId(ctx context.Context, field graphql.CollectedField, obj *view.Device) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5300,7 +5301,7 @@ func (ec *executionContext) fieldContext_Device_deviceId(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("Device", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _Device_userId(ctx context.Context, field graphql.CollectedField, obj *Device) (ret graphql.Marshaler) {
+func (ec *executionContext) _Device_userId(ctx context.Context, field graphql.CollectedField, obj *view.Device) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5323,7 +5324,7 @@ func (ec *executionContext) fieldContext_Device_userId(_ context.Context, field 
 	return graphql.NewScalarFieldContext("Device", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
-func (ec *executionContext) _Device_platform(ctx context.Context, field graphql.CollectedField, obj *Device) (ret graphql.Marshaler) {
+func (ec *executionContext) _Device_platform(ctx context.Context, field graphql.CollectedField, obj *view.Device) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5346,7 +5347,7 @@ func (ec *executionContext) fieldContext_Device_platform(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("Device", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _Device_name(ctx context.Context, field graphql.CollectedField, obj *Device) (ret graphql.Marshaler) {
+func (ec *executionContext) _Device_name(ctx context.Context, field graphql.CollectedField, obj *view.Device) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5369,7 +5370,7 @@ func (ec *executionContext) fieldContext_Device_name(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("Device", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _Device_pushToken(ctx context.Context, field graphql.CollectedField, obj *Device) (ret graphql.Marshaler) {
+func (ec *executionContext) _Device_pushToken(ctx context.Context, field graphql.CollectedField, obj *view.Device) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5392,7 +5393,7 @@ func (ec *executionContext) fieldContext_Device_pushToken(_ context.Context, fie
 	return graphql.NewScalarFieldContext("Device", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _Device_active(ctx context.Context, field graphql.CollectedField, obj *Device) (ret graphql.Marshaler) {
+func (ec *executionContext) _Device_active(ctx context.Context, field graphql.CollectedField, obj *view.Device) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5415,7 +5416,7 @@ func (ec *executionContext) fieldContext_Device_active(_ context.Context, field 
 	return graphql.NewScalarFieldContext("Device", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
-func (ec *executionContext) _Device_pushTokenStatus(ctx context.Context, field graphql.CollectedField, obj *Device) (ret graphql.Marshaler) {
+func (ec *executionContext) _Device_pushTokenStatus(ctx context.Context, field graphql.CollectedField, obj *view.Device) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5438,7 +5439,7 @@ func (ec *executionContext) fieldContext_Device_pushTokenStatus(_ context.Contex
 	return graphql.NewScalarFieldContext("Device", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _Device_createdAt(ctx context.Context, field graphql.CollectedField, obj *Device) (ret graphql.Marshaler) {
+func (ec *executionContext) _Device_createdAt(ctx context.Context, field graphql.CollectedField, obj *view.Device) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5461,7 +5462,7 @@ func (ec *executionContext) fieldContext_Device_createdAt(_ context.Context, fie
 	return graphql.NewScalarFieldContext("Device", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _Device_lastSeenAt(ctx context.Context, field graphql.CollectedField, obj *Device) (ret graphql.Marshaler) {
+func (ec *executionContext) _Device_lastSeenAt(ctx context.Context, field graphql.CollectedField, obj *view.Device) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5496,8 +5497,8 @@ func (ec *executionContext) _DeviceConnection_nodes(ctx context.Context, field g
 			return obj.Nodes, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []Device) graphql.Marshaler {
-			return ec.marshalNDevice2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐDeviceᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []view.Device) graphql.Marshaler {
+			return ec.marshalNDevice2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐDeviceᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5528,8 +5529,8 @@ func (ec *executionContext) _DeviceConnection_pageInfo(ctx context.Context, fiel
 			return obj.PageInfo, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *PageInfo) graphql.Marshaler {
-			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐPageInfo(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPageInfo(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5548,7 +5549,7 @@ func (ec *executionContext) fieldContext_DeviceConnection_pageInfo(_ context.Con
 	return fc, nil
 }
 
-func (ec *executionContext) _DeviceCounts_total(ctx context.Context, field graphql.CollectedField, obj *DeviceCounts) (ret graphql.Marshaler) {
+func (ec *executionContext) _DeviceCounts_total(ctx context.Context, field graphql.CollectedField, obj *view.DeviceCounts) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5571,7 +5572,7 @@ func (ec *executionContext) fieldContext_DeviceCounts_total(_ context.Context, f
 	return graphql.NewScalarFieldContext("DeviceCounts", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _DeviceCounts_byPlatform(ctx context.Context, field graphql.CollectedField, obj *DeviceCounts) (ret graphql.Marshaler) {
+func (ec *executionContext) _DeviceCounts_byPlatform(ctx context.Context, field graphql.CollectedField, obj *view.DeviceCounts) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5583,8 +5584,8 @@ func (ec *executionContext) _DeviceCounts_byPlatform(ctx context.Context, field 
 			return obj.ByPlatform, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []PlatformCount) graphql.Marshaler {
-			return ec.marshalNPlatformCount2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐPlatformCountᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []view.PlatformCount) graphql.Marshaler {
+			return ec.marshalNPlatformCount2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPlatformCountᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5603,7 +5604,7 @@ func (ec *executionContext) fieldContext_DeviceCounts_byPlatform(_ context.Conte
 	return fc, nil
 }
 
-func (ec *executionContext) _DeviceCounts_tokensValid(ctx context.Context, field graphql.CollectedField, obj *DeviceCounts) (ret graphql.Marshaler) {
+func (ec *executionContext) _DeviceCounts_tokensValid(ctx context.Context, field graphql.CollectedField, obj *view.DeviceCounts) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5626,7 +5627,7 @@ func (ec *executionContext) fieldContext_DeviceCounts_tokensValid(_ context.Cont
 	return graphql.NewScalarFieldContext("DeviceCounts", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _DeviceCounts_tokensInvalid(ctx context.Context, field graphql.CollectedField, obj *DeviceCounts) (ret graphql.Marshaler) {
+func (ec *executionContext) _DeviceCounts_tokensInvalid(ctx context.Context, field graphql.CollectedField, obj *view.DeviceCounts) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5649,7 +5650,7 @@ func (ec *executionContext) fieldContext_DeviceCounts_tokensInvalid(_ context.Co
 	return graphql.NewScalarFieldContext("DeviceCounts", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _DeviceCounts_tokensMissing(ctx context.Context, field graphql.CollectedField, obj *DeviceCounts) (ret graphql.Marshaler) {
+func (ec *executionContext) _DeviceCounts_tokensMissing(ctx context.Context, field graphql.CollectedField, obj *view.DeviceCounts) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5672,7 +5673,7 @@ func (ec *executionContext) fieldContext_DeviceCounts_tokensMissing(_ context.Co
 	return graphql.NewScalarFieldContext("DeviceCounts", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _DeviceSendOutcome_deviceId(ctx context.Context, field graphql.CollectedField, obj *DeviceSendOutcome) (ret graphql.Marshaler) {
+func (ec *executionContext) _DeviceSendOutcome_deviceId(ctx context.Context, field graphql.CollectedField, obj *view.DeviceSendOutcome) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5695,7 +5696,7 @@ func (ec *executionContext) fieldContext_DeviceSendOutcome_deviceId(_ context.Co
 	return graphql.NewScalarFieldContext("DeviceSendOutcome", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _DeviceSendOutcome_chatId(ctx context.Context, field graphql.CollectedField, obj *DeviceSendOutcome) (ret graphql.Marshaler) {
+func (ec *executionContext) _DeviceSendOutcome_chatId(ctx context.Context, field graphql.CollectedField, obj *view.DeviceSendOutcome) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5718,7 +5719,7 @@ func (ec *executionContext) fieldContext_DeviceSendOutcome_chatId(_ context.Cont
 	return graphql.NewScalarFieldContext("DeviceSendOutcome", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _DeviceSendOutcome_platform(ctx context.Context, field graphql.CollectedField, obj *DeviceSendOutcome) (ret graphql.Marshaler) {
+func (ec *executionContext) _DeviceSendOutcome_platform(ctx context.Context, field graphql.CollectedField, obj *view.DeviceSendOutcome) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5741,7 +5742,7 @@ func (ec *executionContext) fieldContext_DeviceSendOutcome_platform(_ context.Co
 	return graphql.NewScalarFieldContext("DeviceSendOutcome", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _DeviceSendOutcome_channel(ctx context.Context, field graphql.CollectedField, obj *DeviceSendOutcome) (ret graphql.Marshaler) {
+func (ec *executionContext) _DeviceSendOutcome_channel(ctx context.Context, field graphql.CollectedField, obj *view.DeviceSendOutcome) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5764,7 +5765,7 @@ func (ec *executionContext) fieldContext_DeviceSendOutcome_channel(_ context.Con
 	return graphql.NewScalarFieldContext("DeviceSendOutcome", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _DeviceSendOutcome_status(ctx context.Context, field graphql.CollectedField, obj *DeviceSendOutcome) (ret graphql.Marshaler) {
+func (ec *executionContext) _DeviceSendOutcome_status(ctx context.Context, field graphql.CollectedField, obj *view.DeviceSendOutcome) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5787,7 +5788,7 @@ func (ec *executionContext) fieldContext_DeviceSendOutcome_status(_ context.Cont
 	return graphql.NewScalarFieldContext("DeviceSendOutcome", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _DeviceSendOutcome_error(ctx context.Context, field graphql.CollectedField, obj *DeviceSendOutcome) (ret graphql.Marshaler) {
+func (ec *executionContext) _DeviceSendOutcome_error(ctx context.Context, field graphql.CollectedField, obj *view.DeviceSendOutcome) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5810,7 +5811,7 @@ func (ec *executionContext) fieldContext_DeviceSendOutcome_error(_ context.Conte
 	return graphql.NewScalarFieldContext("DeviceSendOutcome", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _MessengerBotStatus_connected(ctx context.Context, field graphql.CollectedField, obj *MessengerBotStatus) (ret graphql.Marshaler) {
+func (ec *executionContext) _MessengerBotStatus_connected(ctx context.Context, field graphql.CollectedField, obj *view.MessengerBotStatus) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5833,7 +5834,7 @@ func (ec *executionContext) fieldContext_MessengerBotStatus_connected(_ context.
 	return graphql.NewScalarFieldContext("MessengerBotStatus", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
-func (ec *executionContext) _MessengerBotStatus_botUsername(ctx context.Context, field graphql.CollectedField, obj *MessengerBotStatus) (ret graphql.Marshaler) {
+func (ec *executionContext) _MessengerBotStatus_botUsername(ctx context.Context, field graphql.CollectedField, obj *view.MessengerBotStatus) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5856,7 +5857,7 @@ func (ec *executionContext) fieldContext_MessengerBotStatus_botUsername(_ contex
 	return graphql.NewScalarFieldContext("MessengerBotStatus", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _MessengerBotStatus_botName(ctx context.Context, field graphql.CollectedField, obj *MessengerBotStatus) (ret graphql.Marshaler) {
+func (ec *executionContext) _MessengerBotStatus_botName(ctx context.Context, field graphql.CollectedField, obj *view.MessengerBotStatus) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5879,7 +5880,7 @@ func (ec *executionContext) fieldContext_MessengerBotStatus_botName(_ context.Co
 	return graphql.NewScalarFieldContext("MessengerBotStatus", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _MessengerBotStatus_subscriberCount(ctx context.Context, field graphql.CollectedField, obj *MessengerBotStatus) (ret graphql.Marshaler) {
+func (ec *executionContext) _MessengerBotStatus_subscriberCount(ctx context.Context, field graphql.CollectedField, obj *view.MessengerBotStatus) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5902,7 +5903,7 @@ func (ec *executionContext) fieldContext_MessengerBotStatus_subscriberCount(_ co
 	return graphql.NewScalarFieldContext("MessengerBotStatus", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _MessengerBotStatus_webhookUrl(ctx context.Context, field graphql.CollectedField, obj *MessengerBotStatus) (ret graphql.Marshaler) {
+func (ec *executionContext) _MessengerBotStatus_webhookUrl(ctx context.Context, field graphql.CollectedField, obj *view.MessengerBotStatus) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5925,7 +5926,7 @@ func (ec *executionContext) fieldContext_MessengerBotStatus_webhookUrl(_ context
 	return graphql.NewScalarFieldContext("MessengerBotStatus", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _MessengerBroadcast_id(ctx context.Context, field graphql.CollectedField, obj *MessengerBroadcast) (ret graphql.Marshaler) {
+func (ec *executionContext) _MessengerBroadcast_id(ctx context.Context, field graphql.CollectedField, obj *view.MessengerBroadcast) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5948,7 +5949,7 @@ func (ec *executionContext) fieldContext_MessengerBroadcast_id(_ context.Context
 	return graphql.NewScalarFieldContext("MessengerBroadcast", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
-func (ec *executionContext) _MessengerBroadcast_status(ctx context.Context, field graphql.CollectedField, obj *MessengerBroadcast) (ret graphql.Marshaler) {
+func (ec *executionContext) _MessengerBroadcast_status(ctx context.Context, field graphql.CollectedField, obj *view.MessengerBroadcast) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5971,7 +5972,7 @@ func (ec *executionContext) fieldContext_MessengerBroadcast_status(_ context.Con
 	return graphql.NewScalarFieldContext("MessengerBroadcast", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _MessengerBroadcast_totalRecipients(ctx context.Context, field graphql.CollectedField, obj *MessengerBroadcast) (ret graphql.Marshaler) {
+func (ec *executionContext) _MessengerBroadcast_totalRecipients(ctx context.Context, field graphql.CollectedField, obj *view.MessengerBroadcast) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5994,7 +5995,7 @@ func (ec *executionContext) fieldContext_MessengerBroadcast_totalRecipients(_ co
 	return graphql.NewScalarFieldContext("MessengerBroadcast", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _MessengerBroadcast_sent(ctx context.Context, field graphql.CollectedField, obj *MessengerBroadcast) (ret graphql.Marshaler) {
+func (ec *executionContext) _MessengerBroadcast_sent(ctx context.Context, field graphql.CollectedField, obj *view.MessengerBroadcast) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6017,7 +6018,7 @@ func (ec *executionContext) fieldContext_MessengerBroadcast_sent(_ context.Conte
 	return graphql.NewScalarFieldContext("MessengerBroadcast", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _MessengerBroadcast_failed(ctx context.Context, field graphql.CollectedField, obj *MessengerBroadcast) (ret graphql.Marshaler) {
+func (ec *executionContext) _MessengerBroadcast_failed(ctx context.Context, field graphql.CollectedField, obj *view.MessengerBroadcast) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6040,7 +6041,7 @@ func (ec *executionContext) fieldContext_MessengerBroadcast_failed(_ context.Con
 	return graphql.NewScalarFieldContext("MessengerBroadcast", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _MessengerBroadcast_blocked(ctx context.Context, field graphql.CollectedField, obj *MessengerBroadcast) (ret graphql.Marshaler) {
+func (ec *executionContext) _MessengerBroadcast_blocked(ctx context.Context, field graphql.CollectedField, obj *view.MessengerBroadcast) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6063,7 +6064,7 @@ func (ec *executionContext) fieldContext_MessengerBroadcast_blocked(_ context.Co
 	return graphql.NewScalarFieldContext("MessengerBroadcast", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _MessengerBroadcast_createdAt(ctx context.Context, field graphql.CollectedField, obj *MessengerBroadcast) (ret graphql.Marshaler) {
+func (ec *executionContext) _MessengerBroadcast_createdAt(ctx context.Context, field graphql.CollectedField, obj *view.MessengerBroadcast) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6086,7 +6087,7 @@ func (ec *executionContext) fieldContext_MessengerBroadcast_createdAt(_ context.
 	return graphql.NewScalarFieldContext("MessengerBroadcast", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _MessengerBroadcast_startedAt(ctx context.Context, field graphql.CollectedField, obj *MessengerBroadcast) (ret graphql.Marshaler) {
+func (ec *executionContext) _MessengerBroadcast_startedAt(ctx context.Context, field graphql.CollectedField, obj *view.MessengerBroadcast) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6109,7 +6110,7 @@ func (ec *executionContext) fieldContext_MessengerBroadcast_startedAt(_ context.
 	return graphql.NewScalarFieldContext("MessengerBroadcast", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _MessengerBroadcast_finishedAt(ctx context.Context, field graphql.CollectedField, obj *MessengerBroadcast) (ret graphql.Marshaler) {
+func (ec *executionContext) _MessengerBroadcast_finishedAt(ctx context.Context, field graphql.CollectedField, obj *view.MessengerBroadcast) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6132,7 +6133,7 @@ func (ec *executionContext) fieldContext_MessengerBroadcast_finishedAt(_ context
 	return graphql.NewScalarFieldContext("MessengerBroadcast", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _MessengerBroadcast_error(ctx context.Context, field graphql.CollectedField, obj *MessengerBroadcast) (ret graphql.Marshaler) {
+func (ec *executionContext) _MessengerBroadcast_error(ctx context.Context, field graphql.CollectedField, obj *view.MessengerBroadcast) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6190,8 +6191,8 @@ func (ec *executionContext) _MessengerEvent_subscriber(ctx context.Context, fiel
 			return obj.Subscriber, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *MessengerSubscriber) graphql.Marshaler {
-			return ec.marshalNMessengerSubscriber2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerSubscriber(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.MessengerSubscriber) graphql.Marshaler {
+			return ec.marshalNMessengerSubscriber2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerSubscriber(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6233,7 +6234,7 @@ func (ec *executionContext) fieldContext_MessengerEvent_at(_ context.Context, fi
 	return graphql.NewScalarFieldContext("MessengerEvent", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _MessengerLink_url(ctx context.Context, field graphql.CollectedField, obj *MessengerLink) (ret graphql.Marshaler) {
+func (ec *executionContext) _MessengerLink_url(ctx context.Context, field graphql.CollectedField, obj *view.MessengerLink) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6256,7 +6257,7 @@ func (ec *executionContext) fieldContext_MessengerLink_url(_ context.Context, fi
 	return graphql.NewScalarFieldContext("MessengerLink", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _MessengerLink_expiresAt(ctx context.Context, field graphql.CollectedField, obj *MessengerLink) (ret graphql.Marshaler) {
+func (ec *executionContext) _MessengerLink_expiresAt(ctx context.Context, field graphql.CollectedField, obj *view.MessengerLink) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6279,7 +6280,7 @@ func (ec *executionContext) fieldContext_MessengerLink_expiresAt(_ context.Conte
 	return graphql.NewScalarFieldContext("MessengerLink", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _MessengerPreview_html(ctx context.Context, field graphql.CollectedField, obj *MessengerPreview) (ret graphql.Marshaler) {
+func (ec *executionContext) _MessengerPreview_html(ctx context.Context, field graphql.CollectedField, obj *view.MessengerPreview) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6302,7 +6303,7 @@ func (ec *executionContext) fieldContext_MessengerPreview_html(_ context.Context
 	return graphql.NewScalarFieldContext("MessengerPreview", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _MessengerPreview_length(ctx context.Context, field graphql.CollectedField, obj *MessengerPreview) (ret graphql.Marshaler) {
+func (ec *executionContext) _MessengerPreview_length(ctx context.Context, field graphql.CollectedField, obj *view.MessengerPreview) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6325,7 +6326,7 @@ func (ec *executionContext) fieldContext_MessengerPreview_length(_ context.Conte
 	return graphql.NewScalarFieldContext("MessengerPreview", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _MessengerSubscriber_chatId(ctx context.Context, field graphql.CollectedField, obj *MessengerSubscriber) (ret graphql.Marshaler) {
+func (ec *executionContext) _MessengerSubscriber_chatId(ctx context.Context, field graphql.CollectedField, obj *view.MessengerSubscriber) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6348,7 +6349,7 @@ func (ec *executionContext) fieldContext_MessengerSubscriber_chatId(_ context.Co
 	return graphql.NewScalarFieldContext("MessengerSubscriber", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _MessengerSubscriber_username(ctx context.Context, field graphql.CollectedField, obj *MessengerSubscriber) (ret graphql.Marshaler) {
+func (ec *executionContext) _MessengerSubscriber_username(ctx context.Context, field graphql.CollectedField, obj *view.MessengerSubscriber) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6371,7 +6372,7 @@ func (ec *executionContext) fieldContext_MessengerSubscriber_username(_ context.
 	return graphql.NewScalarFieldContext("MessengerSubscriber", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _MessengerSubscriber_firstName(ctx context.Context, field graphql.CollectedField, obj *MessengerSubscriber) (ret graphql.Marshaler) {
+func (ec *executionContext) _MessengerSubscriber_firstName(ctx context.Context, field graphql.CollectedField, obj *view.MessengerSubscriber) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6394,7 +6395,7 @@ func (ec *executionContext) fieldContext_MessengerSubscriber_firstName(_ context
 	return graphql.NewScalarFieldContext("MessengerSubscriber", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _MessengerSubscriber_startPayload(ctx context.Context, field graphql.CollectedField, obj *MessengerSubscriber) (ret graphql.Marshaler) {
+func (ec *executionContext) _MessengerSubscriber_startPayload(ctx context.Context, field graphql.CollectedField, obj *view.MessengerSubscriber) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6417,7 +6418,7 @@ func (ec *executionContext) fieldContext_MessengerSubscriber_startPayload(_ cont
 	return graphql.NewScalarFieldContext("MessengerSubscriber", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _MessengerSubscriber_subscribedSince(ctx context.Context, field graphql.CollectedField, obj *MessengerSubscriber) (ret graphql.Marshaler) {
+func (ec *executionContext) _MessengerSubscriber_subscribedSince(ctx context.Context, field graphql.CollectedField, obj *view.MessengerSubscriber) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6440,7 +6441,7 @@ func (ec *executionContext) fieldContext_MessengerSubscriber_subscribedSince(_ c
 	return graphql.NewScalarFieldContext("MessengerSubscriber", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _MessengerSubscriber_status(ctx context.Context, field graphql.CollectedField, obj *MessengerSubscriber) (ret graphql.Marshaler) {
+func (ec *executionContext) _MessengerSubscriber_status(ctx context.Context, field graphql.CollectedField, obj *view.MessengerSubscriber) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6463,7 +6464,7 @@ func (ec *executionContext) fieldContext_MessengerSubscriber_status(_ context.Co
 	return graphql.NewScalarFieldContext("MessengerSubscriber", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _MessengerSubscriber_userId(ctx context.Context, field graphql.CollectedField, obj *MessengerSubscriber) (ret graphql.Marshaler) {
+func (ec *executionContext) _MessengerSubscriber_userId(ctx context.Context, field graphql.CollectedField, obj *view.MessengerSubscriber) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -6498,8 +6499,8 @@ func (ec *executionContext) _MessengerSubscriberConnection_nodes(ctx context.Con
 			return obj.Nodes, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []MessengerSubscriber) graphql.Marshaler {
-			return ec.marshalNMessengerSubscriber2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerSubscriberᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []view.MessengerSubscriber) graphql.Marshaler {
+			return ec.marshalNMessengerSubscriber2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerSubscriberᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6530,8 +6531,8 @@ func (ec *executionContext) _MessengerSubscriberConnection_pageInfo(ctx context.
 			return obj.PageInfo, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *PageInfo) graphql.Marshaler {
-			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐPageInfo(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPageInfo(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6695,8 +6696,8 @@ func (ec *executionContext) _Mutation_login(ctx context.Context, field graphql.C
 			return ec.Resolvers.Mutation().Login(ctx, fc.Args["email"].(string), fc.Args["password"].(string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *AuthPayload) graphql.Marshaler {
-			return ec.marshalNAuthPayload2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐAuthPayload(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.Tokens) graphql.Marshaler {
+			return ec.marshalNAuthPayload2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐTokens(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6739,8 +6740,8 @@ func (ec *executionContext) _Mutation_refreshToken(ctx context.Context, field gr
 			return ec.Resolvers.Mutation().RefreshToken(ctx, fc.Args["refreshToken"].(string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *AuthPayload) graphql.Marshaler {
-			return ec.marshalNAuthPayload2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐAuthPayload(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.Tokens) graphql.Marshaler {
+			return ec.marshalNAuthPayload2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐTokens(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6911,7 +6912,7 @@ func (ec *executionContext) _Mutation_registerDevice(ctx context.Context, field 
 
 			directive1 := func(ctx context.Context) (any, error) {
 				if ec.Directives.Auth == nil {
-					var zeroVal *Device
+					var zeroVal *view.Device
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, nil)
@@ -6920,8 +6921,8 @@ func (ec *executionContext) _Mutation_registerDevice(ctx context.Context, field 
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *Device) graphql.Marshaler {
-			return ec.marshalNDevice2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐDevice(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.Device) graphql.Marshaler {
+			return ec.marshalNDevice2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐDevice(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6968,7 +6969,7 @@ func (ec *executionContext) _Mutation_updatePushToken(ctx context.Context, field
 
 			directive1 := func(ctx context.Context) (any, error) {
 				if ec.Directives.Auth == nil {
-					var zeroVal *Device
+					var zeroVal *view.Device
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, nil)
@@ -6977,8 +6978,8 @@ func (ec *executionContext) _Mutation_updatePushToken(ctx context.Context, field
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *Device) graphql.Marshaler {
-			return ec.marshalNDevice2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐDevice(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.Device) graphql.Marshaler {
+			return ec.marshalNDevice2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐDevice(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7083,11 +7084,11 @@ func (ec *executionContext) _Mutation_sendNotificationByDeviceId(ctx context.Con
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "notifications:send")
 				if err != nil {
-					var zeroVal *SendNotificationResult
+					var zeroVal *view.SendNotificationResult
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *SendNotificationResult
+					var zeroVal *view.SendNotificationResult
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -7096,8 +7097,8 @@ func (ec *executionContext) _Mutation_sendNotificationByDeviceId(ctx context.Con
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *SendNotificationResult) graphql.Marshaler {
-			return ec.marshalNSendNotificationResult2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐSendNotificationResult(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.SendNotificationResult) graphql.Marshaler {
+			return ec.marshalNSendNotificationResult2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSendNotificationResult(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7145,11 +7146,11 @@ func (ec *executionContext) _Mutation_sendNotificationToUser(ctx context.Context
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "notifications:send")
 				if err != nil {
-					var zeroVal *SendToUserResult
+					var zeroVal *view.SendToUserResult
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *SendToUserResult
+					var zeroVal *view.SendToUserResult
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -7158,8 +7159,8 @@ func (ec *executionContext) _Mutation_sendNotificationToUser(ctx context.Context
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *SendToUserResult) graphql.Marshaler {
-			return ec.marshalNSendToUserResult2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐSendToUserResult(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.SendToUserResult) graphql.Marshaler {
+			return ec.marshalNSendToUserResult2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSendToUserResult(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7207,11 +7208,11 @@ func (ec *executionContext) _Mutation_sendNotificationToAll(ctx context.Context,
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "notifications:send")
 				if err != nil {
-					var zeroVal *BroadcastResult
+					var zeroVal *view.BroadcastResult
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *BroadcastResult
+					var zeroVal *view.BroadcastResult
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -7220,8 +7221,8 @@ func (ec *executionContext) _Mutation_sendNotificationToAll(ctx context.Context,
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *BroadcastResult) graphql.Marshaler {
-			return ec.marshalNBroadcastResult2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐBroadcastResult(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.BroadcastResult) graphql.Marshaler {
+			return ec.marshalNBroadcastResult2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐBroadcastResult(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7269,11 +7270,11 @@ func (ec *executionContext) _Mutation_sendNotificationByToken(ctx context.Contex
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "admin")
 				if err != nil {
-					var zeroVal *SendNotificationResult
+					var zeroVal *view.SendNotificationResult
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *SendNotificationResult
+					var zeroVal *view.SendNotificationResult
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -7282,8 +7283,8 @@ func (ec *executionContext) _Mutation_sendNotificationByToken(ctx context.Contex
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *SendNotificationResult) graphql.Marshaler {
-			return ec.marshalNSendNotificationResult2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐSendNotificationResult(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.SendNotificationResult) graphql.Marshaler {
+			return ec.marshalNSendNotificationResult2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSendNotificationResult(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7331,11 +7332,11 @@ func (ec *executionContext) _Mutation_cancelNotificationJob(ctx context.Context,
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "notifications:send")
 				if err != nil {
-					var zeroVal *NotificationJob
+					var zeroVal *view.NotificationJob
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *NotificationJob
+					var zeroVal *view.NotificationJob
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -7344,8 +7345,8 @@ func (ec *executionContext) _Mutation_cancelNotificationJob(ctx context.Context,
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *NotificationJob) graphql.Marshaler {
-			return ec.marshalNNotificationJob2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐNotificationJob(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.NotificationJob) graphql.Marshaler {
+			return ec.marshalNNotificationJob2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationJob(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7391,7 +7392,7 @@ func (ec *executionContext) _Mutation_messengerLinkUrl(ctx context.Context, fiel
 
 			directive1 := func(ctx context.Context) (any, error) {
 				if ec.Directives.Auth == nil {
-					var zeroVal *MessengerLink
+					var zeroVal *view.MessengerLink
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, nil)
@@ -7400,8 +7401,8 @@ func (ec *executionContext) _Mutation_messengerLinkUrl(ctx context.Context, fiel
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *MessengerLink) graphql.Marshaler {
-			return ec.marshalNMessengerLink2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerLink(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.MessengerLink) graphql.Marshaler {
+			return ec.marshalNMessengerLink2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerLink(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7466,7 +7467,7 @@ func (ec *executionContext) _Mutation_sendMessengerMessage(ctx context.Context, 
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().SendMessengerMessage(ctx, fc.Args["chatId"].(string), fc.Args["message"].(string), fc.Args["options"].(*MessengerMessageOptions), fc.Args["idempotencyKey"].(*string))
+			return ec.Resolvers.Mutation().SendMessengerMessage(ctx, fc.Args["chatId"].(string), fc.Args["message"].(string), fc.Args["options"].(*view.MessengerOptions), fc.Args["idempotencyKey"].(*string))
 		},
 		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
 			directive0 := next
@@ -7474,11 +7475,11 @@ func (ec *executionContext) _Mutation_sendMessengerMessage(ctx context.Context, 
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "messenger:send")
 				if err != nil {
-					var zeroVal *SendMessengerMessageResult
+					var zeroVal *view.MessengerMessageResult
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *SendMessengerMessageResult
+					var zeroVal *view.MessengerMessageResult
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -7487,8 +7488,8 @@ func (ec *executionContext) _Mutation_sendMessengerMessage(ctx context.Context, 
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *SendMessengerMessageResult) graphql.Marshaler {
-			return ec.marshalNSendMessengerMessageResult2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐSendMessengerMessageResult(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.MessengerMessageResult) graphql.Marshaler {
+			return ec.marshalNSendMessengerMessageResult2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerMessageResult(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7528,7 +7529,7 @@ func (ec *executionContext) _Mutation_sendMessengerBroadcast(ctx context.Context
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().SendMessengerBroadcast(ctx, fc.Args["message"].(string), fc.Args["options"].(*MessengerMessageOptions), fc.Args["audience"].(*AudienceInput), fc.Args["idempotencyKey"].(*string))
+			return ec.Resolvers.Mutation().SendMessengerBroadcast(ctx, fc.Args["message"].(string), fc.Args["options"].(*view.MessengerOptions), fc.Args["audience"].(*AudienceInput), fc.Args["idempotencyKey"].(*string))
 		},
 		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
 			directive0 := next
@@ -7536,11 +7537,11 @@ func (ec *executionContext) _Mutation_sendMessengerBroadcast(ctx context.Context
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "messenger:send")
 				if err != nil {
-					var zeroVal *MessengerBroadcast
+					var zeroVal *view.MessengerBroadcast
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *MessengerBroadcast
+					var zeroVal *view.MessengerBroadcast
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -7549,8 +7550,8 @@ func (ec *executionContext) _Mutation_sendMessengerBroadcast(ctx context.Context
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *MessengerBroadcast) graphql.Marshaler {
-			return ec.marshalNMessengerBroadcast2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerBroadcast(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.MessengerBroadcast) graphql.Marshaler {
+			return ec.marshalNMessengerBroadcast2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerBroadcast(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7598,11 +7599,11 @@ func (ec *executionContext) _Mutation_cancelMessengerBroadcast(ctx context.Conte
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "messenger:send")
 				if err != nil {
-					var zeroVal *MessengerBroadcast
+					var zeroVal *view.MessengerBroadcast
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *MessengerBroadcast
+					var zeroVal *view.MessengerBroadcast
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -7611,8 +7612,8 @@ func (ec *executionContext) _Mutation_cancelMessengerBroadcast(ctx context.Conte
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *MessengerBroadcast) graphql.Marshaler {
-			return ec.marshalNMessengerBroadcast2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerBroadcast(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.MessengerBroadcast) graphql.Marshaler {
+			return ec.marshalNMessengerBroadcast2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerBroadcast(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7660,11 +7661,11 @@ func (ec *executionContext) _Mutation_createApiKey(ctx context.Context, field gr
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "admin")
 				if err != nil {
-					var zeroVal *CreatedAPIKey
+					var zeroVal *view.CreatedAPIKey
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *CreatedAPIKey
+					var zeroVal *view.CreatedAPIKey
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -7673,8 +7674,8 @@ func (ec *executionContext) _Mutation_createApiKey(ctx context.Context, field gr
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *CreatedAPIKey) graphql.Marshaler {
-			return ec.marshalNCreatedApiKey2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐCreatedAPIKey(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.CreatedAPIKey) graphql.Marshaler {
+			return ec.marshalNCreatedApiKey2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐCreatedAPIKey(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7722,11 +7723,11 @@ func (ec *executionContext) _Mutation_revokeApiKey(ctx context.Context, field gr
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "admin")
 				if err != nil {
-					var zeroVal *APIKey
+					var zeroVal *view.APIKey
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *APIKey
+					var zeroVal *view.APIKey
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -7735,8 +7736,8 @@ func (ec *executionContext) _Mutation_revokeApiKey(ctx context.Context, field gr
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *APIKey) graphql.Marshaler {
-			return ec.marshalNApiKey2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐAPIKey(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.APIKey) graphql.Marshaler {
+			return ec.marshalNApiKey2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐAPIKey(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7784,11 +7785,11 @@ func (ec *executionContext) _Mutation_setSubscription(ctx context.Context, field
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "accounts:write")
 				if err != nil {
-					var zeroVal *UserRecord
+					var zeroVal *view.UserRecord
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *UserRecord
+					var zeroVal *view.UserRecord
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -7797,8 +7798,8 @@ func (ec *executionContext) _Mutation_setSubscription(ctx context.Context, field
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *UserRecord) graphql.Marshaler {
-			return ec.marshalNUserRecord2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐUserRecord(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.UserRecord) graphql.Marshaler {
+			return ec.marshalNUserRecord2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐUserRecord(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7846,11 +7847,11 @@ func (ec *executionContext) _Mutation_setUserLocale(ctx context.Context, field g
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "accounts:write")
 				if err != nil {
-					var zeroVal *UserRecord
+					var zeroVal *view.UserRecord
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *UserRecord
+					var zeroVal *view.UserRecord
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -7859,8 +7860,8 @@ func (ec *executionContext) _Mutation_setUserLocale(ctx context.Context, field g
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *UserRecord) graphql.Marshaler {
-			return ec.marshalNUserRecord2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐUserRecord(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.UserRecord) graphql.Marshaler {
+			return ec.marshalNUserRecord2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐUserRecord(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7908,11 +7909,11 @@ func (ec *executionContext) _Mutation_disableUser(ctx context.Context, field gra
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "accounts:write")
 				if err != nil {
-					var zeroVal *UserRecord
+					var zeroVal *view.UserRecord
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *UserRecord
+					var zeroVal *view.UserRecord
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -7921,8 +7922,8 @@ func (ec *executionContext) _Mutation_disableUser(ctx context.Context, field gra
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *UserRecord) graphql.Marshaler {
-			return ec.marshalNUserRecord2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐUserRecord(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.UserRecord) graphql.Marshaler {
+			return ec.marshalNUserRecord2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐUserRecord(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7970,11 +7971,11 @@ func (ec *executionContext) _Mutation_enableUser(ctx context.Context, field grap
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "accounts:write")
 				if err != nil {
-					var zeroVal *UserRecord
+					var zeroVal *view.UserRecord
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *UserRecord
+					var zeroVal *view.UserRecord
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -7983,8 +7984,8 @@ func (ec *executionContext) _Mutation_enableUser(ctx context.Context, field grap
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *UserRecord) graphql.Marshaler {
-			return ec.marshalNUserRecord2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐUserRecord(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.UserRecord) graphql.Marshaler {
+			return ec.marshalNUserRecord2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐUserRecord(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8269,7 +8270,7 @@ func (ec *executionContext) _Mutation_setLocale(ctx context.Context, field graph
 
 			directive1 := func(ctx context.Context) (any, error) {
 				if ec.Directives.Auth == nil {
-					var zeroVal *User
+					var zeroVal *view.User
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, nil)
@@ -8278,8 +8279,8 @@ func (ec *executionContext) _Mutation_setLocale(ctx context.Context, field graph
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *User) graphql.Marshaler {
-			return ec.marshalNUser2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐUser(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐUser(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8327,11 +8328,11 @@ func (ec *executionContext) _Mutation_createWebhookEndpoint(ctx context.Context,
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "webhooks:manage")
 				if err != nil {
-					var zeroVal *CreatedWebhookEndpoint
+					var zeroVal *view.CreatedWebhookEndpoint
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *CreatedWebhookEndpoint
+					var zeroVal *view.CreatedWebhookEndpoint
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -8340,8 +8341,8 @@ func (ec *executionContext) _Mutation_createWebhookEndpoint(ctx context.Context,
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *CreatedWebhookEndpoint) graphql.Marshaler {
-			return ec.marshalNCreatedWebhookEndpoint2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐCreatedWebhookEndpoint(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.CreatedWebhookEndpoint) graphql.Marshaler {
+			return ec.marshalNCreatedWebhookEndpoint2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐCreatedWebhookEndpoint(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8451,11 +8452,11 @@ func (ec *executionContext) _Mutation_rotateWebhookSecret(ctx context.Context, f
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "webhooks:manage")
 				if err != nil {
-					var zeroVal *CreatedWebhookEndpoint
+					var zeroVal *view.CreatedWebhookEndpoint
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *CreatedWebhookEndpoint
+					var zeroVal *view.CreatedWebhookEndpoint
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -8464,8 +8465,8 @@ func (ec *executionContext) _Mutation_rotateWebhookSecret(ctx context.Context, f
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *CreatedWebhookEndpoint) graphql.Marshaler {
-			return ec.marshalNCreatedWebhookEndpoint2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐCreatedWebhookEndpoint(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.CreatedWebhookEndpoint) graphql.Marshaler {
+			return ec.marshalNCreatedWebhookEndpoint2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐCreatedWebhookEndpoint(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8513,11 +8514,11 @@ func (ec *executionContext) _Mutation_setWebhookEndpointEnabled(ctx context.Cont
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "webhooks:manage")
 				if err != nil {
-					var zeroVal *WebhookEndpoint
+					var zeroVal *view.WebhookEndpoint
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *WebhookEndpoint
+					var zeroVal *view.WebhookEndpoint
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -8526,8 +8527,8 @@ func (ec *executionContext) _Mutation_setWebhookEndpointEnabled(ctx context.Cont
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *WebhookEndpoint) graphql.Marshaler {
-			return ec.marshalNWebhookEndpoint2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐWebhookEndpoint(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.WebhookEndpoint) graphql.Marshaler {
+			return ec.marshalNWebhookEndpoint2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐWebhookEndpoint(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8699,11 +8700,11 @@ func (ec *executionContext) _Mutation_banAddress(ctx context.Context, field grap
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "admin")
 				if err != nil {
-					var zeroVal *Ban
+					var zeroVal *view.Ban
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *Ban
+					var zeroVal *view.Ban
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -8712,8 +8713,8 @@ func (ec *executionContext) _Mutation_banAddress(ctx context.Context, field grap
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *Ban) graphql.Marshaler {
-			return ec.marshalNBan2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐBan(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.Ban) graphql.Marshaler {
+			return ec.marshalNBan2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐBan(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8805,7 +8806,7 @@ func (ec *executionContext) fieldContext_Mutation_liftBan(ctx context.Context, f
 	return fc, nil
 }
 
-func (ec *executionContext) _NotificationJob_id(ctx context.Context, field graphql.CollectedField, obj *NotificationJob) (ret graphql.Marshaler) {
+func (ec *executionContext) _NotificationJob_id(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8828,7 +8829,7 @@ func (ec *executionContext) fieldContext_NotificationJob_id(_ context.Context, f
 	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
-func (ec *executionContext) _NotificationJob_status(ctx context.Context, field graphql.CollectedField, obj *NotificationJob) (ret graphql.Marshaler) {
+func (ec *executionContext) _NotificationJob_status(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8851,7 +8852,7 @@ func (ec *executionContext) fieldContext_NotificationJob_status(_ context.Contex
 	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _NotificationJob_subject(ctx context.Context, field graphql.CollectedField, obj *NotificationJob) (ret graphql.Marshaler) {
+func (ec *executionContext) _NotificationJob_subject(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8874,7 +8875,7 @@ func (ec *executionContext) fieldContext_NotificationJob_subject(_ context.Conte
 	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _NotificationJob_totalRecipients(ctx context.Context, field graphql.CollectedField, obj *NotificationJob) (ret graphql.Marshaler) {
+func (ec *executionContext) _NotificationJob_totalRecipients(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8897,7 +8898,7 @@ func (ec *executionContext) fieldContext_NotificationJob_totalRecipients(_ conte
 	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _NotificationJob_sent(ctx context.Context, field graphql.CollectedField, obj *NotificationJob) (ret graphql.Marshaler) {
+func (ec *executionContext) _NotificationJob_sent(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8920,7 +8921,7 @@ func (ec *executionContext) fieldContext_NotificationJob_sent(_ context.Context,
 	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _NotificationJob_failed(ctx context.Context, field graphql.CollectedField, obj *NotificationJob) (ret graphql.Marshaler) {
+func (ec *executionContext) _NotificationJob_failed(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8943,7 +8944,7 @@ func (ec *executionContext) fieldContext_NotificationJob_failed(_ context.Contex
 	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _NotificationJob_invalidTokens(ctx context.Context, field graphql.CollectedField, obj *NotificationJob) (ret graphql.Marshaler) {
+func (ec *executionContext) _NotificationJob_invalidTokens(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8966,7 +8967,7 @@ func (ec *executionContext) fieldContext_NotificationJob_invalidTokens(_ context
 	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _NotificationJob_createdAt(ctx context.Context, field graphql.CollectedField, obj *NotificationJob) (ret graphql.Marshaler) {
+func (ec *executionContext) _NotificationJob_createdAt(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -8989,7 +8990,7 @@ func (ec *executionContext) fieldContext_NotificationJob_createdAt(_ context.Con
 	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _NotificationJob_startedAt(ctx context.Context, field graphql.CollectedField, obj *NotificationJob) (ret graphql.Marshaler) {
+func (ec *executionContext) _NotificationJob_startedAt(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9012,7 +9013,7 @@ func (ec *executionContext) fieldContext_NotificationJob_startedAt(_ context.Con
 	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _NotificationJob_sendAt(ctx context.Context, field graphql.CollectedField, obj *NotificationJob) (ret graphql.Marshaler) {
+func (ec *executionContext) _NotificationJob_sendAt(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9035,7 +9036,7 @@ func (ec *executionContext) fieldContext_NotificationJob_sendAt(_ context.Contex
 	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _NotificationJob_finishedAt(ctx context.Context, field graphql.CollectedField, obj *NotificationJob) (ret graphql.Marshaler) {
+func (ec *executionContext) _NotificationJob_finishedAt(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9058,7 +9059,7 @@ func (ec *executionContext) fieldContext_NotificationJob_finishedAt(_ context.Co
 	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _NotificationJob_error(ctx context.Context, field graphql.CollectedField, obj *NotificationJob) (ret graphql.Marshaler) {
+func (ec *executionContext) _NotificationJob_error(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9093,8 +9094,8 @@ func (ec *executionContext) _NotificationJobConnection_nodes(ctx context.Context
 			return obj.Nodes, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []NotificationJob) graphql.Marshaler {
-			return ec.marshalNNotificationJob2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐNotificationJobᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []view.NotificationJob) graphql.Marshaler {
+			return ec.marshalNNotificationJob2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationJobᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -9125,8 +9126,8 @@ func (ec *executionContext) _NotificationJobConnection_pageInfo(ctx context.Cont
 			return obj.PageInfo, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *PageInfo) graphql.Marshaler {
-			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐPageInfo(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPageInfo(ctx, selections, v)
 		},
 		true,
 		true,
@@ -9145,7 +9146,7 @@ func (ec *executionContext) fieldContext_NotificationJobConnection_pageInfo(_ co
 	return fc, nil
 }
 
-func (ec *executionContext) _PageInfo_endCursor(ctx context.Context, field graphql.CollectedField, obj *PageInfo) (ret graphql.Marshaler) {
+func (ec *executionContext) _PageInfo_endCursor(ctx context.Context, field graphql.CollectedField, obj *view.PageInfo) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9168,7 +9169,7 @@ func (ec *executionContext) fieldContext_PageInfo_endCursor(_ context.Context, f
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *PageInfo) (ret graphql.Marshaler) {
+func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *view.PageInfo) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9191,7 +9192,7 @@ func (ec *executionContext) fieldContext_PageInfo_hasNextPage(_ context.Context,
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
-func (ec *executionContext) _PlatformCount_platform(ctx context.Context, field graphql.CollectedField, obj *PlatformCount) (ret graphql.Marshaler) {
+func (ec *executionContext) _PlatformCount_platform(ctx context.Context, field graphql.CollectedField, obj *view.PlatformCount) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9214,7 +9215,7 @@ func (ec *executionContext) fieldContext_PlatformCount_platform(_ context.Contex
 	return graphql.NewScalarFieldContext("PlatformCount", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _PlatformCount_count(ctx context.Context, field graphql.CollectedField, obj *PlatformCount) (ret graphql.Marshaler) {
+func (ec *executionContext) _PlatformCount_count(ctx context.Context, field graphql.CollectedField, obj *view.PlatformCount) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9276,7 +9277,7 @@ func (ec *executionContext) _Query_me(ctx context.Context, field graphql.Collect
 
 			directive1 := func(ctx context.Context) (any, error) {
 				if ec.Directives.Auth == nil {
-					var zeroVal *User
+					var zeroVal *view.User
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, nil)
@@ -9285,8 +9286,8 @@ func (ec *executionContext) _Query_me(ctx context.Context, field graphql.Collect
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *User) graphql.Marshaler {
-			return ec.marshalNUser2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐUser(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐUser(ctx, selections, v)
 		},
 		true,
 		true,
@@ -9416,11 +9417,11 @@ func (ec *executionContext) _Query_notificationJob(ctx context.Context, field gr
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "notifications:send")
 				if err != nil {
-					var zeroVal *NotificationJob
+					var zeroVal *view.NotificationJob
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *NotificationJob
+					var zeroVal *view.NotificationJob
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -9429,8 +9430,8 @@ func (ec *executionContext) _Query_notificationJob(ctx context.Context, field gr
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *NotificationJob) graphql.Marshaler {
-			return ec.marshalNNotificationJob2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐNotificationJob(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.NotificationJob) graphql.Marshaler {
+			return ec.marshalNNotificationJob2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationJob(ctx, selections, v)
 		},
 		true,
 		true,
@@ -9539,11 +9540,11 @@ func (ec *executionContext) _Query_messengerBotStatus(ctx context.Context, field
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "messenger:send")
 				if err != nil {
-					var zeroVal *MessengerBotStatus
+					var zeroVal *view.MessengerBotStatus
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *MessengerBotStatus
+					var zeroVal *view.MessengerBotStatus
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -9552,8 +9553,8 @@ func (ec *executionContext) _Query_messengerBotStatus(ctx context.Context, field
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *MessengerBotStatus) graphql.Marshaler {
-			return ec.marshalNMessengerBotStatus2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerBotStatus(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.MessengerBotStatus) graphql.Marshaler {
+			return ec.marshalNMessengerBotStatus2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerBotStatus(ctx, selections, v)
 		},
 		true,
 		true,
@@ -9652,11 +9653,11 @@ func (ec *executionContext) _Query_messengerPreview(ctx context.Context, field g
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "messenger:send")
 				if err != nil {
-					var zeroVal *MessengerPreview
+					var zeroVal *view.MessengerPreview
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *MessengerPreview
+					var zeroVal *view.MessengerPreview
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -9665,8 +9666,8 @@ func (ec *executionContext) _Query_messengerPreview(ctx context.Context, field g
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *MessengerPreview) graphql.Marshaler {
-			return ec.marshalNMessengerPreview2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerPreview(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.MessengerPreview) graphql.Marshaler {
+			return ec.marshalNMessengerPreview2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerPreview(ctx, selections, v)
 		},
 		true,
 		true,
@@ -9714,11 +9715,11 @@ func (ec *executionContext) _Query_messengerBroadcast(ctx context.Context, field
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "messenger:send")
 				if err != nil {
-					var zeroVal *MessengerBroadcast
+					var zeroVal *view.MessengerBroadcast
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *MessengerBroadcast
+					var zeroVal *view.MessengerBroadcast
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -9727,8 +9728,8 @@ func (ec *executionContext) _Query_messengerBroadcast(ctx context.Context, field
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *MessengerBroadcast) graphql.Marshaler {
-			return ec.marshalNMessengerBroadcast2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerBroadcast(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.MessengerBroadcast) graphql.Marshaler {
+			return ec.marshalNMessengerBroadcast2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerBroadcast(ctx, selections, v)
 		},
 		true,
 		true,
@@ -9775,11 +9776,11 @@ func (ec *executionContext) _Query_apiKeys(ctx context.Context, field graphql.Co
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "admin")
 				if err != nil {
-					var zeroVal []APIKey
+					var zeroVal []view.APIKey
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal []APIKey
+					var zeroVal []view.APIKey
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -9788,8 +9789,8 @@ func (ec *executionContext) _Query_apiKeys(ctx context.Context, field graphql.Co
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v []APIKey) graphql.Marshaler {
-			return ec.marshalNApiKey2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐAPIKeyᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []view.APIKey) graphql.Marshaler {
+			return ec.marshalNApiKey2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐAPIKeyᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -9888,11 +9889,11 @@ func (ec *executionContext) _Query_user(ctx context.Context, field graphql.Colle
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "accounts:read")
 				if err != nil {
-					var zeroVal *UserRecord
+					var zeroVal *view.UserRecord
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *UserRecord
+					var zeroVal *view.UserRecord
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -9901,8 +9902,8 @@ func (ec *executionContext) _Query_user(ctx context.Context, field graphql.Colle
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *UserRecord) graphql.Marshaler {
-			return ec.marshalNUserRecord2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐUserRecord(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.UserRecord) graphql.Marshaler {
+			return ec.marshalNUserRecord2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐUserRecord(ctx, selections, v)
 		},
 		true,
 		true,
@@ -9948,7 +9949,7 @@ func (ec *executionContext) _Query_mySessions(ctx context.Context, field graphql
 
 			directive1 := func(ctx context.Context) (any, error) {
 				if ec.Directives.Auth == nil {
-					var zeroVal []Session
+					var zeroVal []view.Session
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, nil)
@@ -9957,8 +9958,8 @@ func (ec *executionContext) _Query_mySessions(ctx context.Context, field graphql
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v []Session) graphql.Marshaler {
-			return ec.marshalNSession2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐSessionᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []view.Session) graphql.Marshaler {
+			return ec.marshalNSession2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSessionᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -9994,11 +9995,11 @@ func (ec *executionContext) _Query_webhookEndpoints(ctx context.Context, field g
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "webhooks:manage")
 				if err != nil {
-					var zeroVal []WebhookEndpoint
+					var zeroVal []view.WebhookEndpoint
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal []WebhookEndpoint
+					var zeroVal []view.WebhookEndpoint
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -10007,8 +10008,8 @@ func (ec *executionContext) _Query_webhookEndpoints(ctx context.Context, field g
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v []WebhookEndpoint) graphql.Marshaler {
-			return ec.marshalNWebhookEndpoint2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐWebhookEndpointᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []view.WebhookEndpoint) graphql.Marshaler {
+			return ec.marshalNWebhookEndpoint2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐWebhookEndpointᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -10045,11 +10046,11 @@ func (ec *executionContext) _Query_webhookEndpoint(ctx context.Context, field gr
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "webhooks:manage")
 				if err != nil {
-					var zeroVal *WebhookEndpoint
+					var zeroVal *view.WebhookEndpoint
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *WebhookEndpoint
+					var zeroVal *view.WebhookEndpoint
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -10058,8 +10059,8 @@ func (ec *executionContext) _Query_webhookEndpoint(ctx context.Context, field gr
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *WebhookEndpoint) graphql.Marshaler {
-			return ec.marshalNWebhookEndpoint2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐWebhookEndpoint(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.WebhookEndpoint) graphql.Marshaler {
+			return ec.marshalNWebhookEndpoint2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐWebhookEndpoint(ctx, selections, v)
 		},
 		true,
 		true,
@@ -10209,11 +10210,11 @@ func (ec *executionContext) _Query_adminOverview(ctx context.Context, field grap
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "admin")
 				if err != nil {
-					var zeroVal *AdminOverview
+					var zeroVal *view.AdminOverview
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *AdminOverview
+					var zeroVal *view.AdminOverview
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -10222,8 +10223,8 @@ func (ec *executionContext) _Query_adminOverview(ctx context.Context, field grap
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *AdminOverview) graphql.Marshaler {
-			return ec.marshalNAdminOverview2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐAdminOverview(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.AdminOverview) graphql.Marshaler {
+			return ec.marshalNAdminOverview2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐAdminOverview(ctx, selections, v)
 		},
 		true,
 		true,
@@ -10380,7 +10381,7 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 	return fc, nil
 }
 
-func (ec *executionContext) _RateLimiterState_backend(ctx context.Context, field graphql.CollectedField, obj *RateLimiterState) (ret graphql.Marshaler) {
+func (ec *executionContext) _RateLimiterState_backend(ctx context.Context, field graphql.CollectedField, obj *view.RateLimiterState) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10403,7 +10404,7 @@ func (ec *executionContext) fieldContext_RateLimiterState_backend(_ context.Cont
 	return graphql.NewScalarFieldContext("RateLimiterState", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _RateLimiterState_degraded(ctx context.Context, field graphql.CollectedField, obj *RateLimiterState) (ret graphql.Marshaler) {
+func (ec *executionContext) _RateLimiterState_degraded(ctx context.Context, field graphql.CollectedField, obj *view.RateLimiterState) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10426,7 +10427,7 @@ func (ec *executionContext) fieldContext_RateLimiterState_degraded(_ context.Con
 	return graphql.NewScalarFieldContext("RateLimiterState", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
-func (ec *executionContext) _RateLimiterState_reason(ctx context.Context, field graphql.CollectedField, obj *RateLimiterState) (ret graphql.Marshaler) {
+func (ec *executionContext) _RateLimiterState_reason(ctx context.Context, field graphql.CollectedField, obj *view.RateLimiterState) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10449,7 +10450,7 @@ func (ec *executionContext) fieldContext_RateLimiterState_reason(_ context.Conte
 	return graphql.NewScalarFieldContext("RateLimiterState", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _SendMessengerMessageResult_success(ctx context.Context, field graphql.CollectedField, obj *SendMessengerMessageResult) (ret graphql.Marshaler) {
+func (ec *executionContext) _SendMessengerMessageResult_success(ctx context.Context, field graphql.CollectedField, obj *view.MessengerMessageResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10472,7 +10473,7 @@ func (ec *executionContext) fieldContext_SendMessengerMessageResult_success(_ co
 	return graphql.NewScalarFieldContext("SendMessengerMessageResult", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
-func (ec *executionContext) _SendMessengerMessageResult_messageId(ctx context.Context, field graphql.CollectedField, obj *SendMessengerMessageResult) (ret graphql.Marshaler) {
+func (ec *executionContext) _SendMessengerMessageResult_messageId(ctx context.Context, field graphql.CollectedField, obj *view.MessengerMessageResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10495,7 +10496,7 @@ func (ec *executionContext) fieldContext_SendMessengerMessageResult_messageId(_ 
 	return graphql.NewScalarFieldContext("SendMessengerMessageResult", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _SendNotificationResult_status(ctx context.Context, field graphql.CollectedField, obj *SendNotificationResult) (ret graphql.Marshaler) {
+func (ec *executionContext) _SendNotificationResult_status(ctx context.Context, field graphql.CollectedField, obj *view.SendNotificationResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10518,7 +10519,7 @@ func (ec *executionContext) fieldContext_SendNotificationResult_status(_ context
 	return graphql.NewScalarFieldContext("SendNotificationResult", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _SendNotificationResult_message(ctx context.Context, field graphql.CollectedField, obj *SendNotificationResult) (ret graphql.Marshaler) {
+func (ec *executionContext) _SendNotificationResult_message(ctx context.Context, field graphql.CollectedField, obj *view.SendNotificationResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10541,7 +10542,7 @@ func (ec *executionContext) fieldContext_SendNotificationResult_message(_ contex
 	return graphql.NewScalarFieldContext("SendNotificationResult", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _SendToUserResult_userId(ctx context.Context, field graphql.CollectedField, obj *SendToUserResult) (ret graphql.Marshaler) {
+func (ec *executionContext) _SendToUserResult_userId(ctx context.Context, field graphql.CollectedField, obj *view.SendToUserResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10564,7 +10565,7 @@ func (ec *executionContext) fieldContext_SendToUserResult_userId(_ context.Conte
 	return graphql.NewScalarFieldContext("SendToUserResult", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
-func (ec *executionContext) _SendToUserResult_status(ctx context.Context, field graphql.CollectedField, obj *SendToUserResult) (ret graphql.Marshaler) {
+func (ec *executionContext) _SendToUserResult_status(ctx context.Context, field graphql.CollectedField, obj *view.SendToUserResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10587,7 +10588,7 @@ func (ec *executionContext) fieldContext_SendToUserResult_status(_ context.Conte
 	return graphql.NewScalarFieldContext("SendToUserResult", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _SendToUserResult_message(ctx context.Context, field graphql.CollectedField, obj *SendToUserResult) (ret graphql.Marshaler) {
+func (ec *executionContext) _SendToUserResult_message(ctx context.Context, field graphql.CollectedField, obj *view.SendToUserResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10610,7 +10611,7 @@ func (ec *executionContext) fieldContext_SendToUserResult_message(_ context.Cont
 	return graphql.NewScalarFieldContext("SendToUserResult", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _SendToUserResult_outcomes(ctx context.Context, field graphql.CollectedField, obj *SendToUserResult) (ret graphql.Marshaler) {
+func (ec *executionContext) _SendToUserResult_outcomes(ctx context.Context, field graphql.CollectedField, obj *view.SendToUserResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10622,8 +10623,8 @@ func (ec *executionContext) _SendToUserResult_outcomes(ctx context.Context, fiel
 			return obj.Outcomes, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []DeviceSendOutcome) graphql.Marshaler {
-			return ec.marshalNDeviceSendOutcome2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐDeviceSendOutcomeᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []view.DeviceSendOutcome) graphql.Marshaler {
+			return ec.marshalNDeviceSendOutcome2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐDeviceSendOutcomeᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -10642,7 +10643,7 @@ func (ec *executionContext) fieldContext_SendToUserResult_outcomes(_ context.Con
 	return fc, nil
 }
 
-func (ec *executionContext) _Session_id(ctx context.Context, field graphql.CollectedField, obj *Session) (ret graphql.Marshaler) {
+func (ec *executionContext) _Session_id(ctx context.Context, field graphql.CollectedField, obj *view.Session) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10665,7 +10666,7 @@ func (ec *executionContext) fieldContext_Session_id(_ context.Context, field gra
 	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
-func (ec *executionContext) _Session_createdAt(ctx context.Context, field graphql.CollectedField, obj *Session) (ret graphql.Marshaler) {
+func (ec *executionContext) _Session_createdAt(ctx context.Context, field graphql.CollectedField, obj *view.Session) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10688,7 +10689,7 @@ func (ec *executionContext) fieldContext_Session_createdAt(_ context.Context, fi
 	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _Session_lastUsedAt(ctx context.Context, field graphql.CollectedField, obj *Session) (ret graphql.Marshaler) {
+func (ec *executionContext) _Session_lastUsedAt(ctx context.Context, field graphql.CollectedField, obj *view.Session) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10711,7 +10712,7 @@ func (ec *executionContext) fieldContext_Session_lastUsedAt(_ context.Context, f
 	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _Session_userAgent(ctx context.Context, field graphql.CollectedField, obj *Session) (ret graphql.Marshaler) {
+func (ec *executionContext) _Session_userAgent(ctx context.Context, field graphql.CollectedField, obj *view.Session) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10734,7 +10735,7 @@ func (ec *executionContext) fieldContext_Session_userAgent(_ context.Context, fi
 	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _Session_ip(ctx context.Context, field graphql.CollectedField, obj *Session) (ret graphql.Marshaler) {
+func (ec *executionContext) _Session_ip(ctx context.Context, field graphql.CollectedField, obj *view.Session) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10757,7 +10758,7 @@ func (ec *executionContext) fieldContext_Session_ip(_ context.Context, field gra
 	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _Session_current(ctx context.Context, field graphql.CollectedField, obj *Session) (ret graphql.Marshaler) {
+func (ec *executionContext) _Session_current(ctx context.Context, field graphql.CollectedField, obj *view.Session) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10844,11 +10845,11 @@ func (ec *executionContext) _Subscription_notificationJobUpdated(ctx context.Con
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "notifications:send")
 				if err != nil {
-					var zeroVal *NotificationJob
+					var zeroVal *view.NotificationJob
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *NotificationJob
+					var zeroVal *view.NotificationJob
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -10857,8 +10858,8 @@ func (ec *executionContext) _Subscription_notificationJobUpdated(ctx context.Con
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *NotificationJob) graphql.Marshaler {
-			return ec.marshalNNotificationJob2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐNotificationJob(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.NotificationJob) graphql.Marshaler {
+			return ec.marshalNNotificationJob2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationJob(ctx, selections, v)
 		},
 		true,
 		true,
@@ -10956,11 +10957,11 @@ func (ec *executionContext) _Subscription_messengerBroadcastUpdated(ctx context.
 			directive1 := func(ctx context.Context) (any, error) {
 				scope, err := ec.unmarshalOString2ᚖstring(ctx, "messenger:send")
 				if err != nil {
-					var zeroVal *MessengerBroadcast
+					var zeroVal *view.MessengerBroadcast
 					return zeroVal, err
 				}
 				if ec.Directives.Auth == nil {
-					var zeroVal *MessengerBroadcast
+					var zeroVal *view.MessengerBroadcast
 					return zeroVal, errors.New("directive auth is not implemented")
 				}
 				return ec.Directives.Auth(ctx, nil, directive0, scope)
@@ -10969,8 +10970,8 @@ func (ec *executionContext) _Subscription_messengerBroadcastUpdated(ctx context.
 			next = directive1
 			return next
 		},
-		func(ctx context.Context, selections ast.SelectionSet, v *MessengerBroadcast) graphql.Marshaler {
-			return ec.marshalNMessengerBroadcast2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerBroadcast(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.MessengerBroadcast) graphql.Marshaler {
+			return ec.marshalNMessengerBroadcast2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerBroadcast(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11000,7 +11001,7 @@ func (ec *executionContext) fieldContext_Subscription_messengerBroadcastUpdated(
 	return fc, nil
 }
 
-func (ec *executionContext) _User_id(ctx context.Context, field graphql.CollectedField, obj *User) (ret graphql.Marshaler) {
+func (ec *executionContext) _User_id(ctx context.Context, field graphql.CollectedField, obj *view.User) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11023,7 +11024,7 @@ func (ec *executionContext) fieldContext_User_id(_ context.Context, field graphq
 	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
-func (ec *executionContext) _User_email(ctx context.Context, field graphql.CollectedField, obj *User) (ret graphql.Marshaler) {
+func (ec *executionContext) _User_email(ctx context.Context, field graphql.CollectedField, obj *view.User) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11046,7 +11047,7 @@ func (ec *executionContext) fieldContext_User_email(_ context.Context, field gra
 	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _User_emailVerified(ctx context.Context, field graphql.CollectedField, obj *User) (ret graphql.Marshaler) {
+func (ec *executionContext) _User_emailVerified(ctx context.Context, field graphql.CollectedField, obj *view.User) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11069,7 +11070,7 @@ func (ec *executionContext) fieldContext_User_emailVerified(_ context.Context, f
 	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
-func (ec *executionContext) _User_createdAt(ctx context.Context, field graphql.CollectedField, obj *User) (ret graphql.Marshaler) {
+func (ec *executionContext) _User_createdAt(ctx context.Context, field graphql.CollectedField, obj *view.User) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11092,7 +11093,7 @@ func (ec *executionContext) fieldContext_User_createdAt(_ context.Context, field
 	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _User_referralCode(ctx context.Context, field graphql.CollectedField, obj *User) (ret graphql.Marshaler) {
+func (ec *executionContext) _User_referralCode(ctx context.Context, field graphql.CollectedField, obj *view.User) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11115,7 +11116,7 @@ func (ec *executionContext) fieldContext_User_referralCode(_ context.Context, fi
 	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _User_subscription(ctx context.Context, field graphql.CollectedField, obj *User) (ret graphql.Marshaler) {
+func (ec *executionContext) _User_subscription(ctx context.Context, field graphql.CollectedField, obj *view.User) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11127,8 +11128,8 @@ func (ec *executionContext) _User_subscription(ctx context.Context, field graphq
 			return obj.Subscription, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *UserSubscription) graphql.Marshaler {
-			return ec.marshalNUserSubscription2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐUserSubscription(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v view.UserSubscription) graphql.Marshaler {
+			return ec.marshalNUserSubscription2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐUserSubscription(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11147,7 +11148,7 @@ func (ec *executionContext) fieldContext_User_subscription(_ context.Context, fi
 	return fc, nil
 }
 
-func (ec *executionContext) _User_locale(ctx context.Context, field graphql.CollectedField, obj *User) (ret graphql.Marshaler) {
+func (ec *executionContext) _User_locale(ctx context.Context, field graphql.CollectedField, obj *view.User) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11170,7 +11171,7 @@ func (ec *executionContext) fieldContext_User_locale(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _UserRecord_id(ctx context.Context, field graphql.CollectedField, obj *UserRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _UserRecord_id(ctx context.Context, field graphql.CollectedField, obj *view.UserRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11193,7 +11194,7 @@ func (ec *executionContext) fieldContext_UserRecord_id(_ context.Context, field 
 	return graphql.NewScalarFieldContext("UserRecord", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
-func (ec *executionContext) _UserRecord_email(ctx context.Context, field graphql.CollectedField, obj *UserRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _UserRecord_email(ctx context.Context, field graphql.CollectedField, obj *view.UserRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11216,7 +11217,7 @@ func (ec *executionContext) fieldContext_UserRecord_email(_ context.Context, fie
 	return graphql.NewScalarFieldContext("UserRecord", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _UserRecord_emailVerified(ctx context.Context, field graphql.CollectedField, obj *UserRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _UserRecord_emailVerified(ctx context.Context, field graphql.CollectedField, obj *view.UserRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11239,7 +11240,7 @@ func (ec *executionContext) fieldContext_UserRecord_emailVerified(_ context.Cont
 	return graphql.NewScalarFieldContext("UserRecord", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
-func (ec *executionContext) _UserRecord_createdAt(ctx context.Context, field graphql.CollectedField, obj *UserRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _UserRecord_createdAt(ctx context.Context, field graphql.CollectedField, obj *view.UserRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11262,7 +11263,7 @@ func (ec *executionContext) fieldContext_UserRecord_createdAt(_ context.Context,
 	return graphql.NewScalarFieldContext("UserRecord", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _UserRecord_referralCode(ctx context.Context, field graphql.CollectedField, obj *UserRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _UserRecord_referralCode(ctx context.Context, field graphql.CollectedField, obj *view.UserRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11285,7 +11286,7 @@ func (ec *executionContext) fieldContext_UserRecord_referralCode(_ context.Conte
 	return graphql.NewScalarFieldContext("UserRecord", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _UserRecord_subscription(ctx context.Context, field graphql.CollectedField, obj *UserRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _UserRecord_subscription(ctx context.Context, field graphql.CollectedField, obj *view.UserRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11297,8 +11298,8 @@ func (ec *executionContext) _UserRecord_subscription(ctx context.Context, field 
 			return obj.Subscription, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *UserSubscription) graphql.Marshaler {
-			return ec.marshalNUserSubscription2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐUserSubscription(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v view.UserSubscription) graphql.Marshaler {
+			return ec.marshalNUserSubscription2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐUserSubscription(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11317,7 +11318,7 @@ func (ec *executionContext) fieldContext_UserRecord_subscription(_ context.Conte
 	return fc, nil
 }
 
-func (ec *executionContext) _UserRecord_locale(ctx context.Context, field graphql.CollectedField, obj *UserRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _UserRecord_locale(ctx context.Context, field graphql.CollectedField, obj *view.UserRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11340,7 +11341,7 @@ func (ec *executionContext) fieldContext_UserRecord_locale(_ context.Context, fi
 	return graphql.NewScalarFieldContext("UserRecord", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _UserRecord_disabled(ctx context.Context, field graphql.CollectedField, obj *UserRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _UserRecord_disabled(ctx context.Context, field graphql.CollectedField, obj *view.UserRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11363,7 +11364,7 @@ func (ec *executionContext) fieldContext_UserRecord_disabled(_ context.Context, 
 	return graphql.NewScalarFieldContext("UserRecord", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
-func (ec *executionContext) _UserRecord_disabledAt(ctx context.Context, field graphql.CollectedField, obj *UserRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _UserRecord_disabledAt(ctx context.Context, field graphql.CollectedField, obj *view.UserRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11386,7 +11387,7 @@ func (ec *executionContext) fieldContext_UserRecord_disabledAt(_ context.Context
 	return graphql.NewScalarFieldContext("UserRecord", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _UserRecord_disabledReason(ctx context.Context, field graphql.CollectedField, obj *UserRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _UserRecord_disabledReason(ctx context.Context, field graphql.CollectedField, obj *view.UserRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11409,7 +11410,7 @@ func (ec *executionContext) fieldContext_UserRecord_disabledReason(_ context.Con
 	return graphql.NewScalarFieldContext("UserRecord", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _UserRecord_lastLoginAt(ctx context.Context, field graphql.CollectedField, obj *UserRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _UserRecord_lastLoginAt(ctx context.Context, field graphql.CollectedField, obj *view.UserRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11432,7 +11433,7 @@ func (ec *executionContext) fieldContext_UserRecord_lastLoginAt(_ context.Contex
 	return graphql.NewScalarFieldContext("UserRecord", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _UserRecord_deviceCount(ctx context.Context, field graphql.CollectedField, obj *UserRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _UserRecord_deviceCount(ctx context.Context, field graphql.CollectedField, obj *view.UserRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11455,7 +11456,7 @@ func (ec *executionContext) fieldContext_UserRecord_deviceCount(_ context.Contex
 	return graphql.NewScalarFieldContext("UserRecord", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _UserRecord_sessionCount(ctx context.Context, field graphql.CollectedField, obj *UserRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _UserRecord_sessionCount(ctx context.Context, field graphql.CollectedField, obj *view.UserRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11478,7 +11479,7 @@ func (ec *executionContext) fieldContext_UserRecord_sessionCount(_ context.Conte
 	return graphql.NewScalarFieldContext("UserRecord", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _UserRecord_sessions(ctx context.Context, field graphql.CollectedField, obj *UserRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _UserRecord_sessions(ctx context.Context, field graphql.CollectedField, obj *view.UserRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11490,8 +11491,8 @@ func (ec *executionContext) _UserRecord_sessions(ctx context.Context, field grap
 			return ec.Resolvers.UserRecord().Sessions(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []Session) graphql.Marshaler {
-			return ec.marshalNSession2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐSessionᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []view.Session) graphql.Marshaler {
+			return ec.marshalNSession2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSessionᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11510,7 +11511,7 @@ func (ec *executionContext) fieldContext_UserRecord_sessions(_ context.Context, 
 	return fc, nil
 }
 
-func (ec *executionContext) _UserRecord_messengerChat(ctx context.Context, field graphql.CollectedField, obj *UserRecord) (ret graphql.Marshaler) {
+func (ec *executionContext) _UserRecord_messengerChat(ctx context.Context, field graphql.CollectedField, obj *view.UserRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11522,8 +11523,8 @@ func (ec *executionContext) _UserRecord_messengerChat(ctx context.Context, field
 			return ec.Resolvers.UserRecord().MessengerChat(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *MessengerSubscriber) graphql.Marshaler {
-			return ec.marshalOMessengerSubscriber2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerSubscriber(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.MessengerSubscriber) graphql.Marshaler {
+			return ec.marshalOMessengerSubscriber2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerSubscriber(ctx, selections, v)
 		},
 		true,
 		false,
@@ -11554,8 +11555,8 @@ func (ec *executionContext) _UserRecordConnection_nodes(ctx context.Context, fie
 			return obj.Nodes, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []UserRecord) graphql.Marshaler {
-			return ec.marshalNUserRecord2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐUserRecordᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []view.UserRecord) graphql.Marshaler {
+			return ec.marshalNUserRecord2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐUserRecordᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11586,8 +11587,8 @@ func (ec *executionContext) _UserRecordConnection_pageInfo(ctx context.Context, 
 			return obj.PageInfo, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *PageInfo) graphql.Marshaler {
-			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐPageInfo(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPageInfo(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11606,7 +11607,7 @@ func (ec *executionContext) fieldContext_UserRecordConnection_pageInfo(_ context
 	return fc, nil
 }
 
-func (ec *executionContext) _UserSubscription_plan(ctx context.Context, field graphql.CollectedField, obj *UserSubscription) (ret graphql.Marshaler) {
+func (ec *executionContext) _UserSubscription_plan(ctx context.Context, field graphql.CollectedField, obj *view.UserSubscription) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11629,7 +11630,7 @@ func (ec *executionContext) fieldContext_UserSubscription_plan(_ context.Context
 	return graphql.NewScalarFieldContext("UserSubscription", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _UserSubscription_status(ctx context.Context, field graphql.CollectedField, obj *UserSubscription) (ret graphql.Marshaler) {
+func (ec *executionContext) _UserSubscription_status(ctx context.Context, field graphql.CollectedField, obj *view.UserSubscription) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11652,7 +11653,7 @@ func (ec *executionContext) fieldContext_UserSubscription_status(_ context.Conte
 	return graphql.NewScalarFieldContext("UserSubscription", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _UserSubscription_expiresAt(ctx context.Context, field graphql.CollectedField, obj *UserSubscription) (ret graphql.Marshaler) {
+func (ec *executionContext) _UserSubscription_expiresAt(ctx context.Context, field graphql.CollectedField, obj *view.UserSubscription) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11675,7 +11676,7 @@ func (ec *executionContext) fieldContext_UserSubscription_expiresAt(_ context.Co
 	return graphql.NewScalarFieldContext("UserSubscription", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookCounts_total(ctx context.Context, field graphql.CollectedField, obj *WebhookCounts) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookCounts_total(ctx context.Context, field graphql.CollectedField, obj *view.WebhookCounts) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11698,7 +11699,7 @@ func (ec *executionContext) fieldContext_WebhookCounts_total(_ context.Context, 
 	return graphql.NewScalarFieldContext("WebhookCounts", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookCounts_failing(ctx context.Context, field graphql.CollectedField, obj *WebhookCounts) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookCounts_failing(ctx context.Context, field graphql.CollectedField, obj *view.WebhookCounts) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11721,7 +11722,7 @@ func (ec *executionContext) fieldContext_WebhookCounts_failing(_ context.Context
 	return graphql.NewScalarFieldContext("WebhookCounts", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookCounts_disabled(ctx context.Context, field graphql.CollectedField, obj *WebhookCounts) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookCounts_disabled(ctx context.Context, field graphql.CollectedField, obj *view.WebhookCounts) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11744,7 +11745,7 @@ func (ec *executionContext) fieldContext_WebhookCounts_disabled(_ context.Contex
 	return graphql.NewScalarFieldContext("WebhookCounts", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookDelivery_id(ctx context.Context, field graphql.CollectedField, obj *WebhookDelivery) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookDelivery_id(ctx context.Context, field graphql.CollectedField, obj *view.WebhookDelivery) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11767,7 +11768,7 @@ func (ec *executionContext) fieldContext_WebhookDelivery_id(_ context.Context, f
 	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookDelivery_eventId(ctx context.Context, field graphql.CollectedField, obj *WebhookDelivery) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookDelivery_eventId(ctx context.Context, field graphql.CollectedField, obj *view.WebhookDelivery) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11790,7 +11791,7 @@ func (ec *executionContext) fieldContext_WebhookDelivery_eventId(_ context.Conte
 	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookDelivery_eventType(ctx context.Context, field graphql.CollectedField, obj *WebhookDelivery) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookDelivery_eventType(ctx context.Context, field graphql.CollectedField, obj *view.WebhookDelivery) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11813,7 +11814,7 @@ func (ec *executionContext) fieldContext_WebhookDelivery_eventType(_ context.Con
 	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookDelivery_attempt(ctx context.Context, field graphql.CollectedField, obj *WebhookDelivery) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookDelivery_attempt(ctx context.Context, field graphql.CollectedField, obj *view.WebhookDelivery) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11836,7 +11837,7 @@ func (ec *executionContext) fieldContext_WebhookDelivery_attempt(_ context.Conte
 	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookDelivery_statusCode(ctx context.Context, field graphql.CollectedField, obj *WebhookDelivery) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookDelivery_statusCode(ctx context.Context, field graphql.CollectedField, obj *view.WebhookDelivery) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11859,7 +11860,7 @@ func (ec *executionContext) fieldContext_WebhookDelivery_statusCode(_ context.Co
 	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookDelivery_success(ctx context.Context, field graphql.CollectedField, obj *WebhookDelivery) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookDelivery_success(ctx context.Context, field graphql.CollectedField, obj *view.WebhookDelivery) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11882,7 +11883,7 @@ func (ec *executionContext) fieldContext_WebhookDelivery_success(_ context.Conte
 	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookDelivery_durationMs(ctx context.Context, field graphql.CollectedField, obj *WebhookDelivery) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookDelivery_durationMs(ctx context.Context, field graphql.CollectedField, obj *view.WebhookDelivery) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11905,7 +11906,7 @@ func (ec *executionContext) fieldContext_WebhookDelivery_durationMs(_ context.Co
 	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookDelivery_error(ctx context.Context, field graphql.CollectedField, obj *WebhookDelivery) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookDelivery_error(ctx context.Context, field graphql.CollectedField, obj *view.WebhookDelivery) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11928,7 +11929,7 @@ func (ec *executionContext) fieldContext_WebhookDelivery_error(_ context.Context
 	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookDelivery_createdAt(ctx context.Context, field graphql.CollectedField, obj *WebhookDelivery) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookDelivery_createdAt(ctx context.Context, field graphql.CollectedField, obj *view.WebhookDelivery) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -11963,8 +11964,8 @@ func (ec *executionContext) _WebhookDeliveryConnection_nodes(ctx context.Context
 			return obj.Nodes, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []WebhookDelivery) graphql.Marshaler {
-			return ec.marshalNWebhookDelivery2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐWebhookDeliveryᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []view.WebhookDelivery) graphql.Marshaler {
+			return ec.marshalNWebhookDelivery2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐWebhookDeliveryᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -11995,8 +11996,8 @@ func (ec *executionContext) _WebhookDeliveryConnection_pageInfo(ctx context.Cont
 			return obj.PageInfo, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *PageInfo) graphql.Marshaler {
-			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐPageInfo(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPageInfo(ctx, selections, v)
 		},
 		true,
 		true,
@@ -12015,7 +12016,7 @@ func (ec *executionContext) fieldContext_WebhookDeliveryConnection_pageInfo(_ co
 	return fc, nil
 }
 
-func (ec *executionContext) _WebhookEndpoint_id(ctx context.Context, field graphql.CollectedField, obj *WebhookEndpoint) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEndpoint_id(ctx context.Context, field graphql.CollectedField, obj *view.WebhookEndpoint) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -12038,7 +12039,7 @@ func (ec *executionContext) fieldContext_WebhookEndpoint_id(_ context.Context, f
 	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookEndpoint_url(ctx context.Context, field graphql.CollectedField, obj *WebhookEndpoint) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEndpoint_url(ctx context.Context, field graphql.CollectedField, obj *view.WebhookEndpoint) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -12061,7 +12062,7 @@ func (ec *executionContext) fieldContext_WebhookEndpoint_url(_ context.Context, 
 	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookEndpoint_description(ctx context.Context, field graphql.CollectedField, obj *WebhookEndpoint) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEndpoint_description(ctx context.Context, field graphql.CollectedField, obj *view.WebhookEndpoint) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -12084,7 +12085,7 @@ func (ec *executionContext) fieldContext_WebhookEndpoint_description(_ context.C
 	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookEndpoint_eventTypes(ctx context.Context, field graphql.CollectedField, obj *WebhookEndpoint) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEndpoint_eventTypes(ctx context.Context, field graphql.CollectedField, obj *view.WebhookEndpoint) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -12107,7 +12108,7 @@ func (ec *executionContext) fieldContext_WebhookEndpoint_eventTypes(_ context.Co
 	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookEndpoint_enabled(ctx context.Context, field graphql.CollectedField, obj *WebhookEndpoint) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEndpoint_enabled(ctx context.Context, field graphql.CollectedField, obj *view.WebhookEndpoint) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -12130,7 +12131,7 @@ func (ec *executionContext) fieldContext_WebhookEndpoint_enabled(_ context.Conte
 	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookEndpoint_disabledAt(ctx context.Context, field graphql.CollectedField, obj *WebhookEndpoint) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEndpoint_disabledAt(ctx context.Context, field graphql.CollectedField, obj *view.WebhookEndpoint) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -12153,7 +12154,7 @@ func (ec *executionContext) fieldContext_WebhookEndpoint_disabledAt(_ context.Co
 	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookEndpoint_disabledReason(ctx context.Context, field graphql.CollectedField, obj *WebhookEndpoint) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEndpoint_disabledReason(ctx context.Context, field graphql.CollectedField, obj *view.WebhookEndpoint) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -12176,7 +12177,7 @@ func (ec *executionContext) fieldContext_WebhookEndpoint_disabledReason(_ contex
 	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookEndpoint_failingSince(ctx context.Context, field graphql.CollectedField, obj *WebhookEndpoint) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEndpoint_failingSince(ctx context.Context, field graphql.CollectedField, obj *view.WebhookEndpoint) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -12199,7 +12200,7 @@ func (ec *executionContext) fieldContext_WebhookEndpoint_failingSince(_ context.
 	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookEndpoint_previousSecretExpiresAt(ctx context.Context, field graphql.CollectedField, obj *WebhookEndpoint) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEndpoint_previousSecretExpiresAt(ctx context.Context, field graphql.CollectedField, obj *view.WebhookEndpoint) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -12222,7 +12223,7 @@ func (ec *executionContext) fieldContext_WebhookEndpoint_previousSecretExpiresAt
 	return graphql.NewScalarFieldContext("WebhookEndpoint", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
-func (ec *executionContext) _WebhookEndpoint_createdAt(ctx context.Context, field graphql.CollectedField, obj *WebhookEndpoint) (ret graphql.Marshaler) {
+func (ec *executionContext) _WebhookEndpoint_createdAt(ctx context.Context, field graphql.CollectedField, obj *view.WebhookEndpoint) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -13443,8 +13444,8 @@ func (ec *executionContext) unmarshalInputCreateWebhookEndpointInput(ctx context
 	return it, nil
 }
 
-func (ec *executionContext) unmarshalInputMessengerButton(ctx context.Context, obj any) (MessengerButton, error) {
-	var it MessengerButton
+func (ec *executionContext) unmarshalInputMessengerButton(ctx context.Context, obj any) (view.MessengerButton, error) {
+	var it view.MessengerButton
 	if obj == nil {
 		return it, nil
 	}
@@ -13480,8 +13481,8 @@ func (ec *executionContext) unmarshalInputMessengerButton(ctx context.Context, o
 	return it, nil
 }
 
-func (ec *executionContext) unmarshalInputMessengerMessageOptions(ctx context.Context, obj any) (MessengerMessageOptions, error) {
-	var it MessengerMessageOptions
+func (ec *executionContext) unmarshalInputMessengerMessageOptions(ctx context.Context, obj any) (view.MessengerOptions, error) {
+	var it view.MessengerOptions
 	if obj == nil {
 		return it, nil
 	}
@@ -13507,7 +13508,7 @@ func (ec *executionContext) unmarshalInputMessengerMessageOptions(ctx context.Co
 			it.Silent = data
 		case "buttons":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("buttons"))
-			data, err := ec.unmarshalOMessengerButton2ᚕᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerButtonᚄ(ctx, v)
+			data, err := ec.unmarshalOMessengerButton2ᚕᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerButtonᚄ(ctx, v)
 			if err != nil {
 				return it, err
 			}
@@ -13715,7 +13716,7 @@ func (ec *executionContext) unmarshalInputRegisterDeviceInput(ctx context.Contex
 
 var accountCountsImplementors = []string{"AccountCounts"}
 
-func (ec *executionContext) _AccountCounts(ctx context.Context, sel ast.SelectionSet, obj *AccountCounts) graphql.Marshaler {
+func (ec *executionContext) _AccountCounts(ctx context.Context, sel ast.SelectionSet, obj *view.AccountCounts) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, accountCountsImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -13768,7 +13769,7 @@ func (ec *executionContext) _AccountCounts(ctx context.Context, sel ast.Selectio
 
 var adminOverviewImplementors = []string{"AdminOverview"}
 
-func (ec *executionContext) _AdminOverview(ctx context.Context, sel ast.SelectionSet, obj *AdminOverview) graphql.Marshaler {
+func (ec *executionContext) _AdminOverview(ctx context.Context, sel ast.SelectionSet, obj *view.AdminOverview) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, adminOverviewImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -13836,7 +13837,7 @@ func (ec *executionContext) _AdminOverview(ctx context.Context, sel ast.Selectio
 
 var apiKeyImplementors = []string{"ApiKey"}
 
-func (ec *executionContext) _ApiKey(ctx context.Context, sel ast.SelectionSet, obj *APIKey) graphql.Marshaler {
+func (ec *executionContext) _ApiKey(ctx context.Context, sel ast.SelectionSet, obj *view.APIKey) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, apiKeyImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -13909,7 +13910,7 @@ func (ec *executionContext) _ApiKey(ctx context.Context, sel ast.SelectionSet, o
 
 var authPayloadImplementors = []string{"AuthPayload"}
 
-func (ec *executionContext) _AuthPayload(ctx context.Context, sel ast.SelectionSet, obj *AuthPayload) graphql.Marshaler {
+func (ec *executionContext) _AuthPayload(ctx context.Context, sel ast.SelectionSet, obj *view.Tokens) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, authPayloadImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -13962,7 +13963,7 @@ func (ec *executionContext) _AuthPayload(ctx context.Context, sel ast.SelectionS
 
 var banImplementors = []string{"Ban"}
 
-func (ec *executionContext) _Ban(ctx context.Context, sel ast.SelectionSet, obj *Ban) graphql.Marshaler {
+func (ec *executionContext) _Ban(ctx context.Context, sel ast.SelectionSet, obj *view.Ban) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, banImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -14053,7 +14054,7 @@ func (ec *executionContext) _BanConnection(ctx context.Context, sel ast.Selectio
 
 var broadcastCountsImplementors = []string{"BroadcastCounts"}
 
-func (ec *executionContext) _BroadcastCounts(ctx context.Context, sel ast.SelectionSet, obj *BroadcastCounts) graphql.Marshaler {
+func (ec *executionContext) _BroadcastCounts(ctx context.Context, sel ast.SelectionSet, obj *view.BroadcastCounts) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, broadcastCountsImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -14106,7 +14107,7 @@ func (ec *executionContext) _BroadcastCounts(ctx context.Context, sel ast.Select
 
 var broadcastResultImplementors = []string{"BroadcastResult"}
 
-func (ec *executionContext) _BroadcastResult(ctx context.Context, sel ast.SelectionSet, obj *BroadcastResult) graphql.Marshaler {
+func (ec *executionContext) _BroadcastResult(ctx context.Context, sel ast.SelectionSet, obj *view.BroadcastResult) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, broadcastResultImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -14159,7 +14160,7 @@ func (ec *executionContext) _BroadcastResult(ctx context.Context, sel ast.Select
 
 var createdApiKeyImplementors = []string{"CreatedApiKey"}
 
-func (ec *executionContext) _CreatedApiKey(ctx context.Context, sel ast.SelectionSet, obj *CreatedAPIKey) graphql.Marshaler {
+func (ec *executionContext) _CreatedApiKey(ctx context.Context, sel ast.SelectionSet, obj *view.CreatedAPIKey) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, createdApiKeyImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -14202,7 +14203,7 @@ func (ec *executionContext) _CreatedApiKey(ctx context.Context, sel ast.Selectio
 
 var createdWebhookEndpointImplementors = []string{"CreatedWebhookEndpoint"}
 
-func (ec *executionContext) _CreatedWebhookEndpoint(ctx context.Context, sel ast.SelectionSet, obj *CreatedWebhookEndpoint) graphql.Marshaler {
+func (ec *executionContext) _CreatedWebhookEndpoint(ctx context.Context, sel ast.SelectionSet, obj *view.CreatedWebhookEndpoint) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, createdWebhookEndpointImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -14245,7 +14246,7 @@ func (ec *executionContext) _CreatedWebhookEndpoint(ctx context.Context, sel ast
 
 var deviceImplementors = []string{"Device"}
 
-func (ec *executionContext) _Device(ctx context.Context, sel ast.SelectionSet, obj *Device) graphql.Marshaler {
+func (ec *executionContext) _Device(ctx context.Context, sel ast.SelectionSet, obj *view.Device) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, deviceImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -14366,7 +14367,7 @@ func (ec *executionContext) _DeviceConnection(ctx context.Context, sel ast.Selec
 
 var deviceCountsImplementors = []string{"DeviceCounts"}
 
-func (ec *executionContext) _DeviceCounts(ctx context.Context, sel ast.SelectionSet, obj *DeviceCounts) graphql.Marshaler {
+func (ec *executionContext) _DeviceCounts(ctx context.Context, sel ast.SelectionSet, obj *view.DeviceCounts) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, deviceCountsImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -14424,7 +14425,7 @@ func (ec *executionContext) _DeviceCounts(ctx context.Context, sel ast.Selection
 
 var deviceSendOutcomeImplementors = []string{"DeviceSendOutcome"}
 
-func (ec *executionContext) _DeviceSendOutcome(ctx context.Context, sel ast.SelectionSet, obj *DeviceSendOutcome) graphql.Marshaler {
+func (ec *executionContext) _DeviceSendOutcome(ctx context.Context, sel ast.SelectionSet, obj *view.DeviceSendOutcome) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, deviceSendOutcomeImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -14487,7 +14488,7 @@ func (ec *executionContext) _DeviceSendOutcome(ctx context.Context, sel ast.Sele
 
 var messengerBotStatusImplementors = []string{"MessengerBotStatus"}
 
-func (ec *executionContext) _MessengerBotStatus(ctx context.Context, sel ast.SelectionSet, obj *MessengerBotStatus) graphql.Marshaler {
+func (ec *executionContext) _MessengerBotStatus(ctx context.Context, sel ast.SelectionSet, obj *view.MessengerBotStatus) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, messengerBotStatusImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -14545,7 +14546,7 @@ func (ec *executionContext) _MessengerBotStatus(ctx context.Context, sel ast.Sel
 
 var messengerBroadcastImplementors = []string{"MessengerBroadcast"}
 
-func (ec *executionContext) _MessengerBroadcast(ctx context.Context, sel ast.SelectionSet, obj *MessengerBroadcast) graphql.Marshaler {
+func (ec *executionContext) _MessengerBroadcast(ctx context.Context, sel ast.SelectionSet, obj *view.MessengerBroadcast) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, messengerBroadcastImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -14676,7 +14677,7 @@ func (ec *executionContext) _MessengerEvent(ctx context.Context, sel ast.Selecti
 
 var messengerLinkImplementors = []string{"MessengerLink"}
 
-func (ec *executionContext) _MessengerLink(ctx context.Context, sel ast.SelectionSet, obj *MessengerLink) graphql.Marshaler {
+func (ec *executionContext) _MessengerLink(ctx context.Context, sel ast.SelectionSet, obj *view.MessengerLink) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, messengerLinkImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -14719,7 +14720,7 @@ func (ec *executionContext) _MessengerLink(ctx context.Context, sel ast.Selectio
 
 var messengerPreviewImplementors = []string{"MessengerPreview"}
 
-func (ec *executionContext) _MessengerPreview(ctx context.Context, sel ast.SelectionSet, obj *MessengerPreview) graphql.Marshaler {
+func (ec *executionContext) _MessengerPreview(ctx context.Context, sel ast.SelectionSet, obj *view.MessengerPreview) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, messengerPreviewImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -14762,7 +14763,7 @@ func (ec *executionContext) _MessengerPreview(ctx context.Context, sel ast.Selec
 
 var messengerSubscriberImplementors = []string{"MessengerSubscriber"}
 
-func (ec *executionContext) _MessengerSubscriber(ctx context.Context, sel ast.SelectionSet, obj *MessengerSubscriber) graphql.Marshaler {
+func (ec *executionContext) _MessengerSubscriber(ctx context.Context, sel ast.SelectionSet, obj *view.MessengerSubscriber) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, messengerSubscriberImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -15194,7 +15195,7 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 
 var notificationJobImplementors = []string{"NotificationJob"}
 
-func (ec *executionContext) _NotificationJob(ctx context.Context, sel ast.SelectionSet, obj *NotificationJob) graphql.Marshaler {
+func (ec *executionContext) _NotificationJob(ctx context.Context, sel ast.SelectionSet, obj *view.NotificationJob) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, notificationJobImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -15330,7 +15331,7 @@ func (ec *executionContext) _NotificationJobConnection(ctx context.Context, sel 
 
 var pageInfoImplementors = []string{"PageInfo"}
 
-func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet, obj *PageInfo) graphql.Marshaler {
+func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet, obj *view.PageInfo) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, pageInfoImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -15373,7 +15374,7 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 
 var platformCountImplementors = []string{"PlatformCount"}
 
-func (ec *executionContext) _PlatformCount(ctx context.Context, sel ast.SelectionSet, obj *PlatformCount) graphql.Marshaler {
+func (ec *executionContext) _PlatformCount(ctx context.Context, sel ast.SelectionSet, obj *view.PlatformCount) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, platformCountImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -15911,7 +15912,7 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 
 var rateLimiterStateImplementors = []string{"RateLimiterState"}
 
-func (ec *executionContext) _RateLimiterState(ctx context.Context, sel ast.SelectionSet, obj *RateLimiterState) graphql.Marshaler {
+func (ec *executionContext) _RateLimiterState(ctx context.Context, sel ast.SelectionSet, obj *view.RateLimiterState) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, rateLimiterStateImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -15959,7 +15960,7 @@ func (ec *executionContext) _RateLimiterState(ctx context.Context, sel ast.Selec
 
 var sendMessengerMessageResultImplementors = []string{"SendMessengerMessageResult"}
 
-func (ec *executionContext) _SendMessengerMessageResult(ctx context.Context, sel ast.SelectionSet, obj *SendMessengerMessageResult) graphql.Marshaler {
+func (ec *executionContext) _SendMessengerMessageResult(ctx context.Context, sel ast.SelectionSet, obj *view.MessengerMessageResult) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, sendMessengerMessageResultImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -16002,7 +16003,7 @@ func (ec *executionContext) _SendMessengerMessageResult(ctx context.Context, sel
 
 var sendNotificationResultImplementors = []string{"SendNotificationResult"}
 
-func (ec *executionContext) _SendNotificationResult(ctx context.Context, sel ast.SelectionSet, obj *SendNotificationResult) graphql.Marshaler {
+func (ec *executionContext) _SendNotificationResult(ctx context.Context, sel ast.SelectionSet, obj *view.SendNotificationResult) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, sendNotificationResultImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -16045,7 +16046,7 @@ func (ec *executionContext) _SendNotificationResult(ctx context.Context, sel ast
 
 var sendToUserResultImplementors = []string{"SendToUserResult"}
 
-func (ec *executionContext) _SendToUserResult(ctx context.Context, sel ast.SelectionSet, obj *SendToUserResult) graphql.Marshaler {
+func (ec *executionContext) _SendToUserResult(ctx context.Context, sel ast.SelectionSet, obj *view.SendToUserResult) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, sendToUserResultImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -16098,7 +16099,7 @@ func (ec *executionContext) _SendToUserResult(ctx context.Context, sel ast.Selec
 
 var sessionImplementors = []string{"Session"}
 
-func (ec *executionContext) _Session(ctx context.Context, sel ast.SelectionSet, obj *Session) graphql.Marshaler {
+func (ec *executionContext) _Session(ctx context.Context, sel ast.SelectionSet, obj *view.Session) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, sessionImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -16228,7 +16229,7 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 
 var userImplementors = []string{"User"}
 
-func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj *User) graphql.Marshaler {
+func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj *view.User) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, userImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -16296,7 +16297,7 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 
 var userRecordImplementors = []string{"UserRecord"}
 
-func (ec *executionContext) _UserRecord(ctx context.Context, sel ast.SelectionSet, obj *UserRecord) graphql.Marshaler {
+func (ec *executionContext) _UserRecord(ctx context.Context, sel ast.SelectionSet, obj *view.UserRecord) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, userRecordImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -16513,7 +16514,7 @@ func (ec *executionContext) _UserRecordConnection(ctx context.Context, sel ast.S
 
 var userSubscriptionImplementors = []string{"UserSubscription"}
 
-func (ec *executionContext) _UserSubscription(ctx context.Context, sel ast.SelectionSet, obj *UserSubscription) graphql.Marshaler {
+func (ec *executionContext) _UserSubscription(ctx context.Context, sel ast.SelectionSet, obj *view.UserSubscription) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, userSubscriptionImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -16561,7 +16562,7 @@ func (ec *executionContext) _UserSubscription(ctx context.Context, sel ast.Selec
 
 var webhookCountsImplementors = []string{"WebhookCounts"}
 
-func (ec *executionContext) _WebhookCounts(ctx context.Context, sel ast.SelectionSet, obj *WebhookCounts) graphql.Marshaler {
+func (ec *executionContext) _WebhookCounts(ctx context.Context, sel ast.SelectionSet, obj *view.WebhookCounts) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, webhookCountsImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -16609,7 +16610,7 @@ func (ec *executionContext) _WebhookCounts(ctx context.Context, sel ast.Selectio
 
 var webhookDeliveryImplementors = []string{"WebhookDelivery"}
 
-func (ec *executionContext) _WebhookDelivery(ctx context.Context, sel ast.SelectionSet, obj *WebhookDelivery) graphql.Marshaler {
+func (ec *executionContext) _WebhookDelivery(ctx context.Context, sel ast.SelectionSet, obj *view.WebhookDelivery) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, webhookDeliveryImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -16730,7 +16731,7 @@ func (ec *executionContext) _WebhookDeliveryConnection(ctx context.Context, sel 
 
 var webhookEndpointImplementors = []string{"WebhookEndpoint"}
 
-func (ec *executionContext) _WebhookEndpoint(ctx context.Context, sel ast.SelectionSet, obj *WebhookEndpoint) graphql.Marshaler {
+func (ec *executionContext) _WebhookEndpoint(ctx context.Context, sel ast.SelectionSet, obj *view.WebhookEndpoint) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, webhookEndpointImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -17203,21 +17204,15 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 
 // region    ***************************** type.gotpl *****************************
 
-func (ec *executionContext) marshalNAccountCounts2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐAccountCounts(ctx context.Context, sel ast.SelectionSet, v *AccountCounts) graphql.Marshaler {
-	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
-		return graphql.Null
-	}
-	return ec._AccountCounts(ctx, sel, v)
+func (ec *executionContext) marshalNAccountCounts2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐAccountCounts(ctx context.Context, sel ast.SelectionSet, v view.AccountCounts) graphql.Marshaler {
+	return ec._AccountCounts(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNAdminOverview2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐAdminOverview(ctx context.Context, sel ast.SelectionSet, v AdminOverview) graphql.Marshaler {
+func (ec *executionContext) marshalNAdminOverview2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐAdminOverview(ctx context.Context, sel ast.SelectionSet, v view.AdminOverview) graphql.Marshaler {
 	return ec._AdminOverview(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNAdminOverview2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐAdminOverview(ctx context.Context, sel ast.SelectionSet, v *AdminOverview) graphql.Marshaler {
+func (ec *executionContext) marshalNAdminOverview2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐAdminOverview(ctx context.Context, sel ast.SelectionSet, v *view.AdminOverview) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -17227,15 +17222,15 @@ func (ec *executionContext) marshalNAdminOverview2ᚖgithubᚗcomᚋheraldᚑvpn
 	return ec._AdminOverview(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNApiKey2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐAPIKey(ctx context.Context, sel ast.SelectionSet, v APIKey) graphql.Marshaler {
+func (ec *executionContext) marshalNApiKey2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐAPIKey(ctx context.Context, sel ast.SelectionSet, v view.APIKey) graphql.Marshaler {
 	return ec._ApiKey(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNApiKey2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐAPIKeyᚄ(ctx context.Context, sel ast.SelectionSet, v []APIKey) graphql.Marshaler {
+func (ec *executionContext) marshalNApiKey2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐAPIKeyᚄ(ctx context.Context, sel ast.SelectionSet, v []view.APIKey) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNApiKey2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐAPIKey(ctx, sel, v[i])
+		return ec.marshalNApiKey2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐAPIKey(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -17247,7 +17242,7 @@ func (ec *executionContext) marshalNApiKey2ᚕgithubᚗcomᚋheraldᚑvpnᚋhera
 	return ret
 }
 
-func (ec *executionContext) marshalNApiKey2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐAPIKey(ctx context.Context, sel ast.SelectionSet, v *APIKey) graphql.Marshaler {
+func (ec *executionContext) marshalNApiKey2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐAPIKey(ctx context.Context, sel ast.SelectionSet, v *view.APIKey) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -17257,11 +17252,11 @@ func (ec *executionContext) marshalNApiKey2ᚖgithubᚗcomᚋheraldᚑvpnᚋhera
 	return ec._ApiKey(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNAuthPayload2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐAuthPayload(ctx context.Context, sel ast.SelectionSet, v AuthPayload) graphql.Marshaler {
+func (ec *executionContext) marshalNAuthPayload2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐTokens(ctx context.Context, sel ast.SelectionSet, v view.Tokens) graphql.Marshaler {
 	return ec._AuthPayload(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNAuthPayload2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐAuthPayload(ctx context.Context, sel ast.SelectionSet, v *AuthPayload) graphql.Marshaler {
+func (ec *executionContext) marshalNAuthPayload2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐTokens(ctx context.Context, sel ast.SelectionSet, v *view.Tokens) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -17271,15 +17266,15 @@ func (ec *executionContext) marshalNAuthPayload2ᚖgithubᚗcomᚋheraldᚑvpn�
 	return ec._AuthPayload(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNBan2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐBan(ctx context.Context, sel ast.SelectionSet, v Ban) graphql.Marshaler {
+func (ec *executionContext) marshalNBan2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐBan(ctx context.Context, sel ast.SelectionSet, v view.Ban) graphql.Marshaler {
 	return ec._Ban(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNBan2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐBanᚄ(ctx context.Context, sel ast.SelectionSet, v []Ban) graphql.Marshaler {
+func (ec *executionContext) marshalNBan2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐBanᚄ(ctx context.Context, sel ast.SelectionSet, v []view.Ban) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNBan2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐBan(ctx, sel, v[i])
+		return ec.marshalNBan2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐBan(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -17291,7 +17286,7 @@ func (ec *executionContext) marshalNBan2ᚕgithubᚗcomᚋheraldᚑvpnᚋherald�
 	return ret
 }
 
-func (ec *executionContext) marshalNBan2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐBan(ctx context.Context, sel ast.SelectionSet, v *Ban) graphql.Marshaler {
+func (ec *executionContext) marshalNBan2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐBan(ctx context.Context, sel ast.SelectionSet, v *view.Ban) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -17331,21 +17326,15 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 	return res
 }
 
-func (ec *executionContext) marshalNBroadcastCounts2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐBroadcastCounts(ctx context.Context, sel ast.SelectionSet, v *BroadcastCounts) graphql.Marshaler {
-	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
-		return graphql.Null
-	}
-	return ec._BroadcastCounts(ctx, sel, v)
+func (ec *executionContext) marshalNBroadcastCounts2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐBroadcastCounts(ctx context.Context, sel ast.SelectionSet, v view.BroadcastCounts) graphql.Marshaler {
+	return ec._BroadcastCounts(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNBroadcastResult2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐBroadcastResult(ctx context.Context, sel ast.SelectionSet, v BroadcastResult) graphql.Marshaler {
+func (ec *executionContext) marshalNBroadcastResult2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐBroadcastResult(ctx context.Context, sel ast.SelectionSet, v view.BroadcastResult) graphql.Marshaler {
 	return ec._BroadcastResult(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNBroadcastResult2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐBroadcastResult(ctx context.Context, sel ast.SelectionSet, v *BroadcastResult) graphql.Marshaler {
+func (ec *executionContext) marshalNBroadcastResult2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐBroadcastResult(ctx context.Context, sel ast.SelectionSet, v *view.BroadcastResult) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -17365,11 +17354,11 @@ func (ec *executionContext) unmarshalNCreateWebhookEndpointInput2githubᚗcomᚋ
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNCreatedApiKey2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐCreatedAPIKey(ctx context.Context, sel ast.SelectionSet, v CreatedAPIKey) graphql.Marshaler {
+func (ec *executionContext) marshalNCreatedApiKey2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐCreatedAPIKey(ctx context.Context, sel ast.SelectionSet, v view.CreatedAPIKey) graphql.Marshaler {
 	return ec._CreatedApiKey(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNCreatedApiKey2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐCreatedAPIKey(ctx context.Context, sel ast.SelectionSet, v *CreatedAPIKey) graphql.Marshaler {
+func (ec *executionContext) marshalNCreatedApiKey2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐCreatedAPIKey(ctx context.Context, sel ast.SelectionSet, v *view.CreatedAPIKey) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -17379,11 +17368,11 @@ func (ec *executionContext) marshalNCreatedApiKey2ᚖgithubᚗcomᚋheraldᚑvpn
 	return ec._CreatedApiKey(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNCreatedWebhookEndpoint2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐCreatedWebhookEndpoint(ctx context.Context, sel ast.SelectionSet, v CreatedWebhookEndpoint) graphql.Marshaler {
+func (ec *executionContext) marshalNCreatedWebhookEndpoint2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐCreatedWebhookEndpoint(ctx context.Context, sel ast.SelectionSet, v view.CreatedWebhookEndpoint) graphql.Marshaler {
 	return ec._CreatedWebhookEndpoint(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNCreatedWebhookEndpoint2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐCreatedWebhookEndpoint(ctx context.Context, sel ast.SelectionSet, v *CreatedWebhookEndpoint) graphql.Marshaler {
+func (ec *executionContext) marshalNCreatedWebhookEndpoint2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐCreatedWebhookEndpoint(ctx context.Context, sel ast.SelectionSet, v *view.CreatedWebhookEndpoint) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -17393,15 +17382,15 @@ func (ec *executionContext) marshalNCreatedWebhookEndpoint2ᚖgithubᚗcomᚋher
 	return ec._CreatedWebhookEndpoint(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNDevice2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐDevice(ctx context.Context, sel ast.SelectionSet, v Device) graphql.Marshaler {
+func (ec *executionContext) marshalNDevice2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐDevice(ctx context.Context, sel ast.SelectionSet, v view.Device) graphql.Marshaler {
 	return ec._Device(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNDevice2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐDeviceᚄ(ctx context.Context, sel ast.SelectionSet, v []Device) graphql.Marshaler {
+func (ec *executionContext) marshalNDevice2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐDeviceᚄ(ctx context.Context, sel ast.SelectionSet, v []view.Device) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNDevice2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐDevice(ctx, sel, v[i])
+		return ec.marshalNDevice2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐDevice(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -17413,7 +17402,7 @@ func (ec *executionContext) marshalNDevice2ᚕgithubᚗcomᚋheraldᚑvpnᚋhera
 	return ret
 }
 
-func (ec *executionContext) marshalNDevice2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐDevice(ctx context.Context, sel ast.SelectionSet, v *Device) graphql.Marshaler {
+func (ec *executionContext) marshalNDevice2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐDevice(ctx context.Context, sel ast.SelectionSet, v *view.Device) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -17437,25 +17426,19 @@ func (ec *executionContext) marshalNDeviceConnection2ᚖgithubᚗcomᚋheraldᚑ
 	return ec._DeviceConnection(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNDeviceCounts2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐDeviceCounts(ctx context.Context, sel ast.SelectionSet, v *DeviceCounts) graphql.Marshaler {
-	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
-		return graphql.Null
-	}
-	return ec._DeviceCounts(ctx, sel, v)
+func (ec *executionContext) marshalNDeviceCounts2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐDeviceCounts(ctx context.Context, sel ast.SelectionSet, v view.DeviceCounts) graphql.Marshaler {
+	return ec._DeviceCounts(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNDeviceSendOutcome2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐDeviceSendOutcome(ctx context.Context, sel ast.SelectionSet, v DeviceSendOutcome) graphql.Marshaler {
+func (ec *executionContext) marshalNDeviceSendOutcome2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐDeviceSendOutcome(ctx context.Context, sel ast.SelectionSet, v view.DeviceSendOutcome) graphql.Marshaler {
 	return ec._DeviceSendOutcome(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNDeviceSendOutcome2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐDeviceSendOutcomeᚄ(ctx context.Context, sel ast.SelectionSet, v []DeviceSendOutcome) graphql.Marshaler {
+func (ec *executionContext) marshalNDeviceSendOutcome2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐDeviceSendOutcomeᚄ(ctx context.Context, sel ast.SelectionSet, v []view.DeviceSendOutcome) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNDeviceSendOutcome2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐDeviceSendOutcome(ctx, sel, v[i])
+		return ec.marshalNDeviceSendOutcome2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐDeviceSendOutcome(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -17499,11 +17482,11 @@ func (ec *executionContext) marshalNInt2int(ctx context.Context, sel ast.Selecti
 	return res
 }
 
-func (ec *executionContext) marshalNMessengerBotStatus2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerBotStatus(ctx context.Context, sel ast.SelectionSet, v MessengerBotStatus) graphql.Marshaler {
+func (ec *executionContext) marshalNMessengerBotStatus2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerBotStatus(ctx context.Context, sel ast.SelectionSet, v view.MessengerBotStatus) graphql.Marshaler {
 	return ec._MessengerBotStatus(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNMessengerBotStatus2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerBotStatus(ctx context.Context, sel ast.SelectionSet, v *MessengerBotStatus) graphql.Marshaler {
+func (ec *executionContext) marshalNMessengerBotStatus2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerBotStatus(ctx context.Context, sel ast.SelectionSet, v *view.MessengerBotStatus) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -17513,11 +17496,11 @@ func (ec *executionContext) marshalNMessengerBotStatus2ᚖgithubᚗcomᚋherald�
 	return ec._MessengerBotStatus(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNMessengerBroadcast2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerBroadcast(ctx context.Context, sel ast.SelectionSet, v MessengerBroadcast) graphql.Marshaler {
+func (ec *executionContext) marshalNMessengerBroadcast2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerBroadcast(ctx context.Context, sel ast.SelectionSet, v view.MessengerBroadcast) graphql.Marshaler {
 	return ec._MessengerBroadcast(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNMessengerBroadcast2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerBroadcast(ctx context.Context, sel ast.SelectionSet, v *MessengerBroadcast) graphql.Marshaler {
+func (ec *executionContext) marshalNMessengerBroadcast2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerBroadcast(ctx context.Context, sel ast.SelectionSet, v *view.MessengerBroadcast) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -17527,18 +17510,18 @@ func (ec *executionContext) marshalNMessengerBroadcast2ᚖgithubᚗcomᚋherald�
 	return ec._MessengerBroadcast(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalNMessengerButton2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerButton(ctx context.Context, v any) (MessengerButton, error) {
+func (ec *executionContext) unmarshalNMessengerButton2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerButton(ctx context.Context, v any) (view.MessengerButton, error) {
 	res, err := ec.unmarshalInputMessengerButton(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) unmarshalNMessengerButton2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerButtonᚄ(ctx context.Context, v any) ([]MessengerButton, error) {
+func (ec *executionContext) unmarshalNMessengerButton2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerButtonᚄ(ctx context.Context, v any) ([]view.MessengerButton, error) {
 	vSlice := graphql.CoerceList(v)
 	var err error
-	res := make([]MessengerButton, len(vSlice))
+	res := make([]view.MessengerButton, len(vSlice))
 	for i := range vSlice {
 		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
-		res[i], err = ec.unmarshalNMessengerButton2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerButton(ctx, vSlice[i])
+		res[i], err = ec.unmarshalNMessengerButton2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerButton(ctx, vSlice[i])
 		if err != nil {
 			return nil, err
 		}
@@ -17560,11 +17543,11 @@ func (ec *executionContext) marshalNMessengerEvent2ᚖgithubᚗcomᚋheraldᚑvp
 	return ec._MessengerEvent(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNMessengerLink2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerLink(ctx context.Context, sel ast.SelectionSet, v MessengerLink) graphql.Marshaler {
+func (ec *executionContext) marshalNMessengerLink2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerLink(ctx context.Context, sel ast.SelectionSet, v view.MessengerLink) graphql.Marshaler {
 	return ec._MessengerLink(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNMessengerLink2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerLink(ctx context.Context, sel ast.SelectionSet, v *MessengerLink) graphql.Marshaler {
+func (ec *executionContext) marshalNMessengerLink2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerLink(ctx context.Context, sel ast.SelectionSet, v *view.MessengerLink) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -17574,11 +17557,11 @@ func (ec *executionContext) marshalNMessengerLink2ᚖgithubᚗcomᚋheraldᚑvpn
 	return ec._MessengerLink(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNMessengerPreview2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerPreview(ctx context.Context, sel ast.SelectionSet, v MessengerPreview) graphql.Marshaler {
+func (ec *executionContext) marshalNMessengerPreview2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerPreview(ctx context.Context, sel ast.SelectionSet, v view.MessengerPreview) graphql.Marshaler {
 	return ec._MessengerPreview(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNMessengerPreview2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerPreview(ctx context.Context, sel ast.SelectionSet, v *MessengerPreview) graphql.Marshaler {
+func (ec *executionContext) marshalNMessengerPreview2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerPreview(ctx context.Context, sel ast.SelectionSet, v *view.MessengerPreview) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -17588,15 +17571,15 @@ func (ec *executionContext) marshalNMessengerPreview2ᚖgithubᚗcomᚋheraldᚑ
 	return ec._MessengerPreview(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNMessengerSubscriber2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerSubscriber(ctx context.Context, sel ast.SelectionSet, v MessengerSubscriber) graphql.Marshaler {
+func (ec *executionContext) marshalNMessengerSubscriber2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerSubscriber(ctx context.Context, sel ast.SelectionSet, v view.MessengerSubscriber) graphql.Marshaler {
 	return ec._MessengerSubscriber(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNMessengerSubscriber2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerSubscriberᚄ(ctx context.Context, sel ast.SelectionSet, v []MessengerSubscriber) graphql.Marshaler {
+func (ec *executionContext) marshalNMessengerSubscriber2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerSubscriberᚄ(ctx context.Context, sel ast.SelectionSet, v []view.MessengerSubscriber) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNMessengerSubscriber2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerSubscriber(ctx, sel, v[i])
+		return ec.marshalNMessengerSubscriber2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerSubscriber(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -17608,7 +17591,7 @@ func (ec *executionContext) marshalNMessengerSubscriber2ᚕgithubᚗcomᚋherald
 	return ret
 }
 
-func (ec *executionContext) marshalNMessengerSubscriber2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerSubscriber(ctx context.Context, sel ast.SelectionSet, v *MessengerSubscriber) graphql.Marshaler {
+func (ec *executionContext) marshalNMessengerSubscriber2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerSubscriber(ctx context.Context, sel ast.SelectionSet, v *view.MessengerSubscriber) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -17637,15 +17620,15 @@ func (ec *executionContext) unmarshalNNotificationInput2githubᚗcomᚋheraldᚑ
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNNotificationJob2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐNotificationJob(ctx context.Context, sel ast.SelectionSet, v NotificationJob) graphql.Marshaler {
+func (ec *executionContext) marshalNNotificationJob2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationJob(ctx context.Context, sel ast.SelectionSet, v view.NotificationJob) graphql.Marshaler {
 	return ec._NotificationJob(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNNotificationJob2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐNotificationJobᚄ(ctx context.Context, sel ast.SelectionSet, v []NotificationJob) graphql.Marshaler {
+func (ec *executionContext) marshalNNotificationJob2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationJobᚄ(ctx context.Context, sel ast.SelectionSet, v []view.NotificationJob) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNNotificationJob2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐNotificationJob(ctx, sel, v[i])
+		return ec.marshalNNotificationJob2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationJob(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -17657,7 +17640,7 @@ func (ec *executionContext) marshalNNotificationJob2ᚕgithubᚗcomᚋheraldᚑv
 	return ret
 }
 
-func (ec *executionContext) marshalNNotificationJob2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐNotificationJob(ctx context.Context, sel ast.SelectionSet, v *NotificationJob) graphql.Marshaler {
+func (ec *executionContext) marshalNNotificationJob2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationJob(ctx context.Context, sel ast.SelectionSet, v *view.NotificationJob) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -17681,7 +17664,7 @@ func (ec *executionContext) marshalNNotificationJobConnection2ᚖgithubᚗcomᚋ
 	return ec._NotificationJobConnection(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *PageInfo) graphql.Marshaler {
+func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *view.PageInfo) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -17691,15 +17674,15 @@ func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋheraldᚑvpnᚋhe
 	return ec._PageInfo(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNPlatformCount2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐPlatformCount(ctx context.Context, sel ast.SelectionSet, v PlatformCount) graphql.Marshaler {
+func (ec *executionContext) marshalNPlatformCount2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPlatformCount(ctx context.Context, sel ast.SelectionSet, v view.PlatformCount) graphql.Marshaler {
 	return ec._PlatformCount(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNPlatformCount2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐPlatformCountᚄ(ctx context.Context, sel ast.SelectionSet, v []PlatformCount) graphql.Marshaler {
+func (ec *executionContext) marshalNPlatformCount2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPlatformCountᚄ(ctx context.Context, sel ast.SelectionSet, v []view.PlatformCount) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNPlatformCount2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐPlatformCount(ctx, sel, v[i])
+		return ec.marshalNPlatformCount2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPlatformCount(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -17711,14 +17694,8 @@ func (ec *executionContext) marshalNPlatformCount2ᚕgithubᚗcomᚋheraldᚑvpn
 	return ret
 }
 
-func (ec *executionContext) marshalNRateLimiterState2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐRateLimiterState(ctx context.Context, sel ast.SelectionSet, v *RateLimiterState) graphql.Marshaler {
-	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
-		return graphql.Null
-	}
-	return ec._RateLimiterState(ctx, sel, v)
+func (ec *executionContext) marshalNRateLimiterState2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐRateLimiterState(ctx context.Context, sel ast.SelectionSet, v view.RateLimiterState) graphql.Marshaler {
+	return ec._RateLimiterState(ctx, sel, &v)
 }
 
 func (ec *executionContext) unmarshalNRegisterDeviceInput2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐRegisterDeviceInput(ctx context.Context, v any) (RegisterDeviceInput, error) {
@@ -17726,11 +17703,11 @@ func (ec *executionContext) unmarshalNRegisterDeviceInput2githubᚗcomᚋherald�
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNSendMessengerMessageResult2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐSendMessengerMessageResult(ctx context.Context, sel ast.SelectionSet, v SendMessengerMessageResult) graphql.Marshaler {
+func (ec *executionContext) marshalNSendMessengerMessageResult2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerMessageResult(ctx context.Context, sel ast.SelectionSet, v view.MessengerMessageResult) graphql.Marshaler {
 	return ec._SendMessengerMessageResult(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNSendMessengerMessageResult2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐSendMessengerMessageResult(ctx context.Context, sel ast.SelectionSet, v *SendMessengerMessageResult) graphql.Marshaler {
+func (ec *executionContext) marshalNSendMessengerMessageResult2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerMessageResult(ctx context.Context, sel ast.SelectionSet, v *view.MessengerMessageResult) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -17740,11 +17717,11 @@ func (ec *executionContext) marshalNSendMessengerMessageResult2ᚖgithubᚗcom�
 	return ec._SendMessengerMessageResult(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNSendNotificationResult2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐSendNotificationResult(ctx context.Context, sel ast.SelectionSet, v SendNotificationResult) graphql.Marshaler {
+func (ec *executionContext) marshalNSendNotificationResult2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSendNotificationResult(ctx context.Context, sel ast.SelectionSet, v view.SendNotificationResult) graphql.Marshaler {
 	return ec._SendNotificationResult(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNSendNotificationResult2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐSendNotificationResult(ctx context.Context, sel ast.SelectionSet, v *SendNotificationResult) graphql.Marshaler {
+func (ec *executionContext) marshalNSendNotificationResult2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSendNotificationResult(ctx context.Context, sel ast.SelectionSet, v *view.SendNotificationResult) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -17754,11 +17731,11 @@ func (ec *executionContext) marshalNSendNotificationResult2ᚖgithubᚗcomᚋher
 	return ec._SendNotificationResult(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNSendToUserResult2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐSendToUserResult(ctx context.Context, sel ast.SelectionSet, v SendToUserResult) graphql.Marshaler {
+func (ec *executionContext) marshalNSendToUserResult2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSendToUserResult(ctx context.Context, sel ast.SelectionSet, v view.SendToUserResult) graphql.Marshaler {
 	return ec._SendToUserResult(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNSendToUserResult2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐSendToUserResult(ctx context.Context, sel ast.SelectionSet, v *SendToUserResult) graphql.Marshaler {
+func (ec *executionContext) marshalNSendToUserResult2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSendToUserResult(ctx context.Context, sel ast.SelectionSet, v *view.SendToUserResult) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -17768,15 +17745,15 @@ func (ec *executionContext) marshalNSendToUserResult2ᚖgithubᚗcomᚋheraldᚑ
 	return ec._SendToUserResult(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNSession2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐSession(ctx context.Context, sel ast.SelectionSet, v Session) graphql.Marshaler {
+func (ec *executionContext) marshalNSession2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSession(ctx context.Context, sel ast.SelectionSet, v view.Session) graphql.Marshaler {
 	return ec._Session(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNSession2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐSessionᚄ(ctx context.Context, sel ast.SelectionSet, v []Session) graphql.Marshaler {
+func (ec *executionContext) marshalNSession2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSessionᚄ(ctx context.Context, sel ast.SelectionSet, v []view.Session) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNSession2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐSession(ctx, sel, v[i])
+		return ec.marshalNSession2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSession(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -17863,11 +17840,11 @@ func (ec *executionContext) marshalNTime2timeᚐTime(ctx context.Context, sel as
 	return res
 }
 
-func (ec *executionContext) marshalNUser2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐUser(ctx context.Context, sel ast.SelectionSet, v User) graphql.Marshaler {
+func (ec *executionContext) marshalNUser2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐUser(ctx context.Context, sel ast.SelectionSet, v view.User) graphql.Marshaler {
 	return ec._User(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNUser2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐUser(ctx context.Context, sel ast.SelectionSet, v *User) graphql.Marshaler {
+func (ec *executionContext) marshalNUser2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐUser(ctx context.Context, sel ast.SelectionSet, v *view.User) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -17877,15 +17854,15 @@ func (ec *executionContext) marshalNUser2ᚖgithubᚗcomᚋheraldᚑvpnᚋherald
 	return ec._User(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNUserRecord2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐUserRecord(ctx context.Context, sel ast.SelectionSet, v UserRecord) graphql.Marshaler {
+func (ec *executionContext) marshalNUserRecord2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐUserRecord(ctx context.Context, sel ast.SelectionSet, v view.UserRecord) graphql.Marshaler {
 	return ec._UserRecord(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNUserRecord2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐUserRecordᚄ(ctx context.Context, sel ast.SelectionSet, v []UserRecord) graphql.Marshaler {
+func (ec *executionContext) marshalNUserRecord2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐUserRecordᚄ(ctx context.Context, sel ast.SelectionSet, v []view.UserRecord) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNUserRecord2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐUserRecord(ctx, sel, v[i])
+		return ec.marshalNUserRecord2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐUserRecord(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -17897,7 +17874,7 @@ func (ec *executionContext) marshalNUserRecord2ᚕgithubᚗcomᚋheraldᚑvpnᚋ
 	return ret
 }
 
-func (ec *executionContext) marshalNUserRecord2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐUserRecord(ctx context.Context, sel ast.SelectionSet, v *UserRecord) graphql.Marshaler {
+func (ec *executionContext) marshalNUserRecord2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐUserRecord(ctx context.Context, sel ast.SelectionSet, v *view.UserRecord) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -17921,35 +17898,23 @@ func (ec *executionContext) marshalNUserRecordConnection2ᚖgithubᚗcomᚋheral
 	return ec._UserRecordConnection(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNUserSubscription2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐUserSubscription(ctx context.Context, sel ast.SelectionSet, v *UserSubscription) graphql.Marshaler {
-	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
-		return graphql.Null
-	}
-	return ec._UserSubscription(ctx, sel, v)
+func (ec *executionContext) marshalNUserSubscription2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐUserSubscription(ctx context.Context, sel ast.SelectionSet, v view.UserSubscription) graphql.Marshaler {
+	return ec._UserSubscription(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNWebhookCounts2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐWebhookCounts(ctx context.Context, sel ast.SelectionSet, v *WebhookCounts) graphql.Marshaler {
-	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
-		return graphql.Null
-	}
-	return ec._WebhookCounts(ctx, sel, v)
+func (ec *executionContext) marshalNWebhookCounts2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐWebhookCounts(ctx context.Context, sel ast.SelectionSet, v view.WebhookCounts) graphql.Marshaler {
+	return ec._WebhookCounts(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNWebhookDelivery2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐWebhookDelivery(ctx context.Context, sel ast.SelectionSet, v WebhookDelivery) graphql.Marshaler {
+func (ec *executionContext) marshalNWebhookDelivery2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐWebhookDelivery(ctx context.Context, sel ast.SelectionSet, v view.WebhookDelivery) graphql.Marshaler {
 	return ec._WebhookDelivery(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNWebhookDelivery2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐWebhookDeliveryᚄ(ctx context.Context, sel ast.SelectionSet, v []WebhookDelivery) graphql.Marshaler {
+func (ec *executionContext) marshalNWebhookDelivery2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐWebhookDeliveryᚄ(ctx context.Context, sel ast.SelectionSet, v []view.WebhookDelivery) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNWebhookDelivery2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐWebhookDelivery(ctx, sel, v[i])
+		return ec.marshalNWebhookDelivery2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐWebhookDelivery(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -17975,15 +17940,15 @@ func (ec *executionContext) marshalNWebhookDeliveryConnection2ᚖgithubᚗcomᚋ
 	return ec._WebhookDeliveryConnection(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNWebhookEndpoint2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐWebhookEndpoint(ctx context.Context, sel ast.SelectionSet, v WebhookEndpoint) graphql.Marshaler {
+func (ec *executionContext) marshalNWebhookEndpoint2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐWebhookEndpoint(ctx context.Context, sel ast.SelectionSet, v view.WebhookEndpoint) graphql.Marshaler {
 	return ec._WebhookEndpoint(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNWebhookEndpoint2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐWebhookEndpointᚄ(ctx context.Context, sel ast.SelectionSet, v []WebhookEndpoint) graphql.Marshaler {
+func (ec *executionContext) marshalNWebhookEndpoint2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐWebhookEndpointᚄ(ctx context.Context, sel ast.SelectionSet, v []view.WebhookEndpoint) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNWebhookEndpoint2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐWebhookEndpoint(ctx, sel, v[i])
+		return ec.marshalNWebhookEndpoint2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐWebhookEndpoint(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -17995,7 +17960,7 @@ func (ec *executionContext) marshalNWebhookEndpoint2ᚕgithubᚗcomᚋheraldᚑv
 	return ret
 }
 
-func (ec *executionContext) marshalNWebhookEndpoint2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐWebhookEndpoint(ctx context.Context, sel ast.SelectionSet, v *WebhookEndpoint) graphql.Marshaler {
+func (ec *executionContext) marshalNWebhookEndpoint2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐWebhookEndpoint(ctx context.Context, sel ast.SelectionSet, v *view.WebhookEndpoint) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -18237,16 +18202,16 @@ func (ec *executionContext) marshalOJSON2map(ctx context.Context, sel ast.Select
 	return res
 }
 
-func (ec *executionContext) unmarshalOMessengerButton2ᚕᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerButtonᚄ(ctx context.Context, v any) ([][]MessengerButton, error) {
+func (ec *executionContext) unmarshalOMessengerButton2ᚕᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerButtonᚄ(ctx context.Context, v any) ([][]view.MessengerButton, error) {
 	if v == nil {
 		return nil, nil
 	}
 	vSlice := graphql.CoerceList(v)
 	var err error
-	res := make([][]MessengerButton, len(vSlice))
+	res := make([][]view.MessengerButton, len(vSlice))
 	for i := range vSlice {
 		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
-		res[i], err = ec.unmarshalNMessengerButton2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerButtonᚄ(ctx, vSlice[i])
+		res[i], err = ec.unmarshalNMessengerButton2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerButtonᚄ(ctx, vSlice[i])
 		if err != nil {
 			return nil, err
 		}
@@ -18254,7 +18219,7 @@ func (ec *executionContext) unmarshalOMessengerButton2ᚕᚕgithubᚗcomᚋheral
 	return res, nil
 }
 
-func (ec *executionContext) unmarshalOMessengerMessageOptions2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerMessageOptions(ctx context.Context, v any) (*MessengerMessageOptions, error) {
+func (ec *executionContext) unmarshalOMessengerMessageOptions2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerOptions(ctx context.Context, v any) (*view.MessengerOptions, error) {
 	if v == nil {
 		return nil, nil
 	}
@@ -18262,7 +18227,7 @@ func (ec *executionContext) unmarshalOMessengerMessageOptions2ᚖgithubᚗcomᚋ
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalOMessengerSubscriber2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐMessengerSubscriber(ctx context.Context, sel ast.SelectionSet, v *MessengerSubscriber) graphql.Marshaler {
+func (ec *executionContext) marshalOMessengerSubscriber2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerSubscriber(ctx context.Context, sel ast.SelectionSet, v *view.MessengerSubscriber) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}

@@ -4,45 +4,9 @@ package graph
 
 import (
 	"time"
+
+	"github.com/herald-vpn/herald/internal/view"
 )
-
-// Accounts; deleted ones are not counted.
-type AccountCounts struct {
-	Total    int `json:"total"`
-	Verified int `json:"verified"`
-	// Created in the last 24 hours.
-	NewLast24h int `json:"newLast24h"`
-	Disabled   int `json:"disabled"`
-}
-
-// The service at a glance, for the operator console.
-type AdminOverview struct {
-	// The server's version.
-	Version    string           `json:"version"`
-	Accounts   *AccountCounts   `json:"accounts"`
-	Devices    *DeviceCounts    `json:"devices"`
-	Broadcasts *BroadcastCounts `json:"broadcasts"`
-	// The Telegram bot, as messengerBotStatus reports it.
-	Bot      *MessengerBotStatus `json:"bot"`
-	Webhooks *WebhookCounts      `json:"webhooks"`
-	// The rate limiter of the replica that answered.
-	RateLimiter *RateLimiterState `json:"rateLimiter"`
-}
-
-// An API key of another service, without its secret.
-type APIKey struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
-	// Among accounts:read, accounts:write, notifications:send, messenger:send, webhooks:manage.
-	Scopes []string `json:"scopes"`
-	// Requests per rate-limit window (a minute), charged to the apikey tier.
-	RateLimit int        `json:"rateLimit"`
-	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
-	CreatedAt time.Time  `json:"createdAt"`
-	// Updated at most once a minute.
-	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
-	RevokedAt  *time.Time `json:"revokedAt,omitempty"`
-}
 
 // Who a broadcast reaches; an omitted or empty field does not narrow it.
 type AudienceInput struct {
@@ -54,49 +18,9 @@ type AudienceInput struct {
 	SubscriptionStatus *string `json:"subscriptionStatus,omitempty"`
 }
 
-type AuthPayload struct {
-	// A JWT (EdDSA) to send as Authorization: Bearer <accessToken>.
-	AccessToken string `json:"accessToken"`
-	// An opaque token for refreshToken; single use.
-	RefreshToken string `json:"refreshToken"`
-	// Always Bearer.
-	TokenType string `json:"tokenType"`
-	// Seconds until the access token expires.
-	ExpiresIn int `json:"expiresIn"`
-}
-
-// A banned client address.
-type Ban struct {
-	// An IPv4 address, or an IPv6 /64.
-	IP        string    `json:"ip"`
-	Reason    string    `json:"reason"`
-	CreatedAt time.Time `json:"createdAt"`
-}
-
 type BanConnection struct {
-	Nodes    []Ban     `json:"nodes"`
-	PageInfo *PageInfo `json:"pageInfo"`
-}
-
-// Broadcasts not yet finished.
-type BroadcastCounts struct {
-	// Push notification jobs running.
-	Running int `json:"running"`
-	// Push notification jobs queued.
-	Queued int `json:"queued"`
-	// Push notification jobs waiting for their sendAt.
-	Scheduled int `json:"scheduled"`
-	// Messenger broadcasts running or queued.
-	MessengerRunning int `json:"messengerRunning"`
-}
-
-type BroadcastResult struct {
-	// queued, or scheduled with sendAt
-	Status  string `json:"status"`
-	Message string `json:"message"`
-	// Active devices with a valid token when the job was queued.
-	TotalRecipients int    `json:"totalRecipients"`
-	JobID           string `json:"jobId"`
+	Nodes    []view.Ban     `json:"nodes"`
+	PageInfo *view.PageInfo `json:"pageInfo"`
 }
 
 type CreateAPIKeyInput struct {
@@ -118,97 +42,9 @@ type CreateWebhookEndpointInput struct {
 	EventTypes []string `json:"eventTypes"`
 }
 
-type CreatedAPIKey struct {
-	// hk_<id>_<secret>: send as Authorization: Bearer … or X-API-Key. Shown only here.
-	Key    string  `json:"key"`
-	APIKey *APIKey `json:"apiKey"`
-}
-
-type CreatedWebhookEndpoint struct {
-	// whsec_ and base64: the key of the signatures. Shown only here.
-	Secret   string           `json:"secret"`
-	Endpoint *WebhookEndpoint `json:"endpoint"`
-}
-
-type Device struct {
-	DeviceID string `json:"deviceId"`
-	UserID   string `json:"userId"`
-	// android or ios.
-	Platform string `json:"platform"`
-	Name     string `json:"name"`
-	// Null once the device was removed or its token moved to another device.
-	PushToken *string `json:"pushToken,omitempty"`
-	Active    bool    `json:"active"`
-	// valid or invalid.
-	PushTokenStatus string    `json:"pushTokenStatus"`
-	CreatedAt       time.Time `json:"createdAt"`
-	LastSeenAt      time.Time `json:"lastSeenAt"`
-}
-
 type DeviceConnection struct {
-	Nodes    []Device  `json:"nodes"`
-	PageInfo *PageInfo `json:"pageInfo"`
-}
-
-// Active devices. Each is in one of tokensValid, tokensInvalid and tokensMissing.
-type DeviceCounts struct {
-	Total int `json:"total"`
-	// android and ios (zero included), then any other platform.
-	ByPlatform []PlatformCount `json:"byPlatform"`
-	// pushTokenStatus valid.
-	TokensValid int `json:"tokensValid"`
-	// A token a push provider called dead (pushTokenStatus invalid).
-	TokensInvalid int `json:"tokensInvalid"`
-	// No token: it moved to another device (pushTokenStatus invalid, pushToken null).
-	TokensMissing int `json:"tokensMissing"`
-}
-
-// How the send to one device, or to the linked Telegram chat, went.
-type DeviceSendOutcome struct {
-	// null for the Telegram chat.
-	DeviceID *string `json:"deviceId,omitempty"`
-	// The linked chat's id (channel telegram); null for a device.
-	ChatID *string `json:"chatId,omitempty"`
-	// android or ios; telegram for the chat.
-	Platform string `json:"platform"`
-	// push or telegram.
-	Channel string `json:"channel"`
-	// sent, invalid_token (the device is marked) or failed; for the chat sent, failed or blocked (the user blocked the bot).
-	Status string `json:"status"`
-	// The error code of an outcome other than sent.
-	Error *string `json:"error,omitempty"`
-}
-
-type MessengerBotStatus struct {
-	Connected       bool    `json:"connected"`
-	BotUsername     *string `json:"botUsername,omitempty"`
-	BotName         *string `json:"botName,omitempty"`
-	SubscriberCount int     `json:"subscriberCount"`
-	WebhookURL      *string `json:"webhookUrl,omitempty"`
-}
-
-// A messenger broadcast job.
-type MessengerBroadcast struct {
-	ID string `json:"id"`
-	// queued, running, completed, failed or cancelled.
-	Status string `json:"status"`
-	// Chats subscribed (and in the audience, if any) when the job was created.
-	TotalRecipients int `json:"totalRecipients"`
-	Sent            int `json:"sent"`
-	Failed          int `json:"failed"`
-	// Chats that answered 403 (blocked the bot); they are marked blocked.
-	Blocked    int        `json:"blocked"`
-	CreatedAt  time.Time  `json:"createdAt"`
-	StartedAt  *time.Time `json:"startedAt,omitempty"`
-	FinishedAt *time.Time `json:"finishedAt,omitempty"`
-	// Why a failed job failed.
-	Error *string `json:"error,omitempty"`
-}
-
-type MessengerButton struct {
-	Text string `json:"text"`
-	// http or https.
-	URL string `json:"url"`
+	Nodes    []view.Device  `json:"nodes"`
+	PageInfo *view.PageInfo `json:"pageInfo"`
 }
 
 // One change of a chat's subscription to the bot.
@@ -216,51 +52,13 @@ type MessengerEvent struct {
 	// subscribe, unsubscribe, block or unblock.
 	Kind string `json:"kind"`
 	// The chat as it is after the change.
-	Subscriber *MessengerSubscriber `json:"subscriber"`
-	At         time.Time            `json:"at"`
-}
-
-type MessengerLink struct {
-	// https://t.me/<bot>?start=<one-time token>
-	URL       string    `json:"url"`
-	ExpiresAt time.Time `json:"expiresAt"`
-}
-
-type MessengerMessageOptions struct {
-	// Deliver without a notification sound.
-	Silent *bool `json:"silent,omitempty"`
-	// Rows of inline URL buttons.
-	Buttons [][]MessengerButton `json:"buttons,omitempty"`
-	// Send a photo with the message as its caption (at most 1024 characters).
-	ImageURL *string `json:"imageUrl,omitempty"`
-	// Send a document with the message as its caption (at most 1024 characters).
-	DocumentURL *string `json:"documentUrl,omitempty"`
-}
-
-// A message as the bot would send it.
-type MessengerPreview struct {
-	// Exactly the text sent with parse_mode HTML.
-	HTML string `json:"html"`
-	// The visible text's length as Telegram counts it (UTF-16 units) against its limits: 4096 for a message, 1024 for a caption.
-	Length int `json:"length"`
-}
-
-type MessengerSubscriber struct {
-	ChatID    string  `json:"chatId"`
-	Username  *string `json:"username,omitempty"`
-	FirstName *string `json:"firstName,omitempty"`
-	// The deep-link payload sent with /start, if any.
-	StartPayload    *string   `json:"startPayload,omitempty"`
-	SubscribedSince time.Time `json:"subscribedSince"`
-	// subscribed, unsubscribed or blocked.
-	Status string `json:"status"`
-	// The account the chat is linked to (messengerLinkUrl), null when none.
-	UserID *string `json:"userId,omitempty"`
+	Subscriber *view.MessengerSubscriber `json:"subscriber"`
+	At         time.Time                 `json:"at"`
 }
 
 type MessengerSubscriberConnection struct {
-	Nodes    []MessengerSubscriber `json:"nodes"`
-	PageInfo *PageInfo             `json:"pageInfo"`
+	Nodes    []view.MessengerSubscriber `json:"nodes"`
+	PageInfo *view.PageInfo             `json:"pageInfo"`
 }
 
 // Every send and broadcast (sendNotificationByDeviceId, sendNotificationToUser,
@@ -283,38 +81,9 @@ type NotificationInput struct {
 	Options *PushOptionsInput `json:"options,omitempty"`
 }
 
-type NotificationJob struct {
-	ID string `json:"id"`
-	// queued, scheduled (until sendAt), running, completed, failed or cancelled.
-	Status          string     `json:"status"`
-	Subject         string     `json:"subject"`
-	TotalRecipients int        `json:"totalRecipients"`
-	Sent            int        `json:"sent"`
-	Failed          int        `json:"failed"`
-	InvalidTokens   int        `json:"invalidTokens"`
-	CreatedAt       time.Time  `json:"createdAt"`
-	StartedAt       *time.Time `json:"startedAt,omitempty"`
-	// When a scheduled job starts.
-	SendAt     *time.Time `json:"sendAt,omitempty"`
-	FinishedAt *time.Time `json:"finishedAt,omitempty"`
-	// Why a failed job failed.
-	Error *string `json:"error,omitempty"`
-}
-
 type NotificationJobConnection struct {
-	Nodes    []NotificationJob `json:"nodes"`
-	PageInfo *PageInfo         `json:"pageInfo"`
-}
-
-// Cursor pagination: pass endCursor as after for the next page.
-type PageInfo struct {
-	EndCursor   *string `json:"endCursor,omitempty"`
-	HasNextPage bool    `json:"hasNextPage"`
-}
-
-type PlatformCount struct {
-	Platform string `json:"platform"`
-	Count    int    `json:"count"`
+	Nodes    []view.NotificationJob `json:"nodes"`
+	PageInfo *view.PageInfo         `json:"pageInfo"`
 }
 
 // Delivery options, mapped to FCM and APNs as the README's table says.
@@ -340,55 +109,11 @@ type PushOptionsInput struct {
 type Query struct {
 }
 
-// How the replica's rate limiter counts.
-type RateLimiterState struct {
-	// redis (counters shared by every replica) or memory (this replica's own).
-	Backend string `json:"backend"`
-	// Redis is configured but unreachable: this replica counts in memory meanwhile.
-	Degraded bool `json:"degraded"`
-	// Why it is degraded; null when it is not.
-	Reason *string `json:"reason,omitempty"`
-}
-
 type RegisterDeviceInput struct {
 	// android or ios.
 	Platform  string  `json:"platform"`
 	PushToken string  `json:"pushToken"`
 	Name      *string `json:"name,omitempty"`
-}
-
-type SendMessengerMessageResult struct {
-	Success bool `json:"success"`
-	// Telegram's message id.
-	MessageID string `json:"messageId"`
-}
-
-type SendNotificationResult struct {
-	// sent
-	Status  string `json:"status"`
-	Message string `json:"message"`
-}
-
-type SendToUserResult struct {
-	UserID string `json:"userId"`
-	// sent (every recipient), partial, failed (none) or no_recipients (no device with a valid token and no linked chat).
-	Status   string              `json:"status"`
-	Message  string              `json:"message"`
-	Outcomes []DeviceSendOutcome `json:"outcomes"`
-}
-
-// One login of the caller, as the server saw its client.
-type Session struct {
-	ID        string    `json:"id"`
-	CreatedAt time.Time `json:"createdAt"`
-	// The login, then each refresh.
-	LastUsedAt time.Time `json:"lastUsedAt"`
-	// As sent at the last login or refresh; empty when none was.
-	UserAgent string `json:"userAgent"`
-	// The client's address as the server saw it (after trusted proxies).
-	IP string `json:"ip"`
-	// This is the session of the request's own token.
-	Current bool `json:"current"`
 }
 
 type SignupResult struct {
@@ -402,99 +127,12 @@ type SignupResult struct {
 type Subscription struct {
 }
 
-type User struct {
-	ID            string            `json:"id"`
-	Email         string            `json:"email"`
-	EmailVerified bool              `json:"emailVerified"`
-	CreatedAt     time.Time         `json:"createdAt"`
-	ReferralCode  string            `json:"referralCode"`
-	Subscription  *UserSubscription `json:"subscription"`
-	// The language of the account's emails, a BCP 47 tag such as de or pt-BR (setLocale); null when none was given: English.
-	Locale *string `json:"locale,omitempty"`
-}
-
-// An account as the admin API shows it: what me shows, and more.
-type UserRecord struct {
-	ID            string            `json:"id"`
-	Email         string            `json:"email"`
-	EmailVerified bool              `json:"emailVerified"`
-	CreatedAt     time.Time         `json:"createdAt"`
-	ReferralCode  string            `json:"referralCode"`
-	Subscription  *UserSubscription `json:"subscription"`
-	// The language of the account's emails (setUserLocale); null when none was given: English.
-	Locale     *string    `json:"locale,omitempty"`
-	Disabled   bool       `json:"disabled"`
-	DisabledAt *time.Time `json:"disabledAt,omitempty"`
-	// The reason given when it was disabled; null when none.
-	DisabledReason *string    `json:"disabledReason,omitempty"`
-	LastLoginAt    *time.Time `json:"lastLoginAt,omitempty"`
-	// Active devices.
-	DeviceCount int `json:"deviceCount"`
-	// Sessions neither ended nor expired.
-	SessionCount int `json:"sessionCount"`
-	// The live sessions (current is always false here), newest first. Read for a whole users page at once: one query per page, not per account.
-	Sessions []Session `json:"sessions"`
-	// The Telegram chat linked to the account (messengerLinkUrl), whatever its status; null when none. Read for a whole page at once, as sessions.
-	MessengerChat *MessengerSubscriber `json:"messengerChat,omitempty"`
-}
-
 type UserRecordConnection struct {
-	Nodes    []UserRecord `json:"nodes"`
-	PageInfo *PageInfo    `json:"pageInfo"`
-}
-
-type UserSubscription struct {
-	// trial, basic or premium.
-	Plan string `json:"plan"`
-	// active until expiresAt, expired from then on.
-	Status    string    `json:"status"`
-	ExpiresAt time.Time `json:"expiresAt"`
-}
-
-// Webhook endpoints.
-type WebhookCounts struct {
-	Total int `json:"total"`
-	// Enabled, with a failed attempt since their last success (failingSince set).
-	Failing  int `json:"failing"`
-	Disabled int `json:"disabled"`
-}
-
-// One delivery attempt of an event to an endpoint.
-type WebhookDelivery struct {
-	ID string `json:"id"`
-	// The event's webhook-id.
-	EventID   string `json:"eventId"`
-	EventType string `json:"eventType"`
-	// 1 for the first attempt of a delivery, then each retry.
-	Attempt int `json:"attempt"`
-	// The receiver's HTTP status; null when no answer came.
-	StatusCode *int `json:"statusCode,omitempty"`
-	Success    bool `json:"success"`
-	DurationMs int  `json:"durationMs"`
-	// Null on success. The class of the failure, never the raw error: timeout (no answer in time), unreachable (no connection: refused, reset, no route, a name that does not resolve, or an address or port not allowed), tls (the handshake failed or the certificate was not accepted), http_status (an answer other than 2xx; statusCode says which).
-	Error     *string   `json:"error,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
+	Nodes    []view.UserRecord `json:"nodes"`
+	PageInfo *view.PageInfo    `json:"pageInfo"`
 }
 
 type WebhookDeliveryConnection struct {
-	Nodes    []WebhookDelivery `json:"nodes"`
-	PageInfo *PageInfo         `json:"pageInfo"`
-}
-
-// A receiver of signed webhook events (Standard Webhooks).
-type WebhookEndpoint struct {
-	ID string `json:"id"`
-	// https (http only with HERALD_WEBHOOKS_ALLOW_INSECURE).
-	URL         string     `json:"url"`
-	Description string     `json:"description"`
-	EventTypes  []string   `json:"eventTypes"`
-	Enabled     bool       `json:"enabled"`
-	DisabledAt  *time.Time `json:"disabledAt,omitempty"`
-	// Why a disabled endpoint is: an operator, a 410 Gone, or five days of failed attempts.
-	DisabledReason *string `json:"disabledReason,omitempty"`
-	// The first failed attempt since the last success.
-	FailingSince *time.Time `json:"failingSince,omitempty"`
-	// After a rotation: until when the previous secret still signs.
-	PreviousSecretExpiresAt *time.Time `json:"previousSecretExpiresAt,omitempty"`
-	CreatedAt               time.Time  `json:"createdAt"`
+	Nodes    []view.WebhookDelivery `json:"nodes"`
+	PageInfo *view.PageInfo         `json:"pageInfo"`
 }

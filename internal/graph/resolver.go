@@ -16,6 +16,7 @@ import (
 	"github.com/herald-vpn/herald/internal/overview"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/subscriptions"
+	"github.com/herald-vpn/herald/internal/view"
 	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
@@ -46,68 +47,25 @@ func (r *Resolver) caller(ctx context.Context) (accounts.Account, error) {
 	return r.Accounts.Profile(ctx, auth.Caller(ctx).AccountID)
 }
 
-func (r *Resolver) user(a accounts.Account) *User {
-	return &User{
-		ID:            a.ID,
-		Email:         a.Email,
-		EmailVerified: a.Verified(),
-		CreatedAt:     a.CreatedAt.UTC().Truncate(time.Second),
-		ReferralCode:  a.ReferralCode,
-		Subscription: &UserSubscription{
-			Plan:      a.Subscription.Plan,
-			Status:    a.Subscription.Status(r.Accounts.Now()),
-			ExpiresAt: a.Subscription.ExpiresAt.UTC().Truncate(time.Second),
-		},
-		Locale: nonEmpty(a.Locale),
-	}
+func (r *Resolver) user(a accounts.Account) *view.User {
+	return ptr(view.NewUser(a, r.Accounts.Now()))
 }
 
-func (r *Resolver) userRecord(rec accounts.Record) *UserRecord {
-	u := r.user(rec.Account)
-	return &UserRecord{
-		ID:             u.ID,
-		Email:          u.Email,
-		EmailVerified:  u.EmailVerified,
-		CreatedAt:      u.CreatedAt,
-		ReferralCode:   u.ReferralCode,
-		Subscription:   u.Subscription,
-		Locale:         u.Locale,
-		Disabled:       rec.Disabled(),
-		DisabledAt:     utcPtr(rec.DisabledAt),
-		DisabledReason: nonEmpty(rec.DisabledReason),
-		LastLoginAt:    utcPtr(rec.LastLoginAt),
-		DeviceCount:    rec.DeviceCount,
-		SessionCount:   rec.SessionCount,
-	}
+func (r *Resolver) userRecord(rec accounts.Record) *view.UserRecord {
+	return ptr(view.NewUserRecord(rec, r.Accounts.Now()))
 }
 
-func session(s sessions.Session, current string) Session {
-	return Session{
-		ID:         s.ID,
-		CreatedAt:  s.CreatedAt.UTC().Truncate(time.Second),
-		LastUsedAt: s.LastUsedAt.UTC().Truncate(time.Second),
-		UserAgent:  s.UserAgent,
-		IP:         s.IP,
-		Current:    s.ID == current,
-	}
+func (r *Resolver) apiKey(k apikeys.Key) view.APIKey {
+	return view.NewAPIKey(k, r.APIKeys.RateLimitOf(k))
 }
 
-func (r *Resolver) apiKey(k apikeys.Key) *APIKey {
-	return &APIKey{
-		ID:         k.ID,
-		Name:       k.Name,
-		Scopes:     k.Scopes,
-		RateLimit:  r.APIKeys.RateLimitOf(k),
-		ExpiresAt:  utcPtr(k.ExpiresAt),
-		CreatedAt:  k.CreatedAt.UTC().Truncate(time.Second),
-		LastUsedAt: utcPtr(k.LastUsedAt),
-		RevokedAt:  utcPtr(k.RevokedAt),
-	}
+func webhookEndpoint(e webhooks.Endpoint) view.WebhookEndpoint {
+	return view.NewWebhookEndpoint(e, time.Now())
 }
 
-func authPayload(t sessions.Tokens) *AuthPayload {
-	return &AuthPayload{AccessToken: t.AccessToken, RefreshToken: t.RefreshToken, TokenType: t.TokenType, ExpiresIn: t.ExpiresIn}
-}
+// ptr is a pointer to v: gqlgen takes the objects a resolver answers as
+// pointers.
+func ptr[T any](v T) *T { return &v }
 
 func deref[T any](p *T) T {
 	var zero T
@@ -117,44 +75,8 @@ func deref[T any](p *T) T {
 	return *p
 }
 
-func nonEmpty(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-func pageInfo(end string, more bool) *PageInfo {
-	return &PageInfo{EndCursor: nonEmpty(end), HasNextPage: more}
-}
-
-func messengerOptions(o *MessengerMessageOptions) messenger.SendOptions {
-	if o == nil {
-		return messenger.SendOptions{}
-	}
-	out := messenger.SendOptions{Silent: deref(o.Silent), ImageURL: deref(o.ImageURL), DocumentURL: deref(o.DocumentURL)}
-	for _, row := range o.Buttons {
-		var r []messenger.Button
-		for _, b := range row {
-			r = append(r, messenger.Button{Text: b.Text, URL: b.URL})
-		}
-		out.Buttons = append(out.Buttons, r)
-	}
-	return out
-}
-
-func device(d devices.Device) *Device {
-	return &Device{
-		DeviceID:        d.ID,
-		UserID:          d.AccountID,
-		Platform:        d.Platform,
-		Name:            d.Name,
-		PushToken:       nonEmpty(d.PushToken),
-		Active:          d.Active,
-		PushTokenStatus: d.PushTokenStatus,
-		CreatedAt:       d.CreatedAt.UTC().Truncate(time.Second),
-		LastSeenAt:      d.LastSeenAt.UTC().Truncate(time.Second),
-	}
+func pageInfo(end string, more bool) *view.PageInfo {
+	return ptr(view.NewPageInfo(end, more))
 }
 
 func notificationInput(n NotificationInput) notifications.Notification {
@@ -164,86 +86,6 @@ func notificationInput(n NotificationInput) notifications.Notification {
 			Priority: deref(o.Priority), TTLSeconds: o.TTL, Badge: o.Badge, Sound: deref(o.Sound), ImageURL: deref(o.ImageURL),
 			ChannelID: deref(o.ChannelID), ThreadID: deref(o.ThreadID), ContentAvailable: deref(o.ContentAvailable),
 		}
-	}
-	return out
-}
-
-func utcPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC().Truncate(time.Second)
-	return &u
-}
-
-func notificationJob(j notifications.Job) *NotificationJob {
-	return &NotificationJob{
-		ID:              j.ID,
-		Status:          j.Status,
-		Subject:         j.Subject,
-		TotalRecipients: j.TotalRecipients,
-		Sent:            j.Sent,
-		Failed:          j.Failed,
-		InvalidTokens:   j.InvalidTokens,
-		CreatedAt:       j.CreatedAt.UTC().Truncate(time.Second),
-		StartedAt:       utcPtr(j.StartedAt),
-		FinishedAt:      utcPtr(j.FinishedAt),
-		SendAt:          utcPtr(j.SendAt),
-		Error:           nonEmpty(j.Error),
-	}
-}
-
-func messengerBroadcast(b messenger.Broadcast) *MessengerBroadcast {
-	return &MessengerBroadcast{
-		ID:              b.ID,
-		Status:          b.Status,
-		TotalRecipients: b.TotalRecipients,
-		Sent:            b.Sent,
-		Failed:          b.Failed,
-		Blocked:         b.Blocked,
-		CreatedAt:       b.CreatedAt.UTC().Truncate(time.Second),
-		StartedAt:       utcPtr(b.StartedAt),
-		FinishedAt:      utcPtr(b.FinishedAt),
-		Error:           nonEmpty(b.Error),
-	}
-}
-
-func messengerSubscriber(sub messenger.Subscriber) *MessengerSubscriber {
-	return &MessengerSubscriber{
-		ChatID:          sub.ChatID,
-		Username:        nonEmpty(sub.Username),
-		FirstName:       nonEmpty(sub.FirstName),
-		StartPayload:    nonEmpty(sub.StartPayload),
-		SubscribedSince: sub.SubscribedSince.UTC().Truncate(time.Second),
-		Status:          string(sub.Status),
-		UserID:          nonEmpty(sub.UserID),
-	}
-}
-
-func webhookEndpoint(e webhooks.Endpoint) *WebhookEndpoint {
-	out := &WebhookEndpoint{ID: e.ID, URL: e.URL, Description: e.Description, EventTypes: e.EventTypes, Enabled: e.Enabled(),
-		DisabledAt: utcPtr(e.DisabledAt), DisabledReason: nonEmpty(e.DisabledReason), FailingSince: utcPtr(e.FailingSince),
-		CreatedAt: e.CreatedAt.UTC().Truncate(time.Second)}
-	if len(e.SigningSecrets(time.Now())) > 1 {
-		out.PreviousSecretExpiresAt = utcPtr(e.PreviousSecretUntil)
-	}
-	return out
-}
-
-func webhookDelivery(a webhooks.Attempt) WebhookDelivery {
-	d := WebhookDelivery{ID: a.ID, EventID: a.EventID, EventType: a.EventType, Attempt: a.Attempt, Success: a.Succeeded(),
-		DurationMs: int(a.Duration.Milliseconds()), Error: nonEmpty(a.Error), CreatedAt: a.CreatedAt.UTC().Truncate(time.Second)}
-	if a.StatusCode != 0 {
-		code := a.StatusCode
-		d.StatusCode = &code
-	}
-	return d
-}
-
-func sendToUserResult(res notifications.UserSendResult) *SendToUserResult {
-	out := &SendToUserResult{UserID: res.UserID, Status: res.Status, Message: res.Message, Outcomes: make([]DeviceSendOutcome, 0, len(res.Outcomes))}
-	for _, o := range res.Outcomes {
-		out.Outcomes = append(out.Outcomes, DeviceSendOutcome{DeviceID: nonEmpty(o.DeviceID), ChatID: nonEmpty(o.ChatID), Platform: o.Platform, Channel: o.Channel, Status: o.Status, Error: nonEmpty(o.Error)})
 	}
 	return out
 }
@@ -268,30 +110,4 @@ func audienceInput(a *AudienceInput) audience.Audience {
 		return audience.Audience{}
 	}
 	return audience.Audience{Platforms: a.Platforms, Plans: a.Plans, SubscriptionStatus: deref(a.SubscriptionStatus)}
-}
-
-func ban(b limits.Ban) *Ban {
-	return &Ban{IP: b.IP, Reason: b.Reason, CreatedAt: b.CreatedAt.UTC().Truncate(time.Second)}
-}
-
-func botStatus(st messenger.Status) *MessengerBotStatus {
-	return &MessengerBotStatus{Connected: st.Connected, BotUsername: st.BotUsername, BotName: st.BotName, SubscriberCount: st.SubscriberCount, WebhookURL: st.WebhookURL}
-}
-
-func adminOverview(o overview.Overview) *AdminOverview {
-	d := o.Devices
-	devs := &DeviceCounts{Total: d.Total, ByPlatform: make([]PlatformCount, 0, len(d.ByPlatform)), TokensValid: d.TokensValid, TokensInvalid: d.TokensInvalid, TokensMissing: d.TokensMissing}
-	for _, p := range d.ByPlatform {
-		devs.ByPlatform = append(devs.ByPlatform, PlatformCount{Platform: p.Platform, Count: p.Count})
-	}
-	a, b, w, rl := o.Accounts, o.Broadcasts, o.Webhooks, o.RateLimiter
-	return &AdminOverview{
-		Version:     o.Version,
-		Accounts:    &AccountCounts{Total: a.Total, Verified: a.Verified, NewLast24h: a.NewLast24h, Disabled: a.Disabled},
-		Devices:     devs,
-		Broadcasts:  &BroadcastCounts{Running: b.Running, Queued: b.Queued, Scheduled: b.Scheduled, MessengerRunning: b.MessengerRunning},
-		Bot:         botStatus(o.Bot),
-		Webhooks:    &WebhookCounts{Total: w.Total, Failing: w.Failing, Disabled: w.Disabled},
-		RateLimiter: &RateLimiterState{Backend: rl.Backend, Degraded: rl.Degraded, Reason: nonEmpty(rl.Reason)},
-	}
 }

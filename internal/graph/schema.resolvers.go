@@ -15,6 +15,8 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/notifications"
+	"github.com/herald-vpn/herald/internal/sessions"
+	"github.com/herald-vpn/herald/internal/view"
 	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
@@ -52,21 +54,21 @@ func (r *mutationResolver) ResendVerificationEmail(ctx context.Context, email st
 }
 
 // Login is the resolver for the login field.
-func (r *mutationResolver) Login(ctx context.Context, email string, password string) (*AuthPayload, error) {
+func (r *mutationResolver) Login(ctx context.Context, email string, password string) (*view.Tokens, error) {
 	t, err := r.Sessions.Login(ctx, email, password, api.SessionClient(ctx))
 	if err != nil {
 		return nil, err
 	}
-	return authPayload(t), nil
+	return ptr(view.NewTokens(t)), nil
 }
 
 // RefreshToken is the resolver for the refreshToken field.
-func (r *mutationResolver) RefreshToken(ctx context.Context, refreshToken string) (*AuthPayload, error) {
+func (r *mutationResolver) RefreshToken(ctx context.Context, refreshToken string) (*view.Tokens, error) {
 	t, err := r.Sessions.Refresh(ctx, refreshToken, api.SessionClient(ctx))
 	if err != nil {
 		return nil, err
 	}
-	return authPayload(t), nil
+	return ptr(view.NewTokens(t)), nil
 }
 
 // Logout is the resolver for the logout field.
@@ -94,23 +96,23 @@ func (r *mutationResolver) ResetPassword(ctx context.Context, email string, code
 }
 
 // RegisterDevice is the resolver for the registerDevice field.
-func (r *mutationResolver) RegisterDevice(ctx context.Context, input RegisterDeviceInput) (*Device, error) {
+func (r *mutationResolver) RegisterDevice(ctx context.Context, input RegisterDeviceInput) (*view.Device, error) {
 	id := auth.Caller(ctx)
 	d, err := r.Devices.Register(ctx, id.AccountID, input.Platform, input.PushToken, deref(input.Name))
 	if err != nil {
 		return nil, err
 	}
-	return device(d), nil
+	return ptr(view.NewDevice(d)), nil
 }
 
 // UpdatePushToken is the resolver for the updatePushToken field.
-func (r *mutationResolver) UpdatePushToken(ctx context.Context, deviceID string, pushToken string) (*Device, error) {
+func (r *mutationResolver) UpdatePushToken(ctx context.Context, deviceID string, pushToken string) (*view.Device, error) {
 	id := auth.Caller(ctx)
 	d, err := r.Devices.UpdatePushToken(ctx, id.AccountID, deviceID, pushToken)
 	if err != nil {
 		return nil, err
 	}
-	return device(d), nil
+	return ptr(view.NewDevice(d)), nil
 }
 
 // RemoveDevice is the resolver for the removeDevice field.
@@ -123,57 +125,57 @@ func (r *mutationResolver) RemoveDevice(ctx context.Context, deviceID string) (b
 }
 
 // SendNotificationByDeviceID is the resolver for the sendNotificationByDeviceId field.
-func (r *mutationResolver) SendNotificationByDeviceID(ctx context.Context, deviceID string, notification NotificationInput, idempotencyKey *string) (*SendNotificationResult, error) {
+func (r *mutationResolver) SendNotificationByDeviceID(ctx context.Context, deviceID string, notification NotificationInput, idempotencyKey *string) (*view.SendNotificationResult, error) {
 	res, err := r.Notifications.SendToDeviceIdempotent(ctx, r.idempotencyKey(idempotencyKey), deviceID, notificationInput(notification))
 	if err != nil {
 		return nil, err
 	}
-	return &SendNotificationResult{Status: res.Status, Message: res.Message}, nil
+	return ptr(view.NewSendNotificationResult(res)), nil
 }
 
 // SendNotificationToUser is the resolver for the sendNotificationToUser field.
-func (r *mutationResolver) SendNotificationToUser(ctx context.Context, userID string, notification NotificationInput, channels []string, idempotencyKey *string) (*SendToUserResult, error) {
+func (r *mutationResolver) SendNotificationToUser(ctx context.Context, userID string, notification NotificationInput, channels []string, idempotencyKey *string) (*view.SendToUserResult, error) {
 	res, err := r.Notifications.SendToUserIdempotent(ctx, r.idempotencyKey(idempotencyKey), userID, notificationInput(notification), channels)
 	if err != nil {
 		return nil, err
 	}
-	return sendToUserResult(res), nil
+	return ptr(view.NewSendToUserResult(res)), nil
 }
 
 // SendNotificationToAll is the resolver for the sendNotificationToAll field.
-func (r *mutationResolver) SendNotificationToAll(ctx context.Context, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, idempotencyKey *string) (*BroadcastResult, error) {
+func (r *mutationResolver) SendNotificationToAll(ctx context.Context, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, idempotencyKey *string) (*view.BroadcastResult, error) {
 	job, err := r.Notifications.BroadcastIdempotent(ctx, r.idempotencyKey(idempotencyKey), notificationInput(notification), notifications.BroadcastOptions{SendAt: sendAt, Audience: audienceInput(audience)})
 	if err != nil {
 		return nil, err
 	}
-	return &BroadcastResult{Status: job.Status, Message: notifications.QueuedMessage(job), TotalRecipients: job.TotalRecipients, JobID: job.ID}, nil
+	return ptr(view.NewBroadcastResult(job)), nil
 }
 
 // SendNotificationByToken is the resolver for the sendNotificationByToken field.
-func (r *mutationResolver) SendNotificationByToken(ctx context.Context, platform string, pushToken string, notification NotificationInput, idempotencyKey *string) (*SendNotificationResult, error) {
+func (r *mutationResolver) SendNotificationByToken(ctx context.Context, platform string, pushToken string, notification NotificationInput, idempotencyKey *string) (*view.SendNotificationResult, error) {
 	res, err := r.Notifications.SendToTokenIdempotent(ctx, r.idempotencyKey(idempotencyKey), platform, pushToken, notificationInput(notification))
 	if err != nil {
 		return nil, err
 	}
-	return &SendNotificationResult{Status: res.Status, Message: res.Message}, nil
+	return ptr(view.NewSendNotificationResult(res)), nil
 }
 
 // CancelNotificationJob is the resolver for the cancelNotificationJob field.
-func (r *mutationResolver) CancelNotificationJob(ctx context.Context, id string) (*NotificationJob, error) {
+func (r *mutationResolver) CancelNotificationJob(ctx context.Context, id string) (*view.NotificationJob, error) {
 	job, err := r.Notifications.Cancel(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return notificationJob(job), nil
+	return ptr(view.NewNotificationJob(job)), nil
 }
 
 // MessengerLinkURL is the resolver for the messengerLinkUrl field.
-func (r *mutationResolver) MessengerLinkURL(ctx context.Context) (*MessengerLink, error) {
+func (r *mutationResolver) MessengerLinkURL(ctx context.Context) (*view.MessengerLink, error) {
 	link, err := r.Messenger.LinkURL(ctx, auth.Caller(ctx).AccountID)
 	if err != nil {
 		return nil, err
 	}
-	return &MessengerLink{URL: link.URL, ExpiresAt: link.ExpiresAt.UTC().Truncate(time.Second)}, nil
+	return ptr(view.NewMessengerLink(link)), nil
 }
 
 // UnlinkMessenger is the resolver for the unlinkMessenger field.
@@ -182,52 +184,52 @@ func (r *mutationResolver) UnlinkMessenger(ctx context.Context) (bool, error) {
 }
 
 // SendMessengerMessage is the resolver for the sendMessengerMessage field.
-func (r *mutationResolver) SendMessengerMessage(ctx context.Context, chatID string, message string, options *MessengerMessageOptions, idempotencyKey *string) (*SendMessengerMessageResult, error) {
-	id, err := r.Messenger.SendIdempotent(ctx, r.idempotencyKey(idempotencyKey), chatID, message, messengerOptions(options))
+func (r *mutationResolver) SendMessengerMessage(ctx context.Context, chatID string, message string, options *view.MessengerOptions, idempotencyKey *string) (*view.MessengerMessageResult, error) {
+	id, err := r.Messenger.SendIdempotent(ctx, r.idempotencyKey(idempotencyKey), chatID, message, options.SendOptions())
 	if err != nil {
 		return nil, err
 	}
-	return &SendMessengerMessageResult{Success: true, MessageID: id}, nil
+	return &view.MessengerMessageResult{Success: true, MessageID: id}, nil
 }
 
 // SendMessengerBroadcast is the resolver for the sendMessengerBroadcast field.
-func (r *mutationResolver) SendMessengerBroadcast(ctx context.Context, message string, options *MessengerMessageOptions, audience *AudienceInput, idempotencyKey *string) (*MessengerBroadcast, error) {
-	b, err := r.MessengerBroadcasts.BroadcastIdempotent(ctx, r.idempotencyKey(idempotencyKey), message, messengerOptions(options), optionalAudience(audience))
+func (r *mutationResolver) SendMessengerBroadcast(ctx context.Context, message string, options *view.MessengerOptions, audience *AudienceInput, idempotencyKey *string) (*view.MessengerBroadcast, error) {
+	b, err := r.MessengerBroadcasts.BroadcastIdempotent(ctx, r.idempotencyKey(idempotencyKey), message, options.SendOptions(), optionalAudience(audience))
 	if err != nil {
 		return nil, err
 	}
-	return messengerBroadcast(b), nil
+	return ptr(view.NewMessengerBroadcast(b)), nil
 }
 
 // CancelMessengerBroadcast is the resolver for the cancelMessengerBroadcast field.
-func (r *mutationResolver) CancelMessengerBroadcast(ctx context.Context, id string) (*MessengerBroadcast, error) {
+func (r *mutationResolver) CancelMessengerBroadcast(ctx context.Context, id string) (*view.MessengerBroadcast, error) {
 	b, err := r.MessengerBroadcasts.Cancel(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return messengerBroadcast(b), nil
+	return ptr(view.NewMessengerBroadcast(b)), nil
 }
 
 // CreateAPIKey is the resolver for the createApiKey field.
-func (r *mutationResolver) CreateAPIKey(ctx context.Context, input CreateAPIKeyInput) (*CreatedAPIKey, error) {
+func (r *mutationResolver) CreateAPIKey(ctx context.Context, input CreateAPIKeyInput) (*view.CreatedAPIKey, error) {
 	k, key, err := r.APIKeys.Create(ctx, apikeys.NewKey{Name: input.Name, Scopes: input.Scopes, RateLimit: input.RateLimit, ExpiresAt: input.ExpiresAt})
 	if err != nil {
 		return nil, err
 	}
-	return &CreatedAPIKey{Key: key, APIKey: r.apiKey(k)}, nil
+	return &view.CreatedAPIKey{Key: key, APIKey: r.apiKey(k)}, nil
 }
 
 // RevokeAPIKey is the resolver for the revokeApiKey field.
-func (r *mutationResolver) RevokeAPIKey(ctx context.Context, id string) (*APIKey, error) {
+func (r *mutationResolver) RevokeAPIKey(ctx context.Context, id string) (*view.APIKey, error) {
 	k, err := r.APIKeys.Revoke(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return r.apiKey(k), nil
+	return ptr(r.apiKey(k)), nil
 }
 
 // SetSubscription is the resolver for the setSubscription field.
-func (r *mutationResolver) SetSubscription(ctx context.Context, userID string, plan string, expiresAt time.Time) (*UserRecord, error) {
+func (r *mutationResolver) SetSubscription(ctx context.Context, userID string, plan string, expiresAt time.Time) (*view.UserRecord, error) {
 	if _, err := r.Plans.SetPlan(ctx, userID, plan, expiresAt); err != nil {
 		return nil, err
 	}
@@ -239,7 +241,7 @@ func (r *mutationResolver) SetSubscription(ctx context.Context, userID string, p
 }
 
 // SetUserLocale is the resolver for the setUserLocale field.
-func (r *mutationResolver) SetUserLocale(ctx context.Context, userID string, locale string) (*UserRecord, error) {
+func (r *mutationResolver) SetUserLocale(ctx context.Context, userID string, locale string) (*view.UserRecord, error) {
 	if err := r.Accounts.SetLocale(ctx, userID, locale); err != nil {
 		return nil, err
 	}
@@ -251,7 +253,7 @@ func (r *mutationResolver) SetUserLocale(ctx context.Context, userID string, loc
 }
 
 // DisableUser is the resolver for the disableUser field.
-func (r *mutationResolver) DisableUser(ctx context.Context, userID string, reason *string) (*UserRecord, error) {
+func (r *mutationResolver) DisableUser(ctx context.Context, userID string, reason *string) (*view.UserRecord, error) {
 	rec, err := r.Accounts.Disable(ctx, auth.Caller(ctx), userID, deref(reason))
 	if err != nil {
 		return nil, err
@@ -260,7 +262,7 @@ func (r *mutationResolver) DisableUser(ctx context.Context, userID string, reaso
 }
 
 // EnableUser is the resolver for the enableUser field.
-func (r *mutationResolver) EnableUser(ctx context.Context, userID string) (*UserRecord, error) {
+func (r *mutationResolver) EnableUser(ctx context.Context, userID string) (*view.UserRecord, error) {
 	rec, err := r.Accounts.Enable(ctx, auth.Caller(ctx), userID)
 	if err != nil {
 		return nil, err
@@ -299,7 +301,7 @@ func (r *mutationResolver) RevokeSession(ctx context.Context, id string) (bool, 
 }
 
 // SetLocale is the resolver for the setLocale field.
-func (r *mutationResolver) SetLocale(ctx context.Context, locale string) (*User, error) {
+func (r *mutationResolver) SetLocale(ctx context.Context, locale string) (*view.User, error) {
 	if err := r.Accounts.SetLocale(ctx, auth.Caller(ctx).AccountID, locale); err != nil {
 		return nil, err
 	}
@@ -311,12 +313,12 @@ func (r *mutationResolver) SetLocale(ctx context.Context, locale string) (*User,
 }
 
 // CreateWebhookEndpoint is the resolver for the createWebhookEndpoint field.
-func (r *mutationResolver) CreateWebhookEndpoint(ctx context.Context, input CreateWebhookEndpointInput) (*CreatedWebhookEndpoint, error) {
+func (r *mutationResolver) CreateWebhookEndpoint(ctx context.Context, input CreateWebhookEndpointInput) (*view.CreatedWebhookEndpoint, error) {
 	e, err := r.Webhooks.Create(ctx, webhooks.NewEndpoint{URL: input.URL, Description: deref(input.Description), EventTypes: input.EventTypes})
 	if err != nil {
 		return nil, err
 	}
-	return &CreatedWebhookEndpoint{Secret: e.Secret, Endpoint: webhookEndpoint(e)}, nil
+	return &view.CreatedWebhookEndpoint{Secret: e.Secret, Endpoint: webhookEndpoint(e)}, nil
 }
 
 // DeleteWebhookEndpoint is the resolver for the deleteWebhookEndpoint field.
@@ -328,21 +330,21 @@ func (r *mutationResolver) DeleteWebhookEndpoint(ctx context.Context, id string)
 }
 
 // RotateWebhookSecret is the resolver for the rotateWebhookSecret field.
-func (r *mutationResolver) RotateWebhookSecret(ctx context.Context, id string) (*CreatedWebhookEndpoint, error) {
+func (r *mutationResolver) RotateWebhookSecret(ctx context.Context, id string) (*view.CreatedWebhookEndpoint, error) {
 	e, err := r.Webhooks.RotateSecret(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return &CreatedWebhookEndpoint{Secret: e.Secret, Endpoint: webhookEndpoint(e)}, nil
+	return &view.CreatedWebhookEndpoint{Secret: e.Secret, Endpoint: webhookEndpoint(e)}, nil
 }
 
 // SetWebhookEndpointEnabled is the resolver for the setWebhookEndpointEnabled field.
-func (r *mutationResolver) SetWebhookEndpointEnabled(ctx context.Context, id string, enabled bool) (*WebhookEndpoint, error) {
+func (r *mutationResolver) SetWebhookEndpointEnabled(ctx context.Context, id string, enabled bool) (*view.WebhookEndpoint, error) {
 	e, err := r.Webhooks.SetEnabled(ctx, id, enabled)
 	if err != nil {
 		return nil, err
 	}
-	return webhookEndpoint(e), nil
+	return ptr(webhookEndpoint(e)), nil
 }
 
 // RedeliverWebhookEvent is the resolver for the redeliverWebhookEvent field.
@@ -363,12 +365,12 @@ func (r *mutationResolver) SendWebhookPing(ctx context.Context, endpointID strin
 }
 
 // BanAddress is the resolver for the banAddress field.
-func (r *mutationResolver) BanAddress(ctx context.Context, ip string, reason *string) (*Ban, error) {
+func (r *mutationResolver) BanAddress(ctx context.Context, ip string, reason *string) (*view.Ban, error) {
 	b, err := r.Resolver.Bans.Add(ctx, ip, deref(reason))
 	if err != nil {
 		return nil, err
 	}
-	return ban(b), nil
+	return ptr(view.NewBan(b)), nil
 }
 
 // LiftBan is the resolver for the liftBan field.
@@ -385,7 +387,7 @@ func (r *queryResolver) Version(ctx context.Context) (string, error) {
 }
 
 // Me is the resolver for the me field.
-func (r *queryResolver) Me(ctx context.Context) (*User, error) {
+func (r *queryResolver) Me(ctx context.Context) (*view.User, error) {
 	acct, err := r.caller(ctx)
 	if err != nil {
 		return nil, err
@@ -410,11 +412,7 @@ func (r *queryResolver) Devices(ctx context.Context, userID *string, first *int,
 		if err != nil {
 			return nil, err
 		}
-		out := &DeviceConnection{Nodes: make([]Device, 0, len(page.Devices)), PageInfo: pageInfo(page.EndCursor, page.HasNextPage)}
-		for _, d := range page.Devices {
-			out.Nodes = append(out.Nodes, *device(d))
-		}
-		return out, nil
+		return &DeviceConnection{Nodes: view.All(page.Devices, view.NewDevice), PageInfo: pageInfo(page.EndCursor, page.HasNextPage)}, nil
 	}
 	if userID != nil && *userID != id.AccountID {
 		return nil, apperr.Newf(apperr.InsufficientPermissions, "Only admins may list another user's devices.")
@@ -423,20 +421,16 @@ func (r *queryResolver) Devices(ctx context.Context, userID *string, first *int,
 	if err != nil {
 		return nil, err
 	}
-	out := &DeviceConnection{Nodes: make([]Device, 0, len(list)), PageInfo: pageInfo("", false)}
-	for _, d := range list {
-		out.Nodes = append(out.Nodes, *device(d))
-	}
-	return out, nil
+	return &DeviceConnection{Nodes: view.All(list, view.NewDevice), PageInfo: pageInfo("", false)}, nil
 }
 
 // NotificationJob is the resolver for the notificationJob field.
-func (r *queryResolver) NotificationJob(ctx context.Context, id string) (*NotificationJob, error) {
+func (r *queryResolver) NotificationJob(ctx context.Context, id string) (*view.NotificationJob, error) {
 	job, err := r.Notifications.Job(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return notificationJob(job), nil
+	return ptr(view.NewNotificationJob(job)), nil
 }
 
 // NotificationJobs is the resolver for the notificationJobs field.
@@ -445,20 +439,16 @@ func (r *queryResolver) NotificationJobs(ctx context.Context, first *int, after 
 	if err != nil {
 		return nil, err
 	}
-	out := &NotificationJobConnection{Nodes: make([]NotificationJob, 0, len(page.Jobs)), PageInfo: pageInfo(page.EndCursor, page.HasNextPage)}
-	for _, j := range page.Jobs {
-		out.Nodes = append(out.Nodes, *notificationJob(j))
-	}
-	return out, nil
+	return &NotificationJobConnection{Nodes: view.All(page.Jobs, view.NewNotificationJob), PageInfo: pageInfo(page.EndCursor, page.HasNextPage)}, nil
 }
 
 // MessengerBotStatus is the resolver for the messengerBotStatus field.
-func (r *queryResolver) MessengerBotStatus(ctx context.Context) (*MessengerBotStatus, error) {
+func (r *queryResolver) MessengerBotStatus(ctx context.Context) (*view.MessengerBotStatus, error) {
 	st, err := r.Messenger.Status(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return botStatus(st), nil
+	return ptr(view.NewMessengerBotStatus(st)), nil
 }
 
 // MessengerSubscribers is the resolver for the messengerSubscribers field.
@@ -467,42 +457,34 @@ func (r *queryResolver) MessengerSubscribers(ctx context.Context, first *int, af
 	if err != nil {
 		return nil, err
 	}
-	out := &MessengerSubscriberConnection{Nodes: make([]MessengerSubscriber, 0, len(page.Items)), PageInfo: pageInfo(page.EndCursor, page.HasNextPage)}
-	for _, sub := range page.Items {
-		out.Nodes = append(out.Nodes, *messengerSubscriber(sub))
-	}
-	return out, nil
+	return &MessengerSubscriberConnection{Nodes: view.All(page.Items, view.NewMessengerSubscriber), PageInfo: pageInfo(page.EndCursor, page.HasNextPage)}, nil
 }
 
 // MessengerPreview is the resolver for the messengerPreview field.
-func (r *queryResolver) MessengerPreview(ctx context.Context, message string) (*MessengerPreview, error) {
+func (r *queryResolver) MessengerPreview(ctx context.Context, message string) (*view.MessengerPreview, error) {
 	p, err := r.Messenger.Preview(message)
 	if err != nil {
 		return nil, err
 	}
-	return &MessengerPreview{HTML: p.HTML, Length: p.Length}, nil
+	return ptr(view.NewMessengerPreview(p)), nil
 }
 
 // MessengerBroadcast is the resolver for the messengerBroadcast field.
-func (r *queryResolver) MessengerBroadcast(ctx context.Context, id string) (*MessengerBroadcast, error) {
+func (r *queryResolver) MessengerBroadcast(ctx context.Context, id string) (*view.MessengerBroadcast, error) {
 	b, err := r.MessengerBroadcasts.Job(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return messengerBroadcast(b), nil
+	return ptr(view.NewMessengerBroadcast(b)), nil
 }
 
 // APIKeys is the resolver for the apiKeys field.
-func (r *queryResolver) APIKeys(ctx context.Context) ([]APIKey, error) {
+func (r *queryResolver) APIKeys(ctx context.Context) ([]view.APIKey, error) {
 	list, err := r.Resolver.APIKeys.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]APIKey, 0, len(list))
-	for _, k := range list {
-		out = append(out, *r.apiKey(k))
-	}
-	return out, nil
+	return view.All(list, r.apiKey), nil
 }
 
 // Users is the resolver for the users field.
@@ -511,7 +493,7 @@ func (r *queryResolver) Users(ctx context.Context, query *string, plan *string, 
 	if err != nil {
 		return nil, err
 	}
-	out := &UserRecordConnection{Nodes: make([]UserRecord, 0, len(page.Users)), PageInfo: pageInfo(page.EndCursor, page.HasNextPage)}
+	out := &UserRecordConnection{Nodes: make([]view.UserRecord, 0, len(page.Users)), PageInfo: pageInfo(page.EndCursor, page.HasNextPage)}
 	ids := make([]string, 0, len(page.Users))
 	for _, u := range page.Users {
 		out.Nodes = append(out.Nodes, *r.userRecord(u))
@@ -522,7 +504,7 @@ func (r *queryResolver) Users(ctx context.Context, query *string, plan *string, 
 }
 
 // User is the resolver for the user field.
-func (r *queryResolver) User(ctx context.Context, id *string, email *string) (*UserRecord, error) {
+func (r *queryResolver) User(ctx context.Context, id *string, email *string) (*view.UserRecord, error) {
 	var rec accounts.Record
 	var err error
 	switch {
@@ -540,39 +522,31 @@ func (r *queryResolver) User(ctx context.Context, id *string, email *string) (*U
 }
 
 // MySessions is the resolver for the mySessions field.
-func (r *queryResolver) MySessions(ctx context.Context) ([]Session, error) {
+func (r *queryResolver) MySessions(ctx context.Context) ([]view.Session, error) {
 	c := auth.Caller(ctx)
 	list, err := r.Sessions.List(ctx, c.AccountID)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Session, 0, len(list))
-	for _, s := range list {
-		out = append(out, session(s, c.SessionID))
-	}
-	return out, nil
+	return view.All(list, func(s sessions.Session) view.Session { return view.NewSession(s, c.SessionID) }), nil
 }
 
 // WebhookEndpoints is the resolver for the webhookEndpoints field.
-func (r *queryResolver) WebhookEndpoints(ctx context.Context) ([]WebhookEndpoint, error) {
+func (r *queryResolver) WebhookEndpoints(ctx context.Context) ([]view.WebhookEndpoint, error) {
 	list, err := r.Webhooks.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]WebhookEndpoint, 0, len(list))
-	for _, e := range list {
-		out = append(out, *webhookEndpoint(e))
-	}
-	return out, nil
+	return view.All(list, webhookEndpoint), nil
 }
 
 // WebhookEndpoint is the resolver for the webhookEndpoint field.
-func (r *queryResolver) WebhookEndpoint(ctx context.Context, id string) (*WebhookEndpoint, error) {
+func (r *queryResolver) WebhookEndpoint(ctx context.Context, id string) (*view.WebhookEndpoint, error) {
 	e, err := r.Webhooks.Endpoint(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return webhookEndpoint(e), nil
+	return ptr(webhookEndpoint(e)), nil
 }
 
 // WebhookEventTypes is the resolver for the webhookEventTypes field.
@@ -586,23 +560,20 @@ func (r *queryResolver) WebhookDeliveries(ctx context.Context, endpointID string
 	if err != nil {
 		return nil, err
 	}
-	out := &WebhookDeliveryConnection{Nodes: make([]WebhookDelivery, 0, len(page))}
 	end := ""
-	for _, a := range page {
-		out.Nodes = append(out.Nodes, webhookDelivery(a))
-		end = a.ID
+	if len(page) > 0 {
+		end = page[len(page)-1].ID
 	}
-	out.PageInfo = pageInfo(end, more)
-	return out, nil
+	return &WebhookDeliveryConnection{Nodes: view.All(page, view.NewWebhookDelivery), PageInfo: pageInfo(end, more)}, nil
 }
 
 // AdminOverview is the resolver for the adminOverview field.
-func (r *queryResolver) AdminOverview(ctx context.Context) (*AdminOverview, error) {
+func (r *queryResolver) AdminOverview(ctx context.Context) (*view.AdminOverview, error) {
 	o, err := r.Overview.Get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return adminOverview(o), nil
+	return ptr(view.NewAdminOverview(o)), nil
 }
 
 // Bans is the resolver for the bans field.
@@ -611,27 +582,23 @@ func (r *queryResolver) Bans(ctx context.Context, first *int, after *string) (*B
 	if err != nil {
 		return nil, err
 	}
-	out := &BanConnection{Nodes: make([]Ban, 0, len(page.Items)), PageInfo: pageInfo(page.EndCursor, page.HasNextPage)}
-	for _, b := range page.Items {
-		out.Nodes = append(out.Nodes, *ban(b))
-	}
-	return out, nil
+	return &BanConnection{Nodes: view.All(page.Items, view.NewBan), PageInfo: pageInfo(page.EndCursor, page.HasNextPage)}, nil
 }
 
 // NotificationJobUpdated is the resolver for the notificationJobUpdated field.
-func (r *subscriptionResolver) NotificationJobUpdated(ctx context.Context, id string) (<-chan *NotificationJob, error) {
+func (r *subscriptionResolver) NotificationJobUpdated(ctx context.Context, id string) (<-chan *view.NotificationJob, error) {
 	// -1: the subscriber has no state yet, so the first is sent whatever
 	// its version (a scheduled job's is 0).
 	jobs, err := r.Notifications.Watch(ctx, id, -1)
 	if err != nil {
 		return nil, err
 	}
-	out := make(chan *NotificationJob)
+	out := make(chan *view.NotificationJob)
 	go func() {
 		defer close(out)
 		for j := range jobs {
 			select {
-			case out <- notificationJob(j):
+			case out <- ptr(view.NewNotificationJob(j)):
 			case <-ctx.Done():
 				return
 			}
@@ -648,7 +615,7 @@ func (r *subscriptionResolver) MessengerEvents(ctx context.Context) (<-chan *Mes
 		defer close(out)
 		for e := range events {
 			select {
-			case out <- &MessengerEvent{Kind: string(e.Kind), Subscriber: messengerSubscriber(e.Subscriber), At: e.Subscriber.UpdatedAt.UTC()}:
+			case out <- &MessengerEvent{Kind: string(e.Kind), Subscriber: ptr(view.NewMessengerSubscriber(e.Subscriber)), At: e.Subscriber.UpdatedAt.UTC()}:
 			case <-ctx.Done():
 				return
 			}
@@ -658,17 +625,17 @@ func (r *subscriptionResolver) MessengerEvents(ctx context.Context) (<-chan *Mes
 }
 
 // MessengerBroadcastUpdated is the resolver for the messengerBroadcastUpdated field.
-func (r *subscriptionResolver) MessengerBroadcastUpdated(ctx context.Context, id string) (<-chan *MessengerBroadcast, error) {
+func (r *subscriptionResolver) MessengerBroadcastUpdated(ctx context.Context, id string) (<-chan *view.MessengerBroadcast, error) {
 	jobs, err := r.MessengerBroadcasts.Watch(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	out := make(chan *MessengerBroadcast)
+	out := make(chan *view.MessengerBroadcast)
 	go func() {
 		defer close(out)
 		for j := range jobs {
 			select {
-			case out <- messengerBroadcast(j):
+			case out <- ptr(view.NewMessengerBroadcast(j)):
 			case <-ctx.Done():
 				return
 			}
@@ -678,25 +645,21 @@ func (r *subscriptionResolver) MessengerBroadcastUpdated(ctx context.Context, id
 }
 
 // Sessions is the resolver for the sessions field.
-func (r *userRecordResolver) Sessions(ctx context.Context, obj *UserRecord) ([]Session, error) {
+func (r *userRecordResolver) Sessions(ctx context.Context, obj *view.UserRecord) ([]view.Session, error) {
 	list, err := pageOf(ctx, obj.ID).sessionsOf(ctx, r.Resolver.Sessions, obj.ID)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Session, 0, len(list))
-	for _, s := range list {
-		out = append(out, session(s, ""))
-	}
-	return out, nil
+	return view.All(list, func(s sessions.Session) view.Session { return view.NewSession(s, "") }), nil
 }
 
 // MessengerChat is the resolver for the messengerChat field.
-func (r *userRecordResolver) MessengerChat(ctx context.Context, obj *UserRecord) (*MessengerSubscriber, error) {
+func (r *userRecordResolver) MessengerChat(ctx context.Context, obj *view.UserRecord) (*view.MessengerSubscriber, error) {
 	sub, found, err := pageOf(ctx, obj.ID).chatOf(ctx, r.Messenger, obj.ID)
 	if err != nil || !found {
 		return nil, err
 	}
-	return messengerSubscriber(sub), nil
+	return ptr(view.NewMessengerSubscriber(sub)), nil
 }
 
 // Mutation returns MutationResolver implementation.
