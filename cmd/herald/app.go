@@ -35,6 +35,7 @@ import (
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/herald-vpn/herald/internal/subscriptions"
+	"github.com/herald-vpn/herald/internal/view"
 	"github.com/herald-vpn/herald/internal/webhooks"
 	"github.com/herald-vpn/herald/internal/webhooks/httpsend"
 	"github.com/prometheus/client_golang/prometheus"
@@ -247,7 +248,7 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, serving b
 	if err != nil {
 		return a, fmt.Errorf("messenger: %w", err)
 	}
-	a.messengerBroadcasts = messenger.NewBroadcaster(a.messenger, a.db, messenger.BroadcastConfig{})
+	a.messengerBroadcasts = messenger.NewBroadcaster(a.messenger, a.db, messenger.BroadcastConfig{Wire: view.MessengerBroadcastWire()})
 	river.AddWorker(a.workers, &messenger.BroadcastWorker{Broadcaster: a.messengerBroadcasts})
 	var provider push.Provider = push.NewRouter(nil, nil, push.NewDev(logger.With("component", "push-dev")))
 	if serving {
@@ -265,6 +266,7 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, serving b
 		Delivered:   a.metrics.BroadcastDelivered,
 		Chats:       a.messenger,
 		Logger:      logger.With("component", "push"),
+		Wire:        view.NotificationJobWire(),
 	})
 	river.AddWorker(a.workers, &notifications.BroadcastWorker{Service: a.notifications})
 	a.idempotency = idempotency.New(a.db, logger.With("component", "idempotency"))

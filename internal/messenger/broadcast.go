@@ -118,6 +118,11 @@ type BroadcastConfig struct {
 	// Slice is how long one River attempt works before it snoozes and goes
 	// on (River's job timeout is Slice plus a minute). Default 5 minutes.
 	Slice time.Duration
+	// Wire writes a broadcast's state into a progress event and reads it
+	// back on every replica: the doors' wire type
+	// (view.MessengerBroadcastWire), so that an event carries what
+	// subscribers are shown. Required.
+	Wire live.Codec[Broadcast]
 }
 
 // QueueMessenger is the River queue of messenger broadcasts.
@@ -147,6 +152,9 @@ type Broadcaster struct {
 
 // NewBroadcaster returns the broadcaster of svc's bot.
 func NewBroadcaster(svc *Service, store BroadcastStore, cfg BroadcastConfig) *Broadcaster {
+	if cfg.Wire.Encode == nil || cfg.Wire.Decode == nil {
+		panic("messenger: BroadcastConfig.Wire is required (view.MessengerBroadcastWire)")
+	}
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 20
 	}

@@ -2,7 +2,6 @@ package messenger
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/herald-vpn/herald/internal/live"
@@ -29,21 +28,6 @@ func (b Broadcast) Version() int64 {
 	return int64(b.Sent+b.Failed+b.Blocked)*4 + rank
 }
 
-// broadcastEvent is a job's state as it travels between replicas, without
-// the message (NOTIFY payloads are small).
-type broadcastEvent struct {
-	ID              string     `json:"id"`
-	Status          string     `json:"status"`
-	TotalRecipients int        `json:"totalRecipients"`
-	Sent            int        `json:"sent"`
-	Failed          int        `json:"failed"`
-	Blocked         int        `json:"blocked"`
-	CreatedAt       time.Time  `json:"createdAt"`
-	StartedAt       *time.Time `json:"startedAt,omitempty"`
-	FinishedAt      *time.Time `json:"finishedAt,omitempty"`
-	Error           string     `json:"error,omitempty"`
-}
-
 // newProgress is the broadcaster's announcer: a job's state reaches live
 // subscribers on every replica at most twice a second, its end at once.
 func newProgress(b *Broadcaster) *live.Announcer {
@@ -53,7 +37,7 @@ func newProgress(b *Broadcaster) *live.Announcer {
 			if err != nil {
 				return nil, false, err
 			}
-			data, err := json.Marshal(broadcastEvent{j.ID, j.Status, j.TotalRecipients, j.Sent, j.Failed, j.Blocked, j.CreatedAt, j.StartedAt, j.FinishedAt, j.Error})
+			data, err := b.cfg.Wire.Encode(j)
 			return data, j.Finished(), err
 		},
 		func(id string, err error) {
@@ -73,16 +57,7 @@ func (b *Broadcaster) Watch(ctx context.Context, id string) (<-chan Broadcast, e
 		sub.Close()
 		return nil, err
 	}
-	return live.Follow(ctx, sub, j, -1, decodeBroadcastEvent,
+	return live.Follow(ctx, sub, j, -1, b.cfg.Wire.Decode,
 		func(ctx context.Context) (Broadcast, error) { return b.store.MessengerBroadcast(ctx, id) },
 		func(error) {}), nil // a gap is read again; a garbled event waits for the next
-}
-
-func decodeBroadcastEvent(data []byte) (Broadcast, error) {
-	var e broadcastEvent
-	if err := json.Unmarshal(data, &e); err != nil {
-		return Broadcast{}, err
-	}
-	return Broadcast{ID: e.ID, Status: e.Status, TotalRecipients: e.TotalRecipients, Sent: e.Sent, Failed: e.Failed, Blocked: e.Blocked,
-		CreatedAt: e.CreatedAt, StartedAt: e.StartedAt, FinishedAt: e.FinishedAt, Error: e.Error}, nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/herald-vpn/herald/internal/subscriptions"
 	"github.com/herald-vpn/herald/internal/testsupport"
+	"github.com/herald-vpn/herald/internal/view"
 	"github.com/riverqueue/river"
 )
 
@@ -37,6 +38,7 @@ func fastConfig() notifications.Config {
 		SendRetry:      push.RetryPolicy{Attempts: 3, BaseBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond, Sleep: noSleep},
 		BroadcastRetry: push.RetryPolicy{Attempts: 3, BaseBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond, Sleep: noSleep},
 		Logger:         slog.New(slog.DiscardHandler),
+		Wire:           view.NotificationJobWire(),
 	}
 }
 

@@ -2,7 +2,6 @@ package notifications
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -35,37 +34,6 @@ func (j Job) Version() int64 {
 	return int64(j.Sent+j.Failed+j.InvalidTokens)*4 + rank
 }
 
-// progressEvent is a job's state as it travels between replicas: what
-// notificationJob shows, without the content and data (NOTIFY payloads are
-// small).
-type progressEvent struct {
-	ID              string     `json:"id"`
-	Status          string     `json:"status"`
-	Subject         string     `json:"subject"`
-	TotalRecipients int        `json:"totalRecipients"`
-	Sent            int        `json:"sent"`
-	Failed          int        `json:"failed"`
-	InvalidTokens   int        `json:"invalidTokens"`
-	CreatedAt       time.Time  `json:"createdAt"`
-	StartedAt       *time.Time `json:"startedAt,omitempty"`
-	FinishedAt      *time.Time `json:"finishedAt,omitempty"`
-	Error           string     `json:"error,omitempty"`
-}
-
-func encodeProgress(j Job) []byte {
-	b, _ := json.Marshal(progressEvent{j.ID, j.Status, j.Subject, j.TotalRecipients, j.Sent, j.Failed, j.InvalidTokens, j.CreatedAt, j.StartedAt, j.FinishedAt, j.Error})
-	return b
-}
-
-func decodeProgress(b []byte) (Job, error) {
-	var e progressEvent
-	if err := json.Unmarshal(b, &e); err != nil {
-		return Job{}, err
-	}
-	return Job{ID: e.ID, Status: e.Status, Subject: e.Subject, TotalRecipients: e.TotalRecipients, Sent: e.Sent, Failed: e.Failed,
-		InvalidTokens: e.InvalidTokens, CreatedAt: e.CreatedAt, StartedAt: e.StartedAt, FinishedAt: e.FinishedAt, Error: e.Error}, nil
-}
-
 // Watch follows job id for a live subscriber: the job as it is now if its
 // Version is above after (-1 for a subscriber that has nothing yet: a
 // scheduled job's version is 0), then every newer state as it is published (at
@@ -80,7 +48,7 @@ func (s *Service) Watch(ctx context.Context, id string, after int64) (<-chan Job
 		sub.Close()
 		return nil, err
 	}
-	return live.Follow(ctx, sub, j, after, decodeProgress,
+	return live.Follow(ctx, sub, j, after, s.cfg.Wire.Decode,
 		func(ctx context.Context) (Job, error) { return s.store.BroadcastJob(ctx, id) },
 		func(err error) {
 			if !errors.Is(err, context.Canceled) {

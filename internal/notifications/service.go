@@ -63,6 +63,10 @@ type Config struct {
 	// ProgressInterval is the least time between two progress events of
 	// one job (default DefaultProgressInterval); the final one is not held.
 	ProgressInterval time.Duration
+	// Wire writes a job's state into a progress event and reads it back
+	// on every replica: the doors' wire type (view.NotificationJobWire), so
+	// that an event carries what subscribers are shown. Required.
+	Wire live.Codec[Job]
 	// Delivered, when set, is told each broadcast delivery's outcome
 	// (DeliverySent, DeliveryInvalid, DeliveryFailed or DeliveryRetry) as
 	// it is recorded: the metrics count them.
@@ -133,6 +137,9 @@ type Service struct {
 // NewService returns the service. provider is usually a push.NewRouter of
 // the configured providers, each wrapped in RateLimit.
 func NewService(store Store, provider push.Provider, cfg Config) *Service {
+	if cfg.Wire.Encode == nil || cfg.Wire.Decode == nil {
+		panic("notifications: Config.Wire is required (view.NotificationJobWire)")
+	}
 	s := &Service{store: store, provider: provider, cfg: cfg.withDefaults()}
 	s.live = s.cfg.Live
 	s.progress = live.NewAnnouncer(s.live, s.cfg.ProgressInterval, ProgressTopic,
@@ -141,7 +148,8 @@ func NewService(store Store, provider push.Provider, cfg Config) *Service {
 			if err != nil {
 				return nil, false, err
 			}
-			return encodeProgress(j), j.Finished(), nil
+			data, err := s.cfg.Wire.Encode(j)
+			return data, j.Finished(), err
 		},
 		func(id string, err error) {
 			s.cfg.Logger.Warn("broadcast progress not published", "job_id", id, "err", err)
