@@ -1,7 +1,6 @@
 package view
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/herald-vpn/herald/internal/live"
@@ -43,14 +42,7 @@ func (v MessengerBroadcast) broadcast() messenger.Broadcast {
 // (messenger.BroadcastConfig.Wire). The fields are those replicas of
 // earlier versions wrote, so a rolling upgrade reads both ways.
 func MessengerBroadcastWire() live.Codec[messenger.Broadcast] {
-	return live.Codec[messenger.Broadcast]{
-		Encode: func(b messenger.Broadcast) ([]byte, error) { return json.Marshal(NewMessengerBroadcast(b)) },
-		Decode: func(data []byte) (messenger.Broadcast, error) {
-			var v MessengerBroadcast
-			err := json.Unmarshal(data, &v)
-			return v.broadcast(), err
-		},
-	}
+	return jsonCodec(NewMessengerBroadcast, MessengerBroadcast.broadcast)
 }
 
 // MessengerSubscriber is a chat that started the bot.

@@ -1,7 +1,6 @@
 package view
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/herald-vpn/herald/internal/live"
@@ -59,14 +58,7 @@ func (v NotificationJob) job() notifications.Job {
 // fields are those replicas of earlier versions wrote, so a rolling
 // upgrade reads both ways.
 func NotificationJobWire() live.Codec[notifications.Job] {
-	return live.Codec[notifications.Job]{
-		Encode: func(j notifications.Job) ([]byte, error) { return json.Marshal(NewNotificationJob(j)) },
-		Decode: func(b []byte) (notifications.Job, error) {
-			var v NotificationJob
-			err := json.Unmarshal(b, &v)
-			return v.job(), err
-		},
-	}
+	return jsonCodec(NewNotificationJob, NotificationJob.job)
 }
 
 // BroadcastResult answers a push broadcast: the job queued (or

@@ -13,7 +13,12 @@
 // REST JSON leaves it out (and GraphQL shows null).
 package view
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/live"
+)
 
 // PageInfo is where a listing goes on: pass endCursor as after.
 type PageInfo struct {
@@ -47,6 +52,19 @@ func All[I, T any](items []I, convert func(I) T) []T {
 		out = append(out, convert(it))
 	}
 	return out
+}
+
+// jsonCodec writes a domain value as the JSON of its wire type and reads it
+// back.
+func jsonCodec[D, W any](toWire func(D) W, fromWire func(W) D) live.Codec[D] {
+	return live.Codec[D]{
+		Encode: func(d D) ([]byte, error) { return json.Marshal(toWire(d)) },
+		Decode: func(b []byte) (D, error) {
+			var w W
+			err := json.Unmarshal(b, &w)
+			return fromWire(w), err
+		},
+	}
 }
 
 // seconds is t as answers show times: UTC, whole seconds.
