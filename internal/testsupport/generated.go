@@ -18,12 +18,14 @@ func GeneratedBegin(refresh string) string {
 
 // CheckGenerated holds the generated part of the page at path, the lines
 // between GeneratedBegin(refresh) and GeneratedEnd, to want (one or more
-// whole lines, each ending in a newline). It fails, naming the first line
-// that differs and the command that refreshes the page, when the page is
-// stale; with update it writes want into the page instead, leaving the
-// rest of the page as it was.
+// whole lines, each ending in a newline) set between two blank lines, so
+// that Markdown renders it as a block of its own (a table, a list). It
+// fails, naming the first line that differs and the command that
+// refreshes the page, when the page is stale; with update it writes the
+// part into the page instead, leaving the rest of the page as it was.
 func CheckGenerated(t testing.TB, path, refresh, want string, update bool) {
 	t.Helper()
+	want = "\n" + want + "\n"
 	page, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

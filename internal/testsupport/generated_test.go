@@ -25,7 +25,7 @@ func (e *errorRecorder) Errorf(format string, args ...any) {
 func TestCheckGenerated(t *testing.T) {
 	const refresh = "go test ./x -update"
 	page := func(body string) string {
-		return "# Title\n\nProse.\n\n" + testsupport.GeneratedBegin(refresh) + "\n" + body + testsupport.GeneratedEnd + "\n\nMore prose.\n"
+		return "# Title\n\nProse.\n\n" + testsupport.GeneratedBegin(refresh) + "\n\n" + body + "\n" + testsupport.GeneratedEnd + "\n\nMore prose.\n"
 	}
 	path := filepath.Join(t.TempDir(), "page.md")
 	write := func(s string) {
@@ -51,9 +51,9 @@ func TestCheckGenerated(t *testing.T) {
 
 	// Stale: the error names the page's line and the command; nothing is written.
 	for _, c := range []struct{ body, want, line string }{
-		{"| a |\n| x |\n", "| a |\n| b |\n", "line 7 is\n\t\"| x |\"\nwant\n\t\"| b |\""},
-		{"| a |\n", "| a |\n| b |\n", "line 7 is\n\t\"\"\nwant\n\t\"| b |\""},
-		{"| a |\n| b |\n| c |\n", "| a |\n| b |\n", "line 8 is\n\t\"| c |\"\nwant\n\t\"\""},
+		{"| a |\n| x |\n", "| a |\n| b |\n", "line 8 is\n\t\"| x |\"\nwant\n\t\"| b |\""},
+		{"| a |\n", "| a |\n| b |\n", "line 8 is\n\t\"\"\nwant\n\t\"| b |\""},
+		{"| a |\n| b |\n| c |\n", "| a |\n| b |\n", "line 9 is\n\t\"| c |\"\nwant\n\t\"\""},
 	} {
 		write(page(c.body))
 		rec := &errorRecorder{TB: t}
