@@ -1,6 +1,7 @@
 // Package docs holds the tests of Herald's manual (README.md and docs/):
-// the manual's contents are generated from the pages' headings, and every
-// relative link and image path resolves, its #fragment included.
+// the manual's contents are generated from the pages' headings, the README
+// links every page, and every relative link and image path resolves, its
+// #fragment included.
 package docs
 
 import (
@@ -190,6 +191,16 @@ func TestManualLinks(t *testing.T) {
 			if !anchorsOf(filepath.Clean(path))[fragment] {
 				t.Errorf("%s: link %s: no heading makes #%s there", name, link, fragment)
 			}
+		}
+	}
+}
+
+// The README, the front door, links every page of the manual.
+func TestREADMELinksEveryPage(t *testing.T) {
+	links := readPage(t, filepath.Join(root, "README.md")).links
+	for _, name := range append([]string{"README.md"}, manual...) {
+		if !slices.ContainsFunc(links, func(l string) bool { return strings.HasPrefix(l, "docs/"+name) }) {
+			t.Errorf("README.md does not link docs/%s", name)
 		}
 	}
 }
