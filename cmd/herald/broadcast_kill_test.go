@@ -250,7 +250,7 @@ func TestBinaryE2E(t *testing.T) {
 // device got exactly one message. The gate makes exactly-once assertable:
 // before the kill it stops forwarding, and the kill comes once every
 // message the fake accepted is recorded (the job's sent equals what the
-// fake got), so no send is in the window the README documents (accepted
+// fake got), so no send is in the window docs/operations.md documents (accepted
 // by the provider, not yet recorded). The held sends never reach the fake;
 // the restarted server sends them again.
 func testBroadcastSurvivesKill(t *testing.T, bin string, d sqlstoretest.Dialect) {

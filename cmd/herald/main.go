@@ -1,5 +1,5 @@
 // Command herald runs Herald, the accounts, notifications and messaging back
-// end of a VPN product. See the README for its configuration.
+// end of a VPN product. See docs/configuration.md for its configuration.
 package main
 
 import (

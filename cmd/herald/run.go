@@ -112,7 +112,7 @@ func cmdHelp(ctx context.Context, env *environment, args []string) error {
 		printUsage(env.stdout)
 		return nil
 	case args[0] == "config":
-		fmt.Fprintln(env.stdout, "Herald reads its configuration from these environment variables (the README's Configuration table says more).")
+		fmt.Fprintln(env.stdout, "Herald reads its configuration from these environment variables (docs/configuration.md says more).")
 		printConfig(env.stdout)
 		return nil
 	}

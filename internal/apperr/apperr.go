@@ -94,7 +94,7 @@ type Entry struct {
 }
 
 // catalogue maps every code to its HTTP status and default message. The
-// statuses the spec leaves open are fixed here (see README, "Errors").
+// statuses the spec leaves open are fixed here (see docs/errors.md).
 var catalogue = map[Code]Entry{
 	AuthRequired:            {AuthRequired, http.StatusUnauthorized, "Authentication is required."},
 	TokenExpired:            {TokenExpired, http.StatusUnauthorized, "The token has expired."},

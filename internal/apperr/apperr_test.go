@@ -3,7 +3,6 @@ package apperr
 import (
 	"net/http"
 	"os"
-	"strings"
 	"testing"
 	"time"
 )
@@ -47,19 +46,6 @@ func TestWithCopies(t *testing.T) {
 	b := a.With("tier", "auth")
 	if _, ok := a.Details["tier"]; ok || b.Details["retryAfter"] != 5 {
 		t.Fatal("With must copy, not mutate")
-	}
-}
-
-// Every code is documented in the README's error table.
-func TestREADMEListsEveryCode(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range All() {
-		if !strings.Contains(string(readme), "| `"+string(e.Code)+"` |") {
-			t.Errorf("README's error table lacks %s", e.Code)
-		}
 	}
 }
 

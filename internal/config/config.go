@@ -118,7 +118,7 @@ type Config struct {
 	WebhooksConcurrency   int
 }
 
-// Var documents one environment variable; the README's table and
+// Var documents one environment variable; docs/configuration.md's table and
 // `herald --help` are made from the same list.
 type Var struct {
 	Name    string
@@ -463,7 +463,7 @@ func Vars() []Var {
 }
 
 // OnOffSpellings is what every on/off variable accepts, in any case;
-// `herald help config` and the README say so.
+// `herald help config` and docs/configuration.md say so.
 const OnOffSpellings = "on/off variables also accept true/false, 1/0 and yes/no, in any case"
 
 // parseOnOff reads a switch: on, true, 1 or yes; off, false, 0 or no; in

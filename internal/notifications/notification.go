@@ -75,7 +75,7 @@ const MaxTTLSeconds = 28 * 24 * 3600
 const maxOptionBytes = 256
 
 // PushOptions are a notification's delivery options, mapped to each
-// provider by push/fcm and push/apns (see the README's table). The zero
+// provider by push/fcm and push/apns (see docs/notifications.md's table). The zero
 // value is the providers' defaults. It is stored with a broadcast as
 // JSON.
 type PushOptions struct {

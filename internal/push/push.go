@@ -32,7 +32,7 @@ type Notification struct {
 	// a send repeated after a crash is shown once.
 	CollapseKey string
 	// Options tune delivery; each provider maps them (see the fcm and apns
-	// package docs, and the README's table).
+	// package docs, and the table of docs/notifications.md, "Push options").
 	Options Options
 
 	// encodings, set by Prepared, keeps what providers encoded of the

@@ -56,7 +56,7 @@ func TestConsole(t *testing.T) {
 	}
 
 	// Screenshots go to $HERALD_CONSOLE_SCREENSHOTS when set (docs/console
-	// holds the README's), to a temporary directory otherwise, so that a
+	// holds those of docs/console.md), to a temporary directory otherwise, so that a
 	// test run leaves the tree as it was.
 	shots := os.Getenv("HERALD_CONSOLE_SCREENSHOTS")
 	if shots == "" {

@@ -12,12 +12,12 @@ import { serverAudits } from "graphql-http";
 const url = `${process.env.HERALD_URL}/graphql`;
 
 // The warnings that remain, by audit id: where the contract's statuses win
-// over the spec's SHOULD for application/json (README, "GraphQL clients").
+// over the spec's SHOULD for application/json (docs/graphql.md).
 const expected = new Map([
   ["572B", "a document that does not parse is 400 GRAPHQL_PARSE_FAILED (application/json keeps the contract's status)"],
   ["FDE2", "a document that fails validation is 422 GRAPHQL_VALIDATION_FAILED (application/json keeps the contract's status)"],
   ["7B9B", "a variable that cannot be coerced is 422 GRAPHQL_VALIDATION_FAILED (application/json keeps the contract's status)"],
-  ["47DE", "*/* is answered as application/graphql-response+json, the type the spec prefers (README, \"GraphQL clients\")"],
+  ["47DE", "*/* is answered as application/graphql-response+json, the type the spec prefers (docs/graphql.md)"],
   // Node's fetch, as the Fetch standard says, sends Accept: */* when a
   // request names none, so this audit's "missing" Accept arrives as */*.
   ["80D8", "the audit's request without Accept arrives as Accept: */* (Node's fetch adds it), answered as application/graphql-response+json; a request that truly has no Accept gets application/json"],

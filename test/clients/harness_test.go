@@ -6,7 +6,8 @@
 // why, when Herald does not answer as the client expects.
 //
 // The tests need node and `npm ci` in this directory (.ci/run does both;
-// see the README), and skip, saying so, without them.
+// see docs/clients.md, "Browsers (CORS)"), and skip, saying so, without
+// them.
 package clients
 
 import (

@@ -75,7 +75,7 @@ if (process.env.HERALD_INTROSPECTION === "off") {
 }
 
 // The expected schema: the file, with each operation's description
-// completed as the README says Herald serves it.
+// completed as docs/graphql.md says Herald serves it.
 const file = buildSchema(readFileSync(new URL("../../internal/graph/schema.graphqls", import.meta.url), "utf8"));
 const roots = new Set([file.getQueryType(), file.getMutationType()]);
 for (const type of Object.values(file.getTypeMap())) {

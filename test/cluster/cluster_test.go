@@ -260,7 +260,7 @@ func pollsSince(fake *telegramtest.Server, at time.Time) int {
 // A verification code emailed by one replica verifies at another the
 // moment the email arrives, 30 times over: signup through the proxy, wait
 // for the email at the shared SMTP server, verifyEmail through the proxy
-// at once (the code is still being sent: the README says it verifies).
+// at once (the code is still being sent: docs/operations.md says it verifies).
 func TestCodeVerifiesAtAnotherReplica(t *testing.T) {
 	const signups = 30
 	const sentSample = `herald_emails_total{result="sent"}`

@@ -96,7 +96,7 @@ func BenchmarkKey(b *testing.B) {
 		}
 	})
 	// OWASP's minimum for argon2id (Password Storage Cheat Sheet): 19 MiB,
-	// 2 passes, 1 lane; for the README's comparison.
+	// 2 passes, 1 lane; for the comparison in docs/operations.md.
 	b.Run("OWASP minimum, reused memory", func(b *testing.B) {
 		mem := NewMemory(19 * 1024)
 		for b.Loop() {
