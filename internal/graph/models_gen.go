@@ -77,7 +77,7 @@ type NotificationInput struct {
 	Content string `json:"content"`
 	// Additional payload for the app (FCM receives non-string values as JSON text).
 	Data map[string]any `json:"data,omitempty"`
-	// How the providers deliver it (see the README's table).
+	// How the providers deliver it (see docs/notifications.md's table).
 	Options *PushOptionsInput `json:"options,omitempty"`
 }
 
@@ -86,7 +86,7 @@ type NotificationJobConnection struct {
 	PageInfo *view.PageInfo         `json:"pageInfo"`
 }
 
-// Delivery options, mapped to FCM and APNs as the README's table says.
+// Delivery options, mapped to FCM and APNs as docs/notifications.md's table says.
 type PushOptionsInput struct {
 	// high or normal; default: the provider's (high for an alert).
 	Priority *string `json:"priority,omitempty"`
@@ -123,7 +123,7 @@ type SignupResult struct {
 
 // Subscriptions are served over WebSocket at /graphql with the
 // graphql-transport-ws protocol (the graphql-ws library's); credentials go in
-// connection_init's payload. See the README, "Live progress".
+// connection_init's payload. See docs/notifications.md, "Live progress".
 type Subscription struct {
 }
 
