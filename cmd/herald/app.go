@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/telegram"
+	"github.com/herald-vpn/herald/internal/texts"
 	"github.com/herald-vpn/herald/internal/tracing"
 	"go.opentelemetry.io/otel/trace"
 
@@ -237,6 +238,7 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, serving b
 	telegramGap := time.Second / time.Duration(cmp.Or(cfg.TelegramRate, 30))
 	a.messenger, err = messenger.NewService(ctx, a.db, messenger.Config{
 		Token:         cfg.TelegramBotToken,
+		Replies:       texts.TelegramReply,
 		APIURL:        cfg.TelegramAPIURL,
 		WebhookURL:    cfg.TelegramWebhookURL,
 		WebhookSecret: cfg.TelegramWebhookSecret,

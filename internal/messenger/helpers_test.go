@@ -17,6 +17,7 @@ import (
 	"github.com/herald-vpn/herald/internal/telegram"
 	"github.com/herald-vpn/herald/internal/telegram/telegramtest"
 	"github.com/herald-vpn/herald/internal/testsupport"
+	"github.com/herald-vpn/herald/internal/texts"
 )
 
 // token is the fake bot's token; no log line or error may contain it.
@@ -70,6 +71,7 @@ func newEnvWith(t *testing.T, db *sqlstore.DB, fake *telegramtest.Server, opts .
 		PollTimeout: time.Second,
 		PollRetry:   20 * time.Millisecond,
 		Pacer:       telegram.PacerConfig{Clock: e.clock},
+		Replies:     texts.TelegramReply,
 	}
 	var hc *http.Client
 	for _, o := range opts {

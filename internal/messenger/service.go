@@ -61,6 +61,9 @@ type Config struct {
 	// Live is the broker subscriber changes reach live subscribers
 	// through; nil: one of its own (this process alone).
 	Live *live.Broker
+	// Replies words the bot's answers (texts.TelegramReply); required
+	// when Token is set.
+	Replies func(Reply) string
 	// Now is the clock (default time.Now in UTC).
 	Now func() time.Time
 }
@@ -160,6 +163,9 @@ func NewService(ctx context.Context, store Store, cfg Config, httpClient *http.C
 		if u, err := url.Parse(cfg.WebhookURL); err != nil || u.Scheme != "https" || u.Host == "" {
 			return nil, fmt.Errorf("telegram webhook URL %q: Telegram only calls absolute https URLs", cfg.WebhookURL)
 		}
+	}
+	if cfg.Token != "" && cfg.Replies == nil {
+		return nil, errors.New("messenger: Config.Replies is required with a bot token")
 	}
 	if strings.ContainsAny(cfg.Token, "/?#% \t\r\n") {
 		return nil, errors.New("telegram bot token: contains characters a token never has")

@@ -12,6 +12,7 @@ import (
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/testsupport"
+	"github.com/herald-vpn/herald/internal/texts"
 )
 
 func closedURL() string {
@@ -119,9 +120,14 @@ func TestNewServiceConfig(t *testing.T) {
 			{"relative webhook", messenger.Config{Token: token, WebhookURL: "/webhooks/telegram"}, false},
 			{"bad API URL", messenger.Config{Token: token, APIURL: "api.telegram.org"}, false},
 			{"token with a slash", messenger.Config{Token: "123/abc"}, false},
+			// Replies is set below for every case but this one.
+			{"token without replies", messenger.Config{Token: token}, false},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
+				if c.name != "token without replies" {
+					c.cfg.Replies = texts.TelegramReply
+				}
 				_, err := messenger.NewService(context.Background(), db, c.cfg, nil, nil)
 				if (err == nil) != c.ok {
 					t.Fatalf("err = %v, want ok=%v", err, c.ok)

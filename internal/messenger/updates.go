@@ -14,19 +14,28 @@ import (
 	"github.com/herald-vpn/herald/internal/telegram"
 )
 
-// The bot's answers to its commands.
+// Reply names one of the bot's answers to its commands. The domain decides
+// which answer a command gets; Config.Replies words it (internal/texts), so
+// no user-facing prose lives here.
+type Reply string
+
+// The bot's answers.
 const (
-	replyWelcome       = "Welcome! You are now subscribed to messages from this bot. Send /stop at any time to unsubscribe."
-	replyAlready       = "You are already subscribed. Send /stop to unsubscribe."
-	replyGoodbye       = "You have unsubscribed and will get no more messages. Send /start to subscribe again."
-	replyNotSubscribed = "You are not subscribed. Send /start to subscribe."
-	replyHelp          = "Send /start to subscribe to messages from this bot and /stop to unsubscribe."
-	replyLinked        = "Your Telegram is now linked to your account: you will get its notifications here. Send /stop to unlink and unsubscribe."
-	replyLinkExpired   = "This link has expired (links last 15 minutes). Ask the app for a new one; your chat was not linked."
-	replyLinkUsed      = "This link has already been used. Ask the app for a new one; your chat was not linked."
-	replyLinkUnknown   = "This link is not valid. Ask the app for a new one; your chat was not linked."
-	replyLinkInGroup   = "Accounts link to a private chat with this bot only; open the link from your own Telegram account. Nothing was linked."
+	ReplyWelcome       Reply = "welcome"
+	ReplyAlready       Reply = "already-subscribed"
+	ReplyGoodbye       Reply = "goodbye"
+	ReplyNotSubscribed Reply = "not-subscribed"
+	ReplyHelp          Reply = "help"
+	ReplyLinked        Reply = "linked"
+	ReplyLinkExpired   Reply = "link-expired"
+	ReplyLinkUsed      Reply = "link-used"
+	ReplyLinkUnknown   Reply = "link-unknown"
+	ReplyLinkInGroup   Reply = "link-in-group"
 )
+
+// Replies lists every Reply, for the texts' completeness test.
+var Replies = []Reply{ReplyWelcome, ReplyAlready, ReplyGoodbye, ReplyNotSubscribed, ReplyHelp,
+	ReplyLinked, ReplyLinkExpired, ReplyLinkUsed, ReplyLinkUnknown, ReplyLinkInGroup}
 
 // cmdStartLinkInGroup is /start with a link token outside a private chat.
 const cmdStartLinkInGroup = "start-link-in-group"
@@ -57,8 +66,8 @@ func (s *Service) HandleUpdate(ctx context.Context, u telegram.Update) error {
 		s.log.InfoContext(ctx, "telegram subscriber changed", "update_id", u.UpdateID, "chat_id", out.After.ChatID,
 			"change", string(change.Kind), "status", string(out.After.Status))
 	}
-	if text := replyFor(cmd, out); text != "" {
-		s.reply(ctx, chatID, text)
+	if r := replyFor(cmd, out); r != "" {
+		s.reply(ctx, chatID, s.cfg.Replies(r))
 	}
 	return nil
 }
@@ -128,32 +137,32 @@ func changeFor(c telegram.Chat) *Change {
 	return ch
 }
 
-func replyFor(cmd string, out Outcome) string {
+func replyFor(cmd string, out Outcome) Reply {
 	switch cmd {
 	case "start":
 		switch out.Link {
 		case Linked:
-			return replyLinked
+			return ReplyLinked
 		case LinkExpired:
-			return replyLinkExpired
+			return ReplyLinkExpired
 		case LinkUsed:
-			return replyLinkUsed
+			return ReplyLinkUsed
 		case LinkNotFound:
-			return replyLinkUnknown
+			return ReplyLinkUnknown
 		}
 		if !out.Changed || out.Before != nil && out.Before.Status == Subscribed {
-			return replyAlready
+			return ReplyAlready
 		}
-		return replyWelcome
+		return ReplyWelcome
 	case "stop":
 		if out.Changed {
-			return replyGoodbye
+			return ReplyGoodbye
 		}
-		return replyNotSubscribed
+		return ReplyNotSubscribed
 	case "help":
-		return replyHelp
+		return ReplyHelp
 	case cmdStartLinkInGroup:
-		return replyLinkInGroup
+		return ReplyLinkInGroup
 	}
 	return ""
 }
