@@ -97,11 +97,20 @@ func integerIn(field func(*Config) *int, min, max int) setter {
 	}
 }
 
+// parseDuration reads a duration in Go's syntax.
+func parseDuration(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration (use Go syntax such as 90s, 15m, 168h)", v)
+	}
+	return d, nil
+}
+
 func duration(field func(*Config) *time.Duration) setter {
 	return func(c *Config, v string) error {
-		d, err := time.ParseDuration(v)
+		d, err := parseDuration(v)
 		if err != nil {
-			return fmt.Errorf("%q is not a duration (use Go syntax such as 90s, 15m, 168h)", v)
+			return err
 		}
 		if d <= 0 {
 			return fmt.Errorf("must be positive, not %s", v)
@@ -115,9 +124,9 @@ func duration(field func(*Config) *time.Duration) setter {
 // (the rate-limit windows start at multiples of it since the Unix epoch).
 func wholeSeconds(field func(*Config) *time.Duration) setter {
 	return func(c *Config, v string) error {
-		d, err := time.ParseDuration(v)
+		d, err := parseDuration(v)
 		if err != nil {
-			return fmt.Errorf("%q is not a duration (use Go syntax such as 90s, 15m, 168h)", v)
+			return err
 		}
 		if d < time.Second || d%time.Second != 0 {
 			return fmt.Errorf("must be a whole number of seconds, at least 1s, not %s", v)
