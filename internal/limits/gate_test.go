@@ -17,6 +17,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/jobs"
+	"github.com/herald-vpn/herald/internal/jobs/jobstest"
 	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/herald-vpn/herald/internal/policy"
 	"github.com/herald-vpn/herald/internal/sqlstore"
@@ -31,7 +32,7 @@ var gateStart = time.Date(2030, 1, 1, 12, 0, 15, 0, time.UTC)
 // banStore opens a fresh, migrated SQLite database: the real ban store.
 func banStore(t testing.TB) *sqlstore.DB {
 	t.Helper()
-	db, _ := sqlstoretest.Open(t, sqlstoretest.NewURL(t, "sqlite"), jobs.Config{})
+	db, _ := jobstest.Open(t, sqlstoretest.NewURL(t, "sqlite"), jobs.Config{})
 	return db
 }
 
