@@ -9,113 +9,154 @@ import (
 
 	"github.com/herald-vpn/herald/internal/apikeys"
 	"github.com/herald-vpn/herald/internal/auth"
+	"github.com/herald-vpn/herald/internal/sqlstore"
 )
+
+// apiKeysUsage is the usage of `herald apikeys`.
+const apiKeysUsage = "Usage: herald apikeys create --name N --scopes S[,S…] [--rate-limit N] [--expires T]\n       herald apikeys list\n       herald apikeys revoke ID"
 
 // cmdAPIKeys is `herald apikeys create|list|revoke`.
 func cmdAPIKeys(ctx context.Context, env *environment, args []string) error {
-	usage := "Usage: herald apikeys create --name N --scopes S[,S…] [--rate-limit N] [--expires T]\n       herald apikeys list\n       herald apikeys revoke ID"
-	sub, done, err := subcommand(env, usage, args, "create", "list", "revoke")
+	sub, done, err := subcommand(env, apiKeysUsage, args, "create", "list", "revoke")
 	if done || err != nil {
-		return err
-	}
-	fs := newFlags(env, map[string]string{"create": "apikeys create", "list": "apikeys list", "revoke": "apikeys revoke ID"}[sub], map[string]string{
-		"create": "Create an API key for another service and print it. The key is shown this once; only a hash of it is kept.\nScopes: " + strings.Join(auth.KeyScopes, ", ") + ".",
-		"list":   "List the API keys, revoked ones too, newest first.",
-		"revoke": "Revoke an API key: it is refused at once, on every replica.",
-	}[sub], configHint)
-	var name, scopes, expires *string
-	var rateLimit *int
-	if sub == "create" {
-		name = fs.String("name", "", "what the key is for, e.g. billing (required)")
-		scopes = fs.String("scopes", "", "comma-separated scopes (required)")
-		rateLimit = fs.Int("rate-limit", 0, "requests per minute (default HERALD_RATE_LIMIT_APIKEY)")
-		expires = fs.String("expires", "", "an RFC 3339 time or a duration from now, e.g. 8760h (default never)")
-	}
-	rest := args[1:]
-	var id string
-	if sub == "revoke" {
-		if len(rest) == 0 || rest[0] == "" || rest[0][0] == '-' {
-			if len(rest) > 0 && isHelp(rest[0]) {
-				fs.SetOutput(env.stdout)
-				fs.Usage()
-				return nil
-			}
-			fmt.Fprintln(env.stderr, "the ID of the key to revoke is missing")
-			fmt.Fprintln(env.stderr, usage)
-			return errUsage
-		}
-		id, rest = rest[0], rest[1:]
-	}
-	if helped, err := parseFlags(env, fs, rest); helped || err != nil {
-		return err
-	}
-	var n apikeys.NewKey
-	if sub == "create" {
-		n.Name = *name
-		if *name == "" || *scopes == "" {
-			fmt.Fprintln(env.stderr, "--name and --scopes are required")
-			return errUsage
-		}
-		for s := range strings.SplitSeq(*scopes, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				n.Scopes = append(n.Scopes, s)
-			}
-		}
-		if *rateLimit != 0 {
-			n.RateLimit = rateLimit
-		}
-		if *expires != "" {
-			at, err := parseExpiry(*expires, time.Now().UTC())
-			if err != nil {
-				return err
-			}
-			n.ExpiresAt = &at
-		}
-	}
-	cfg, db, err := openStore(ctx, env)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	keys, err := apikeys.NewService(ctx, db, apikeys.Config{DefaultRateLimit: cfg.RateLimitAPIKey})
-	if err != nil {
 		return err
 	}
 	switch sub {
 	case "create":
-		k, key, err := keys.Create(ctx, n)
-		if err != nil {
-			return describe(err)
-		}
-		fmt.Fprintf(env.stderr, "created API key %s (%s) with scopes %s; store it now, it is not shown again\n", k.ID, k.Name, strings.Join(k.Scopes, " "))
-		fmt.Fprintln(env.stdout, key)
+		return apiKeysCreate(ctx, env, args[1:])
 	case "list":
-		list, err := keys.List(ctx)
-		if err != nil {
-			return err
-		}
-		tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tNAME\tSCOPES\tRATE LIMIT\tCREATED\tEXPIRES\tLAST USED\tSTATUS")
-		for _, k := range list {
-			status := "active"
-			if err := apikeys.Usable(k, time.Now()); err != nil {
-				status = "expired"
-				if k.RevokedAt != nil {
-					status = "revoked " + k.RevokedAt.Format(time.RFC3339)
-				}
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", k.ID, k.Name, strings.Join(k.Scopes, ","), keys.RateLimitOf(k),
-				k.CreatedAt.Format(time.RFC3339), orDash(k.ExpiresAt), orDash(k.LastUsedAt), status)
-		}
-		return tw.Flush()
-	case "revoke":
-		k, err := keys.Revoke(ctx, id)
-		if err != nil {
-			return describe(err)
-		}
-		fmt.Fprintf(env.stdout, "API key %s (%s) revoked at %s\n", k.ID, k.Name, k.RevokedAt.Format(time.RFC3339))
+		return apiKeysList(ctx, env, args[1:])
+	default:
+		return apiKeysRevoke(ctx, env, args[1:])
 	}
+}
+
+// apiKeysCreate is `herald apikeys create`: its flags are checked before the
+// database is opened.
+func apiKeysCreate(ctx context.Context, env *environment, args []string) error {
+	fs := newFlags(env, "apikeys create", "Create an API key for another service and print it. The key is shown this once; only a hash of it is kept.\nScopes: "+strings.Join(auth.KeyScopes, ", ")+".", configHint)
+	name := fs.String("name", "", "what the key is for, e.g. billing (required)")
+	scopes := fs.String("scopes", "", "comma-separated scopes (required)")
+	rateLimit := fs.Int("rate-limit", 0, "requests per minute (default HERALD_RATE_LIMIT_APIKEY)")
+	expires := fs.String("expires", "", "an RFC 3339 time or a duration from now, e.g. 8760h (default never)")
+	if helped, err := parseFlags(env, fs, args); helped || err != nil {
+		return err
+	}
+	if *name == "" || *scopes == "" {
+		fmt.Fprintln(env.stderr, "--name and --scopes are required")
+		return errUsage
+	}
+	n, err := newKey(*name, *scopes, *rateLimit, *expires)
+	if err != nil {
+		return err
+	}
+	keys, db, err := openKeys(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	k, key, err := keys.Create(ctx, n)
+	if err != nil {
+		return describe(err)
+	}
+	fmt.Fprintf(env.stderr, "created API key %s (%s) with scopes %s; store it now, it is not shown again\n", k.ID, k.Name, strings.Join(k.Scopes, " "))
+	fmt.Fprintln(env.stdout, key)
 	return nil
+}
+
+// newKey is the key the flags of `apikeys create` ask for: scopes
+// comma-separated, a rate limit of 0 for the default, expires "" for never.
+func newKey(name, scopes string, rateLimit int, expires string) (apikeys.NewKey, error) {
+	n := apikeys.NewKey{Name: name}
+	for s := range strings.SplitSeq(scopes, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			n.Scopes = append(n.Scopes, s)
+		}
+	}
+	if rateLimit != 0 {
+		n.RateLimit = &rateLimit
+	}
+	if expires != "" {
+		at, err := parseExpiry(expires, time.Now().UTC())
+		if err != nil {
+			return apikeys.NewKey{}, err
+		}
+		n.ExpiresAt = &at
+	}
+	return n, nil
+}
+
+// apiKeysList is `herald apikeys list`.
+func apiKeysList(ctx context.Context, env *environment, args []string) error {
+	fs := newFlags(env, "apikeys list", "List the API keys, revoked ones too, newest first.", configHint)
+	if helped, err := parseFlags(env, fs, args); helped || err != nil {
+		return err
+	}
+	keys, db, err := openKeys(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	list, err := keys.List(ctx)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tSCOPES\tRATE LIMIT\tCREATED\tEXPIRES\tLAST USED\tSTATUS")
+	for _, k := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", k.ID, k.Name, strings.Join(k.Scopes, ","), keys.RateLimitOf(k),
+			k.CreatedAt.Format(time.RFC3339), orDash(k.ExpiresAt), orDash(k.LastUsedAt), keyStatus(k, time.Now()))
+	}
+	return tw.Flush()
+}
+
+// keyStatus is the STATUS column of `apikeys list`.
+func keyStatus(k apikeys.Key, now time.Time) string {
+	if apikeys.Usable(k, now) == nil {
+		return "active"
+	}
+	if k.RevokedAt != nil {
+		return "revoked " + k.RevokedAt.Format(time.RFC3339)
+	}
+	return "expired"
+}
+
+// apiKeysRevoke is `herald apikeys revoke ID`.
+func apiKeysRevoke(ctx context.Context, env *environment, args []string) error {
+	fs := newFlags(env, "apikeys revoke ID", "Revoke an API key: it is refused at once, on every replica.", configHint)
+	id, rest, done, err := leadingArg(env, fs, apiKeysUsage, args, "the ID of the key to revoke is missing")
+	if done || err != nil {
+		return err
+	}
+	if helped, err := parseFlags(env, fs, rest); helped || err != nil {
+		return err
+	}
+	keys, db, err := openKeys(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	k, err := keys.Revoke(ctx, id)
+	if err != nil {
+		return describe(err)
+	}
+	fmt.Fprintf(env.stdout, "API key %s (%s) revoked at %s\n", k.ID, k.Name, k.RevokedAt.Format(time.RFC3339))
+	return nil
+}
+
+// openKeys opens the store and the API key service over it; the caller
+// closes the store.
+func openKeys(ctx context.Context, env *environment) (*apikeys.Service, *sqlstore.DB, error) {
+	cfg, db, err := openStore(ctx, env)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys, err := apikeys.NewService(ctx, db, apikeys.Config{DefaultRateLimit: cfg.RateLimitAPIKey})
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return keys, db, nil
 }
 
 func orDash(t *time.Time) string {

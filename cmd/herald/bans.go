@@ -28,17 +28,10 @@ func cmdBans(ctx context.Context, env *environment, args []string) error {
 	rest := args[1:]
 	var ip string
 	if sub != "list" {
-		if len(rest) == 0 || rest[0] == "" || rest[0][0] == '-' {
-			if len(rest) > 0 && isHelp(rest[0]) {
-				fs.SetOutput(env.stdout)
-				fs.Usage()
-				return nil
-			}
-			fmt.Fprintln(env.stderr, "the IP address is missing")
-			fmt.Fprintln(env.stderr, usage)
-			return errUsage
+		ip, rest, done, err = leadingArg(env, fs, usage, rest, "the IP address is missing")
+		if done || err != nil {
+			return err
 		}
-		ip, rest = rest[0], rest[1:]
 	}
 	if helped, err := parseFlags(env, fs, rest); helped || err != nil {
 		return err

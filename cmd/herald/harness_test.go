@@ -325,7 +325,7 @@ type answer struct {
 
 // rawDo is do without t, for goroutines: it never fails the test but
 // returns the error, to be reported from the test goroutine. Every
-// exchange is also checked against api/openapi.yaml (checkContract): an
+// exchange is also checked against apidoc/openapi.yaml (checkContract): an
 // answer the document does not describe is returned as an error.
 func rawDo(h *herald, method, path string, body any, opts ...reqOption) answer {
 	var enc []byte

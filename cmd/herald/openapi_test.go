@@ -2,7 +2,7 @@ package main
 
 // The contract check: rawDo, which every request of the end-to-end tests
 // goes through (h.do, h.rest, the doors), hands each exchange to
-// checkContract, which validates it against api/openapi.yaml with
+// checkContract, which validates it against apidoc/openapi.yaml with
 // kin-openapi. An answer the document does not describe fails the request
 // like a transport error would, so the test fails where it made the call.
 
@@ -22,10 +22,10 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 
-	apidoc "github.com/herald-vpn/herald/api"
+	"github.com/herald-vpn/herald/apidoc"
 )
 
-// contract is api/openapi.yaml loaded for checking exchanges: the document,
+// contract is apidoc/openapi.yaml loaded for checking exchanges: the document,
 // a router over its paths, and the operations that stand for what it does
 // not list but describes in its components (any other path under /api/ is
 // NotFound, any other method of a listed path MethodNotAllowed; either can
@@ -45,14 +45,14 @@ var theContract = sync.OnceValues(func() (*contract, error) {
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(apidoc.YAML)
 	if err != nil {
-		return nil, fmt.Errorf("load api/openapi.yaml: %w", err)
+		return nil, fmt.Errorf("load apidoc/openapi.yaml: %w", err)
 	}
 	if err := doc.Validate(loader.Context); err != nil {
-		return nil, fmt.Errorf("api/openapi.yaml is not a valid OpenAPI document: %w", err)
+		return nil, fmt.Errorf("apidoc/openapi.yaml is not a valid OpenAPI document: %w", err)
 	}
 	router, err := gorillamux.NewRouter(doc)
 	if err != nil {
-		return nil, fmt.Errorf("route api/openapi.yaml: %w", err)
+		return nil, fmt.Errorf("route apidoc/openapi.yaml: %w", err)
 	}
 	c := &contract{doc: doc, router: router}
 	if c.unknownPath, err = fallbackOperation(doc, http.StatusNotFound, "NotFound"); err != nil {
@@ -72,7 +72,7 @@ func fallbackOperation(doc *openapi3.T, status int, name string) (*openapi3.Oper
 	for code, n := range map[int]string{status: name, http.StatusForbidden: "Banned", http.StatusTooManyRequests: "RateLimited", http.StatusInternalServerError: "InternalError"} {
 		ref := doc.Components.Responses[n]
 		if ref == nil {
-			return nil, fmt.Errorf("api/openapi.yaml has no #/components/responses/%s", n)
+			return nil, fmt.Errorf("apidoc/openapi.yaml has no #/components/responses/%s", n)
 		}
 		opts = append(opts, openapi3.WithStatus(code, ref))
 	}
@@ -115,7 +115,7 @@ func checkContract(h *herald, method, path string, reqHeader http.Header, reqBod
 		return nil
 	}
 	fail := func(format string, args ...any) error {
-		return fmt.Errorf("%s %s answered %d, which api/openapi.yaml does not describe: %s\nanswer headers: %v\nanswer body: %.800s",
+		return fmt.Errorf("%s %s answered %d, which apidoc/openapi.yaml does not describe: %s\nanswer headers: %v\nanswer body: %.800s",
 			method, path, a.status, fmt.Sprintf(format, args...), a.hdr, a.raw)
 	}
 
@@ -310,7 +310,7 @@ func TestContractCheck(t *testing.T) {
 }
 
 // TestOpenAPIDocumentServedE2E: GET /api/v1/openapi.json serves
-// api/openapi.yaml as JSON, loadable by an OpenAPI tool as it comes, under
+// apidoc/openapi.yaml as JSON, loadable by an OpenAPI tool as it comes, under
 // the global tier (its rate-limit headers), and refuses other methods.
 func TestOpenAPIDocumentServedE2E(t *testing.T) {
 	t.Parallel()
@@ -321,7 +321,7 @@ func TestOpenAPIDocumentServedE2E(t *testing.T) {
 	}
 	status, hdr, raw := h.do(t, http.MethodGet, "/api/v1/openapi.json", nil)
 	if status != http.StatusOK || string(raw) != string(want)+"\n" {
-		t.Fatalf("GET /api/v1/openapi.json: %d, %d bytes, want 200 and api/openapi.yaml as JSON (%d bytes)", status, len(raw), len(want)+1)
+		t.Fatalf("GET /api/v1/openapi.json: %d, %d bytes, want 200 and apidoc/openapi.yaml as JSON (%d bytes)", status, len(raw), len(want)+1)
 	}
 	if ct := hdr.Get("Content-Type"); ct != "application/json; charset=utf-8" {
 		t.Errorf("Content-Type %q", ct)

@@ -204,6 +204,24 @@ func hasFlags(fs *flag.FlagSet) bool {
 	return n > 0
 }
 
+// leadingArg takes the argument that comes before a sub-command's flags
+// (`bans add 203.0.113.9 --reason spam`, `apikeys revoke ID`): missing, it
+// writes missing and the usage and returns errUsage; --help in its place
+// shows the flags (done).
+func leadingArg(env *environment, fs *flag.FlagSet, usage string, args []string, missing string) (arg string, rest []string, done bool, err error) {
+	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+		return args[0], args[1:], false, nil
+	}
+	if len(args) > 0 && isHelp(args[0]) {
+		fs.SetOutput(env.stdout)
+		fs.Usage()
+		return "", nil, true, nil
+	}
+	fmt.Fprintln(env.stderr, missing)
+	fmt.Fprintln(env.stderr, usage)
+	return "", nil, false, errUsage
+}
+
 // parseFlags parses args, turning -h into a clean exit.
 func parseFlags(env *environment, fs *flag.FlagSet, args []string) (helped bool, err error) {
 	for _, a := range args {

@@ -3,7 +3,7 @@ package main
 // Targeted and scheduled sends (issue 14) end to end: the REST doors of the
 // notification and messenger operations, sends to a user, idempotent
 // sends, push options at the fake providers, audiences and scheduled
-// broadcasts. Every REST exchange is also checked against api/openapi.yaml
+// broadcasts. Every REST exchange is also checked against apidoc/openapi.yaml
 // by the harness.
 
 import (

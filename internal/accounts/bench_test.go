@@ -19,6 +19,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/jobs"
+	"github.com/herald-vpn/herald/internal/jobs/jobstest"
 	"github.com/herald-vpn/herald/internal/mail"
 	"github.com/herald-vpn/herald/internal/mail/mailtest"
 	"github.com/herald-vpn/herald/internal/password"
@@ -35,7 +36,7 @@ func newBenchService(b *testing.B, d sqlstoretest.Dialect, p password.Params, ma
 	// The email job is registered (inserting it requires that) but never
 	// worked: the jobs are not started.
 	workers := river.NewWorkers()
-	db, _ := sqlstoretest.Open(b, sqlstoretest.NewURL(b, d), jobs.Config{Workers: workers})
+	db, _ := jobstest.Open(b, sqlstoretest.NewURL(b, d), jobs.Config{Workers: workers})
 	logger := slog.New(slog.DiscardHandler)
 	if mailer == nil {
 		mailer = mail.NewDev(logger)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/jobs"
+	"github.com/herald-vpn/herald/internal/jobs/jobstest"
 	"github.com/herald-vpn/herald/internal/mail"
 	"github.com/herald-vpn/herald/internal/mail/mailtest"
 	"github.com/herald-vpn/herald/internal/password"
@@ -57,7 +58,7 @@ func newJobFixture(t *testing.T, url string) *jobFixture {
 	// The jobs are registered (queuing one requires it) but never started:
 	// the tests work them by hand.
 	workers := river.NewWorkers()
-	db, _ := sqlstoretest.Open(t, url, jobs.Config{Workers: workers})
+	db, _ := jobstest.Open(t, url, jobs.Config{Workers: workers})
 	f := &jobFixture{db: db, clk: testsupport.NewClock(time.Now().UTC().Truncate(time.Second)), mailer: &recordingMailer{}}
 	db.Now = f.clk.Now
 	var err error

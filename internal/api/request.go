@@ -9,7 +9,6 @@ import (
 	"net/netip"
 
 	"github.com/herald-vpn/herald/internal/auth"
-	"github.com/herald-vpn/herald/internal/sessions"
 )
 
 // RequestInfo travels with each request. The server's middleware creates
@@ -51,16 +50,6 @@ func Info(ctx context.Context) *RequestInfo {
 		return info
 	}
 	return &RequestInfo{Log: slog.New(slog.DiscardHandler)}
-}
-
-// SessionClient is the request's client as a session remembers it.
-func SessionClient(ctx context.Context) sessions.Client {
-	info := Info(ctx)
-	c := sessions.Client{UserAgent: info.UserAgent}
-	if info.ClientIP.IsValid() {
-		c.IP = info.ClientIP.String()
-	}
-	return c
 }
 
 // Logger returns the request's logger (with its request ID).

@@ -14,6 +14,7 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/jobs"
+	"github.com/herald-vpn/herald/internal/jobs/jobstest"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/herald-vpn/herald/internal/testsupport"
@@ -21,7 +22,7 @@ import (
 
 func newService(t *testing.T, url string) (*apikeys.Service, *sqlstore.DB, *testsupport.Clock) {
 	t.Helper()
-	db, _ := sqlstoretest.Open(t, url, jobs.Config{})
+	db, _ := jobstest.Open(t, url, jobs.Config{})
 	clk := testsupport.NewClock(time.Now().UTC().Truncate(time.Second))
 	db.Now = clk.Now
 	s, err := apikeys.NewService(context.Background(), db, apikeys.Config{DefaultRateLimit: 60, Now: clk.Now})

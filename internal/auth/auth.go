@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/apperr"
-	"github.com/herald-vpn/herald/internal/limits"
+	"github.com/herald-vpn/herald/internal/policy"
 )
 
 // Kind is what proved a principal.
@@ -139,7 +139,7 @@ func (a *Authenticator) verifyKey(ctx context.Context, key string) (Principal, e
 // the rate-limit tier it is charged to besides global, and the scope it
 // needs. Tiers protected and admin need an authenticated caller.
 type Rule struct {
-	Tier  string // "", limits.TierAuth, limits.TierProtected or limits.TierAdmin
+	Tier  string // "", policy.TierAuth, policy.TierProtected or policy.TierAdmin
 	Scope string // "" or a scope the caller must hold
 }
 
@@ -147,14 +147,14 @@ type Rule struct {
 // Scoped(s) for the operations other services may call.
 var (
 	Public      = Rule{}
-	ForAuthTier = Rule{Tier: limits.TierAuth}
-	Protected   = Rule{Tier: limits.TierProtected}
+	ForAuthTier = Rule{Tier: policy.TierAuth}
+	Protected   = Rule{Tier: policy.TierProtected}
 	Admin       = Scoped(ScopeAdmin)
 )
 
 // Scoped is the rule of an operation that needs scope s: charged to the
 // admin tier for a user, to the key's own apikey tier for an API key.
-func Scoped(s string) Rule { return Rule{Tier: limits.TierAdmin, Scope: s} }
+func Scoped(s string) Rule { return Rule{Tier: policy.TierAdmin, Scope: s} }
 
 // Scopes. Admin is the operators' scope: a user holding it holds every
 // other scope too, and only it manages API keys and bans. The others are
@@ -173,7 +173,7 @@ var KeyScopes = []string{ScopeAccountsRead, ScopeAccountsWrite, ScopeNotificatio
 
 // NeedsCaller reports whether the operation needs an authenticated caller.
 func (r Rule) NeedsCaller() bool {
-	return r.Tier == limits.TierProtected || r.Tier == limits.TierAdmin || r.Scope != ""
+	return r.Tier == policy.TierProtected || r.Tier == policy.TierAdmin || r.Scope != ""
 }
 
 // Permit is the permission check: nil when the operation needs no caller
@@ -200,15 +200,15 @@ func (r Rule) Permit(res Result) error {
 // unit per operation, one of each operation's tier; the per-caller tiers
 // are charged only to an authenticated caller (a request whose credential
 // failed is charged to its address alone, and refused by Permit).
-func Units(rules []Rule, p Principal) limits.Units {
-	u := limits.Units{Global: max(len(rules), 1)}
+func Units(rules []Rule, p Principal) policy.Units {
+	u := policy.Units{Global: max(len(rules), 1)}
 	for _, r := range rules {
 		switch r.Tier {
-		case limits.TierAuth:
+		case policy.TierAuth:
 			u.Auth++
-		case limits.TierProtected:
+		case policy.TierProtected:
 			u.Protected++
-		case limits.TierAdmin:
+		case policy.TierAdmin:
 			u.Admin++
 		}
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
-	"github.com/herald-vpn/herald/internal/limits"
+	"github.com/herald-vpn/herald/internal/policy"
 )
 
 var (
@@ -59,11 +59,11 @@ func TestUnits(t *testing.T) {
 	cases := []struct {
 		name string
 		p    auth.Principal
-		want limits.Units
+		want policy.Units
 	}{
-		{"anonymous pays global and auth only", auth.Principal{}, limits.Units{Global: 3, Auth: 1}},
-		{"a user pays protected and admin", user, limits.Units{Global: 3, Auth: 1, Protected: 1, Admin: 1, UserID: "u1"}},
-		{"a key pays its own tier at its own limit", billing, limits.Units{Global: 3, Auth: 1, APIKeyUnits: 2, APIKey: "k1", APIKeyLimit: 7}},
+		{"anonymous pays global and auth only", auth.Principal{}, policy.Units{Global: 3, Auth: 1}},
+		{"a user pays protected and admin", user, policy.Units{Global: 3, Auth: 1, Protected: 1, Admin: 1, UserID: "u1"}},
+		{"a key pays its own tier at its own limit", billing, policy.Units{Global: 3, Auth: 1, APIKeyUnits: 2, APIKey: "k1", APIKeyLimit: 7}},
 	}
 	for _, c := range cases {
 		if got := auth.Units(rules, c.p); got != c.want {

@@ -5,18 +5,13 @@ package config
 import (
 	"errors"
 	"fmt"
-	netmail "net/mail"
 	"net/netip"
 	"net/url"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/herald-vpn/herald/internal/seal"
-	"github.com/herald-vpn/herald/internal/storage"
 )
 
 // Config is everything an operator can set.
@@ -125,194 +120,41 @@ type Var struct {
 	Default string
 	Example string
 	Help    string
-	set     func(c *Config, v string) error
+	set     setter
 }
 
-// Vars lists every variable Herald reads.
+// Vars lists every variable Herald reads: one row each, its value read and
+// checked by one of the small typed validators of validate.go.
 func Vars() []Var {
 	return []Var{
-		{"HERALD_ENV", "production", "development", "production, or development (a developer's machine): the auth rate-limit tier is off (unless HERALD_RATE_LIMIT_AUTH is set) so a local tour never trips it, emails are written to the log without HERALD_SMTP_URL, /metrics is on HERALD_ADDR while HERALD_METRICS_ADDR is empty, discovery takes its URLs from each request without HERALD_PUBLIC_URL, and the server says so at start", func(c *Config, v string) error {
-			if v != "production" && v != "development" {
-				return fmt.Errorf("must be production or development, not %q", v)
-			}
-			c.Env = v
-			return nil
-		}},
-		{"HERALD_ADDR", "127.0.0.1:8080", ":8080", "listen address", func(c *Config, v string) error {
-			if _, _, err := splitHostPort(v); err != nil {
-				return err
-			}
-			c.Addr = v
-			return nil
-		}},
-		{"HERALD_PUBLIC_URL", "", "https://api.example.com", "the address clients reach this server at (through the proxy): the base of the absolute URLs it publishes, such as jwks_uri in /.well-known/openid-configuration; empty: an http(s) HERALD_JWT_ISSUER's, else (development profile only) each request's own address; with none, production answers discovery 404", func(c *Config, v string) error {
-			if v == "" {
-				return nil
-			}
-			u, err := url.Parse(v)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(v, "#") {
-				return fmt.Errorf("%q is not a base URL such as https://api.example.com (http(s), a host, optionally a path; no query)", v)
-			}
-			c.PublicURL = strings.TrimSuffix(v, "/")
-			return nil
-		}},
-		{"HERALD_METRICS_ADDR", "", "127.0.0.1:9090", "listen address of a separate listener serving GET /metrics and Go's profiles under /debug/pprof/ (for example an internal port); empty: no such listener (and no profiles)", func(c *Config, v string) error {
-			if v == "" {
-				return nil
-			}
-			if _, _, err := splitHostPort(v); err != nil {
-				return err
-			}
-			c.MetricsAddr = v
-			return nil
-		}},
+		{"HERALD_ENV", "production", "development", "production, or development (a developer's machine): the auth rate-limit tier is off (unless HERALD_RATE_LIMIT_AUTH is set) so a local tour never trips it, emails are written to the log without HERALD_SMTP_URL, /metrics is on HERALD_ADDR while HERALD_METRICS_ADDR is empty, discovery takes its URLs from each request without HERALD_PUBLIC_URL, and the server says so at start", oneOf(func(c *Config) *string { return &c.Env }, "production", "development")},
+		{"HERALD_ADDR", "127.0.0.1:8080", ":8080", "listen address", address(func(c *Config) *string { return &c.Addr })},
+		{"HERALD_PUBLIC_URL", "", "https://api.example.com", "the address clients reach this server at (through the proxy): the base of the absolute URLs it publishes, such as jwks_uri in /.well-known/openid-configuration; empty: an http(s) HERALD_JWT_ISSUER's, else (development profile only) each request's own address; with none, production answers discovery 404", optional(baseURL(func(c *Config) *string { return &c.PublicURL }))},
+		{"HERALD_METRICS_ADDR", "", "127.0.0.1:9090", "listen address of a separate listener serving GET /metrics and Go's profiles under /debug/pprof/ (for example an internal port); empty: no such listener (and no profiles)", optional(address(func(c *Config) *string { return &c.MetricsAddr }))},
 		{"HERALD_METRICS_PUBLIC", "off", "on", "on: GET /metrics is also served on HERALD_ADDR, to anyone who reaches it; off: /metrics on HERALD_ADDR answers 404 (the development profile serves it there while HERALD_METRICS_ADDR is empty, unless this is set)", onOff(func(c *Config) *bool { return &c.MetricsPublic })},
-		{"HERALD_DATABASE_URL", "sqlite:herald.db", "postgres://herald@db:5432/herald", "sqlite:PATH (embedded) or postgres://… (production)", func(c *Config, v string) error {
-			if _, _, err := storage.ParseURL(v); err != nil {
-				return err
-			}
-			c.DatabaseURL = v
-			return nil
-		}},
+		{"HERALD_DATABASE_URL", "sqlite:herald.db", "postgres://herald@db:5432/herald", "sqlite:PATH (embedded) or postgres://… (production)", databaseURL(func(c *Config) *string { return &c.DatabaseURL })},
 		{"HERALD_DATABASE_MAX_CONNS", "25", "40", "PostgreSQL connections per replica (unless the URL's pool_max_conns sets it); SQLite: readers beside the one writer, at most 8", integer(func(c *Config) *int { return &c.DatabaseMaxConns }, 1)},
-		{"HERALD_LOG_FORMAT", "json", "text", "json or text", func(c *Config, v string) error {
-			if v != "json" && v != "text" {
-				return fmt.Errorf("must be json or text, not %q", v)
-			}
-			c.LogFormat = v
-			return nil
-		}},
-		{"HERALD_LOG_LEVEL", "info", "debug", "debug, info, warn or error", func(c *Config, v string) error {
-			switch v {
-			case "debug", "info", "warn", "error":
-				c.LogLevel = v
-				return nil
-			}
-			return fmt.Errorf("must be debug, info, warn or error, not %q", v)
-		}},
+		{"HERALD_LOG_FORMAT", "json", "text", "json or text", oneOf(func(c *Config) *string { return &c.LogFormat }, "json", "text")},
+		{"HERALD_LOG_LEVEL", "info", "debug", "debug, info, warn or error", oneOf(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error")},
 		{"HERALD_SHUTDOWN_TIMEOUT", "30s", "10s", "how long a shutdown waits for requests and jobs in flight", duration(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
-		{"HERALD_SMTP_URL", "", "smtp://user:pass@mail.example.com:587", "smtp:// (STARTTLS when offered) or smtps:// (implicit TLS); empty: in the development profile emails are written to the log, in production the server refuses to start (unless HERALD_MAIL_TO_LOG=on)", func(c *Config, v string) error {
-			if v == "" {
-				return nil
-			}
-			u, err := url.Parse(v)
-			if err != nil || (u.Scheme != "smtp" && u.Scheme != "smtps") || u.Hostname() == "" || u.Port() == "" {
-				return errors.New("must look like smtp://[user:pass@]host:port or smtps://[user:pass@]host:port")
-			}
-			c.SMTPURL = v
-			return nil
-		}},
+		{"HERALD_SMTP_URL", "", "smtp://user:pass@mail.example.com:587", "smtp:// (STARTTLS when offered) or smtps:// (implicit TLS); empty: in the development profile emails are written to the log, in production the server refuses to start (unless HERALD_MAIL_TO_LOG=on)", optional(smtpURL(func(c *Config) *string { return &c.SMTPURL }))},
 		{"HERALD_MAIL_TO_LOG", "off", "on", "on: without HERALD_SMTP_URL, a production server writes every email, its one-time code included, to its log instead of refusing to start (herald check warns); off: it refuses", onOff(func(c *Config) *bool { return &c.MailToLog })},
-		{"HERALD_MAIL_FROM", "Herald <no-reply@localhost>", "Herald <no-reply@example.com>", "sender of every email", func(c *Config, v string) error {
-			if !strings.Contains(v, "@") {
-				return fmt.Errorf("must be an address, not %q", v)
-			}
-			c.MailFrom = v
-			return nil
-		}},
-		{"HERALD_PRODUCT_NAME", "Herald", "Example VPN", "the product's name in every email's subject and body", func(c *Config, v string) error {
-			if len(v) > 64 || strings.ContainsAny(v, "\r\n\t") {
-				return fmt.Errorf("must be one line of at most 64 characters, not %q", v)
-			}
-			c.ProductName = v
-			return nil
-		}},
-		{"HERALD_EMAIL_LOGO_URL", "", "https://example.com/logo.png", "an http(s) image shown atop every HTML email (40 px high); empty: the product name instead", func(c *Config, v string) error {
-			if v == "" {
-				return nil
-			}
-			return httpURL(func(c *Config) *string { return &c.EmailLogoURL })(c, v)
-		}},
-		{"HERALD_SUPPORT_EMAIL", "", "support@example.com", "address every email's footer invites questions to; empty: none", func(c *Config, v string) error {
-			if v == "" {
-				return nil
-			}
-			if _, err := netmail.ParseAddress(v); err != nil || strings.ContainsAny(v, "<> ") {
-				return fmt.Errorf("must be a bare address such as support@example.com, not %q", v)
-			}
-			c.SupportEmail = v
-			return nil
-		}},
+		{"HERALD_MAIL_FROM", "Herald <no-reply@localhost>", "Herald <no-reply@example.com>", "sender of every email", mailbox(func(c *Config) *string { return &c.MailFrom })},
+		{"HERALD_PRODUCT_NAME", "Herald", "Example VPN", "the product's name in every email's subject and body", line(func(c *Config) *string { return &c.ProductName }, 64)},
+		{"HERALD_EMAIL_LOGO_URL", "", "https://example.com/logo.png", "an http(s) image shown atop every HTML email (40 px high); empty: the product name instead", optional(httpURL(func(c *Config) *string { return &c.EmailLogoURL }))},
+		{"HERALD_SUPPORT_EMAIL", "", "support@example.com", "address every email's footer invites questions to; empty: none", optional(bareAddress(func(c *Config) *string { return &c.SupportEmail }))},
 		{"HERALD_EMAIL_TEMPLATES_DIR", "", "/etc/herald/emails", "directory whose files replace the embedded email templates of the same path (layout.html, en/verify.txt…) or add a locale; checked at start", str(func(c *Config) *string { return &c.EmailTemplatesDir })},
-		{"HERALD_TRUSTED_PROXIES", "", "10.0.0.0/8,127.0.0.1/32", "CIDRs whose X-Forwarded-For is believed", func(c *Config, v string) error {
-			c.TrustedProxies = nil
-			for _, part := range strings.Split(v, ",") {
-				part = strings.TrimSpace(part)
-				if part == "" {
-					continue
-				}
-				p, err := netip.ParsePrefix(part)
-				if err != nil {
-					a, aerr := netip.ParseAddr(part)
-					if aerr != nil {
-						return fmt.Errorf("%q is not a CIDR", part)
-					}
-					p = netip.PrefixFrom(a, a.BitLen())
-				}
-				c.TrustedProxies = append(c.TrustedProxies, p.Masked())
-			}
-			return nil
-		}},
-		{"HERALD_CORS_ORIGINS", "", "https://app.example.com,http://localhost:5173", "comma-separated origins (scheme://host[:port]) whose browser code may call /graphql and /api/v1, or * for any origin; credentials (cookies) are never allowed, tokens go in Authorization; empty: no CORS headers", corsOrigins},
+		{"HERALD_TRUSTED_PROXIES", "", "10.0.0.0/8,127.0.0.1/32", "CIDRs whose X-Forwarded-For is believed", prefixes(func(c *Config) *[]netip.Prefix { return &c.TrustedProxies })},
+		{"HERALD_CORS_ORIGINS", "", "https://app.example.com,http://localhost:5173", "comma-separated origins (scheme://host[:port]) whose browser code may call /graphql and /api/v1, or * for any origin; credentials (cookies) are never allowed, tokens go in Authorization; empty: no CORS headers", origins(func(c *Config) *[]string { return &c.CORSOrigins })},
 		{"HERALD_VERIFICATION_CODE_TTL", "15m", "10m", "validity of an emailed code", duration(func(c *Config) *time.Duration { return &c.VerificationCodeTTL })},
 		{"HERALD_RESEND_COOLDOWN", "60s", "30s", "wait between two code emails a user asks for", duration(func(c *Config) *time.Duration { return &c.ResendCooldown })},
 		{"HERALD_RESEND_HOURLY_LIMIT", "5", "3", "code emails a user may ask for per email per sliding hour", integer(func(c *Config) *int { return &c.ResendHourlyLimit }, 1)},
 		{"HERALD_TRIAL_PERIOD", "168h", "336h", "trial subscription of a new account", duration(func(c *Config) *time.Duration { return &c.TrialPeriod })},
 		{"HERALD_REFERRAL_BONUS", "168h", "72h", "extension given to both sides of a referral", duration(func(c *Config) *time.Duration { return &c.ReferralBonus })},
-		{"HERALD_SECRET_KEY", "", "(64 hex digits)", "key of the code hashes, hex, at least 32 bytes; empty: generated once and kept in the database", func(c *Config, v string) error {
-			if v == "" {
-				return nil
-			}
-			var b []byte
-			if _, err := fmt.Sscanf(v, "%x", &b); err != nil || len(b) < 32 || len(v) != 2*len(b) {
-				return errors.New("must be at least 64 hex digits")
-			}
-			c.SecretKey = b
-			return nil
-		}},
-		{"HERALD_ENCRYPTION_KEY", "", "(64 hex digits)", "key (32 bytes in hex: openssl rand -hex 32) sealing, with AES-256-GCM, the secrets kept in the database: webhook signing secrets, the generated JWT seed and HMAC keys; rows kept in plain text are sealed at start; empty: they stay plain (herald check warns in production)", func(c *Config, v string) error {
-			if v == "" {
-				return nil
-			}
-			k, err := seal.ParseKey(v)
-			if err != nil {
-				return err
-			}
-			c.EncryptionKey = k
-			return nil
-		}},
-		{"HERALD_ENCRYPTION_KEY_FILE", "", "/etc/herald/encryption.key", "file holding HERALD_ENCRYPTION_KEY (64 hex digits), in its place", func(c *Config, v string) error {
-			if v == "" {
-				return nil
-			}
-			b, err := os.ReadFile(v)
-			if err != nil {
-				return err
-			}
-			k, err := seal.ParseKey(string(b))
-			if err != nil {
-				return fmt.Errorf("%s: %v", v, err)
-			}
-			if c.EncryptionKey != nil {
-				return errors.New("set this or HERALD_ENCRYPTION_KEY, not both")
-			}
-			c.EncryptionKey = k
-			return nil
-		}},
-		{"HERALD_ENCRYPTION_KEY_PREVIOUS", "", "(64 hex digits)", "comma-separated keys HERALD_ENCRYPTION_KEY replaced: they only open what they sealed, and at start every such row is sealed again with HERALD_ENCRYPTION_KEY", func(c *Config, v string) error {
-			c.EncryptionKeysPrevious = nil
-			for _, part := range strings.Split(v, ",") {
-				if strings.TrimSpace(part) == "" {
-					continue
-				}
-				k, err := seal.ParseKey(part)
-				if err != nil {
-					return fmt.Errorf("each key %v", err)
-				}
-				c.EncryptionKeysPrevious = append(c.EncryptionKeysPrevious, k)
-			}
-			return nil
-		}},
+		{"HERALD_SECRET_KEY", "", "(64 hex digits)", "key of the code hashes, hex, at least 32 bytes; empty: generated once and kept in the database", optional(hexKey(func(c *Config) *[]byte { return &c.SecretKey }, 32))},
+		{"HERALD_ENCRYPTION_KEY", "", "(64 hex digits)", "key (32 bytes in hex: openssl rand -hex 32) sealing, with AES-256-GCM, the secrets kept in the database: webhook signing secrets, the generated JWT seed and HMAC keys; rows kept in plain text are sealed at start; empty: they stay plain (herald check warns in production)", optional(sealKey(func(c *Config) *[]byte { return &c.EncryptionKey }))},
+		{"HERALD_ENCRYPTION_KEY_FILE", "", "/etc/herald/encryption.key", "file holding HERALD_ENCRYPTION_KEY (64 hex digits), in its place", optional(sealKeyFile(func(c *Config) *[]byte { return &c.EncryptionKey }, "HERALD_ENCRYPTION_KEY"))},
+		{"HERALD_ENCRYPTION_KEY_PREVIOUS", "", "(64 hex digits)", "comma-separated keys HERALD_ENCRYPTION_KEY replaced: they only open what they sealed, and at start every such row is sealed again with HERALD_ENCRYPTION_KEY", sealKeys(func(c *Config) *[][]byte { return &c.EncryptionKeysPrevious })},
 		{"HERALD_ACCESS_TOKEN_TTL", "24h", "1h", "lifetime of an access token (JWT)", duration(func(c *Config) *time.Duration { return &c.AccessTokenTTL })},
 		{"HERALD_REFRESH_TOKEN_TTL", "720h", "2160h", "lifetime of a session's refresh token", duration(func(c *Config) *time.Duration { return &c.RefreshTokenTTL })},
 		{"HERALD_REFRESH_REUSE_GRACE", "10s", "5s", "window in which a just-rotated refresh token may be used again (two tabs) without revoking the session", duration(func(c *Config) *time.Duration { return &c.RefreshGrace })},
@@ -324,27 +166,8 @@ func Vars() []Var {
 		{"HERALD_RATE_LIMIT_PROTECTED", "300", "600", "requests per window per user to operations that need a token (0 disables)", integer(func(c *Config) *int { return &c.RateLimitProtected }, 0)},
 		{"HERALD_RATE_LIMIT_ADMIN", "1000", "2000", "requests per window per admin to admin operations (0 disables)", integer(func(c *Config) *int { return &c.RateLimitAdmin }, 0)},
 		{"HERALD_RATE_LIMIT_APIKEY", "60", "120", "requests per window per API key, for keys created without their own rateLimit (0: such keys are not limited)", integer(func(c *Config) *int { return &c.RateLimitAPIKey }, 0)},
-		{"HERALD_RATE_LIMIT_WINDOW", "1m", "10m", "window of every rate-limit tier, whole seconds (fixed windows, starting at multiples of it since the Unix epoch)", func(c *Config, v string) error {
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				return fmt.Errorf("%q is not a duration (use Go syntax such as 90s, 15m, 168h)", v)
-			}
-			if d < time.Second || d%time.Second != 0 {
-				return fmt.Errorf("must be a whole number of seconds, at least 1s, not %s", v)
-			}
-			c.RateLimitWindow = d
-			return nil
-		}},
-		{"HERALD_REDIS_URL", "", "redis://redis:6379/0", "Redis for the rate-limit counters, push send-rate caps and the Telegram bot's pace shared by replicas; empty: counted in memory, per process", func(c *Config, v string) error {
-			if v == "" {
-				return nil
-			}
-			if u, err := url.Parse(v); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
-				return errors.New("must look like redis://[user:pass@]host:port[/db] or rediss://…")
-			}
-			c.RedisURL = v
-			return nil
-		}},
+		{"HERALD_RATE_LIMIT_WINDOW", "1m", "10m", "window of every rate-limit tier, whole seconds (fixed windows, starting at multiples of it since the Unix epoch)", wholeSeconds(func(c *Config) *time.Duration { return &c.RateLimitWindow })},
+		{"HERALD_REDIS_URL", "", "redis://redis:6379/0", "Redis for the rate-limit counters, push send-rate caps and the Telegram bot's pace shared by replicas; empty: counted in memory, per process", optional(redisURL(func(c *Config) *string { return &c.RedisURL }))},
 		{"HERALD_BLOCK_AFTER_REFUSALS", "20", "50", "refused requests within HERALD_BLOCK_REFUSAL_WINDOW that block an IP", integer(func(c *Config) *int { return &c.BlockAfterRefusals }, 1)},
 		{"HERALD_BLOCK_REFUSAL_WINDOW", "10m", "5m", "window of the refusal count", duration(func(c *Config) *time.Duration { return &c.BlockRefusalWindow })},
 		{"HERALD_BLOCK_DURATION", "15m", "1h", "how long a block lasts", duration(func(c *Config) *time.Duration { return &c.BlockDuration })},
@@ -377,52 +200,15 @@ func Vars() []Var {
 		{"HERALD_PUSH_CONCURRENCY", "64", "128", "sends in flight per broadcast", integer(func(c *Config) *int { return &c.PushConcurrency }, 1)},
 		{"HERALD_PUSH_LEASE_TTL", "20s", "10s", "how long a broadcast stays claimed by a worker that stopped answering: another replica takes it over within about this long after its worker dies", duration(func(c *Config) *time.Duration { return &c.PushLeaseTTL })},
 		{"HERALD_PUSH_DELIVERY_RETENTION", "720h", "168h", "how long the per-device delivery records of a finished broadcast (failures, retries, dead tokens, and outcomes written before their batch settled) are kept (its counters stay)", duration(func(c *Config) *time.Duration { return &c.DeliveryRetention })},
-		{"HERALD_PLAN_DEVICE_LIMITS", "trial=3,basic=5,premium=10", "trial=2,basic=5,premium=20", "active devices allowed per plan", func(c *Config, v string) error {
-			m := map[string]int{}
-			for _, part := range strings.Split(v, ",") {
-				plan, n, ok := strings.Cut(strings.TrimSpace(part), "=")
-				limit, err := strconv.Atoi(strings.TrimSpace(n))
-				if !ok || strings.TrimSpace(plan) == "" || err != nil || limit < 0 {
-					return fmt.Errorf("%q is not plan=number", part)
-				}
-				m[strings.TrimSpace(plan)] = limit
-			}
-			c.PlanDeviceLimits = m
-			return nil
-		}},
+		{"HERALD_PLAN_DEVICE_LIMITS", "trial=3,basic=5,premium=10", "trial=2,basic=5,premium=20", "active devices allowed per plan", planLimits(func(c *Config) *map[string]int { return &c.PlanDeviceLimits })},
 		{"HERALD_UPGRADE_URL", "https://example.com/upgrade", "https://vpn.example.com/upgrade", "shown with DEVICE_LIMIT_REACHED", httpURL(func(c *Config) *string { return &c.UpgradeURL })},
 		{"HERALD_RENEW_URL", "https://example.com/renew", "https://vpn.example.com/renew", "shown with SUBSCRIPTION_EXPIRED", httpURL(func(c *Config) *string { return &c.RenewURL })},
 		{"HERALD_TELEGRAM_BOT_TOKEN", "", "123456:ABC-DEF…", "Telegram bot token; empty: the messenger is not connected", str(func(c *Config) *string { return &c.TelegramBotToken })},
 		{"HERALD_TELEGRAM_API_URL", "https://api.telegram.org", "http://127.0.0.1:8081", "Bot API server", httpURL(func(c *Config) *string { return &c.TelegramAPIURL })},
-		{"HERALD_TELEGRAM_WEBHOOK_URL", "", "https://api.example.com/webhooks/telegram", "public HTTPS address of POST /webhooks/telegram; empty: the server long-polls (one replica at a time)", func(c *Config, v string) error {
-			if v == "" {
-				return nil
-			}
-			if u, err := url.Parse(v); err != nil || u.Scheme != "https" || u.Host == "" {
-				return fmt.Errorf("%q is not an https URL", v)
-			}
-			c.TelegramWebhookURL = v
-			return nil
-		}},
-		{"HERALD_TELEGRAM_WEBHOOK_SECRET", "", "s3cret_token-1", "secret Telegram sends in X-Telegram-Bot-Api-Secret-Token (1-256 of A-Za-z0-9_-); empty: generated once and kept in the database", func(c *Config, v string) error {
-			if v == "" {
-				return nil
-			}
-			if len(v) > 256 || strings.Trim(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") != "" {
-				return errors.New("must be 1 to 256 characters of A-Za-z0-9_-")
-			}
-			c.TelegramWebhookSecret = v
-			return nil
-		}},
+		{"HERALD_TELEGRAM_WEBHOOK_URL", "", "https://api.example.com/webhooks/telegram", "public HTTPS address of POST /webhooks/telegram; empty: the server long-polls (one replica at a time)", optional(httpsURL(func(c *Config) *string { return &c.TelegramWebhookURL }))},
+		{"HERALD_TELEGRAM_WEBHOOK_SECRET", "", "s3cret_token-1", "secret Telegram sends in X-Telegram-Bot-Api-Secret-Token (1-256 of A-Za-z0-9_-); empty: generated once and kept in the database", optional(token(func(c *Config) *string { return &c.TelegramWebhookSecret }, 256))},
 		{"HERALD_TELEGRAM_POLL_LEASE_TTL", "20s", "10s", "lease of the replica that long-polls Telegram: another takes polling over within about this long after it dies (each poll waits at most a third of it)", duration(func(c *Config) *time.Duration { return &c.TelegramPollLeaseTTL })},
-		{"HERALD_TELEGRAM_RATE", "30", "100", "messages per second the bot sends in all (Telegram's limit is 30; a bot with paid broadcasts may send up to 1000); each chat still gets at most one per second; shared by the replicas through Redis when HERALD_REDIS_URL is set, else per process", func(c *Config, v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 1000 {
-				return errors.New("must be a whole number from 1 to 1000")
-			}
-			c.TelegramRate = n
-			return nil
-		}},
+		{"HERALD_TELEGRAM_RATE", "30", "100", "messages per second the bot sends in all (Telegram's limit is 30; a bot with paid broadcasts may send up to 1000); each chat still gets at most one per second; shared by the replicas through Redis when HERALD_REDIS_URL is set, else per process", integerIn(func(c *Config) *int { return &c.TelegramRate }, 1, 1000)},
 		{"HERALD_ARGON2_MEMORY", "65536", "19456", "argon2id memory per hash, KiB", integer(func(c *Config) *int { return &c.Argon2MemoryKiB }, 8)},
 		{"HERALD_ARGON2_ITERATIONS", "3", "2", "argon2id passes", integer(func(c *Config) *int { return &c.Argon2Iterations }, 1)},
 		{"HERALD_ARGON2_PARALLELISM", "2", "1", "argon2id lanes", integer(func(c *Config) *int { return &c.Argon2Parallelism }, 1)},
@@ -432,32 +218,9 @@ func Vars() []Var {
 		{"HERALD_JOB_POLL", "1s", "200ms", "how often workers look for new background jobs", duration(func(c *Config) *time.Duration { return &c.JobPoll })},
 		{"HERALD_WEBHOOKS_ALLOW_INSECURE", "off", "on", "on: webhook endpoints may be http:// (development); off: https only", onOff(func(c *Config) *bool { return &c.WebhooksAllowInsecure })},
 		{"HERALD_WEBHOOKS_ALLOW_PRIVATE", "off", "on", "on: webhook endpoints may resolve to any address but a zoned one, on any port (development, tests); off: only public addresses, refused otherwise at registration and at each connection", onOff(func(c *Config) *bool { return &c.WebhooksAllowPrivate })},
-		{"HERALD_WEBHOOKS_RETRY_SCHEDULE", "5s,5m,30m,2h,5h,10h,10h", "1s,2s,4s", "waits before each retry of a failed webhook delivery, comma-separated; their number is the number of retries", func(c *Config, v string) error {
-			c.WebhooksRetrySchedule = nil
-			for _, part := range strings.Split(v, ",") {
-				d, err := time.ParseDuration(strings.TrimSpace(part))
-				if err != nil || d <= 0 {
-					return fmt.Errorf("%q is not a list of positive durations such as 5s,5m,30m", v)
-				}
-				c.WebhooksRetrySchedule = append(c.WebhooksRetrySchedule, d)
-			}
-			return nil
-		}},
+		{"HERALD_WEBHOOKS_RETRY_SCHEDULE", "5s,5m,30m,2h,5h,10h,10h", "1s,2s,4s", "waits before each retry of a failed webhook delivery, comma-separated; their number is the number of retries", durations(func(c *Config) *[]time.Duration { return &c.WebhooksRetrySchedule })},
 		{"HERALD_WEBHOOKS_DISABLE_AFTER", "120h", "72h", "a webhook endpoint whose every attempt has failed for this long is disabled (and a log line says so)", duration(func(c *Config) *time.Duration { return &c.WebhooksDisableAfter })},
-		{"HERALD_WEBHOOKS_ALLOWED_PORTS", "", "8443,9000", "ports webhook endpoints may use beside 443 (and 80 with HERALD_WEBHOOKS_ALLOW_INSECURE), comma-separated", func(c *Config, v string) error {
-			c.WebhooksAllowedPorts = nil
-			if v == "" {
-				return nil
-			}
-			for _, part := range strings.Split(v, ",") {
-				n, err := strconv.ParseUint(strings.TrimSpace(part), 10, 16)
-				if err != nil || n == 0 {
-					return fmt.Errorf("%q is not a list of ports (1-65535) such as 8443,9000", v)
-				}
-				c.WebhooksAllowedPorts = append(c.WebhooksAllowedPorts, uint16(n))
-			}
-			return nil
-		}},
+		{"HERALD_WEBHOOKS_ALLOWED_PORTS", "", "8443,9000", "ports webhook endpoints may use beside 443 (and 80 with HERALD_WEBHOOKS_ALLOW_INSECURE), comma-separated", optional(ports(func(c *Config) *[]uint16 { return &c.WebhooksAllowedPorts }))},
 		{"HERALD_WEBHOOKS_ENDPOINT_CONCURRENCY", "2", "4", "webhook deliveries in flight to one endpoint, on all replicas together; its others wait without holding a worker", integer(func(c *Config) *int { return &c.WebhooksConcurrency }, 1)},
 	}
 }
@@ -476,135 +239,6 @@ func parseOnOff(v string) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("must be on or off (or true/false, 1/0, yes/no), not %q", v)
-}
-
-// onOff reads a switch (see parseOnOff).
-func onOff(field func(*Config) *bool) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		on, err := parseOnOff(v)
-		if err != nil {
-			return err
-		}
-		*field(c) = on
-		return nil
-	}
-}
-
-// corsOrigins reads HERALD_CORS_ORIGINS: exact origins as browsers send
-// them in the Origin header (scheme://host[:port], no path, no default
-// port), or a lone *. Browsers send the scheme and host in lower case, so
-// they are kept in lower case.
-func corsOrigins(c *Config, v string) error {
-	c.CORSOrigins = nil
-	var problems []string
-	for _, part := range strings.Split(v, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		origin, err := corsOrigin(part)
-		if err != nil {
-			problems = append(problems, err.Error())
-			continue
-		}
-		if !slices.Contains(c.CORSOrigins, origin) {
-			c.CORSOrigins = append(c.CORSOrigins, origin)
-		}
-	}
-	if len(problems) > 0 {
-		return errors.New(strings.Join(problems, "; "))
-	}
-	if slices.Contains(c.CORSOrigins, "*") && len(c.CORSOrigins) > 1 {
-		return errors.New("* allows every origin: list no other origin with it")
-	}
-	return nil
-}
-
-func corsOrigin(s string) (string, error) {
-	if s == "*" {
-		return s, nil
-	}
-	if strings.Contains(s, "*") {
-		return "", fmt.Errorf("%q: origins are exact (no wildcards); * is allowed only on its own", s)
-	}
-	u, err := url.Parse(s)
-	if err != nil || u.Scheme == "" || u.Opaque != "" || u.Host == "" || u.Hostname() == "" {
-		return "", fmt.Errorf("%q is not an origin such as https://app.example.com", s)
-	}
-	if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(s, "#") {
-		return "", fmt.Errorf("%q: an origin is scheme://host[:port] only", s)
-	}
-	if u.Path != "" {
-		return "", fmt.Errorf("%q: an origin has no path (not even /): write %s://%s", s, u.Scheme, u.Host)
-	}
-	scheme, host := strings.ToLower(u.Scheme), strings.ToLower(u.Host)
-	if p := u.Port(); p != "" {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != p {
-			return "", fmt.Errorf("%q has no valid port", s)
-		}
-		if (scheme == "http" && n == 80) || (scheme == "https" && n == 443) {
-			return "", fmt.Errorf("%q: browsers send the origin without its default port: write %s://%s", s, scheme, strings.TrimSuffix(host, ":"+p))
-		}
-	}
-	return scheme + "://" + host, nil
-}
-
-func str(field func(*Config) *string) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		*field(c) = v
-		return nil
-	}
-}
-
-func httpURL(field func(*Config) *string) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("%q is not an http(s) URL", v)
-		}
-		*field(c) = v
-		return nil
-	}
-}
-
-func duration(field func(*Config) *time.Duration) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return fmt.Errorf("%q is not a duration (use Go syntax such as 90s, 15m, 168h)", v)
-		}
-		if d <= 0 {
-			return fmt.Errorf("must be positive, not %s", v)
-		}
-		*field(c) = d
-		return nil
-	}
-}
-
-func integer(field func(*Config) *int, min int) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return fmt.Errorf("%q is not a whole number", v)
-		}
-		if n < min {
-			return fmt.Errorf("must be at least %d, not %d", min, n)
-		}
-		*field(c) = n
-		return nil
-	}
-}
-
-func splitHostPort(addr string) (string, int, error) {
-	i := strings.LastIndex(addr, ":")
-	if i < 0 {
-		return "", 0, fmt.Errorf("%q needs a port, such as 127.0.0.1:8080", addr)
-	}
-	port, err := strconv.Atoi(addr[i+1:])
-	if err != nil || port < 0 || port > 65535 {
-		return "", 0, fmt.Errorf("%q has no valid port", addr)
-	}
-	return addr[:i], port, nil
 }
 
 // PublicBase is the base of the absolute URLs the server publishes (no

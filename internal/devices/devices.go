@@ -60,24 +60,34 @@ type Quota struct {
 	ActiveDevices int
 }
 
-// ImportRow is one accepted line of an import file, its email already
-// normalized and its device ID already chosen.
-type ImportRow struct {
-	Line      int
-	ID        string // used when the row creates a device
-	Email     string
-	Platform  string
-	PushToken string
-	Name      string // "" keeps an existing device's name
-	NewName   string // the name of a device this row creates
+// TokenHolder is the device that holds a push token.
+type TokenHolder struct {
+	DeviceID  string
+	AccountID string
 }
 
-// ImportBatch is what the store did with one batch of rows.
-type ImportBatch struct {
-	Imported int // devices created
-	Updated  int // existing devices of the same account refreshed
-	// Rejected lists rows the store refused (unknown email).
-	Rejected []LineError
+// ImportedDevice is one device an import batch writes: created, or updated
+// when a device with its ID exists (its name kept when Name is empty).
+type ImportedDevice struct {
+	ID        string
+	AccountID string
+	Platform  string
+	Name      string
+	PushToken string // "": the device has lost its token to a later line (invalid)
+}
+
+// ImportTx is what one batch of an import reads and writes, inside one
+// transaction. The rules (which line wins a token, what is counted) are
+// the service's; these only read and write rows.
+type ImportTx interface {
+	// AccountIDsByEmail maps each of the emails an account has to its ID.
+	AccountIDsByEmail(ctx context.Context, emails []string) (map[string]string, error)
+	// TokenHolders maps each of the tokens a device holds to that device.
+	TokenHolders(ctx context.Context, tokens []string) (map[string]TokenHolder, error)
+	// DropTokens takes the push token from these devices (status invalid).
+	DropTokens(ctx context.Context, deviceIDs []string) error
+	// PutDevices writes the devices, active and seen now.
+	PutDevices(ctx context.Context, ds []ImportedDevice) error
 }
 
 // Store is the persistence the devices service needs; sqlstore implements
@@ -112,10 +122,7 @@ type Store interface {
 	// greater than after, in ID order; accountID "" means every account.
 	AdminDevices(ctx context.Context, accountID, after string, limit int) ([]Device, error)
 
-	// ImportDevices applies one batch in one transaction: emails are
-	// resolved in one query (unknown: rejected); a token already held by
-	// a device of the same account updates that device, a token held by
-	// another account's device moves to a new device; later rows win over
-	// earlier ones in the batch. Plan limits do not apply.
-	ImportDevices(ctx context.Context, rows []ImportRow) (ImportBatch, error)
+	// InImportTx runs fn, one batch of an import, in one transaction:
+	// committed when fn returns nil, rolled back otherwise.
+	InImportTx(ctx context.Context, fn func(ImportTx) error) error
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/jobs"
+	"github.com/herald-vpn/herald/internal/jobs/jobstest"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/herald-vpn/herald/internal/subscriptions"
@@ -32,7 +33,7 @@ type env struct {
 
 func open(t testing.TB, url string) env {
 	t.Helper()
-	db, _ := sqlstoretest.Open(t, url, jobs.Config{})
+	db, _ := jobstest.Open(t, url, jobs.Config{})
 	plans := subscriptions.NewService(db, subscriptions.Config{UpgradeURL: upgradeURL, RenewURL: renewURL})
 	return env{db: db, plans: plans, svc: devices.NewService(db, plans, devices.Config{})}
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/herald-vpn/herald/internal/api"
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
-	"github.com/herald-vpn/herald/internal/limits"
+	"github.com/herald-vpn/herald/internal/policy"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"go.opentelemetry.io/otel/trace"
@@ -308,7 +308,7 @@ func rootFieldRules(schema *ast.Schema) map[string]auth.Rule {
 		for _, def := range root.Fields {
 			var r auth.Rule
 			if d := def.Directives.ForName("limit"); d != nil {
-				if a := d.Arguments.ForName("tier"); a != nil && a.Value.Raw == limits.TierAuth {
+				if a := d.Arguments.ForName("tier"); a != nil && a.Value.Raw == policy.TierAuth {
 					r = auth.ForAuthTier
 				}
 			}

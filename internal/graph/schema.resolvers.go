@@ -55,7 +55,7 @@ func (r *mutationResolver) ResendVerificationEmail(ctx context.Context, email st
 
 // Login is the resolver for the login field.
 func (r *mutationResolver) Login(ctx context.Context, email string, password string) (*view.Tokens, error) {
-	t, err := r.Sessions.Login(ctx, email, password, api.SessionClient(ctx))
+	t, err := r.Sessions.Login(ctx, email, password, sessions.ClientAt(api.Info(ctx).UserAgent, api.Info(ctx).ClientIP))
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func (r *mutationResolver) Login(ctx context.Context, email string, password str
 
 // RefreshToken is the resolver for the refreshToken field.
 func (r *mutationResolver) RefreshToken(ctx context.Context, refreshToken string) (*view.Tokens, error) {
-	t, err := r.Sessions.Refresh(ctx, refreshToken, api.SessionClient(ctx))
+	t, err := r.Sessions.Refresh(ctx, refreshToken, sessions.ClientAt(api.Info(ctx).UserAgent, api.Info(ctx).ClientIP))
 	if err != nil {
 		return nil, err
 	}

@@ -9,26 +9,8 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/policy"
 )
-
-// Tier names, as they appear in `details.tier`.
-const (
-	TierGlobal    = "global"
-	TierAuth      = "auth"
-	TierProtected = "protected"
-	TierAdmin     = "admin"
-	TierAPIKey    = "apikey"
-)
-
-// Units is what one request costs against each tier: one per request on
-// REST, one per root field on GraphQL.
-type Units struct {
-	Global, Auth, Protected, Admin, APIKeyUnits int
-	UserID                                      string // subject of protected and admin
-	APIKey                                      string // subject of apikey
-	// APIKeyLimit is the key's own limit per window; 0 is the tier's.
-	APIKeyLimit int
-}
 
 // Tiers holds the limits of each tier; a zero Limit disables a tier.
 type Tiers struct {
@@ -38,7 +20,7 @@ type Tiers struct {
 // PerWindow returns the tiers with the given limits, all over one window.
 func PerWindow(window time.Duration, global, auth, protected, admin, apikey int) Tiers {
 	t := func(name string, n int) Tier { return Tier{Name: name, Limit: n, Window: window} }
-	return Tiers{t(TierGlobal, global), t(TierAuth, auth), t(TierProtected, protected), t(TierAdmin, admin), t(TierAPIKey, apikey)}
+	return Tiers{t(policy.TierGlobal, global), t(policy.TierAuth, auth), t(policy.TierProtected, protected), t(policy.TierAdmin, admin), t(policy.TierAPIKey, apikey)}
 }
 
 // Ban is an IP refused outright until an operator lifts it.
@@ -191,7 +173,7 @@ func (v Verdict) Err() error {
 // u's per-caller fields are ignored. A request it refuses has cost no
 // credential check and no write. A backend failure lets the request
 // through.
-func (g *Gate) Address(ctx context.Context, ip netip.Addr, u Units) Verdict {
+func (g *Gate) Address(ctx context.Context, ip netip.Addr, u policy.Units) Verdict {
 	subject := Subject(ip)
 	if g.isBanned(ctx, subject) {
 		return Verdict{Banned: true}
@@ -216,7 +198,7 @@ func (g *Gate) Address(ctx context.Context, ip netip.Addr, u Units) Verdict {
 // refused here has spent its address units (global is a baseline of all
 // traffic from the address), and its refusal counts towards the
 // address's block, as one refused by an address tier does.
-func (g *Gate) Caller(ctx context.Context, ip netip.Addr, u Units, addr Verdict) Verdict {
+func (g *Gate) Caller(ctx context.Context, ip netip.Addr, u policy.Units, addr Verdict) Verdict {
 	if !addr.Allowed {
 		return addr
 	}
@@ -246,7 +228,7 @@ func (g *Gate) Caller(ctx context.Context, ip netip.Addr, u Units, addr Verdict)
 
 // Check is Address and then Caller, for a request whose caller is known
 // already (or that has none).
-func (g *Gate) Check(ctx context.Context, ip netip.Addr, u Units) Verdict {
+func (g *Gate) Check(ctx context.Context, ip netip.Addr, u policy.Units) Verdict {
 	return g.Caller(ctx, ip, u, g.Address(ctx, ip, u))
 }
 

@@ -17,7 +17,9 @@ import (
 
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/jobs"
+	"github.com/herald-vpn/herald/internal/jobs/jobstest"
 	"github.com/herald-vpn/herald/internal/limits"
+	"github.com/herald-vpn/herald/internal/policy"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/herald-vpn/herald/internal/testsupport"
@@ -30,7 +32,7 @@ var gateStart = time.Date(2030, 1, 1, 12, 0, 15, 0, time.UTC)
 // banStore opens a fresh, migrated SQLite database: the real ban store.
 func banStore(t testing.TB) *sqlstore.DB {
 	t.Helper()
-	db, _ := sqlstoretest.Open(t, sqlstoretest.NewURL(t, "sqlite"), jobs.Config{})
+	db, _ := jobstest.Open(t, sqlstoretest.NewURL(t, "sqlite"), jobs.Config{})
 	return db
 }
 
@@ -55,7 +57,7 @@ type admitted struct {
 	limit, remaining, reset string
 }
 
-func (f gateFixture) admit(t testing.TB, ip string, u limits.Units) admitted {
+func (f gateFixture) admit(t testing.TB, ip string, u policy.Units) admitted {
 	t.Helper()
 	v := f.gate.Check(context.Background(), netip.MustParseAddr(ip), u)
 	var a admitted
@@ -69,8 +71,8 @@ func (f gateFixture) admit(t testing.TB, ip string, u limits.Units) admitted {
 }
 
 var (
-	signup = limits.Units{Global: 1, Auth: 1}
-	plain  = limits.Units{Global: 1}
+	signup = policy.Units{Global: 1, Auth: 1}
+	plain  = policy.Units{Global: 1}
 	// nextMinute is the end of gateStart's window, as X-RateLimit-Reset.
 	nextMinute = strconv.FormatInt(gateStart.Truncate(time.Minute).Add(time.Minute).Unix(), 10)
 )
@@ -80,14 +82,14 @@ func TestGateHeadersOfClosestTier(t *testing.T) {
 	f := newGate(t, limits.PerWindow(time.Minute, 5, 3, 300, 1000, 60), limits.AbusePolicy{}, 0)
 	steps := []struct {
 		name                     string
-		units                    limits.Units
+		units                    policy.Units
 		wantLimit, wantRemaining string
 	}{
 		{"signup: auth is closer than global", signup, "3", "2"},
 		{"second signup", signup, "3", "1"},
 		{"plain request: global only", plain, "5", "2"},
 		{"third signup: auth at 0, global at 1", signup, "3", "0"},
-		{"per-user tier of another subject", limits.Units{Global: 1, Protected: 1, UserID: "u1"}, "5", "0"},
+		{"per-user tier of another subject", policy.Units{Global: 1, Protected: 1, UserID: "u1"}, "5", "0"},
 	}
 	for _, s := range steps {
 		a := f.admit(t, "192.0.2.1", s.units)
@@ -303,7 +305,7 @@ func BenchmarkGateRedis(b *testing.B) {
 func benchGate(b *testing.B, backend limits.Backend) {
 	g := limits.NewGate(backend, limits.PerWindow(time.Minute, 1<<30, 1<<30, 1<<30, 1<<30, 1<<30), banStore(b), slog.New(slog.DiscardHandler), 0)
 	ip := netip.MustParseAddr("192.0.2.1")
-	u := limits.Units{Global: 1, Protected: 1, UserID: "0190a000-0000-7000-8000-000000000001"}
+	u := policy.Units{Global: 1, Protected: 1, UserID: "0190a000-0000-7000-8000-000000000001"}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -383,7 +385,7 @@ func TestBanRefreshIsClaimedOnce(t *testing.T) {
 			for i := 0; i < 50; i++ {
 				wg.Go(func() {
 					for j := 0; j < 5; j++ {
-						if err := gate.Check(context.Background(), netip.MustParseAddr("203.0.113.7"), limits.Units{Global: 1}).Err(); err != nil {
+						if err := gate.Check(context.Background(), netip.MustParseAddr("203.0.113.7"), policy.Units{Global: 1}).Err(); err != nil {
 							t.Error(err)
 						}
 					}
@@ -406,22 +408,22 @@ func TestGateAddressThenCaller(t *testing.T) {
 	f := newGate(t, limits.PerWindow(time.Minute, 5, 3, 2, 1000, 60), limits.AbusePolicy{}, 0)
 	ctx := context.Background()
 	ip := netip.MustParseAddr("192.0.2.20")
-	me := limits.Units{Global: 1, Protected: 1, UserID: "u1"}
+	me := policy.Units{Global: 1, Protected: 1, UserID: "u1"}
 
 	addr := f.gate.Address(ctx, ip, me)
-	if !addr.Allowed || addr.Tier != limits.TierGlobal || addr.Remaining != 4 {
+	if !addr.Allowed || addr.Tier != policy.TierGlobal || addr.Remaining != 4 {
 		t.Fatalf("address step: %+v, want global with 4 left (the protected unit not charged)", addr)
 	}
 	v := f.gate.Caller(ctx, ip, me, addr)
-	if !v.Allowed || v.Tier != limits.TierProtected || v.Remaining != 1 {
+	if !v.Allowed || v.Tier != policy.TierProtected || v.Remaining != 1 {
 		t.Fatalf("caller step: %+v, want protected with 1 left (closer than global's 4)", v)
 	}
-	if v := f.gate.Check(ctx, ip, me); !v.Allowed || v.Tier != limits.TierProtected || v.Remaining != 0 {
+	if v := f.gate.Check(ctx, ip, me); !v.Allowed || v.Tier != policy.TierProtected || v.Remaining != 0 {
 		t.Fatalf("second call: %+v, want protected with 0 left", v)
 	}
 	// Refused by the caller's tier: global keeps the unit (5-3 = 2 left
 	// before the next request).
-	if err := f.gate.Check(ctx, ip, me).Err(); !apperr.Is(err, apperr.RateLimited) || apperr.As(err).Details["tier"] != limits.TierProtected {
+	if err := f.gate.Check(ctx, ip, me).Err(); !apperr.Is(err, apperr.RateLimited) || apperr.As(err).Details["tier"] != policy.TierProtected {
 		t.Fatalf("third call: %v, want RATE_LIMITED by protected", err)
 	}
 	if a := f.admit(t, "192.0.2.20", plain); a.err != nil || a.remaining != "1" {
@@ -430,14 +432,14 @@ func TestGateAddressThenCaller(t *testing.T) {
 	// A refused address step is the verdict: Caller charges nothing.
 	f.admit(t, "192.0.2.20", plain)
 	refused := f.gate.Address(ctx, ip, me)
-	if refused.Allowed || refused.Tier != limits.TierGlobal {
+	if refused.Allowed || refused.Tier != policy.TierGlobal {
 		t.Fatalf("address over global: %+v", refused)
 	}
-	other := limits.Units{Global: 1, Protected: 1, UserID: "u2"}
-	if v := f.gate.Caller(ctx, ip, other, refused); v.Allowed || v.Tier != limits.TierGlobal {
+	other := policy.Units{Global: 1, Protected: 1, UserID: "u2"}
+	if v := f.gate.Caller(ctx, ip, other, refused); v.Allowed || v.Tier != policy.TierGlobal {
 		t.Fatalf("caller after a refused address: %+v, want the address's refusal", v)
 	}
-	if v := f.gate.Check(ctx, netip.MustParseAddr("192.0.2.21"), other); !v.Allowed || v.Tier != limits.TierProtected || v.Remaining != 1 {
+	if v := f.gate.Check(ctx, netip.MustParseAddr("192.0.2.21"), other); !v.Allowed || v.Tier != policy.TierProtected || v.Remaining != 1 {
 		t.Fatalf("u2 from another address: %+v, want its first protected unit charged only now", v)
 	}
 }

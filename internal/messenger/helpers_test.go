@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/jobs"
+	"github.com/herald-vpn/herald/internal/jobs/jobstest"
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
@@ -27,7 +28,7 @@ const token = "123456:AAH-test-token_Xy9"
 func eachDB(t *testing.T, fn func(t *testing.T, db *sqlstore.DB)) {
 	t.Helper()
 	sqlstoretest.Each(t, func(t *testing.T, url string) {
-		db, _ := sqlstoretest.Open(t, url, jobs.Config{})
+		db, _ := jobstest.Open(t, url, jobs.Config{})
 		fn(t, db)
 	})
 }

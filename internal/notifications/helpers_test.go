@@ -13,6 +13,7 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/jobs"
+	"github.com/herald-vpn/herald/internal/jobs/jobstest"
 	"github.com/herald-vpn/herald/internal/live"
 	"github.com/herald-vpn/herald/internal/notifications"
 	"github.com/herald-vpn/herald/internal/push"
@@ -105,7 +106,7 @@ func (e *env) restart(t testing.TB, url string) *env {
 func (e *env) open(t testing.TB, url string) {
 	t.Helper()
 	workers := river.NewWorkers()
-	db, runner := sqlstoretest.Open(t, url, jobs.Config{
+	db, runner := jobstest.Open(t, url, jobs.Config{
 		Workers:     workers,
 		Queues:      map[string]river.QueueConfig{notifications.QueuePush: {MaxWorkers: 2}},
 		RetryPolicy: jobs.Backoff{Base: 100 * time.Millisecond, Max: 200 * time.Millisecond},

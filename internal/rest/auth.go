@@ -5,6 +5,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/api"
 	"github.com/herald-vpn/herald/internal/auth"
+	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/view"
 )
 
@@ -15,7 +16,7 @@ func (h *Handlers) Login() http.HandlerFunc {
 		Password string `json:"password"`
 	}
 	return handle(http.StatusOK, func(r *http.Request, in input) (any, error) {
-		t, err := h.Sessions.Login(r.Context(), in.Email, in.Password, api.SessionClient(r.Context()))
+		t, err := h.Sessions.Login(r.Context(), in.Email, in.Password, sessions.ClientAt(api.Info(r.Context()).UserAgent, api.Info(r.Context()).ClientIP))
 		if err != nil {
 			return nil, err
 		}
@@ -32,7 +33,7 @@ func (h *Handlers) Refresh() http.HandlerFunc {
 		if err := api.Required("refreshToken", in.RefreshToken); err != nil {
 			return nil, err
 		}
-		t, err := h.Sessions.Refresh(r.Context(), in.RefreshToken, api.SessionClient(r.Context()))
+		t, err := h.Sessions.Refresh(r.Context(), in.RefreshToken, sessions.ClientAt(api.Info(r.Context()).UserAgent, api.Info(r.Context()).ClientIP))
 		if err != nil {
 			return nil, err
 		}

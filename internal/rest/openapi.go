@@ -3,11 +3,11 @@ package rest
 import (
 	"net/http"
 
-	apidoc "github.com/herald-vpn/herald/api"
+	"github.com/herald-vpn/herald/apidoc"
 	"github.com/herald-vpn/herald/internal/api"
 )
 
-// OpenAPI is GET /api/v1/openapi.json: api/openapi.yaml, the description of
+// OpenAPI is GET /api/v1/openapi.json: apidoc/openapi.yaml, the description of
 // this door, as JSON. It is converted once, when the route is built; the
 // answer is the document itself, not wrapped in the envelope.
 func (h *Handlers) OpenAPI() http.HandlerFunc {

@@ -13,6 +13,7 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/limits"
+	"github.com/herald-vpn/herald/internal/policy"
 	"github.com/herald-vpn/herald/internal/testsupport"
 )
 
@@ -113,7 +114,7 @@ func TestAdmissionDecidesTheAddressBeforeTheCredential(t *testing.T) {
 		{"banned IPv6 /64, valid key", "2001:db8:7:7:abcd::2", key, readUsers, apperr.Banned, "", [3]int{}},
 
 		{"over the auth tier", blocked, auth.Credential{}, login, "", "", [3]int{}},
-		{"refused by the auth tier", blocked, auth.Credential{}, login, apperr.RateLimited, limits.TierAuth, [3]int{}},
+		{"refused by the auth tier", blocked, auth.Credential{}, login, apperr.RateLimited, policy.TierAuth, [3]int{}},
 		{"refused again: blocked", blocked, auth.Credential{}, login, apperr.RateLimited, limits.TierBlocked, [3]int{}},
 		{"blocked address, valid key", blocked, key, readUsers, apperr.RateLimited, limits.TierBlocked, [3]int{}},
 		{"blocked address, valid token", blocked, token, me, apperr.RateLimited, limits.TierBlocked, [3]int{}},
@@ -121,11 +122,11 @@ func TestAdmissionDecidesTheAddressBeforeTheCredential(t *testing.T) {
 		{"first of three", busy, token, me, "", "", [3]int{1, 0, 0}},
 		{"second of three", busy, token, me, "", "", [3]int{1, 0, 0}},
 		{"third of three", busy, key, readUsers, "", "", [3]int{0, 1, 1}},
-		{"over the global tier, valid key", busy, key, readUsers, apperr.RateLimited, limits.TierGlobal, [3]int{}},
+		{"over the global tier, valid key", busy, key, readUsers, apperr.RateLimited, policy.TierGlobal, [3]int{}},
 		{"refused again (blocked), valid token", busy, token, me, apperr.RateLimited, limits.TierBlocked, [3]int{}},
 
 		{"the key's second call", fine, key, readUsers, "", "", [3]int{0, 1, 1}},
-		{"the key over its own limit", fine, key, readUsers, apperr.RateLimited, limits.TierAPIKey, [3]int{0, 1, 0}},
+		{"the key over its own limit", fine, key, readUsers, apperr.RateLimited, policy.TierAPIKey, [3]int{0, 1, 0}},
 	}
 	for _, s := range steps {
 		before := v.counts()

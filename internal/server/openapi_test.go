@@ -8,12 +8,12 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	apidoc "github.com/herald-vpn/herald/api"
+	"github.com/herald-vpn/herald/apidoc"
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/rest"
 )
 
-// TestOpenAPIDescribesEveryRoute holds the route table and api/openapi.yaml
+// TestOpenAPIDescribesEveryRoute holds the route table and apidoc/openapi.yaml
 // together: every REST route is an operation of the document with the same
 // method and path, charged to the same tier (x-rate-limit-tier) and
 // needing a token exactly when the route's rule does; and every operation
@@ -39,7 +39,7 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 		served[where] = true
 		item := doc.Paths.Value(rt.path)
 		if item == nil || item.GetOperation(rt.method) == nil {
-			t.Errorf("%s is served but api/openapi.yaml does not describe it", where)
+			t.Errorf("%s is served but apidoc/openapi.yaml does not describe it", where)
 			continue
 		}
 		op := item.GetOperation(rt.method)
@@ -77,7 +77,7 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 		}
 		for method := range doc.Paths.Value(path).Operations() {
 			if !served[method+" "+path] {
-				t.Errorf("api/openapi.yaml describes %s %s, which no route serves", method, path)
+				t.Errorf("apidoc/openapi.yaml describes %s %s, which no route serves", method, path)
 			}
 		}
 	}

@@ -76,7 +76,7 @@ func addRoutes(mux *http.ServeMux, d Deps) {
 // webhooksManage is the rule of the webhook management routes.
 var webhooksManage = auth.Scoped(auth.ScopeWebhooksManage)
 
-// restRoutes is the REST door, one row per route. api/openapi.yaml
+// restRoutes is the REST door, one row per route. apidoc/openapi.yaml
 // describes each of them (a test holds the two together).
 func restRoutes(h *rest.Handlers) []route {
 	sendNotifications := auth.Scoped(auth.ScopeNotificationsSend)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/jobs"
+	"github.com/herald-vpn/herald/internal/jobs/jobstest"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
@@ -23,7 +24,7 @@ func TestLogoutReachesOtherReplicas(t *testing.T) {
 		a := newFixture(t, url)
 		// The other replica: its own connections to the same database,
 		// its own cache, the same keys (kept in the database).
-		db2, _ := sqlstoretest.Open(t, url, jobs.Config{})
+		db2, _ := jobstest.Open(t, url, jobs.Config{})
 		db2.Now = a.clk.Now
 		b, err := sessions.NewService(ctx, db2, a.accts, sessions.Config{AccessTTL: accessTTL, RefreshTTL: 720 * time.Hour, Issuer: "herald", Now: a.clk.Now})
 		if err != nil {

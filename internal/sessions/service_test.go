@@ -17,6 +17,7 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/jobs"
+	"github.com/herald-vpn/herald/internal/jobs/jobstest"
 	"github.com/herald-vpn/herald/internal/mail"
 	"github.com/herald-vpn/herald/internal/mail/mailtest"
 	"github.com/herald-vpn/herald/internal/password"
@@ -50,7 +51,7 @@ func newFixture(t *testing.T, url string) *fixture {
 	// Jobs are not started (the signup email never goes; tests ask for a
 	// code synchronously), but their kind must be registered to be queued.
 	workers := river.NewWorkers()
-	db, _ := sqlstoretest.Open(t, url, jobs.Config{Workers: workers})
+	db, _ := jobstest.Open(t, url, jobs.Config{Workers: workers})
 	clk := testsupport.NewClock(time.Now().UTC().Truncate(time.Second))
 	db.Now = clk.Now
 	f := &fixture{db: db, clk: clk, smtp: mailtest.NewServer(t)}

@@ -11,6 +11,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -39,6 +40,16 @@ type Session struct {
 type Client struct {
 	UserAgent string
 	IP        string
+}
+
+// ClientAt is the client a door saw: its User-Agent and its address (none
+// when the door knows none).
+func ClientAt(userAgent string, ip netip.Addr) Client {
+	c := Client{UserAgent: userAgent}
+	if ip.IsValid() {
+		c.IP = ip.String()
+	}
+	return c
 }
 
 // maxUserAgent bounds the user agent kept with a session.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/jobs"
+	"github.com/herald-vpn/herald/internal/jobs/jobstest"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/herald-vpn/herald/internal/storage"
@@ -18,7 +19,7 @@ import (
 // once connections are back, reads work again.
 func TestAcquireTimeoutOnExhaustedPool(t *testing.T) {
 	sqlstoretest.Require(t, "postgres")
-	db, _ := sqlstoretest.Open(t, sqlstoretest.NewURL(t, "postgres"), jobs.Config{})
+	db, _ := jobstest.Open(t, sqlstoretest.NewURL(t, "postgres"), jobs.Config{})
 	ctx := context.Background()
 	sqlstore.SetAcquireTimeout(db, 300*time.Millisecond)
 	release := sqlstore.HoldConnections(t, db)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -29,7 +30,7 @@ func TestDevicesConformance(t *testing.T) {
 		{"OtherAccountsDeviceIsNotFound", testOtherAccount},
 		{"AdminDevicesKeyset", testAdminDevices},
 		{"SetSubscription", testSetSubscription},
-		{"ImportBatch", testImportBatch},
+		{"ImportRows", testImportRows},
 		{"BroadcastLifecycle", testBroadcastLifecycle},
 		{"BroadcastLease", testBroadcastLease},
 		{"BroadcastReclaimAndRetry", testBroadcastReclaim},
@@ -274,49 +275,70 @@ func testSetSubscription(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) 
 	}
 }
 
-func testImportBatch(t *testing.T, db *sqlstore.DB, _ *testsupport.Clock) {
+// testImportRows checks the row-level reads and writes of an import batch;
+// which line wins a token is devices.planImport's, tested there.
+func testImportRows(t *testing.T, db *sqlstore.DB, _ *testsupport.Clock) {
 	ctx := context.Background()
 	mustAccount(t, db, "a1")
 	mustAccount(t, db, "a2")
 	mustRegister(t, db, "old1", "a1", "held-by-a1")
 	mustRegister(t, db, "old2", "a2", "held-by-a2")
-	rows := []devices.ImportRow{
-		{Line: 1, ID: "n1", Email: "a1@example.com", Platform: "ios", PushToken: "fresh", NewName: "iOS device"},
-		{Line: 2, ID: "n2", Email: "a1@example.com", Platform: "android", PushToken: "held-by-a1", Name: "", NewName: "Android device"}, // update, keep name
-		{Line: 3, ID: "n3", Email: "a1@example.com", Platform: "android", PushToken: "held-by-a2", Name: "Moved", NewName: "Moved"},     // moves from a2
-		{Line: 4, ID: "n4", Email: "ghost@example.com", Platform: "android", PushToken: "ghost", NewName: "x"},
-		{Line: 5, ID: "n5", Email: "a2@example.com", Platform: "android", PushToken: "fresh", NewName: "Took it"}, // moves from n1 in the same batch
-		{Line: 6, ID: "n6", Email: "a2@example.com", Platform: "android", PushToken: "fresh", Name: "Renamed", NewName: "Renamed"},
-	}
-	res, err := db.ImportDevices(ctx, rows)
+	err := db.InImportTx(ctx, func(tx devices.ImportTx) error {
+		accountOf, err := tx.AccountIDsByEmail(ctx, []string{"a1@example.com", "ghost@example.com", "a2@example.com"})
+		if err != nil {
+			return err
+		}
+		if want := map[string]string{"a1@example.com": "a1", "a2@example.com": "a2"}; !maps.Equal(accountOf, want) {
+			t.Errorf("accounts %v, want %v", accountOf, want)
+		}
+		held, err := tx.TokenHolders(ctx, []string{"held-by-a1", "fresh", "held-by-a2"})
+		if err != nil {
+			return err
+		}
+		if want := map[string]devices.TokenHolder{"held-by-a1": {DeviceID: "old1", AccountID: "a1"}, "held-by-a2": {DeviceID: "old2", AccountID: "a2"}}; !maps.Equal(held, want) {
+			t.Errorf("holders %v, want %v", held, want)
+		}
+		if err := tx.DropTokens(ctx, []string{"old2"}); err != nil {
+			return err
+		}
+		return tx.PutDevices(ctx, []devices.ImportedDevice{
+			{ID: "n1", AccountID: "a1", Platform: "ios", Name: "iOS device"},                         // lost its token
+			{ID: "old1", AccountID: "a1", Platform: "ios", PushToken: "held-by-a1"},                  // refreshed, name kept
+			{ID: "n3", AccountID: "a1", Platform: "android", Name: "Moved", PushToken: "held-by-a2"}, // took old2's token
+			{ID: "n5", AccountID: "a2", Platform: "android", Name: "Renamed", PushToken: "fresh"},    // created
+		})
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := devices.ImportBatch{Imported: 3, Updated: 2, Rejected: []devices.LineError{{Line: 4, Reason: "no account has the email ghost@example.com"}}}
-	if res.Imported != want.Imported || res.Updated != want.Updated || !slices.Equal(res.Rejected, want.Rejected) {
-		t.Fatalf("result %+v, want %+v", res, want)
-	}
 	check := []struct {
-		id, account, token, status, name string
+		id, account, platform, token, status, name string
 	}{
-		{"n1", "a1", "", "invalid", "iOS device"},
-		{"old1", "a1", "held-by-a1", "valid", "Phone old1"},
-		{"n3", "a1", "held-by-a2", "valid", "Moved"},
-		{"old2", "a2", "", "invalid", "Phone old2"},
-		{"n5", "a2", "fresh", "valid", "Renamed"},
+		{"n1", "a1", "ios", "", "invalid", "iOS device"},
+		{"old1", "a1", "ios", "held-by-a1", "valid", "Phone old1"},
+		{"n3", "a1", "android", "held-by-a2", "valid", "Moved"},
+		{"old2", "a2", "android", "", "invalid", "Phone old2"},
+		{"n5", "a2", "android", "fresh", "valid", "Renamed"},
 	}
 	for _, c := range check {
 		d, err := db.DeviceByID(ctx, c.id)
-		if err != nil || d.AccountID != c.account || d.PushToken != c.token || d.PushTokenStatus != c.status || d.Name != c.name || !d.Active {
+		if err != nil || d.AccountID != c.account || d.Platform != c.platform || d.PushToken != c.token || d.PushTokenStatus != c.status || d.Name != c.name || !d.Active {
 			t.Errorf("%s = %+v, %v; want %+v", c.id, d, err, c)
 		}
 	}
-	// Importing the same file again only updates.
-	rows = rows[:2]
-	rows[0].ID, rows[1].ID = "m1", "m2"
-	res, err = db.ImportDevices(ctx, rows)
-	if err != nil || res.Imported != 1 || res.Updated != 1 {
-		t.Fatalf("second import %+v, %v", res, err)
+	// A batch whose function fails writes nothing.
+	failed := errors.New("stop")
+	err = db.InImportTx(ctx, func(tx devices.ImportTx) error {
+		if err := tx.PutDevices(ctx, []devices.ImportedDevice{{ID: "n9", AccountID: "a1", Platform: "ios", Name: "x", PushToken: "t9"}}); err != nil {
+			return err
+		}
+		return failed
+	})
+	if !errors.Is(err, failed) {
+		t.Fatalf("failed batch: %v", err)
+	}
+	if _, err := db.DeviceByID(ctx, "n9"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("rolled-back device: %v", err)
 	}
 }
 
@@ -324,11 +346,12 @@ func testImportBatch(t *testing.T, db *sqlstore.DB, _ *testsupport.Clock) {
 func seedRecipients(t *testing.T, db *sqlstore.DB, n int) {
 	t.Helper()
 	mustAccount(t, db, "a1")
-	var rows []devices.ImportRow
+	var ds []devices.ImportedDevice
 	for i := range n {
-		rows = append(rows, devices.ImportRow{Line: i + 1, ID: fmt.Sprintf("d%03d", i), Email: "a1@example.com", Platform: "android", PushToken: fmt.Sprintf("t%03d", i), NewName: "x"})
+		ds = append(ds, devices.ImportedDevice{ID: fmt.Sprintf("d%03d", i), AccountID: "a1", Platform: "android", Name: "x", PushToken: fmt.Sprintf("t%03d", i)})
 	}
-	if _, err := db.ImportDevices(context.Background(), rows); err != nil {
+	ctx := context.Background()
+	if err := db.InImportTx(ctx, func(tx devices.ImportTx) error { return tx.PutDevices(ctx, ds) }); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/jobs"
+	"github.com/herald-vpn/herald/internal/jobs/jobstest"
 	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/sqlstore"
@@ -29,7 +30,7 @@ func mustOpen(t *testing.T, url string) (*sqlstore.DB, *testsupport.Clock) {
 // must know before it accepts a job kind).
 func mustOpenJobs(t *testing.T, url string, cfg jobs.Config) (*sqlstore.DB, *testsupport.Clock) {
 	t.Helper()
-	db, _ := sqlstoretest.Open(t, url, cfg)
+	db, _ := jobstest.Open(t, url, cfg)
 	clk := testsupport.NewClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	db.Now = clk.Now
 	return db, clk

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/jobs"
+	"github.com/herald-vpn/herald/internal/jobs/jobstest"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/herald-vpn/herald/internal/webhooks"
 	"github.com/riverqueue/river"
@@ -23,7 +24,7 @@ func BenchmarkSignupOutbox(b *testing.B) {
 				sqlstoretest.Require(b, d)
 				workers := river.NewWorkers()
 				river.AddWorker(workers, &webhooks.DeliveryWorker{})
-				db, _ := sqlstoretest.Open(b, sqlstoretest.NewURL(b, d), jobs.Config{Workers: workers})
+				db, _ := jobstest.Open(b, sqlstoretest.NewURL(b, d), jobs.Config{Workers: workers})
 				if endpoints > 0 {
 					mustEndpoint(b, db, "ep1", time.Now())
 				}

@@ -8,6 +8,7 @@ import (
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/jobs"
+	"github.com/herald-vpn/herald/internal/jobs/jobstest"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/herald-vpn/herald/internal/subscriptions"
 )
@@ -80,7 +81,7 @@ func TestAdmitDevice(t *testing.T) {
 func TestSetPlan(t *testing.T) {
 	sqlstoretest.Each(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		db, _ := sqlstoretest.Open(t, url, jobs.Config{})
+		db, _ := jobstest.Open(t, url, jobs.Config{})
 		if _, _, err := db.CreateAccount(ctx, accounts.NewAccount{ID: "a1", Email: "a@example.com", PasswordHash: "x", ReferralCode: "AAAAAAAA", Trial: time.Hour}); err != nil {
 			t.Fatal(err)
 		}

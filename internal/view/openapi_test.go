@@ -23,7 +23,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	apidoc "github.com/herald-vpn/herald/api"
+	"github.com/herald-vpn/herald/apidoc"
 	"github.com/herald-vpn/herald/internal/view"
 )
 
@@ -114,15 +114,15 @@ func loadDocument(t *testing.T) *openapi3.T {
 	t.Helper()
 	doc, err := openapi3.NewLoader().LoadFromData(apidoc.YAML)
 	if err != nil {
-		t.Fatalf("api/openapi.yaml: %v", err)
+		t.Fatalf("apidoc/openapi.yaml: %v", err)
 	}
 	if err := doc.Validate(context.Background()); err != nil {
-		t.Fatalf("api/openapi.yaml: %v", err)
+		t.Fatalf("apidoc/openapi.yaml: %v", err)
 	}
 	return doc
 }
 
-// TestOpenAPIMatchesTypes holds api/openapi.yaml's schemas to the wire
+// TestOpenAPIMatchesTypes holds apidoc/openapi.yaml's schemas to the wire
 // types, both ways.
 func TestOpenAPIMatchesTypes(t *testing.T) {
 	doc := loadDocument(t)
@@ -133,7 +133,7 @@ func TestOpenAPIMatchesTypes(t *testing.T) {
 		mapped[name] = true
 		ref := doc.Components.Schemas[name]
 		if ref == nil {
-			t.Errorf("schema %s: not in api/openapi.yaml's components", name)
+			t.Errorf("schema %s: not in apidoc/openapi.yaml's components", name)
 			continue
 		}
 		s := ref.Value
@@ -163,7 +163,7 @@ func TestOpenAPIMatchesTypes(t *testing.T) {
 	}
 	for _, name := range viewTypes(t) {
 		if !c.reached[name] {
-			t.Errorf("view.%s: no schema of api/openapi.yaml describes it: name its schema in schemas or inlineAnswers", name)
+			t.Errorf("view.%s: no schema of apidoc/openapi.yaml describes it: name its schema in schemas or inlineAnswers", name)
 		}
 	}
 }

@@ -2,7 +2,7 @@
 // clients see it, with a constructor from the domain value. Both doors
 // answer with them (REST marshals them, gqlgen binds the GraphQL object
 // types to them through gqlgen.yml's models), live progress travels
-// between replicas as them, and a test holds api/openapi.yaml's schemas to
+// between replicas as them, and a test holds apidoc/openapi.yaml's schemas to
 // them. A field added to a resource is added here once.
 //
 // A struct's fields are in the order its JSON has always had: the order of

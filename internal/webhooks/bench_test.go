@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/jobs"
+	"github.com/herald-vpn/herald/internal/jobs/jobstest"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/herald-vpn/herald/internal/webhooks"
 	"github.com/herald-vpn/herald/internal/webhooks/httpsend"
@@ -35,7 +36,7 @@ func BenchmarkDelivery(b *testing.B) {
 				}))
 				defer rcv.Close()
 				workers := river.NewWorkers()
-				db, runner := sqlstoretest.Open(b, sqlstoretest.NewURL(b, d), jobs.Config{
+				db, runner := jobstest.Open(b, sqlstoretest.NewURL(b, d), jobs.Config{
 					Workers:   workers,
 					Queues:    map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 1}, webhooks.Queue: {MaxWorkers: 20}},
 					FetchPoll: 20 * time.Millisecond,

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/herald-vpn/herald/internal/jobs"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/jackc/pgx/v5"
 )
@@ -89,10 +88,10 @@ func NewURL(t testing.TB, d Dialect) string {
 	return ""
 }
 
-// Open opens and migrates the database at url, with a job queue over it
-// (cfg's workers; nil workers: insert-only, as the operator commands use),
-// and closes it when the test ends.
-func Open(t testing.TB, url string, cfg jobs.Config) (*sqlstore.DB, *jobs.Runner) {
+// Open opens and migrates the database at url, and closes it when the test
+// ends. It has no job queue: jobstest.Open adds one, which the services
+// that insert jobs need.
+func Open(t testing.TB, url string) *sqlstore.DB {
 	t.Helper()
 	ctx := context.Background()
 	db, err := sqlstore.Open(ctx, url, sqlstore.Options{})
@@ -103,9 +102,5 @@ func Open(t testing.TB, url string, cfg jobs.Config) (*sqlstore.DB, *jobs.Runner
 	if _, err := db.Migrate(ctx); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
-	runner, err := jobs.Open(db, cfg)
-	if err != nil {
-		t.Fatalf("jobs: %v", err)
-	}
-	return db, runner
+	return db
 }

@@ -1,7 +1,7 @@
 // Command bench measures Herald beside bare ceilings on the machine it runs
 // on and prints a Markdown table of the ratios. See bench/README.md.
 //
-//	go run ./bench [-quick] [-rounds 3] [-only users-me,login,broadcast] [-devices 100000] [-million]
+//	go run ./cmd/bench [-quick] [-rounds 3] [-only users-me,login,broadcast] [-devices 100000] [-million]
 package main
 
 import (
@@ -95,7 +95,7 @@ func parseOptions(args []string) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: go run ./bench [flags]\n\nMeasures Herald beside bare ceilings and prints a Markdown table (see bench/README.md).\nMeasures for -only: %s, or users-me, broadcast, all.\n\n", strings.Join(measureNames, ", "))
+		fmt.Fprintf(fs.Output(), "Usage: go run ./cmd/bench [flags]\n\nMeasures Herald beside bare ceilings and prints a Markdown table (see cmd/bench/README.md).\nMeasures for -only: %s, or users-me, broadcast, all.\n\n", strings.Join(measureNames, ", "))
 		fs.PrintDefaults()
 	}
 	pgDefault := os.Getenv("HERALD_BENCH_POSTGRES_URL")
@@ -311,7 +311,7 @@ func moduleRoot() (string, error) {
 	}
 	mod := strings.TrimSpace(string(out))
 	if mod == "" || mod == os.DevNull {
-		return "", errors.New("run the kit from inside the Herald repository (go run ./bench)")
+		return "", errors.New("run the kit from inside the Herald repository (go run ./cmd/bench)")
 	}
 	return filepath.Dir(mod), nil
 }
@@ -323,7 +323,7 @@ func gitDescribe(root string) string {
 	}
 	c := strings.TrimSpace(string(out))
 	// Changes to the kit itself do not change what is measured.
-	if st, err := exec.Command("git", "-C", root, "status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench").Output(); err == nil && len(st) > 0 {
+	if st, err := exec.Command("git", "-C", root, "status", "--porcelain", "--untracked-files=no", "--", ".", ":!cmd/bench").Output(); err == nil && len(st) > 0 {
 		c += " (with uncommitted changes)"
 	}
 	return c

@@ -1,6 +1,6 @@
 package apidoc
 
-// The lint of api/openapi.yaml (.ci/run runs it as a step of its own):
+// The lint of apidoc/openapi.yaml (.ci/run runs it as a step of its own):
 // the document must load and validate as OpenAPI 3.1 with kin-openapi, and
 // keep the rules this project holds it to beyond the specification's.
 
