@@ -14,6 +14,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/audience"
+	"github.com/herald-vpn/herald/internal/fanout"
 	"github.com/herald-vpn/herald/internal/idempotency"
 	"github.com/herald-vpn/herald/internal/live"
 	"github.com/herald-vpn/herald/internal/storage"
@@ -22,11 +23,11 @@ import (
 // Broadcast job statuses: queued → running → completed, failed or
 // cancelled.
 const (
-	BroadcastQueued    = "queued"
-	BroadcastRunning   = "running"
-	BroadcastCompleted = "completed"
-	BroadcastFailed    = "failed"
-	BroadcastCancelled = "cancelled"
+	BroadcastQueued    = fanout.Queued
+	BroadcastRunning   = fanout.Running
+	BroadcastCompleted = fanout.Completed
+	BroadcastFailed    = fanout.Failed
+	BroadcastCancelled = fanout.Cancelled
 )
 
 // Broadcast is a messenger broadcast job: one message to every chat
@@ -53,9 +54,7 @@ type Broadcast struct {
 }
 
 // Finished reports whether the job reached a final status.
-func (b Broadcast) Finished() bool {
-	return b.Status == BroadcastCompleted || b.Status == BroadcastFailed || b.Status == BroadcastCancelled
-}
+func (b Broadcast) Finished() bool { return fanout.Finished(b.Status) }
 
 // BroadcastBatch is the next chats of a broadcast's walk.
 type BroadcastBatch struct {
@@ -235,9 +234,7 @@ func broadcastNotFound(id string) error {
 }
 
 // SweepEvery is how often Sweep should run.
-func (b *Broadcaster) SweepEvery() time.Duration {
-	return min(max(b.cfg.LeaseTTL/4, 100*time.Millisecond), 5*time.Second)
-}
+func (b *Broadcaster) SweepEvery() time.Duration { return fanout.SweepEvery(b.cfg.LeaseTTL) }
 
 // Sweep queues a River job for every running broadcast whose worker died
 // (its lease expired), so a live replica takes it over from its cursor.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/fanout"
 	"github.com/herald-vpn/herald/internal/live"
 )
 
@@ -17,16 +18,7 @@ const progressInterval = 500 * time.Millisecond
 // Version orders the states of one job: statuses only move forward and
 // counters only grow, so a subscriber that saw version v needs nothing at
 // or below it.
-func (b Broadcast) Version() int64 {
-	rank := int64(1)
-	switch {
-	case b.Status == BroadcastRunning:
-		rank = 2
-	case b.Finished():
-		rank = 3
-	}
-	return int64(b.Sent+b.Failed+b.Blocked)*4 + rank
-}
+func (b Broadcast) Version() int64 { return fanout.Version(b.Status, b.Sent+b.Failed+b.Blocked) }
 
 // newProgress is the broadcaster's announcer: a job's state reaches live
 // subscribers on every replica at most twice a second, its end at once.

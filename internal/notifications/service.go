@@ -13,6 +13,7 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/cursor"
 	"github.com/herald-vpn/herald/internal/devices"
+	"github.com/herald-vpn/herald/internal/fanout"
 	"github.com/herald-vpn/herald/internal/live"
 	"github.com/herald-vpn/herald/internal/push"
 	"github.com/herald-vpn/herald/internal/storage"
@@ -375,9 +376,7 @@ func (s *Service) Cancel(ctx context.Context, id string) (Job, error) {
 
 // SweepEvery is how often Sweep should run: a few times per lease, so a
 // broadcast whose worker died is taken over soon after its lease expires.
-func (s *Service) SweepEvery() time.Duration {
-	return min(max(s.cfg.LeaseTTL/4, 100*time.Millisecond), 5*time.Second)
-}
+func (s *Service) SweepEvery() time.Duration { return fanout.SweepEvery(s.cfg.LeaseTTL) }
 
 // Sweep queues a River job for every running broadcast whose lease expired
 // (its worker died or stalled) or was released (its worker stopped), so a
