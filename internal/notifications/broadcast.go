@@ -214,14 +214,14 @@ func (r *run) reclaim(retriesOnly bool) source {
 	}
 }
 
-// pipeline sends what next hands out until it is done, with
-// Config.Concurrency sends in flight, while the next batch is claimed and
-// outcomes are recorded continuously: one write in flight, the next group
-// collecting behind it. After a crash, what was sent but not recorded is
-// what was in flight plus the group being written and the one collecting.
-// final: a transient failure is a failure.
+// pipeline sends what next hands out until it is done, in three stages:
+// feed claims batches and hands their claims out, send keeps
+// Config.Concurrency sends in flight, and record writes the outcomes
+// continuously: one write in flight, the next group collecting behind it.
+// After a crash, what was sent but not recorded is what was in flight plus
+// the group being written and the one collecting. final: a transient
+// failure is a failure.
 func (r *run) pipeline(ctx context.Context, next source, final bool) error {
-	cfg := r.s.cfg
 	abort := make(chan struct{})
 	var abortOnce sync.Once
 	stop := func() { abortOnce.Do(func() { close(abort) }) }
@@ -234,12 +234,28 @@ func (r *run) pipeline(ctx context.Context, next source, final bool) error {
 			return ctx.Err() != nil
 		}
 	}
+	work, batches, feedErr := r.startFeed(ctx, next, abort)
+	results, stopSends := r.startSends(ctx, work, stopped)
+	defer stopSends()
+	firstErr := r.record(ctx, results, batches, final, stop)
+	// Every outcome is written. A claim error counts unless the pipeline
+	// had already stopped for a reason of its own.
+	if err := <-feedErr; err != nil && firstErr == nil {
+		firstErr = err
+	}
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
 
-	// The feeder hands claims to the senders one at a time and claims the
-	// next batch just before the current one runs out, so the senders
-	// never wait for a claim, and the claim (which checks the job is still
-	// this run's and running) is made late enough that a cancel stops the
-	// broadcast between batches.
+// startFeed starts the feed stage: it hands claims to the senders one at
+// a time and claims the next batch just before the current one runs out,
+// so the senders never wait for a claim, and the claim (which checks the
+// job is still this run's and running) is made late enough that a cancel
+// stops the broadcast between batches. work is closed when it stops;
+// its error arrives on the last channel.
+func (r *run) startFeed(ctx context.Context, next source, abort <-chan struct{}) (<-chan item, *batchQueue, <-chan error) {
 	work := make(chan item)
 	feedErr := make(chan error, 1)
 	batches := &batchQueue{}
@@ -247,14 +263,21 @@ func (r *run) pipeline(ctx context.Context, next source, final bool) error {
 		defer close(work)
 		feedErr <- r.feed(ctx, next, work, batches, abort)
 	}()
+	return work, batches, feedErr
+}
 
-	// Sends in flight when the worker is stopped get StopGrace to finish,
-	// so that a graceful stop knows their outcome instead of leaving them
-	// to be sent again.
+// startSends starts the send stage: Config.Concurrency senders take
+// claims from work and answer each on the results channel, which is
+// closed once work is and every send is answered. A claim taken once the
+// pipeline stopped is not sent. Sends in flight when the worker is stopped
+// get StopGrace to finish, so that a graceful stop knows their outcome
+// instead of leaving them to be sent again. Call the function returned
+// when the pipeline is over.
+func (r *run) startSends(ctx context.Context, work <-chan item, stopped func() bool) (<-chan result, func()) {
+	cfg := r.s.cfg
 	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelSends()
 	sendersDone := make(chan struct{})
-	defer context.AfterFunc(ctx, func() {
+	stopGrace := context.AfterFunc(ctx, func() {
 		t := time.NewTimer(cfg.StopGrace)
 		defer t.Stop()
 		select {
@@ -262,7 +285,7 @@ func (r *run) pipeline(ctx context.Context, next source, final bool) error {
 			cancelSends()
 		case <-sendersDone:
 		}
-	})()
+	})
 	results := make(chan result, cfg.Concurrency)
 	var wg sync.WaitGroup
 	for range cfg.Concurrency {
@@ -279,7 +302,16 @@ func (r *run) pipeline(ctx context.Context, next source, final bool) error {
 		})
 	}
 	go func() { wg.Wait(); close(sendersDone); close(results) }()
+	return results, func() { stopGrace(); cancelSends() }
+}
 
+// record is the record stage: it takes every result, judges the provider
+// by them (stop calls off the feed and the sends on the first reason to
+// stop the run) and writes the outcomes through a recorder until every
+// send is answered and every outcome written. It returns the reason the
+// run stopped, if any.
+func (r *run) record(ctx context.Context, results <-chan result, batches *batchQueue, final bool, stop func()) error {
+	cfg := r.s.cfg
 	rec := &recorder{r: r, bg: context.WithoutCancel(ctx), done: make(chan writeResult, 1), lastWrite: time.Now(),
 		batches: batches, hold: cfg.OutcomeHold}
 	downAfter := max(2*cfg.Concurrency, 10)
@@ -318,8 +350,8 @@ func (r *run) pipeline(ctx context.Context, next source, final bool) error {
 				continue
 			}
 			rec.add(o, res.b)
-			if r.s.cfg.Delivered != nil {
-				r.s.cfg.Delivered(o.Status)
+			if cfg.Delivered != nil {
+				cfg.Delivered(o.Status)
 			}
 			switch kind {
 			case push.Retryable:
@@ -349,15 +381,7 @@ func (r *run) pipeline(ctx context.Context, next source, final bool) error {
 			rec.flush(!open)
 		}
 	}
-	// Every outcome is written. A claim error counts unless the pipeline
-	// had already stopped for a reason of its own.
-	if err := <-feedErr; err != nil && firstErr == nil {
-		firstErr = err
-	}
-	if firstErr != nil {
-		return firstErr
-	}
-	return ctx.Err()
+	return firstErr
 }
 
 // item is one claim handed to a sender, with the batch it belongs to.
