@@ -303,8 +303,8 @@ func (a *App) start(ctx context.Context) error {
 	// one loop sweeps both channels.
 	sweepCtx, stopSweep := context.WithCancel(context.WithoutCancel(ctx))
 	sweepDone := fanout.SweepLoop(sweepCtx, a.logger,
-		fanout.Channel{Name: "broadcast", Sweeper: a.notifications},
-		fanout.Channel{Name: "messenger broadcast", Sweeper: a.messengerBroadcasts})
+		fanout.Sweep{Name: "broadcast", Sweeper: a.notifications},
+		fanout.Sweep{Name: "messenger broadcast", Sweeper: a.messengerBroadcasts})
 	a.onClose(func(context.Context) { stopSweep(); <-sweepDone })
 	// Revocations made on any replica evict this one's cached sessions.
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))

@@ -74,8 +74,8 @@ type Sweeper interface {
 	SweepEvery() time.Duration
 }
 
-// Channel names a channel's sweeper for the log.
-type Channel struct {
+// Sweep is a channel's sweeper with the channel's name for the log.
+type Sweep struct {
 	Name string // "broadcast", "messenger broadcast"
 	Sweeper
 }
@@ -85,17 +85,17 @@ type Channel struct {
 // has stopped. Every replica runs it; each stalled job is queued by one.
 // A failed sweep is logged, unless the database is unavailable (it tells
 // of that itself) or ctx ended, and tried again at the next tick.
-func SweepLoop(ctx context.Context, log *slog.Logger, channels ...Channel) <-chan struct{} {
+func SweepLoop(ctx context.Context, log *slog.Logger, sweeps ...Sweep) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		next := make([]time.Time, len(channels)) // zero: sweep at once
+		next := make([]time.Time, len(sweeps)) // zero: sweep at once
 		timer := time.NewTimer(0)
 		defer timer.Stop()
 		for {
 			now := time.Now()
 			wake := now.Add(time.Hour)
-			for i, c := range channels {
+			for i, c := range sweeps {
 				if !now.Before(next[i]) {
 					if _, err := c.Sweep(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, storage.ErrUnavailable) {
 						log.WarnContext(ctx, c.Name+" sweep failed", "err", err)

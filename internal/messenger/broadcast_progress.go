@@ -20,23 +20,6 @@ const progressInterval = 500 * time.Millisecond
 // or below it.
 func (b Broadcast) Version() int64 { return fanout.Version(b.Status, b.Sent+b.Failed+b.Blocked) }
 
-// newProgress is the broadcaster's announcer: a job's state reaches live
-// subscribers on every replica at most twice a second, its end at once.
-func newProgress(b *Broadcaster) *live.Announcer {
-	return live.NewAnnouncer(b.svc.live, progressInterval, BroadcastTopic,
-		func(ctx context.Context, id string) ([]byte, bool, error) {
-			j, err := b.store.MessengerBroadcast(ctx, id)
-			if err != nil {
-				return nil, false, err
-			}
-			data, err := b.cfg.Wire.Encode(j)
-			return data, j.Finished(), err
-		},
-		func(id string, err error) {
-			b.log.Warn("messenger broadcast progress not published", "job_id", id, "err", err)
-		})
-}
-
 // Watch follows broadcast id for a live subscriber: the job as it is now,
 // then each newer state published by whichever replica works it (at most
 // two a second, and the final one); the channel is closed after the final

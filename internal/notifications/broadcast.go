@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/fanout"
 	"github.com/herald-vpn/herald/internal/push"
-	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/riverqueue/river"
 )
 
@@ -47,18 +47,20 @@ func (w *BroadcastWorker) Timeout(*river.Job[BroadcastArgs]) time.Duration {
 	return w.Service.cfg.Slice + w.Service.cfg.StopGrace + time.Minute
 }
 
-// Work implements river.Worker. The lease owner is the River job: a
-// job that snoozes between slices finds its own lease again, and any other
-// job for the broadcast waits for that lease to expire.
+// Work implements river.Worker. The lease owner is the River job.
 func (w *BroadcastWorker) Work(ctx context.Context, job *river.Job[BroadcastArgs]) error {
-	return w.Service.work(ctx, job.Args.JobID, fmt.Sprintf("river-%d", job.ID), job.Attempt >= job.MaxAttempts)
+	return w.Service.engine.Work(ctx, job.Args.JobID, fmt.Sprintf("river-%d", job.ID), job.Attempt >= job.MaxAttempts)
 }
 
 // errProviderDown: many sends in a row failed transiently.
 var errProviderDown = errors.New("push provider unavailable")
 
-// errSliceDone: the run worked its slice; the River job snoozes and goes on.
-var errSliceDone = errors.New("broadcast slice done")
+// errSliceDone and errStopped are the fan-out engine's: the run worked
+// its slice, or the job was cancelled or the lease lost.
+var (
+	errSliceDone = fanout.ErrSlice
+	errStopped   = fanout.ErrStopped
+)
 
 // run is one worker's hold on one broadcast.
 type run struct {
@@ -69,81 +71,58 @@ type run struct {
 	sliceEnd time.Time
 }
 
-// work runs a broadcast until it is finished, cancelled, interrupted or its
-// slice is over. lastAttempt: River will not retry an error, so fail the
-// broadcast instead.
-func (s *Service) work(ctx context.Context, id, owner string, lastAttempt bool) error {
-	lease, err := s.store.AcquireBroadcast(ctx, id, owner, s.leaseUntil())
-	if errors.Is(err, storage.ErrNotFound) {
-		return river.JobCancel(fmt.Errorf("broadcast %s does not exist", id))
-	}
-	if err != nil {
-		return err
-	}
-	if lease.Job.Finished() {
-		return nil
-	}
-	if !lease.Acquired {
-		// A live worker holds it; if it dies, the sweeper queues a new
-		// River job once its lease has expired.
-		s.cfg.Logger.DebugContext(ctx, "broadcast held by another worker", "job_id", id, "holder", lease.HeldBy)
-		return nil
-	}
-	s.progress.Changed(id, false) // running
-	r := &run{s: s, id: id, owner: owner, n: Notification{Subject: lease.Job.Subject, Content: lease.Job.Content, Data: lease.Job.Data, Options: lease.Job.Options}.push(), sliceEnd: s.cfg.Now().Add(s.cfg.Slice)}
-	r.n.CollapseKey = id // a resend after a crash replaces, not repeats, on the device
-	r.n = r.n.Prepared() // encoded once for every device, not at each send
-	s.cfg.Logger.InfoContext(ctx, "broadcast working", "job_id", id, "owner", owner, "total_recipients", lease.Job.TotalRecipients)
-	err = r.all(ctx)
-	bg := context.WithoutCancel(ctx)
-	var fatal *fatalError
-	switch {
-	case err == nil:
-		j, ferr := s.store.FinishBroadcast(bg, id, owner, StatusCompleted, "")
-		if ferr != nil {
-			return ferr
-		}
-		s.progress.Changed(id, true)
-		s.cfg.Logger.InfoContext(ctx, "broadcast finished", "job_id", id, "status", j.Status, "sent", j.Sent, "failed", j.Failed, "invalid_tokens", j.InvalidTokens)
-		return nil
-	case errors.Is(err, errSliceDone):
-		// The lease stays with this River job, which comes back at once.
-		return river.JobSnooze(time.Millisecond)
-	case errors.Is(err, errStopped):
-		// Cancelled, or the lease was lost to another worker.
-		s.store.ReleaseBroadcast(bg, id, owner)
-		return nil
-	case errors.As(err, &fatal):
-		s.cfg.Logger.ErrorContext(ctx, "BROADCAST FAILED: the push provider refused the request; check the FCM/APNs credentials and settings", "job_id", id, "err", fatal.err)
-		_, ferr := s.store.FinishBroadcast(bg, id, owner, StatusFailed, "push provider refused the request: "+fatal.err.Error())
-		s.progress.Changed(id, true)
-		return ferr
-	case ctx.Err() != nil:
-		// Shutting down: every known outcome is written; the unknown ones
-		// stay claimed and are sent by the next run.
-		s.store.ReleaseBroadcast(bg, id, owner)
-		return river.JobSnooze(time.Second)
-	case errors.Is(err, errProviderDown) && lastAttempt:
-		_, ferr := s.store.FinishBroadcast(bg, id, owner, StatusFailed, "push provider unavailable")
-		s.progress.Changed(id, true)
-		return ferr
-	default:
-		// The provider or the database is down: River retries later and
-		// the next run continues from the checkpoint.
-		s.store.ReleaseBroadcast(bg, id, owner)
-		s.cfg.Logger.WarnContext(ctx, "broadcast paused; River retries it", "job_id", id, "err", err)
-		return err
-	}
+// pushChannel is push as a fan-out channel: the walk over the devices,
+// sent by the push provider, in the pipeline of feed, send and record.
+type pushChannel struct{ s *Service }
+
+func (c pushChannel) Acquire(ctx context.Context, id, owner string, until time.Time) (Job, fanout.Lease, error) {
+	l, err := c.s.store.AcquireBroadcast(ctx, id, owner, until)
+	return l.Job, l.Lease, err
 }
 
-// errStopped: the job was cancelled or the lease lost.
-var errStopped = errors.New("broadcast stopped")
+func (c pushChannel) Finish(ctx context.Context, id, owner, status, errMsg string) (Job, error) {
+	return c.s.store.FinishBroadcast(ctx, id, owner, status, errMsg)
+}
+
+func (c pushChannel) Release(ctx context.Context, id, owner string) error {
+	return c.s.store.ReleaseBroadcast(ctx, id, owner)
+}
+
+func (c pushChannel) Requeue(ctx context.Context, minInterval time.Duration) ([]string, error) {
+	return c.s.store.RequeueStalledBroadcasts(ctx, minInterval, func(id string) river.JobArgs { return BroadcastArgs{JobID: id} })
+}
+
+// Send runs the broadcast until it is finished, stopped, interrupted or
+// its slice is over.
+func (c pushChannel) Send(ctx context.Context, j Job, owner string) error {
+	s := c.s
+	r := &run{s: s, id: j.ID, owner: owner, n: Notification{Subject: j.Subject, Content: j.Content, Data: j.Data, Options: j.Options}.push(), sliceEnd: s.cfg.Now().Add(s.cfg.Slice)}
+	r.n.CollapseKey = j.ID // a resend after a crash replaces, not repeats, on the device
+	r.n = r.n.Prepared()   // encoded once for every device, not at each send
+	err := r.all(ctx)
+	if fatal, ok := errors.AsType[*fatalError](err); ok {
+		s.cfg.Logger.ErrorContext(ctx, "BROADCAST FAILED: the push provider refused the request; check the FCM/APNs credentials and settings", "job_id", j.ID, "err", fatal.err)
+		return &fanout.Failure{Msg: "push provider refused the request: " + fatal.err.Error()}
+	}
+	return err
+}
+
+// giveUp fails a broadcast on River's last attempt only when the provider
+// is down; any other error leaves it to the sweep.
+func giveUp(err error) (string, bool) {
+	return "push provider unavailable", errors.Is(err, errProviderDown)
+}
+
+// summary is a job's counters for the log.
+func summary(j Job) []any {
+	return []any{"status", j.Status, "total_recipients", j.TotalRecipients, "sent", j.Sent, "failed", j.Failed, "invalid_tokens", j.InvalidTokens}
+}
 
 type fatalError struct{ err error }
 
 func (e *fatalError) Error() string { return "fatal push error: " + e.err.Error() }
 
-func (s *Service) leaseUntil() time.Time { return s.cfg.Now().Add(s.cfg.LeaseTTL) }
+func (s *Service) leaseUntil() time.Time { return s.engine.Until() }
 
 // source hands out claimed pages: nil claims and done true at the end. A
 // page of devices without delivery rows (the walk, and its resumption)
