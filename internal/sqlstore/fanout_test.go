@@ -14,7 +14,6 @@ import (
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/notifications"
 	"github.com/herald-vpn/herald/internal/sqlstore"
-	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/herald-vpn/herald/internal/testsupport"
 )
 
@@ -165,18 +164,11 @@ func TestFanoutConformance(t *testing.T) {
 	}
 	for _, ch := range []fanoutChannel{pushChannel, telegramChannel} {
 		t.Run(ch.name, func(t *testing.T) {
-			for _, d := range sqlstoretest.Dialects() {
-				t.Run(string(d), func(t *testing.T) {
-					sqlstoretest.Require(t, d)
-					for _, c := range cases {
-						t.Run(c.name, func(t *testing.T) {
-							t.Parallel()
-							db, clk := mustOpenWithBroadcastWorkers(t, sqlstoretest.NewURL(t, d))
-							c.fn(t, ch, db, clk)
-						})
-					}
-				})
+			var each []storeCase
+			for _, c := range cases {
+				each = append(each, storeCase{c.name, func(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) { c.fn(t, ch, db, clk) }})
 			}
+			runConformance(t, each, mustOpenWithBroadcastWorkers)
 		})
 	}
 }
