@@ -30,6 +30,12 @@ func (f *Failure) Error() string { return f.Msg }
 // Channel is one way of fanning a job out (push, Telegram) as the engine
 // works it: the job's lease, the sending, the end.
 type Channel[J any] interface {
+	// Get reads a job; ErrNotFound when unknown.
+	Get(ctx context.Context, id string) (J, error)
+	// Cancel cancels a queued, scheduled or running job (its lease stays
+	// with its holder) and writes its event; a finished job is returned
+	// unchanged. ErrNotFound when unknown.
+	Cancel(ctx context.Context, id string) (J, error)
 	// Acquire gives owner the job's lease until `until` when it is free,
 	// expired or owner's, moving the job to running; a finished job is
 	// returned without a lease. ErrNotFound when unknown.
@@ -64,10 +70,38 @@ type Engine[J any] struct {
 	Finished func(J) bool
 	// Summary is the job's counters, for log lines.
 	Summary func(J) []any
+	// NotFound is the error that answers for an unknown job.
+	NotFound func(id string) error
 	// GiveUp says whether err, on River's last attempt, fails the job and
 	// with what message; otherwise River drops its job and the sweep
 	// queues another once the lease has lapsed.
 	GiveUp func(err error) (msg string, fail bool)
+}
+
+// Job returns a job; NotFound's error when unknown.
+func (e *Engine[J]) Job(ctx context.Context, id string) (J, error) {
+	j, err := e.Channel.Get(ctx, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		var zero J
+		return zero, e.NotFound(id)
+	}
+	return j, err
+}
+
+// Cancel cancels a queued, scheduled or running job: its worker stops
+// before its next batch, and what the batch out at the cancel sent is
+// counted. A finished job is answered as it is; NotFound's error when
+// unknown. Subscribers hear of it.
+func (e *Engine[J]) Cancel(ctx context.Context, id string) (J, error) {
+	j, err := e.Channel.Cancel(ctx, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		var zero J
+		return zero, e.NotFound(id)
+	}
+	if err == nil {
+		e.Changed(id, e.Finished(j))
+	}
+	return j, err
 }
 
 // SweepEvery is how often Sweep should run.

@@ -40,6 +40,23 @@ func (c *channel) Acquire(_ context.Context, id, _ string, _ time.Time) (job, fa
 	return c.j, c.lease, nil
 }
 
+func (c *channel) Get(context.Context, string) (job, error) {
+	if c.missing {
+		return job{}, storage.ErrNotFound
+	}
+	return c.j, nil
+}
+
+func (c *channel) Cancel(context.Context, string) (job, error) {
+	if c.missing {
+		return job{}, storage.ErrNotFound
+	}
+	if !fanout.Finished(c.j.status) {
+		c.j.status = fanout.Cancelled
+	}
+	return c.j, nil
+}
+
 func (c *channel) Send(context.Context, job, string) error { return c.send }
 
 func (c *channel) Finish(_ context.Context, _, _, status, msg string) (job, error) {
@@ -119,6 +136,30 @@ func TestEngineWork(t *testing.T) {
 				t.Fatalf("progress %v, want running then final", changes)
 			}
 		})
+	}
+}
+
+var errUnknown = errors.New("no such job")
+
+// TestEngineCancel: a cancel answers the job, tells subscribers at once,
+// and an unknown job is the channel's error.
+func TestEngineCancel(t *testing.T) {
+	ch := &channel{j: job{id: "j1", status: fanout.Running}}
+	var changes []bool
+	e := &fanout.Engine[job]{Name: "test broadcast", Channel: ch, Log: slog.New(slog.DiscardHandler),
+		Changed:  func(id string, final bool) { changes = append(changes, final) },
+		Finished: func(j job) bool { return fanout.Finished(j.status) },
+		NotFound: func(string) error { return errUnknown },
+	}
+	if j, err := e.Cancel(context.Background(), "j1"); err != nil || j.status != fanout.Cancelled || len(changes) != 1 || !changes[0] {
+		t.Fatalf("cancel: %+v, %v, progress %v", j, err, changes)
+	}
+	ch.missing = true
+	if _, err := e.Cancel(context.Background(), "j2"); !errors.Is(err, errUnknown) {
+		t.Fatalf("cancel unknown: %v", err)
+	}
+	if _, err := e.Job(context.Background(), "j2"); !errors.Is(err, errUnknown) {
+		t.Fatalf("unknown job: %v", err)
 	}
 }
 

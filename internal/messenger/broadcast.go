@@ -3,7 +3,6 @@ package messenger
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -17,7 +16,6 @@ import (
 	"github.com/herald-vpn/herald/internal/fanout"
 	"github.com/herald-vpn/herald/internal/idempotency"
 	"github.com/herald-vpn/herald/internal/live"
-	"github.com/herald-vpn/herald/internal/storage"
 )
 
 // Broadcast job statuses: queued → running → completed, failed or
@@ -167,7 +165,7 @@ func NewBroadcaster(svc *Service, store BroadcastStore, cfg BroadcastConfig) *Br
 	b := &Broadcaster{svc: svc, store: store, cfg: cfg, log: svc.log}
 	b.progress = fanout.NewProgress(svc.live, progressInterval, BroadcastTopic, store.MessengerBroadcast, cfg.Wire, Broadcast.Finished, svc.log, "messenger broadcast")
 	b.engine = &fanout.Engine[Broadcast]{Name: "messenger broadcast", Channel: telegramChannel{b}, LeaseTTL: cfg.LeaseTTL, Now: svc.now, Log: svc.log,
-		Changed: b.progress.Changed, Finished: Broadcast.Finished, Summary: summary, GiveUp: giveUp}
+		Changed: b.progress.Changed, Finished: Broadcast.Finished, Summary: summary, NotFound: broadcastNotFound, GiveUp: giveUp}
 	return b
 }
 
@@ -212,24 +210,13 @@ func (b *Broadcaster) BroadcastIdempotent(ctx context.Context, k idempotency.Key
 
 // Job returns a broadcast; JOB_NOT_FOUND when unknown.
 func (b *Broadcaster) Job(ctx context.Context, id string) (Broadcast, error) {
-	j, err := b.store.MessengerBroadcast(ctx, id)
-	if errors.Is(err, storage.ErrNotFound) {
-		return Broadcast{}, broadcastNotFound(id)
-	}
-	return j, err
+	return b.engine.Job(ctx, id)
 }
 
 // Cancel cancels a queued or running broadcast: its worker stops before
 // the next batch. A finished one is answered as it is.
 func (b *Broadcaster) Cancel(ctx context.Context, id string) (Broadcast, error) {
-	j, err := b.store.CancelMessengerBroadcast(ctx, id)
-	if errors.Is(err, storage.ErrNotFound) {
-		return Broadcast{}, broadcastNotFound(id)
-	}
-	if err == nil {
-		b.progress.Changed(id, j.Finished())
-	}
-	return j, err
+	return b.engine.Cancel(ctx, id)
 }
 
 func broadcastNotFound(id string) error {
@@ -272,6 +259,14 @@ func (c telegramChannel) Acquire(ctx context.Context, id, owner string, until ti
 
 func (c telegramChannel) Send(ctx context.Context, j Broadcast, owner string) error {
 	return c.b.walk(ctx, j, owner, time.Now().Add(c.b.cfg.Slice))
+}
+
+func (c telegramChannel) Get(ctx context.Context, id string) (Broadcast, error) {
+	return c.b.store.MessengerBroadcast(ctx, id)
+}
+
+func (c telegramChannel) Cancel(ctx context.Context, id string) (Broadcast, error) {
+	return c.b.store.CancelMessengerBroadcast(ctx, id)
 }
 
 func (c telegramChannel) Finish(ctx context.Context, id, owner, status, errMsg string) (Broadcast, error) {

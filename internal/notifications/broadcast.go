@@ -80,6 +80,14 @@ func (c pushChannel) Acquire(ctx context.Context, id, owner string, until time.T
 	return l.Job, l.Lease, err
 }
 
+func (c pushChannel) Get(ctx context.Context, id string) (Job, error) {
+	return c.s.store.BroadcastJob(ctx, id)
+}
+
+func (c pushChannel) Cancel(ctx context.Context, id string) (Job, error) {
+	return c.s.store.CancelBroadcast(ctx, id)
+}
+
 func (c pushChannel) Finish(ctx context.Context, id, owner, status, errMsg string) (Job, error) {
 	return c.s.store.FinishBroadcast(ctx, id, owner, status, errMsg)
 }

@@ -145,7 +145,7 @@ func NewService(store Store, provider push.Provider, cfg Config) *Service {
 	s.live = s.cfg.Live
 	s.progress = fanout.NewProgress(s.live, s.cfg.ProgressInterval, ProgressTopic, s.store.BroadcastJob, s.cfg.Wire, Job.Finished, s.cfg.Logger, "broadcast")
 	s.engine = &fanout.Engine[Job]{Name: "broadcast", Channel: pushChannel{s}, LeaseTTL: s.cfg.LeaseTTL, Now: s.cfg.Now, Log: s.cfg.Logger,
-		Changed: s.progress.Changed, Finished: Job.Finished, Summary: summary, GiveUp: giveUp}
+		Changed: s.progress.Changed, Finished: Job.Finished, Summary: summary, NotFound: jobNotFound, GiveUp: giveUp}
 	return s
 }
 
@@ -314,13 +314,7 @@ func QueuedMessage(j Job) string {
 }
 
 // Job returns a broadcast job; JOB_NOT_FOUND when unknown.
-func (s *Service) Job(ctx context.Context, id string) (Job, error) {
-	j, err := s.store.BroadcastJob(ctx, id)
-	if errors.Is(err, storage.ErrNotFound) {
-		return Job{}, jobNotFound(id)
-	}
-	return j, err
-}
+func (s *Service) Job(ctx context.Context, id string) (Job, error) { return s.engine.Job(ctx, id) }
 
 // JobPage is one page of broadcast jobs.
 type JobPage struct {
@@ -355,14 +349,7 @@ func (s *Service) Jobs(ctx context.Context, first int, after string) (JobPage, e
 // finishes, no further batch starts. A finished job is returned as it is.
 // JOB_NOT_FOUND when unknown.
 func (s *Service) Cancel(ctx context.Context, id string) (Job, error) {
-	j, err := s.store.CancelBroadcast(ctx, id)
-	if errors.Is(err, storage.ErrNotFound) {
-		return Job{}, jobNotFound(id)
-	}
-	if err == nil {
-		s.progress.Changed(id, j.Finished())
-	}
-	return j, err
+	return s.engine.Cancel(ctx, id)
 }
 
 // SweepEvery is how often Sweep should run: a few times per lease.
