@@ -1,11 +1,14 @@
-// Package fanout is what Herald's two broadcast channels, push
-// (internal/notifications) and Telegram (internal/messenger), share about
-// their durable job: the statuses it moves through, the version that
-// orders its states for live subscribers, the lease a worker holds on it,
-// and the sweep that hands the job of a dead worker to a live replica.
-// The store keeps both channels' jobs with one set of lease queries
-// (internal/sqlstore/fanout.go); each channel feeds its own recipients,
-// sends its own batches and records its own outcomes.
+// Package fanout is the one engine of Herald's durable broadcast jobs.
+// Push (internal/notifications) and Telegram (internal/messenger) plug in
+// as a Channel: each feeds its own recipients, sends its own batches and
+// records its own outcomes. The Engine owns the rest: the lease a River
+// job holds on a job, working it a slice at a time, releasing, finishing
+// or failing it, cancelling it, the progress announced to live
+// subscribers, and the sweep that hands the job of a dead worker to a
+// live replica (one SweepLoop for every channel). This file has the
+// statuses, the version that orders a job's states, and the sweep; the
+// store keeps both channels' jobs with one set of lease queries
+// (internal/sqlstore/fanout.go).
 package fanout
 
 import (
