@@ -19,6 +19,7 @@ import (
 	"github.com/herald-vpn/herald/internal/apikeys"
 	"github.com/herald-vpn/herald/internal/config"
 	"github.com/herald-vpn/herald/internal/devices"
+	"github.com/herald-vpn/herald/internal/fanout"
 	"github.com/herald-vpn/herald/internal/idempotency"
 	"github.com/herald-vpn/herald/internal/jobs"
 	"github.com/herald-vpn/herald/internal/limits"
@@ -34,7 +35,6 @@ import (
 	"github.com/herald-vpn/herald/internal/seal"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/sqlstore"
-	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/herald-vpn/herald/internal/subscriptions"
 	"github.com/herald-vpn/herald/internal/view"
 	"github.com/herald-vpn/herald/internal/webhooks"
@@ -301,22 +301,13 @@ func (a *App) start(ctx context.Context) error {
 		}
 	})
 	// A broadcast whose worker died (kill -9, here or on another replica)
-	// is taken over once its lease expires, without waiting for a restart.
+	// is taken over once its lease expires, without waiting for a restart:
+	// one loop sweeps both channels.
 	sweepCtx, stopSweep := context.WithCancel(context.WithoutCancel(ctx))
-	sweepDone := every(sweepCtx, a.notifications.SweepEvery(), func(ctx context.Context) {
-		if _, err := a.notifications.Sweep(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, storage.ErrUnavailable) {
-			a.logger.WarnContext(ctx, "broadcast sweep failed", "err", err)
-		}
-	})
+	sweepDone := fanout.SweepLoop(sweepCtx, a.logger,
+		fanout.Sweep{Name: "broadcast", Sweeper: a.notifications},
+		fanout.Sweep{Name: "messenger broadcast", Sweeper: a.messengerBroadcasts})
 	a.onClose(func(context.Context) { stopSweep(); <-sweepDone })
-	// Likewise for messenger broadcasts: taken over from their cursor.
-	mbSweepCtx, stopMBSweep := context.WithCancel(context.WithoutCancel(ctx))
-	mbSweepDone := every(mbSweepCtx, a.messengerBroadcasts.SweepEvery(), func(ctx context.Context) {
-		if _, err := a.messengerBroadcasts.Sweep(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, storage.ErrUnavailable) {
-			a.logger.WarnContext(ctx, "messenger broadcast sweep failed", "err", err)
-		}
-	})
-	a.onClose(func(context.Context) { stopMBSweep(); <-mbSweepDone })
 	// Revocations made on any replica evict this one's cached sessions.
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	watchDone := make(chan struct{})

@@ -235,26 +235,6 @@ func memoryLimit(cfg config.Config) int64 {
 // defaultGCPercent is the Go runtime's GOGC unless the operator sets it.
 const defaultGCPercent = 200
 
-// every runs fn now and then every d until ctx ends; the channel closes
-// when it has stopped.
-func every(ctx context.Context, d time.Duration, fn func(context.Context)) <-chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(d)
-		defer t.Stop()
-		for {
-			fn(ctx)
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return done
-}
-
 func printConfig(w io.Writer) {
 	fmt.Fprintln(w, "\nEnvironment:")
 	for _, v := range config.Vars() {

@@ -3,7 +3,6 @@ package messenger
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -14,19 +13,19 @@ import (
 
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/audience"
+	"github.com/herald-vpn/herald/internal/fanout"
 	"github.com/herald-vpn/herald/internal/idempotency"
 	"github.com/herald-vpn/herald/internal/live"
-	"github.com/herald-vpn/herald/internal/storage"
 )
 
 // Broadcast job statuses: queued → running → completed, failed or
 // cancelled.
 const (
-	BroadcastQueued    = "queued"
-	BroadcastRunning   = "running"
-	BroadcastCompleted = "completed"
-	BroadcastFailed    = "failed"
-	BroadcastCancelled = "cancelled"
+	BroadcastQueued    = fanout.Queued
+	BroadcastRunning   = fanout.Running
+	BroadcastCompleted = fanout.Completed
+	BroadcastFailed    = fanout.Failed
+	BroadcastCancelled = fanout.Cancelled
 )
 
 // Broadcast is a messenger broadcast job: one message to every chat
@@ -53,9 +52,7 @@ type Broadcast struct {
 }
 
 // Finished reports whether the job reached a final status.
-func (b Broadcast) Finished() bool {
-	return b.Status == BroadcastCompleted || b.Status == BroadcastFailed || b.Status == BroadcastCancelled
-}
+func (b Broadcast) Finished() bool { return fanout.Finished(b.Status) }
 
 // BroadcastBatch is the next chats of a broadcast's walk.
 type BroadcastBatch struct {
@@ -148,6 +145,7 @@ type Broadcaster struct {
 	cfg      BroadcastConfig
 	log      *slog.Logger
 	progress *live.Announcer
+	engine   *fanout.Engine[Broadcast]
 }
 
 // NewBroadcaster returns the broadcaster of svc's bot.
@@ -165,7 +163,9 @@ func NewBroadcaster(svc *Service, store BroadcastStore, cfg BroadcastConfig) *Br
 		cfg.Slice = 5 * time.Minute
 	}
 	b := &Broadcaster{svc: svc, store: store, cfg: cfg, log: svc.log}
-	b.progress = newProgress(b)
+	b.progress = fanout.NewProgress(svc.live, progressInterval, BroadcastTopic, store.MessengerBroadcast, cfg.Wire, Broadcast.Finished, svc.log, "messenger broadcast")
+	b.engine = &fanout.Engine[Broadcast]{Name: "messenger broadcast", Channel: telegramChannel{b}, LeaseTTL: cfg.LeaseTTL, Now: svc.now, Log: svc.log,
+		Changed: b.progress.Changed, Finished: Broadcast.Finished, Summary: summary, NotFound: broadcastNotFound, GiveUp: giveUp}
 	return b
 }
 
@@ -210,24 +210,13 @@ func (b *Broadcaster) BroadcastIdempotent(ctx context.Context, k idempotency.Key
 
 // Job returns a broadcast; JOB_NOT_FOUND when unknown.
 func (b *Broadcaster) Job(ctx context.Context, id string) (Broadcast, error) {
-	j, err := b.store.MessengerBroadcast(ctx, id)
-	if errors.Is(err, storage.ErrNotFound) {
-		return Broadcast{}, broadcastNotFound(id)
-	}
-	return j, err
+	return b.engine.Job(ctx, id)
 }
 
 // Cancel cancels a queued or running broadcast: its worker stops before
 // the next batch. A finished one is answered as it is.
 func (b *Broadcaster) Cancel(ctx context.Context, id string) (Broadcast, error) {
-	j, err := b.store.CancelMessengerBroadcast(ctx, id)
-	if errors.Is(err, storage.ErrNotFound) {
-		return Broadcast{}, broadcastNotFound(id)
-	}
-	if err == nil {
-		b.progress.Changed(id, j.Finished())
-	}
-	return j, err
+	return b.engine.Cancel(ctx, id)
 }
 
 func broadcastNotFound(id string) error {
@@ -235,19 +224,11 @@ func broadcastNotFound(id string) error {
 }
 
 // SweepEvery is how often Sweep should run.
-func (b *Broadcaster) SweepEvery() time.Duration {
-	return min(max(b.cfg.LeaseTTL/4, 100*time.Millisecond), 5*time.Second)
-}
+func (b *Broadcaster) SweepEvery() time.Duration { return b.engine.SweepEvery() }
 
 // Sweep queues a River job for every running broadcast whose worker died
 // (its lease expired), so a live replica takes it over from its cursor.
-func (b *Broadcaster) Sweep(ctx context.Context) (int, error) {
-	ids, err := b.store.RequeueStalledMessengerBroadcasts(ctx, b.cfg.LeaseTTL, func(id string) river.JobArgs { return BroadcastArgs{JobID: id} })
-	if len(ids) > 0 {
-		b.log.InfoContext(ctx, "stalled messenger broadcasts queued for takeover", "job_ids", ids)
-	}
-	return len(ids), err
-}
+func (b *Broadcaster) Sweep(ctx context.Context) (int, error) { return b.engine.Sweep(ctx) }
 
 // BroadcastWorker works BroadcastArgs; register it with river.AddWorker.
 type BroadcastWorker struct {
@@ -262,73 +243,66 @@ func (w *BroadcastWorker) Timeout(*river.Job[BroadcastArgs]) time.Duration {
 
 // Work implements river.Worker.
 func (w *BroadcastWorker) Work(ctx context.Context, job *river.Job[BroadcastArgs]) error {
-	return w.Broadcaster.work(ctx, job.Args.JobID, fmt.Sprintf("river-%d", job.ID), job.Attempt >= job.MaxAttempts)
+	return w.Broadcaster.engine.Work(ctx, job.Args.JobID, fmt.Sprintf("river-%d", job.ID), job.Attempt >= job.MaxAttempts)
 }
 
-// errSlice: the attempt worked its slice; the River job snoozes and goes on.
-var errSlice = errors.New("messenger broadcast slice done")
+func (b *Broadcaster) until() time.Time { return b.engine.Until() }
 
-func (b *Broadcaster) until() time.Time { return b.svc.now().Add(b.cfg.LeaseTTL) }
+// telegramChannel is Telegram as a fan-out channel: the walk over the
+// subscribed chats, sent by the bot a batch at a time.
+type telegramChannel struct{ b *Broadcaster }
 
-func (b *Broadcaster) work(ctx context.Context, id, owner string, lastAttempt bool) error {
-	j, held, err := b.store.AcquireMessengerBroadcast(ctx, id, owner, b.until())
-	if errors.Is(err, storage.ErrNotFound) {
-		return river.JobCancel(fmt.Errorf("messenger broadcast %s does not exist", id))
-	}
-	if err != nil {
-		return err
-	}
-	if j.Finished() || !held {
-		return nil // done, or another live worker has it
-	}
-	b.log.InfoContext(ctx, "messenger broadcast working", "job_id", id, "owner", owner, "total_recipients", j.TotalRecipients)
-	b.progress.Changed(id, false) // running
-	err = b.walk(ctx, j, owner, time.Now().Add(b.cfg.Slice))
-	bg := context.WithoutCancel(ctx)
-	switch {
-	case err == nil:
-		f, ferr := b.store.FinishMessengerBroadcast(bg, id, owner, BroadcastCompleted, "")
-		if ferr == nil {
-			b.progress.Changed(id, true)
-			b.log.InfoContext(ctx, "messenger broadcast finished", "job_id", id, "status", f.Status, "sent", f.Sent, "failed", f.Failed, "blocked", f.Blocked)
-		}
-		return ferr
-	case errors.Is(err, errStoppedBroadcast):
-		return b.store.ReleaseMessengerBroadcast(bg, id, owner)
-	case errors.Is(err, errSlice):
-		return river.JobSnooze(time.Millisecond)
-	case ctx.Err() != nil:
-		b.store.ReleaseMessengerBroadcast(bg, id, owner)
-		return river.JobSnooze(time.Second)
-	case lastAttempt:
-		_, ferr := b.store.FinishMessengerBroadcast(bg, id, owner, BroadcastFailed, err.Error())
-		if ferr == nil {
-			b.progress.Changed(id, true)
-		}
-		return ferr
-	default:
-		// Telegram or the database is down: River retries from the cursor.
-		b.store.ReleaseMessengerBroadcast(bg, id, owner)
-		b.log.WarnContext(ctx, "messenger broadcast paused; River retries it", "job_id", id, "err", err)
-		return err
-	}
+func (c telegramChannel) Acquire(ctx context.Context, id, owner string, until time.Time) (Broadcast, fanout.Lease, error) {
+	j, held, err := c.b.store.AcquireMessengerBroadcast(ctx, id, owner, until)
+	return j, fanout.Lease{Acquired: held}, err
 }
 
-var errStoppedBroadcast = errors.New("messenger broadcast stopped")
+func (c telegramChannel) Send(ctx context.Context, j Broadcast, owner string) error {
+	return c.b.walk(ctx, j, owner, time.Now().Add(c.b.cfg.Slice))
+}
+
+func (c telegramChannel) Get(ctx context.Context, id string) (Broadcast, error) {
+	return c.b.store.MessengerBroadcast(ctx, id)
+}
+
+func (c telegramChannel) Cancel(ctx context.Context, id string) (Broadcast, error) {
+	return c.b.store.CancelMessengerBroadcast(ctx, id)
+}
+
+func (c telegramChannel) Finish(ctx context.Context, id, owner, status, errMsg string) (Broadcast, error) {
+	return c.b.store.FinishMessengerBroadcast(ctx, id, owner, status, errMsg)
+}
+
+func (c telegramChannel) Release(ctx context.Context, id, owner string) error {
+	return c.b.store.ReleaseMessengerBroadcast(ctx, id, owner)
+}
+
+func (c telegramChannel) Requeue(ctx context.Context, minInterval time.Duration) ([]string, error) {
+	return c.b.store.RequeueStalledMessengerBroadcasts(ctx, minInterval, func(id string) river.JobArgs { return BroadcastArgs{JobID: id} })
+}
+
+// summary is a broadcast's counters for the log.
+func summary(j Broadcast) []any {
+	return []any{"status", j.Status, "total_recipients", j.TotalRecipients, "sent", j.Sent, "failed", j.Failed, "blocked", j.Blocked}
+}
+
+// giveUp: on River's last attempt, Telegram or the database still down
+// fails the broadcast.
+func giveUp(err error) (string, bool) { return err.Error(), true }
 
 // walk sends batch after batch until no chat is left. The cursor moves
 // after each batch, so a crash repeats at most the batch in flight.
 func (b *Broadcaster) walk(ctx context.Context, j Broadcast, owner string, sliceEnd time.Time) error {
 	for {
 		if time.Now().After(sliceEnd) {
-			return errSlice
+			return fanout.ErrSlice
 		}
 		batch, err := b.store.NextMessengerBroadcastBatch(ctx, j.ID, owner, b.cfg.BatchSize, b.until())
 		switch {
 		case err != nil:
 			return err
 		case batch.Stop:
-			return errStoppedBroadcast
+			return fanout.ErrStopped
 		case len(batch.ChatIDs) == 0:
 			return nil
 		}
@@ -358,7 +332,7 @@ func (b *Broadcaster) walk(ctx context.Context, j Broadcast, owner string, slice
 				return err
 			}
 			if !kept {
-				return errStoppedBroadcast
+				return fanout.ErrStopped
 			}
 			b.progress.Changed(j.ID, false)
 		}

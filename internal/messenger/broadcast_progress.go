@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/fanout"
 	"github.com/herald-vpn/herald/internal/live"
 )
 
@@ -17,33 +18,7 @@ const progressInterval = 500 * time.Millisecond
 // Version orders the states of one job: statuses only move forward and
 // counters only grow, so a subscriber that saw version v needs nothing at
 // or below it.
-func (b Broadcast) Version() int64 {
-	rank := int64(1)
-	switch {
-	case b.Status == BroadcastRunning:
-		rank = 2
-	case b.Finished():
-		rank = 3
-	}
-	return int64(b.Sent+b.Failed+b.Blocked)*4 + rank
-}
-
-// newProgress is the broadcaster's announcer: a job's state reaches live
-// subscribers on every replica at most twice a second, its end at once.
-func newProgress(b *Broadcaster) *live.Announcer {
-	return live.NewAnnouncer(b.svc.live, progressInterval, BroadcastTopic,
-		func(ctx context.Context, id string) ([]byte, bool, error) {
-			j, err := b.store.MessengerBroadcast(ctx, id)
-			if err != nil {
-				return nil, false, err
-			}
-			data, err := b.cfg.Wire.Encode(j)
-			return data, j.Finished(), err
-		},
-		func(id string, err error) {
-			b.log.Warn("messenger broadcast progress not published", "job_id", id, "err", err)
-		})
-}
+func (b Broadcast) Version() int64 { return fanout.Version(b.Status, b.Sent+b.Failed+b.Blocked) }
 
 // Watch follows broadcast id for a live subscriber: the job as it is now,
 // then each newer state published by whichever replica works it (at most

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/fanout"
 	"github.com/herald-vpn/herald/internal/push"
-	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/riverqueue/river"
 )
 
@@ -47,18 +47,20 @@ func (w *BroadcastWorker) Timeout(*river.Job[BroadcastArgs]) time.Duration {
 	return w.Service.cfg.Slice + w.Service.cfg.StopGrace + time.Minute
 }
 
-// Work implements river.Worker. The lease owner is the River job: a
-// job that snoozes between slices finds its own lease again, and any other
-// job for the broadcast waits for that lease to expire.
+// Work implements river.Worker. The lease owner is the River job.
 func (w *BroadcastWorker) Work(ctx context.Context, job *river.Job[BroadcastArgs]) error {
-	return w.Service.work(ctx, job.Args.JobID, fmt.Sprintf("river-%d", job.ID), job.Attempt >= job.MaxAttempts)
+	return w.Service.engine.Work(ctx, job.Args.JobID, fmt.Sprintf("river-%d", job.ID), job.Attempt >= job.MaxAttempts)
 }
 
 // errProviderDown: many sends in a row failed transiently.
 var errProviderDown = errors.New("push provider unavailable")
 
-// errSliceDone: the run worked its slice; the River job snoozes and goes on.
-var errSliceDone = errors.New("broadcast slice done")
+// errSliceDone and errStopped are the fan-out engine's: the run worked
+// its slice, or the job was cancelled or the lease lost.
+var (
+	errSliceDone = fanout.ErrSlice
+	errStopped   = fanout.ErrStopped
+)
 
 // run is one worker's hold on one broadcast.
 type run struct {
@@ -69,81 +71,66 @@ type run struct {
 	sliceEnd time.Time
 }
 
-// work runs a broadcast until it is finished, cancelled, interrupted or its
-// slice is over. lastAttempt: River will not retry an error, so fail the
-// broadcast instead.
-func (s *Service) work(ctx context.Context, id, owner string, lastAttempt bool) error {
-	lease, err := s.store.AcquireBroadcast(ctx, id, owner, s.leaseUntil())
-	if errors.Is(err, storage.ErrNotFound) {
-		return river.JobCancel(fmt.Errorf("broadcast %s does not exist", id))
-	}
-	if err != nil {
-		return err
-	}
-	if lease.Job.Finished() {
-		return nil
-	}
-	if !lease.Acquired {
-		// A live worker holds it; if it dies, the sweeper queues a new
-		// River job once its lease has expired.
-		s.cfg.Logger.DebugContext(ctx, "broadcast held by another worker", "job_id", id, "holder", lease.HeldBy)
-		return nil
-	}
-	s.progress.Changed(id, false) // running
-	r := &run{s: s, id: id, owner: owner, n: Notification{Subject: lease.Job.Subject, Content: lease.Job.Content, Data: lease.Job.Data, Options: lease.Job.Options}.push(), sliceEnd: s.cfg.Now().Add(s.cfg.Slice)}
-	r.n.CollapseKey = id // a resend after a crash replaces, not repeats, on the device
-	r.n = r.n.Prepared() // encoded once for every device, not at each send
-	s.cfg.Logger.InfoContext(ctx, "broadcast working", "job_id", id, "owner", owner, "total_recipients", lease.Job.TotalRecipients)
-	err = r.all(ctx)
-	bg := context.WithoutCancel(ctx)
-	var fatal *fatalError
-	switch {
-	case err == nil:
-		j, ferr := s.store.FinishBroadcast(bg, id, owner, StatusCompleted, "")
-		if ferr != nil {
-			return ferr
-		}
-		s.progress.Changed(id, true)
-		s.cfg.Logger.InfoContext(ctx, "broadcast finished", "job_id", id, "status", j.Status, "sent", j.Sent, "failed", j.Failed, "invalid_tokens", j.InvalidTokens)
-		return nil
-	case errors.Is(err, errSliceDone):
-		// The lease stays with this River job, which comes back at once.
-		return river.JobSnooze(time.Millisecond)
-	case errors.Is(err, errStopped):
-		// Cancelled, or the lease was lost to another worker.
-		s.store.ReleaseBroadcast(bg, id, owner)
-		return nil
-	case errors.As(err, &fatal):
-		s.cfg.Logger.ErrorContext(ctx, "BROADCAST FAILED: the push provider refused the request; check the FCM/APNs credentials and settings", "job_id", id, "err", fatal.err)
-		_, ferr := s.store.FinishBroadcast(bg, id, owner, StatusFailed, "push provider refused the request: "+fatal.err.Error())
-		s.progress.Changed(id, true)
-		return ferr
-	case ctx.Err() != nil:
-		// Shutting down: every known outcome is written; the unknown ones
-		// stay claimed and are sent by the next run.
-		s.store.ReleaseBroadcast(bg, id, owner)
-		return river.JobSnooze(time.Second)
-	case errors.Is(err, errProviderDown) && lastAttempt:
-		_, ferr := s.store.FinishBroadcast(bg, id, owner, StatusFailed, "push provider unavailable")
-		s.progress.Changed(id, true)
-		return ferr
-	default:
-		// The provider or the database is down: River retries later and
-		// the next run continues from the checkpoint.
-		s.store.ReleaseBroadcast(bg, id, owner)
-		s.cfg.Logger.WarnContext(ctx, "broadcast paused; River retries it", "job_id", id, "err", err)
-		return err
-	}
+// pushChannel is push as a fan-out channel: the walk over the devices,
+// sent by the push provider, in the pipeline of feed, send and record.
+type pushChannel struct{ s *Service }
+
+func (c pushChannel) Acquire(ctx context.Context, id, owner string, until time.Time) (Job, fanout.Lease, error) {
+	l, err := c.s.store.AcquireBroadcast(ctx, id, owner, until)
+	return l.Job, l.Lease, err
 }
 
-// errStopped: the job was cancelled or the lease lost.
-var errStopped = errors.New("broadcast stopped")
+func (c pushChannel) Get(ctx context.Context, id string) (Job, error) {
+	return c.s.store.BroadcastJob(ctx, id)
+}
+
+func (c pushChannel) Cancel(ctx context.Context, id string) (Job, error) {
+	return c.s.store.CancelBroadcast(ctx, id)
+}
+
+func (c pushChannel) Finish(ctx context.Context, id, owner, status, errMsg string) (Job, error) {
+	return c.s.store.FinishBroadcast(ctx, id, owner, status, errMsg)
+}
+
+func (c pushChannel) Release(ctx context.Context, id, owner string) error {
+	return c.s.store.ReleaseBroadcast(ctx, id, owner)
+}
+
+func (c pushChannel) Requeue(ctx context.Context, minInterval time.Duration) ([]string, error) {
+	return c.s.store.RequeueStalledBroadcasts(ctx, minInterval, func(id string) river.JobArgs { return BroadcastArgs{JobID: id} })
+}
+
+// Send runs the broadcast until it is finished, stopped, interrupted or
+// its slice is over.
+func (c pushChannel) Send(ctx context.Context, j Job, owner string) error {
+	s := c.s
+	r := &run{s: s, id: j.ID, owner: owner, n: Notification{Subject: j.Subject, Content: j.Content, Data: j.Data, Options: j.Options}.push(), sliceEnd: s.cfg.Now().Add(s.cfg.Slice)}
+	r.n.CollapseKey = j.ID // a resend after a crash replaces, not repeats, on the device
+	r.n = r.n.Prepared()   // encoded once for every device, not at each send
+	err := r.all(ctx)
+	if fatal, ok := errors.AsType[*fatalError](err); ok {
+		s.cfg.Logger.ErrorContext(ctx, "BROADCAST FAILED: the push provider refused the request; check the FCM/APNs credentials and settings", "job_id", j.ID, "err", fatal.err)
+		return &fanout.Failure{Msg: "push provider refused the request: " + fatal.err.Error()}
+	}
+	return err
+}
+
+// giveUp fails a broadcast on River's last attempt only when the provider
+// is down; any other error leaves it to the sweep.
+func giveUp(err error) (string, bool) {
+	return "push provider unavailable", errors.Is(err, errProviderDown)
+}
+
+// summary is a job's counters for the log.
+func summary(j Job) []any {
+	return []any{"status", j.Status, "total_recipients", j.TotalRecipients, "sent", j.Sent, "failed", j.Failed, "invalid_tokens", j.InvalidTokens}
+}
 
 type fatalError struct{ err error }
 
 func (e *fatalError) Error() string { return "fatal push error: " + e.err.Error() }
 
-func (s *Service) leaseUntil() time.Time { return s.cfg.Now().Add(s.cfg.LeaseTTL) }
+func (s *Service) leaseUntil() time.Time { return s.engine.Until() }
 
 // source hands out claimed pages: nil claims and done true at the end. A
 // page of devices without delivery rows (the walk, and its resumption)
@@ -214,14 +201,14 @@ func (r *run) reclaim(retriesOnly bool) source {
 	}
 }
 
-// pipeline sends what next hands out until it is done, with
-// Config.Concurrency sends in flight, while the next batch is claimed and
-// outcomes are recorded continuously: one write in flight, the next group
-// collecting behind it. After a crash, what was sent but not recorded is
-// what was in flight plus the group being written and the one collecting.
-// final: a transient failure is a failure.
+// pipeline sends what next hands out until it is done, in three stages:
+// feed claims batches and hands their claims out, send keeps
+// Config.Concurrency sends in flight, and record writes the outcomes
+// continuously: one write in flight, the next group collecting behind it.
+// After a crash, what was sent but not recorded is what was in flight plus
+// the group being written and the one collecting. final: a transient
+// failure is a failure.
 func (r *run) pipeline(ctx context.Context, next source, final bool) error {
-	cfg := r.s.cfg
 	abort := make(chan struct{})
 	var abortOnce sync.Once
 	stop := func() { abortOnce.Do(func() { close(abort) }) }
@@ -234,12 +221,28 @@ func (r *run) pipeline(ctx context.Context, next source, final bool) error {
 			return ctx.Err() != nil
 		}
 	}
+	work, batches, feedErr := r.startFeed(ctx, next, abort)
+	results, stopSends := r.startSends(ctx, work, stopped)
+	defer stopSends()
+	firstErr := r.record(ctx, results, batches, final, stop)
+	// Every outcome is written. A claim error counts unless the pipeline
+	// had already stopped for a reason of its own.
+	if err := <-feedErr; err != nil && firstErr == nil {
+		firstErr = err
+	}
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
 
-	// The feeder hands claims to the senders one at a time and claims the
-	// next batch just before the current one runs out, so the senders
-	// never wait for a claim, and the claim (which checks the job is still
-	// this run's and running) is made late enough that a cancel stops the
-	// broadcast between batches.
+// startFeed starts the feed stage: it hands claims to the senders one at
+// a time and claims the next batch just before the current one runs out,
+// so the senders never wait for a claim, and the claim (which checks the
+// job is still this run's and running) is made late enough that a cancel
+// stops the broadcast between batches. work is closed when it stops;
+// its error arrives on the last channel.
+func (r *run) startFeed(ctx context.Context, next source, abort <-chan struct{}) (<-chan item, *batchQueue, <-chan error) {
 	work := make(chan item)
 	feedErr := make(chan error, 1)
 	batches := &batchQueue{}
@@ -247,14 +250,21 @@ func (r *run) pipeline(ctx context.Context, next source, final bool) error {
 		defer close(work)
 		feedErr <- r.feed(ctx, next, work, batches, abort)
 	}()
+	return work, batches, feedErr
+}
 
-	// Sends in flight when the worker is stopped get StopGrace to finish,
-	// so that a graceful stop knows their outcome instead of leaving them
-	// to be sent again.
+// startSends starts the send stage: Config.Concurrency senders take
+// claims from work and answer each on the results channel, which is
+// closed once work is and every send is answered. A claim taken once the
+// pipeline stopped is not sent. Sends in flight when the worker is stopped
+// get StopGrace to finish, so that a graceful stop knows their outcome
+// instead of leaving them to be sent again. Call the function returned
+// when the pipeline is over.
+func (r *run) startSends(ctx context.Context, work <-chan item, stopped func() bool) (<-chan result, func()) {
+	cfg := r.s.cfg
 	sendCtx, cancelSends := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelSends()
 	sendersDone := make(chan struct{})
-	defer context.AfterFunc(ctx, func() {
+	stopGrace := context.AfterFunc(ctx, func() {
 		t := time.NewTimer(cfg.StopGrace)
 		defer t.Stop()
 		select {
@@ -262,7 +272,7 @@ func (r *run) pipeline(ctx context.Context, next source, final bool) error {
 			cancelSends()
 		case <-sendersDone:
 		}
-	})()
+	})
 	results := make(chan result, cfg.Concurrency)
 	var wg sync.WaitGroup
 	for range cfg.Concurrency {
@@ -279,7 +289,16 @@ func (r *run) pipeline(ctx context.Context, next source, final bool) error {
 		})
 	}
 	go func() { wg.Wait(); close(sendersDone); close(results) }()
+	return results, func() { stopGrace(); cancelSends() }
+}
 
+// record is the record stage: it takes every result, judges the provider
+// by them (stop calls off the feed and the sends on the first reason to
+// stop the run) and writes the outcomes through a recorder until every
+// send is answered and every outcome written. It returns the reason the
+// run stopped, if any.
+func (r *run) record(ctx context.Context, results <-chan result, batches *batchQueue, final bool, stop func()) error {
+	cfg := r.s.cfg
 	rec := &recorder{r: r, bg: context.WithoutCancel(ctx), done: make(chan writeResult, 1), lastWrite: time.Now(),
 		batches: batches, hold: cfg.OutcomeHold}
 	downAfter := max(2*cfg.Concurrency, 10)
@@ -318,8 +337,8 @@ func (r *run) pipeline(ctx context.Context, next source, final bool) error {
 				continue
 			}
 			rec.add(o, res.b)
-			if r.s.cfg.Delivered != nil {
-				r.s.cfg.Delivered(o.Status)
+			if cfg.Delivered != nil {
+				cfg.Delivered(o.Status)
 			}
 			switch kind {
 			case push.Retryable:
@@ -349,15 +368,7 @@ func (r *run) pipeline(ctx context.Context, next source, final bool) error {
 			rec.flush(!open)
 		}
 	}
-	// Every outcome is written. A claim error counts unless the pipeline
-	// had already stopped for a reason of its own.
-	if err := <-feedErr; err != nil && firstErr == nil {
-		firstErr = err
-	}
-	if firstErr != nil {
-		return firstErr
-	}
-	return ctx.Err()
+	return firstErr
 }
 
 // item is one claim handed to a sender, with the batch it belongs to.

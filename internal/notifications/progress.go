@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/fanout"
 	"github.com/herald-vpn/herald/internal/live"
 )
 
@@ -19,20 +20,7 @@ func ProgressTopic(id string) string { return "job:" + id }
 // status or counters (statuses only move forward, counters only grow), so
 // it is the event ID of live progress, the same on every replica, and a
 // client that saw version v needs nothing at or below it.
-func (j Job) Version() int64 {
-	rank := int64(1)
-	switch {
-	case j.Status == "scheduled":
-		rank = 0
-	case j.Status == StatusQueued:
-		rank = 1
-	case j.Status == StatusRunning:
-		rank = 2
-	case j.Finished():
-		rank = 3
-	}
-	return int64(j.Sent+j.Failed+j.InvalidTokens)*4 + rank
-}
+func (j Job) Version() int64 { return fanout.Version(j.Status, j.Sent+j.Failed+j.InvalidTokens) }
 
 // Watch follows job id for a live subscriber: the job as it is now if its
 // Version is above after (-1 for a subscriber that has nothing yet: a

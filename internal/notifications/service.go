@@ -13,10 +13,10 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/cursor"
 	"github.com/herald-vpn/herald/internal/devices"
+	"github.com/herald-vpn/herald/internal/fanout"
 	"github.com/herald-vpn/herald/internal/live"
 	"github.com/herald-vpn/herald/internal/push"
 	"github.com/herald-vpn/herald/internal/storage"
-	"github.com/riverqueue/river"
 )
 
 // Job listing page sizes.
@@ -132,6 +132,7 @@ type Service struct {
 	cfg      Config
 	live     *live.Broker
 	progress *live.Announcer
+	engine   *fanout.Engine[Job]
 }
 
 // NewService returns the service. provider is usually a push.NewRouter of
@@ -142,18 +143,9 @@ func NewService(store Store, provider push.Provider, cfg Config) *Service {
 	}
 	s := &Service{store: store, provider: provider, cfg: cfg.withDefaults()}
 	s.live = s.cfg.Live
-	s.progress = live.NewAnnouncer(s.live, s.cfg.ProgressInterval, ProgressTopic,
-		func(ctx context.Context, id string) ([]byte, bool, error) {
-			j, err := s.store.BroadcastJob(ctx, id)
-			if err != nil {
-				return nil, false, err
-			}
-			data, err := s.cfg.Wire.Encode(j)
-			return data, j.Finished(), err
-		},
-		func(id string, err error) {
-			s.cfg.Logger.Warn("broadcast progress not published", "job_id", id, "err", err)
-		})
+	s.progress = fanout.NewProgress(s.live, s.cfg.ProgressInterval, ProgressTopic, s.store.BroadcastJob, s.cfg.Wire, Job.Finished, s.cfg.Logger, "broadcast")
+	s.engine = &fanout.Engine[Job]{Name: "broadcast", Channel: pushChannel{s}, LeaseTTL: s.cfg.LeaseTTL, Now: s.cfg.Now, Log: s.cfg.Logger,
+		Changed: s.progress.Changed, Finished: Job.Finished, Summary: summary, NotFound: jobNotFound, GiveUp: giveUp}
 	return s
 }
 
@@ -322,13 +314,7 @@ func QueuedMessage(j Job) string {
 }
 
 // Job returns a broadcast job; JOB_NOT_FOUND when unknown.
-func (s *Service) Job(ctx context.Context, id string) (Job, error) {
-	j, err := s.store.BroadcastJob(ctx, id)
-	if errors.Is(err, storage.ErrNotFound) {
-		return Job{}, jobNotFound(id)
-	}
-	return j, err
-}
+func (s *Service) Job(ctx context.Context, id string) (Job, error) { return s.engine.Job(ctx, id) }
 
 // JobPage is one page of broadcast jobs.
 type JobPage struct {
@@ -363,33 +349,15 @@ func (s *Service) Jobs(ctx context.Context, first int, after string) (JobPage, e
 // finishes, no further batch starts. A finished job is returned as it is.
 // JOB_NOT_FOUND when unknown.
 func (s *Service) Cancel(ctx context.Context, id string) (Job, error) {
-	j, err := s.store.CancelBroadcast(ctx, id)
-	if errors.Is(err, storage.ErrNotFound) {
-		return Job{}, jobNotFound(id)
-	}
-	if err == nil {
-		s.progress.Changed(id, j.Finished())
-	}
-	return j, err
+	return s.engine.Cancel(ctx, id)
 }
 
-// SweepEvery is how often Sweep should run: a few times per lease, so a
-// broadcast whose worker died is taken over soon after its lease expires.
-func (s *Service) SweepEvery() time.Duration {
-	return min(max(s.cfg.LeaseTTL/4, 100*time.Millisecond), 5*time.Second)
-}
+// SweepEvery is how often Sweep should run: a few times per lease.
+func (s *Service) SweepEvery() time.Duration { return s.engine.SweepEvery() }
 
 // Sweep queues a River job for every running broadcast whose lease expired
-// (its worker died or stalled) or was released (its worker stopped), so a
-// live replica takes it over without a restart. Every replica runs it;
-// each broadcast is queued by one of them, at most once per lease period.
-func (s *Service) Sweep(ctx context.Context) (int, error) {
-	ids, err := s.store.RequeueStalledBroadcasts(ctx, s.cfg.LeaseTTL, func(id string) river.JobArgs { return BroadcastArgs{JobID: id} })
-	if len(ids) > 0 {
-		s.cfg.Logger.InfoContext(ctx, "stalled broadcasts queued for takeover", "job_ids", ids)
-	}
-	return len(ids), err
-}
+// or was released, so a live replica takes it over (fanout.Engine.Sweep).
+func (s *Service) Sweep(ctx context.Context) (int, error) { return s.engine.Sweep(ctx) }
 
 func jobNotFound(id string) error {
 	return apperr.Newf(apperr.JobNotFound, "No notification job with the id %q.", id)

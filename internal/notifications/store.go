@@ -7,18 +7,19 @@ import (
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/audience"
 	"github.com/herald-vpn/herald/internal/devices"
+	"github.com/herald-vpn/herald/internal/fanout"
 	"github.com/riverqueue/river"
 )
 
 // Broadcast job statuses: queued (or scheduled, until its sendAt) →
 // running → completed, failed or cancelled.
 const (
-	StatusQueued    = "queued"
-	StatusScheduled = "scheduled"
-	StatusRunning   = "running"
-	StatusCompleted = "completed"
-	StatusFailed    = "failed"
-	StatusCancelled = "cancelled"
+	StatusQueued    = fanout.Queued
+	StatusScheduled = fanout.Scheduled
+	StatusRunning   = fanout.Running
+	StatusCompleted = fanout.Completed
+	StatusFailed    = fanout.Failed
+	StatusCancelled = fanout.Cancelled
 )
 
 // Delivery states of one device in one broadcast.
@@ -65,9 +66,7 @@ type Job struct {
 }
 
 // Finished reports whether the job reached a final status.
-func (j Job) Finished() bool {
-	return j.Status == StatusCompleted || j.Status == StatusFailed || j.Status == StatusCancelled
-}
+func (j Job) Finished() bool { return fanout.Finished(j.Status) }
 
 // NewBroadcast is what the store needs to create a broadcast job.
 type NewBroadcast struct {
@@ -88,10 +87,8 @@ type Audience = audience.Audience
 
 // Lease is the outcome of trying to take a broadcast's lease.
 type Lease struct {
-	Job      Job       // as it is after the attempt
-	Acquired bool      // the caller now holds the lease (and Job is running)
-	HeldBy   string    // the holder when not acquired
-	Until    time.Time // the lease's expiry (the holder's when not acquired)
+	Job Job // as it is after the attempt
+	fanout.Lease
 }
 
 // Claim is one device claimed for sending.

@@ -11,8 +11,18 @@ import (
 
 	"github.com/herald-vpn/herald/internal/audience"
 	"github.com/herald-vpn/herald/internal/messenger"
+	"github.com/herald-vpn/herald/internal/view"
 	"github.com/herald-vpn/herald/internal/webhooks"
 )
+
+// messengerJobs is the table of messenger broadcasts in the fan-out layer.
+var messengerJobs = fanoutJobs[messenger.Broadcast]{
+	table: "messenger_broadcasts", columns: messengerBroadcastColumns, scan: scanMessengerBroadcast,
+	status: func(b messenger.Broadcast) string { return b.Status },
+	events: map[string]string{messenger.BroadcastCompleted: webhooks.MessengerBroadcastCompleted, messenger.BroadcastFailed: webhooks.MessengerBroadcastFailed,
+		messenger.BroadcastCancelled: webhooks.MessengerBroadcastCancelled},
+	data: view.MessengerBroadcastEvent,
+}
 
 const messengerBroadcastColumns = `id, status, message, options, total_recipients, sent, failed, blocked, created_at, started_at, finished_at, last_error, audience_linked, audience_platforms, audience_plans, audience_status`
 
@@ -86,48 +96,13 @@ func (db *DB) MessengerBroadcast(ctx context.Context, id string) (messenger.Broa
 
 // CancelMessengerBroadcast implements messenger.BroadcastStore.
 func (db *DB) CancelMessengerBroadcast(ctx context.Context, id string) (messenger.Broadcast, error) {
-	var b messenger.Broadcast
-	err := db.inTx(ctx, func(tx *Tx) error {
-		n, err := tx.q.exec(ctx, `UPDATE messenger_broadcasts SET status = 'cancelled', finished_at = ? WHERE id = ? AND status IN ('queued', 'running')`, tx.now, id)
-		if err != nil {
-			return err
-		}
-		b, err = scanMessengerBroadcast(tx.q.queryRow(ctx, `SELECT `+messengerBroadcastColumns+` FROM messenger_broadcasts WHERE id = ?`, id))
-		if err != nil || n == 0 {
-			return err
-		}
-		return tx.emitEvent(ctx, webhooks.MessengerBroadcastCancelled, messengerBroadcastEventData(b))
-	})
-	return b, err
+	return messengerJobs.cancel(ctx, db, id)
 }
 
 // AcquireMessengerBroadcast implements messenger.BroadcastStore.
 func (db *DB) AcquireMessengerBroadcast(ctx context.Context, id, owner string, until time.Time) (messenger.Broadcast, bool, error) {
-	var b messenger.Broadcast
-	var held bool
-	err := db.inTx(ctx, func(tx *Tx) error {
-		held = false
-		var err error
-		if b, err = scanMessengerBroadcast(tx.q.queryRow(ctx, `SELECT `+messengerBroadcastColumns+` FROM messenger_broadcasts WHERE id = ?`+db.forUpdate(), id)); err != nil {
-			return err
-		}
-		if b.Finished() {
-			return nil
-		}
-		n, err := tx.q.exec(ctx, `UPDATE messenger_broadcasts SET status = 'running', started_at = COALESCE(started_at, ?), lease_owner = ?, lease_until = ?
-			WHERE id = ? AND (lease_owner IS NULL OR lease_owner = ? OR lease_until IS NULL OR lease_until < ?)`, tx.now, owner, until, id, owner, tx.now)
-		if err != nil || n == 0 {
-			return err
-		}
-		held = true
-		if b.StartedAt == nil {
-			now := tx.now
-			b.StartedAt = &now
-		}
-		b.Status = messenger.BroadcastRunning
-		return nil
-	})
-	return b, held, err
+	b, l, err := messengerJobs.acquire(ctx, db, id, owner, until)
+	return b, l.Acquired, err
 }
 
 // NextMessengerBroadcastBatch implements messenger.BroadcastStore.
@@ -135,11 +110,11 @@ func (db *DB) NextMessengerBroadcastBatch(ctx context.Context, id, owner string,
 	var out messenger.BroadcastBatch
 	err := db.inTx(ctx, func(tx *Tx) error {
 		out = messenger.BroadcastBatch{}
-		n, err := tx.q.exec(ctx, `UPDATE messenger_broadcasts SET lease_until = ? WHERE id = ? AND status = 'running' AND lease_owner = ?`, until, id, owner)
+		held, err := messengerJobs.renew(ctx, tx.q, id, owner, until)
 		if err != nil {
 			return err
 		}
-		if n == 0 {
+		if !held {
 			out.Stop = true
 			return nil
 		}
@@ -171,44 +146,17 @@ func (db *DB) RecordMessengerBroadcast(ctx context.Context, id, owner string, p 
 
 // FinishMessengerBroadcast implements messenger.BroadcastStore.
 func (db *DB) FinishMessengerBroadcast(ctx context.Context, id, owner, status, errMsg string) (messenger.Broadcast, error) {
-	var b messenger.Broadcast
-	err := db.inTx(ctx, func(tx *Tx) error {
-		n, err := tx.finishLeased(ctx, "messenger_broadcasts", id, owner, status, errMsg)
-		if err != nil {
-			return err
-		}
-		b, err = scanMessengerBroadcast(tx.q.queryRow(ctx, `SELECT `+messengerBroadcastColumns+` FROM messenger_broadcasts WHERE id = ?`, id))
-		if err != nil || n == 0 {
-			return err
-		}
-		typ := webhooks.MessengerBroadcastCompleted
-		if status == messenger.BroadcastFailed {
-			typ = webhooks.MessengerBroadcastFailed
-		}
-		return tx.emitEvent(ctx, typ, messengerBroadcastEventData(b))
-	})
-	return b, err
-}
-
-// messengerBroadcastEventData is the data of a messenger.broadcast.*
-// event: the job's id, its outcome and counters.
-func messengerBroadcastEventData(b messenger.Broadcast) map[string]any {
-	d := map[string]any{"jobId": b.ID, "status": b.Status, "totalRecipients": b.TotalRecipients, "sent": b.Sent, "failed": b.Failed, "blocked": b.Blocked}
-	if b.Error != "" {
-		d["error"] = b.Error
-	}
-	return d
+	return messengerJobs.finish(ctx, db, id, owner, status, errMsg)
 }
 
 // ReleaseMessengerBroadcast implements messenger.BroadcastStore.
 func (db *DB) ReleaseMessengerBroadcast(ctx context.Context, id, owner string) error {
-	return db.releaseLease(ctx, "messenger_broadcasts", id, owner)
+	return messengerJobs.release(ctx, db, id, owner)
 }
 
-// RequeueStalledMessengerBroadcasts implements messenger.BroadcastStore,
-// as RequeueStalledBroadcasts does for push broadcasts.
+// RequeueStalledMessengerBroadcasts implements messenger.BroadcastStore.
 func (db *DB) RequeueStalledMessengerBroadcasts(ctx context.Context, minInterval time.Duration, newJob func(id string) river.JobArgs) ([]string, error) {
-	return db.requeueStalled(ctx, "messenger_broadcasts", minInterval, newJob)
+	return messengerJobs.requeueStalled(ctx, db, minInterval, newJob)
 }
 
 var _ messenger.BroadcastStore = (*DB)(nil)

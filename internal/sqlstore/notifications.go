@@ -12,9 +12,20 @@ import (
 
 	"github.com/herald-vpn/herald/internal/notifications"
 	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/herald-vpn/herald/internal/view"
 	"github.com/herald-vpn/herald/internal/webhooks"
 	"github.com/riverqueue/river"
 )
+
+// pushJobs is the table of push broadcasts in the fan-out layer.
+var pushJobs = fanoutJobs[notifications.Job]{
+	table: "notification_jobs", columns: jobColumns,
+	scan:   func(r row) (notifications.Job, error) { return scanJob(r) },
+	status: func(j notifications.Job) string { return j.Status },
+	events: map[string]string{notifications.StatusCompleted: webhooks.BroadcastCompleted, notifications.StatusFailed: webhooks.BroadcastFailed,
+		notifications.StatusCancelled: webhooks.BroadcastCancelled},
+	data: view.NotificationJobEvent,
+}
 
 const jobColumns = `id, status, subject, content, data, total_recipients, sent, failed, invalid_tokens, created_at, started_at, finished_at, last_error, push_options, send_at, audience_platforms, audience_plans, audience_status`
 
@@ -170,105 +181,18 @@ func (db *DB) BroadcastJobs(ctx context.Context, beforeID string, limit int) ([]
 
 // CancelBroadcast implements notifications.Store.
 func (db *DB) CancelBroadcast(ctx context.Context, id string) (notifications.Job, error) {
-	var j notifications.Job
-	err := db.inTx(ctx, func(tx *Tx) error {
-		n, err := tx.q.exec(ctx, `UPDATE notification_jobs SET status = 'cancelled', finished_at = ? WHERE id = ? AND status IN ('queued', 'scheduled', 'running')`, tx.now, id)
-		if err != nil {
-			return err
-		}
-		j, err = scanJob(tx.q.queryRow(ctx, `SELECT `+jobColumns+` FROM notification_jobs WHERE id = ?`, id))
-		if err != nil || n == 0 {
-			return err
-		}
-		return tx.emitEvent(ctx, webhooks.BroadcastCancelled, broadcastEventData(j))
-	})
-	return j, err
+	return pushJobs.cancel(ctx, db, id)
 }
 
 // RequeueStalledBroadcasts implements notifications.Store.
 func (db *DB) RequeueStalledBroadcasts(ctx context.Context, minInterval time.Duration, newJob func(id string) river.JobArgs) ([]string, error) {
-	return db.requeueStalled(ctx, "notification_jobs", minInterval, newJob)
-}
-
-// requeueStalled queues a new River job for each running job of table (a
-// job table with status, lease_until and requeued_at) whose lease has
-// lapsed, at most once per minInterval. The conditional update makes it
-// safe on every replica at once: only one of them moves requeued_at, and
-// only that one inserts the job.
-func (db *DB) requeueStalled(ctx context.Context, table string, minInterval time.Duration, newJob func(id string) river.JobArgs) ([]string, error) {
-	now := db.Now()
-	// The IN term lets SQLite use the table's partial index of unfinished
-	// jobs.
-	rs, err := db.conn().query(ctx, `SELECT id FROM `+table+` WHERE status IN ('queued', 'running') AND status = 'running'
-		AND (lease_until IS NULL OR lease_until < ?) AND (requeued_at IS NULL OR requeued_at < ?) ORDER BY id`, now, now.Add(-minInterval))
-	stalled, err := collect(rs, err, scanString)
-	if err != nil {
-		return nil, err
-	}
-	var requeued []string
-	for _, id := range stalled {
-		err := db.inTx(ctx, func(tx *Tx) error {
-			n, err := tx.q.exec(ctx, `UPDATE `+table+` SET requeued_at = ? WHERE id = ? AND status = 'running'
-				AND (lease_until IS NULL OR lease_until < ?) AND (requeued_at IS NULL OR requeued_at < ?)`, tx.now, id, tx.now, tx.now.Add(-minInterval))
-			if err != nil || n == 0 {
-				return err
-			}
-			if _, err := tx.InsertJob(ctx, newJob(id), nil); err != nil {
-				return err
-			}
-			requeued = append(requeued, id)
-			return nil
-		})
-		if err != nil {
-			return requeued, err
-		}
-	}
-	return requeued, nil
+	return pushJobs.requeueStalled(ctx, db, minInterval, newJob)
 }
 
 // AcquireBroadcast implements notifications.Store.
 func (db *DB) AcquireBroadcast(ctx context.Context, id, owner string, until time.Time) (notifications.Lease, error) {
-	var l notifications.Lease
-	err := db.inTx(ctx, func(tx *Tx) error {
-		l = notifications.Lease{}
-		var holder *string
-		var holdUntil *time.Time
-		j, err := scanJob(tx.q.queryRow(ctx, `SELECT `+jobColumns+`, lease_owner, lease_until FROM notification_jobs WHERE id = ?`+db.forUpdate(), id), &holder, &holdUntil)
-		if err != nil {
-			return err
-		}
-		l.Job = j
-		if j.Finished() {
-			return nil
-		}
-		if holder != nil && *holder != owner && holdUntil != nil && holdUntil.After(tx.now) {
-			l.HeldBy, l.Until = *holder, holdUntil.UTC()
-			return nil
-		}
-		if _, err := tx.q.exec(ctx, `UPDATE notification_jobs SET status = 'running', started_at = COALESCE(started_at, ?), lease_owner = ?, lease_until = ? WHERE id = ?`,
-			tx.now, owner, until, id); err != nil {
-			return err
-		}
-		l.Acquired, l.Until = true, until.UTC()
-		l.Job.Status = notifications.StatusRunning
-		if l.Job.StartedAt == nil {
-			now := tx.now
-			l.Job.StartedAt = &now
-		}
-		return nil
-	})
-	return l, err
-}
-
-// holdsLease locks the job row and reports whether owner may go on: the
-// job is running and owner holds its lease.
-func (tx *Tx) holdsLease(ctx context.Context, id, owner string) (bool, error) {
-	var status string
-	var holder *string
-	if err := tx.q.queryRow(ctx, `SELECT status, lease_owner FROM notification_jobs WHERE id = ?`+tx.db.forUpdate(), id).Scan(&status, &holder); err != nil {
-		return false, err
-	}
-	return status == notifications.StatusRunning && holder != nil && *holder == owner, nil
+	j, l, err := pushJobs.acquire(ctx, db, id, owner, until)
+	return notifications.Lease{Job: j, Lease: l}, err
 }
 
 // errClaimLost rolls back a claim whose job changed under it.
@@ -431,7 +355,7 @@ func (db *DB) ReclaimDeliveries(ctx context.Context, id, owner string, retriesOn
 		if err := tx.commitWithoutFlush(ctx); err != nil {
 			return err
 		}
-		ok, err := tx.holdsLease(ctx, id, owner)
+		ok, err := pushJobs.holdsLease(ctx, tx, id, owner)
 		if err != nil {
 			return err
 		}
@@ -663,52 +587,12 @@ func anyInvalid(outcomes []notifications.Outcome) bool {
 
 // FinishBroadcast implements notifications.Store.
 func (db *DB) FinishBroadcast(ctx context.Context, id, owner, status, errMsg string) (notifications.Job, error) {
-	var j notifications.Job
-	err := db.inTx(ctx, func(tx *Tx) error {
-		n, err := tx.finishLeased(ctx, "notification_jobs", id, owner, status, errMsg)
-		if err != nil {
-			return err
-		}
-		j, err = scanJob(tx.q.queryRow(ctx, `SELECT `+jobColumns+` FROM notification_jobs WHERE id = ?`, id))
-		if err != nil || n == 0 {
-			return err
-		}
-		typ := webhooks.BroadcastCompleted
-		if status == notifications.StatusFailed {
-			typ = webhooks.BroadcastFailed
-		}
-		return tx.emitEvent(ctx, typ, broadcastEventData(j))
-	})
-	return j, err
-}
-
-// broadcastEventData is the data of a notification.broadcast.* event: the
-// job's id, its outcome and counters.
-func broadcastEventData(j notifications.Job) map[string]any {
-	d := map[string]any{"jobId": j.ID, "status": j.Status, "totalRecipients": j.TotalRecipients, "sent": j.Sent, "failed": j.Failed, "invalidTokens": j.InvalidTokens}
-	if j.Error != "" {
-		d["error"] = j.Error
-	}
-	return d
+	return pushJobs.finish(ctx, db, id, owner, status, errMsg)
 }
 
 // ReleaseBroadcast implements notifications.Store.
 func (db *DB) ReleaseBroadcast(ctx context.Context, id, owner string) error {
-	return db.releaseLease(ctx, "notification_jobs", id, owner)
-}
-
-// finishLeased moves a running job of table (notification_jobs or
-// messenger_broadcasts) whose lease owner holds to status, with errMsg,
-// and frees the lease; it returns how many rows it moved (0 or 1).
-func (tx *Tx) finishLeased(ctx context.Context, table, id, owner, status, errMsg string) (int64, error) {
-	return tx.q.exec(ctx, `UPDATE `+table+` SET status = ?, last_error = ?, finished_at = ?, lease_owner = NULL, lease_until = NULL
-		WHERE id = ? AND status = 'running' AND lease_owner = ?`, status, errMsg, tx.now, id, owner)
-}
-
-// releaseLease frees owner's lease on a job of table.
-func (db *DB) releaseLease(ctx context.Context, table, id, owner string) error {
-	_, err := db.conn().exec(ctx, `UPDATE `+table+` SET lease_owner = NULL, lease_until = NULL WHERE id = ? AND lease_owner = ?`, id, owner)
-	return err
+	return pushJobs.release(ctx, db, id, owner)
 }
 
 var _ notifications.Store = (*DB)(nil)

@@ -144,3 +144,11 @@ func (o *MessengerOptions) SendOptions() messenger.SendOptions {
 	}
 	return out
 }
+
+// MessengerBroadcastEvent is the data of a messenger.broadcast.* webhook
+// event, taken from the broadcast's wire type: its id as jobId, its
+// outcome and counters, and error only when set.
+func MessengerBroadcastEvent(b messenger.Broadcast) map[string]any {
+	v := NewMessengerBroadcast(b)
+	return jobEvent(v.ID, v.Status, v.Error, map[string]any{"totalRecipients": v.TotalRecipients, "sent": v.Sent, "failed": v.Failed, "blocked": v.Blocked})
+}

@@ -116,3 +116,21 @@ func NewSendToUserResult(r notifications.UserSendResult) SendToUserResult {
 				Status: o.Status, Error: nonEmpty(o.Error)}
 		})}
 }
+
+// NotificationJobEvent is the data of a notification.broadcast.* webhook
+// event, taken from the job's wire type: its id as jobId, its outcome and
+// counters, and error only when set.
+func NotificationJobEvent(j notifications.Job) map[string]any {
+	v := NewNotificationJob(j)
+	return jobEvent(v.ID, v.Status, v.Error, map[string]any{"totalRecipients": v.TotalRecipients, "sent": v.Sent, "failed": v.Failed, "invalidTokens": v.InvalidTokens})
+}
+
+// jobEvent is the data of a broadcast's webhook event: counters, with the
+// job's id, status and error.
+func jobEvent(id, status string, errMsg *string, counters map[string]any) map[string]any {
+	counters["jobId"], counters["status"] = id, status
+	if errMsg != nil {
+		counters["error"] = *errMsg
+	}
+	return counters
+}

@@ -1,0 +1,160 @@
+package sqlstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/herald-vpn/herald/internal/fanout"
+)
+
+// fanoutJobs is one table of fan-out jobs (notification_jobs,
+// messenger_broadcasts): both have status, lease_owner, lease_until,
+// requeued_at, started_at, finished_at and last_error, so the queries of a
+// job's lease, its end, its cancel and its sweep are these, for both
+// channels; each channel's file has its own walk and outcomes.
+type fanoutJobs[J any] struct {
+	table   string
+	columns string // read by scan
+	scan    func(row) (J, error)
+	status  func(J) string
+	// events names the webhook event of each final status; data is its
+	// payload, built from the job's wire type by internal/view.
+	events map[string]string
+	data   func(J) map[string]any
+}
+
+// get reads one job; ErrNotFound when unknown.
+func (t fanoutJobs[J]) get(ctx context.Context, q querier, id string) (J, error) {
+	return t.scan(q.queryRow(ctx, `SELECT `+t.columns+` FROM `+t.table+` WHERE id = ?`, id))
+}
+
+// acquire gives owner the job's lease until `until` when it is free,
+// expired or owner's, moving a queued (or scheduled) job to running. A
+// finished job is returned without a lease.
+func (t fanoutJobs[J]) acquire(ctx context.Context, db *DB, id, owner string, until time.Time) (J, fanout.Lease, error) {
+	var j J
+	var l fanout.Lease
+	err := db.inTx(ctx, func(tx *Tx) error {
+		l = fanout.Lease{}
+		var status string
+		var holder *string
+		var holdUntil *time.Time
+		if err := tx.q.queryRow(ctx, `SELECT status, lease_owner, lease_until FROM `+t.table+` WHERE id = ?`+db.forUpdate(), id).
+			Scan(&status, &holder, &holdUntil); err != nil {
+			return err
+		}
+		if !fanout.Finished(status) {
+			if holder != nil && *holder != owner && holdUntil != nil && holdUntil.After(tx.now) {
+				l.HeldBy, l.Until = *holder, holdUntil.UTC()
+			} else {
+				if _, err := tx.q.exec(ctx, `UPDATE `+t.table+` SET status = 'running', started_at = COALESCE(started_at, ?), lease_owner = ?, lease_until = ? WHERE id = ?`,
+					tx.now, owner, until, id); err != nil {
+					return err
+				}
+				l.Acquired, l.Until = true, until.UTC()
+			}
+		}
+		var err error
+		j, err = t.get(ctx, tx.q, id)
+		return err
+	})
+	return j, l, err
+}
+
+// holdsLease locks the job row and reports whether owner may go on: the
+// job is running and owner holds its lease.
+func (t fanoutJobs[J]) holdsLease(ctx context.Context, tx *Tx, id, owner string) (bool, error) {
+	var status string
+	var holder *string
+	if err := tx.q.queryRow(ctx, `SELECT status, lease_owner FROM `+t.table+` WHERE id = ?`+tx.db.forUpdate(), id).Scan(&status, &holder); err != nil {
+		return false, err
+	}
+	return status == fanout.Running && holder != nil && *holder == owner, nil
+}
+
+// renew moves owner's lease of the running job to until and reports
+// whether owner still holds it.
+func (t fanoutJobs[J]) renew(ctx context.Context, q querier, id, owner string, until time.Time) (bool, error) {
+	n, err := q.exec(ctx, `UPDATE `+t.table+` SET lease_until = ? WHERE id = ? AND status = 'running' AND lease_owner = ?`, until, id, owner)
+	return n == 1, err
+}
+
+// finish moves a running job whose lease owner holds to status (completed
+// or failed, with errMsg), frees the lease and emits the job's event, in
+// one transaction; it returns the job as it is.
+func (t fanoutJobs[J]) finish(ctx context.Context, db *DB, id, owner, status, errMsg string) (J, error) {
+	var j J
+	err := db.inTx(ctx, func(tx *Tx) error {
+		n, err := tx.q.exec(ctx, `UPDATE `+t.table+` SET status = ?, last_error = ?, finished_at = ?, lease_owner = NULL, lease_until = NULL
+			WHERE id = ? AND status = 'running' AND lease_owner = ?`, status, errMsg, tx.now, id, owner)
+		if err != nil {
+			return err
+		}
+		if j, err = t.get(ctx, tx.q, id); err != nil || n == 0 {
+			return err
+		}
+		return tx.emitEvent(ctx, t.events[t.status(j)], t.data(j))
+	})
+	return j, err
+}
+
+// cancel cancels a queued, scheduled or running job and emits its event;
+// a finished job is returned unchanged. The lease stays with its holder:
+// what its batch in flight sent is still counted.
+func (t fanoutJobs[J]) cancel(ctx context.Context, db *DB, id string) (J, error) {
+	var j J
+	err := db.inTx(ctx, func(tx *Tx) error {
+		n, err := tx.q.exec(ctx, `UPDATE `+t.table+` SET status = 'cancelled', finished_at = ? WHERE id = ? AND status IN ('queued', 'scheduled', 'running')`, tx.now, id)
+		if err != nil {
+			return err
+		}
+		if j, err = t.get(ctx, tx.q, id); err != nil || n == 0 {
+			return err
+		}
+		return tx.emitEvent(ctx, t.events[fanout.Cancelled], t.data(j))
+	})
+	return j, err
+}
+
+// release frees owner's lease.
+func (t fanoutJobs[J]) release(ctx context.Context, db *DB, id, owner string) error {
+	_, err := db.conn().exec(ctx, `UPDATE `+t.table+` SET lease_owner = NULL, lease_until = NULL WHERE id = ? AND lease_owner = ?`, id, owner)
+	return err
+}
+
+// requeueStalled queues a new River job for each running job whose lease
+// has lapsed, at most once per minInterval. The conditional update makes
+// it safe on every replica at once: only one of them moves requeued_at,
+// and only that one inserts the job.
+func (t fanoutJobs[J]) requeueStalled(ctx context.Context, db *DB, minInterval time.Duration, newJob func(id string) river.JobArgs) ([]string, error) {
+	now := db.Now()
+	// The IN term lets SQLite use the table's partial index of unfinished
+	// jobs.
+	rs, err := db.conn().query(ctx, `SELECT id FROM `+t.table+` WHERE status IN ('queued', 'running') AND status = 'running'
+		AND (lease_until IS NULL OR lease_until < ?) AND (requeued_at IS NULL OR requeued_at < ?) ORDER BY id`, now, now.Add(-minInterval))
+	stalled, err := collect(rs, err, scanString)
+	if err != nil {
+		return nil, err
+	}
+	var requeued []string
+	for _, id := range stalled {
+		err := db.inTx(ctx, func(tx *Tx) error {
+			n, err := tx.q.exec(ctx, `UPDATE `+t.table+` SET requeued_at = ? WHERE id = ? AND status = 'running'
+				AND (lease_until IS NULL OR lease_until < ?) AND (requeued_at IS NULL OR requeued_at < ?)`, tx.now, id, tx.now, tx.now.Add(-minInterval))
+			if err != nil || n == 0 {
+				return err
+			}
+			if _, err := tx.InsertJob(ctx, newJob(id), nil); err != nil {
+				return err
+			}
+			requeued = append(requeued, id)
+			return nil
+		})
+		if err != nil {
+			return requeued, err
+		}
+	}
+	return requeued, nil
+}
