@@ -16,6 +16,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/apikeys"
+	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/config"
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/idempotency"
@@ -31,6 +32,7 @@ import (
 	"github.com/herald-vpn/herald/internal/push/apns"
 	"github.com/herald-vpn/herald/internal/push/fcm"
 	"github.com/herald-vpn/herald/internal/seal"
+	"github.com/herald-vpn/herald/internal/services"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/storage"
@@ -58,18 +60,10 @@ type App struct {
 	jobs    *jobs.Runner
 	workers *river.Workers
 
-	accounts  *accounts.Service
-	apiKeys   *apikeys.Service
-	sessions  *sessions.Service
-	messenger *messenger.Service
-	// messengerBroadcasts are the bot's broadcast jobs.
-	messengerBroadcasts *messenger.Broadcaster
-	live                *live.Broker // live events: broadcast progress, subscriber changes
-	plans               *subscriptions.Service
-	devices             *devices.Service
-	notifications       *notifications.Service
-	idempotency         *idempotency.Service
-	webhooks            *webhooks.Service
+	// services are what the doors open onto (and the operator commands
+	// call); a server adds Overview once its rate limiter is built.
+	services.Services
+	live *live.Broker // live events: broadcast progress, subscriber changes
 
 	closers []func(ctx context.Context)
 }
@@ -201,7 +195,7 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, serving b
 	if a.tracer != nil {
 		sender = tracing.Mailer(a.tracer, sender)
 	}
-	a.accounts, err = accounts.NewService(ctx, a.db, hasher, sender, accounts.Config{
+	a.Accounts, err = accounts.NewService(ctx, a.db, hasher, sender, accounts.Config{
 		CodeTTL:           cfg.VerificationCodeTTL,
 		CodeAttempts:      5,
 		ResendCooldown:    cfg.ResendCooldown,
@@ -215,7 +209,7 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, serving b
 	if err != nil {
 		return a, err
 	}
-	river.AddWorker(a.workers, &accounts.CodeEmailWorker{Service: a.accounts})
+	river.AddWorker(a.workers, &accounts.CodeEmailWorker{Service: a.Accounts})
 	housekeeping := &jobs.HousekeepingWorker{DB: a.db, DeliveryRetention: cfg.DeliveryRetention, Logger: logger.With("component", "housekeeping")}
 	river.AddWorker(a.workers, housekeeping)
 	sessCfg := sessions.Config{AccessTTL: cfg.AccessTokenTTL, RefreshTTL: cfg.RefreshTokenTTL, Grace: cfg.RefreshGrace, Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience}
@@ -224,18 +218,20 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, serving b
 			return a, fmt.Errorf("HERALD_JWT_KEYS_FILE: %w", err)
 		}
 	}
-	if a.sessions, err = sessions.NewService(ctx, a.db, a.accounts, sessCfg); err != nil {
+	if a.Sessions, err = sessions.NewService(ctx, a.db, a.Accounts, sessCfg); err != nil {
 		return a, err
 	}
-	if a.apiKeys, err = apikeys.NewService(ctx, a.db, apikeys.Config{DefaultRateLimit: cfg.RateLimitAPIKey, Logger: logger.With("component", "apikeys")}); err != nil {
+	if a.APIKeys, err = apikeys.NewService(ctx, a.db, apikeys.Config{DefaultRateLimit: cfg.RateLimitAPIKey, Logger: logger.With("component", "apikeys")}); err != nil {
 		return a, err
 	}
+	a.Authenticator = auth.NewAuthenticator(a.Sessions, a.APIKeys)
+	a.Bans = limits.NewBans(a.db, nil)
 	// Live events go to the other replicas by NOTIFY on PostgreSQL; a
 	// store's own transactions announce theirs to this process.
 	a.live = live.New(a.db, logger.With("component", "live"))
 	a.db.OnLive(a.live.Deliver)
 	telegramGap := time.Second / time.Duration(cmp.Or(cfg.TelegramRate, 30))
-	a.messenger, err = messenger.NewService(ctx, a.db, messenger.Config{
+	a.Messenger, err = messenger.NewService(ctx, a.db, messenger.Config{
 		Token:         cfg.TelegramBotToken,
 		APIURL:        cfg.TelegramAPIURL,
 		WebhookURL:    cfg.TelegramWebhookURL,
@@ -248,30 +244,30 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, serving b
 	if err != nil {
 		return a, fmt.Errorf("messenger: %w", err)
 	}
-	a.messengerBroadcasts = messenger.NewBroadcaster(a.messenger, a.db, messenger.BroadcastConfig{Wire: view.MessengerBroadcastWire()})
-	river.AddWorker(a.workers, &messenger.BroadcastWorker{Broadcaster: a.messengerBroadcasts})
+	a.MessengerBroadcasts = messenger.NewBroadcaster(a.Messenger, a.db, messenger.BroadcastConfig{Wire: view.MessengerBroadcastWire()})
+	river.AddWorker(a.workers, &messenger.BroadcastWorker{Broadcaster: a.MessengerBroadcasts})
 	var provider push.Provider = push.NewRouter(nil, nil, push.NewDev(logger.With("component", "push-dev")))
 	if serving {
 		if provider, err = newPushProvider(ctx, cfg, a.redis, a.instrumentProvider, logger); err != nil {
 			return a, err
 		}
 	}
-	a.plans = newPlans(a.db, cfg)
-	a.devices = devices.NewService(a.db, a.plans, devices.Config{})
-	a.notifications = notifications.NewService(a.db, provider, notifications.Config{
+	a.Plans = newPlans(a.db, cfg)
+	a.Devices = devices.NewService(a.db, a.Plans, devices.Config{})
+	a.Notifications = notifications.NewService(a.db, provider, notifications.Config{
 		BatchSize:   cfg.PushBatchSize,
 		Concurrency: cfg.PushConcurrency,
 		LeaseTTL:    cfg.PushLeaseTTL,
 		Live:        a.live,
 		Delivered:   a.metrics.BroadcastDelivered,
-		Chats:       a.messenger,
+		Chats:       a.Messenger,
 		Logger:      logger.With("component", "push"),
 		Wire:        view.NotificationJobWire(),
 	})
-	river.AddWorker(a.workers, &notifications.BroadcastWorker{Service: a.notifications})
-	a.idempotency = idempotency.New(a.db, logger.With("component", "idempotency"))
+	river.AddWorker(a.workers, &notifications.BroadcastWorker{Service: a.Notifications})
+	a.Idempotency = idempotency.New(a.db, logger.With("component", "idempotency"))
 	webhookPolicy := webhooks.AddressPolicy{AllowPrivate: cfg.WebhooksAllowPrivate, AllowInsecure: cfg.WebhooksAllowInsecure, Ports: cfg.WebhooksAllowedPorts}
-	a.webhooks = webhooks.NewService(a.db, httpsend.New(httpsend.Options{Policy: webhookPolicy}), webhooks.Config{
+	a.Webhooks = webhooks.NewService(a.db, httpsend.New(httpsend.Options{Policy: webhookPolicy}), webhooks.Config{
 		AllowInsecure: cfg.WebhooksAllowInsecure,
 		AllowPrivate:  cfg.WebhooksAllowPrivate,
 		AllowedPorts:  cfg.WebhooksAllowedPorts,
@@ -281,8 +277,8 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, serving b
 		Logger:        logger.With("component", "webhooks"),
 		Outcome:       a.metrics.WebhookDelivery,
 	})
-	river.AddWorker(a.workers, &webhooks.DeliveryWorker{Service: a.webhooks})
-	slots := a.webhooks.Slots()
+	river.AddWorker(a.workers, &webhooks.DeliveryWorker{Service: a.Webhooks})
+	slots := a.Webhooks.Slots()
 	housekeeping.WebhookSlots = &slots
 	return a, nil
 }
@@ -301,16 +297,16 @@ func (a *App) start(ctx context.Context) error {
 	// A broadcast whose worker died (kill -9, here or on another replica)
 	// is taken over once its lease expires, without waiting for a restart.
 	sweepCtx, stopSweep := context.WithCancel(context.WithoutCancel(ctx))
-	sweepDone := every(sweepCtx, a.notifications.SweepEvery(), func(ctx context.Context) {
-		if _, err := a.notifications.Sweep(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, storage.ErrUnavailable) {
+	sweepDone := every(sweepCtx, a.Notifications.SweepEvery(), func(ctx context.Context) {
+		if _, err := a.Notifications.Sweep(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, storage.ErrUnavailable) {
 			a.logger.WarnContext(ctx, "broadcast sweep failed", "err", err)
 		}
 	})
 	a.onClose(func(context.Context) { stopSweep(); <-sweepDone })
 	// Likewise for messenger broadcasts: taken over from their cursor.
 	mbSweepCtx, stopMBSweep := context.WithCancel(context.WithoutCancel(ctx))
-	mbSweepDone := every(mbSweepCtx, a.messengerBroadcasts.SweepEvery(), func(ctx context.Context) {
-		if _, err := a.messengerBroadcasts.Sweep(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, storage.ErrUnavailable) {
+	mbSweepDone := every(mbSweepCtx, a.MessengerBroadcasts.SweepEvery(), func(ctx context.Context) {
+		if _, err := a.MessengerBroadcasts.Sweep(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, storage.ErrUnavailable) {
 			a.logger.WarnContext(ctx, "messenger broadcast sweep failed", "err", err)
 		}
 	})
@@ -320,7 +316,7 @@ func (a *App) start(ctx context.Context) error {
 	watchDone := make(chan struct{})
 	go func() {
 		defer close(watchDone)
-		a.sessions.WatchRevocations(watchCtx)
+		a.Sessions.WatchRevocations(watchCtx)
 	}()
 	a.onClose(func(context.Context) { stopWatch(); <-watchDone })
 	// Live events (broadcast progress, subscriber changes) published on
@@ -332,11 +328,11 @@ func (a *App) start(ctx context.Context) error {
 		a.db.WatchLive(liveCtx, a.live.Deliver, a.live.Resync)
 	}()
 	a.onClose(func(context.Context) { stopLive(); <-liveDone })
-	if err := a.messenger.Start(ctx); err != nil {
+	if err := a.Messenger.Start(ctx); err != nil {
 		return fmt.Errorf("start messenger: %w", err)
 	}
 	a.onClose(func(ctx context.Context) {
-		if err := a.messenger.Stop(ctx); err != nil {
+		if err := a.Messenger.Stop(ctx); err != nil {
 			a.logger.Warn("stopping messenger", "err", err)
 		}
 	})
