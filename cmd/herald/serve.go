@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/config"
-	"github.com/herald-vpn/herald/internal/graph"
+	"github.com/herald-vpn/herald/internal/gqltransport"
 	"github.com/herald-vpn/herald/internal/overview"
 	"github.com/herald-vpn/herald/internal/rest"
 	"github.com/herald-vpn/herald/internal/server"
@@ -129,13 +129,13 @@ func (a *App) serve(ctx context.Context) (err error) {
 		Stopping:          stopping,
 		TracerProvider:    a.tracer,
 		Version:           readBuild().version,
-		GraphQLLimits: graph.Limits{
+		GraphQLLimits: gqltransport.Limits{
 			MaxDepth:         a.cfg.GraphQLMaxDepth,
 			MaxComplexity:    a.cfg.GraphQLMaxComplexity,
 			MaxRootMutations: a.cfg.GraphQLMaxRootMutations,
 			Introspection:    a.cfg.GraphQLIntrospection,
 		},
-		WebSocketLimits: graph.WSLimits{
+		WebSocketLimits: gqltransport.WSLimits{
 			MaxSubscriptions: a.cfg.WSMaxSubscriptions,
 			MessageRate:      cmp.Or(a.cfg.WSMessageRate, -1), // 0: no cap
 			PingInterval:     a.cfg.WSPingInterval,

@@ -11,7 +11,7 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/console"
-	"github.com/herald-vpn/herald/internal/graph"
+	"github.com/herald-vpn/herald/internal/gqltransport"
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/rest"
 	"github.com/herald-vpn/herald/internal/services"
@@ -59,10 +59,10 @@ func addRoutes(mux *http.ServeMux, s services.Services, d Deps) {
 	// Its subscriptions: the same path, upgraded to a WebSocket
 	// (graphql-transport-ws; credentials in connection_init).
 	gql := newGraphQL(s, d, adm)
-	ws := gql.NewWebSocket(graph.WSConfig{Limits: d.WebSocketLimits, Authenticator: s.Authenticator, Stopping: d.Stopping})
+	ws := gql.NewWebSocket(gqltransport.WSConfig{Limits: d.WebSocketLimits, Authenticator: s.Authenticator, Stopping: d.Stopping})
 	overHTTP := cp.wrap([]string{http.MethodGet, http.MethodPost}, gql)
 	mux.Handle("/graphql", observe(d, "/graphql", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if graph.IsUpgrade(r) {
+		if gqltransport.IsUpgrade(r) {
 			ws.ServeHTTP(w, r)
 			return
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/herald-vpn/herald/internal/api"
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/console"
+	"github.com/herald-vpn/herald/internal/gqltransport"
 	"github.com/herald-vpn/herald/internal/graph"
 	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/herald-vpn/herald/internal/metrics"
@@ -48,9 +49,9 @@ type Deps struct {
 	// empty: no CORS headers.
 	CORSOrigins   []string
 	Version       string
-	GraphQLLimits graph.Limits
+	GraphQLLimits gqltransport.Limits
 	// WebSocketLimits bound GraphQL subscriptions over WebSocket.
-	WebSocketLimits graph.WSLimits
+	WebSocketLimits gqltransport.WSLimits
 	// EventStreams bound the REST event streams (Server-Sent Events).
 	EventStreams rest.StreamLimits
 	// Stopping is closed when the server begins to shut down: live streams
@@ -147,8 +148,8 @@ func readyz(db Pinger, degraded func() map[string]string) http.HandlerFunc {
 }
 
 // newGraphQL builds the GraphQL door.
-func newGraphQL(s services.Services, d Deps, adm api.Admission) *graph.Handler {
-	return graph.NewHandler(&graph.Resolver{Services: s, Version: d.Version}, d.GraphQLLimits, adm)
+func newGraphQL(s services.Services, d Deps, adm api.Admission) *gqltransport.Handler {
+	return gqltransport.NewHandler(graph.NewSchema(&graph.Resolver{Services: s, Version: d.Version}), d.GraphQLLimits, adm)
 }
 
 // newREST builds the REST door's handlers.

@@ -1,10 +1,16 @@
-package graph
+// Package gqltransport serves the GraphQL schema of internal/graph: over
+// HTTP (POST, and GET for queries, in the media type the request accepts)
+// and over WebSocket (graphql-transport-ws, for subscriptions). It is
+// Herald's own transport over gqlgen's executor, so that every document
+// is bounded before validation, every operation is admitted by the doors'
+// one admission before it runs, and each error's HTTP status comes from
+// the catalogue.
+package gqltransport
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"sort"
 	"strings"
@@ -17,7 +23,7 @@ import (
 	"github.com/herald-vpn/herald/internal/api"
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
-	"github.com/herald-vpn/herald/internal/limits"
+	"github.com/herald-vpn/herald/internal/graph"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"go.opentelemetry.io/otel/trace"
@@ -43,34 +49,32 @@ type Handler struct {
 	// rules maps each root field ("Mutation.signup") to the rule it is
 	// admitted under, read once from the schema's @limit and @auth
 	// directives.
-	rules  map[string]auth.Rule
-	limits Limits
-	bounds bounds
-	adm    api.Admission
+	rules map[string]auth.Rule
+	// pageSizes and inputErrors are the schema's (graph.Schema).
+	pageSizes   map[string]graph.PageSize
+	inputErrors map[string]apperr.Code
+	limits      Limits
+	bounds      bounds
+	adm         api.Admission
 }
 
-// NewHandler returns the GraphQL endpoint over the resolver.
-func NewHandler(r *Resolver, limits Limits, adm api.Admission) *Handler {
-	rules := map[string]auth.Rule{}
-	schema := NewExecutableSchema(Config{Schema: describedSchema(), Resolvers: r, Directives: DirectiveRoot{Auth: authDirective(rules)}})
-	maps.Copy(rules, rootFieldRules(schema.Schema()))
-	exec := executor.New(schema)
+// NewHandler returns the GraphQL endpoint over the schema.
+func NewHandler(s graph.Schema, limits Limits, adm api.Admission) *Handler {
+	exec := executor.New(s.Executable)
 	if limits.Introspection {
 		exec.Use(extension.Introspection{})
 	}
 	exec.Use(extension.FixedComplexityLimit(limits.MaxComplexity))
-	// Each operation lists its pages of accounts for their per-record
-	// fields (pages.go).
-	exec.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
-		return next(withRecordPages(ctx))
-	})
+	if s.AroundOperations != nil {
+		exec.AroundOperations(s.AroundOperations)
+	}
 	exec.SetParserTokenLimit(MaxTokens)
 	exec.SetErrorPresenter(presentError)
 	exec.SetRecoverFunc(func(ctx context.Context, p any) error {
 		api.Logger(ctx).ErrorContext(ctx, "panic in resolver", "panic", fmt.Sprint(p))
 		return apperr.New(apperr.Internal)
 	})
-	return &Handler{exec: exec, schema: schema.Schema(), rules: rules, limits: limits, bounds: boundsOf(limits), adm: adm}
+	return &Handler{exec: exec, schema: s.Executable.Schema(), rules: s.Rules, pageSizes: s.PageSizes, inputErrors: s.InputErrors, limits: limits, bounds: boundsOf(limits), adm: adm}
 }
 
 // presentError renders an error as the spec's GraphQL error: message, path
@@ -204,7 +208,7 @@ func (x *exchange) execute(req Request) {
 		return
 	}
 	if op != nil {
-		if ae := checkInputs(h.schema, op, doc.Fragments, req.Variables); ae != nil {
+		if ae := checkInputs(h.schema, h.inputErrors, op, doc.Fragments, req.Variables); ae != nil {
 			e := codeError(ae)
 			if fields := rootFieldsOf(op.SelectionSet, doc.Fragments, nil); len(fields) > 0 {
 				e.Path = ast.Path{ast.PathName(fields[0].Alias)}
@@ -293,35 +297,7 @@ func (h *Handler) checkOperation(opCtx *graphql.OperationContext) *apperr.Error 
 	if ae := checkArguments(h.schema, opCtx.Operation, opCtx.Variables); ae != nil {
 		return ae
 	}
-	return checkCost(opCtx.Operation, opCtx.Variables)
-}
-
-// rootFieldRules reads the rule of every root field from its definition:
-// @limit(tier: "auth") is the auth tier; @auth is protected, or admin with
-// that scope.
-func rootFieldRules(schema *ast.Schema) map[string]auth.Rule {
-	rules := map[string]auth.Rule{}
-	for _, root := range []*ast.Definition{schema.Query, schema.Mutation, schema.Subscription} {
-		if root == nil {
-			continue
-		}
-		for _, def := range root.Fields {
-			var r auth.Rule
-			if d := def.Directives.ForName("limit"); d != nil {
-				if a := d.Arguments.ForName("tier"); a != nil && a.Value.Raw == limits.TierAuth {
-					r = auth.ForAuthTier
-				}
-			}
-			if d := def.Directives.ForName("auth"); d != nil {
-				r = auth.Protected
-				if a := d.Arguments.ForName("scope"); a != nil && a.Value.Raw != "" {
-					r = auth.Scoped(a.Value.Raw)
-				}
-			}
-			rules[root.Name+"."+def.Name] = r
-		}
-	}
-	return rules
+	return checkCost(h.pageSizes, opCtx.Operation, opCtx.Variables)
 }
 
 // rulesOf is the rule of each root field of an operation.
@@ -335,26 +311,6 @@ func (h *Handler) rulesOf(op ast.Operation, fields []*ast.Field) []auth.Rule {
 		out[i] = h.rules[root+"."+f.Name]
 	}
 	return out
-}
-
-// authDirective enforces @auth before the field's resolver runs: the rule
-// the field was admitted under, read from the same table, checked against
-// the request's one authentication.
-func authDirective(rules map[string]auth.Rule) func(ctx context.Context, obj any, next graphql.Resolver, scope *string) (any, error) {
-	return func(ctx context.Context, _ any, next graphql.Resolver, scope *string) (any, error) {
-		fc := graphql.GetFieldContext(ctx)
-		rule, ok := rules[fc.Object+"."+fc.Field.Name]
-		if !ok {
-			rule = auth.Protected
-			if scope != nil && *scope != "" {
-				rule.Scope = *scope
-			}
-		}
-		if err := rule.Permit(auth.ResultOf(ctx)); err != nil {
-			return nil, err
-		}
-		return next(ctx)
-	}
 }
 
 // The metrics labels of operations besides a root field's name.
