@@ -171,114 +171,163 @@ func (x *exchange) refuseWith(err error) {
 	x.refuse(ae.Status(), gqlerror.List{codeError(ae)})
 }
 
+// execute answers req in four steps, each of which writes its own
+// refusal: parse the document within the bounds, bound what it may do
+// before it is charged, admit it (rate limits and caller, every root field
+// at once), and dispatch it to the executor.
 func (x *exchange) execute(req Request) {
-	h, w, r, ctx := x.h, x.w, x.r, x.ctx
-	// Parsed alone first: a document over the bounds is refused before
-	// validation can spend time on it, a document that parses names its
-	// root fields for every error, and the spec's own input errors are
-	// found by the schema before validation speaks.
-	doc, ae := h.bounds.parseBounded(req.Query)
-	if ae != nil {
-		x.refuseWith(ae)
+	// The operation's span, once parse has started it, ends with the
+	// answer; until then it is a no-op span.
+	defer func() { x.span.End() }()
+	doc, op, ok := x.parse(req)
+	if !ok {
 		return
 	}
-	var op *ast.OperationDefinition
+	opCtx, fields, ok := x.bound(req, doc, op)
+	if !ok {
+		return
+	}
+	if !x.admit(opCtx, fields) {
+		return
+	}
+	x.dispatch(opCtx)
+}
+
+// parse reads the document alone first, within the bounds (bounds.go): a
+// document over them is refused before validation can spend time on it,
+// a document that parses names its root fields for every error, and the
+// spec's own input errors are found by the schema before validation
+// speaks. The operation picked (nil when the document does not parse or
+// names no such operation) gets its span.
+func (x *exchange) parse(req Request) (doc *ast.QueryDocument, op *ast.OperationDefinition, ok bool) {
+	doc, ae := x.h.bounds.parseBounded(req.Query)
+	if ae != nil {
+		x.refuseWith(ae)
+		return nil, nil, false
+	}
 	if doc != nil {
 		op = doc.Operations.ForName(req.OperationName)
 	}
 	if op != nil {
 		x.ctx, x.span = startOperationSpan(x.ctx, op)
-		ctx = x.ctx
-		defer x.span.End()
 	}
-	if !h.limits.Introspection && op != nil {
-		for _, f := range rootFieldsOf(op.SelectionSet, doc.Fragments, nil) {
-			if isIntrospection(f.Name) {
-				e := codeError(apperr.Newf(apperr.GraphQLInvalid, "Introspection is switched off on this server: %s is not answered.", f.Name))
-				e.Path = ast.Path{ast.PathName(f.Alias)}
-				x.refuse(statusOf(e), gqlerror.List{e})
-				return
-			}
-		}
-	}
-	// GET is safe: it runs queries, never mutations.
-	if r.Method == http.MethodGet && op != nil && op.Operation != ast.Query {
-		w.Header().Set("Allow", http.MethodPost)
-		x.refuseWith(apperr.Newf(apperr.MethodNotAllowed, "A %s cannot be sent with GET; use POST.", op.Operation))
-		return
-	}
-	if op != nil {
-		if ae := checkInputs(h.schema, h.inputErrors, op, doc.Fragments, req.Variables); ae != nil {
-			e := codeError(ae)
-			if fields := rootFieldsOf(op.SelectionSet, doc.Fragments, nil); len(fields) > 0 {
-				e.Path = ast.Path{ast.PathName(fields[0].Alias)}
-			}
-			x.refuse(ae.Status(), gqlerror.List{e})
-			return
-		}
+	return doc, op, true
+}
+
+// bound is everything a document must pass before it is charged: the
+// checks of the parsed operation, validation, and the checks of the
+// validated one. It returns the validated operation and its root fields.
+func (x *exchange) bound(req Request, doc *ast.QueryDocument, op *ast.OperationDefinition) (*graphql.OperationContext, []*ast.Field, bool) {
+	if op != nil && !x.screen(doc, op, req.Variables) {
+		return nil, nil, false
 	}
 	params := &graphql.RawParams{
 		Query:         req.Query,
 		Variables:     req.Variables,
 		Extensions:    req.Extensions,
 		OperationName: req.OperationName,
-		Headers:       r.Header,
+		Headers:       x.r.Header,
 		ReadTime:      graphql.TraceTiming{Start: x.start, End: graphql.Now()},
 	}
-	opCtx, errs := h.exec.CreateOperationContext(ctx, params)
+	opCtx, errs := x.h.exec.CreateOperationContext(x.ctx, params)
 	if errs != nil {
 		errs = presentList(op, doc, errs)
 		x.refuse(statusOf(errs[0]), errs)
-		return
+		return nil, nil, false
 	}
 	fields := rootFieldsOf(opCtx.Operation.SelectionSet, opCtx.Doc.Fragments, nil)
 	noteRootFields(x.span, fields)
-	if ae := h.checkOperation(opCtx); ae != nil {
-		e := codeError(ae)
-		if len(fields) > 0 {
-			e.Path = ast.Path{ast.PathName(fields[0].Alias)}
+	if !x.runnable(opCtx, fields) {
+		return nil, nil, false
+	}
+	return opCtx, fields, true
+}
+
+// screen checks the parsed operation before validation: introspection
+// when it is off, GET for anything but a query, and the arguments whose
+// input types have their own error code (inputs.go).
+func (x *exchange) screen(doc *ast.QueryDocument, op *ast.OperationDefinition, vars map[string]any) bool {
+	h := x.h
+	if !h.limits.Introspection {
+		for _, f := range rootFieldsOf(op.SelectionSet, doc.Fragments, nil) {
+			if isIntrospection(f.Name) {
+				e := codeError(apperr.Newf(apperr.GraphQLInvalid, "Introspection is switched off on this server: %s is not answered.", f.Name))
+				e.Path = ast.Path{ast.PathName(f.Alias)}
+				x.refuse(statusOf(e), gqlerror.List{e})
+				return false
+			}
 		}
+	}
+	// GET is safe: it runs queries, never mutations.
+	if x.r.Method == http.MethodGet && op.Operation != ast.Query {
+		x.w.Header().Set("Allow", http.MethodPost)
+		x.refuseWith(apperr.Newf(apperr.MethodNotAllowed, "A %s cannot be sent with GET; use POST.", op.Operation))
+		return false
+	}
+	if ae := checkInputs(h.schema, h.inputErrors, op, doc.Fragments, vars); ae != nil {
+		e := atFirst(codeError(ae), rootFieldsOf(op.SelectionSet, doc.Fragments, nil))
+		x.refuse(ae.Status(), gqlerror.List{e})
+		return false
+	}
+	return true
+}
+
+// runnable checks the validated operation: its arguments and cost
+// (checkOperation), that it is not a subscription (served over
+// WebSocket), and that a mutation has at most MaxRootMutations root
+// fields.
+func (x *exchange) runnable(opCtx *graphql.OperationContext, fields []*ast.Field) bool {
+	h := x.h
+	if ae := h.checkOperation(opCtx); ae != nil {
+		e := atFirst(codeError(ae), fields)
 		x.refuse(statusOf(e), gqlerror.List{e})
-		return
+		return false
 	}
 	if opCtx.Operation.Operation == ast.Subscription {
-		e := codeError(apperr.Newf(apperr.GraphQLInvalid, "Subscriptions are served over WebSocket on this path, with the graphql-transport-ws protocol."))
-		if len(fields) > 0 {
-			e.Path = ast.Path{ast.PathName(fields[0].Alias)}
-		}
+		e := atFirst(codeError(apperr.Newf(apperr.GraphQLInvalid, "Subscriptions are served over WebSocket on this path, with the graphql-transport-ws protocol.")), fields)
 		x.refuse(statusOf(e), gqlerror.List{e})
-		return
+		return false
 	}
 	if opCtx.Operation.Operation == ast.Mutation && len(fields) > h.limits.MaxRootMutations {
 		x.refuseWith(apperr.Newf(apperr.QueryTooComplex, "The document has %d mutation fields; at most %d are allowed.", len(fields), h.limits.MaxRootMutations).With("limit", h.limits.MaxRootMutations))
-		return
+		return false
 	}
-	api.Info(ctx).Operation = OperationName(opCtx.Operation)
-	api.Info(ctx).MetricOperation = operationLabel(fields)
-	// Every root field is charged before any runs, so a document that does
-	// not fit is refused whole, before any side effect.
-	ctx, err := h.adm.Admit(ctx, w, h.rulesOf(opCtx.Operation.Operation, fields))
+	return true
+}
+
+// admit names the operation for the log and the metrics, and charges
+// every root field before any runs, so that a document that does not fit
+// is refused whole, before any side effect.
+func (x *exchange) admit(opCtx *graphql.OperationContext, fields []*ast.Field) bool {
+	api.Info(x.ctx).Operation = OperationName(opCtx.Operation)
+	api.Info(x.ctx).MetricOperation = operationLabel(fields)
+	ctx, err := x.h.adm.Admit(x.ctx, x.w, x.h.rulesOf(opCtx.Operation.Operation, fields))
 	if api.ClientGone(ctx, err) {
-		api.WriteClientGone(w, r)
-		return
+		api.WriteClientGone(x.w, x.r)
+		return false
 	}
 	if err != nil {
 		ae := api.Classify(err)
-		e := codeError(ae)
-		if len(fields) > 0 {
-			e.Path = ast.Path{ast.PathName(fields[0].Alias)}
-		}
+		e := atFirst(codeError(ae), fields)
 		noteFailure(x.span, gqlerror.List{e})
-		x.m.writeErrors(w, ae.Status(), gqlerror.List{e})
-		return
+		x.m.writeErrors(x.w, ae.Status(), gqlerror.List{e})
+		return false
 	}
-	handle, ctx := h.exec.DispatchOperation(ctx, opCtx)
+	x.ctx = ctx
+	return true
+}
+
+// dispatch runs the admitted operation and writes its answer: 200 with
+// its data, or, when it answered errors and no data, the status of the
+// first error.
+func (x *exchange) dispatch(opCtx *graphql.OperationContext) {
+	handle, ctx := x.h.exec.DispatchOperation(x.ctx, opCtx)
 	resp := handle(ctx)
 	if resp == nil {
 		return
 	}
-	if r.Context().Err() != nil {
-		api.WriteClientGone(w, r)
+	if x.r.Context().Err() != nil {
+		api.WriteClientGone(x.w, x.r)
 		return
 	}
 	status := http.StatusOK
@@ -287,7 +336,16 @@ func (x *exchange) execute(req Request) {
 		resp.Data = nil
 		noteFailure(x.span, resp.Errors)
 	}
-	x.m.writeResponse(w, status, resp)
+	x.m.writeResponse(x.w, status, resp)
+}
+
+// atFirst places e at the first root field's response key, as every
+// error of an operation is placed (none: e as it is).
+func atFirst(e *gqlerror.Error, fields []*ast.Field) *gqlerror.Error {
+	if len(fields) > 0 {
+		e.Path = ast.Path{ast.PathName(fields[0].Alias)}
+	}
+	return e
 }
 
 // checkOperation is what a validated operation must pass before it runs:
