@@ -60,13 +60,13 @@ line of standard input otherwise (or with --password-stdin).`,
 	}
 	defer a.Close(context.Background())
 	if sub == "revoke" {
-		if err := a.accounts.RevokeAdmin(ctx, *email); err != nil {
+		if err := a.Accounts.RevokeAdmin(ctx, *email); err != nil {
 			return describe(err)
 		}
 		fmt.Fprintf(env.stdout, "admin scope revoked from %s; its sessions have ended\n", *email)
 		return nil
 	}
-	id, created, err := a.accounts.GrantAdmin(ctx, *email, pw)
+	id, created, err := a.Accounts.GrantAdmin(ctx, *email, pw)
 	if err != nil {
 		return describe(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/apikeys"
+	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/config"
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/fanout"
@@ -33,6 +34,7 @@ import (
 	"github.com/herald-vpn/herald/internal/push/apns"
 	"github.com/herald-vpn/herald/internal/push/fcm"
 	"github.com/herald-vpn/herald/internal/seal"
+	"github.com/herald-vpn/herald/internal/services"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/subscriptions"
@@ -59,24 +61,20 @@ type App struct {
 	jobs    *jobs.Runner
 	workers *river.Workers
 
-	accounts  *accounts.Service
-	apiKeys   *apikeys.Service
-	sessions  *sessions.Service
-	messenger *messenger.Service
-	// messengerBroadcasts are the bot's broadcast jobs.
-	messengerBroadcasts *messenger.Broadcaster
-	live                *live.Broker // live events: broadcast progress, subscriber changes
-	plans               *subscriptions.Service
-	devices             *devices.Service
-	notifications       *notifications.Service
-	idempotency         *idempotency.Service
-	webhooks            *webhooks.Service
+	// services are what the doors open onto (and the operator commands
+	// call); a server adds Overview once its rate limiter is built.
+	services.Services
+	live *live.Broker // live events: broadcast progress, subscriber changes
 
 	closers []func(ctx context.Context)
 }
 
-// onClose registers what Close must undo.
-func (a *App) onClose(f func(ctx context.Context)) { a.closers = append(a.closers, f) }
+// onClose registers what Close must undo (nil: nothing).
+func (a *App) onClose(f func(ctx context.Context)) {
+	if f != nil {
+		a.closers = append(a.closers, f)
+	}
+}
 
 // Close undoes what was opened, last first, within ctx's deadline.
 func (a *App) Close(ctx context.Context) {
@@ -100,6 +98,9 @@ func openAppFromEnv(ctx context.Context, env *environment) (*App, error) {
 // operator command), the push providers are not built and the warnings
 // that only concern a server (no SMTP, no push provider) are not logged:
 // a command that only touches the database neither needs nor mentions them.
+// Each constructor below returns what it opened and, when there is
+// something to undo, its closer; they run in this order, and Close undoes
+// them in reverse.
 func openApp(ctx context.Context, env *environment, cfg config.Config, serving bool) (a *App, err error) {
 	a = &App{cfg: cfg, logger: newLogger(env.stderr, cfg.LogFormat, cfg.LogLevel), metrics: metrics.New(), workers: river.NewWorkers()}
 	defer func() {
@@ -108,21 +109,11 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, serving b
 		}
 	}()
 	logger := a.logger
-	if a.tracer = env.tracerProvider; a.tracer == nil {
-		tp, shutdown, err := tracing.FromEnv(ctx, env.getenv, readBuild().version)
-		if err != nil {
-			return a, err
-		}
-		if tp != nil {
-			a.tracer = tp
-			a.onClose(func(ctx context.Context) {
-				if err := shutdown(ctx); err != nil {
-					logger.Warn("flushing traces", "err", err)
-				}
-			})
-			logger.Info("tracing on: spans are exported over OTLP")
-		}
+	var undo closer
+	if a.tracer, undo, err = openTracer(ctx, env, logger); err != nil {
+		return a, err
 	}
+	a.onClose(undo)
 	// The email templates are configuration: a broken override stops the
 	// start (exit 2) before anything is opened.
 	emails, err := loadEmailTemplates(cfg)
@@ -136,22 +127,126 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, serving b
 			return a, configError{err.Error()}
 		}
 	}
-	if a.db, err = openMigrated(ctx, cfg, logger, a.tracer); err != nil {
+	if a.db, undo, err = openDatabase(ctx, cfg, logger, a.tracer, serving); err != nil {
 		return a, err
 	}
-	a.onClose(func(context.Context) { a.db.Close() })
+	a.onClose(undo)
+	if a.redis, undo, err = openRedis(cfg, logger); err != nil {
+		return a, err
+	}
+	a.onClose(undo)
+	if a.jobs, err = a.openJobs(); err != nil {
+		return a, err
+	}
+	if err := a.openServices(ctx, emails, serving); err != nil {
+		return a, err
+	}
+	return a, nil
+}
+
+// openServices builds the services over the open store and registers
+// their workers.
+func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving bool) (err error) {
+	cfg, logger := a.cfg, a.logger
+	sender, err := a.newMailer(serving)
+	if err != nil {
+		return err
+	}
+	if a.Accounts, err = a.newAccounts(ctx, sender, emails); err != nil {
+		return err
+	}
+	river.AddWorker(a.workers, &accounts.CodeEmailWorker{Service: a.Accounts})
+	housekeeping := &jobs.HousekeepingWorker{DB: a.db, DeliveryRetention: cfg.DeliveryRetention, Logger: logger.With("component", "housekeeping")}
+	river.AddWorker(a.workers, housekeeping)
+	if a.Sessions, err = a.newSessions(ctx); err != nil {
+		return err
+	}
+	if a.APIKeys, err = apikeys.NewService(ctx, a.db, apikeys.Config{DefaultRateLimit: cfg.RateLimitAPIKey, Logger: logger.With("component", "apikeys")}); err != nil {
+		return err
+	}
+	a.Authenticator = auth.NewAuthenticator(a.Sessions, a.APIKeys)
+	a.Bans = limits.NewBans(a.db, nil)
+	// Live events go to the other replicas by NOTIFY on PostgreSQL; a
+	// store's own transactions announce theirs to this process.
+	a.live = live.New(a.db, logger.With("component", "live"))
+	a.db.OnLive(a.live.Deliver)
+	if a.Messenger, err = a.newMessenger(ctx); err != nil {
+		return fmt.Errorf("messenger: %w", err)
+	}
+	a.MessengerBroadcasts = messenger.NewBroadcaster(a.Messenger, a.db, messenger.BroadcastConfig{Wire: view.MessengerBroadcastWire()})
+	river.AddWorker(a.workers, &messenger.BroadcastWorker{Broadcaster: a.MessengerBroadcasts})
+	var provider push.Provider = push.NewRouter(nil, nil, push.NewDev(logger.With("component", "push-dev")))
 	if serving {
-		if err := sealSecrets(ctx, a.db, cfg, logger); err != nil {
-			return a, err
+		if provider, err = newPushProvider(ctx, cfg, a.redis, a.instrumentProvider, logger); err != nil {
+			return err
 		}
 	}
-	if a.redis, err = newRedis(cfg, logger); err != nil {
-		return a, err
+	a.Plans = newPlans(a.db, cfg)
+	a.Devices = devices.NewService(a.db, a.Plans, devices.Config{})
+	a.Notifications = a.newNotifications(provider)
+	river.AddWorker(a.workers, &notifications.BroadcastWorker{Service: a.Notifications})
+	a.Idempotency = idempotency.New(a.db, logger.With("component", "idempotency"))
+	a.Webhooks = a.newWebhooks()
+	river.AddWorker(a.workers, &webhooks.DeliveryWorker{Service: a.Webhooks})
+	slots := a.Webhooks.Slots()
+	housekeeping.WebhookSlots = &slots
+	return nil
+}
+
+// closer undoes what a constructor opened; nil when there is nothing to
+// undo.
+type closer func(ctx context.Context)
+
+// openTracer is the tracer provider (nil unless tracing is on: the
+// environment's, or OTEL_* variables) and the closer that flushes its
+// spans.
+func openTracer(ctx context.Context, env *environment, logger *slog.Logger) (trace.TracerProvider, closer, error) {
+	if env.tracerProvider != nil {
+		return env.tracerProvider, nil, nil
 	}
-	if a.redis != nil {
-		a.onClose(func(context.Context) { a.redis.Close() })
+	tp, shutdown, err := tracing.FromEnv(ctx, env.getenv, readBuild().version)
+	if err != nil || tp == nil {
+		return nil, nil, err
 	}
-	a.jobs, err = jobs.Open(a.db, jobs.Config{
+	logger.Info("tracing on: spans are exported over OTLP")
+	return tp, func(ctx context.Context) {
+		if err := shutdown(ctx); err != nil {
+			logger.Warn("flushing traces", "err", err)
+		}
+	}, nil
+}
+
+// openDatabase opens and migrates the database and, for a server, seals
+// its stored secrets; the closer closes it.
+func openDatabase(ctx context.Context, cfg config.Config, logger *slog.Logger, tp trace.TracerProvider, serving bool) (*sqlstore.DB, closer, error) {
+	db, err := openMigrated(ctx, cfg, logger, tp)
+	if err != nil {
+		return nil, nil, err
+	}
+	if serving {
+		if err := sealSecrets(ctx, db, cfg, logger); err != nil {
+			db.Close()
+			return nil, nil, err
+		}
+	}
+	return db, func(context.Context) { db.Close() }, nil
+}
+
+// openRedis is the client of HERALD_REDIS_URL (nil when it is not set)
+// and its closer.
+func openRedis(cfg config.Config, logger *slog.Logger) (*redis.Client, closer, error) {
+	rdb, err := newRedis(cfg, logger)
+	if err != nil || rdb == nil {
+		return nil, nil, err
+	}
+	return rdb, func(context.Context) { rdb.Close() }, nil
+}
+
+// openJobs is the job runner over the store, its queues and their
+// workers; App.start starts it and registers its stop.
+func (a *App) openJobs() (*jobs.Runner, error) {
+	cfg := a.cfg
+	return jobs.Open(a.db, jobs.Config{
 		Workers: a.workers,
 		Queues: map[string]river.QueueConfig{
 			river.QueueDefault:  {MaxWorkers: 10},
@@ -168,17 +263,22 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, serving b
 		},
 		RetryPolicy: jobs.Backoff{Base: cfg.JobRetryBase, Max: cfg.JobRetryMax},
 		FetchPoll:   cfg.JobPoll,
-		Logger:      logger.With("component", "jobs"),
+		Logger:      a.logger.With("component", "jobs"),
 		Middleware:  a.jobMiddleware(),
 		Periodic:    []*river.PeriodicJob{jobs.HousekeepingSchedule()},
 	})
-	if err != nil {
-		return a, err
-	}
+}
+
+// newMailer is the mail sender: SMTP, or the development mailer that
+// writes to the log (a server warns of it), counted and, when tracing,
+// with a span per send.
+func (a *App) newMailer(serving bool) (mail.Sender, error) {
+	cfg, logger := a.cfg, a.logger
 	var sender mail.Sender
 	if cfg.SMTPURL != "" {
+		var err error
 		if sender, err = mail.NewSMTP(cfg.SMTPURL, cfg.MailFrom); err != nil {
-			return a, err
+			return nil, err
 		}
 	} else {
 		sender = mail.NewDev(logger)
@@ -189,6 +289,18 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, serving b
 			logger.Warn("HERALD_SMTP_URL is not set: emails are written to this log, not sent")
 		}
 	}
+	// Counted first: the counter tells the development mailer (logged)
+	// from a real one (sent) by its type, which a wrapper would hide.
+	sender = a.metrics.CountingMailer(sender)
+	if a.tracer != nil {
+		sender = tracing.Mailer(a.tracer, sender)
+	}
+	return sender, nil
+}
+
+// newAccounts is the accounts service, hashing passwords as configured.
+func (a *App) newAccounts(ctx context.Context, sender mail.Sender, emails *mail.Templates) (*accounts.Service, error) {
+	cfg := a.cfg
 	hasher := password.NewHasher(password.Params{
 		MemoryKiB:   uint32(cfg.Argon2MemoryKiB),
 		Iterations:  uint32(cfg.Argon2Iterations),
@@ -196,13 +308,7 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, serving b
 		SaltLen:     16,
 		KeyLen:      32,
 	}, cfg.HashConcurrency)
-	// Counted first: the counter tells the development mailer (logged)
-	// from a real one (sent) by its type, which a wrapper would hide.
-	sender = a.metrics.CountingMailer(sender)
-	if a.tracer != nil {
-		sender = tracing.Mailer(a.tracer, sender)
-	}
-	a.accounts, err = accounts.NewService(ctx, a.db, hasher, sender, accounts.Config{
+	return accounts.NewService(ctx, a.db, hasher, sender, accounts.Config{
 		CodeTTL:           cfg.VerificationCodeTTL,
 		CodeAttempts:      5,
 		ResendCooldown:    cfg.ResendCooldown,
@@ -212,31 +318,28 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, serving b
 		SendTimeout:       15 * time.Second,
 		CodeKey:           cfg.SecretKey,
 		Emails:            emails,
-	}, logger)
-	if err != nil {
-		return a, err
-	}
-	river.AddWorker(a.workers, &accounts.CodeEmailWorker{Service: a.accounts})
-	housekeeping := &jobs.HousekeepingWorker{DB: a.db, DeliveryRetention: cfg.DeliveryRetention, Logger: logger.With("component", "housekeeping")}
-	river.AddWorker(a.workers, housekeeping)
+	}, a.logger)
+}
+
+// newSessions is the sessions service, signing with HERALD_JWT_KEYS_FILE's
+// keys when it is set.
+func (a *App) newSessions(ctx context.Context) (*sessions.Service, error) {
+	cfg := a.cfg
 	sessCfg := sessions.Config{AccessTTL: cfg.AccessTokenTTL, RefreshTTL: cfg.RefreshTokenTTL, Grace: cfg.RefreshGrace, Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience}
 	if cfg.JWTKeysFile != "" {
+		var err error
 		if sessCfg.Keys, err = sessions.LoadKeySetFile(cfg.JWTKeysFile); err != nil {
-			return a, fmt.Errorf("HERALD_JWT_KEYS_FILE: %w", err)
+			return nil, fmt.Errorf("HERALD_JWT_KEYS_FILE: %w", err)
 		}
 	}
-	if a.sessions, err = sessions.NewService(ctx, a.db, a.accounts, sessCfg); err != nil {
-		return a, err
-	}
-	if a.apiKeys, err = apikeys.NewService(ctx, a.db, apikeys.Config{DefaultRateLimit: cfg.RateLimitAPIKey, Logger: logger.With("component", "apikeys")}); err != nil {
-		return a, err
-	}
-	// Live events go to the other replicas by NOTIFY on PostgreSQL; a
-	// store's own transactions announce theirs to this process.
-	a.live = live.New(a.db, logger.With("component", "live"))
-	a.db.OnLive(a.live.Deliver)
+	return sessions.NewService(ctx, a.db, a.Accounts, sessCfg)
+}
+
+// newMessenger is the Telegram bot's service, paced as configured.
+func (a *App) newMessenger(ctx context.Context) (*messenger.Service, error) {
+	cfg, logger := a.cfg, a.logger
 	telegramGap := time.Second / time.Duration(cmp.Or(cfg.TelegramRate, 30))
-	a.messenger, err = messenger.NewService(ctx, a.db, messenger.Config{
+	return messenger.NewService(ctx, a.db, messenger.Config{
 		Token:         cfg.TelegramBotToken,
 		Replies:       texts.TelegramReply,
 		APIURL:        cfg.TelegramAPIURL,
@@ -247,46 +350,38 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, serving b
 		SharedPacer:   a.sharedChatPacer(telegramGap, logger),
 		Live:          a.live,
 	}, a.telegramHTTPClient(), logger.With("component", "messenger"))
-	if err != nil {
-		return a, fmt.Errorf("messenger: %w", err)
-	}
-	a.messengerBroadcasts = messenger.NewBroadcaster(a.messenger, a.db, messenger.BroadcastConfig{Wire: view.MessengerBroadcastWire()})
-	river.AddWorker(a.workers, &messenger.BroadcastWorker{Broadcaster: a.messengerBroadcasts})
-	var provider push.Provider = push.NewRouter(nil, nil, push.NewDev(logger.With("component", "push-dev")))
-	if serving {
-		if provider, err = newPushProvider(ctx, cfg, a.redis, a.instrumentProvider, logger); err != nil {
-			return a, err
-		}
-	}
-	a.plans = newPlans(a.db, cfg)
-	a.devices = devices.NewService(a.db, a.plans, devices.Config{})
-	a.notifications = notifications.NewService(a.db, provider, notifications.Config{
+}
+
+// newNotifications is the push service over provider.
+func (a *App) newNotifications(provider push.Provider) *notifications.Service {
+	cfg := a.cfg
+	return notifications.NewService(a.db, provider, notifications.Config{
 		BatchSize:   cfg.PushBatchSize,
 		Concurrency: cfg.PushConcurrency,
 		LeaseTTL:    cfg.PushLeaseTTL,
 		Live:        a.live,
 		Delivered:   a.metrics.BroadcastDelivered,
-		Chats:       a.messenger,
-		Logger:      logger.With("component", "push"),
+		Chats:       a.Messenger,
+		Logger:      a.logger.With("component", "push"),
 		Wire:        view.NotificationJobWire(),
 	})
-	river.AddWorker(a.workers, &notifications.BroadcastWorker{Service: a.notifications})
-	a.idempotency = idempotency.New(a.db, logger.With("component", "idempotency"))
+}
+
+// newWebhooks is the webhooks service, delivering under the address
+// policy.
+func (a *App) newWebhooks() *webhooks.Service {
+	cfg := a.cfg
 	webhookPolicy := webhooks.AddressPolicy{AllowPrivate: cfg.WebhooksAllowPrivate, AllowInsecure: cfg.WebhooksAllowInsecure, Ports: cfg.WebhooksAllowedPorts}
-	a.webhooks = webhooks.NewService(a.db, httpsend.New(httpsend.Options{Policy: webhookPolicy}), webhooks.Config{
+	return webhooks.NewService(a.db, httpsend.New(httpsend.Options{Policy: webhookPolicy}), webhooks.Config{
 		AllowInsecure: cfg.WebhooksAllowInsecure,
 		AllowPrivate:  cfg.WebhooksAllowPrivate,
 		AllowedPorts:  cfg.WebhooksAllowedPorts,
 		Concurrency:   cfg.WebhooksConcurrency,
 		Schedule:      cfg.WebhooksRetrySchedule,
 		DisableAfter:  cfg.WebhooksDisableAfter,
-		Logger:        logger.With("component", "webhooks"),
+		Logger:        a.logger.With("component", "webhooks"),
 		Outcome:       a.metrics.WebhookDelivery,
 	})
-	river.AddWorker(a.workers, &webhooks.DeliveryWorker{Service: a.webhooks})
-	slots := a.webhooks.Slots()
-	housekeeping.WebhookSlots = &slots
-	return a, nil
 }
 
 // start starts the background work: jobs, the broadcast sweep and the
@@ -305,15 +400,15 @@ func (a *App) start(ctx context.Context) error {
 	// one loop sweeps both channels.
 	sweepCtx, stopSweep := context.WithCancel(context.WithoutCancel(ctx))
 	sweepDone := fanout.SweepLoop(sweepCtx, a.logger,
-		fanout.Sweep{Name: "broadcast", Sweeper: a.notifications},
-		fanout.Sweep{Name: "messenger broadcast", Sweeper: a.messengerBroadcasts})
+		fanout.Sweep{Name: "broadcast", Sweeper: a.Notifications},
+		fanout.Sweep{Name: "messenger broadcast", Sweeper: a.MessengerBroadcasts})
 	a.onClose(func(context.Context) { stopSweep(); <-sweepDone })
 	// Revocations made on any replica evict this one's cached sessions.
 	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
 	watchDone := make(chan struct{})
 	go func() {
 		defer close(watchDone)
-		a.sessions.WatchRevocations(watchCtx)
+		a.Sessions.WatchRevocations(watchCtx)
 	}()
 	a.onClose(func(context.Context) { stopWatch(); <-watchDone })
 	// Live events (broadcast progress, subscriber changes) published on
@@ -325,11 +420,11 @@ func (a *App) start(ctx context.Context) error {
 		a.db.WatchLive(liveCtx, a.live.Deliver, a.live.Resync)
 	}()
 	a.onClose(func(context.Context) { stopLive(); <-liveDone })
-	if err := a.messenger.Start(ctx); err != nil {
+	if err := a.Messenger.Start(ctx); err != nil {
 		return fmt.Errorf("start messenger: %w", err)
 	}
 	a.onClose(func(ctx context.Context) {
-		if err := a.messenger.Stop(ctx); err != nil {
+		if err := a.Messenger.Stop(ctx); err != nil {
 			a.logger.Warn("stopping messenger", "err", err)
 		}
 	})

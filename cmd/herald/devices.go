@@ -82,7 +82,7 @@ func cmdUsersEnable(ctx context.Context, env *environment, args []string) error 
 		return err
 	}
 	defer a.Close(context.Background())
-	rec, err := a.accounts.EnableByEmail(ctx, *email)
+	rec, err := a.Accounts.EnableByEmail(ctx, *email)
 	if err != nil {
 		return describe(err)
 	}

@@ -11,10 +11,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/config"
-	"github.com/herald-vpn/herald/internal/graph"
-	"github.com/herald-vpn/herald/internal/limits"
+	"github.com/herald-vpn/herald/internal/gqltransport"
 	"github.com/herald-vpn/herald/internal/overview"
 	"github.com/herald-vpn/herald/internal/rest"
 	"github.com/herald-vpn/herald/internal/server"
@@ -115,41 +113,29 @@ func (a *App) serve(ctx context.Context) (err error) {
 	}
 	gate, limiter := a.newGate(ctx)
 	stopping := make(chan struct{})
-	handler := server.NewServer(server.Deps{
-		Logger:              a.logger,
-		DB:                  a.db,
-		Metrics:             a.metrics,
-		Accounts:            a.accounts,
-		APIKeys:             a.apiKeys,
-		Sessions:            a.sessions,
-		Messenger:           a.messenger,
-		MessengerBroadcasts: a.messengerBroadcasts,
-		Devices:             a.devices,
-		Notifications:       a.notifications,
-		Idempotency:         a.idempotency,
-		Plans:               a.plans,
-		Webhooks:            a.webhooks,
-		Overview:            overview.New(a.db, a.messenger, overview.Config{Version: readBuild().version, RateLimiter: limiter}),
-		Bans:                limits.NewBans(a.db, nil),
-		Gate:                gate,
-		Authenticator:       auth.NewAuthenticator(a.sessions, a.apiKeys),
-		Degraded:            degradedOf(limiter),
-		TrustedProxies:      a.cfg.TrustedProxies,
-		CORSOrigins:         a.cfg.CORSOrigins,
-		Console:             a.cfg.Console,
-		MetricsPublic:       a.cfg.MetricsPublic,
-		PublicURL:           a.cfg.PublicBase(),
-		PublicURLFromHost:   a.cfg.Env == "development",
-		Stopping:            stopping,
-		TracerProvider:      a.tracer,
-		Version:             readBuild().version,
-		GraphQLLimits: graph.Limits{
+	a.Overview = overview.New(a.db, a.Messenger, overview.Config{Version: readBuild().version, RateLimiter: limiter})
+	handler := server.NewServer(a.Services, server.Deps{
+		Logger:            a.logger,
+		DB:                a.db,
+		Metrics:           a.metrics,
+		Gate:              gate,
+		Degraded:          degradedOf(limiter),
+		TrustedProxies:    a.cfg.TrustedProxies,
+		CORSOrigins:       a.cfg.CORSOrigins,
+		Console:           a.cfg.Console,
+		MetricsPublic:     a.cfg.MetricsPublic,
+		PublicURL:         a.cfg.PublicBase(),
+		PublicURLFromHost: a.cfg.Env == "development",
+		Stopping:          stopping,
+		TracerProvider:    a.tracer,
+		Version:           readBuild().version,
+		GraphQLLimits: gqltransport.Limits{
 			MaxDepth:         a.cfg.GraphQLMaxDepth,
 			MaxComplexity:    a.cfg.GraphQLMaxComplexity,
 			MaxRootMutations: a.cfg.GraphQLMaxRootMutations,
 			Introspection:    a.cfg.GraphQLIntrospection,
 		},
-		WebSocketLimits: graph.WSLimits{
+		WebSocketLimits: gqltransport.WSLimits{
 			MaxSubscriptions: a.cfg.WSMaxSubscriptions,
 			MessageRate:      cmp.Or(a.cfg.WSMessageRate, -1), // 0: no cap
 			PingInterval:     a.cfg.WSPingInterval,

@@ -8,14 +8,9 @@ import (
 	"github.com/herald-vpn/herald/internal/apikeys"
 	"github.com/herald-vpn/herald/internal/audience"
 	"github.com/herald-vpn/herald/internal/auth"
-	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/idempotency"
-	"github.com/herald-vpn/herald/internal/limits"
-	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/notifications"
-	"github.com/herald-vpn/herald/internal/overview"
-	"github.com/herald-vpn/herald/internal/sessions"
-	"github.com/herald-vpn/herald/internal/subscriptions"
+	"github.com/herald-vpn/herald/internal/services"
 	"github.com/herald-vpn/herald/internal/view"
 	"github.com/herald-vpn/herald/internal/webhooks"
 )
@@ -23,21 +18,7 @@ import (
 // Resolver holds the services the GraphQL door opens onto. It does no work
 // of its own: every rule lives in the services.
 type Resolver struct {
-	Accounts  *accounts.Service
-	APIKeys   *apikeys.Service
-	Sessions  *sessions.Service
-	Messenger *messenger.Service
-	// MessengerBroadcasts are the bot's broadcast jobs.
-	MessengerBroadcasts *messenger.Broadcaster
-	Devices             *devices.Service
-	Notifications       *notifications.Service
-	Idempotency         *idempotency.Service
-	Plans               *subscriptions.Service
-	Webhooks            *webhooks.Service
-	// Overview is the operator console's service at a glance.
-	Overview *overview.Service
-	// Bans are the operators' bans of client addresses.
-	Bans    *limits.Bans
+	services.Services
 	Version string
 }
 

@@ -9,43 +9,16 @@ import (
 
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/api"
-	"github.com/herald-vpn/herald/internal/apikeys"
-	"github.com/herald-vpn/herald/internal/auth"
-	"github.com/herald-vpn/herald/internal/devices"
-	"github.com/herald-vpn/herald/internal/idempotency"
-	"github.com/herald-vpn/herald/internal/limits"
-	"github.com/herald-vpn/herald/internal/messenger"
-	"github.com/herald-vpn/herald/internal/notifications"
-	"github.com/herald-vpn/herald/internal/overview"
-	"github.com/herald-vpn/herald/internal/sessions"
-	"github.com/herald-vpn/herald/internal/subscriptions"
+	"github.com/herald-vpn/herald/internal/services"
 	"github.com/herald-vpn/herald/internal/view"
-	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
-// Handlers holds the services the REST door opens onto.
+// Handlers is the REST door: the services it opens onto, and what its
+// event streams need.
 type Handlers struct {
-	Accounts *accounts.Service
-	APIKeys  *apikeys.Service
-	Sessions *sessions.Service
-	Devices  *devices.Service
-
-	Notifications *notifications.Service
-	Messenger     *messenger.Service
-	// MessengerBroadcasts are the bot's broadcast jobs.
-	MessengerBroadcasts *messenger.Broadcaster
-	Idempotency         *idempotency.Service
-	Plans               *subscriptions.Service
-	Webhooks            *webhooks.Service
-	// Overview is the operator console's service at a glance.
-	Overview *overview.Service
-	// Bans are the operators' bans of client addresses.
-	Bans *limits.Bans
+	services.Services
 	// Stopping is closed when the server shuts down: event streams end.
 	Stopping <-chan struct{}
-	// Authenticator checks an event stream's credential again at each
-	// heartbeat.
-	Authenticator *auth.Authenticator
 	// Streams bound the event streams.
 	Streams StreamLimits
 }

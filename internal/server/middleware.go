@@ -106,7 +106,7 @@ func observe(d Deps, route string, next http.Handler) http.Handler {
 			}
 			span.SetName(route)
 			// A GraphQL operation is a span of its own under this one,
-			// with the graphql.* attributes (internal/graph/trace.go).
+			// with the graphql.* attributes (internal/gqltransport/trace.go).
 			span.SetAttributes(attribute.String("http.route", route), attribute.Int("http.response.status_code", rec.status()))
 			if rec.status() >= 500 {
 				span.SetStatus(codes.Error, http.StatusText(rec.status()))

@@ -11,9 +11,10 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/console"
-	"github.com/herald-vpn/herald/internal/graph"
+	"github.com/herald-vpn/herald/internal/gqltransport"
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/rest"
+	"github.com/herald-vpn/herald/internal/services"
 	"github.com/herald-vpn/herald/internal/telegram"
 )
 
@@ -26,7 +27,7 @@ type route struct {
 }
 
 // addRoutes is the whole HTTP surface in one place.
-func addRoutes(mux *http.ServeMux, d Deps) {
+func addRoutes(mux *http.ServeMux, s services.Services, d Deps) {
 	// The front door: where everything else is. Outside the rate limits.
 	mux.HandleFunc("GET /{$}", index(d.Version, d.Console))
 
@@ -36,8 +37,8 @@ func addRoutes(mux *http.ServeMux, d Deps) {
 	if d.MetricsPublic {
 		mux.Handle("GET /metrics", MetricsHandler(d.Metrics))
 	}
-	mux.HandleFunc("GET /.well-known/jwks.json", jwks(d.Sessions.JWKS()))
-	mux.HandleFunc("GET /.well-known/openid-configuration", discovery(d.Sessions.Issuer(), d.PublicURL, d.PublicURLFromHost, d.TrustedProxies))
+	mux.HandleFunc("GET /.well-known/jwks.json", jwks(s.Sessions.JWKS()))
+	mux.HandleFunc("GET /.well-known/openid-configuration", discovery(s.Sessions.Issuer(), d.PublicURL, d.PublicURLFromHost, d.TrustedProxies))
 
 	// The operator console: static files, outside the envelope and the
 	// rate limits; it calls the API below like any client.
@@ -48,20 +49,20 @@ func addRoutes(mux *http.ServeMux, d Deps) {
 
 	// Telegram's webhook: authenticated by its secret header, outside the
 	// API rate limits (a 429 would only make Telegram redeliver).
-	mux.Handle("/webhooks/telegram", observe(d, "POST /webhooks/telegram", telegramWebhook(d)))
+	mux.Handle("/webhooks/telegram", observe(d, "POST /webhooks/telegram", telegramWebhook(s.Messenger)))
 
-	adm := admission{gate: d.Gate, authn: d.Authenticator}
+	adm := admission{gate: d.Gate, authn: s.Authenticator}
 	cp := newCORSPolicy(d.CORSOrigins)
 
 	// GraphQL: each root field is admitted under the rule its schema
 	// directives declare (@limit, @auth).
 	// Its subscriptions: the same path, upgraded to a WebSocket
 	// (graphql-transport-ws; credentials in connection_init).
-	gql := newGraphQL(d, adm)
-	ws := gql.NewWebSocket(graph.WSConfig{Limits: d.WebSocketLimits, Authenticator: d.Authenticator, Stopping: d.Stopping})
+	gql := newGraphQL(s, d, adm)
+	ws := gql.NewWebSocket(gqltransport.WSConfig{Limits: d.WebSocketLimits, Authenticator: s.Authenticator, Stopping: d.Stopping})
 	overHTTP := cp.wrap([]string{http.MethodGet, http.MethodPost}, gql)
 	mux.Handle("/graphql", observe(d, "/graphql", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if graph.IsUpgrade(r) {
+		if gqltransport.IsUpgrade(r) {
 			ws.ServeHTTP(w, r)
 			return
 		}
@@ -70,7 +71,7 @@ func addRoutes(mux *http.ServeMux, d Deps) {
 
 	// REST under /api/v1, every answer in the envelope (but the OpenAPI
 	// document itself).
-	addREST(mux, d, adm, cp, restRoutes(newREST(d)))
+	addREST(mux, d, adm, cp, restRoutes(newREST(s, d)))
 }
 
 // webhooksManage is the rule of the webhook management routes.
@@ -178,7 +179,7 @@ func addREST(mux *http.ServeMux, d Deps, adm api.Admission, cp *corsPolicy, rout
 // nothing; a body over 1 MiB gets 413, one that is not an update 400. A
 // processed update (or a replay of one) gets 200; a database failure 500
 // or 503, which makes Telegram deliver it again.
-func telegramWebhook(d Deps) http.Handler {
+func telegramWebhook(bot *messenger.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
@@ -190,7 +191,7 @@ func telegramWebhook(d Deps) http.Handler {
 		if present && len(got) > 0 {
 			secret = got[0]
 		}
-		if err := d.Messenger.CheckWebhookSecret(secret, present && len(got) > 0); err != nil {
+		if err := bot.CheckWebhookSecret(secret, present && len(got) > 0); err != nil {
 			api.WriteError(w, r, err)
 			return
 		}
@@ -206,7 +207,7 @@ func telegramWebhook(d Deps) http.Handler {
 		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), messenger.WebhookTimeout)
 		defer cancel()
-		if err := d.Messenger.HandleUpdate(ctx, u); err != nil {
+		if err := bot.HandleUpdate(ctx, u); err != nil {
 			api.WriteError(w, r.WithContext(ctx), err)
 			return
 		}

@@ -13,24 +13,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/api"
-	"github.com/herald-vpn/herald/internal/apikeys"
 	"github.com/herald-vpn/herald/internal/apperr"
-	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/console"
-	"github.com/herald-vpn/herald/internal/devices"
+	"github.com/herald-vpn/herald/internal/gqltransport"
 	"github.com/herald-vpn/herald/internal/graph"
-	"github.com/herald-vpn/herald/internal/idempotency"
 	"github.com/herald-vpn/herald/internal/limits"
-	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/metrics"
-	"github.com/herald-vpn/herald/internal/notifications"
-	"github.com/herald-vpn/herald/internal/overview"
 	"github.com/herald-vpn/herald/internal/rest"
-	"github.com/herald-vpn/herald/internal/sessions"
-	"github.com/herald-vpn/herald/internal/subscriptions"
-	"github.com/herald-vpn/herald/internal/webhooks"
+	"github.com/herald-vpn/herald/internal/services"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -40,28 +31,14 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
-// Deps is everything the HTTP surface needs.
+// Deps are the HTTP surface's settings and its plumbing: what the server
+// needs besides the services the doors open onto.
 type Deps struct {
-	Logger    *slog.Logger
-	DB        Pinger
-	Metrics   *metrics.Metrics
-	Accounts  *accounts.Service
-	APIKeys   *apikeys.Service
-	Sessions  *sessions.Service
-	Messenger *messenger.Service
-	// MessengerBroadcasts are the bot's broadcast jobs.
-	MessengerBroadcasts *messenger.Broadcaster
-	Devices             *devices.Service
-	Notifications       *notifications.Service
-	Idempotency         *idempotency.Service
-	Plans               *subscriptions.Service
-	Webhooks            *webhooks.Service
-	// Overview is the operator console's service at a glance.
-	Overview *overview.Service
-	// Bans are the operators' bans of client addresses.
-	Bans          *limits.Bans
-	Gate          *limits.Gate
-	Authenticator *auth.Authenticator
+	Logger  *slog.Logger
+	DB      Pinger
+	Metrics *metrics.Metrics
+	// Gate is the rate limiter every request is admitted by.
+	Gate *limits.Gate
 	// Degraded reports subsystems running in a fallback mode (for
 	// /readyz), such as the rate limiter counting in memory because Redis
 	// is unreachable.
@@ -72,9 +49,9 @@ type Deps struct {
 	// empty: no CORS headers.
 	CORSOrigins   []string
 	Version       string
-	GraphQLLimits graph.Limits
+	GraphQLLimits gqltransport.Limits
 	// WebSocketLimits bound GraphQL subscriptions over WebSocket.
-	WebSocketLimits graph.WSLimits
+	WebSocketLimits gqltransport.WSLimits
 	// EventStreams bound the REST event streams (Server-Sent Events).
 	EventStreams rest.StreamLimits
 	// Stopping is closed when the server begins to shut down: live streams
@@ -112,10 +89,10 @@ func MetricsHandler(m *metrics.Metrics) http.Handler {
 	return mux
 }
 
-// NewServer returns the whole HTTP handler.
-func NewServer(d Deps) http.Handler {
+// NewServer returns the whole HTTP handler over the services s.
+func NewServer(s services.Services, d Deps) http.Handler {
 	mux := http.NewServeMux()
-	addRoutes(mux, d)
+	addRoutes(mux, s, d)
 	return withRequestInfo(d, mux)
 }
 
@@ -171,13 +148,13 @@ func readyz(db Pinger, degraded func() map[string]string) http.HandlerFunc {
 }
 
 // newGraphQL builds the GraphQL door.
-func newGraphQL(d Deps, adm api.Admission) *graph.Handler {
-	return graph.NewHandler(&graph.Resolver{Accounts: d.Accounts, APIKeys: d.APIKeys, Sessions: d.Sessions, Messenger: d.Messenger, MessengerBroadcasts: d.MessengerBroadcasts, Devices: d.Devices, Notifications: d.Notifications, Plans: d.Plans, Webhooks: d.Webhooks, Idempotency: d.Idempotency, Overview: d.Overview, Bans: d.Bans, Version: d.Version}, d.GraphQLLimits, adm)
+func newGraphQL(s services.Services, d Deps, adm api.Admission) *gqltransport.Handler {
+	return gqltransport.NewHandler(graph.NewSchema(&graph.Resolver{Services: s, Version: d.Version}), d.GraphQLLimits, adm)
 }
 
 // newREST builds the REST door's handlers.
-func newREST(d Deps) *rest.Handlers {
-	return &rest.Handlers{Accounts: d.Accounts, APIKeys: d.APIKeys, Sessions: d.Sessions, Devices: d.Devices, Plans: d.Plans, Webhooks: d.Webhooks, Notifications: d.Notifications, Messenger: d.Messenger, MessengerBroadcasts: d.MessengerBroadcasts, Idempotency: d.Idempotency, Overview: d.Overview, Bans: d.Bans, Stopping: d.Stopping, Authenticator: d.Authenticator, Streams: d.EventStreams}
+func newREST(s services.Services, d Deps) *rest.Handlers {
+	return &rest.Handlers{Services: s, Stopping: d.Stopping, Streams: d.EventStreams}
 }
 
 // discovery publishes the subset of OpenID Provider metadata that standard

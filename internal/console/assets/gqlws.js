@@ -1,7 +1,7 @@
 // A minimal client of graphql-transport-ws (the graphql-ws library's
 // protocol), which Herald serves on /graphql for subscriptions: one
 // WebSocket per subscription, the session's access token in
-// connection_init as {Authorization: "Bearer …"} (internal/graph/ws.go).
+// connection_init as {Authorization: "Bearer …"} (internal/gqltransport/ws.go).
 import { ApiError, token } from "./api.js";
 
 const protocol = "graphql-transport-ws";

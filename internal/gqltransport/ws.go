@@ -1,4 +1,4 @@
-package graph
+package gqltransport
 
 import (
 	"context"
@@ -557,7 +557,7 @@ func (x *wsConn) start(ctx context.Context, id string, sub *wsSub, p subscribePa
 		}
 	}
 	if op != nil {
-		if ae := checkInputs(h.schema, op, doc.Fragments, p.Variables); ae != nil {
+		if ae := checkInputs(h.schema, h.inputErrors, op, doc.Fragments, p.Variables); ae != nil {
 			x.refuse(id, sub, gqlerror.List{codeError(ae)})
 			return nil, ctx
 		}

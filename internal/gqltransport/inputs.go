@@ -1,4 +1,4 @@
-package graph
+package gqltransport
 
 import (
 	"encoding/json"
@@ -11,20 +11,14 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 )
 
-// inputErrorCodes names input types whose missing or malformed fields are
-// the spec's own error (sendNotificationToAll: INVALID_INPUT, 400) rather
-// than a GraphQL validation error.
-var inputErrorCodes = map[string]apperr.Code{
-	"NotificationInput": apperr.InvalidInput,
-}
-
 // checkInputs looks, before validation, at every argument of op's root
-// fields whose type holds one of inputErrorCodes' input types, and refuses
+// fields whose type holds one of the input types of codes (the schema's
+// InputErrors), and refuses
 // one that does not conform to the schema (a required field missing or
 // null, a field of the wrong type, an unknown field) with that type's code.
 // It reads the schema, not validation messages, so it does not depend on
 // gqlparser's wording. Other problems are left to validation.
-func checkInputs(schema *ast.Schema, op *ast.OperationDefinition, fragments ast.FragmentDefinitionList, vars map[string]any) *apperr.Error {
+func checkInputs(schema *ast.Schema, codes map[string]apperr.Code, op *ast.OperationDefinition, fragments ast.FragmentDefinitionList, vars map[string]any) *apperr.Error {
 	root := schema.Query
 	if op.Operation == ast.Mutation {
 		root = schema.Mutation
@@ -38,7 +32,7 @@ func checkInputs(schema *ast.Schema, op *ast.OperationDefinition, fragments ast.
 			continue
 		}
 		for _, ad := range def.Arguments {
-			typ, code := guardedType(schema, ad.Type)
+			typ, code := guardedType(schema, codes, ad.Type)
 			if code == "" {
 				continue
 			}
@@ -59,11 +53,11 @@ func checkInputs(schema *ast.Schema, op *ast.OperationDefinition, fragments ast.
 	return nil
 }
 
-// guardedType returns the input type of inputErrorCodes that t is (or is a
-// list of), and its code.
-func guardedType(schema *ast.Schema, t *ast.Type) (string, apperr.Code) {
+// guardedType returns the input type of codes that t is (or is a list
+// of), and its code.
+func guardedType(schema *ast.Schema, codes map[string]apperr.Code, t *ast.Type) (string, apperr.Code) {
 	name := t.Name()
-	code, ok := inputErrorCodes[name]
+	code, ok := codes[name]
 	if !ok || schema.Types[name] == nil || schema.Types[name].Kind != ast.InputObject {
 		return "", ""
 	}

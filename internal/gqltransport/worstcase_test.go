@@ -1,4 +1,4 @@
-package graph
+package gqltransport
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/herald-vpn/herald/internal/api"
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
+	"github.com/herald-vpn/herald/internal/graph"
 )
 
 // The documents a client can send to make the GraphQL door work hardest
@@ -147,7 +148,7 @@ func (nopAdmission) Admit(ctx context.Context, _ http.ResponseWriter, _ []auth.R
 var testLimits = Limits{MaxDepth: 10, MaxComplexity: 200, MaxRootMutations: 10, Introspection: true}
 
 func newTestHandler() *Handler {
-	return NewHandler(&Resolver{Version: "dev"}, testLimits, nopAdmission{})
+	return NewHandler(graph.NewSchema(&graph.Resolver{Version: "dev"}), testLimits, nopAdmission{})
 }
 
 // post serves one POST /graphql with the query and returns the recorder.

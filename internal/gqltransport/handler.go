@@ -1,10 +1,16 @@
-package graph
+// Package gqltransport serves the GraphQL schema of internal/graph: over
+// HTTP (POST, and GET for queries, in the media type the request accepts)
+// and over WebSocket (graphql-transport-ws, for subscriptions). It is
+// Herald's own transport over gqlgen's executor, so that every document
+// is bounded before validation, every operation is admitted by the doors'
+// one admission before it runs, and each error's HTTP status comes from
+// the catalogue.
+package gqltransport
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"sort"
 	"strings"
@@ -17,7 +23,7 @@ import (
 	"github.com/herald-vpn/herald/internal/api"
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
-	"github.com/herald-vpn/herald/internal/policy"
+	"github.com/herald-vpn/herald/internal/graph"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"go.opentelemetry.io/otel/trace"
@@ -43,34 +49,32 @@ type Handler struct {
 	// rules maps each root field ("Mutation.signup") to the rule it is
 	// admitted under, read once from the schema's @limit and @auth
 	// directives.
-	rules  map[string]auth.Rule
-	limits Limits
-	bounds bounds
-	adm    api.Admission
+	rules map[string]auth.Rule
+	// pageSizes and inputErrors are the schema's (graph.Schema).
+	pageSizes   map[string]graph.PageSize
+	inputErrors map[string]apperr.Code
+	limits      Limits
+	bounds      bounds
+	adm         api.Admission
 }
 
-// NewHandler returns the GraphQL endpoint over the resolver.
-func NewHandler(r *Resolver, limits Limits, adm api.Admission) *Handler {
-	rules := map[string]auth.Rule{}
-	schema := NewExecutableSchema(Config{Schema: describedSchema(), Resolvers: r, Directives: DirectiveRoot{Auth: authDirective(rules)}})
-	maps.Copy(rules, rootFieldRules(schema.Schema()))
-	exec := executor.New(schema)
+// NewHandler returns the GraphQL endpoint over the schema.
+func NewHandler(s graph.Schema, limits Limits, adm api.Admission) *Handler {
+	exec := executor.New(s.Executable)
 	if limits.Introspection {
 		exec.Use(extension.Introspection{})
 	}
 	exec.Use(extension.FixedComplexityLimit(limits.MaxComplexity))
-	// Each operation lists its pages of accounts for their per-record
-	// fields (pages.go).
-	exec.AroundOperations(func(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
-		return next(withRecordPages(ctx))
-	})
+	if s.AroundOperations != nil {
+		exec.AroundOperations(s.AroundOperations)
+	}
 	exec.SetParserTokenLimit(MaxTokens)
 	exec.SetErrorPresenter(presentError)
 	exec.SetRecoverFunc(func(ctx context.Context, p any) error {
 		api.Logger(ctx).ErrorContext(ctx, "panic in resolver", "panic", fmt.Sprint(p))
 		return apperr.New(apperr.Internal)
 	})
-	return &Handler{exec: exec, schema: schema.Schema(), rules: rules, limits: limits, bounds: boundsOf(limits), adm: adm}
+	return &Handler{exec: exec, schema: s.Executable.Schema(), rules: s.Rules, pageSizes: s.PageSizes, inputErrors: s.InputErrors, limits: limits, bounds: boundsOf(limits), adm: adm}
 }
 
 // presentError renders an error as the spec's GraphQL error: message, path
@@ -167,114 +171,163 @@ func (x *exchange) refuseWith(err error) {
 	x.refuse(ae.Status(), gqlerror.List{codeError(ae)})
 }
 
+// execute answers req in four steps, each of which writes its own
+// refusal: parse the document within the bounds, bound what it may do
+// before it is charged, admit it (rate limits and caller, every root field
+// at once), and dispatch it to the executor.
 func (x *exchange) execute(req Request) {
-	h, w, r, ctx := x.h, x.w, x.r, x.ctx
-	// Parsed alone first: a document over the bounds is refused before
-	// validation can spend time on it, a document that parses names its
-	// root fields for every error, and the spec's own input errors are
-	// found by the schema before validation speaks.
-	doc, ae := h.bounds.parseBounded(req.Query)
-	if ae != nil {
-		x.refuseWith(ae)
+	// The operation's span, once parse has started it, ends with the
+	// answer; until then it is a no-op span.
+	defer func() { x.span.End() }()
+	doc, op, ok := x.parse(req)
+	if !ok {
 		return
 	}
-	var op *ast.OperationDefinition
+	opCtx, fields, ok := x.bound(req, doc, op)
+	if !ok {
+		return
+	}
+	if !x.admit(opCtx, fields) {
+		return
+	}
+	x.dispatch(opCtx)
+}
+
+// parse reads the document alone first, within the bounds (bounds.go): a
+// document over them is refused before validation can spend time on it,
+// a document that parses names its root fields for every error, and the
+// spec's own input errors are found by the schema before validation
+// speaks. The operation picked (nil when the document does not parse or
+// names no such operation) gets its span.
+func (x *exchange) parse(req Request) (doc *ast.QueryDocument, op *ast.OperationDefinition, ok bool) {
+	doc, ae := x.h.bounds.parseBounded(req.Query)
+	if ae != nil {
+		x.refuseWith(ae)
+		return nil, nil, false
+	}
 	if doc != nil {
 		op = doc.Operations.ForName(req.OperationName)
 	}
 	if op != nil {
 		x.ctx, x.span = startOperationSpan(x.ctx, op)
-		ctx = x.ctx
-		defer x.span.End()
 	}
-	if !h.limits.Introspection && op != nil {
-		for _, f := range rootFieldsOf(op.SelectionSet, doc.Fragments, nil) {
-			if isIntrospection(f.Name) {
-				e := codeError(apperr.Newf(apperr.GraphQLInvalid, "Introspection is switched off on this server: %s is not answered.", f.Name))
-				e.Path = ast.Path{ast.PathName(f.Alias)}
-				x.refuse(statusOf(e), gqlerror.List{e})
-				return
-			}
-		}
-	}
-	// GET is safe: it runs queries, never mutations.
-	if r.Method == http.MethodGet && op != nil && op.Operation != ast.Query {
-		w.Header().Set("Allow", http.MethodPost)
-		x.refuseWith(apperr.Newf(apperr.MethodNotAllowed, "A %s cannot be sent with GET; use POST.", op.Operation))
-		return
-	}
-	if op != nil {
-		if ae := checkInputs(h.schema, op, doc.Fragments, req.Variables); ae != nil {
-			e := codeError(ae)
-			if fields := rootFieldsOf(op.SelectionSet, doc.Fragments, nil); len(fields) > 0 {
-				e.Path = ast.Path{ast.PathName(fields[0].Alias)}
-			}
-			x.refuse(ae.Status(), gqlerror.List{e})
-			return
-		}
+	return doc, op, true
+}
+
+// bound is everything a document must pass before it is charged: the
+// checks of the parsed operation, validation, and the checks of the
+// validated one. It returns the validated operation and its root fields.
+func (x *exchange) bound(req Request, doc *ast.QueryDocument, op *ast.OperationDefinition) (*graphql.OperationContext, []*ast.Field, bool) {
+	if op != nil && !x.screen(doc, op, req.Variables) {
+		return nil, nil, false
 	}
 	params := &graphql.RawParams{
 		Query:         req.Query,
 		Variables:     req.Variables,
 		Extensions:    req.Extensions,
 		OperationName: req.OperationName,
-		Headers:       r.Header,
+		Headers:       x.r.Header,
 		ReadTime:      graphql.TraceTiming{Start: x.start, End: graphql.Now()},
 	}
-	opCtx, errs := h.exec.CreateOperationContext(ctx, params)
+	opCtx, errs := x.h.exec.CreateOperationContext(x.ctx, params)
 	if errs != nil {
 		errs = presentList(op, doc, errs)
 		x.refuse(statusOf(errs[0]), errs)
-		return
+		return nil, nil, false
 	}
 	fields := rootFieldsOf(opCtx.Operation.SelectionSet, opCtx.Doc.Fragments, nil)
 	noteRootFields(x.span, fields)
-	if ae := h.checkOperation(opCtx); ae != nil {
-		e := codeError(ae)
-		if len(fields) > 0 {
-			e.Path = ast.Path{ast.PathName(fields[0].Alias)}
+	if !x.runnable(opCtx, fields) {
+		return nil, nil, false
+	}
+	return opCtx, fields, true
+}
+
+// screen checks the parsed operation before validation: introspection
+// when it is off, GET for anything but a query, and the arguments whose
+// input types have their own error code (inputs.go).
+func (x *exchange) screen(doc *ast.QueryDocument, op *ast.OperationDefinition, vars map[string]any) bool {
+	h := x.h
+	if !h.limits.Introspection {
+		for _, f := range rootFieldsOf(op.SelectionSet, doc.Fragments, nil) {
+			if isIntrospection(f.Name) {
+				e := codeError(apperr.Newf(apperr.GraphQLInvalid, "Introspection is switched off on this server: %s is not answered.", f.Name))
+				e.Path = ast.Path{ast.PathName(f.Alias)}
+				x.refuse(statusOf(e), gqlerror.List{e})
+				return false
+			}
 		}
+	}
+	// GET is safe: it runs queries, never mutations.
+	if x.r.Method == http.MethodGet && op.Operation != ast.Query {
+		x.w.Header().Set("Allow", http.MethodPost)
+		x.refuseWith(apperr.Newf(apperr.MethodNotAllowed, "A %s cannot be sent with GET; use POST.", op.Operation))
+		return false
+	}
+	if ae := checkInputs(h.schema, h.inputErrors, op, doc.Fragments, vars); ae != nil {
+		e := atFirst(codeError(ae), rootFieldsOf(op.SelectionSet, doc.Fragments, nil))
+		x.refuse(ae.Status(), gqlerror.List{e})
+		return false
+	}
+	return true
+}
+
+// runnable checks the validated operation: its arguments and cost
+// (checkOperation), that it is not a subscription (served over
+// WebSocket), and that a mutation has at most MaxRootMutations root
+// fields.
+func (x *exchange) runnable(opCtx *graphql.OperationContext, fields []*ast.Field) bool {
+	h := x.h
+	if ae := h.checkOperation(opCtx); ae != nil {
+		e := atFirst(codeError(ae), fields)
 		x.refuse(statusOf(e), gqlerror.List{e})
-		return
+		return false
 	}
 	if opCtx.Operation.Operation == ast.Subscription {
-		e := codeError(apperr.Newf(apperr.GraphQLInvalid, "Subscriptions are served over WebSocket on this path, with the graphql-transport-ws protocol."))
-		if len(fields) > 0 {
-			e.Path = ast.Path{ast.PathName(fields[0].Alias)}
-		}
+		e := atFirst(codeError(apperr.Newf(apperr.GraphQLInvalid, "Subscriptions are served over WebSocket on this path, with the graphql-transport-ws protocol.")), fields)
 		x.refuse(statusOf(e), gqlerror.List{e})
-		return
+		return false
 	}
 	if opCtx.Operation.Operation == ast.Mutation && len(fields) > h.limits.MaxRootMutations {
 		x.refuseWith(apperr.Newf(apperr.QueryTooComplex, "The document has %d mutation fields; at most %d are allowed.", len(fields), h.limits.MaxRootMutations).With("limit", h.limits.MaxRootMutations))
-		return
+		return false
 	}
-	api.Info(ctx).Operation = OperationName(opCtx.Operation)
-	api.Info(ctx).MetricOperation = operationLabel(fields)
-	// Every root field is charged before any runs, so a document that does
-	// not fit is refused whole, before any side effect.
-	ctx, err := h.adm.Admit(ctx, w, h.rulesOf(opCtx.Operation.Operation, fields))
+	return true
+}
+
+// admit names the operation for the log and the metrics, and charges
+// every root field before any runs, so that a document that does not fit
+// is refused whole, before any side effect.
+func (x *exchange) admit(opCtx *graphql.OperationContext, fields []*ast.Field) bool {
+	api.Info(x.ctx).Operation = OperationName(opCtx.Operation)
+	api.Info(x.ctx).MetricOperation = operationLabel(fields)
+	ctx, err := x.h.adm.Admit(x.ctx, x.w, x.h.rulesOf(opCtx.Operation.Operation, fields))
 	if api.ClientGone(ctx, err) {
-		api.WriteClientGone(w, r)
-		return
+		api.WriteClientGone(x.w, x.r)
+		return false
 	}
 	if err != nil {
 		ae := api.Classify(err)
-		e := codeError(ae)
-		if len(fields) > 0 {
-			e.Path = ast.Path{ast.PathName(fields[0].Alias)}
-		}
+		e := atFirst(codeError(ae), fields)
 		noteFailure(x.span, gqlerror.List{e})
-		x.m.writeErrors(w, ae.Status(), gqlerror.List{e})
-		return
+		x.m.writeErrors(x.w, ae.Status(), gqlerror.List{e})
+		return false
 	}
-	handle, ctx := h.exec.DispatchOperation(ctx, opCtx)
+	x.ctx = ctx
+	return true
+}
+
+// dispatch runs the admitted operation and writes its answer: 200 with
+// its data, or, when it answered errors and no data, the status of the
+// first error.
+func (x *exchange) dispatch(opCtx *graphql.OperationContext) {
+	handle, ctx := x.h.exec.DispatchOperation(x.ctx, opCtx)
 	resp := handle(ctx)
 	if resp == nil {
 		return
 	}
-	if r.Context().Err() != nil {
-		api.WriteClientGone(w, r)
+	if x.r.Context().Err() != nil {
+		api.WriteClientGone(x.w, x.r)
 		return
 	}
 	status := http.StatusOK
@@ -283,7 +336,16 @@ func (x *exchange) execute(req Request) {
 		resp.Data = nil
 		noteFailure(x.span, resp.Errors)
 	}
-	x.m.writeResponse(w, status, resp)
+	x.m.writeResponse(x.w, status, resp)
+}
+
+// atFirst places e at the first root field's response key, as every
+// error of an operation is placed (none: e as it is).
+func atFirst(e *gqlerror.Error, fields []*ast.Field) *gqlerror.Error {
+	if len(fields) > 0 {
+		e.Path = ast.Path{ast.PathName(fields[0].Alias)}
+	}
+	return e
 }
 
 // checkOperation is what a validated operation must pass before it runs:
@@ -293,35 +355,7 @@ func (h *Handler) checkOperation(opCtx *graphql.OperationContext) *apperr.Error 
 	if ae := checkArguments(h.schema, opCtx.Operation, opCtx.Variables); ae != nil {
 		return ae
 	}
-	return checkCost(opCtx.Operation, opCtx.Variables)
-}
-
-// rootFieldRules reads the rule of every root field from its definition:
-// @limit(tier: "auth") is the auth tier; @auth is protected, or admin with
-// that scope.
-func rootFieldRules(schema *ast.Schema) map[string]auth.Rule {
-	rules := map[string]auth.Rule{}
-	for _, root := range []*ast.Definition{schema.Query, schema.Mutation, schema.Subscription} {
-		if root == nil {
-			continue
-		}
-		for _, def := range root.Fields {
-			var r auth.Rule
-			if d := def.Directives.ForName("limit"); d != nil {
-				if a := d.Arguments.ForName("tier"); a != nil && a.Value.Raw == policy.TierAuth {
-					r = auth.ForAuthTier
-				}
-			}
-			if d := def.Directives.ForName("auth"); d != nil {
-				r = auth.Protected
-				if a := d.Arguments.ForName("scope"); a != nil && a.Value.Raw != "" {
-					r = auth.Scoped(a.Value.Raw)
-				}
-			}
-			rules[root.Name+"."+def.Name] = r
-		}
-	}
-	return rules
+	return checkCost(h.pageSizes, opCtx.Operation, opCtx.Variables)
 }
 
 // rulesOf is the rule of each root field of an operation.
@@ -335,26 +369,6 @@ func (h *Handler) rulesOf(op ast.Operation, fields []*ast.Field) []auth.Rule {
 		out[i] = h.rules[root+"."+f.Name]
 	}
 	return out
-}
-
-// authDirective enforces @auth before the field's resolver runs: the rule
-// the field was admitted under, read from the same table, checked against
-// the request's one authentication.
-func authDirective(rules map[string]auth.Rule) func(ctx context.Context, obj any, next graphql.Resolver, scope *string) (any, error) {
-	return func(ctx context.Context, _ any, next graphql.Resolver, scope *string) (any, error) {
-		fc := graphql.GetFieldContext(ctx)
-		rule, ok := rules[fc.Object+"."+fc.Field.Name]
-		if !ok {
-			rule = auth.Protected
-			if scope != nil && *scope != "" {
-				rule.Scope = *scope
-			}
-		}
-		if err := rule.Permit(auth.ResultOf(ctx)); err != nil {
-			return nil, err
-		}
-		return next(ctx)
-	}
 }
 
 // The metrics labels of operations besides a root field's name.

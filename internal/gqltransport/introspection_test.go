@@ -1,11 +1,13 @@
-package graph
+package gqltransport
 
 import (
 	"encoding/json"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
+	"github.com/herald-vpn/herald/internal/graph"
 	"github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 )
@@ -95,7 +97,11 @@ func introspect(t *testing.T, h http.Handler) introspected {
 // field's description (and that of any field with @auth) has a paragraph
 // more saying what it needs, from its @auth directive.
 func TestIntrospectionServesTheSchemaFile(t *testing.T) {
-	file := gqlparser.MustLoadSchema(&ast.Source{Name: "schema.graphqls", Input: schemaSource})
+	source, err := os.ReadFile("../graph/schema.graphqls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := gqlparser.MustLoadSchema(&ast.Source{Name: "schema.graphqls", Input: string(source)})
 	got := introspect(t, newTestHandler()).Schema
 	if got.QueryType.Name != "Query" || got.MutationType.Name != "Mutation" {
 		t.Errorf("roots %q %q", got.QueryType.Name, got.MutationType.Name)
@@ -225,7 +231,7 @@ func TestIntrospectionServesTheSchemaFile(t *testing.T) {
 func TestIntrospectionOff(t *testing.T) {
 	limits := testLimits
 	limits.Introspection = false
-	h := NewHandler(&Resolver{Version: "dev"}, limits, nopAdmission{})
+	h := NewHandler(graph.NewSchema(&graph.Resolver{Version: "dev"}), limits, nopAdmission{})
 	for _, doc := range []string{
 		introspectionQuery(t, "default"),
 		`{ __type(name: "Query") { name } }`,

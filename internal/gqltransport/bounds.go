@@ -1,16 +1,11 @@
-package graph
+package gqltransport
 
 import (
 	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
-	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/apperr"
-	"github.com/herald-vpn/herald/internal/devices"
-	"github.com/herald-vpn/herald/internal/limits"
-	"github.com/herald-vpn/herald/internal/messenger"
-	"github.com/herald-vpn/herald/internal/notifications"
-	"github.com/herald-vpn/herald/internal/webhooks"
+	"github.com/herald-vpn/herald/internal/graph"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/lexer"
 	"github.com/vektah/gqlparser/v2/parser"
@@ -329,24 +324,9 @@ const (
 	AssumedListSize = 10
 )
 
-// pageSize is the default and the largest page of a field with a first
-// argument, as its service applies them.
-type pageSize struct{ def, max int }
-
-// pageSizes are the schema's paged fields ("Type.field"); every field with
-// a first argument has its row (TestEveryPagedFieldHasItsSize).
-var pageSizes = map[string]pageSize{
-	"Query.users":                {accounts.DefaultUsersPage, accounts.MaxUsersPage},
-	"Query.devices":              {devices.DefaultPageSize, devices.MaxPageSize},
-	"Query.notificationJobs":     {notifications.DefaultPageSize, notifications.MaxPageSize},
-	"Query.messengerSubscribers": {messenger.DefaultPageSize, messenger.MaxPageSize},
-	"Query.webhookDeliveries":    {webhooks.DefaultPageSize, webhooks.MaxPageSize},
-	"Query.bans":                 {limits.DefaultBansPage, limits.MaxBansPage},
-}
-
 // checkCost refuses a validated operation that costs more than MaxCost.
-func checkCost(op *ast.OperationDefinition, vars map[string]any) *apperr.Error {
-	if (coster{vars: vars, limit: MaxCost}).selections(op.SelectionSet, 0) > MaxCost {
+func checkCost(pages map[string]graph.PageSize, op *ast.OperationDefinition, vars map[string]any) *apperr.Error {
+	if (coster{pages: pages, vars: vars, limit: MaxCost}).selections(op.SelectionSet, 0) > MaxCost {
 		return tooComplex(MaxCost, "The operation can answer more than %d values, counting each field once per element of the lists it is in "+
 			"(a page by its first argument, or its default size): ask for smaller pages or fewer fields.", MaxCost)
 	}
@@ -356,6 +336,7 @@ func checkCost(op *ast.OperationDefinition, vars map[string]any) *apperr.Error {
 // coster counts an operation's cost up to limit+1: past the bound the
 // exact figure does not matter, and nested pages would overflow.
 type coster struct {
+	pages map[string]graph.PageSize // the schema's paged fields
 	vars  map[string]any
 	limit int
 }
@@ -413,7 +394,7 @@ func (c coster) pageSizeOf(f *ast.Field) int {
 	if f.ObjectDefinition == nil {
 		return 0
 	}
-	size, ok := pageSizes[f.ObjectDefinition.Name+"."+f.Name]
+	size, ok := c.pages[f.ObjectDefinition.Name+"."+f.Name]
 	if !ok {
 		return 0
 	}
@@ -425,9 +406,9 @@ func (c coster) pageSizeOf(f *ast.Field) int {
 	}
 	switch {
 	case n <= 0:
-		return size.def
-	case n > size.max:
-		return size.max
+		return size.Default
+	case n > size.Max:
+		return size.Max
 	}
 	return n
 }

@@ -1,4 +1,4 @@
-package graph
+package gqltransport
 
 import (
 	"fmt"
@@ -75,7 +75,8 @@ func FuzzParseBounded(f *testing.F) {
 // The cost of validated operations: each field once per element of the
 // lists it is in, a page by its first (or default) size.
 func TestOperationCost(t *testing.T) {
-	schema := newTestHandler().schema
+	h := newTestHandler()
+	schema := h.schema
 	sessions := `sessions { id createdAt lastUsedAt userAgent ip }`
 	chat := `messengerChat { chatId status }`
 	aliased := func(n int, field string) string {
@@ -124,11 +125,11 @@ func TestOperationCost(t *testing.T) {
 				t.Fatal(err)
 			}
 			op := doc.Operations[0]
-			cost := (coster{vars: vars, limit: MaxCost}).selections(op.SelectionSet, 0)
+			cost := (coster{pages: h.pageSizes, vars: vars, limit: MaxCost}).selections(op.SelectionSet, 0)
 			if c.cost != 0 && cost != c.cost {
 				t.Errorf("cost %d, want %d", cost, c.cost)
 			}
-			ae := checkCost(op, vars)
+			ae := checkCost(h.pageSizes, op, vars)
 			if (ae != nil) != c.refused {
 				t.Fatalf("cost %d: refused %v, want refused %v", cost, ae, c.refused)
 			}
@@ -154,30 +155,5 @@ func TestCostRefusal(t *testing.T) {
 	// One such page is within the bound: it goes on to @auth.
 	if rec := post(newTestHandler(), "{ "+page+" }"); rec.Code != 401 {
 		t.Fatalf("one page: %d %s", rec.Code, rec.Body)
-	}
-}
-
-// Every field with a first argument has its page size, and every page
-// size is a field with a first argument.
-func TestEveryPagedFieldHasItsSize(t *testing.T) {
-	schema := newTestHandler().schema
-	paged := map[string]bool{}
-	for _, def := range schema.Types {
-		if strings.HasPrefix(def.Name, "__") {
-			continue
-		}
-		for _, f := range def.Fields {
-			if f.Arguments.ForName("first") != nil {
-				paged[def.Name+"."+f.Name] = true
-				if _, ok := pageSizes[def.Name+"."+f.Name]; !ok {
-					t.Errorf("%s.%s takes first but has no page size", def.Name, f.Name)
-				}
-			}
-		}
-	}
-	for name := range pageSizes {
-		if !paged[name] {
-			t.Errorf("pageSizes has %s, which takes no first", name)
-		}
 	}
 }

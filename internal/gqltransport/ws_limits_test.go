@@ -1,4 +1,4 @@
-package graph
+package gqltransport
 
 import (
 	"context"
@@ -14,7 +14,9 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/herald-vpn/herald/internal/api"
 	"github.com/herald-vpn/herald/internal/auth"
+	"github.com/herald-vpn/herald/internal/graph"
 	"github.com/herald-vpn/herald/internal/messenger"
+	"github.com/herald-vpn/herald/internal/services"
 )
 
 // wsWait bounds each read of the test client, and each wait for a close:
@@ -39,7 +41,7 @@ func wsServer(t *testing.T, lim WSLimits) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := NewHandler(&Resolver{Version: "dev", Messenger: bot}, testLimits, nopAdmission{})
+	h := NewHandler(graph.NewSchema(&graph.Resolver{Version: "dev", Services: services.Services{Messenger: bot}}), testLimits, nopAdmission{})
 	stopping := make(chan struct{})
 	ws := h.NewWebSocket(WSConfig{Limits: lim, Authenticator: auth.NewAuthenticator(anyToken{}, nil), Stopping: stopping})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

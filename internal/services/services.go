@@ -1,0 +1,46 @@
+// Package services is the one bag of domain services that both API doors
+// open onto: the app builds it once (cmd/herald's openApp), the REST
+// handlers (rest.Handlers) and the GraphQL resolver (graph.Resolver) embed
+// it. Adding a service is a field here and the line that builds it.
+//
+// Only the doors and the app import this package; the domain packages it
+// names never do.
+package services
+
+import (
+	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/apikeys"
+	"github.com/herald-vpn/herald/internal/auth"
+	"github.com/herald-vpn/herald/internal/devices"
+	"github.com/herald-vpn/herald/internal/idempotency"
+	"github.com/herald-vpn/herald/internal/limits"
+	"github.com/herald-vpn/herald/internal/messenger"
+	"github.com/herald-vpn/herald/internal/notifications"
+	"github.com/herald-vpn/herald/internal/overview"
+	"github.com/herald-vpn/herald/internal/sessions"
+	"github.com/herald-vpn/herald/internal/subscriptions"
+	"github.com/herald-vpn/herald/internal/webhooks"
+)
+
+// Services are the domain services a request reaches.
+type Services struct {
+	Accounts  *accounts.Service
+	APIKeys   *apikeys.Service
+	Sessions  *sessions.Service
+	Messenger *messenger.Service
+	// MessengerBroadcasts are the bot's broadcast jobs.
+	MessengerBroadcasts *messenger.Broadcaster
+	Devices             *devices.Service
+	Notifications       *notifications.Service
+	Idempotency         *idempotency.Service
+	Plans               *subscriptions.Service
+	Webhooks            *webhooks.Service
+	// Overview is the operator console's service at a glance; only a
+	// server builds it (it reports the server's rate limiter).
+	Overview *overview.Service
+	// Bans are the operators' bans of client addresses.
+	Bans *limits.Bans
+	// Authenticator checks a credential: the server's admission once per
+	// request, live streams again at each heartbeat.
+	Authenticator *auth.Authenticator
+}
