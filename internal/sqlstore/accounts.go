@@ -8,7 +8,6 @@ import (
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/herald-vpn/herald/internal/subscriptions"
-	"github.com/herald-vpn/herald/internal/webhooks"
 	"github.com/riverqueue/river"
 )
 
@@ -91,11 +90,7 @@ func (db *DB) CreateAccount(ctx context.Context, n accounts.NewAccount) (account
 				return err
 			}
 		}
-		data := map[string]any{"userId": n.ID, "email": n.Email, "emailVerified": n.Verified, "plan": subscriptions.Trial, "expiresAt": trialEnd.UTC()}
-		if applied {
-			data["referrerId"] = referrerID
-		}
-		return tx.emitEvent(ctx, webhooks.UserCreated, data)
+		return tx.emit(ctx, accounts.UserCreated{UserID: n.ID, Email: n.Email, EmailVerified: n.Verified, Plan: subscriptions.Trial, ExpiresAt: trialEnd.UTC(), ReferrerID: referrerID})
 	})
 	if err != nil {
 		return accounts.Account{}, false, err
@@ -144,8 +139,7 @@ func (db *DB) SetSubscription(ctx context.Context, accountID, plan string, expir
 		if _, err := tx.q.exec(ctx, `UPDATE accounts SET subscription_plan = ?, subscription_expires_at = ?, subscription_updated_at = ? WHERE id = ?`, plan, expires, tx.now, accountID); err != nil {
 			return err
 		}
-		return tx.emitEvent(ctx, webhooks.UserSubscriptionChanged, map[string]any{
-			"userId": accountID, "plan": plan, "expiresAt": expires.UTC(), "previousPlan": cur.Plan, "previousExpiresAt": cur.ExpiresAt.UTC()})
+		return tx.emit(ctx, subscriptions.Changed(accountID, cur, subscriptions.Subscription{Plan: plan, ExpiresAt: expires}))
 	})
 	if err != nil {
 		return subscriptions.Subscription{}, false, err
@@ -323,7 +317,7 @@ func (tx *Tx) applyCodeEffect(ctx context.Context, accountID string, e accounts.
 			return err
 		}
 		if n > 0 {
-			if err := tx.emitEvent(ctx, webhooks.UserVerified, map[string]any{"userId": accountID, "emailVerified": true}); err != nil {
+			if err := tx.emit(ctx, accounts.UserVerified{UserID: accountID, EmailVerified: true}); err != nil {
 				return err
 			}
 		}
@@ -332,7 +326,7 @@ func (tx *Tx) applyCodeEffect(ctx context.Context, accountID string, e accounts.
 		if _, err := tx.q.exec(ctx, `UPDATE accounts SET password_hash = ? WHERE id = ?`, e.NewPasswordHash, accountID); err != nil {
 			return err
 		}
-		if err := tx.emitEvent(ctx, webhooks.UserPasswordReset, map[string]any{"userId": accountID, "sessionsRevoked": e.RevokeSessions}); err != nil {
+		if err := tx.emit(ctx, accounts.UserPasswordReset{UserID: accountID, SessionsRevoked: e.RevokeSessions}); err != nil {
 			return err
 		}
 	}

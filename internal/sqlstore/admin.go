@@ -8,7 +8,6 @@ import (
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/storage"
-	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
 // recordCounts are the counts of the admin record: active devices and
@@ -152,7 +151,7 @@ func (db *DB) SetDisabled(ctx context.Context, id string, disabled bool, reason 
 		if !disabled {
 			return nil
 		}
-		if err := tx.emitEvent(ctx, webhooks.UserDisabled, map[string]any{"userId": id, "reason": reason}); err != nil {
+		if err := tx.emit(ctx, accounts.UserDisabled{UserID: id, Reason: reason}); err != nil {
 			return err
 		}
 		return tx.revokeAllSessions(ctx, id)
@@ -197,7 +196,7 @@ func (db *DB) DeleteAccount(ctx context.Context, id string, allow func(accounts.
 		if err := tx.scrubAccountEvents(ctx, id); err != nil {
 			return err
 		}
-		if err := tx.emitEvent(ctx, webhooks.UserDeleted, map[string]any{"userId": id}); err != nil {
+		if err := tx.emit(ctx, accounts.UserDeleted{UserID: id}); err != nil {
 			return err
 		}
 		// The sessions' rows are gone; every replica forgets them too.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/storage"
-	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
 const subscriberColumns = `chat_id, username, first_name, start_payload, status, subscribed_since, updated_at, user_id`
@@ -106,17 +105,9 @@ func (tx *Tx) applyTelegramChange(ctx context.Context, c messenger.Change) (mess
 		return out, err
 	}
 	out.After, out.Changed = next, true
-	if out.Before == nil || out.Before.Status != next.Status {
-		typ := map[messenger.SubscriberStatus]string{messenger.Subscribed: webhooks.SubscriberSubscribed,
-			messenger.Unsubscribed: webhooks.SubscriberUnsubscribed, messenger.Blocked: webhooks.SubscriberBlocked}[next.Status]
-		data := map[string]any{"chatId": strconv.FormatInt(c.ChatID, 10), "status": string(next.Status)}
-		if next.Status == messenger.Subscribed {
-			data["startPayload"] = next.StartPayload
-		}
-		if typ != "" {
-			if err := tx.emitEvent(ctx, typ, data); err != nil {
-				return out, err
-			}
+	if ev, ok := messenger.StatusEvent(out.Before, *next); ok {
+		if err := tx.emit(ctx, ev); err != nil {
+			return out, err
 		}
 	}
 	return out, nil

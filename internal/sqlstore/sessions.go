@@ -7,7 +7,6 @@ import (
 
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/storage"
-	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
 // CreateSession implements sessions.Store.
@@ -99,7 +98,7 @@ func (db *DB) RotateRefresh(ctx context.Context, oldHash, newHash []byte, grace 
 			if _, err := tx.q.exec(ctx, `UPDATE sessions SET revoked_at = ? WHERE id = ?`, tx.now, sessionID); err != nil {
 				return err
 			}
-			if err := tx.emitEvent(ctx, webhooks.SessionReuseDetected, map[string]any{"userId": s.AccountID, "sessionId": sessionID, "sessionRevoked": true}); err != nil {
+			if err := tx.emit(ctx, sessions.ReuseDetected{UserID: s.AccountID, SessionID: sessionID, SessionRevoked: true}); err != nil {
 				return err
 			}
 			return tx.revoked(ctx, sessions.RevokedSession, sessionID)

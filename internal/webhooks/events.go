@@ -93,6 +93,14 @@ func NewEvent(t string, at time.Time, data any) (Event, error) {
 	return Event{ID: "msg_" + id.String(), Type: t, Payload: body, CreatedAt: at.UTC()}, nil
 }
 
+// Payload is the data of one event type: one Go type per event, owned by
+// the domain package whose change causes the event. Its JSON is the
+// event's data; its fields are declared in the order of their JSON names,
+// as the outbox has always written them.
+type Payload interface {
+	EventType() string
+}
+
 // accountFields are the data fields that name an account: userId, whose
 // event is about the account, and referrerId, the account that referred
 // it. Only user.created holds an email, beside its userId.
@@ -101,13 +109,20 @@ var accountFields = []string{"userId", "referrerId"}
 // NamedAccounts are the ids of the accounts an event's data names, for
 // the store to find an account's events when it is deleted. user.deleted
 // names none: it is what deletion leaves.
-func NamedAccounts(typ string, data map[string]any) []string {
-	if typ == UserDeleted {
+func NamedAccounts(ev Event) []string {
+	if ev.Type == UserDeleted {
+		return nil
+	}
+	var p struct {
+		Data map[string]json.RawMessage `json:"data"`
+	}
+	if json.Unmarshal(ev.Payload, &p) != nil {
 		return nil
 	}
 	var out []string
 	for _, f := range accountFields {
-		if id, ok := data[f].(string); ok && id != "" && !slices.Contains(out, id) {
+		var id string
+		if json.Unmarshal(p.Data[f], &id) == nil && id != "" && !slices.Contains(out, id) {
 			out = append(out, id)
 		}
 	}

@@ -1,0 +1,36 @@
+package messenger
+
+import "github.com/herald-vpn/herald/internal/webhooks"
+
+// SubscriberChanged is the data of messenger.subscriber.subscribed,
+// .unsubscribed and .blocked, its type named by Status (its JSON is the
+// event's data, fields in the order of their JSON names).
+type SubscriberChanged struct {
+	ChatID       string           `json:"chatId"`
+	StartPayload *string          `json:"startPayload,omitempty"` // only when subscribed ("" included)
+	Status       SubscriberStatus `json:"status"`
+}
+
+// subscriberEvents are the event types of the statuses that have one.
+var subscriberEvents = map[SubscriberStatus]string{Subscribed: webhooks.SubscriberSubscribed,
+	Unsubscribed: webhooks.SubscriberUnsubscribed, Blocked: webhooks.SubscriberBlocked}
+
+func (e SubscriberChanged) EventType() string { return subscriberEvents[e.Status] }
+
+// StatusEvent is the event of a chat's subscriber going from before (nil:
+// unknown so far) to after; false when the status did not change or has
+// no event.
+func StatusEvent(before *Subscriber, after Subscriber) (SubscriberChanged, bool) {
+	if before != nil && before.Status == after.Status {
+		return SubscriberChanged{}, false
+	}
+	if _, ok := subscriberEvents[after.Status]; !ok {
+		return SubscriberChanged{}, false
+	}
+	e := SubscriberChanged{ChatID: after.ChatID, Status: after.Status}
+	if after.Status == Subscribed {
+		payload := after.StartPayload
+		e.StartPayload = &payload
+	}
+	return e, true
+}
