@@ -1,6 +1,10 @@
 package messenger
 
-import "github.com/herald-vpn/herald/internal/webhooks"
+import (
+	"context"
+
+	"github.com/herald-vpn/herald/internal/webhooks"
+)
 
 // SubscriberChanged is the data of messenger.subscriber.subscribed,
 // .unsubscribed and .blocked, its type named by Status (its JSON is the
@@ -33,4 +37,31 @@ func StatusEvent(before *Subscriber, after Subscriber) (SubscriberChanged, bool)
 		e.StartPayload = &payload
 	}
 	return e, true
+}
+
+// ApplyUpdate records a Telegram update and applies its change (nil:
+// none) in one unit of work of st (Store.ApplyTelegramUpdate), with the
+// subscriber's event when its status changed (StatusEvent).
+func ApplyUpdate(ctx context.Context, st Store, updateID int64, change *Change) (Outcome, error) {
+	return applyWithEvent(ctx, st, func(ctx context.Context) (Outcome, error) { return st.ApplyTelegramUpdate(ctx, updateID, change) })
+}
+
+// ApplyChange is ApplyUpdate for a change that comes from no update.
+func ApplyChange(ctx context.Context, st Store, change Change) (Outcome, error) {
+	return applyWithEvent(ctx, st, func(ctx context.Context) (Outcome, error) { return st.ApplySubscriberChange(ctx, change) })
+}
+
+func applyWithEvent(ctx context.Context, st Store, apply func(ctx context.Context) (Outcome, error)) (Outcome, error) {
+	var out Outcome
+	err := st.InTx(ctx, func(ctx context.Context) error {
+		var err error
+		if out, err = apply(ctx); err != nil || !out.Changed || out.After == nil {
+			return err
+		}
+		if ev, ok := StatusEvent(out.Before, *out.After); ok {
+			return st.Emit(ctx, ev)
+		}
+		return nil
+	})
+	return out, err
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
 // Session is one login.
@@ -76,6 +77,10 @@ type RotateResult struct {
 
 // Store is the persistence sessions need.
 type Store interface {
+	// The unit of work a refresh runs in (Refresh).
+	storage.Transactor
+	// Emit writes a webhook event in the transaction ctx carries.
+	Emit(ctx context.Context, p webhooks.Payload) error
 	CreateSession(ctx context.Context, s Session, refreshHash []byte) error
 	SessionByID(ctx context.Context, id string) (Session, error)
 	// RotateRefresh, in one transaction under a row lock, looks oldHash
@@ -235,7 +240,14 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string, c Client) (T
 	if err != nil {
 		return Tokens{}, err
 	}
-	res, err := s.store.RotateRefresh(ctx, s.hashRefresh(refreshToken), nextHash, s.cfg.Grace, c.normalized())
+	var res RotateResult
+	err = s.store.InTx(ctx, func(ctx context.Context) error {
+		var err error
+		if res, err = s.store.RotateRefresh(ctx, s.hashRefresh(refreshToken), nextHash, s.cfg.Grace, c.normalized()); err != nil || res.Outcome != RefreshReused {
+			return err
+		}
+		return s.store.Emit(ctx, ReuseDetected{UserID: res.Session.AccountID, SessionID: res.Session.ID, SessionRevoked: true})
+	})
 	if err != nil {
 		return Tokens{}, err
 	}
