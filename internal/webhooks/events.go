@@ -2,9 +2,10 @@
 // Webhooks specification: the catalogue of event types and their payload
 // {type, timestamp, data}, endpoints and their secrets, signing, the
 // address rules that keep Herald from calling into its own network, and
-// the delivery job with its retry schedule. Events are written by the
-// store in the transaction of the change that causes them (an outbox) and
-// delivered by River jobs inserted in that same transaction. The HTTP
+// the delivery job with its retry schedule. Each event's data is a
+// Payload type of the domain that owns it; the service emits it in the
+// transaction of the change that causes it (an outbox, the store's Emit)
+// and River jobs inserted in that same transaction deliver it. The HTTP
 // sending itself is behind Sender (package webhooks/httpsend).
 package webhooks
 
