@@ -90,6 +90,14 @@ type CodeSent struct {
 	Requested bool // asked for by the user (counts against the resend limits)
 }
 
+// ExpiredCodeRetention is how long an expired code is kept, and
+// SendHistory how long a code email's send is remembered (longer than
+// any limit of sends looks back).
+const (
+	ExpiredCodeRetention = 24 * time.Hour
+	SendHistory          = 24 * time.Hour
+)
+
 // CodeEffect is what a right code does, inside the transaction that
 // consumes it.
 type CodeEffect struct {

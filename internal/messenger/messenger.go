@@ -163,6 +163,11 @@ type Position struct {
 // hours, so a replay older than this cannot happen.
 const UpdateRetention = 48 * time.Hour
 
+// LinkTokenRetention is how long an expired link token is kept, so that
+// the bot can still say "expired" rather than "unknown" to someone who
+// opens an old link.
+const LinkTokenRetention = 24 * time.Hour
+
 // Store keeps subscribers, processed updates and leases. sqlstore
 // implements it on SQLite and PostgreSQL; errors are the storage package's.
 type Store interface {

@@ -75,6 +75,10 @@ type RotateResult struct {
 	Session Session
 }
 
+// EndedRetention is how long an ended session (expired or revoked) is
+// kept: long enough that every access token it issued has expired too.
+const EndedRetention = 48 * time.Hour
+
 // Store is the persistence sessions need.
 type Store interface {
 	// The unit of work a refresh runs in (Refresh).

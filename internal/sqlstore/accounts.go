@@ -208,8 +208,7 @@ func (db *DB) RecordCodeSent(ctx context.Context, c accounts.CodeSent) error {
 			c.AccountID, string(c.Purpose), c.Requested, tx.now); err != nil {
 			return err
 		}
-		// Sends older than a day no longer matter to any limit.
-		if _, err := tx.q.exec(ctx, `DELETE FROM code_sends WHERE account_id = ? AND sent_at < ?`, c.AccountID, tx.now.Add(-24*time.Hour)); err != nil {
+		if _, err := tx.q.exec(ctx, `DELETE FROM code_sends WHERE account_id = ? AND sent_at < ?`, c.AccountID, tx.now.Add(-accounts.SendHistory)); err != nil {
 			return err
 		}
 		_, err := tx.q.exec(ctx, `DELETE FROM code_send_leases WHERE account_id = ? AND purpose = ?`, c.AccountID, string(c.Purpose))

@@ -60,6 +60,11 @@ var Catalogue = []string{
 // Known reports whether t is in the catalogue.
 func Known(t string) bool { return slices.Contains(Catalogue, t) }
 
+// Retention is how long events and their delivery attempts are kept:
+// well past the last retry (about three days), for redelivery and the
+// attempt log.
+const Retention = 30 * 24 * time.Hour
+
 // Event is one row of the outbox. Payload is the exact body every
 // delivery sends; ID is its webhook-id, the same on every attempt and
 // every endpoint, for receivers to dedupe on.
