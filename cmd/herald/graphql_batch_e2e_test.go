@@ -98,7 +98,7 @@ func seedRecords(t *testing.T, h *herald, n int) map[string]int {
 	for i := range n - 1 {
 		id := fmt.Sprintf("batch-account-%03d", i)
 		ids[id] = i
-		if _, _, err := db.CreateAccount(ctx, accounts.NewAccount{ID: id, Email: fmt.Sprintf("batch-%03d@example.com", i), PasswordHash: "x",
+		if _, _, err := accounts.Create(ctx, db, accounts.NewAccount{ID: id, Email: fmt.Sprintf("batch-%03d@example.com", i), PasswordHash: "x",
 			ReferralCode: fmt.Sprintf("BATCH%03d", i), Trial: time.Hour, Verified: true}); err != nil {
 			t.Fatal(err)
 		}

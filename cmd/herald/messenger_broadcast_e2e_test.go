@@ -362,7 +362,7 @@ func TestMessengerBroadcastE2E(t *testing.T) {
 // straight in the store; it returns "" or what went wrong.
 func registerDeviceAs(t *testing.T, h *herald, accountID, platform string) string {
 	t.Helper()
-	_, err := h.store(t).RegisterDevice(context.Background(), devices.NewDevice{ID: "dev-" + accountID, AccountID: accountID, Platform: platform, Name: "Phone", PushToken: "tok-" + accountID},
+	_, err := devices.Register(context.Background(), h.store(t), devices.NewDevice{ID: "dev-" + accountID, AccountID: accountID, Platform: platform, Name: "Phone", PushToken: "tok-" + accountID},
 		func(devices.Quota) error { return nil })
 	if err != nil {
 		return err.Error()

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/herald-vpn/herald/internal/subscriptions"
+	"github.com/herald-vpn/herald/internal/webhooks"
 	"github.com/riverqueue/river"
 )
 
@@ -88,6 +90,14 @@ type CodeSent struct {
 	Requested bool // asked for by the user (counts against the resend limits)
 }
 
+// ExpiredCodeRetention is how long an expired code is kept, and
+// SendHistory how long a code email's send is remembered (longer than
+// any limit of sends looks back).
+const (
+	ExpiredCodeRetention = 24 * time.Hour
+	SendHistory          = 24 * time.Hour
+)
+
 // CodeEffect is what a right code does, inside the transaction that
 // consumes it.
 type CodeEffect struct {
@@ -99,10 +109,27 @@ type CodeEffect struct {
 // Store is the persistence the accounts service needs. sqlstore implements
 // it on SQLite and PostgreSQL; errors are the storage package's.
 type Store interface {
-	// CreateAccount creates the account, its trial subscription, the
-	// referral bonus when Referral names an account, and inserts Job, all
-	// in one transaction. It reports whether the referral was applied.
-	CreateAccount(ctx context.Context, a NewAccount) (Account, bool, error)
+	// The unit of work signup runs in (Create): the methods below that
+	// say so must be called inside InTx.
+	storage.Transactor
+	// Emit writes a webhook event in the transaction ctx carries.
+	Emit(ctx context.Context, p webhooks.Payload) error
+	// AccountIDByReferralCode is the id of the account, deleted or not,
+	// whose referral code is code. ErrNotFound when none.
+	AccountIDByReferralCode(ctx context.Context, code string) (string, error)
+	// InsertAccount writes the new account with subscription sub, created
+	// (and verified when n.Verified) at the transaction's time.
+	// ErrConflict when its email or referral code is taken.
+	InsertAccount(ctx context.Context, n NewAccount, sub subscriptions.Subscription) error
+	// LockSubscription reads a live account's subscription and holds its
+	// row until the transaction ends (inside InTx). ErrNotFound for an
+	// unknown or deleted account.
+	LockSubscription(ctx context.Context, accountID string) (subscriptions.Subscription, error)
+	// SetSubscriptionExpiry moves the account's expiry (its plan stays).
+	SetSubscriptionExpiry(ctx context.Context, accountID string, expires time.Time) error
+	// InsertReferralReward records that referred's signup gave referrer
+	// bonus.
+	InsertReferralReward(ctx context.Context, referredID, referrerID string, bonus time.Duration) error
 	// AccountByEmail returns the account with its PasswordHash, for a
 	// login; AccountByID without it, and AccountPasswordHash the hash
 	// alone. ErrNotFound for an unknown (or deleted) account.
@@ -130,12 +157,21 @@ type Store interface {
 	// RecordCodeSent replaces the live code (and any pending one), records
 	// the send and releases the lease, in one transaction.
 	RecordCodeSent(ctx context.Context, c CodeSent) error
-	// AttemptCode, in one transaction holding the account's row lock (so
-	// it serializes with RecordCodeSent), loads the account's codes of
-	// purpose p, asks decide what the attempt does, and saves it: a wrong
-	// code spends one attempt of the live code; a match deletes the live
-	// and pending codes and applies effect.
-	AttemptCode(ctx context.Context, accountID string, p Purpose, decide func(CodeState) CodeCheck, effect CodeEffect) (CodeCheck, error)
+	// LockAccount holds the account's row until the transaction ends, so
+	// that the code operations of one account serialize (inside InTx).
+	LockAccount(ctx context.Context, accountID string) error
+	// StoredCodes are the account's live and pending codes of purpose p
+	// (nil: none).
+	StoredCodes(ctx context.Context, accountID string, p Purpose) (live, pending *StoredCode, err error)
+	// SetCodeAttempts sets the attempts left of the live code.
+	SetCodeAttempts(ctx context.Context, accountID string, p Purpose, left int) error
+	// DeleteCodes deletes the live and pending codes of purpose p.
+	DeleteCodes(ctx context.Context, accountID string, p Purpose) error
+	// MarkVerified marks the account's email verified now; false when it
+	// was already.
+	MarkVerified(ctx context.Context, accountID string) (bool, error)
+	// RevokeAllSessions ends every session of the account.
+	RevokeAllSessions(ctx context.Context, accountID string) error
 
 	UpdatePasswordHash(ctx context.Context, accountID, hash string) error
 	// SetScope replaces the account's scopes; revoke also revokes every
@@ -143,6 +179,8 @@ type Store interface {
 	// not nil, is called with the account's Standing before the change,
 	// and its error aborts it (see SetDisabled).
 	SetScope(ctx context.Context, accountID, scope string, revokeSessions bool, allow func(Standing) error) error
+	// EnqueueJob inserts a background job, in the transaction ctx carries
+	// when there is one.
 	EnqueueJob(ctx context.Context, args river.JobArgs) error
 
 	// SearchAccounts returns up to limit records matching f, newest first,

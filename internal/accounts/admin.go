@@ -155,7 +155,7 @@ func (s *Service) EnableByEmail(ctx context.Context, email string) (Record, erro
 }
 
 func (s *Service) setDisabled(ctx context.Context, id string, disabled bool, reason string, allow func(Standing) error) (Record, error) {
-	if _, err := s.store.SetDisabled(ctx, id, disabled, reason, allow); errors.Is(err, storage.ErrNotFound) {
+	if _, err := SetDisabled(ctx, s.store, id, disabled, reason, allow); errors.Is(err, storage.ErrNotFound) {
 		return Record{}, apperr.New(apperr.UserNotFound)
 	} else if err != nil {
 		return Record{}, err
@@ -173,7 +173,7 @@ func (s *Service) Delete(ctx context.Context, by auth.Principal, id string) erro
 }
 
 func (s *Service) delete(ctx context.Context, id string, allow func(Standing) error) error {
-	err := s.store.DeleteAccount(ctx, id, allow)
+	err := DeleteAccount(ctx, s.store, id, allow)
 	if errors.Is(err, storage.ErrNotFound) {
 		return apperr.New(apperr.UserNotFound)
 	}
@@ -203,4 +203,31 @@ func (s *Service) DeleteOwn(ctx context.Context, id, plain string) error {
 		return apperr.Newf(apperr.InvalidCredentials, "The password is wrong.")
 	}
 	return s.delete(ctx, id, keepAnAdmin)
+}
+
+// SetDisabled disables (with reason) or enables the account in one unit
+// of work of st (Store.SetDisabled), with the user.disabled event of a
+// change that disables it. It reports whether anything changed.
+func SetDisabled(ctx context.Context, st Store, id string, disabled bool, reason string, allow func(Standing) error) (bool, error) {
+	var changed bool
+	err := st.InTx(ctx, func(ctx context.Context) error {
+		var err error
+		if changed, err = st.SetDisabled(ctx, id, disabled, reason, allow); err != nil || !changed || !disabled {
+			return err
+		}
+		return st.Emit(ctx, UserDisabled{UserID: id, Reason: reason})
+	})
+	return changed, err
+}
+
+// DeleteAccount deletes the account in one unit of work of st
+// (Store.DeleteAccount) with its user.deleted event, written after the
+// account's other events were scrubbed of it.
+func DeleteAccount(ctx context.Context, st Store, id string, allow func(Standing) error) error {
+	return st.InTx(ctx, func(ctx context.Context) error {
+		if err := st.DeleteAccount(ctx, id, allow); err != nil {
+			return err
+		}
+		return st.Emit(ctx, UserDeleted{UserID: id})
+	})
 }

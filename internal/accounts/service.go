@@ -158,7 +158,7 @@ func (s *Service) create(ctx context.Context, email, hash, referral string, veri
 		if !verified {
 			n.Job = CodeEmailArgs{AccountID: id, Purpose: PurposeVerify}
 		}
-		acct, applied, err := s.store.CreateAccount(ctx, n)
+		acct, applied, err := Create(ctx, s.store, n)
 		if err == nil {
 			return SignupResult{Account: acct, ReferralApplied: applied}, nil
 		}
@@ -281,7 +281,7 @@ func (s *Service) VerifyEmail(ctx context.Context, email, code string) error {
 func (s *Service) consumeCode(ctx context.Context, acct Account, p Purpose, code string, effect CodeEffect) error {
 	want := hashCode(s.codeKey, acct.ID, p, code)
 	matches := func(stored []byte) bool { return hmac.Equal(stored, want) }
-	res, err := s.store.AttemptCode(ctx, acct.ID, p, func(st CodeState) CodeCheck { return CheckCode(st, matches) }, effect)
+	res, err := AttemptCode(ctx, s.store, acct.ID, p, matches, effect)
 	if err != nil {
 		return err
 	}

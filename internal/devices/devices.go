@@ -4,8 +4,9 @@
 // an older system. The plan rules (how many devices a subscription allows)
 // are the subscriptions package's.
 //
-// The rules live here; the Store (sqlstore on SQLite and PostgreSQL) runs
-// them inside its transactions so that they hold under concurrency.
+// The rules live here, as pure functions where they can be (register.go);
+// the service runs them in the Store's unit of work (InTx, on SQLite and
+// PostgreSQL by sqlstore) so that they hold under concurrency.
 package devices
 
 import (
@@ -14,7 +15,9 @@ import (
 
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/push"
+	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/herald-vpn/herald/internal/subscriptions"
+	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
 // Platforms a device can have: push's target platforms.
@@ -99,15 +102,31 @@ type Store interface {
 	// ListDevices returns the account's active devices, oldest first.
 	ListDevices(ctx context.Context, accountID string) ([]Device, error)
 
-	// RegisterDevice, in one transaction holding the account's
-	// subscription row: when an active device of the same account already
-	// holds the token it refreshes that device (platform, name when not
-	// empty, lastSeenAt, valid) and returns it without calling allow;
-	// otherwise it counts the account's active devices, calls allow (whose
-	// error aborts), takes the token from any other device and inserts d.
-	// ErrNotFound when the account does not exist; ErrConflict when a
-	// concurrent registration took the token first (retry).
-	RegisterDevice(ctx context.Context, d NewDevice, allow func(Quota) error) (Device, error)
+	// The unit of work registration runs in (Register): the methods
+	// below that say so must be called inside InTx.
+	storage.Transactor
+	// Emit writes a webhook event in the transaction ctx carries.
+	Emit(ctx context.Context, p webhooks.Payload) error
+	// LockSubscription reads a live account's subscription and holds its
+	// row until the transaction ends, so that two registrations of one
+	// account count one after the other (inside InTx). ErrNotFound for an
+	// unknown or deleted account.
+	LockSubscription(ctx context.Context, accountID string) (subscriptions.Subscription, error)
+	// DeviceWithToken is the device, active or not, holding the push
+	// token, locked until the transaction ends (inside InTx). ErrNotFound
+	// when none holds it.
+	DeviceWithToken(ctx context.Context, token string) (Device, error)
+	// RefreshDevice sets the device's platform and name, marks its token
+	// valid and its last sight now, and returns it.
+	RefreshDevice(ctx context.Context, id, platform, name string) (Device, error)
+	// CountActiveDevices is how many active devices the account has.
+	CountActiveDevices(ctx context.Context, accountID string) (int, error)
+	// DropPushToken takes the device's token away (it moved to another
+	// device) and marks it invalid.
+	DropPushToken(ctx context.Context, deviceID string) error
+	// InsertDevice writes a new device as d says. ErrConflict when another
+	// device holds its token (a concurrent registration took it first).
+	InsertDevice(ctx context.Context, d Device) error
 
 	// UpdatePushToken gives the account's active device the token (taking
 	// it from any other device) and marks it valid. ErrNotFound when the
@@ -115,6 +134,7 @@ type Store interface {
 	UpdatePushToken(ctx context.Context, accountID, deviceID, token string) (Device, error)
 
 	// DeactivateDevice makes the device inactive and drops its token.
+	// Remove emits its event in the same transaction (InTx).
 	// ErrNotFound when unknown, already inactive or another account's.
 	DeactivateDevice(ctx context.Context, accountID, deviceID string) error
 

@@ -100,7 +100,7 @@ func (s *Service) Register(ctx context.Context, accountID, platform, pushToken, 
 		if err != nil {
 			return Device{}, err
 		}
-		return s.store.RegisterDevice(ctx, NewDevice{ID: id, AccountID: accountID, Platform: platform, Name: name, NewName: orDefaultName(name, platform), PushToken: token}, allow)
+		return Register(ctx, s.store, NewDevice{ID: id, AccountID: accountID, Platform: platform, Name: name, NewName: orDefaultName(name, platform), PushToken: token}, allow)
 	})
 	if errors.Is(err, storage.ErrNotFound) {
 		return Device{}, apperr.New(apperr.UserNotFound)
@@ -142,7 +142,12 @@ func retryConflict[T any](op func() (T, error)) (T, error) {
 // against the plan and receives no pushes. DEVICE_NOT_FOUND for an
 // unknown, already removed or another account's device.
 func (s *Service) Remove(ctx context.Context, accountID, deviceID string) error {
-	err := s.store.DeactivateDevice(ctx, accountID, deviceID)
+	err := s.store.InTx(ctx, func(ctx context.Context) error {
+		if err := s.store.DeactivateDevice(ctx, accountID, deviceID); err != nil {
+			return err
+		}
+		return s.store.Emit(ctx, Removed{DeviceID: deviceID, UserID: accountID})
+	})
 	if errors.Is(err, storage.ErrNotFound) {
 		return deviceNotFound(deviceID)
 	}

@@ -7,6 +7,9 @@ package messenger
 import (
 	"context"
 	"time"
+
+	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
 // SubscriberStatus is where a chat stands with the bot.
@@ -160,12 +163,22 @@ type Position struct {
 // hours, so a replay older than this cannot happen.
 const UpdateRetention = 48 * time.Hour
 
+// LinkTokenRetention is how long an expired link token is kept, so that
+// the bot can still say "expired" rather than "unknown" to someone who
+// opens an old link.
+const LinkTokenRetention = 24 * time.Hour
+
 // Store keeps subscribers, processed updates and leases. sqlstore
 // implements it on SQLite and PostgreSQL; errors are the storage package's.
 type Store interface {
 	// Secret returns the named server secret, creating it with generate on
 	// first use; the first replica to store one wins.
 	Secret(ctx context.Context, name string, generate func() ([]byte, error)) ([]byte, error)
+
+	// The unit of work a subscriber's change runs in (ApplyUpdate,
+	// ApplyChange), with its event.
+	storage.Transactor
+	Emit(ctx context.Context, p webhooks.Payload) error
 
 	// ApplyTelegramUpdate records updateID as processed and, in the same
 	// transaction, applies change (nil: only record it) with Change.Apply.

@@ -249,7 +249,7 @@ func (s *Service) markBlocked(ctx context.Context, chatID string) {
 	if err != nil {
 		return // a @channel is never a subscriber
 	}
-	if _, err := s.store.ApplySubscriberChange(context.WithoutCancel(ctx), Change{Kind: Block, ChatID: id}); err != nil {
+	if _, err := ApplyChange(context.WithoutCancel(ctx), s.store, Change{Kind: Block, ChatID: id}); err != nil {
 		s.log.ErrorContext(ctx, "could not mark subscriber blocked", "chat_id", chatID, "err", err)
 	}
 }

@@ -54,7 +54,7 @@ func (s *Service) HandleUpdate(ctx context.Context, u telegram.Update) error {
 		return apperr.Invalid("update_id", "a positive update id", strconv.FormatInt(u.UpdateID, 10))
 	}
 	change, cmd, chatID := interpret(u)
-	out, err := s.store.ApplyTelegramUpdate(ctx, u.UpdateID, change)
+	out, err := ApplyUpdate(ctx, s.store, u.UpdateID, change)
 	if err != nil {
 		return err
 	}

@@ -157,7 +157,7 @@ func (e *env) account(t testing.TB, email string) string {
 	n := accountSeq.n
 	accountSeq.Unlock()
 	id := fmt.Sprintf("acct-%06d", n)
-	if _, _, err := e.db.CreateAccount(context.Background(), accounts.NewAccount{
+	if _, _, err := accounts.Create(context.Background(), e.db, accounts.NewAccount{
 		ID: id, Email: email, PasswordHash: "$argon2id$x", ReferralCode: fmt.Sprintf("REF%06d", n), Trial: 7 * 24 * time.Hour,
 	}); err != nil {
 		t.Fatal(err)

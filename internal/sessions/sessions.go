@@ -20,6 +20,7 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
 // Session is one login.
@@ -85,8 +86,16 @@ type RotateResult struct {
 	Session Session
 }
 
+// EndedRetention is how long an ended session (expired or revoked) is
+// kept: long enough that every access token it issued has expired too.
+const EndedRetention = 48 * time.Hour
+
 // Store is the persistence sessions need.
 type Store interface {
+	// The unit of work a refresh runs in (Refresh).
+	storage.Transactor
+	// Emit writes a webhook event in the transaction ctx carries.
+	Emit(ctx context.Context, p webhooks.Payload) error
 	CreateSession(ctx context.Context, s Session, refreshHash []byte) error
 	SessionByID(ctx context.Context, id string) (Session, error)
 	// RotateRefresh, in one transaction under a row lock, looks oldHash
@@ -246,7 +255,14 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string, c Client) (T
 	if err != nil {
 		return Tokens{}, err
 	}
-	res, err := s.store.RotateRefresh(ctx, s.hashRefresh(refreshToken), nextHash, s.cfg.Grace, c.normalized())
+	var res RotateResult
+	err = s.store.InTx(ctx, func(ctx context.Context) error {
+		var err error
+		if res, err = s.store.RotateRefresh(ctx, s.hashRefresh(refreshToken), nextHash, s.cfg.Grace, c.normalized()); err != nil || res.Outcome != RefreshReused {
+			return err
+		}
+		return s.store.Emit(ctx, ReuseDetected{UserID: res.Session.AccountID, SessionID: res.Session.ID, SessionRevoked: true})
+	})
 	if err != nil {
 		return Tokens{}, err
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/herald-vpn/herald/internal/subscriptions"
-	"github.com/herald-vpn/herald/internal/webhooks"
 	"github.com/riverqueue/river"
 )
 
@@ -52,67 +51,44 @@ func scanAccount(r row, extra ...any) (accounts.Account, error) {
 	return a, nil
 }
 
-// CreateAccount implements accounts.Store.
-func (db *DB) CreateAccount(ctx context.Context, n accounts.NewAccount) (accounts.Account, bool, error) {
-	var applied bool
-	err := db.inTx(ctx, func(tx *Tx) error {
-		var referrerID string
-		if n.Referral != "" {
-			err := tx.q.queryRow(ctx, `SELECT id FROM accounts WHERE referral_code = ?`, n.Referral).Scan(&referrerID)
-			if err != nil && !errors.Is(err, storage.ErrNotFound) {
-				return err
-			}
-		}
+// AccountIDByReferralCode implements accounts.Store.
+func (db *DB) AccountIDByReferralCode(ctx context.Context, code string) (string, error) {
+	var id string
+	err := db.within(ctx, func(tx *Tx) error {
+		return tx.q.queryRow(ctx, `SELECT id FROM accounts WHERE referral_code = ?`, code).Scan(&id)
+	})
+	return id, err
+}
+
+// InsertAccount implements accounts.Store.
+func (db *DB) InsertAccount(ctx context.Context, n accounts.NewAccount, sub subscriptions.Subscription) error {
+	return db.within(ctx, func(tx *Tx) error {
 		var verifiedAt *time.Time
 		if n.Verified {
 			verifiedAt = &tx.now
 		}
-		trialEnd := tx.now.Add(n.Trial)
-		applied = referrerID != ""
-		if applied {
-			trialEnd = trialEnd.Add(n.ReferralBonus)
-		}
-		if _, err := tx.q.exec(ctx, `INSERT INTO accounts (id, email, password_hash, referral_code, scope, locale, email_verified_at, created_at,
+		_, err := tx.q.exec(ctx, `INSERT INTO accounts (id, email, password_hash, referral_code, scope, locale, email_verified_at, created_at,
 			subscription_plan, subscription_expires_at, subscription_updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			n.ID, n.Email, n.PasswordHash, n.ReferralCode, n.Scope, n.Locale, verifiedAt, tx.now, subscriptions.Trial, trialEnd, tx.now); err != nil {
-			return err
-		}
-		if applied {
-			if err := tx.extendSubscription(ctx, referrerID, n.ReferralBonus); err != nil {
-				return err
-			}
-			if _, err := tx.q.exec(ctx, `INSERT INTO referral_rewards (referred_id, referrer_id, bonus_seconds, created_at) VALUES (?, ?, ?, ?)`,
-				n.ID, referrerID, int64(n.ReferralBonus/time.Second), tx.now); err != nil {
-				return err
-			}
-		}
-		if n.Job != nil {
-			if _, err := tx.InsertJob(ctx, n.Job, nil); err != nil {
-				return err
-			}
-		}
-		data := map[string]any{"userId": n.ID, "email": n.Email, "emailVerified": n.Verified, "plan": subscriptions.Trial, "expiresAt": trialEnd.UTC()}
-		if applied {
-			data["referrerId"] = referrerID
-		}
-		return tx.emitEvent(ctx, webhooks.UserCreated, data)
+			n.ID, n.Email, n.PasswordHash, n.ReferralCode, n.Scope, n.Locale, verifiedAt, tx.now, sub.Plan, sub.ExpiresAt, tx.now)
+		return err
 	})
-	if err != nil {
-		return accounts.Account{}, false, err
-	}
-	a, err := db.AccountByID(ctx, n.ID)
-	return a, applied, err
 }
 
-// extendSubscription pushes an account's expiry out by d, as
-// subscriptions.Subscription.Extended says.
-func (tx *Tx) extendSubscription(ctx context.Context, accountID string, d time.Duration) error {
-	sub, err := tx.lockSubscription(ctx, accountID)
-	if err != nil {
+// SetSubscriptionExpiry implements accounts.Store.
+func (db *DB) SetSubscriptionExpiry(ctx context.Context, accountID string, expires time.Time) error {
+	return db.within(ctx, func(tx *Tx) error {
+		_, err := tx.q.exec(ctx, `UPDATE accounts SET subscription_expires_at = ?, subscription_updated_at = ? WHERE id = ?`, expires, tx.now, accountID)
 		return err
-	}
-	_, err = tx.q.exec(ctx, `UPDATE accounts SET subscription_expires_at = ?, subscription_updated_at = ? WHERE id = ?`, sub.Extended(d, tx.now), tx.now, accountID)
-	return err
+	})
+}
+
+// InsertReferralReward implements accounts.Store.
+func (db *DB) InsertReferralReward(ctx context.Context, referredID, referrerID string, bonus time.Duration) error {
+	return db.within(ctx, func(tx *Tx) error {
+		_, err := tx.q.exec(ctx, `INSERT INTO referral_rewards (referred_id, referrer_id, bonus_seconds, created_at) VALUES (?, ?, ?, ?)`,
+			referredID, referrerID, int64(bonus/time.Second), tx.now)
+		return err
+	})
 }
 
 // lockSubscription reads a live account's subscription and locks its row
@@ -127,30 +103,12 @@ func (tx *Tx) lockSubscription(ctx context.Context, accountID string) (subscript
 	return sub, err
 }
 
-// SetSubscription implements subscriptions.Store: in one transaction
-// under the account's row lock, so that the same call twice changes
-// once.
-func (db *DB) SetSubscription(ctx context.Context, accountID, plan string, expires time.Time) (subscriptions.Subscription, bool, error) {
-	var changed bool
-	err := db.inTx(ctx, func(tx *Tx) error {
-		cur, err := tx.lockSubscription(ctx, accountID)
-		if err != nil {
-			return err
-		}
-		if cur.Plan == plan && cur.ExpiresAt.Equal(expires) {
-			return nil
-		}
-		changed = true
-		if _, err := tx.q.exec(ctx, `UPDATE accounts SET subscription_plan = ?, subscription_expires_at = ?, subscription_updated_at = ? WHERE id = ?`, plan, expires, tx.now, accountID); err != nil {
-			return err
-		}
-		return tx.emitEvent(ctx, webhooks.UserSubscriptionChanged, map[string]any{
-			"userId": accountID, "plan": plan, "expiresAt": expires.UTC(), "previousPlan": cur.Plan, "previousExpiresAt": cur.ExpiresAt.UTC()})
+// SaveSubscription implements subscriptions.Store.
+func (db *DB) SaveSubscription(ctx context.Context, accountID string, sub subscriptions.Subscription) error {
+	return db.within(ctx, func(tx *Tx) error {
+		_, err := tx.q.exec(ctx, `UPDATE accounts SET subscription_plan = ?, subscription_expires_at = ?, subscription_updated_at = ? WHERE id = ?`, sub.Plan, sub.ExpiresAt, tx.now, accountID)
+		return err
 	})
-	if err != nil {
-		return subscriptions.Subscription{}, false, err
-	}
-	return subscriptions.Subscription{Plan: plan, ExpiresAt: expires.UTC()}, changed, nil
 }
 
 // AccountProfile implements accounts.Store: the hottest read of an
@@ -250,8 +208,7 @@ func (db *DB) RecordCodeSent(ctx context.Context, c accounts.CodeSent) error {
 			c.AccountID, string(c.Purpose), c.Requested, tx.now); err != nil {
 			return err
 		}
-		// Sends older than a day no longer matter to any limit.
-		if _, err := tx.q.exec(ctx, `DELETE FROM code_sends WHERE account_id = ? AND sent_at < ?`, c.AccountID, tx.now.Add(-24*time.Hour)); err != nil {
+		if _, err := tx.q.exec(ctx, `DELETE FROM code_sends WHERE account_id = ? AND sent_at < ?`, c.AccountID, tx.now.Add(-accounts.SendHistory)); err != nil {
 			return err
 		}
 		_, err := tx.q.exec(ctx, `DELETE FROM code_send_leases WHERE account_id = ? AND purpose = ?`, c.AccountID, string(c.Purpose))
@@ -259,46 +216,67 @@ func (db *DB) RecordCodeSent(ctx context.Context, c accounts.CodeSent) error {
 	})
 }
 
-// AttemptCode implements accounts.Store.
-func (db *DB) AttemptCode(ctx context.Context, accountID string, p accounts.Purpose, decide func(accounts.CodeState) accounts.CodeCheck, effect accounts.CodeEffect) (accounts.CodeCheck, error) {
-	var res accounts.CodeCheck
-	err := db.inTx(ctx, func(tx *Tx) error {
-		if err := tx.lockAccount(ctx, accountID); err != nil {
-			return err
-		}
-		st := accounts.CodeState{Now: tx.now}
-		var live accounts.StoredCode
+// LockAccount implements accounts.Store (inside InTx).
+func (db *DB) LockAccount(ctx context.Context, accountID string) error {
+	return db.inCallersTx(ctx, func(tx *Tx) error { return tx.lockAccount(ctx, accountID) })
+}
+
+// StoredCodes implements accounts.Store.
+func (db *DB) StoredCodes(ctx context.Context, accountID string, p accounts.Purpose) (live, pending *accounts.StoredCode, err error) {
+	err = db.within(ctx, func(tx *Tx) error {
+		var l, pe accounts.StoredCode
 		err := tx.q.queryRow(ctx, `SELECT code_hash, expires_at, attempts_left FROM one_time_codes WHERE account_id = ? AND purpose = ?`,
-			accountID, string(p)).Scan(&live.Hash, &live.ExpiresAt, &live.AttemptsLeft)
+			accountID, string(p)).Scan(&l.Hash, &l.ExpiresAt, &l.AttemptsLeft)
 		if err == nil {
-			st.Live = &live
+			live = &l
 		} else if !errors.Is(err, storage.ErrNotFound) {
 			return err
 		}
-		var pending accounts.StoredCode
 		err = tx.q.queryRow(ctx, `SELECT code_hash, expires_at FROM pending_codes WHERE account_id = ? AND purpose = ?`,
-			accountID, string(p)).Scan(&pending.Hash, &pending.ExpiresAt)
+			accountID, string(p)).Scan(&pe.Hash, &pe.ExpiresAt)
 		if err == nil {
-			st.Pending = &pending
+			pending = &pe
 		} else if !errors.Is(err, storage.ErrNotFound) {
 			return err
-		}
-		res = decide(st)
-		switch res.Outcome {
-		case accounts.CodeWrong:
-			_, err := tx.q.exec(ctx, `UPDATE one_time_codes SET attempts_left = ? WHERE account_id = ? AND purpose = ?`, res.AttemptsLeft, accountID, string(p))
-			return err
-		case accounts.CodeMatched:
-			for _, table := range []string{"one_time_codes", "pending_codes"} {
-				if _, err := tx.q.exec(ctx, `DELETE FROM `+table+` WHERE account_id = ? AND purpose = ?`, accountID, string(p)); err != nil {
-					return err
-				}
-			}
-			return tx.applyCodeEffect(ctx, accountID, effect)
 		}
 		return nil
 	})
-	return res, err
+	return live, pending, err
+}
+
+// SetCodeAttempts implements accounts.Store.
+func (db *DB) SetCodeAttempts(ctx context.Context, accountID string, p accounts.Purpose, left int) error {
+	return db.within(ctx, func(tx *Tx) error {
+		_, err := tx.q.exec(ctx, `UPDATE one_time_codes SET attempts_left = ? WHERE account_id = ? AND purpose = ?`, left, accountID, string(p))
+		return err
+	})
+}
+
+// DeleteCodes implements accounts.Store.
+func (db *DB) DeleteCodes(ctx context.Context, accountID string, p accounts.Purpose) error {
+	return db.within(ctx, func(tx *Tx) error {
+		for _, table := range []string{"one_time_codes", "pending_codes"} {
+			if _, err := tx.q.exec(ctx, `DELETE FROM `+table+` WHERE account_id = ? AND purpose = ?`, accountID, string(p)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// MarkVerified implements accounts.Store.
+func (db *DB) MarkVerified(ctx context.Context, accountID string) (bool, error) {
+	var n int64
+	err := db.within(ctx, func(tx *Tx) (err error) {
+		n, err = tx.q.exec(ctx, `UPDATE accounts SET email_verified_at = ? WHERE id = ? AND email_verified_at IS NULL`, tx.now, accountID)
+		return err
+	})
+	return n > 0, err
+}
+
+// RevokeAllSessions implements accounts.Store.
+func (db *DB) RevokeAllSessions(ctx context.Context, accountID string) error {
+	return db.within(ctx, func(tx *Tx) error { return tx.revokeAllSessions(ctx, accountID) })
 }
 
 // lockAccount takes the account row's lock for the rest of the
@@ -314,32 +292,6 @@ func (tx *Tx) lockAccount(ctx context.Context, accountID string) error {
 		return nil // nothing to protect: no codes can exist either
 	}
 	return err
-}
-
-func (tx *Tx) applyCodeEffect(ctx context.Context, accountID string, e accounts.CodeEffect) error {
-	if e.MarkVerified {
-		n, err := tx.q.exec(ctx, `UPDATE accounts SET email_verified_at = ? WHERE id = ? AND email_verified_at IS NULL`, tx.now, accountID)
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			if err := tx.emitEvent(ctx, webhooks.UserVerified, map[string]any{"userId": accountID, "emailVerified": true}); err != nil {
-				return err
-			}
-		}
-	}
-	if e.NewPasswordHash != "" {
-		if _, err := tx.q.exec(ctx, `UPDATE accounts SET password_hash = ? WHERE id = ?`, e.NewPasswordHash, accountID); err != nil {
-			return err
-		}
-		if err := tx.emitEvent(ctx, webhooks.UserPasswordReset, map[string]any{"userId": accountID, "sessionsRevoked": e.RevokeSessions}); err != nil {
-			return err
-		}
-	}
-	if e.RevokeSessions {
-		return tx.revokeAllSessions(ctx, accountID)
-	}
-	return nil
 }
 
 // Secret implements accounts.Store.
@@ -391,8 +343,10 @@ func (db *DB) SetLocale(ctx context.Context, accountID, locale string) error {
 
 // UpdatePasswordHash implements accounts.Store.
 func (db *DB) UpdatePasswordHash(ctx context.Context, accountID, hash string) error {
-	_, err := db.conn().exec(ctx, `UPDATE accounts SET password_hash = ? WHERE id = ?`, hash, accountID)
-	return err
+	return db.within(ctx, func(tx *Tx) error {
+		_, err := tx.q.exec(ctx, `UPDATE accounts SET password_hash = ? WHERE id = ?`, hash, accountID)
+		return err
+	})
 }
 
 // SetScope implements accounts.Store.
@@ -415,8 +369,13 @@ func (db *DB) SetScope(ctx context.Context, accountID, scope string, revokeSessi
 	})
 }
 
-// EnqueueJob implements accounts.Store.
+// EnqueueJob implements accounts.Store: in the transaction ctx carries
+// (InTx), else on its own.
 func (db *DB) EnqueueJob(ctx context.Context, args river.JobArgs) error {
+	if tx, ok := db.txOf(ctx); ok {
+		_, err := tx.InsertJob(ctx, args, nil)
+		return err
+	}
 	_, err := db.InsertJob(ctx, args, nil)
 	return err
 }

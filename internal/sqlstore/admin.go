@@ -8,7 +8,6 @@ import (
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/storage"
-	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
 // recordCounts are the counts of the admin record: active devices and
@@ -129,7 +128,7 @@ func (tx *Tx) check(ctx context.Context, id string, allow func(accounts.Standing
 // follows sees its session.
 func (db *DB) SetDisabled(ctx context.Context, id string, disabled bool, reason string, allow func(accounts.Standing) error) (bool, error) {
 	var changed bool
-	err := db.inTx(ctx, func(tx *Tx) error {
+	err := db.within(ctx, func(tx *Tx) error {
 		if err := tx.check(ctx, id, allow); err != nil {
 			return err
 		}
@@ -152,9 +151,6 @@ func (db *DB) SetDisabled(ctx context.Context, id string, disabled bool, reason 
 		if !disabled {
 			return nil
 		}
-		if err := tx.emitEvent(ctx, webhooks.UserDisabled, map[string]any{"userId": id, "reason": reason}); err != nil {
-			return err
-		}
 		return tx.revokeAllSessions(ctx, id)
 	})
 	return changed, err
@@ -162,7 +158,7 @@ func (db *DB) SetDisabled(ctx context.Context, id string, disabled bool, reason 
 
 // DeleteAccount implements accounts.Store.
 func (db *DB) DeleteAccount(ctx context.Context, id string, allow func(accounts.Standing) error) error {
-	return db.inTx(ctx, func(tx *Tx) error {
+	return db.within(ctx, func(tx *Tx) error {
 		if err := tx.check(ctx, id, allow); err != nil {
 			return err
 		}
@@ -195,9 +191,6 @@ func (db *DB) DeleteAccount(ctx context.Context, id string, allow func(accounts.
 			return err
 		}
 		if err := tx.scrubAccountEvents(ctx, id); err != nil {
-			return err
-		}
-		if err := tx.emitEvent(ctx, webhooks.UserDeleted, map[string]any{"userId": id}); err != nil {
 			return err
 		}
 		// The sessions' rows are gone; every replica forgets them too.

@@ -16,6 +16,7 @@ import (
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/herald-vpn/herald/internal/subscriptions"
 	"github.com/herald-vpn/herald/internal/testsupport"
 )
 
@@ -49,14 +50,14 @@ func testSearchAccounts(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	for _, a := range []struct{ id, email string }{
 		{"u1", "ann@example.com"}, {"u2", "a_b@example.com"}, {"u3", "axb@example.com"}, {"u4", "bob@example.org"},
 	} {
-		if _, _, err := db.CreateAccount(ctx, newAccount(a.id, a.email, "CODE"+a.id)); err != nil {
+		if _, _, err := accounts.Create(ctx, db, newAccount(a.id, a.email, "CODE"+a.id)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	verified := newAccount("u5", "carol@example.com", "CODEu5")
 	verified.Verified = true
-	db.CreateAccount(ctx, verified)
-	if _, _, err := db.SetSubscription(ctx, "u4", "premium", clk.Now().Add(-time.Hour)); err != nil {
+	accounts.Create(ctx, db, verified)
+	if _, _, err := subscriptions.Set(ctx, db, "u4", "premium", clk.Now().Add(-time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.SetDisabled(ctx, "u3", true, "fraud", nil); err != nil {
@@ -223,14 +224,14 @@ func testDeleteAccount(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	if err := db.DeleteAccount(ctx, "a1", nil); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
-	if _, _, err := db.SetSubscription(ctx, "a1", "basic", clk.Now()); !errors.Is(err, storage.ErrNotFound) {
+	if _, _, err := subscriptions.Set(ctx, db, "a1", "basic", clk.Now()); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("subscription of a deleted account: %v", err)
 	}
 	if _, err := db.SetDisabled(ctx, "a1", true, "", nil); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("disabling a deleted account: %v", err)
 	}
 	// The email and the referral code are free again.
-	if _, _, err := db.CreateAccount(ctx, newAccount("a2", "a1@example.com", "CODEa1")); err != nil {
+	if _, _, err := accounts.Create(ctx, db, newAccount("a2", "a1@example.com", "CODEa1")); err != nil {
 		t.Fatalf("sign up again: %v", err)
 	}
 }

@@ -68,7 +68,7 @@ func testCounts(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 		t.Helper()
 		a := newAccount(id, id+"@example.com", "CODE"+id)
 		a.Verified = verified
-		_, _, err := db.CreateAccount(ctx, a)
+		_, _, err := accounts.Create(ctx, db, a)
 		must("create "+id, err)
 	}
 	// Accounts: one two days old (not new), one exactly 24 hours old (new),
@@ -95,7 +95,7 @@ func testCounts(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	// (missing), a removed device (not counted), on both platforms.
 	register := func(id, account, platform, token string) {
 		t.Helper()
-		_, err := db.RegisterDevice(ctx, devices.NewDevice{ID: id, AccountID: account, Platform: platform, PushToken: token}, allowAll)
+		_, err := devices.Register(ctx, db, devices.NewDevice{ID: id, AccountID: account, Platform: platform, PushToken: token}, allowAll)
 		must("register "+id, err)
 	}
 	register("d1", "ver", "android", "tok-1")

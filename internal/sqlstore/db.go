@@ -303,6 +303,55 @@ func (db *DB) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	return nil
 }
 
+// txKey is the context key of the transaction InTx runs.
+type txKey struct{}
+
+// InTx implements storage.Transactor: fn's ctx carries the transaction,
+// and the store's methods called with it run inside it (within). An InTx
+// inside another joins it.
+func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	if _, ok := db.txOf(ctx); ok {
+		return fn(ctx)
+	}
+	return db.inTx(ctx, func(tx *Tx) error { return fn(context.WithValue(ctx, txKey{}, tx)) })
+}
+
+// TxTime implements storage.Transactor.
+func (db *DB) TxTime(ctx context.Context) time.Time {
+	if tx, ok := db.txOf(ctx); ok {
+		return tx.now
+	}
+	return db.Now().UTC()
+}
+
+// txOf is the transaction of this store that ctx carries.
+func (db *DB) txOf(ctx context.Context) (*Tx, bool) {
+	tx, ok := ctx.Value(txKey{}).(*Tx)
+	return tx, ok && tx.db == db
+}
+
+// within runs fn in the transaction ctx carries (InTx), or else in a
+// transaction of its own: the row-level methods a service composes.
+func (db *DB) within(ctx context.Context, fn func(tx *Tx) error) error {
+	if tx, ok := db.txOf(ctx); ok {
+		return fn(tx)
+	}
+	return db.inTx(ctx, fn)
+}
+
+// errNoTx: a method that needs a unit of work's transaction (its row
+// lock would be released at once) was called outside InTx.
+var errNoTx = errors.New("sqlstore: called outside InTx")
+
+// inCallersTx runs fn in the transaction ctx carries; errNoTx without one.
+func (db *DB) inCallersTx(ctx context.Context, fn func(tx *Tx) error) error {
+	tx, ok := db.txOf(ctx)
+	if !ok {
+		return errNoTx
+	}
+	return fn(tx)
+}
+
 func (tx *Tx) committed() {
 	for _, f := range tx.afterCommit {
 		f()

@@ -2,12 +2,11 @@ package sqlstore
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/storage"
-	"github.com/herald-vpn/herald/internal/webhooks"
+	"github.com/herald-vpn/herald/internal/subscriptions"
 )
 
 const deviceColumns = `id, account_id, platform, name, push_token, push_token_status, active, created_at, last_seen_at`
@@ -80,16 +79,16 @@ func (tx *Tx) invalidatePushTokens(ctx context.Context, pairs []devicePushToken)
 		}
 		values := strings.Repeat("(?, ?), ", len(part)-1) + "(?, ?)"
 		rs, err := tx.q.query(ctx, `UPDATE devices SET push_token_status = 'invalid' WHERE push_token_status <> 'invalid' AND (id, push_token) IN (VALUES `+values+`) RETURNING id, account_id, platform`, args...)
-		changed, err := collect(rs, err, func(r row) (map[string]any, error) {
-			var id, account, platform string
-			err := r.Scan(&id, &account, &platform)
-			return map[string]any{"deviceId": id, "userId": account, "platform": platform, "pushTokenStatus": devices.TokenInvalid}, err
+		changed, err := collect(rs, err, func(r row) (devices.Device, error) {
+			var d devices.Device
+			err := r.Scan(&d.ID, &d.AccountID, &d.Platform)
+			return d, err
 		})
 		if err != nil {
 			return err
 		}
-		for _, data := range changed {
-			if err := tx.emitEvent(ctx, webhooks.DeviceTokenInvalidated, data); err != nil {
+		for _, d := range changed {
+			if err := tx.emit(ctx, devices.InvalidatedEvent(d)); err != nil {
 				return err
 			}
 		}
@@ -97,58 +96,65 @@ func (tx *Tx) invalidatePushTokens(ctx context.Context, pairs []devicePushToken)
 	return nil
 }
 
-// RegisterDevice implements devices.Store. The account's subscription is
-// read under its row's lock (lockSubscription), so two registrations of
-// one account count one after the other.
-func (db *DB) RegisterDevice(ctx context.Context, d devices.NewDevice, allow func(devices.Quota) error) (devices.Device, error) {
-	var out devices.Device
-	err := db.inTx(ctx, func(tx *Tx) error {
-		var q devices.Quota
-		sub, err := tx.lockSubscription(ctx, d.AccountID)
-		if err != nil {
-			return err
-		}
-		q.Subscription = sub
-		var holderID, holderAccount string
-		var holderActive bool
-		err = tx.q.queryRow(ctx, `SELECT id, account_id, active FROM devices WHERE push_token = ?`+db.forUpdate(), d.PushToken).Scan(&holderID, &holderAccount, &holderActive)
-		held := err == nil
-		if err != nil && !errors.Is(err, storage.ErrNotFound) {
-			return err
-		}
-		if held && holderAccount == d.AccountID && holderActive {
-			// The same app registering again: refresh, do not count twice.
-			if _, err := tx.q.exec(ctx, `UPDATE devices SET platform = ?, name = CASE WHEN ? = '' THEN name ELSE ? END, push_token_status = 'valid', last_seen_at = ? WHERE id = ?`,
-				d.Platform, d.Name, d.Name, tx.now, holderID); err != nil {
-				return err
-			}
-			out, err = scanDevice(tx.q.queryRow(ctx, `SELECT `+deviceColumns+` FROM devices WHERE id = ?`, holderID))
-			return err
-		}
-		if err := tx.q.queryRow(ctx, `SELECT COUNT(*) FROM devices WHERE account_id = ? AND active = TRUE`, d.AccountID).Scan(&q.ActiveDevices); err != nil {
-			return err
-		}
-		if err := allow(q); err != nil {
-			return err
-		}
-		if held {
-			if _, err := tx.q.exec(ctx, `UPDATE devices SET push_token = NULL, push_token_status = 'invalid' WHERE id = ?`, holderID); err != nil {
-				return err
-			}
-		}
-		name := d.NewName
-		if name == "" {
-			name = d.Name
-		}
-		if _, err := tx.q.exec(ctx, `INSERT INTO devices (`+deviceColumns+`) VALUES (?, ?, ?, ?, ?, 'valid', TRUE, ?, ?)`,
-			d.ID, d.AccountID, d.Platform, name, d.PushToken, tx.now, tx.now); err != nil {
-			return err
-		}
-		out = devices.Device{ID: d.ID, AccountID: d.AccountID, Platform: d.Platform, Name: name, PushToken: d.PushToken,
-			Active: true, PushTokenStatus: devices.TokenValid, CreatedAt: tx.now, LastSeenAt: tx.now}
-		return tx.emitEvent(ctx, webhooks.DeviceRegistered, map[string]any{"deviceId": d.ID, "userId": d.AccountID, "platform": d.Platform, "name": name})
+// LockSubscription implements devices.Store (inside InTx).
+func (db *DB) LockSubscription(ctx context.Context, accountID string) (subscriptions.Subscription, error) {
+	var sub subscriptions.Subscription
+	err := db.inCallersTx(ctx, func(tx *Tx) (err error) {
+		sub, err = tx.lockSubscription(ctx, accountID)
+		return err
 	})
-	return out, err
+	return sub, err
+}
+
+// DeviceWithToken implements devices.Store (inside InTx).
+func (db *DB) DeviceWithToken(ctx context.Context, token string) (devices.Device, error) {
+	var d devices.Device
+	err := db.inCallersTx(ctx, func(tx *Tx) (err error) {
+		d, err = scanDevice(tx.q.queryRow(ctx, `SELECT `+deviceColumns+` FROM devices WHERE push_token = ?`+db.forUpdate(), token))
+		return err
+	})
+	return d, err
+}
+
+// RefreshDevice implements devices.Store.
+func (db *DB) RefreshDevice(ctx context.Context, id, platform, name string) (devices.Device, error) {
+	var d devices.Device
+	err := db.within(ctx, func(tx *Tx) error {
+		if _, err := tx.q.exec(ctx, `UPDATE devices SET platform = ?, name = ?, push_token_status = 'valid', last_seen_at = ? WHERE id = ?`,
+			platform, name, tx.now, id); err != nil {
+			return err
+		}
+		var err error
+		d, err = scanDevice(tx.q.queryRow(ctx, `SELECT `+deviceColumns+` FROM devices WHERE id = ?`, id))
+		return err
+	})
+	return d, err
+}
+
+// CountActiveDevices implements devices.Store.
+func (db *DB) CountActiveDevices(ctx context.Context, accountID string) (int, error) {
+	var n int
+	err := db.within(ctx, func(tx *Tx) error {
+		return tx.q.queryRow(ctx, `SELECT COUNT(*) FROM devices WHERE account_id = ? AND active = TRUE`, accountID).Scan(&n)
+	})
+	return n, err
+}
+
+// DropPushToken implements devices.Store.
+func (db *DB) DropPushToken(ctx context.Context, deviceID string) error {
+	return db.within(ctx, func(tx *Tx) error {
+		_, err := tx.q.exec(ctx, `UPDATE devices SET push_token = NULL, push_token_status = 'invalid' WHERE id = ?`, deviceID)
+		return err
+	})
+}
+
+// InsertDevice implements devices.Store.
+func (db *DB) InsertDevice(ctx context.Context, d devices.Device) error {
+	return db.within(ctx, func(tx *Tx) error {
+		_, err := tx.q.exec(ctx, `INSERT INTO devices (`+deviceColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			d.ID, d.AccountID, d.Platform, d.Name, nullable(d.PushToken), d.PushTokenStatus, d.Active, d.CreatedAt, d.LastSeenAt)
+		return err
+	})
 }
 
 // UpdatePushToken implements devices.Store.
@@ -174,15 +180,12 @@ func (db *DB) UpdatePushToken(ctx context.Context, accountID, deviceID, token st
 
 // DeactivateDevice implements devices.Store.
 func (db *DB) DeactivateDevice(ctx context.Context, accountID, deviceID string) error {
-	return db.inTx(ctx, func(tx *Tx) error {
+	return db.within(ctx, func(tx *Tx) error {
 		n, err := tx.q.exec(ctx, `UPDATE devices SET active = FALSE, push_token = NULL, push_token_status = 'invalid' WHERE id = ? AND account_id = ? AND active = TRUE`, deviceID, accountID)
-		if err != nil {
-			return err
+		if err == nil && n == 0 {
+			err = storage.ErrNotFound
 		}
-		if n == 0 {
-			return storage.ErrNotFound
-		}
-		return tx.emitEvent(ctx, webhooks.DeviceRemoved, map[string]any{"deviceId": deviceID, "userId": accountID})
+		return err
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/jobs"
 	"github.com/herald-vpn/herald/internal/notifications"
@@ -53,14 +54,14 @@ func allowAll(devices.Quota) error { return nil }
 
 func mustAccount(t *testing.T, db *sqlstore.DB, id string) {
 	t.Helper()
-	if _, _, err := db.CreateAccount(context.Background(), newAccount(id, id+"@example.com", "CODE"+id)); err != nil {
+	if _, _, err := accounts.Create(context.Background(), db, newAccount(id, id+"@example.com", "CODE"+id)); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func mustRegister(t *testing.T, db *sqlstore.DB, id, account, token string) devices.Device {
 	t.Helper()
-	d, err := db.RegisterDevice(context.Background(), devices.NewDevice{ID: id, AccountID: account, Platform: "android", Name: "Phone " + id, PushToken: token}, allowAll)
+	d, err := devices.Register(context.Background(), db, devices.NewDevice{ID: id, AccountID: account, Platform: "android", Name: "Phone " + id, PushToken: token}, allowAll)
 	if err != nil {
 		t.Fatalf("register %s: %v", id, err)
 	}
@@ -139,7 +140,7 @@ func testReRegister(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	db.InvalidatePushToken(ctx, "d1", "tok")
 	clk.Advance(time.Minute)
 	called := false
-	d, err := db.RegisterDevice(ctx, devices.NewDevice{ID: "d2", AccountID: "a1", Platform: "ios", Name: "Renamed", PushToken: "tok"},
+	d, err := devices.Register(ctx, db, devices.NewDevice{ID: "d2", AccountID: "a1", Platform: "ios", Name: "Renamed", PushToken: "tok"},
 		func(devices.Quota) error { called = true; return errors.New("limit") })
 	if err != nil || called {
 		t.Fatalf("re-register: %v, allow called %v", err, called)
@@ -157,7 +158,7 @@ func testAllow(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	db.DeactivateDevice(ctx, "a1", "d2")
 	var got devices.Quota
 	refuse := errors.New("refused")
-	_, err := db.RegisterDevice(ctx, devices.NewDevice{ID: "d3", AccountID: "a1", Platform: "android", Name: "x", PushToken: "t3"},
+	_, err := devices.Register(ctx, db, devices.NewDevice{ID: "d3", AccountID: "a1", Platform: "android", Name: "x", PushToken: "t3"},
 		func(q devices.Quota) error { got = q; return refuse })
 	if !errors.Is(err, refuse) {
 		t.Fatalf("err = %v", err)
@@ -169,7 +170,7 @@ func testAllow(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	if _, err := db.DeviceByID(ctx, "d3"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatal("a refused registration left a device")
 	}
-	_, err = db.RegisterDevice(ctx, devices.NewDevice{ID: "d4", AccountID: "nobody", Platform: "android", Name: "x", PushToken: "t4"}, allowAll)
+	_, err = devices.Register(ctx, db, devices.NewDevice{ID: "d4", AccountID: "nobody", Platform: "android", Name: "x", PushToken: "t4"}, allowAll)
 	if !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("unknown account: %v", err)
 	}
@@ -188,7 +189,7 @@ func testConcurrentLimit(t *testing.T, db *sqlstore.DB, _ *testsupport.Clock) {
 	errs := make([]error, 12)
 	for i := range errs {
 		wg.Go(func() {
-			_, errs[i] = db.RegisterDevice(ctx, devices.NewDevice{ID: fmt.Sprint("d", i), AccountID: "a1", Platform: "android", Name: "x", PushToken: fmt.Sprint("t", i)}, limit)
+			_, errs[i] = devices.Register(ctx, db, devices.NewDevice{ID: fmt.Sprint("d", i), AccountID: "a1", Platform: "android", Name: "x", PushToken: fmt.Sprint("t", i)}, limit)
 		})
 	}
 	wg.Wait()
@@ -256,7 +257,7 @@ func testSetSubscription(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) 
 	ctx := context.Background()
 	mustAccount(t, db, "a1")
 	exp := clk.Now().Add(30 * 24 * time.Hour)
-	sub, changed, err := db.SetSubscription(ctx, "a1", "premium", exp)
+	sub, changed, err := subscriptions.Set(ctx, db, "a1", "premium", exp)
 	if err != nil || !changed || sub.Plan != "premium" || !sub.ExpiresAt.Equal(exp) {
 		t.Fatalf("set subscription: %+v, %v, %v", sub, changed, err)
 	}
@@ -264,13 +265,13 @@ func testSetSubscription(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) 
 		t.Fatalf("stored %+v, want %+v", a.Subscription, sub)
 	}
 	// The same call again is no change (the billing hook's idempotence).
-	if again, changed, err := db.SetSubscription(ctx, "a1", "premium", exp); err != nil || changed || again != sub {
+	if again, changed, err := subscriptions.Set(ctx, db, "a1", "premium", exp); err != nil || changed || again != sub {
 		t.Fatalf("repeated set: %+v, changed %v, %v", again, changed, err)
 	}
-	if _, changed, err := db.SetSubscription(ctx, "a1", "basic", exp); err != nil || !changed {
+	if _, changed, err := subscriptions.Set(ctx, db, "a1", "basic", exp); err != nil || !changed {
 		t.Fatalf("new plan: changed %v, %v", changed, err)
 	}
-	if _, _, err := db.SetSubscription(ctx, "nobody", "basic", exp); !errors.Is(err, storage.ErrNotFound) {
+	if _, _, err := subscriptions.Set(ctx, db, "nobody", "basic", exp); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("unknown account: %v", err)
 	}
 }

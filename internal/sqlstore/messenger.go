@@ -8,7 +8,6 @@ import (
 
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/storage"
-	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
 const subscriberColumns = `chat_id, username, first_name, start_payload, status, subscribed_since, updated_at, user_id`
@@ -37,7 +36,7 @@ func scanSubscriber(r row) (messenger.Subscriber, error) {
 // older than messenger.UpdateRetention.
 func (db *DB) ApplyTelegramUpdate(ctx context.Context, updateID int64, change *messenger.Change) (messenger.Outcome, error) {
 	var out messenger.Outcome
-	err := db.inTx(ctx, func(tx *Tx) error {
+	err := db.within(ctx, func(tx *Tx) error {
 		out = messenger.Outcome{}
 		n, err := tx.q.exec(ctx, `INSERT INTO telegram_updates (update_id, processed_at) VALUES (?, ?) ON CONFLICT (update_id) DO NOTHING`, updateID, tx.now)
 		if err != nil {
@@ -59,7 +58,7 @@ func (db *DB) ApplyTelegramUpdate(ctx context.Context, updateID int64, change *m
 // ApplySubscriberChange implements messenger.Store.
 func (db *DB) ApplySubscriberChange(ctx context.Context, change messenger.Change) (messenger.Outcome, error) {
 	var out messenger.Outcome
-	err := db.inTx(ctx, func(tx *Tx) error {
+	err := db.within(ctx, func(tx *Tx) error {
 		var err error
 		out, err = tx.applyTelegramChange(ctx, change)
 		return err
@@ -106,19 +105,6 @@ func (tx *Tx) applyTelegramChange(ctx context.Context, c messenger.Change) (mess
 		return out, err
 	}
 	out.After, out.Changed = next, true
-	if out.Before == nil || out.Before.Status != next.Status {
-		typ := map[messenger.SubscriberStatus]string{messenger.Subscribed: webhooks.SubscriberSubscribed,
-			messenger.Unsubscribed: webhooks.SubscriberUnsubscribed, messenger.Blocked: webhooks.SubscriberBlocked}[next.Status]
-		data := map[string]any{"chatId": strconv.FormatInt(c.ChatID, 10), "status": string(next.Status)}
-		if next.Status == messenger.Subscribed {
-			data["startPayload"] = next.StartPayload
-		}
-		if typ != "" {
-			if err := tx.emitEvent(ctx, typ, data); err != nil {
-				return out, err
-			}
-		}
-	}
 	return out, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/herald-vpn/herald/internal/subscriptions"
 	"github.com/herald-vpn/herald/internal/testsupport"
 )
 
@@ -206,10 +207,10 @@ func testMessengerBroadcastAudience(t *testing.T, db *sqlstore.DB, clk *testsupp
 		{"u4", "android", "premium", 15, -time.Hour}, // expired
 	} {
 		mustAccount(t, db, u.id)
-		if _, err := db.RegisterDevice(ctx, devices.NewDevice{ID: "d-" + u.id, AccountID: u.id, Platform: u.platform, Name: "Phone", PushToken: "tok-" + u.id}, allowAll); err != nil {
+		if _, err := devices.Register(ctx, db, devices.NewDevice{ID: "d-" + u.id, AccountID: u.id, Platform: u.platform, Name: "Phone", PushToken: "tok-" + u.id}, allowAll); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := db.SetSubscription(ctx, u.id, u.plan, clk.Now().Add(u.expires)); err != nil {
+		if _, _, err := subscriptions.Set(ctx, db, u.id, u.plan, clk.Now().Add(u.expires)); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.ApplySubscriberChange(ctx, messenger.Change{Kind: messenger.Subscribe, ChatID: u.chat, LinkUserID: u.id}); err != nil {

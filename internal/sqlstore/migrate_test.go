@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/herald-vpn/herald/internal/subscriptions"
 )
 
 // MigrationStatus reads without changing: on a fresh database everything
@@ -99,10 +101,10 @@ func TestMigrateSubscriptionIntoAccounts(t *testing.T) {
 		if _, err := db.AccountByID(ctx, "gone"); !errors.Is(err, storage.ErrNotFound) {
 			t.Fatalf("tombstone after the migration: %v, want ErrNotFound", err)
 		}
-		if _, _, err := db.SetSubscription(ctx, "gone", "pro", expires); !errors.Is(err, storage.ErrNotFound) {
+		if _, _, err := subscriptions.Set(ctx, db, "gone", "pro", expires); !errors.Is(err, storage.ErrNotFound) {
 			t.Fatalf("subscription of a tombstone: %v, want ErrNotFound", err)
 		}
-		sub, changed, err := db.SetSubscription(ctx, "live", "basic", expires.Add(time.Hour))
+		sub, changed, err := subscriptions.Set(ctx, db, "live", "basic", expires.Add(time.Hour))
 		if err != nil || !changed || sub.Plan != "basic" {
 			t.Fatalf("set subscription: %+v %v %v", sub, changed, err)
 		}
@@ -207,7 +209,7 @@ func TestMigrateDeletedAccountsEvents(t *testing.T) {
 			t.Fatalf("events naming gone: %d %v, want 0 (user.deleted is not listed)", n, err)
 		}
 		// Deleting live now removes its two events.
-		if err := db.DeleteAccount(ctx, "live", nil); err != nil {
+		if err := accounts.DeleteAccount(ctx, db, "live", nil); err != nil {
 			t.Fatal(err)
 		}
 		outbox, _ = sqlstore.WebhookOutbox(ctx, db)

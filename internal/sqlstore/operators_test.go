@@ -32,7 +32,7 @@ func mustAdmin(t *testing.T, db *sqlstore.DB, id string) {
 	t.Helper()
 	n := newAccount(id, id+"@example.com", "CODE"+id)
 	n.Verified, n.Scope = true, "admin"
-	if _, _, err := db.CreateAccount(context.Background(), n); err != nil {
+	if _, _, err := accounts.Create(context.Background(), db, n); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/storage"
-	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
 // CreateSession implements sessions.Store.
@@ -61,7 +60,7 @@ func (db *DB) SessionByID(ctx context.Context, id string) (sessions.Session, err
 // RotateRefresh implements sessions.Store.
 func (db *DB) RotateRefresh(ctx context.Context, oldHash, newHash []byte, grace time.Duration, seen sessions.Client) (sessions.RotateResult, error) {
 	var res sessions.RotateResult
-	err := db.inTx(ctx, func(tx *Tx) error {
+	err := db.within(ctx, func(tx *Tx) error {
 		res = sessions.RotateResult{}
 		var sessionID string
 		var rotated *time.Time
@@ -97,9 +96,6 @@ func (db *DB) RotateRefresh(ctx context.Context, oldHash, newHash []byte, grace 
 			// may have been stolen, so the session ends.
 			res.Outcome = sessions.RefreshReused
 			if _, err := tx.q.exec(ctx, `UPDATE sessions SET revoked_at = ? WHERE id = ?`, tx.now, sessionID); err != nil {
-				return err
-			}
-			if err := tx.emitEvent(ctx, webhooks.SessionReuseDetected, map[string]any{"userId": s.AccountID, "sessionId": sessionID, "sessionRevoked": true}); err != nil {
 				return err
 			}
 			return tx.revoked(ctx, sessions.RevokedSession, sessionID)

@@ -89,7 +89,7 @@ func TestConformance(t *testing.T) {
 
 func testCreateAndFind(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	ctx := context.Background()
-	a, applied, err := db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
+	a, applied, err := accounts.Create(ctx, db, newAccount("id-1", "a@example.com", "AAAAAAAA"))
 	if err != nil || applied {
 		t.Fatalf("create: %v applied=%v", err, applied)
 	}
@@ -129,10 +129,10 @@ func testAccountLocale(t *testing.T, db *sqlstore.DB, _ *testsupport.Clock) {
 	ctx := context.Background()
 	n := newAccount("id-de", "de@example.com", "DEDEDEDE")
 	n.Locale = "de-AT"
-	if _, _, err := db.CreateAccount(ctx, n); err != nil {
+	if _, _, err := accounts.Create(ctx, db, n); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := db.CreateAccount(ctx, newAccount("id-none", "none@example.com", "NONENONE")); err != nil {
+	if _, _, err := accounts.Create(ctx, db, newAccount("id-none", "none@example.com", "NONENONE")); err != nil {
 		t.Fatal(err)
 	}
 	for id, want := range map[string]string{"id-de": "de-AT", "id-none": ""} {
@@ -171,10 +171,10 @@ func testAccountLocale(t *testing.T, db *sqlstore.DB, _ *testsupport.Clock) {
 
 func testDuplicateEmail(t *testing.T, db *sqlstore.DB, _ *testsupport.Clock) {
 	ctx := context.Background()
-	if _, _, err := db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA")); err != nil {
+	if _, _, err := accounts.Create(ctx, db, newAccount("id-1", "a@example.com", "AAAAAAAA")); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := db.CreateAccount(ctx, newAccount("id-2", "a@example.com", "BBBBBBBB"))
+	_, _, err := accounts.Create(ctx, db, newAccount("id-2", "a@example.com", "BBBBBBBB"))
 	if !errors.Is(err, storage.ErrConflict) {
 		t.Fatalf("err = %v, want ErrConflict", err)
 	}
@@ -191,7 +191,7 @@ func testConcurrentCreate(t *testing.T, db *sqlstore.DB, _ *testsupport.Clock) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _, errs[i] = db.CreateAccount(ctx, newAccount("id-"+string(rune('a'+i)), "race@example.com", "CODE000"+string(rune('A'+i))))
+			_, _, errs[i] = accounts.Create(ctx, db, newAccount("id-"+string(rune('a'+i)), "race@example.com", "CODE000"+string(rune('A'+i))))
 		}()
 	}
 	wg.Wait()
@@ -211,10 +211,10 @@ func testConcurrentCreate(t *testing.T, db *sqlstore.DB, _ *testsupport.Clock) {
 
 func testReferral(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	ctx := context.Background()
-	db.CreateAccount(ctx, newAccount("ref", "ref@example.com", "REFCODE2"))
+	accounts.Create(ctx, db, newAccount("ref", "ref@example.com", "REFCODE2"))
 	n := newAccount("new", "new@example.com", "NEWCODE2")
 	n.Referral = "REFCODE2"
-	a, applied, err := db.CreateAccount(ctx, n)
+	a, applied, err := accounts.Create(ctx, db, n)
 	if err != nil || !applied {
 		t.Fatalf("applied=%v err=%v", applied, err)
 	}
@@ -231,7 +231,7 @@ func testReferral(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 func testUnknownReferral(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	n := newAccount("new", "new@example.com", "NEWCODE2")
 	n.Referral = "NOSUCHCD"
-	a, applied, err := db.CreateAccount(context.Background(), n)
+	a, applied, err := accounts.Create(context.Background(), db, n)
 	if err != nil || applied || !a.Subscription.ExpiresAt.Equal(clk.Now().Add(7*24*time.Hour)) {
 		t.Fatalf("applied=%v err=%v expires=%v", applied, err, a.Subscription.ExpiresAt)
 	}
@@ -239,7 +239,7 @@ func testUnknownReferral(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) 
 
 func testSendLease(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	ctx := context.Background()
-	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
+	accounts.Create(ctx, db, newAccount("id-1", "a@example.com", "AAAAAAAA"))
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	won := 0
@@ -277,7 +277,7 @@ func testSendLease(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 
 func testSendStatsAndCodes(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	ctx := context.Background()
-	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
+	accounts.Create(ctx, db, newAccount("id-1", "a@example.com", "AAAAAAAA"))
 	start := clk.Now()
 	send := func(requested bool) {
 		if err := db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeVerify, Hash: []byte{1}, ExpiresAt: clk.Now().Add(time.Minute), Attempts: 5, Requested: requested}); err != nil {
@@ -311,7 +311,7 @@ func testSendStatsAndCodes(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock
 func attempt(t *testing.T, db *sqlstore.DB, p accounts.Purpose, typed string, effect accounts.CodeEffect) accounts.CodeCheck {
 	t.Helper()
 	matches := func(h []byte) bool { return bytes.Equal(h, []byte(typed)) }
-	res, err := db.AttemptCode(context.Background(), "id-1", p, func(st accounts.CodeState) accounts.CodeCheck { return accounts.CheckCode(st, matches) }, effect)
+	res, err := accounts.AttemptCode(context.Background(), db, "id-1", p, matches, effect)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func attempt(t *testing.T, db *sqlstore.DB, p accounts.Purpose, typed string, ef
 func testAttemptCode(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	ctx := context.Background()
 	verify := accounts.CodeEffect{MarkVerified: true}
-	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
+	accounts.Create(ctx, db, newAccount("id-1", "a@example.com", "AAAAAAAA"))
 	if res := attempt(t, db, accounts.PurposeVerify, "right", verify); res.Outcome != accounts.CodeMissing {
 		t.Fatalf("no code yet: %+v", res)
 	}
@@ -350,7 +350,7 @@ func testAttemptCode(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 
 func testAttemptExpired(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	ctx := context.Background()
-	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
+	accounts.Create(ctx, db, newAccount("id-1", "a@example.com", "AAAAAAAA"))
 	db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeVerify, Hash: []byte("right"), ExpiresAt: clk.Now().Add(time.Minute), Attempts: 5})
 	clk.Advance(time.Minute)
 	if res := attempt(t, db, accounts.PurposeVerify, "right", accounts.CodeEffect{MarkVerified: true}); res.Outcome != accounts.CodeExpired {
@@ -382,7 +382,7 @@ func testMigrateTwice(t *testing.T, db *sqlstore.DB, _ *testsupport.Clock) {
 
 func testRefreshRotation(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	ctx := context.Background()
-	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
+	accounts.Create(ctx, db, newAccount("id-1", "a@example.com", "AAAAAAAA"))
 	s := sessions.Session{ID: "s-1", AccountID: "id-1", CreatedAt: clk.Now(), ExpiresAt: clk.Now().Add(time.Hour)}
 	if err := db.CreateSession(ctx, s, []byte("t1")); err != nil {
 		t.Fatal(err)
@@ -416,7 +416,7 @@ func testRefreshRotation(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) 
 
 func testRevokeSessions(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	ctx := context.Background()
-	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
+	accounts.Create(ctx, db, newAccount("id-1", "a@example.com", "AAAAAAAA"))
 	for _, id := range []string{"s-1", "s-2"} {
 		db.CreateSession(ctx, sessions.Session{ID: id, AccountID: "id-1", CreatedAt: clk.Now(), ExpiresAt: clk.Now().Add(time.Hour)}, []byte(id))
 	}
@@ -464,7 +464,7 @@ func testBans(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 
 func testPrune(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	ctx := context.Background()
-	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
+	accounts.Create(ctx, db, newAccount("id-1", "a@example.com", "AAAAAAAA"))
 	start := clk.Now()
 	db.CreateSession(ctx, sessions.Session{ID: "old", AccountID: "id-1", CreatedAt: start, ExpiresAt: start.Add(time.Hour)}, []byte("old"))
 	db.CreateSession(ctx, sessions.Session{ID: "live", AccountID: "id-1", CreatedAt: start, ExpiresAt: start.Add(30 * 24 * time.Hour)}, []byte("live"))
@@ -494,7 +494,7 @@ func testPrune(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 
 func testPendingCode(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	ctx := context.Background()
-	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
+	accounts.Create(ctx, db, newAccount("id-1", "a@example.com", "AAAAAAAA"))
 	verify := accounts.CodeEffect{MarkVerified: true}
 
 	// A failed send: the pending code is dropped, the live one still works.
@@ -538,7 +538,7 @@ func testPendingCode(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 // deleted by the recording, and answer "no code". Every attempt must match.
 func testPendingCodeRacesRecording(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	ctx := context.Background()
-	db.CreateAccount(ctx, newAccount("id-1", "a@example.com", "AAAAAAAA"))
+	accounts.Create(ctx, db, newAccount("id-1", "a@example.com", "AAAAAAAA"))
 	for i := range 40 {
 		code := fmt.Sprintf("code-%d", i)
 		if err := db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "id-1", Purpose: accounts.PurposeReset, Hash: []byte("older"), ExpiresAt: clk.Now().Add(time.Minute), Attempts: 5}); err != nil {

@@ -12,18 +12,26 @@ import (
 	"github.com/riverqueue/river"
 )
 
+// Emit implements the services' event emission: it writes the event of
+// the payload's type in the transaction ctx carries (InTx), the
+// transaction of the change that causes it (see emitEvent).
+func (db *DB) Emit(ctx context.Context, p webhooks.Payload) error {
+	return db.inCallersTx(ctx, func(tx *Tx) error { return tx.emitEvent(ctx, p.EventType(), p) })
+}
+
+// emit writes the event of the payload's type (emitEvent).
+func (tx *Tx) emit(ctx context.Context, p webhooks.Payload) error {
+	return tx.emitEvent(ctx, p.EventType(), p)
+}
+
 // emitEvent is the outbox: it writes an event of type typ in the
 // transaction of the change that causes it, and a delivery job for each
 // enabled endpoint subscribed to typ, so an event is delivered if and only
 // if its change commits. data holds ids and changed fields, never a
 // password, code or token. Call it in the transaction of the change, only
 // when the change changed something (an idempotent repeat writes no
-// event), for example:
-//
-//	tx.emitEvent(ctx, webhooks.UserDisabled, map[string]any{"userId": id, "disabled": true, "reason": reason})
-//	tx.emitEvent(ctx, webhooks.UserDeleted, map[string]any{"userId": id})
-//	tx.emitEvent(ctx, webhooks.UserSubscriptionChanged, map[string]any{"userId": id, "plan": plan, "expiresAt": expires.UTC()})
-func (tx *Tx) emitEvent(ctx context.Context, typ string, data map[string]any) error {
+// event).
+func (tx *Tx) emitEvent(ctx context.Context, typ string, data any) error {
 	ev, err := webhooks.NewEvent(typ, tx.now, data)
 	if err != nil {
 		return err
@@ -31,7 +39,7 @@ func (tx *Tx) emitEvent(ctx context.Context, typ string, data map[string]any) er
 	if err := tx.insertEvent(ctx, ev); err != nil {
 		return err
 	}
-	for _, account := range webhooks.NamedAccounts(typ, data) {
+	for _, account := range webhooks.NamedAccounts(ev) {
 		if _, err := tx.q.exec(ctx, `INSERT INTO webhook_event_accounts (account_id, event_id) VALUES (?, ?)`, account, ev.ID); err != nil {
 			return err
 		}

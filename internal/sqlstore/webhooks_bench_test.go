@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/jobs"
 	"github.com/herald-vpn/herald/internal/jobs/jobstest"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
@@ -33,7 +34,7 @@ func BenchmarkSignupOutbox(b *testing.B) {
 				for b.Loop() {
 					i++
 					id := fmt.Sprintf("u%d", i)
-					if _, _, err := db.CreateAccount(ctx, newAccount(id, id+"@example.com", "C"+id)); err != nil {
+					if _, _, err := accounts.Create(ctx, db, newAccount(id, id+"@example.com", "C"+id)); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/jobs"
 	"github.com/herald-vpn/herald/internal/messenger"
@@ -17,6 +18,7 @@ import (
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/herald-vpn/herald/internal/subscriptions"
 	"github.com/herald-vpn/herald/internal/testsupport"
 	"github.com/herald-vpn/herald/internal/webhooks"
 	"github.com/riverqueue/river"
@@ -258,18 +260,18 @@ func testDeletionScrubsOutbox(t *testing.T, db *sqlstore.DB, clk *testsupport.Cl
 	ctx := context.Background()
 	mustEndpoint(t, db, "ep1", clk.Now())
 	const gone, email = "0197a3c2-gone-7c3a", "gone.person@example.com"
-	if _, _, err := db.CreateAccount(ctx, newAccount(gone, email, "GONECODE")); err != nil {
+	if _, _, err := accounts.Create(ctx, db, newAccount(gone, email, "GONECODE")); err != nil {
 		t.Fatal(err)
 	}
 	friend := newAccount("friend", "friend@example.com", "FRIENDCD")
 	friend.Referral = "GONECODE"
-	if _, applied, err := db.CreateAccount(ctx, friend); err != nil || !applied {
+	if _, applied, err := accounts.Create(ctx, db, friend); err != nil || !applied {
 		t.Fatalf("referral %v %v", applied, err)
 	}
 	mustAccount(t, db, "other")
 	mustRegister(t, db, "d1", gone, "token-gone")
 	mustRegister(t, db, "d2", "other", "token-other")
-	if _, _, err := db.SetSubscription(ctx, gone, "premium", clk.Now().Add(time.Hour)); err != nil {
+	if _, _, err := subscriptions.Set(ctx, db, gone, "premium", clk.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	// Two slots held by the other account's events; the deleted
@@ -288,7 +290,7 @@ func testDeletionScrubsOutbox(t *testing.T, db *sqlstore.DB, clk *testsupport.Cl
 		t.Fatalf("%d events listed as naming the account (%v), want 4: created, referral, device, subscription", n, err)
 	}
 
-	if err := db.DeleteAccount(ctx, gone, nil); err != nil {
+	if err := accounts.DeleteAccount(ctx, db, gone, nil); err != nil {
 		t.Fatal(err)
 	}
 	outbox, err := sqlstore.WebhookOutbox(ctx, db)
@@ -393,7 +395,7 @@ func testEventsOnlyForCommitted(t *testing.T, db *sqlstore.DB, clk *testsupport.
 	mustEndpoint(t, db, "ep1", clk.Now())
 	mustAccount(t, db, "u1")
 	// A signup that fails (the email is taken) writes no event.
-	if _, _, err := db.CreateAccount(ctx, newAccount("u2", "u1@example.com", "CODEu2")); err == nil {
+	if _, _, err := accounts.Create(ctx, db, newAccount("u2", "u1@example.com", "CODEu2")); err == nil {
 		t.Fatal("duplicate email accepted")
 	}
 	if got := eventsOf(t, db, webhooks.UserCreated); len(got) != 1 || got[0]["userId"] != "u1" {
@@ -401,7 +403,7 @@ func testEventsOnlyForCommitted(t *testing.T, db *sqlstore.DB, clk *testsupport.
 	}
 	// A registration the quota refuses rolls back, its event with it.
 	refuse := errors.New("limit")
-	if _, err := db.RegisterDevice(ctx, devices.NewDevice{ID: "d0", AccountID: "u1", Platform: "android", PushToken: "t0"}, func(devices.Quota) error { return refuse }); !errors.Is(err, refuse) {
+	if _, err := devices.Register(ctx, db, devices.NewDevice{ID: "d0", AccountID: "u1", Platform: "android", PushToken: "t0"}, func(devices.Quota) error { return refuse }); !errors.Is(err, refuse) {
 		t.Fatalf("register: %v", err)
 	}
 	mustRegister(t, db, "d1", "u1", "tok1")
@@ -419,10 +421,13 @@ func testEventsOnlyForCommitted(t *testing.T, db *sqlstore.DB, clk *testsupport.
 	if got := eventsOf(t, db, webhooks.DeviceTokenInvalidated); len(got) != 1 || got[0]["deviceId"] != "d1" {
 		t.Fatalf("device.token_invalidated events: %v", got)
 	}
-	if err := db.DeactivateDevice(ctx, "u1", "d1"); err != nil {
+	// The devices service removes a device and emits its event in one
+	// unit of work.
+	owner := devices.NewService(db, nil, devices.Config{})
+	if err := owner.Remove(ctx, "u1", "d1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.DeactivateDevice(ctx, "u1", "d1"); err == nil {
+	if err := owner.Remove(ctx, "u1", "d1"); err == nil {
 		t.Fatal("removed twice")
 	}
 	if got := eventsOf(t, db, webhooks.DeviceRemoved); len(got) != 1 {
@@ -487,7 +492,7 @@ func testAdminEvents(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	mustAccount(t, db, "u1")
 	expires := clk.Now().Add(30 * 24 * time.Hour).Truncate(time.Second)
 	for range 2 {
-		if _, _, err := db.SetSubscription(ctx, "u1", "premium", expires); err != nil {
+		if _, _, err := subscriptions.Set(ctx, db, "u1", "premium", expires); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -495,20 +500,20 @@ func testAdminEvents(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 		t.Fatalf("user.subscription_changed events: %v", got)
 	}
 	for range 2 {
-		if _, err := db.SetDisabled(ctx, "u1", true, "chargeback", nil); err != nil {
+		if _, err := accounts.SetDisabled(ctx, db, "u1", true, "chargeback", nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := db.SetDisabled(ctx, "u1", false, "", nil); err != nil {
+	if _, err := accounts.SetDisabled(ctx, db, "u1", false, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := eventsOf(t, db, webhooks.UserDisabled); len(got) != 1 || got[0]["userId"] != "u1" || got[0]["reason"] != "chargeback" {
 		t.Fatalf("user.disabled events: %v", got)
 	}
-	if err := db.DeleteAccount(ctx, "u1", nil); err != nil {
+	if err := accounts.DeleteAccount(ctx, db, "u1", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.DeleteAccount(ctx, "u1", nil); err == nil {
+	if err := accounts.DeleteAccount(ctx, db, "u1", nil); err == nil {
 		t.Fatal("deleted twice")
 	}
 	if got := eventsOf(t, db, webhooks.UserDeleted); len(got) != 1 || got[0]["userId"] != "u1" {
@@ -593,7 +598,7 @@ func testMessengerEvents(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) 
 		{Kind: messenger.Unsubscribe, ChatID: 7},
 		{Kind: messenger.Unsubscribe, ChatID: 7}, // no change
 	} {
-		if _, err := db.ApplySubscriberChange(ctx, c); err != nil {
+		if _, err := messenger.ApplyChange(ctx, db, c); err != nil {
 			t.Fatal(err)
 		}
 	}

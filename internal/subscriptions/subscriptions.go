@@ -14,6 +14,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
 // Plans.
@@ -70,10 +71,44 @@ type Config struct {
 
 // Store is the persistence the service needs; sqlstore implements it.
 type Store interface {
-	// SetSubscription replaces the account's plan and expiry, in one
-	// transaction, and reports whether that changed anything.
-	// ErrNotFound when the account does not exist.
-	SetSubscription(ctx context.Context, accountID, plan string, expires time.Time) (Subscription, bool, error)
+	// The unit of work Set runs in: LockSubscription must be called
+	// inside InTx.
+	storage.Transactor
+	// Emit writes a webhook event in the transaction ctx carries.
+	Emit(ctx context.Context, p webhooks.Payload) error
+	// LockSubscription reads a live account's subscription and holds its
+	// row until the transaction ends. ErrNotFound for an unknown or
+	// deleted account.
+	LockSubscription(ctx context.Context, accountID string) (Subscription, error)
+	// SaveSubscription replaces the account's plan and expiry.
+	SaveSubscription(ctx context.Context, accountID string, sub Subscription) error
+}
+
+// Set replaces the account's plan and expiry in one unit of work of st,
+// under the account's row lock, so that the same call twice changes once;
+// a change has its user.subscription_changed event. It reports whether
+// anything changed. ErrNotFound when the account does not exist.
+func Set(ctx context.Context, st Store, accountID, plan string, expires time.Time) (Subscription, bool, error) {
+	next := Subscription{Plan: plan, ExpiresAt: expires.UTC()}
+	var changed bool
+	err := st.InTx(ctx, func(ctx context.Context) error {
+		cur, err := st.LockSubscription(ctx, accountID)
+		if err != nil {
+			return err
+		}
+		if cur.Plan == next.Plan && cur.ExpiresAt.Equal(next.ExpiresAt) {
+			return nil
+		}
+		changed = true
+		if err := st.SaveSubscription(ctx, accountID, next); err != nil {
+			return err
+		}
+		return st.Emit(ctx, Changed(accountID, cur, next))
+	})
+	if err != nil {
+		return Subscription{}, false, err
+	}
+	return next, changed, nil
 }
 
 // Service is the plan rules.
@@ -137,7 +172,7 @@ func (s *Service) SetPlan(ctx context.Context, accountID, plan string, expires t
 	if expires.IsZero() {
 		return Subscription{}, apperr.Invalid("expires", "a time", "")
 	}
-	sub, _, err := s.store.SetSubscription(ctx, accountID, plan, expires.UTC().Truncate(time.Second))
+	sub, _, err := Set(ctx, s.store, accountID, plan, expires.UTC().Truncate(time.Second))
 	if errors.Is(err, storage.ErrNotFound) {
 		return Subscription{}, apperr.New(apperr.UserNotFound)
 	}

@@ -82,7 +82,7 @@ func TestSetPlan(t *testing.T) {
 	sqlstoretest.Each(t, func(t *testing.T, url string) {
 		ctx := context.Background()
 		db, _ := jobstest.Open(t, url, jobs.Config{})
-		if _, _, err := db.CreateAccount(ctx, accounts.NewAccount{ID: "a1", Email: "a@example.com", PasswordHash: "x", ReferralCode: "AAAAAAAA", Trial: time.Hour}); err != nil {
+		if _, _, err := accounts.Create(ctx, db, accounts.NewAccount{ID: "a1", Email: "a@example.com", PasswordHash: "x", ReferralCode: "AAAAAAAA", Trial: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
 		plans := subscriptions.NewService(db, subscriptions.Config{})

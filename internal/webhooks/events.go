@@ -2,9 +2,10 @@
 // Webhooks specification: the catalogue of event types and their payload
 // {type, timestamp, data}, endpoints and their secrets, signing, the
 // address rules that keep Herald from calling into its own network, and
-// the delivery job with its retry schedule. Events are written by the
-// store in the transaction of the change that causes them (an outbox) and
-// delivered by River jobs inserted in that same transaction. The HTTP
+// the delivery job with its retry schedule. Each event's data is a
+// Payload type of the domain that owns it; the service emits it in the
+// transaction of the change that causes it (an outbox, the store's Emit)
+// and River jobs inserted in that same transaction deliver it. The HTTP
 // sending itself is behind Sender (package webhooks/httpsend).
 package webhooks
 
@@ -59,6 +60,11 @@ var Catalogue = []string{
 // Known reports whether t is in the catalogue.
 func Known(t string) bool { return slices.Contains(Catalogue, t) }
 
+// Retention is how long events and their delivery attempts are kept:
+// well past the last retry (about three days), for redelivery and the
+// attempt log.
+const Retention = 30 * 24 * time.Hour
+
 // Event is one row of the outbox. Payload is the exact body every
 // delivery sends; ID is its webhook-id, the same on every attempt and
 // every endpoint, for receivers to dedupe on.
@@ -93,6 +99,14 @@ func NewEvent(t string, at time.Time, data any) (Event, error) {
 	return Event{ID: "msg_" + id.String(), Type: t, Payload: body, CreatedAt: at.UTC()}, nil
 }
 
+// Payload is the data of one event type: one Go type per event, owned by
+// the domain package whose change causes the event. Its JSON is the
+// event's data; its fields are declared in the order of their JSON names,
+// as the outbox has always written them.
+type Payload interface {
+	EventType() string
+}
+
 // accountFields are the data fields that name an account: userId, whose
 // event is about the account, and referrerId, the account that referred
 // it. Only user.created holds an email, beside its userId.
@@ -101,13 +115,20 @@ var accountFields = []string{"userId", "referrerId"}
 // NamedAccounts are the ids of the accounts an event's data names, for
 // the store to find an account's events when it is deleted. user.deleted
 // names none: it is what deletion leaves.
-func NamedAccounts(typ string, data map[string]any) []string {
-	if typ == UserDeleted {
+func NamedAccounts(ev Event) []string {
+	if ev.Type == UserDeleted {
+		return nil
+	}
+	var p struct {
+		Data map[string]json.RawMessage `json:"data"`
+	}
+	if json.Unmarshal(ev.Payload, &p) != nil {
 		return nil
 	}
 	var out []string
 	for _, f := range accountFields {
-		if id, ok := data[f].(string); ok && id != "" && !slices.Contains(out, id) {
+		var id string
+		if json.Unmarshal(p.Data[f], &id) == nil && id != "" && !slices.Contains(out, id) {
 			out = append(out, id)
 		}
 	}

@@ -449,10 +449,10 @@ func TestScrub(t *testing.T) {
 			t.Errorf("Scrub(%s) = %s, drop %v, %v; want %q", c.in, out, drop, err, c.out)
 		}
 	}
-	if got := webhooks.NamedAccounts(webhooks.UserCreated, map[string]any{"userId": "u2", "referrerId": "u1", "email": "x"}); !slices.Equal(got, []string{"u2", "u1"}) {
+	if got := webhooks.NamedAccounts(mustNewEvent(t, webhooks.UserCreated, map[string]any{"userId": "u2", "referrerId": "u1", "email": "x"})); !slices.Equal(got, []string{"u2", "u1"}) {
 		t.Errorf("NamedAccounts = %v", got)
 	}
-	if got := webhooks.NamedAccounts(webhooks.UserDeleted, map[string]any{"userId": "u2"}); got != nil {
+	if got := webhooks.NamedAccounts(mustNewEvent(t, webhooks.UserDeleted, map[string]any{"userId": "u2"})); got != nil {
 		t.Errorf("user.deleted names %v", got)
 	}
 }
@@ -480,4 +480,13 @@ func TestEndpointReceived(t *testing.T) {
 			t.Errorf("%s: Received = %v", name, got)
 		}
 	}
+}
+
+func mustNewEvent(t *testing.T, typ string, data map[string]any) webhooks.Event {
+	t.Helper()
+	ev, err := webhooks.NewEvent(typ, time.Now(), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
 }
