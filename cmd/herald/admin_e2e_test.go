@@ -21,7 +21,7 @@ import (
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 )
 
-const recordFields = `id email emailVerified createdAt referralCode subscription { plan status expiresAt } disabled disabledAt disabledReason lastLoginAt deviceCount sessionCount`
+const recordFields = `id email emailVerified emailVerifiedAt createdAt referralCode subscription { plan status expiresAt } disabled disabledAt disabledReason lastLoginAt deviceCount sessionCount`
 
 var adminDocs = map[string]string{
 	"users": `query Users($query: String, $plan: String, $status: String, $verified: Boolean, $disabled: Boolean, $first: Int, $after: String) {
@@ -202,7 +202,7 @@ func testAdminSearch(t *testing.T, h *herald, dn, id, email, reader, admin strin
 		}
 	}
 	rec := record(t, h, dn, "user", map[string]any{"id": id}, key(reader))
-	if rec["email"] != email || rec["disabled"] != false || rec["disabledAt"] != nil || rec["lastLoginAt"] == nil ||
+	if rec["email"] != email || rec["disabled"] != false || rec["disabledAt"] != nil || rec["lastLoginAt"] == nil || rec["emailVerifiedAt"] == nil ||
 		asInt(t, rec["sessionCount"]) != 1 || asInt(t, rec["deviceCount"]) != 0 || jsonPath(rec, "subscription", "plan") != "trial" {
 		t.Fatalf("record %v", rec)
 	}

@@ -347,21 +347,22 @@ type ComplexityRoot struct {
 	}
 
 	UserRecord struct {
-		CreatedAt      func(childComplexity int) int
-		DeviceCount    func(childComplexity int) int
-		Disabled       func(childComplexity int) int
-		DisabledAt     func(childComplexity int) int
-		DisabledReason func(childComplexity int) int
-		Email          func(childComplexity int) int
-		EmailVerified  func(childComplexity int) int
-		ID             func(childComplexity int) int
-		LastLoginAt    func(childComplexity int) int
-		Locale         func(childComplexity int) int
-		MessengerChat  func(childComplexity int) int
-		ReferralCode   func(childComplexity int) int
-		SessionCount   func(childComplexity int) int
-		Sessions       func(childComplexity int) int
-		Subscription   func(childComplexity int) int
+		CreatedAt       func(childComplexity int) int
+		DeviceCount     func(childComplexity int) int
+		Disabled        func(childComplexity int) int
+		DisabledAt      func(childComplexity int) int
+		DisabledReason  func(childComplexity int) int
+		Email           func(childComplexity int) int
+		EmailVerified   func(childComplexity int) int
+		EmailVerifiedAt func(childComplexity int) int
+		ID              func(childComplexity int) int
+		LastLoginAt     func(childComplexity int) int
+		Locale          func(childComplexity int) int
+		MessengerChat   func(childComplexity int) int
+		ReferralCode    func(childComplexity int) int
+		SessionCount    func(childComplexity int) int
+		Sessions        func(childComplexity int) int
+		Subscription    func(childComplexity int) int
 	}
 
 	UserRecordConnection struct {
@@ -2036,6 +2037,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UserRecord.EmailVerified(childComplexity), true
+	case "UserRecord.emailVerifiedAt":
+		if e.ComplexityRoot.UserRecord.EmailVerifiedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserRecord.EmailVerifiedAt(childComplexity), true
 	case "UserRecord.id":
 		if e.ComplexityRoot.UserRecord.ID == nil {
 			break
@@ -2874,6 +2881,8 @@ func (ec *executionContext) childFields_UserRecord(ctx context.Context, field gr
 		return ec.fieldContext_UserRecord_subscription(ctx, field)
 	case "locale":
 		return ec.fieldContext_UserRecord_locale(ctx, field)
+	case "emailVerifiedAt":
+		return ec.fieldContext_UserRecord_emailVerifiedAt(ctx, field)
 	case "disabled":
 		return ec.fieldContext_UserRecord_disabled(ctx, field)
 	case "disabledAt":
@@ -11341,6 +11350,29 @@ func (ec *executionContext) fieldContext_UserRecord_locale(_ context.Context, fi
 	return graphql.NewScalarFieldContext("UserRecord", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _UserRecord_emailVerifiedAt(ctx context.Context, field graphql.CollectedField, obj *view.UserRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserRecord_emailVerifiedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EmailVerifiedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UserRecord_emailVerifiedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserRecord", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
 func (ec *executionContext) _UserRecord_disabled(ctx context.Context, field graphql.CollectedField, obj *view.UserRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -16339,6 +16371,11 @@ func (ec *executionContext) _UserRecord(ctx context.Context, sel ast.SelectionSe
 			}
 		case "locale":
 			out.Values[i] = ec._UserRecord_locale(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "emailVerifiedAt":
+			out.Values[i] = ec._UserRecord_emailVerifiedAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}

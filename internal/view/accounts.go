@@ -49,24 +49,27 @@ func NewUser(a accounts.Account, now time.Time) User {
 // GraphQL adds sessions and messengerChat, read for a whole page at once.
 type UserRecord struct {
 	User
-	Disabled       bool       `json:"disabled"`
-	DisabledAt     *time.Time `json:"disabledAt"`
-	DisabledReason *string    `json:"disabledReason"`
-	LastLoginAt    *time.Time `json:"lastLoginAt"`
-	DeviceCount    int        `json:"deviceCount"`
-	SessionCount   int        `json:"sessionCount"`
+	// EmailVerifiedAt is when the account confirmed its email; nil until then.
+	EmailVerifiedAt *time.Time `json:"emailVerifiedAt"`
+	Disabled        bool       `json:"disabled"`
+	DisabledAt      *time.Time `json:"disabledAt"`
+	DisabledReason  *string    `json:"disabledReason"`
+	LastLoginAt     *time.Time `json:"lastLoginAt"`
+	DeviceCount     int        `json:"deviceCount"`
+	SessionCount    int        `json:"sessionCount"`
 }
 
 // NewUserRecord renders an account for the admin API.
 func NewUserRecord(r accounts.Record, now time.Time) UserRecord {
 	return UserRecord{
-		User:           NewUser(r.Account, now),
-		Disabled:       r.Disabled(),
-		DisabledAt:     optionalSeconds(r.DisabledAt),
-		DisabledReason: nonEmpty(r.DisabledReason),
-		LastLoginAt:    optionalSeconds(r.LastLoginAt),
-		DeviceCount:    r.DeviceCount,
-		SessionCount:   r.SessionCount,
+		User:            NewUser(r.Account, now),
+		EmailVerifiedAt: optionalSeconds(r.EmailVerifiedAt),
+		Disabled:        r.Disabled(),
+		DisabledAt:      optionalSeconds(r.DisabledAt),
+		DisabledReason:  nonEmpty(r.DisabledReason),
+		LastLoginAt:     optionalSeconds(r.LastLoginAt),
+		DeviceCount:     r.DeviceCount,
+		SessionCount:    r.SessionCount,
 	}
 }
 

@@ -6,7 +6,7 @@ import { h, guard, field, fmtTime, pagedTable, badge, facts, notice, fieldError,
 
 const PLANS = ["trial", "basic", "premium"];
 
-const RECORD = `id email emailVerified createdAt referralCode disabled disabledAt disabledReason lastLoginAt deviceCount sessionCount
+const RECORD = `id email emailVerified emailVerifiedAt createdAt referralCode disabled disabledAt disabledReason lastLoginAt deviceCount sessionCount
   subscription { plan status expiresAt }
   sessions { id createdAt lastUsedAt userAgent ip }
   messengerChat { chatId username firstName status subscribedSince }`;
@@ -71,6 +71,7 @@ export async function render(main, params) {
     account.replaceChildren(facts([
       ["Id", h("code", {}, u.id)],
       ["Created", fmtTime(u.createdAt)],
+      ["Email verified", fmtTime(u.emailVerifiedAt)],
       ["Last login", fmtTime(u.lastLoginAt)],
       ["Referral code", u.referralCode],
       ["Active devices", u.deviceCount],
