@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/telegram"
-	"github.com/herald-vpn/herald/internal/telegram/telegramtest"
+	"github.com/herald-vpn/herald/internal/testsupport"
 )
 
 // globalGap is the Pacer's default spacing: 1s/30 rounded up.
 const globalGap = (time.Second + 29) / 30
 
 func TestPacerPerChat(t *testing.T) {
-	clk := telegramtest.NewClock(time.Unix(1000, 0), true)
+	clk := testsupport.NewSleepingClock(time.Unix(1000, 0), true)
 	p := telegram.NewPacer(telegram.PacerConfig{Clock: clk})
 	ctx := context.Background()
 	for range 3 {
@@ -46,7 +46,7 @@ func TestPacerPerChat(t *testing.T) {
 
 func TestPacerGlobal(t *testing.T) {
 	// The clock stands still, so each wait is the offset of its slot.
-	clk := telegramtest.NewClock(time.Unix(1000, 0), false)
+	clk := testsupport.NewSleepingClock(time.Unix(1000, 0), false)
 	p := telegram.NewPacer(telegram.PacerConfig{Clock: clk})
 	var offsets []time.Duration
 	for i := range 31 {
@@ -75,7 +75,7 @@ func TestPacerGlobal(t *testing.T) {
 }
 
 func TestPacerConcurrent(t *testing.T) {
-	clk := telegramtest.NewClock(time.Unix(1000, 0), false)
+	clk := testsupport.NewSleepingClock(time.Unix(1000, 0), false)
 	p := telegram.NewPacer(telegram.PacerConfig{Clock: clk, PerChat: time.Second, Global: 10 * time.Millisecond})
 	var wg sync.WaitGroup
 	for range 20 {
@@ -100,7 +100,7 @@ func TestPacerConcurrent(t *testing.T) {
 }
 
 func TestPacerPauseAndCancel(t *testing.T) {
-	clk := telegramtest.NewClock(time.Unix(1000, 0), false)
+	clk := testsupport.NewSleepingClock(time.Unix(1000, 0), false)
 	p := telegram.NewPacer(telegram.PacerConfig{Clock: clk})
 	p.Pause("A", 5*time.Second)
 	if err := p.Wait(context.Background(), "A"); err != nil {
