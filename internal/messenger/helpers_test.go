@@ -12,6 +12,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/jobs"
 	"github.com/herald-vpn/herald/internal/jobs/jobstest"
+	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
@@ -71,7 +72,7 @@ func newEnvWith(t *testing.T, db *sqlstore.DB, fake *telegramtest.Server, opts .
 		APIURL:      fake.URL,
 		PollTimeout: time.Second,
 		PollRetry:   20 * time.Millisecond,
-		Pacer:       telegram.PacerConfig{Clock: e.clock},
+		Pacer:       limits.ChatPaceConfig{Clock: e.clock},
 		Replies:     texts.TelegramReply,
 	}
 	var hc *http.Client
