@@ -8,9 +8,12 @@ import (
 	"github.com/herald-vpn/herald/internal/sleep"
 )
 
-// Clock is the time of code that also sleeps, so a test can run it
-// without waiting. The rule across Herald: a config that only reads the
-// time takes Now func() time.Time; only code that sleeps takes a Clock.
+// Clock is the time of code that both reads the time and sleeps, so a
+// test can run it without waiting (testsupport.SleepingClock). The one
+// rule across Herald: a config that only reads the time takes
+// Now func() time.Time (testsupport.Clock's Now fakes it); one that only
+// sleeps takes Sleep func(ctx, d) error (push.RetryPolicy;
+// testsupport.Sleeper); only code that does both takes a Clock.
 type Clock interface {
 	Now() time.Time
 	// Sleep waits for d or until ctx is done, returning ctx.Err() then.
