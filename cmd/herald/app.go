@@ -10,7 +10,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/herald-vpn/herald/internal/telegram"
 	"github.com/herald-vpn/herald/internal/texts"
 	"github.com/herald-vpn/herald/internal/tracing"
 	"go.opentelemetry.io/otel/trace"
@@ -346,7 +345,7 @@ func (a *App) newMessenger(ctx context.Context) (*messenger.Service, error) {
 		WebhookURL:    cfg.TelegramWebhookURL,
 		WebhookSecret: cfg.TelegramWebhookSecret,
 		PollLeaseTTL:  cfg.TelegramPollLeaseTTL,
-		Pacer:         telegram.PacerConfig{Global: telegramGap},
+		Pacer:         limits.ChatPaceConfig{Global: telegramGap},
 		SharedPacer:   a.sharedChatPacer(telegramGap, logger),
 		Live:          a.live,
 	}, a.telegramHTTPClient(), logger.With("component", "messenger"))
@@ -689,14 +688,14 @@ func (a *App) telegramHTTPClient() *http.Client {
 	return &http.Client{Transport: tracing.Transport(a.tracer, "telegram", nil)}
 }
 
-// sharedChatPacer shares the bot's pace (telegram.ChatGap per chat, gap
+// sharedChatPacer shares the bot's pace (limits.ChatGap per chat, gap
 // between any two) with every replica through Redis, when it is
 // configured; nil: each process paces alone.
-func (a *App) sharedChatPacer(gap time.Duration, logger *slog.Logger) func(messenger.ChatPacer) messenger.ChatPacer {
+func (a *App) sharedChatPacer(gap time.Duration, logger *slog.Logger) func(limits.ChatPacer) limits.ChatPacer {
 	if a.redis == nil {
 		return nil
 	}
-	return func(local messenger.ChatPacer) messenger.ChatPacer {
-		return limits.NewSharedChatPace(a.redis, "herald:telegram:", telegram.ChatGap, gap, local, logger.With("component", "messenger"))
+	return func(local limits.ChatPacer) limits.ChatPacer {
+		return limits.NewSharedChatPace(a.redis, "herald:telegram:", limits.ChatGap, gap, local, logger.With("component", "messenger"))
 	}
 }

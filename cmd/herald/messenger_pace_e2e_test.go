@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
-	"github.com/herald-vpn/herald/internal/telegram"
 	"github.com/herald-vpn/herald/internal/telegram/telegramtest"
 )
 
@@ -76,8 +76,8 @@ func TestMessengerPaceSharedAcrossReplicasE2E(t *testing.T) {
 			// Booked a second apart; half of it leaves room for a message
 			// delayed on its way to the fake.
 			for i := 1; i < len(at); i++ {
-				if gap := at[i].Sub(at[i-1]); gap < telegram.ChatGap/2 {
-					t.Errorf("chat %s: messages %d and %d arrived %s apart, want about %s", chat, i, i+1, gap, telegram.ChatGap)
+				if gap := at[i].Sub(at[i-1]); gap < limits.ChatGap/2 {
+					t.Errorf("chat %s: messages %d and %d arrived %s apart, want about %s", chat, i, i+1, gap, limits.ChatGap)
 				}
 			}
 		}

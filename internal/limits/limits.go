@@ -6,6 +6,11 @@
 // A Backend admits the request only if every check fits, and then charges all
 // of them; a refused request is charged to no tier. Both backends implement
 // the same algorithm and give the same answers for the same inputs.
+//
+// It also paces Herald's own outgoing sends, so callers wait instead of
+// being refused: Pace and SharedPace (a rate with a burst, for push) and
+// ChatPace and SharedChatPace (a gap per chat and overall, for Telegram),
+// each in-process or shared between instances through Redis.
 package limits
 
 import (

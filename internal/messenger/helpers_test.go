@@ -12,6 +12,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/jobs"
 	"github.com/herald-vpn/herald/internal/jobs/jobstest"
+	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
@@ -40,7 +41,7 @@ type env struct {
 	fake  *telegramtest.Server
 	svc   *messenger.Service
 	logs  *testsupport.Buffer // checked at the end of the test: the token never appears
-	clock *telegramtest.Clock
+	clock *testsupport.SleepingClock
 }
 
 type option func(*messenger.Config, **http.Client)
@@ -65,13 +66,13 @@ func newEnv(t *testing.T, db *sqlstore.DB, opts ...option) *env {
 
 func newEnvWith(t *testing.T, db *sqlstore.DB, fake *telegramtest.Server, opts ...option) *env {
 	t.Helper()
-	e := &env{t: t, db: db, fake: fake, logs: &testsupport.Buffer{}, clock: telegramtest.NewClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC), true)}
+	e := &env{t: t, db: db, fake: fake, logs: &testsupport.Buffer{}, clock: testsupport.NewSleepingClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC), true)}
 	cfg := messenger.Config{
 		Token:       token,
 		APIURL:      fake.URL,
 		PollTimeout: time.Second,
 		PollRetry:   20 * time.Millisecond,
-		Pacer:       telegram.PacerConfig{Clock: e.clock},
+		Pacer:       limits.ChatPaceConfig{Clock: e.clock},
 		Replies:     texts.TelegramReply,
 	}
 	var hc *http.Client

@@ -18,6 +18,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/cursor"
+	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/herald-vpn/herald/internal/live"
 	"github.com/herald-vpn/herald/internal/telegram"
 )
@@ -52,12 +53,12 @@ type Config struct {
 	PollRetry time.Duration
 	// Pacer tunes outgoing pacing; zero values are Telegram's limits
 	// (1 message/second per chat, 30/second overall).
-	Pacer telegram.PacerConfig
+	Pacer limits.ChatPaceConfig
 	// SharedPacer, when set, wraps this process's pacer (of Pacer's
 	// limits) in one that every replica shares (limits.SharedChatPace
 	// over Redis), which falls back to the local one; nil: this process
 	// paces alone.
-	SharedPacer func(local ChatPacer) ChatPacer
+	SharedPacer func(local limits.ChatPacer) limits.ChatPacer
 	// Live is the broker subscriber changes reach live subscribers
 	// through; nil: one of its own (this process alone).
 	Live *live.Broker
@@ -98,21 +99,13 @@ const pollLease = "telegram_poll"
 // allowedUpdates are the update kinds the bot acts on.
 var allowedUpdates = []string{telegram.UpdateMessage, telegram.UpdateMyChatMember}
 
-// ChatPacer spaces the bot's sends per chat and overall: Wait takes a
-// chat's next slot, Pause holds a chat (or every chat, for "") back after
-// Telegram asked for a pause.
-type ChatPacer interface {
-	Wait(ctx context.Context, chatID string) error
-	Pause(chatID string, d time.Duration)
-}
-
 // Service is the messenger bot.
 type Service struct {
 	store  Store
 	cfg    Config
 	bot    *telegram.Client // nil without a token
 	secret string
-	pacer  ChatPacer
+	pacer  limits.ChatPacer
 	log    *slog.Logger
 	now    func() time.Time
 	holder string // this replica's name in the polling lease
@@ -195,7 +188,7 @@ func NewService(ctx context.Context, store Store, cfg Config, httpClient *http.C
 		store:  store,
 		cfg:    cfg,
 		secret: secret,
-		pacer:  ChatPacer(telegram.NewPacer(cfg.Pacer)),
+		pacer:  limits.ChatPacer(limits.NewChatPace(cfg.Pacer)),
 		log:    logger,
 		now:    now,
 		holder: newHolder(),

@@ -98,3 +98,32 @@ func (s *Sleeper) Slept() time.Duration {
 	}
 	return total
 }
+
+// SleepingClock is a fake of the clocks that both read the time and sleep
+// (limits.Clock): a Clock (Now, Set, Advance) and a Sleeper (Sleeps,
+// Slept). Sleep returns at once: with ctx's error when ctx is done, and
+// otherwise after recording d; a clock made with advance set also moves
+// forward by each sleep, as real time would.
+type SleepingClock struct {
+	*Clock
+	Sleeper
+	advance bool
+}
+
+// NewSleepingClock returns a clock standing at now; advance makes
+// sleeping move it.
+func NewSleepingClock(now time.Time, advance bool) *SleepingClock {
+	return &SleepingClock{Clock: NewClock(now), advance: advance}
+}
+
+// Sleep records d without waiting; it fails only when ctx is done.
+func (c *SleepingClock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.Sleeper.Sleep(ctx, d)
+	if c.advance && d > 0 {
+		c.Advance(d)
+	}
+	return nil
+}

@@ -79,3 +79,27 @@ func TestSleeper(t *testing.T) {
 		t.Fatalf("Slept = %v", got)
 	}
 }
+
+func TestSleepingClock(t *testing.T) {
+	start := time.Unix(1000, 0)
+	c := testsupport.NewSleepingClock(start, true)
+	if err := c.Sleep(context.Background(), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Now(); !got.Equal(start.Add(time.Second)) {
+		t.Fatalf("Now after a 1s sleep = %v", got)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Sleep(ctx, time.Minute); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sleep on a cancelled context: %v", err)
+	}
+	if got := c.Sleeps(); !slices.Equal(got, []time.Duration{time.Second}) {
+		t.Fatalf("Sleeps = %v, want only the uncancelled one", got)
+	}
+	still := testsupport.NewSleepingClock(start, false)
+	_ = still.Sleep(context.Background(), time.Second)
+	if !still.Now().Equal(start) {
+		t.Fatal("a clock made without advance moved")
+	}
+}

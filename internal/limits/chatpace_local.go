@@ -1,4 +1,4 @@
-package telegram
+package limits
 
 import (
 	"context"
@@ -8,7 +8,12 @@ import (
 	"github.com/herald-vpn/herald/internal/sleep"
 )
 
-// Clock abstracts time so Pacer can be tested without real sleeping.
+// Clock is the time of code that both reads the time and sleeps, so a
+// test can run it without waiting (testsupport.SleepingClock). The one
+// rule across Herald: a config that only reads the time takes
+// Now func() time.Time (testsupport.Clock's Now fakes it); one that only
+// sleeps takes Sleep func(ctx, d) error (push.RetryPolicy;
+// testsupport.Sleeper); only code that does both takes a Clock.
 type Clock interface {
 	Now() time.Time
 	// Sleep waits for d or until ctx is done, returning ctx.Err() then.
@@ -25,17 +30,19 @@ func (realClock) Sleep(ctx context.Context, d time.Duration) error { return slee
 // second.
 const ChatGap = time.Second
 
-// PacerConfig tunes a Pacer; zero fields take Telegram's published limits.
-type PacerConfig struct {
+// ChatPaceConfig tunes a ChatPace; zero fields take Telegram's published
+// limits.
+type ChatPaceConfig struct {
 	PerChat time.Duration // minimum gap between sends to one chat; default 1s
 	Global  time.Duration // minimum gap between any two sends; default ~33.3ms (30/s)
 	Clock   Clock         // default: real time
 }
 
-// Pacer spaces outgoing sends so the bot stays under Telegram's limits
-// (about 1 message/second per chat, 30/second overall). Callers wait for a
-// slot rather than being refused. Safe for concurrent use.
-type Pacer struct {
+// ChatPace is the ChatPacer of one process: it spaces outgoing sends so
+// the bot stays under Telegram's limits (about 1 message/second per chat,
+// 30/second overall). Callers wait for a slot rather than being refused.
+// Safe for concurrent use.
+type ChatPace struct {
 	perChat, global time.Duration
 	clock           Clock
 
@@ -45,8 +52,8 @@ type Pacer struct {
 	calls      int
 }
 
-// NewPacer returns a Pacer with cfg's limits.
-func NewPacer(cfg PacerConfig) *Pacer {
+// NewChatPace returns a ChatPace with cfg's limits.
+func NewChatPace(cfg ChatPaceConfig) *ChatPace {
 	if cfg.PerChat <= 0 {
 		cfg.PerChat = ChatGap
 	}
@@ -57,14 +64,14 @@ func NewPacer(cfg PacerConfig) *Pacer {
 	if cfg.Clock == nil {
 		cfg.Clock = realClock{}
 	}
-	return &Pacer{perChat: cfg.PerChat, global: cfg.Global, clock: cfg.Clock,
+	return &ChatPace{perChat: cfg.PerChat, global: cfg.Global, clock: cfg.Clock,
 		chatNext: make(map[string]time.Time)}
 }
 
 // Wait blocks until a send to chatID may go out, or ctx is done. Slots are
 // reserved in call order, so concurrent callers are served fairly; a slot
 // abandoned by a cancelled caller is simply left unused.
-func (p *Pacer) Wait(ctx context.Context, chatID string) error {
+func (p *ChatPace) Wait(ctx context.Context, chatID string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -93,7 +100,7 @@ func (p *Pacer) Wait(ctx context.Context, chatID string) error {
 
 // Pause delays future sends to chatID by at least d from now, or all sends
 // when chatID is "" – use it with the RetryAfter of a 429.
-func (p *Pacer) Pause(chatID string, d time.Duration) {
+func (p *ChatPace) Pause(chatID string, d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	until := p.clock.Now().Add(d)
@@ -110,7 +117,7 @@ func (p *Pacer) Pause(chatID string, d time.Duration) {
 
 // prune forgets chats whose next slot has passed so the map stays bounded
 // by the chats active in the last PerChat interval. Caller holds mu.
-func (p *Pacer) prune(now time.Time) {
+func (p *ChatPace) prune(now time.Time) {
 	for id, t := range p.chatNext {
 		if !t.After(now) {
 			delete(p.chatNext, id)

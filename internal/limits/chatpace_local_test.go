@@ -1,4 +1,4 @@
-package telegram_test
+package limits_test
 
 import (
 	"context"
@@ -8,16 +8,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-vpn/herald/internal/telegram"
-	"github.com/herald-vpn/herald/internal/telegram/telegramtest"
+	"github.com/herald-vpn/herald/internal/limits"
+	"github.com/herald-vpn/herald/internal/testsupport"
 )
 
-// globalGap is the Pacer's default spacing: 1s/30 rounded up.
+// globalGap is the ChatPace's default spacing: 1s/30 rounded up.
 const globalGap = (time.Second + 29) / 30
 
-func TestPacerPerChat(t *testing.T) {
-	clk := telegramtest.NewClock(time.Unix(1000, 0), true)
-	p := telegram.NewPacer(telegram.PacerConfig{Clock: clk})
+func TestChatPacePerChat(t *testing.T) {
+	clk := testsupport.NewSleepingClock(time.Unix(1000, 0), true)
+	p := limits.NewChatPace(limits.ChatPaceConfig{Clock: clk})
 	ctx := context.Background()
 	for range 3 {
 		if err := p.Wait(ctx, "A"); err != nil {
@@ -44,10 +44,10 @@ func TestPacerPerChat(t *testing.T) {
 	}
 }
 
-func TestPacerGlobal(t *testing.T) {
+func TestChatPaceGlobal(t *testing.T) {
 	// The clock stands still, so each wait is the offset of its slot.
-	clk := telegramtest.NewClock(time.Unix(1000, 0), false)
-	p := telegram.NewPacer(telegram.PacerConfig{Clock: clk})
+	clk := testsupport.NewSleepingClock(time.Unix(1000, 0), false)
+	p := limits.NewChatPace(limits.ChatPaceConfig{Clock: clk})
 	var offsets []time.Duration
 	for i := range 31 {
 		n := len(clk.Sleeps())
@@ -74,9 +74,9 @@ func TestPacerGlobal(t *testing.T) {
 	}
 }
 
-func TestPacerConcurrent(t *testing.T) {
-	clk := telegramtest.NewClock(time.Unix(1000, 0), false)
-	p := telegram.NewPacer(telegram.PacerConfig{Clock: clk, PerChat: time.Second, Global: 10 * time.Millisecond})
+func TestChatPaceConcurrent(t *testing.T) {
+	clk := testsupport.NewSleepingClock(time.Unix(1000, 0), false)
+	p := limits.NewChatPace(limits.ChatPaceConfig{Clock: clk, PerChat: time.Second, Global: 10 * time.Millisecond})
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() {
@@ -99,9 +99,9 @@ func TestPacerConcurrent(t *testing.T) {
 	}
 }
 
-func TestPacerPauseAndCancel(t *testing.T) {
-	clk := telegramtest.NewClock(time.Unix(1000, 0), false)
-	p := telegram.NewPacer(telegram.PacerConfig{Clock: clk})
+func TestChatPacePauseAndCancel(t *testing.T) {
+	clk := testsupport.NewSleepingClock(time.Unix(1000, 0), false)
+	p := limits.NewChatPace(limits.ChatPaceConfig{Clock: clk})
 	p.Pause("A", 5*time.Second)
 	if err := p.Wait(context.Background(), "A"); err != nil {
 		t.Fatal(err)
