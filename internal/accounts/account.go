@@ -196,15 +196,16 @@ type Store interface {
 	// ErrNotFound when unknown or deleted. allow, when not nil, is called
 	// in the transaction with the account's Standing, read under a lock
 	// that every change taking an account out of the enabled admins
-	// (SetDisabled, DeleteAccount, SetScope with allow) holds until it
+	// (SetDisabled, LockAccountForDeletion, SetScope with allow) holds until it
 	// commits; its error aborts the change.
 	SetDisabled(ctx context.Context, id string, disabled bool, reason string, allow func(Standing) error) (bool, error)
-	// DeleteAccount, in one transaction, ends and deletes the account's
-	// sessions, deletes its devices, codes and subscription, and leaves a
-	// tombstone (id, deleted_at) with no email, password hash or referral
-	// code. ErrNotFound when unknown or deleted already. allow: as for
-	// SetDisabled.
-	DeleteAccount(ctx context.Context, id string, allow func(Standing) error) error
+	// LockAccountForDeletion holds the live account's row until the
+	// transaction ends (inside InTx). ErrNotFound when unknown or deleted
+	// already. allow: as for SetDisabled.
+	LockAccountForDeletion(ctx context.Context, id string, allow func(Standing) error) error
+	// EraseAccount takes one step of deleting the account (inside InTx):
+	// it deletes, unlinks or blanks the rows that step names.
+	EraseAccount(ctx context.Context, id string, step Erasure) error
 
 	// Secret returns the named server secret, storing generate()'s value
 	// the first time (the first writer wins across replicas).

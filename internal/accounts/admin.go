@@ -163,7 +163,7 @@ func (s *Service) setDisabled(ctx context.Context, id string, disabled bool, rea
 	return s.User(ctx, id)
 }
 
-// Delete deletes an account for good (see Store.DeleteAccount): its
+// Delete deletes an account for good (see DeleteAccount): its
 // sessions end, its devices, codes and subscription go, and only a
 // tombstone of its id remains, so the email can sign up again.
 // USER_NOT_FOUND when unknown or deleted already. by is the caller, held
@@ -218,16 +218,4 @@ func SetDisabled(ctx context.Context, st Store, id string, disabled bool, reason
 		return st.Emit(ctx, UserDisabled{UserID: id, Reason: reason})
 	})
 	return changed, err
-}
-
-// DeleteAccount deletes the account in one unit of work of st
-// (Store.DeleteAccount) with its user.deleted event, written after the
-// account's other events were scrubbed of it.
-func DeleteAccount(ctx context.Context, st Store, id string, allow func(Standing) error) error {
-	return st.InTx(ctx, func(ctx context.Context) error {
-		if err := st.DeleteAccount(ctx, id, allow); err != nil {
-			return err
-		}
-		return st.Emit(ctx, UserDeleted{UserID: id})
-	})
 }

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/herald-vpn/herald/internal/accounts"
@@ -156,45 +157,55 @@ func (db *DB) SetDisabled(ctx context.Context, id string, disabled bool, reason 
 	return changed, err
 }
 
-// DeleteAccount implements accounts.Store.
-func (db *DB) DeleteAccount(ctx context.Context, id string, allow func(accounts.Standing) error) error {
-	return db.within(ctx, func(tx *Tx) error {
+// LockAccountForDeletion implements accounts.Store (inside InTx).
+func (db *DB) LockAccountForDeletion(ctx context.Context, id string, allow func(accounts.Standing) error) error {
+	return db.inCallersTx(ctx, func(tx *Tx) error {
 		if err := tx.check(ctx, id, allow); err != nil {
 			return err
 		}
 		var found string
-		if err := tx.q.queryRow(ctx, `SELECT id FROM accounts WHERE id = ? AND deleted_at IS NULL`+db.forUpdate(), id).Scan(&found); err != nil {
+		return tx.q.queryRow(ctx, `SELECT id FROM accounts WHERE id = ? AND deleted_at IS NULL`+db.forUpdate(), id).Scan(&found)
+	})
+}
+
+// erasures are the statements of the row-level steps of deleting an
+// account; each takes the account's id.
+var erasures = map[accounts.Erasure]string{
+	accounts.EraseRefreshTokens:  `DELETE FROM refresh_tokens WHERE session_id IN (SELECT id FROM sessions WHERE account_id = ?)`,
+	accounts.EraseSessions:       `DELETE FROM sessions WHERE account_id = ?`,
+	accounts.EraseDevices:        `DELETE FROM devices WHERE account_id = ?`,
+	accounts.EraseOneTimeCodes:   `DELETE FROM one_time_codes WHERE account_id = ?`,
+	accounts.ErasePendingCodes:   `DELETE FROM pending_codes WHERE account_id = ?`,
+	accounts.EraseCodeSends:      `DELETE FROM code_sends WHERE account_id = ?`,
+	accounts.EraseCodeSendLeases: `DELETE FROM code_send_leases WHERE account_id = ?`,
+	accounts.EraseMessengerLinks: `DELETE FROM telegram_link_tokens WHERE user_id = ?`,
+	accounts.UnlinkMessenger:     `UPDATE telegram_subscribers SET user_id = NULL WHERE user_id = ?`,
+}
+
+// EraseAccount implements accounts.Store (inside InTx).
+func (db *DB) EraseAccount(ctx context.Context, id string, step accounts.Erasure) error {
+	return db.inCallersTx(ctx, func(tx *Tx) error {
+		switch step {
+		case accounts.EraseToTombstone:
+			// The tombstone: unique placeholders (derived from the id, so
+			// no address can ever match them) where the email and
+			// referral code were.
+			tomb := "deleted:" + id
+			_, err := tx.q.exec(ctx, `UPDATE accounts SET email = ?, password_hash = '', referral_code = ?, scope = '', email_verified_at = NULL,
+				disabled_at = NULL, disabled_reason = '', last_login_at = NULL, deleted_at = ? WHERE id = ?`, tomb, tomb, tx.now, id)
 			return err
+		case accounts.ScrubEvents:
+			return tx.scrubAccountEvents(ctx, id)
+		case accounts.AnnounceRevokedAccount:
+			// The sessions' rows are gone; every replica forgets them too.
+			return tx.revoked(ctx, sessions.RevokedAccount, id)
 		}
-		for _, del := range []string{
-			`DELETE FROM refresh_tokens WHERE session_id IN (SELECT id FROM sessions WHERE account_id = ?)`,
-			`DELETE FROM sessions WHERE account_id = ?`,
-			`DELETE FROM devices WHERE account_id = ?`,
-			`DELETE FROM one_time_codes WHERE account_id = ?`,
-			`DELETE FROM pending_codes WHERE account_id = ?`,
-			`DELETE FROM code_sends WHERE account_id = ?`,
-			`DELETE FROM code_send_leases WHERE account_id = ?`,
-			`DELETE FROM telegram_link_tokens WHERE user_id = ?`,
-			`UPDATE telegram_subscribers SET user_id = NULL WHERE user_id = ?`,
-		} {
-			if _, err := tx.q.exec(ctx, del, id); err != nil {
-				return err
-			}
+		stmt, ok := erasures[step]
+		if !ok {
+			return fmt.Errorf("sqlstore: unknown step %q of deleting an account", step)
 		}
-		// The tombstone: unique placeholders (derived from the id, so no
-		// address can ever match them) where the email and referral code
-		// were; referral_rewards keep their ids, so the referrer's bonus
-		// stays accounted for.
-		tomb := "deleted:" + id
-		if _, err := tx.q.exec(ctx, `UPDATE accounts SET email = ?, password_hash = '', referral_code = ?, scope = '', email_verified_at = NULL,
-			disabled_at = NULL, disabled_reason = '', last_login_at = NULL, deleted_at = ? WHERE id = ?`, tomb, tomb, tx.now, id); err != nil {
-			return err
-		}
-		if err := tx.scrubAccountEvents(ctx, id); err != nil {
-			return err
-		}
-		// The sessions' rows are gone; every replica forgets them too.
-		return tx.revoked(ctx, sessions.RevokedAccount, id)
+		_, err := tx.q.exec(ctx, stmt, id)
+		return err
 	})
 }
 

@@ -91,7 +91,7 @@ func testSearchAccounts(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	if err != nil || !slices.Equal(recordIDs(page), []string{"u2", "u1"}) {
 		t.Fatalf("after u3: %v, %v", recordIDs(page), err)
 	}
-	if err := db.DeleteAccount(ctx, "u1", nil); err != nil {
+	if err := accounts.DeleteAccount(ctx, db, "u1", nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := db.SearchAccounts(ctx, accounts.Filter{Now: now, EmailPrefix: "deleted", ID: "u1"}, "", 10); len(got) != 0 {
@@ -196,7 +196,7 @@ func testDeleteAccount(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	db.RecordCodeSent(ctx, accounts.CodeSent{AccountID: "a1", Purpose: accounts.PurposeVerify, Hash: []byte("h"), ExpiresAt: clk.Now().Add(time.Hour), Attempts: 5})
 	var evicted []string
 	db.OnRevocation(func(kind, id string) { evicted = append(evicted, kind+":"+id) })
-	if err := db.DeleteAccount(ctx, "a1", nil); err != nil {
+	if err := accounts.DeleteAccount(ctx, db, "a1", nil); err != nil {
 		t.Fatal(err)
 	}
 	email, hash, deleted, err := db.AccountTombstone(ctx, "a1")
@@ -221,7 +221,7 @@ func testDeleteAccount(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	if !slices.Contains(evicted, "account:a1") {
 		t.Fatalf("no revocation announced: %v", evicted)
 	}
-	if err := db.DeleteAccount(ctx, "a1", nil); !errors.Is(err, storage.ErrNotFound) {
+	if err := accounts.DeleteAccount(ctx, db, "a1", nil); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
 	if _, _, err := subscriptions.Set(ctx, db, "a1", "basic", clk.Now()); !errors.Is(err, storage.ErrNotFound) {

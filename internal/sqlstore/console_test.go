@@ -84,7 +84,7 @@ func testCounts(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	create("gone", true)
 	_, err := db.SetDisabled(ctx, "dis", true, "fraud", nil)
 	must("disable", err)
-	must("delete", db.DeleteAccount(ctx, "gone", nil))
+	must("delete", accounts.DeleteAccount(ctx, db, "gone", nil))
 	got, err := db.CountAccounts(ctx, clk.Now().Add(-24*time.Hour))
 	must("count accounts", err)
 	if want := (accounts.Counts{Total: 5, Verified: 2, NewLast24h: 4, Disabled: 1}); got != want {

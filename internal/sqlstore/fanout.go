@@ -7,6 +7,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/herald-vpn/herald/internal/fanout"
+	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
 // fanoutJobs is one table of fan-out jobs (notification_jobs,
@@ -18,11 +19,10 @@ type fanoutJobs[J any] struct {
 	table   string
 	columns string // read by scan
 	scan    func(row) (J, error)
-	status  func(J) string
-	// events names the webhook event of each final status; data is its
-	// payload, built from the job's wire type by internal/view.
-	events map[string]string
-	data   func(J) map[string]any
+	// event is the webhook payload of a finished or cancelled job, which
+	// internal/view builds from the job's wire type and names by its
+	// status; the store only writes it into the outbox.
+	event func(J) webhooks.Payload
 }
 
 // get reads one job; ErrNotFound when unknown.
@@ -95,7 +95,7 @@ func (t fanoutJobs[J]) finish(ctx context.Context, db *DB, id, owner, status, er
 		if j, err = t.get(ctx, tx.q, id); err != nil || n == 0 {
 			return err
 		}
-		return tx.emitEvent(ctx, t.events[t.status(j)], t.data(j))
+		return tx.emit(ctx, t.event(j))
 	})
 	return j, err
 }
@@ -113,7 +113,7 @@ func (t fanoutJobs[J]) cancel(ctx context.Context, db *DB, id string) (J, error)
 		if j, err = t.get(ctx, tx.q, id); err != nil || n == 0 {
 			return err
 		}
-		return tx.emitEvent(ctx, t.events[fanout.Cancelled], t.data(j))
+		return tx.emit(ctx, t.event(j))
 	})
 	return j, err
 }

@@ -18,10 +18,7 @@ import (
 // messengerJobs is the table of messenger broadcasts in the fan-out layer.
 var messengerJobs = fanoutJobs[messenger.Broadcast]{
 	table: "messenger_broadcasts", columns: messengerBroadcastColumns, scan: scanMessengerBroadcast,
-	status: func(b messenger.Broadcast) string { return b.Status },
-	events: map[string]string{messenger.BroadcastCompleted: webhooks.MessengerBroadcastCompleted, messenger.BroadcastFailed: webhooks.MessengerBroadcastFailed,
-		messenger.BroadcastCancelled: webhooks.MessengerBroadcastCancelled},
-	data: view.MessengerBroadcastEvent,
+	event: func(b messenger.Broadcast) webhooks.Payload { return view.NewMessengerBroadcastEvent(b) },
 }
 
 const messengerBroadcastColumns = `id, status, message, options, total_recipients, sent, failed, blocked, created_at, started_at, finished_at, last_error, audience_linked, audience_platforms, audience_plans, audience_status`

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/storage"
@@ -443,7 +444,7 @@ func testLinks(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 		}
 	}
 	linkStart(t, db, 5, 12, "d1")
-	if err := db.DeleteAccount(ctx, "u1", nil); err != nil {
+	if err := accounts.DeleteAccount(ctx, db, "u1", nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := linkedChat(t, db, "u1"); got != "" {

@@ -20,11 +20,8 @@ import (
 // pushJobs is the table of push broadcasts in the fan-out layer.
 var pushJobs = fanoutJobs[notifications.Job]{
 	table: "notification_jobs", columns: jobColumns,
-	scan:   func(r row) (notifications.Job, error) { return scanJob(r) },
-	status: func(j notifications.Job) string { return j.Status },
-	events: map[string]string{notifications.StatusCompleted: webhooks.BroadcastCompleted, notifications.StatusFailed: webhooks.BroadcastFailed,
-		notifications.StatusCancelled: webhooks.BroadcastCancelled},
-	data: view.NotificationJobEvent,
+	scan:  func(r row) (notifications.Job, error) { return scanJob(r) },
+	event: func(j notifications.Job) webhooks.Payload { return view.NewNotificationJobEvent(j) },
 }
 
 const jobColumns = `id, status, subject, content, data, total_recipients, sent, failed, invalid_tokens, created_at, started_at, finished_at, last_error, push_options, send_at, audience_platforms, audience_plans, audience_status`

@@ -51,7 +51,7 @@ var removals = []removal{
 		return err
 	}},
 	{"delete", func(db *sqlstore.DB, id string, allow func(accounts.Standing) error) error {
-		return db.DeleteAccount(context.Background(), id, allow)
+		return accounts.DeleteAccount(context.Background(), db, id, allow)
 	}},
 	{"revoke admin", func(db *sqlstore.DB, id string, allow func(accounts.Standing) error) error {
 		return db.SetScope(context.Background(), id, "", true, allow)
@@ -70,7 +70,7 @@ func testStanding(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	if _, err := db.SetDisabled(ctx, "a3", true, "", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.DeleteAccount(ctx, "a4", nil); err != nil {
+	if err := accounts.DeleteAccount(ctx, db, "a4", nil); err != nil {
 		t.Fatal(err)
 	}
 	db.CreateSession(ctx, sessions.Session{ID: "s1", AccountID: "a1", CreatedAt: clk.Now(), ExpiresAt: clk.Now().Add(time.Hour)}, []byte("s1"))

@@ -159,7 +159,7 @@ func testAccountLocale(t *testing.T, db *sqlstore.DB, _ *testsupport.Clock) {
 	if a, _ := db.AccountByID(ctx, "id-de"); a.Locale != "de-AT" {
 		t.Errorf("SetLocale of one account changed another's: %q", a.Locale)
 	}
-	if err := db.DeleteAccount(ctx, "id-de", nil); err != nil {
+	if err := accounts.DeleteAccount(ctx, db, "id-de", nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"id-de", "nobody"} {

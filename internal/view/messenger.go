@@ -5,6 +5,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/live"
 	"github.com/herald-vpn/herald/internal/messenger"
+	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
 // MessengerBroadcast is a messenger broadcast job: what REST and GraphQL
@@ -147,8 +148,27 @@ func (o *MessengerOptions) SendOptions() messenger.SendOptions {
 
 // MessengerBroadcastEvent is the data of a messenger.broadcast.* webhook
 // event, taken from the broadcast's wire type: its id as jobId, its
-// outcome and counters, and error only when set.
-func MessengerBroadcastEvent(b messenger.Broadcast) map[string]any {
+// outcome and counters, and error only when set. Its fields are in the
+// order of their JSON names, the order the outbox has always written.
+type MessengerBroadcastEvent struct {
+	Blocked         int     `json:"blocked"`
+	Error           *string `json:"error,omitempty"`
+	Failed          int     `json:"failed"`
+	JobID           string  `json:"jobId"`
+	Sent            int     `json:"sent"`
+	Status          string  `json:"status"`
+	TotalRecipients int     `json:"totalRecipients"`
+}
+
+// NewMessengerBroadcastEvent is the event of a finished or cancelled
+// broadcast.
+func NewMessengerBroadcastEvent(b messenger.Broadcast) MessengerBroadcastEvent {
 	v := NewMessengerBroadcast(b)
-	return jobEvent(v.ID, v.Status, v.Error, map[string]any{"totalRecipients": v.TotalRecipients, "sent": v.Sent, "failed": v.Failed, "blocked": v.Blocked})
+	return MessengerBroadcastEvent{Blocked: v.Blocked, Error: v.Error, Failed: v.Failed, JobID: v.ID, Sent: v.Sent, Status: v.Status,
+		TotalRecipients: v.TotalRecipients}
+}
+
+// EventType names the event of the broadcast's final status.
+func (e MessengerBroadcastEvent) EventType() string {
+	return finishingEvent(e.Status, webhooks.MessengerBroadcastCompleted, webhooks.MessengerBroadcastFailed, webhooks.MessengerBroadcastCancelled)
 }

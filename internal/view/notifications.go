@@ -3,8 +3,10 @@ package view
 import (
 	"time"
 
+	"github.com/herald-vpn/herald/internal/fanout"
 	"github.com/herald-vpn/herald/internal/live"
 	"github.com/herald-vpn/herald/internal/notifications"
+	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
 // NotificationJob is a push broadcast job: what REST and GraphQL answer,
@@ -119,18 +121,40 @@ func NewSendToUserResult(r notifications.UserSendResult) SendToUserResult {
 
 // NotificationJobEvent is the data of a notification.broadcast.* webhook
 // event, taken from the job's wire type: its id as jobId, its outcome and
-// counters, and error only when set.
-func NotificationJobEvent(j notifications.Job) map[string]any {
-	v := NewNotificationJob(j)
-	return jobEvent(v.ID, v.Status, v.Error, map[string]any{"totalRecipients": v.TotalRecipients, "sent": v.Sent, "failed": v.Failed, "invalidTokens": v.InvalidTokens})
+// counters, and error only when set. Its fields are in the order of their
+// JSON names, the order the outbox has always written.
+type NotificationJobEvent struct {
+	Error           *string `json:"error,omitempty"`
+	Failed          int     `json:"failed"`
+	InvalidTokens   int     `json:"invalidTokens"`
+	JobID           string  `json:"jobId"`
+	Sent            int     `json:"sent"`
+	Status          string  `json:"status"`
+	TotalRecipients int     `json:"totalRecipients"`
 }
 
-// jobEvent is the data of a broadcast's webhook event: counters, with the
-// job's id, status and error.
-func jobEvent(id, status string, errMsg *string, counters map[string]any) map[string]any {
-	counters["jobId"], counters["status"] = id, status
-	if errMsg != nil {
-		counters["error"] = *errMsg
+// NewNotificationJobEvent is the event of a finished or cancelled job.
+func NewNotificationJobEvent(j notifications.Job) NotificationJobEvent {
+	v := NewNotificationJob(j)
+	return NotificationJobEvent{Error: v.Error, Failed: v.Failed, InvalidTokens: v.InvalidTokens, JobID: v.ID, Sent: v.Sent, Status: v.Status,
+		TotalRecipients: v.TotalRecipients}
+}
+
+// EventType names the event of the job's final status.
+func (e NotificationJobEvent) EventType() string {
+	return finishingEvent(e.Status, webhooks.BroadcastCompleted, webhooks.BroadcastFailed, webhooks.BroadcastCancelled)
+}
+
+// finishingEvent is the event of a broadcast's final status; "" for one
+// not final, which no finishing event is written for.
+func finishingEvent(status, completed, failed, cancelled string) string {
+	switch status {
+	case fanout.Completed:
+		return completed
+	case fanout.Failed:
+		return failed
+	case fanout.Cancelled:
+		return cancelled
 	}
-	return counters
+	return ""
 }

@@ -110,6 +110,11 @@ var notViews = []string{
 	"Plan", "Scope", "WebhookEventType", "Timestamp", "JWKSet", "Degraded",
 }
 
+// webhookData are the types of webhook events' data, which the OpenAPI
+// document does not describe: docs/webhooks.md does, and internal/webhooks'
+// catalogue test holds it to them.
+var webhookData = []string{"MessengerBroadcastEvent", "NotificationJobEvent"}
+
 func loadDocument(t *testing.T) *openapi3.T {
 	t.Helper()
 	doc, err := openapi3.NewLoader().LoadFromData(apidoc.YAML)
@@ -162,7 +167,7 @@ func TestOpenAPIMatchesTypes(t *testing.T) {
 		}
 	}
 	for _, name := range viewTypes(t) {
-		if !c.reached[name] {
+		if !c.reached[name] && !slices.Contains(webhookData, name) {
 			t.Errorf("view.%s: no schema of apidoc/openapi.yaml describes it: name its schema in schemas or inlineAnswers", name)
 		}
 	}

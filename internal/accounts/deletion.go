@@ -1,0 +1,55 @@
+package accounts
+
+import "context"
+
+// Erasure is one row-level step of deleting an account; the store knows
+// which rows each one touches (Store.EraseAccount).
+type Erasure string
+
+// The steps of deleting an account.
+const (
+	EraseRefreshTokens     Erasure = "refresh_tokens"       // of its sessions
+	EraseSessions          Erasure = "sessions"             // its sessions
+	EraseDevices           Erasure = "devices"              // its devices
+	EraseOneTimeCodes      Erasure = "one_time_codes"       // its verification and reset codes
+	ErasePendingCodes      Erasure = "pending_codes"        // codes waiting to be sent
+	EraseCodeSends         Erasure = "code_sends"           // its record of codes sent
+	EraseCodeSendLeases    Erasure = "code_send_leases"     // a send in flight
+	EraseMessengerLinks    Erasure = "telegram_link_tokens" // its messenger link tokens
+	UnlinkMessenger        Erasure = "telegram_subscribers" // its chats stay, unlinked
+	EraseToTombstone       Erasure = "accounts"             // the row keeps its id and deleted_at only
+	ScrubEvents            Erasure = "webhook_events"       // its earlier events forget it
+	AnnounceRevokedAccount Erasure = "session_revocations"  // every replica forgets its sessions
+)
+
+// deletionSteps is what deleting an account does, in order: what hangs
+// off the account first (refresh tokens before their sessions), then the
+// account's row becomes a tombstone, then its events are scrubbed and the
+// end of its sessions announced. Its subscription is in its row; the
+// referral rewards keep their ids, so a referrer's bonus stays accounted
+// for.
+var deletionSteps = []Erasure{
+	EraseRefreshTokens, EraseSessions, EraseDevices,
+	EraseOneTimeCodes, ErasePendingCodes, EraseCodeSends, EraseCodeSendLeases,
+	EraseMessengerLinks, UnlinkMessenger,
+	EraseToTombstone, ScrubEvents, AnnounceRevokedAccount,
+}
+
+// DeleteAccount deletes the account in one unit of work of st: it locks
+// the live account (Store.LockAccountForDeletion, which holds allow to
+// its Standing), takes each step of deletionSteps, and writes its
+// user.deleted event after the account's other events were scrubbed of
+// it. ErrNotFound when the account is unknown or deleted already.
+func DeleteAccount(ctx context.Context, st Store, id string, allow func(Standing) error) error {
+	return st.InTx(ctx, func(ctx context.Context) error {
+		if err := st.LockAccountForDeletion(ctx, id, allow); err != nil {
+			return err
+		}
+		for _, step := range deletionSteps {
+			if err := st.EraseAccount(ctx, id, step); err != nil {
+				return err
+			}
+		}
+		return st.Emit(ctx, UserDeleted{UserID: id})
+	})
+}
