@@ -54,7 +54,7 @@ func scanAccount(r row, extra ...any) (accounts.Account, error) {
 // AccountIDByReferralCode implements accounts.Store.
 func (db *DB) AccountIDByReferralCode(ctx context.Context, code string) (string, error) {
 	var id string
-	err := db.within(ctx, func(tx *Tx) error {
+	err := db.inTx(ctx, func(tx *Tx) error {
 		return tx.q.queryRow(ctx, `SELECT id FROM accounts WHERE referral_code = ?`, code).Scan(&id)
 	})
 	return id, err
@@ -62,7 +62,7 @@ func (db *DB) AccountIDByReferralCode(ctx context.Context, code string) (string,
 
 // InsertAccount implements accounts.Store.
 func (db *DB) InsertAccount(ctx context.Context, n accounts.NewAccount, sub subscriptions.Subscription) error {
-	return db.within(ctx, func(tx *Tx) error {
+	return db.inTx(ctx, func(tx *Tx) error {
 		var verifiedAt *time.Time
 		if n.Verified {
 			verifiedAt = &tx.now
@@ -76,7 +76,7 @@ func (db *DB) InsertAccount(ctx context.Context, n accounts.NewAccount, sub subs
 
 // SetSubscriptionExpiry implements accounts.Store.
 func (db *DB) SetSubscriptionExpiry(ctx context.Context, accountID string, expires time.Time) error {
-	return db.within(ctx, func(tx *Tx) error {
+	return db.inTx(ctx, func(tx *Tx) error {
 		_, err := tx.q.exec(ctx, `UPDATE accounts SET subscription_expires_at = ?, subscription_updated_at = ? WHERE id = ?`, expires, tx.now, accountID)
 		return err
 	})
@@ -84,7 +84,7 @@ func (db *DB) SetSubscriptionExpiry(ctx context.Context, accountID string, expir
 
 // InsertReferralReward implements accounts.Store.
 func (db *DB) InsertReferralReward(ctx context.Context, referredID, referrerID string, bonus time.Duration) error {
-	return db.within(ctx, func(tx *Tx) error {
+	return db.inTx(ctx, func(tx *Tx) error {
 		_, err := tx.q.exec(ctx, `INSERT INTO referral_rewards (referred_id, referrer_id, bonus_seconds, created_at) VALUES (?, ?, ?, ?)`,
 			referredID, referrerID, int64(bonus/time.Second), tx.now)
 		return err
@@ -105,7 +105,7 @@ func (tx *Tx) lockSubscription(ctx context.Context, accountID string) (subscript
 
 // SaveSubscription implements subscriptions.Store.
 func (db *DB) SaveSubscription(ctx context.Context, accountID string, sub subscriptions.Subscription) error {
-	return db.within(ctx, func(tx *Tx) error {
+	return db.inTx(ctx, func(tx *Tx) error {
 		_, err := tx.q.exec(ctx, `UPDATE accounts SET subscription_plan = ?, subscription_expires_at = ?, subscription_updated_at = ? WHERE id = ?`, sub.Plan, sub.ExpiresAt, tx.now, accountID)
 		return err
 	})
@@ -223,7 +223,7 @@ func (db *DB) LockAccount(ctx context.Context, accountID string) error {
 
 // StoredCodes implements accounts.Store.
 func (db *DB) StoredCodes(ctx context.Context, accountID string, p accounts.Purpose) (live, pending *accounts.StoredCode, err error) {
-	err = db.within(ctx, func(tx *Tx) error {
+	err = db.inTx(ctx, func(tx *Tx) error {
 		var l, pe accounts.StoredCode
 		err := tx.q.queryRow(ctx, `SELECT code_hash, expires_at, attempts_left FROM one_time_codes WHERE account_id = ? AND purpose = ?`,
 			accountID, string(p)).Scan(&l.Hash, &l.ExpiresAt, &l.AttemptsLeft)
@@ -246,7 +246,7 @@ func (db *DB) StoredCodes(ctx context.Context, accountID string, p accounts.Purp
 
 // SetCodeAttempts implements accounts.Store.
 func (db *DB) SetCodeAttempts(ctx context.Context, accountID string, p accounts.Purpose, left int) error {
-	return db.within(ctx, func(tx *Tx) error {
+	return db.inTx(ctx, func(tx *Tx) error {
 		_, err := tx.q.exec(ctx, `UPDATE one_time_codes SET attempts_left = ? WHERE account_id = ? AND purpose = ?`, left, accountID, string(p))
 		return err
 	})
@@ -254,7 +254,7 @@ func (db *DB) SetCodeAttempts(ctx context.Context, accountID string, p accounts.
 
 // DeleteCodes implements accounts.Store.
 func (db *DB) DeleteCodes(ctx context.Context, accountID string, p accounts.Purpose) error {
-	return db.within(ctx, func(tx *Tx) error {
+	return db.inTx(ctx, func(tx *Tx) error {
 		for _, table := range []string{"one_time_codes", "pending_codes"} {
 			if _, err := tx.q.exec(ctx, `DELETE FROM `+table+` WHERE account_id = ? AND purpose = ?`, accountID, string(p)); err != nil {
 				return err
@@ -267,7 +267,7 @@ func (db *DB) DeleteCodes(ctx context.Context, accountID string, p accounts.Purp
 // MarkVerified implements accounts.Store.
 func (db *DB) MarkVerified(ctx context.Context, accountID string) (bool, error) {
 	var n int64
-	err := db.within(ctx, func(tx *Tx) (err error) {
+	err := db.inTx(ctx, func(tx *Tx) (err error) {
 		n, err = tx.q.exec(ctx, `UPDATE accounts SET email_verified_at = ? WHERE id = ? AND email_verified_at IS NULL`, tx.now, accountID)
 		return err
 	})
@@ -276,7 +276,7 @@ func (db *DB) MarkVerified(ctx context.Context, accountID string) (bool, error) 
 
 // RevokeAllSessions implements accounts.Store.
 func (db *DB) RevokeAllSessions(ctx context.Context, accountID string) error {
-	return db.within(ctx, func(tx *Tx) error { return tx.revokeAllSessions(ctx, accountID) })
+	return db.inTx(ctx, func(tx *Tx) error { return tx.revokeAllSessions(ctx, accountID) })
 }
 
 // lockAccount takes the account row's lock for the rest of the
@@ -343,7 +343,7 @@ func (db *DB) SetLocale(ctx context.Context, accountID, locale string) error {
 
 // UpdatePasswordHash implements accounts.Store.
 func (db *DB) UpdatePasswordHash(ctx context.Context, accountID, hash string) error {
-	return db.within(ctx, func(tx *Tx) error {
+	return db.inTx(ctx, func(tx *Tx) error {
 		_, err := tx.q.exec(ctx, `UPDATE accounts SET password_hash = ? WHERE id = ?`, hash, accountID)
 		return err
 	})

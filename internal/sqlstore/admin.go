@@ -129,7 +129,7 @@ func (tx *Tx) check(ctx context.Context, id string, allow func(accounts.Standing
 // follows sees its session.
 func (db *DB) SetDisabled(ctx context.Context, id string, disabled bool, reason string, allow func(accounts.Standing) error) (bool, error) {
 	var changed bool
-	err := db.within(ctx, func(tx *Tx) error {
+	err := db.inTx(ctx, func(tx *Tx) error {
 		if err := tx.check(ctx, id, allow); err != nil {
 			return err
 		}

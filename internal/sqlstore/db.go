@@ -263,8 +263,14 @@ func (db *DB) InsertJob(ctx context.Context, args river.JobArgs, opts *river.Ins
 	return id, db.health.note(translate(err))
 }
 
-// inTx runs fn in a transaction, committing when it returns nil.
+// inTx runs fn in a transaction, committing when it returns nil. Inside a
+// unit of work (ctx from InTx) it joins that transaction instead, so every
+// store method a service composes commits or rolls back with it (on SQLite
+// a second transaction would wait for the one writer the first holds).
 func (db *DB) inTx(ctx context.Context, fn func(tx *Tx) error) error {
+	if tx, ok := db.txOf(ctx); ok {
+		return fn(tx)
+	}
 	now := db.Now().UTC()
 	if db.pool != nil {
 		c, err := db.acquire(ctx)
@@ -307,8 +313,8 @@ func (db *DB) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 type txKey struct{}
 
 // InTx implements storage.Transactor: fn's ctx carries the transaction,
-// and the store's methods called with it run inside it (within). An InTx
-// inside another joins it.
+// and the store's methods called with it run inside it (inTx joins it).
+// An InTx inside another joins it.
 func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
 	if _, ok := db.txOf(ctx); ok {
 		return fn(ctx)
@@ -328,15 +334,6 @@ func (db *DB) TxTime(ctx context.Context) time.Time {
 func (db *DB) txOf(ctx context.Context) (*Tx, bool) {
 	tx, ok := ctx.Value(txKey{}).(*Tx)
 	return tx, ok && tx.db == db
-}
-
-// within runs fn in the transaction ctx carries (InTx), or else in a
-// transaction of its own: the row-level methods a service composes.
-func (db *DB) within(ctx context.Context, fn func(tx *Tx) error) error {
-	if tx, ok := db.txOf(ctx); ok {
-		return fn(tx)
-	}
-	return db.inTx(ctx, fn)
 }
 
 // errNoTx: a method that needs a unit of work's transaction (its row

@@ -119,7 +119,7 @@ func (db *DB) DeviceWithToken(ctx context.Context, token string) (devices.Device
 // RefreshDevice implements devices.Store.
 func (db *DB) RefreshDevice(ctx context.Context, id, platform, name string) (devices.Device, error) {
 	var d devices.Device
-	err := db.within(ctx, func(tx *Tx) error {
+	err := db.inTx(ctx, func(tx *Tx) error {
 		if _, err := tx.q.exec(ctx, `UPDATE devices SET platform = ?, name = ?, push_token_status = 'valid', last_seen_at = ? WHERE id = ?`,
 			platform, name, tx.now, id); err != nil {
 			return err
@@ -134,7 +134,7 @@ func (db *DB) RefreshDevice(ctx context.Context, id, platform, name string) (dev
 // CountActiveDevices implements devices.Store.
 func (db *DB) CountActiveDevices(ctx context.Context, accountID string) (int, error) {
 	var n int
-	err := db.within(ctx, func(tx *Tx) error {
+	err := db.inTx(ctx, func(tx *Tx) error {
 		return tx.q.queryRow(ctx, `SELECT COUNT(*) FROM devices WHERE account_id = ? AND active = TRUE`, accountID).Scan(&n)
 	})
 	return n, err
@@ -142,7 +142,7 @@ func (db *DB) CountActiveDevices(ctx context.Context, accountID string) (int, er
 
 // DropPushToken implements devices.Store.
 func (db *DB) DropPushToken(ctx context.Context, deviceID string) error {
-	return db.within(ctx, func(tx *Tx) error {
+	return db.inTx(ctx, func(tx *Tx) error {
 		_, err := tx.q.exec(ctx, `UPDATE devices SET push_token = NULL, push_token_status = 'invalid' WHERE id = ?`, deviceID)
 		return err
 	})
@@ -150,7 +150,7 @@ func (db *DB) DropPushToken(ctx context.Context, deviceID string) error {
 
 // InsertDevice implements devices.Store.
 func (db *DB) InsertDevice(ctx context.Context, d devices.Device) error {
-	return db.within(ctx, func(tx *Tx) error {
+	return db.inTx(ctx, func(tx *Tx) error {
 		_, err := tx.q.exec(ctx, `INSERT INTO devices (`+deviceColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			d.ID, d.AccountID, d.Platform, d.Name, nullable(d.PushToken), d.PushTokenStatus, d.Active, d.CreatedAt, d.LastSeenAt)
 		return err
@@ -180,7 +180,7 @@ func (db *DB) UpdatePushToken(ctx context.Context, accountID, deviceID, token st
 
 // DeactivateDevice implements devices.Store.
 func (db *DB) DeactivateDevice(ctx context.Context, accountID, deviceID string) error {
-	return db.within(ctx, func(tx *Tx) error {
+	return db.inTx(ctx, func(tx *Tx) error {
 		n, err := tx.q.exec(ctx, `UPDATE devices SET active = FALSE, push_token = NULL, push_token_status = 'invalid' WHERE id = ? AND account_id = ? AND active = TRUE`, deviceID, accountID)
 		if err == nil && n == 0 {
 			err = storage.ErrNotFound

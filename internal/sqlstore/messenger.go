@@ -36,7 +36,7 @@ func scanSubscriber(r row) (messenger.Subscriber, error) {
 // older than messenger.UpdateRetention.
 func (db *DB) ApplyTelegramUpdate(ctx context.Context, updateID int64, change *messenger.Change) (messenger.Outcome, error) {
 	var out messenger.Outcome
-	err := db.within(ctx, func(tx *Tx) error {
+	err := db.inTx(ctx, func(tx *Tx) error {
 		out = messenger.Outcome{}
 		n, err := tx.q.exec(ctx, `INSERT INTO telegram_updates (update_id, processed_at) VALUES (?, ?) ON CONFLICT (update_id) DO NOTHING`, updateID, tx.now)
 		if err != nil {
@@ -58,7 +58,7 @@ func (db *DB) ApplyTelegramUpdate(ctx context.Context, updateID int64, change *m
 // ApplySubscriberChange implements messenger.Store.
 func (db *DB) ApplySubscriberChange(ctx context.Context, change messenger.Change) (messenger.Outcome, error) {
 	var out messenger.Outcome
-	err := db.within(ctx, func(tx *Tx) error {
+	err := db.inTx(ctx, func(tx *Tx) error {
 		var err error
 		out, err = tx.applyTelegramChange(ctx, change)
 		return err

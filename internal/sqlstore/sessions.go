@@ -60,7 +60,7 @@ func (db *DB) SessionByID(ctx context.Context, id string) (sessions.Session, err
 // RotateRefresh implements sessions.Store.
 func (db *DB) RotateRefresh(ctx context.Context, oldHash, newHash []byte, grace time.Duration, seen sessions.Client) (sessions.RotateResult, error) {
 	var res sessions.RotateResult
-	err := db.within(ctx, func(tx *Tx) error {
+	err := db.inTx(ctx, func(tx *Tx) error {
 		res = sessions.RotateResult{}
 		var sessionID string
 		var rotated *time.Time
