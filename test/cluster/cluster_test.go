@@ -18,29 +18,29 @@ import (
 // `herald migrate` before) all come up, and all serve.
 func TestReplicasStartTogether(t *testing.T) {
 	c := newCluster(t, nil)
-	rs := c.launch(t, replicas)
-	for _, err := range c.waitAllHealthy(rs) {
+	rs := c.Launch(t, replicas)
+	for _, err := range c.WaitAllHealthy(rs) {
 		t.Errorf("a replica started together with %d others on a fresh database did not come up: %v", len(rs)-1, err)
 	}
 	if t.Failed() {
 		return
 	}
 	for _, r := range rs {
-		resp, err := r.client.Get(r.url + "/readyz")
+		resp, err := r.Client.Get(r.URL + "/readyz")
 		if err != nil {
-			t.Fatalf("%s /readyz: %v", r.name, err)
+			t.Fatalf("%s /readyz: %v", r.Name, err)
 		}
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			t.Errorf("%s /readyz: %d, want 200", r.name, resp.StatusCode)
+			t.Errorf("%s /readyz: %d, want 200", r.Name, resp.StatusCode)
 		}
 	}
 	// The schema they made works from every replica: an operator created
 	// by the CLI logs in through each.
-	c.cli(t, "admin", "create", "--email", opsEmail, "--password", password)
+	c.CLI(t, "admin", "create", "--email", opsEmail, "--password", password)
 	seen := map[string]bool{}
 	for range 2 * replicas {
-		a := c.gql(t, "", `mutation($e:String!,$p:String!){login(email:$e,password:$p){accessToken}}`,
+		a := c.GQL(t, "", `mutation($e:String!,$p:String!){login(email:$e,password:$p){accessToken}}`,
 			map[string]any{"e": opsEmail, "p": password})
 		if a.Status != http.StatusOK || jsonPath(a.Data, "login", "accessToken") == nil {
 			t.Fatalf("login via %s: %d %.300s", a.Replica, a.Status, a.Raw)
@@ -57,17 +57,17 @@ func TestReplicasStartTogether(t *testing.T) {
 func TestBroadcastOnceAcrossReplicas(t *testing.T) {
 	const devicesN = 2000
 	c := newCluster(t, nil)
-	c.prepare(t)
-	tokens := c.seedDevices(t, devicesN)
-	c.start(t, replicas)
-	admin := c.login(t, opsEmail)
+	c.Prepare(t)
+	tokens := c.SeedDevices(t, devicesN)
+	c.Start(t, replicas)
+	admin := c.Login(t, opsEmail)
 
-	job, total := c.broadcast(t, admin, "Once")
+	job, total := c.Broadcast(t, admin, "Once")
 	if total != devicesN {
 		t.Fatalf("totalRecipients %d, want %d", total, devicesN)
 	}
-	expectCompleted(t, c.waitFinished(t, admin, job, jobWait), devicesN)
-	got := c.deliveries(job)
+	expectCompleted(t, c.WaitFinished(t, admin, job, jobWait), devicesN)
+	got := c.Deliveries(job)
 	var wrong []string
 	for _, tok := range tokens {
 		if n := got[tok]; n != 1 {
@@ -78,7 +78,7 @@ func TestBroadcastOnceAcrossReplicas(t *testing.T) {
 		t.Fatalf("%d of %d devices did not get exactly one push (%d tokens reached); first: %v",
 			len(wrong), devicesN, len(got), wrong[:min(len(wrong), 10)])
 	}
-	t.Logf("worked by %v", names(c.workersOf(job)))
+	t.Logf("worked by %v", names(c.WorkersOf(job)))
 }
 
 // SIGKILL to the replica working a broadcast, in the middle of it, while
@@ -90,18 +90,18 @@ func TestBroadcastOnceAcrossReplicas(t *testing.T) {
 func TestBroadcastWorkerKilled(t *testing.T) {
 	const devicesN = 3000
 	c := newCluster(t, nil)
-	c.prepare(t)
-	tokens := c.seedDevices(t, devicesN)
-	c.start(t, replicas)
-	admin := c.login(t, opsEmail)
+	c.Prepare(t)
+	tokens := c.SeedDevices(t, devicesN)
+	c.Start(t, replicas)
+	admin := c.Login(t, opsEmail)
 
-	job, total := c.broadcast(t, admin, "Takeover")
+	job, total := c.Broadcast(t, admin, "Takeover")
 	if total != devicesN {
 		t.Fatalf("totalRecipients %d, want %d", total, devicesN)
 	}
 	var worker *replica
 	testsupport.Eventually(t, pollWait, func() bool {
-		if ws := c.workersOf(job); len(ws) > 0 {
+		if ws := c.WorkersOf(job); len(ws) > 0 {
 			worker = ws[0]
 			return true
 		}
@@ -110,7 +110,7 @@ func TestBroadcastWorkerKilled(t *testing.T) {
 	testsupport.Eventually(t, pollWait, func() bool { return c.FCM.TotalDelivered() >= devicesN/3 },
 		"the broadcast never reached a third of the devices (%d)", c.FCM.TotalDelivered())
 
-	killAt, goneAt := c.kill(t, worker)
+	killAt, goneAt := c.Kill(t, worker)
 	atKill := c.FCM.TotalDelivered()
 	if atKill >= devicesN {
 		t.Fatalf("the broadcast had reached all %d devices before the kill; the test needs more devices", devicesN)
@@ -126,11 +126,11 @@ func TestBroadcastWorkerKilled(t *testing.T) {
 	// What the dead worker had written: sends it saw answered but had not
 	// yet recorded are sent again by design (at least once), the rest
 	// never. Read before any survivor takes over (checked below).
-	jk := c.job(t, admin, job)
+	jk := c.Job(t, admin, job)
 	readAt := time.Now()
 	recorded := asInt(t, jk["sent"]) + asInt(t, jk["failed"]) + asInt(t, jk["invalidTokens"])
 	unrecorded := max(atKill-recorded, 0)
-	t.Logf("killed %s, the broadcast's worker, after %d of %d devices (%d recorded), with %d sends in flight", worker.name, atKill, devicesN, recorded, inFlight)
+	t.Logf("killed %s, the broadcast's worker, after %d of %d devices (%d recorded), with %d sends in flight", worker.Name, atKill, devicesN, recorded, inFlight)
 
 	// Takeover: a survivor sends again within the lease TTL + slack.
 	takeover := leaseTTL + takeoverSlack
@@ -144,15 +144,15 @@ func TestBroadcastWorkerKilled(t *testing.T) {
 		}
 		if resumedAt.IsZero() && time.Since(killAt) > takeover {
 			t.Fatalf("no live replica resumed the broadcast within %s of the kill (HERALD_PUSH_LEASE_TTL %s + %s): the fake FCM got no send since; job now %v, %d of %d devices reached",
-				takeover, leaseTTL, takeoverSlack, c.job(t, admin, job), c.FCM.TotalDelivered(), devicesN)
+				takeover, leaseTTL, takeoverSlack, c.Job(t, admin, job), c.FCM.TotalDelivered(), devicesN)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	j := c.waitFinished(t, admin, job, jobWait)
-	t.Logf("resumed %s after the kill, by %v", resumedAt.Sub(killAt).Round(time.Millisecond), names(c.workersOf(job)))
+	j := c.WaitFinished(t, admin, job, jobWait)
+	t.Logf("resumed %s after the kill, by %v", resumedAt.Sub(killAt).Round(time.Millisecond), names(c.WorkersOf(job)))
 	expectCompleted(t, j, devicesN)
 
-	got := c.deliveries(job)
+	got := c.Deliveries(job)
 	var missed []string
 	repeats, twice := 0, 0
 	for _, tok := range tokens {
@@ -183,32 +183,32 @@ func TestBroadcastWorkerKilled(t *testing.T) {
 // answered), and never are two getUpdates calls in flight at once.
 func TestPollerKilled(t *testing.T) {
 	c := newCluster(t, nil)
-	c.prepare(t)
-	c.start(t, replicas)
+	c.Prepare(t)
+	c.Start(t, replicas)
 
 	var poller *replica
 	testsupport.Eventually(t, pollWait, func() bool {
-		poller = c.poller()
+		poller = pollerOf(c)
 		return poller != nil && c.Bot.PollsInFlight() == 1
 	}, "no replica took the polling lease and polled getUpdates")
 	c.Bot.PushText(1001, "/start")
 	testsupport.Eventually(t, pollWait, func() bool { return len(c.Bot.SentTo("1001")) > 0 }, "/start was not answered before the kill")
 
-	killAt, goneAt := c.kill(t, poller)
+	killAt, goneAt := c.Kill(t, poller)
 	c.Bot.PushText(1002, "/start")
 	takeover := leaseTTL + takeoverSlack
 	for len(c.Bot.SentTo("1002")) == 0 {
 		if time.Since(killAt) > takeover {
 			t.Fatalf("no live replica took polling over within %s of killing the poller %s (HERALD_TELEGRAM_POLL_LEASE_TTL %s + %s): /start sent after the kill is unanswered; %d getUpdates calls since the kill",
-				takeover, poller.name, leaseTTL, takeoverSlack, pollsSince(c.Bot, goneAt))
+				takeover, poller.Name, leaseTTL, takeoverSlack, pollsSince(c.Bot, goneAt))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	next := "a replica that logged no lease"
-	if r := c.poller(); r != nil {
-		next = r.name
+	if r := pollerOf(c); r != nil {
+		next = r.Name
 	}
-	t.Logf("killed the poller %s; %s polled and answered an update %s after the kill", poller.name, next, time.Since(killAt).Round(time.Millisecond))
+	t.Logf("killed the poller %s; %s polled and answered an update %s after the kill", poller.Name, next, time.Since(killAt).Round(time.Millisecond))
 	// Polling goes on.
 	c.Bot.PushText(1003, "/start")
 	testsupport.Eventually(t, pollWait, func() bool { return len(c.Bot.SentTo("1003")) > 0 }, "/start was not answered after the takeover")
@@ -224,20 +224,20 @@ func TestPollerKilled(t *testing.T) {
 	}
 }
 
-// poller returns the live replica that holds the Telegram polling lease,
+// pollerOf returns the live replica that holds the Telegram polling lease,
 // by its log: the last "telegram polling lease taken" not followed by
 // "telegram polling lease lost" on that replica; nil when none.
-func (c *cluster) poller() *replica {
+func pollerOf(c *cluster) *replica {
 	var best *replica
 	var bestAt time.Time
-	for _, r := range c.live() {
+	for _, r := range c.Live() {
 		var taken, lost time.Time
-		for _, e := range r.logEntries() {
-			switch e.msg() {
+		for _, e := range r.LogEntries() {
+			switch e.Msg() {
 			case "telegram polling lease taken":
-				taken = e.time()
+				taken = e.Time()
 			case "telegram polling lease lost":
-				lost = e.time()
+				lost = e.Time()
 			}
 		}
 		if !taken.IsZero() && taken.After(lost) && taken.After(bestAt) {
@@ -265,15 +265,15 @@ func TestCodeVerifiesAtAnotherReplica(t *testing.T) {
 	const signups = 30
 	const sentSample = `herald_emails_total{result="sent"}`
 	c := newCluster(t, nil)
-	c.prepare(t)
-	rs := c.start(t, replicas)
+	c.Prepare(t)
+	rs := c.Start(t, replicas)
 
 	sent := map[string]float64{}
 	var failures []string
 	cross := 0
 	for i := range signups {
 		email := fmt.Sprintf("user-%02d@example.com", i)
-		d := c.mustGQL(t, "signup "+email, "", `mutation($e:String!,$p:String!){signup(email:$e,password:$p){success}}`,
+		d := c.MustGQL(t, "signup "+email, "", `mutation($e:String!,$p:String!){signup(email:$e,password:$p){success}}`,
 			map[string]any{"e": email, "p": password})
 		if jsonPath(d, "signup", "success") != true {
 			t.Fatalf("signup %s: %v", email, d)
@@ -284,14 +284,14 @@ func TestCodeVerifiesAtAnotherReplica(t *testing.T) {
 			t.Fatalf("the email to %s has no code:\n%s", email, msg.Text)
 		}
 		lag := time.Since(msg.Received)
-		a := c.gql(t, "", `mutation($e:String!,$c:String!){verifyEmail(email:$e,code:$c)}`, map[string]any{"e": email, "c": code})
+		a := c.GQL(t, "", `mutation($e:String!,$c:String!){verifyEmail(email:$e,code:$c)}`, map[string]any{"e": email, "c": code})
 
 		// Which replica sent it: the one whose count of sent emails grew.
 		sender := ""
 		testsupport.Eventually(t, pollWait, func() bool {
 			for _, r := range rs {
-				if n := r.metric(t, sentSample); n > sent[r.name] {
-					sent[r.name], sender = n, r.name
+				if n := r.Metric(t, sentSample); n > sent[r.Name] {
+					sent[r.Name], sender = n, r.Name
 				}
 			}
 			return sender != ""
@@ -326,37 +326,37 @@ func TestSharedSendRate(t *testing.T) {
 		window     = time.Second
 	)
 	c := newCluster(t, map[string]string{"HERALD_PUSH_RATE": fmt.Sprint(rate)})
-	c.prepare(t)
-	tokens := c.seedDevices(t, devicesN)
-	c.start(t, replicas)
-	admin := c.login(t, opsEmail)
+	c.Prepare(t)
+	tokens := c.SeedDevices(t, devicesN)
+	c.Start(t, replicas)
+	admin := c.Login(t, opsEmail)
 
 	var jobs []string
 	for i := range broadcasts {
-		id, total := c.broadcast(t, admin, fmt.Sprintf("Rate %d", i))
+		id, total := c.Broadcast(t, admin, fmt.Sprintf("Rate %d", i))
 		if total != devicesN {
 			t.Fatalf("totalRecipients %d, want %d", total, devicesN)
 		}
 		jobs = append(jobs, id)
 	}
 	for _, id := range jobs {
-		expectCompleted(t, c.waitFinished(t, admin, id, jobWait), devicesN)
-		got := c.deliveries(id)
+		expectCompleted(t, c.WaitFinished(t, admin, id, jobWait), devicesN)
+		got := c.Deliveries(id)
 		for _, tok := range tokens {
 			if got[tok] != 1 {
 				t.Fatalf("broadcast %s reached %s %d times, want once", id, tok, got[tok])
 			}
 		}
 	}
-	for _, r := range c.live() {
+	for _, r := range c.Live() {
 		var worked []string
 		for _, id := range jobs {
-			if len(r.logged("broadcast working", map[string]string{"job_id": id})) > 0 {
+			if len(r.Logged("broadcast working", map[string]string{"job_id": id})) > 0 {
 				worked = append(worked, id)
 			}
 		}
 		if len(worked) == 0 {
-			t.Errorf("%s worked none of the broadcasts: the cap was not measured across all %d replicas", r.name, replicas)
+			t.Errorf("%s worked none of the broadcasts: the cap was not measured across all %d replicas", r.Name, replicas)
 		}
 	}
 
@@ -396,15 +396,15 @@ func TestSharedSendRate(t *testing.T) {
 // session's live answer cached: the revocation is announced to all.
 func TestLogoutEverywhere(t *testing.T) {
 	c := newCluster(t, nil)
-	c.prepare(t)
-	rs := c.start(t, replicas)
-	admin := c.login(t, opsEmail)
+	c.Prepare(t)
+	rs := c.Start(t, replicas)
+	admin := c.Login(t, opsEmail)
 	me := func(r *replica) int {
-		req, _ := http.NewRequest(http.MethodGet, r.url+"/api/v1/users/me", nil)
+		req, _ := http.NewRequest(http.MethodGet, r.URL+"/api/v1/users/me", nil)
 		req.Header.Set("Authorization", "Bearer "+admin)
-		resp, err := r.client.Do(req)
+		resp, err := r.Client.Do(req)
 		if err != nil {
-			t.Fatalf("users/me at %s: %v", r.name, err)
+			t.Fatalf("users/me at %s: %v", r.Name, err)
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
@@ -413,22 +413,22 @@ func TestLogoutEverywhere(t *testing.T) {
 	for _, r := range rs { // every replica caches the live session
 		for range 3 {
 			if s := me(r); s != http.StatusOK {
-				t.Fatalf("users/me at %s before the logout: %d", r.name, s)
+				t.Fatalf("users/me at %s before the logout: %d", r.Name, s)
 			}
 		}
 	}
-	req, _ := http.NewRequest(http.MethodPost, rs[0].url+"/api/v1/auth/logout", nil)
+	req, _ := http.NewRequest(http.MethodPost, rs[0].URL+"/api/v1/auth/logout", nil)
 	req.Header.Set("Authorization", "Bearer "+admin)
-	resp, err := rs[0].client.Do(req)
+	resp, err := rs[0].Client.Do(req)
 	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("logout at %s: %v %v", rs[0].name, resp, err)
+		t.Fatalf("logout at %s: %v %v", rs[0].Name, resp, err)
 	}
 	resp.Body.Close()
 	if s := me(rs[0]); s != http.StatusUnauthorized {
-		t.Fatalf("users/me at %s, where the logout happened: %d, want 401 at once", rs[0].name, s)
+		t.Fatalf("users/me at %s, where the logout happened: %d, want 401 at once", rs[0].Name, s)
 	}
 	for _, r := range rs[1:] {
 		testsupport.Eventually(t, pollWait, func() bool { return me(r) == http.StatusUnauthorized },
-			"users/me at %s to refuse the logged-out token", r.name)
+			"users/me at %s to refuse the logged-out token", r.Name)
 	}
 }
