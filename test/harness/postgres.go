@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,9 +18,23 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// PostgresBin is where Debian's PostgreSQL 15 keeps initdb and pg_ctl;
-// HERALD_TEST_PG_BIN overrides it.
-const PostgresBin = "/usr/lib/postgresql/15/bin"
+// postgresBin is where initdb and pg_ctl are: HERALD_TEST_PG_BIN, else
+// the newest of Debian's /usr/lib/postgresql/<version>/bin ("" if none).
+func postgresBin() string {
+	if dir := os.Getenv("HERALD_TEST_PG_BIN"); dir != "" {
+		return dir
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	slices.SortFunc(dirs, func(a, b string) int {
+		va, _ := strconv.Atoi(filepath.Base(filepath.Dir(a)))
+		vb, _ := strconv.Atoi(filepath.Base(filepath.Dir(b)))
+		return va - vb
+	})
+	if len(dirs) == 0 {
+		return ""
+	}
+	return dirs[len(dirs)-1]
+}
 
 // pgWait bounds one pg_ctl action (initdb, start, stop, restart).
 const pgWait = 90 * time.Second
@@ -40,12 +55,9 @@ type Postgres struct {
 // root). A machine without initdb skips the test, saying so.
 func StartPostgres(t *testing.T) *Postgres {
 	t.Helper()
-	bin := os.Getenv("HERALD_TEST_PG_BIN")
-	if bin == "" {
-		bin = PostgresBin
-	}
-	if _, err := os.Stat(filepath.Join(bin, "initdb")); err != nil {
-		t.Skipf("no initdb in %s (set HERALD_TEST_PG_BIN): the fault suite runs a PostgreSQL cluster of its own", bin)
+	bin := postgresBin()
+	if _, err := os.Stat(filepath.Join(bin, "initdb")); bin == "" || err != nil {
+		t.Skipf("no initdb in %q (HERALD_TEST_PG_BIN, else /usr/lib/postgresql/*/bin): the fault suite runs a PostgreSQL cluster of its own", bin)
 	}
 	dir, err := os.MkdirTemp("", "herald-faults-pg-")
 	if err != nil {
