@@ -28,7 +28,8 @@ const (
 // and a messenger broadcast, later every Herald connection terminated by
 // pg_terminate_backend, and later still pg_ctl restart -m fast, under two
 // replicas: every device is delivered, with repeats within the documented
-// crash bound for each of the three disruptions; every webhook event arrives; every code email is sent
+// crash bound for each of the three disruptions; the broadcast's progress
+// stream (live events, on PostgreSQL's LISTEN) reaches the final state; every webhook event arrives; every code email is sent
 // exactly once; the messenger broadcast reaches every chat; and while the
 // database was away clients got 200 or 503 SERVICE_UNAVAILABLE with
 // Retry-After, never a 500.
@@ -88,6 +89,9 @@ func TestPostgresRestartMidWork(t *testing.T) {
 	if total != devicesN {
 		t.Fatalf("totalRecipients %d, want %d", total, devicesN)
 	}
+	// Live events ride PostgreSQL's LISTEN: the progress stream must
+	// outlive the outages (reconnecting as EventSource does).
+	progress := watchProgress(t, c, admin, job)
 
 	// Code emails and webhook deliveries in flight across the restart: the
 	// mail server and the receiver refuse (temporarily) until it is over.
@@ -154,6 +158,9 @@ func TestPostgresRestartMidWork(t *testing.T) {
 
 	j := waitFinished(t, c, admin, "notificationJob", job, jobWait)
 	harness.ExpectCompleted(t, j, devicesN)
+	if last := progress.check(t, pollWait); last["status"] != "completed" || last["sent"] != float64(devicesN) {
+		t.Errorf("the progress stream's final state %v, want completed with %d sent", last, devicesN)
+	}
 	got := c.Deliveries(job)
 	var missed []string
 	repeats := 0

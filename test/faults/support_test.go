@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -304,4 +305,130 @@ func waitFinished(t *testing.T, c *harness.Cluster, admin, field, id string, lim
 		return ok && harness.Finished(j)
 	}, "%s %s never finished: %v", field, id, j)
 	return j
+}
+
+// progressWatcher follows a broadcast's progress stream (Server-Sent
+// Events) as EventSource would: when a stream ends before the final
+// state, or cannot start, it connects again with Last-Event-ID.
+type progressWatcher struct {
+	done chan struct{}
+
+	mu         sync.Mutex
+	versions   []int64 // the event ids, in the order received
+	last       map[string]any
+	reconnects int
+	problems   []string
+}
+
+func watchProgress(t *testing.T, c *harness.Cluster, bearer, job string) *progressWatcher {
+	w := &progressWatcher{done: make(chan struct{})}
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	go func() {
+		defer close(w.done)
+		lastID := ""
+		for attempt := 0; ; attempt++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if attempt > 0 {
+				w.mu.Lock()
+				w.reconnects++
+				w.mu.Unlock()
+				time.Sleep(200 * time.Millisecond)
+			}
+			finished, id := w.stream(c, bearer, job, lastID, stop)
+			if id != "" {
+				lastID = id
+			}
+			if finished {
+				return
+			}
+		}
+	}()
+	return w
+}
+
+// stream reads one connection's events; finished is true once the final
+// state has come (or the server says the client has it).
+func (w *progressWatcher) stream(c *harness.Cluster, bearer, job, lastID string, stop chan struct{}) (finished bool, id string) {
+	req, _ := http.NewRequest(http.MethodGet, c.Proxy.URL+"/api/v1/notifications/broadcasts/"+job+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+bearer)
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := http.DefaultClient.Do(req) // no timeout: the stream lasts
+	if err != nil {
+		return false, ""
+	}
+	defer resp.Body.Close()
+	go func() { <-stop; resp.Body.Close() }()
+	switch resp.StatusCode {
+	case http.StatusNoContent:
+		return true, ""
+	case http.StatusOK:
+	default:
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			w.problem(fmt.Sprintf("the stream answered %d", resp.StatusCode))
+		}
+		return false, ""
+	}
+	var data string
+	buf := make([]byte, 0, 64<<10)
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(buf, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "id: "):
+			id = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "data: "):
+			data = strings.TrimPrefix(line, "data: ")
+		case line == "" && data != "":
+			var j map[string]any
+			if err := json.Unmarshal([]byte(data), &j); err != nil {
+				w.problem("an event's data is not JSON: " + data)
+			}
+			v, _ := strconv.ParseInt(id, 10, 64)
+			w.mu.Lock()
+			w.versions = append(w.versions, v)
+			w.last = j
+			w.mu.Unlock()
+			data = ""
+			if harness.Finished(j) {
+				return true, id
+			}
+		}
+	}
+	return false, id
+}
+
+func (w *progressWatcher) problem(s string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.problems = append(w.problems, s)
+}
+
+// check waits (bounded) for the final state and fails the test unless it
+// came, with event ids that only grow; it returns the final state.
+func (w *progressWatcher) check(t *testing.T, limit time.Duration) map[string]any {
+	t.Helper()
+	testsupport.Receive(t, w.done, limit, "the progress stream's final state")
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i := 1; i < len(w.versions); i++ {
+		if w.versions[i] <= w.versions[i-1] {
+			t.Errorf("progress event ids went from %d to %d; they only grow", w.versions[i-1], w.versions[i])
+		}
+	}
+	if len(w.problems) > 0 {
+		t.Errorf("the progress stream: %v", w.problems)
+	}
+	if !harness.Finished(w.last) {
+		t.Fatalf("the progress stream ended without the final state: last %v", w.last)
+	}
+	t.Logf("progress stream: %d events, %d reconnections", len(w.versions), w.reconnects)
+	return w.last
 }
