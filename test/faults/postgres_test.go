@@ -3,6 +3,7 @@ package faults
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,7 +52,8 @@ func TestPostgresRestartMidWork(t *testing.T) {
 			"HERALD_TELEGRAM_RATE":           "10", // the messenger broadcast lasts about 10 s
 			"HERALD_WEBHOOKS_ALLOW_INSECURE": "on",
 			"HERALD_WEBHOOKS_ALLOW_PRIVATE":  "on",
-			"HERALD_WEBHOOKS_RETRY_SCHEDULE": "1s,1s,1s,1s,2s,2s,2s,2s,2s,2s,2s,2s,2s,2s,2s",
+			"HERALD_WEBHOOKS_RETRY_SCHEDULE": "1s" + strings.Repeat(",2s", 40), // retried past any outage here
+			"HERALD_JOB_RETRY_MAX":           "1s",                             // an email's 100 attempts last past any outage here
 		},
 	})
 	c.Prepare(t)
@@ -93,6 +95,16 @@ func TestPostgresRestartMidWork(t *testing.T) {
 	// outlive the outages (reconnecting as EventSource does).
 	progress := watchProgress(t, c, admin, job)
 
+	testsupport.Eventually(t, 2*time.Minute, func() bool { return c.FCM.TotalDelivered() >= devicesN/5 },
+		"the broadcast never reached a fifth of the devices (%d)", c.FCM.TotalDelivered())
+	mb := c.MustGQL(t, "sendMessengerBroadcast", admin,
+		`mutation($m:String!){sendMessengerBroadcast(message:$m){id totalRecipients}}`, map[string]any{"m": news})
+	mbID, _ := jsonPath(mb, "sendMessengerBroadcast", "id").(string)
+	if n, _ := jsonPath(mb, "sendMessengerBroadcast", "totalRecipients").(float64); mbID == "" || int(n) != chats {
+		t.Fatalf("sendMessengerBroadcast: %v, want a job for %d chats", mb, chats)
+	}
+	testsupport.Eventually(t, pollWait, func() bool { return sentNews() >= chats/10 },
+		"the messenger broadcast never reached a tenth of the chats (%d)", sentNews())
 	// Code emails and webhook deliveries in flight across the restart: the
 	// mail server and the receiver refuse (temporarily) until it is over.
 	c.SMTP.SetFailing(true)
@@ -108,16 +120,6 @@ func TestPostgresRestartMidWork(t *testing.T) {
 		emails = append(emails, email)
 	}
 
-	testsupport.Eventually(t, 2*time.Minute, func() bool { return c.FCM.TotalDelivered() >= devicesN/5 },
-		"the broadcast never reached a fifth of the devices (%d)", c.FCM.TotalDelivered())
-	mb := c.MustGQL(t, "sendMessengerBroadcast", admin,
-		`mutation($m:String!){sendMessengerBroadcast(message:$m){id totalRecipients}}`, map[string]any{"m": news})
-	mbID, _ := jsonPath(mb, "sendMessengerBroadcast", "id").(string)
-	if n, _ := jsonPath(mb, "sendMessengerBroadcast", "totalRecipients").(float64); mbID == "" || int(n) != chats {
-		t.Fatalf("sendMessengerBroadcast: %v, want a job for %d chats", mb, chats)
-	}
-	testsupport.Eventually(t, pollWait, func() bool { return sentNews() >= chats/10 },
-		"the messenger broadcast never reached a tenth of the chats (%d)", sentNews())
 	stoppedAt := time.Now()
 	pg.Stop(t)
 	atStop, newsAtStop := c.FCM.TotalDelivered(), sentNews()
