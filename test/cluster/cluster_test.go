@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/herald-vpn/herald/internal/mail/mailtest"
 	"github.com/herald-vpn/herald/internal/telegram/telegramtest"
 	"github.com/herald-vpn/herald/internal/testsupport"
+	"github.com/herald-vpn/herald/test/harness"
 )
 
 // Three replicas started at the same moment on a fresh database (no
@@ -360,25 +360,13 @@ func TestSharedSendRate(t *testing.T) {
 		}
 	}
 
-	var times []time.Time
-	for _, e := range c.FCM.Exchanges() {
-		times = append(times, e.Received)
-	}
-	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	times := harness.SendTimes(c.FCM.Exchanges())
 	if len(times) < 2 {
 		t.Fatalf("the fake FCM got %d sends", len(times))
 	}
 	burst := max(rate/10, 1)
 	limit := rate*12/10 + burst
-	most, from := 0, times[0]
-	for i, j := 0, 0; i < len(times); i++ {
-		for times[i].Sub(times[j]) >= window {
-			j++
-		}
-		if n := i - j + 1; n > most {
-			most, from = n, times[j]
-		}
-	}
+	most, from := harness.MostInWindow(times, window)
 	span := times[len(times)-1].Sub(times[0])
 	overall := float64(len(times)-1) / span.Seconds()
 	t.Logf("%d sends in %s (%.0f/s); at most %d in one second (from %s); cap %d/s, allowed %d in a second",

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -156,19 +155,9 @@ func readyz(t *testing.T, r *harness.Replica) readiness {
 // and a burst (a tenth of a second's worth) in any one-second window.
 func checkRate(t *testing.T, sends []fcmtest.Exchange, rate int, when string) {
 	t.Helper()
-	var times []time.Time
-	for _, e := range sends {
-		times = append(times, e.Received)
-	}
-	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	times := harness.SendTimes(sends)
 	limit := rate*12/10 + max(rate/10, 1)
-	most := 0
-	for i, j := 0, 0; i < len(times); i++ {
-		for times[i].Sub(times[j]) >= time.Second {
-			j++
-		}
-		most = max(most, i-j+1)
-	}
+	most, _ := harness.MostInWindow(times, time.Second)
 	t.Logf("%s: %d sends, at most %d in one second (cap %d/s)", when, len(times), most, rate)
 	if most > limit {
 		t.Errorf("%s: %d sends within one second, over HERALD_PUSH_RATE=%d (allowed %d)", when, most, rate, limit)

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/push/fcm/fcmtest"
 	"github.com/herald-vpn/herald/internal/testsupport"
 )
 
@@ -179,4 +181,29 @@ func AsInt(t *testing.T, v any) int {
 		t.Fatalf("%v (%T) is not a whole JSON number", v, v)
 	}
 	return int(f)
+}
+
+// SendTimes returns when the fake FCM received each of the exchanges,
+// earliest first.
+func SendTimes(exchanges []fcmtest.Exchange) []time.Time {
+	var times []time.Time
+	for _, e := range exchanges {
+		times = append(times, e.Received)
+	}
+	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	return times
+}
+
+// MostInWindow returns the most of the sorted times that fall within one
+// window, and the first of them.
+func MostInWindow(times []time.Time, window time.Duration) (most int, from time.Time) {
+	for i, j := 0, 0; i < len(times); i++ {
+		for times[i].Sub(times[j]) >= window {
+			j++
+		}
+		if n := i - j + 1; n > most {
+			most, from = n, times[j]
+		}
+	}
+	return most, from
 }
