@@ -257,6 +257,7 @@ func (c *Cluster) Launch(t *testing.T, n int) []*Replica {
 		r.Cmd = exec.Command(c.Bin, "serve")
 		r.Cmd.Env = EnvList(env)
 		r.Cmd.Stdout, r.Cmd.Stderr = r.Logs, r.Logs
+		r.Cmd.SysProcAttr = dieWithParent()
 		rs[i] = r
 	}
 	for _, r := range rs {

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -48,6 +47,9 @@ type Postgres struct {
 	dir  string // the data directory's parent: data/, the socket, the log
 	bin  string
 	as   string // the user the server runs as ("" for this process's)
+
+	stop    *os.File      // the watchdog's standard input: closing it stops the server
+	stopped chan struct{} // closed when the watchdog is done
 }
 
 // StartPostgres makes a cluster with initdb and starts it. Run as root,
@@ -64,7 +66,6 @@ func StartPostgres(t *testing.T) *Postgres {
 		t.Fatal(err)
 	}
 	p := &Postgres{dir: dir, bin: bin}
-	t.Cleanup(p.remove)
 	if os.Geteuid() == 0 {
 		p.as = "postgres"
 		u, err := user.Lookup(p.as)
@@ -77,6 +78,11 @@ func StartPostgres(t *testing.T) *Postgres {
 			t.Fatal(err)
 		}
 	}
+	if err := p.watch(); err != nil {
+		os.RemoveAll(dir)
+		t.Fatalf("start the cluster's watchdog: %v", err)
+	}
+	t.Cleanup(p.remove)
 	if out, err := p.run("initdb", "-D", p.data(), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync"); err != nil {
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
@@ -178,18 +184,41 @@ func (p *Postgres) TerminateBackends(t *testing.T, app string) int {
 	return n
 }
 
-// remove stops the server at once (immediate shutdown, then SIGKILL to
-// the postmaster if that fails) and deletes the directory.
+// watch starts the cluster's watchdog: a shell that waits for its
+// standard input, a pipe from this process, to close, and then stops the
+// server at once (immediate shutdown, then SIGKILL to the postmaster) and
+// deletes the directory. remove closes the pipe; so does this process's
+// death, so a test killed by its timeout leaves no server behind either
+// (pg_ctl's server is not a child of the test, and would outlive it).
+func (p *Postgres) watch() error {
+	const script = `read _ignored
+stop="$2/pg_ctl stop -D $1/data -m immediate -w -t 30"
+if [ -n "$3" ]; then runuser -u "$3" -- $stop; else $stop; fi
+if [ -f "$1/data/postmaster.pid" ]; then kill -9 "$(head -n 1 "$1/data/postmaster.pid")"; fi
+rm -rf "$1"`
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	cmd := exec.Command("sh", "-c", script, "watchdog", p.dir, p.bin, p.as)
+	cmd.Stdin = r // and no output: go test must not wait for it
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		return err
+	}
+	p.stop, p.stopped = w, make(chan struct{})
+	go func() { cmd.Wait(); close(p.stopped) }()
+	return nil
+}
+
+// remove has the watchdog stop the server and delete the directory, and
+// waits for it (bounded).
 func (p *Postgres) remove() {
-	if _, err := os.Stat(filepath.Join(p.data(), "postmaster.pid")); err == nil {
-		if _, err := p.run("pg_ctl", "stop", "-D", p.data(), "-m", "immediate", "-w", "-t", "30"); err != nil {
-			if raw, err := os.ReadFile(filepath.Join(p.data(), "postmaster.pid")); err == nil {
-				first, _, _ := strings.Cut(string(raw), "\n")
-				if pid, err := strconv.Atoi(strings.TrimSpace(first)); err == nil && pid > 0 {
-					syscall.Kill(pid, syscall.SIGKILL)
-				}
-			}
-		}
+	p.stop.Close()
+	select {
+	case <-p.stopped:
+	case <-time.After(pgWait):
 	}
 	os.RemoveAll(p.dir)
 }

@@ -50,6 +50,7 @@ func (r *Redis) Start(t *testing.T) {
 	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--daemonize", "no")
 	r.cmd.Stdout, r.cmd.Stderr = r.logs, r.logs
+	r.cmd.SysProcAttr = dieWithParent()
 	if err := r.cmd.Start(); err != nil {
 		t.Fatalf("start redis-server: %v", err)
 	}
