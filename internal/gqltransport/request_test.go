@@ -1,6 +1,7 @@
 package gqltransport
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/herald-vpn/herald/internal/apperr"
@@ -22,6 +23,8 @@ func TestDecodeRequest(t *testing.T) {
 		{"query not string", `{"query":12}`, apperr.ValidationError},
 		{"variables not object", `{"query":"{ version }","variables":[1]}`, apperr.ValidationError},
 		{"trailing", `{"query":"{ version }"} {}`, apperr.ValidationError},
+		{"stray closing brace", `{"query":"{ version }"}}`, apperr.ValidationError},
+		{"stray closing bracket", `{"query":"{ version }"}]`, apperr.ValidationError},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -50,10 +53,13 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := DecodeRequest(body)
 		if err != nil {
-			if ae := apperr.As(err); ae.Code == apperr.Internal {
-				t.Fatalf("decoder returned a non-application error: %v", err)
+			if ae := apperr.As(err); ae.Code == apperr.Internal || ae.Status() < 400 || ae.Status() > 499 {
+				t.Fatalf("decoder returned %v (status %d), want an application error with a 4xx", err, ae.Status())
 			}
 			return
+		}
+		if !json.Valid(body) {
+			t.Fatalf("accepted a body that is not one JSON value: %q", body)
 		}
 		if req.Query == "" || len(req.Query) > MaxQueryBytes || req.Variables == nil {
 			t.Fatalf("accepted an invalid request: %+v", req)
@@ -72,6 +78,7 @@ func TestRequestFromQuery(t *testing.T) {
 		{"no query", "operationName=Q", apperr.ValidationError},
 		{"variables not an object", "query=%7Bversion%7D&variables=%5B1%5D", apperr.ValidationError},
 		{"variables not JSON", "query=%7Bversion%7D&variables=%7B", apperr.ValidationError},
+		{"variables with a stray brace", "query=%7Bversion%7D&variables=%7B%7D%7D", apperr.ValidationError},
 		{"extensions not an object", "query=%7Bversion%7D&extensions=1", apperr.ValidationError},
 		{"malformed escape", "query=%zz", apperr.ValidationError},
 	}
