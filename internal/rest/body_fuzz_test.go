@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/herald-vpn/herald/internal/api"
+	"github.com/herald-vpn/herald/internal/apperr"
 )
 
 // bodyCheck decodes one request body as a route's handler does and holds
@@ -142,6 +143,16 @@ func FuzzRESTBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, b := range restBodies {
 			b.check(t, body)
+		}
+		// The sends then read the notification's data (notifications.
+		// DecodeData): a refusal is still a typed 4xx.
+		var n notificationInput
+		if api.Unmarshal(body, &n) == nil {
+			if _, err := n.notification(); err != nil {
+				if ae := apperr.As(err); ae.Code == apperr.Internal || ae.Status() < 400 || ae.Status() > 499 {
+					t.Fatalf("notification %q refused with %v (status %d), want a typed 4xx", body, err, ae.Status())
+				}
+			}
 		}
 	})
 }
