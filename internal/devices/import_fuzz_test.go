@@ -14,7 +14,7 @@ import (
 // store holds the database's rule that a push token belongs to at most
 // one device, failing the test when a batch's plan breaks it.
 type importDB struct {
-	Store // only InImportTx is used
+	Store   // only InImportTx is used
 	t       *testing.T
 	devices map[string]*ImportedDevice
 	created int
