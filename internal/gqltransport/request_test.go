@@ -2,6 +2,8 @@ package gqltransport
 
 import (
 	"encoding/json"
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/herald-vpn/herald/internal/apperr"
@@ -96,4 +98,37 @@ func TestRequestFromQuery(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzRequestFromQuery reads GET /graphql query strings: a refusal is an
+// application error with a 4xx; an accepted request has a bounded query,
+// variables, and took only JSON values for its variables and extensions.
+func FuzzRequestFromQuery(f *testing.F) {
+	for _, seed := range []string{
+		"query=%7B%20version%20%7D",
+		"query=query%20Q(%24n%3AString)%7Bversion%7D&operationName=Q&variables=%7B%22n%22%3A1%7D&extensions=%7B%7D",
+		"query=%7Bversion%7D&variables=%7B%22big%22%3A123456789012345678901234567890%7D",
+		"query=%7Bversion%7D&variables=null", "query=%7Bversion%7D&variables=%7B%7D%7D", "query=%7Bversion%7D&variables=%5B1%5D",
+		"", "query=", "query=%zz", "query=a;b", "query=%00", "query=%FF%FE", "variables=%7B%7D",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, rawQuery string) {
+		req, err := RequestFromQuery(rawQuery)
+		if err != nil {
+			if ae := apperr.As(err); ae.Code == apperr.Internal || ae.Status() < 400 || ae.Status() > 499 {
+				t.Fatalf("RequestFromQuery(%q) = %v (status %d), want an application error with a 4xx", rawQuery, err, ae.Status())
+			}
+			return
+		}
+		if strings.TrimSpace(req.Query) == "" || len(req.Query) > MaxQueryBytes || req.Variables == nil {
+			t.Fatalf("RequestFromQuery(%q) accepted an invalid request: %+v", rawQuery, req)
+		}
+		values, _ := url.ParseQuery(rawQuery)
+		for _, p := range []string{"variables", "extensions"} {
+			if v := values.Get(p); v != "" && !json.Valid([]byte(v)) {
+				t.Fatalf("RequestFromQuery(%q) accepted %s %q, which is not one JSON value", rawQuery, p, v)
+			}
+		}
+	})
 }
