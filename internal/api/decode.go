@@ -79,7 +79,8 @@ func unwritableTime(v reflect.Value, path string) (field, value string, bad bool
 		}
 		return unwritableTime(v.Elem(), path)
 	case reflect.Struct:
-		if t, ok := v.Interface().(time.Time); ok {
+		if v.Type() == reflect.TypeFor[time.Time]() {
+			t := v.Interface().(time.Time)
 			if _, err := t.MarshalJSON(); err != nil {
 				return strings.TrimPrefix(path, "."), t.String(), true
 			}
