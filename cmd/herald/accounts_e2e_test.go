@@ -626,6 +626,7 @@ func TestE2ERESTEnvelopeErrors(t *testing.T) {
 			{"syntax error", register, `{email: "a@example.com"}`, "", "body", "valid JSON", ""},
 			{"empty body", register, ``, "", "body", "a JSON object", "empty body"},
 			{"trailing data", register, `{"email":"a@example.com","password":"Abcdefg1"} {}`, "", "body", "a single JSON object", "trailing data"},
+			{"stray closing brace", register, `{"email":"a@example.com","password":"Abcdefg1"}}`, "", "body", "a single JSON object", "trailing data"},
 			{"array body", register, `[]`, "", "body", "type object", "array"},
 			{"email is a number", register, `{"email":12,"password":"Abcdefg1"}`, "", "email", "type string", "number"},
 			{"password is a boolean", register, `{"email":"a@example.com","password":true}`, "", "password", "type string", "bool"},

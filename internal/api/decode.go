@@ -7,7 +7,10 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/herald-vpn/herald/internal/apperr"
 )
@@ -55,10 +58,62 @@ func Unmarshal(body []byte, dst any) error {
 	if err := dec.Decode(dst); err != nil {
 		return decodeError(err)
 	}
-	if dec.More() {
+	if !AtEnd(dec) {
 		return validation("body", "a single JSON object", "trailing data")
 	}
+	if field, t, bad := unwritableTime(reflect.ValueOf(dst), ""); bad {
+		// encoding/json reads an offset of ±24:00, which RFC 3339 (and
+		// time.Time's MarshalJSON) refuse: a time we could not write back.
+		return validation(field, "an RFC 3339 time", t)
+	}
 	return nil
+}
+
+// unwritableTime finds a time.Time in v that cannot be encoded as JSON
+// again, and names its field by its JSON path.
+func unwritableTime(v reflect.Value, path string) (field, value string, bad bool) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return "", "", false
+		}
+		return unwritableTime(v.Elem(), path)
+	case reflect.Struct:
+		if v.Type() == reflect.TypeFor[time.Time]() {
+			t := v.Interface().(time.Time)
+			if _, err := t.MarshalJSON(); err != nil {
+				return strings.TrimPrefix(path, "."), t.String(), true
+			}
+			return "", "", false
+		}
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" {
+				name = f.Name
+			}
+			if field, value, bad := unwritableTime(v.Field(i), path+"."+name); bad {
+				return field, value, true
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			if field, value, bad := unwritableTime(v.Index(i), fmt.Sprintf("%s[%d]", path, i)); bad {
+				return field, value, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// AtEnd reports whether only white space follows the value dec decoded.
+// (dec.More is not that test: it is false before a stray '}' or ']'.)
+func AtEnd(dec *json.Decoder) bool {
+	_, err := dec.Token()
+	return err == io.EOF
 }
 
 func decodeError(err error) error {
@@ -76,7 +131,11 @@ func decodeError(err error) error {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return validation("body", "valid JSON", "truncated JSON")
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		// encoding/json quotes the name with %q.
+		field, err := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
+		if err != nil || field == "" {
+			return validation("body", "known fields", "an unknown field")
+		}
 		return validation(field, "known field", "unknown field")
 	}
 	return validation("body", "valid JSON", "undecodable")

@@ -32,7 +32,7 @@ var manual = []string{
 	"commands.md", "configuration.md", "operations.md",
 	"api.md", "errors.md", "accounts.md", "rate-limits.md", "notifications.md", "messenger.md",
 	"clients.md", "webhooks.md", "rest.md", "graphql.md",
-	"console.md", "benchmarks.md", "architecture.md",
+	"console.md", "benchmarks.md", "architecture.md", "testing.md",
 }
 
 // heading is one ATX heading of a page.

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/herald-vpn/herald/internal/api"
 	"github.com/herald-vpn/herald/internal/apperr"
 )
 
@@ -35,7 +36,7 @@ func DecodeRequest(body []byte) (Request, error) {
 		return Request{}, apperr.Newf(apperr.ValidationError, "The body must be a JSON object with a query string.").
 			With("field", "body").With("constraint", "JSON object {query, variables?, operationName?}").With("received", "invalid JSON")
 	}
-	if dec.More() {
+	if !api.AtEnd(dec) {
 		return Request{}, apperr.Newf(apperr.ValidationError, "The body must hold a single JSON object.").
 			With("field", "body").With("constraint", "a single JSON object").With("received", "trailing data")
 	}
@@ -60,7 +61,7 @@ func RequestFromQuery(rawQuery string) (Request, error) {
 		}
 		dec := json.NewDecoder(strings.NewReader(raw))
 		dec.UseNumber()
-		if err := dec.Decode(p.dst); err != nil || dec.More() {
+		if err := dec.Decode(p.dst); err != nil || !api.AtEnd(dec) {
 			return Request{}, apperr.Invalid(p.name, "a JSON object", "not a JSON object")
 		}
 	}

@@ -1,6 +1,9 @@
 package gqltransport
 
 import (
+	"encoding/json"
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/herald-vpn/herald/internal/apperr"
@@ -22,6 +25,8 @@ func TestDecodeRequest(t *testing.T) {
 		{"query not string", `{"query":12}`, apperr.ValidationError},
 		{"variables not object", `{"query":"{ version }","variables":[1]}`, apperr.ValidationError},
 		{"trailing", `{"query":"{ version }"} {}`, apperr.ValidationError},
+		{"stray closing brace", `{"query":"{ version }"}}`, apperr.ValidationError},
+		{"stray closing bracket", `{"query":"{ version }"}]`, apperr.ValidationError},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -50,10 +55,13 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := DecodeRequest(body)
 		if err != nil {
-			if ae := apperr.As(err); ae.Code == apperr.Internal {
-				t.Fatalf("decoder returned a non-application error: %v", err)
+			if ae := apperr.As(err); ae.Code == apperr.Internal || ae.Status() < 400 || ae.Status() > 499 {
+				t.Fatalf("decoder returned %v (status %d), want an application error with a 4xx", err, ae.Status())
 			}
 			return
+		}
+		if !json.Valid(body) {
+			t.Fatalf("accepted a body that is not one JSON value: %q", body)
 		}
 		if req.Query == "" || len(req.Query) > MaxQueryBytes || req.Variables == nil {
 			t.Fatalf("accepted an invalid request: %+v", req)
@@ -72,6 +80,7 @@ func TestRequestFromQuery(t *testing.T) {
 		{"no query", "operationName=Q", apperr.ValidationError},
 		{"variables not an object", "query=%7Bversion%7D&variables=%5B1%5D", apperr.ValidationError},
 		{"variables not JSON", "query=%7Bversion%7D&variables=%7B", apperr.ValidationError},
+		{"variables with a stray brace", "query=%7Bversion%7D&variables=%7B%7D%7D", apperr.ValidationError},
 		{"extensions not an object", "query=%7Bversion%7D&extensions=1", apperr.ValidationError},
 		{"malformed escape", "query=%zz", apperr.ValidationError},
 	}
@@ -89,4 +98,37 @@ func TestRequestFromQuery(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzRequestFromQuery reads GET /graphql query strings: a refusal is an
+// application error with a 4xx; an accepted request has a bounded query,
+// variables, and took only JSON values for its variables and extensions.
+func FuzzRequestFromQuery(f *testing.F) {
+	for _, seed := range []string{
+		"query=%7B%20version%20%7D",
+		"query=query%20Q(%24n%3AString)%7Bversion%7D&operationName=Q&variables=%7B%22n%22%3A1%7D&extensions=%7B%7D",
+		"query=%7Bversion%7D&variables=%7B%22big%22%3A123456789012345678901234567890%7D",
+		"query=%7Bversion%7D&variables=null", "query=%7Bversion%7D&variables=%7B%7D%7D", "query=%7Bversion%7D&variables=%5B1%5D",
+		"", "query=", "query=%zz", "query=a;b", "query=%00", "query=%FF%FE", "variables=%7B%7D",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, rawQuery string) {
+		req, err := RequestFromQuery(rawQuery)
+		if err != nil {
+			if ae := apperr.As(err); ae.Code == apperr.Internal || ae.Status() < 400 || ae.Status() > 499 {
+				t.Fatalf("RequestFromQuery(%q) = %v (status %d), want an application error with a 4xx", rawQuery, err, ae.Status())
+			}
+			return
+		}
+		if strings.TrimSpace(req.Query) == "" || len(req.Query) > MaxQueryBytes || req.Variables == nil {
+			t.Fatalf("RequestFromQuery(%q) accepted an invalid request: %+v", rawQuery, req)
+		}
+		values, _ := url.ParseQuery(rawQuery)
+		for _, p := range []string{"variables", "extensions"} {
+			if v := values.Get(p); v != "" && !json.Valid([]byte(v)) {
+				t.Fatalf("RequestFromQuery(%q) accepted %s %q, which is not one JSON value", rawQuery, p, v)
+			}
+		}
+	})
 }

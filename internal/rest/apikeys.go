@@ -12,16 +12,18 @@ func (h *Handlers) apiKey(k apikeys.Key) view.APIKey {
 	return view.NewAPIKey(k, h.APIKeys.RateLimitOf(k))
 }
 
+// createAPIKeyBody is the body of CreateAPIKey.
+type createAPIKeyBody struct {
+	Name      string     `json:"name"`
+	Scopes    []string   `json:"scopes"`
+	RateLimit *int       `json:"rateLimit"`
+	ExpiresAt *time.Time `json:"expiresAt"`
+}
+
 // CreateAPIKey is POST /api/v1/api-keys: the key is in the answer this
 // once.
 func (h *Handlers) CreateAPIKey() http.HandlerFunc {
-	type input struct {
-		Name      string     `json:"name"`
-		Scopes    []string   `json:"scopes"`
-		RateLimit *int       `json:"rateLimit"`
-		ExpiresAt *time.Time `json:"expiresAt"`
-	}
-	return handle(http.StatusCreated, func(r *http.Request, in input) (any, error) {
+	return handle(http.StatusCreated, func(r *http.Request, in createAPIKeyBody) (any, error) {
 		k, key, err := h.APIKeys.Create(r.Context(), apikeys.NewKey{Name: in.Name, Scopes: in.Scopes, RateLimit: in.RateLimit, ExpiresAt: in.ExpiresAt})
 		if err != nil {
 			return nil, err

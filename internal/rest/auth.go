@@ -9,13 +9,15 @@ import (
 	"github.com/herald-vpn/herald/internal/view"
 )
 
+// loginBody is the body of Login.
+type loginBody struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+}
+
 // Login is POST /api/v1/auth/login.
 func (h *Handlers) Login() http.HandlerFunc {
-	type input struct {
-		Email    string `json:"email"`
-		Password string `json:"password"`
-	}
-	return handle(http.StatusOK, func(r *http.Request, in input) (any, error) {
+	return handle(http.StatusOK, func(r *http.Request, in loginBody) (any, error) {
 		t, err := h.Sessions.Login(r.Context(), in.Email, in.Password, sessions.ClientAt(api.Info(r.Context()).UserAgent, api.Info(r.Context()).ClientIP))
 		if err != nil {
 			return nil, err
@@ -24,12 +26,14 @@ func (h *Handlers) Login() http.HandlerFunc {
 	})
 }
 
+// refreshBody is the body of Refresh.
+type refreshBody struct {
+	RefreshToken string `json:"refreshToken"`
+}
+
 // Refresh is POST /api/v1/auth/refresh.
 func (h *Handlers) Refresh() http.HandlerFunc {
-	type input struct {
-		RefreshToken string `json:"refreshToken"`
-	}
-	return handle(http.StatusOK, func(r *http.Request, in input) (any, error) {
+	return handle(http.StatusOK, func(r *http.Request, in refreshBody) (any, error) {
 		if err := api.Required("refreshToken", in.RefreshToken); err != nil {
 			return nil, err
 		}
@@ -62,12 +66,14 @@ func (h *Handlers) Me() http.HandlerFunc {
 	})
 }
 
+// requestPasswordResetBody is the body of RequestPasswordReset.
+type requestPasswordResetBody struct {
+	Email string `json:"email"`
+}
+
 // RequestPasswordReset is POST /api/v1/auth/password-reset.
 func (h *Handlers) RequestPasswordReset() http.HandlerFunc {
-	type input struct {
-		Email string `json:"email"`
-	}
-	return handle(http.StatusOK, func(r *http.Request, in input) (any, error) {
+	return handle(http.StatusOK, func(r *http.Request, in requestPasswordResetBody) (any, error) {
 		if err := h.Accounts.RequestPasswordReset(r.Context(), in.Email); err != nil {
 			return nil, err
 		}
@@ -75,14 +81,16 @@ func (h *Handlers) RequestPasswordReset() http.HandlerFunc {
 	})
 }
 
+// resetPasswordBody is the body of ResetPassword.
+type resetPasswordBody struct {
+	Email       string `json:"email"`
+	Code        string `json:"code"`
+	NewPassword string `json:"newPassword"`
+}
+
 // ResetPassword is POST /api/v1/auth/password-reset/confirm.
 func (h *Handlers) ResetPassword() http.HandlerFunc {
-	type input struct {
-		Email       string `json:"email"`
-		Code        string `json:"code"`
-		NewPassword string `json:"newPassword"`
-	}
-	return handle(http.StatusOK, func(r *http.Request, in input) (any, error) {
+	return handle(http.StatusOK, func(r *http.Request, in resetPasswordBody) (any, error) {
 		if err := h.Accounts.ResetPassword(r.Context(), in.Email, in.Code, in.NewPassword); err != nil {
 			return nil, err
 		}

@@ -49,14 +49,16 @@ func (h *Handlers) ListBans() http.HandlerFunc {
 	})
 }
 
+// addBanBody is the body of AddBan.
+type addBanBody struct {
+	IP     string `json:"ip"`
+	Reason string `json:"reason"`
+}
+
 // AddBan is POST /api/v1/admin/bans (banAddress): 201 with the ban, the
 // one already there when the address was banned.
 func (h *Handlers) AddBan() http.HandlerFunc {
-	type input struct {
-		IP     string `json:"ip"`
-		Reason string `json:"reason"`
-	}
-	return handle(http.StatusCreated, func(r *http.Request, in input) (any, error) {
+	return handle(http.StatusCreated, func(r *http.Request, in addBanBody) (any, error) {
 		b, err := h.Bans.Add(r.Context(), in.IP, in.Reason)
 		if err != nil {
 			return nil, err
@@ -92,12 +94,14 @@ func (h *Handlers) MessengerSubscribers() http.HandlerFunc {
 	})
 }
 
+// messengerPreviewBody is the body of MessengerPreview.
+type messengerPreviewBody struct {
+	Message string `json:"message"`
+}
+
 // MessengerPreview is POST /api/v1/messenger/preview (messengerPreview).
 func (h *Handlers) MessengerPreview() http.HandlerFunc {
-	type input struct {
-		Message string `json:"message"`
-	}
-	return handle(http.StatusOK, func(r *http.Request, in input) (any, error) {
+	return handle(http.StatusOK, func(r *http.Request, in messengerPreviewBody) (any, error) {
 		p, err := h.Messenger.Preview(in.Message)
 		if err != nil {
 			return nil, err

@@ -18,14 +18,16 @@ func (h *Handlers) ListDevices() http.HandlerFunc {
 	})
 }
 
+// registerDeviceBody is the body of RegisterDevice.
+type registerDeviceBody struct {
+	Platform  string `json:"platform"`
+	PushToken string `json:"pushToken"`
+	Name      string `json:"name"`
+}
+
 // RegisterDevice is POST /api/v1/devices.
 func (h *Handlers) RegisterDevice() http.HandlerFunc {
-	type input struct {
-		Platform  string `json:"platform"`
-		PushToken string `json:"pushToken"`
-		Name      string `json:"name"`
-	}
-	return handle(http.StatusCreated, func(r *http.Request, in input) (any, error) {
+	return handle(http.StatusCreated, func(r *http.Request, in registerDeviceBody) (any, error) {
 		d, err := h.Devices.Register(r.Context(), auth.Caller(r.Context()).AccountID, in.Platform, in.PushToken, in.Name)
 		if err != nil {
 			return nil, err
@@ -34,12 +36,14 @@ func (h *Handlers) RegisterDevice() http.HandlerFunc {
 	})
 }
 
+// updatePushTokenBody is the body of UpdatePushToken.
+type updatePushTokenBody struct {
+	PushToken string `json:"pushToken"`
+}
+
 // UpdatePushToken is PUT /api/v1/devices/{id}/push-token.
 func (h *Handlers) UpdatePushToken() http.HandlerFunc {
-	type input struct {
-		PushToken string `json:"pushToken"`
-	}
-	return handle(http.StatusOK, func(r *http.Request, in input) (any, error) {
+	return handle(http.StatusOK, func(r *http.Request, in updatePushTokenBody) (any, error) {
 		d, err := h.Devices.UpdatePushToken(r.Context(), auth.Caller(r.Context()).AccountID, r.PathValue("id"), in.PushToken)
 		if err != nil {
 			return nil, err

@@ -7,16 +7,18 @@ import (
 	"github.com/herald-vpn/herald/internal/view"
 )
 
+// sendMessengerBroadcastBody is the body of SendMessengerBroadcast.
+type sendMessengerBroadcastBody struct {
+	Message string                 `json:"message"`
+	Options *view.MessengerOptions `json:"options"`
+	// Audience decodes straight into the domain type: the same names.
+	Audience *audience.Audience `json:"audience"`
+}
+
 // SendMessengerBroadcast is POST /api/v1/messenger/broadcasts: 202 with the
 // queued job.
 func (h *Handlers) SendMessengerBroadcast() http.HandlerFunc {
-	type input struct {
-		Message string                 `json:"message"`
-		Options *view.MessengerOptions `json:"options"`
-		// Audience decodes straight into the domain type: the same names.
-		Audience *audience.Audience `json:"audience"`
-	}
-	return handle(http.StatusAccepted, func(r *http.Request, in input) (any, error) {
+	return handle(http.StatusAccepted, func(r *http.Request, in sendMessengerBroadcastBody) (any, error) {
 		b, err := h.MessengerBroadcasts.BroadcastIdempotent(r.Context(), h.idempotencyKey(r), in.Message, in.Options.SendOptions(), in.Audience)
 		if err != nil {
 			return nil, err

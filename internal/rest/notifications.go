@@ -48,12 +48,14 @@ func (h *Handlers) idempotencyKey(r *http.Request) idempotency.Key {
 	return idempotency.Key{Service: h.Idempotency, Field: IdempotencyHeader, Value: r.Header.Get(IdempotencyHeader)}
 }
 
+// sendToDeviceBody is the body of SendToDevice.
+type sendToDeviceBody struct {
+	Notification *notificationInput `json:"notification"`
+}
+
 // SendToDevice is POST /api/v1/notifications/devices/{id}.
 func (h *Handlers) SendToDevice() http.HandlerFunc {
-	type input struct {
-		Notification *notificationInput `json:"notification"`
-	}
-	return handle(http.StatusOK, func(r *http.Request, in input) (any, error) {
+	return handle(http.StatusOK, func(r *http.Request, in sendToDeviceBody) (any, error) {
 		n, err := in.Notification.notification()
 		if err != nil {
 			return nil, err
@@ -66,16 +68,18 @@ func (h *Handlers) SendToDevice() http.HandlerFunc {
 	})
 }
 
+// broadcastBody is the body of Broadcast.
+type broadcastBody struct {
+	Notification *notificationInput `json:"notification"`
+	SendAt       *time.Time         `json:"sendAt"`
+	// Audience decodes straight into the domain type: the same names.
+	Audience *notifications.Audience `json:"audience"`
+}
+
 // Broadcast is POST /api/v1/notifications/broadcasts: 202, the job is
 // queued.
 func (h *Handlers) Broadcast() http.HandlerFunc {
-	type input struct {
-		Notification *notificationInput `json:"notification"`
-		SendAt       *time.Time         `json:"sendAt"`
-		// Audience decodes straight into the domain type: the same names.
-		Audience *notifications.Audience `json:"audience"`
-	}
-	return handle(http.StatusAccepted, func(r *http.Request, in input) (any, error) {
+	return handle(http.StatusAccepted, func(r *http.Request, in broadcastBody) (any, error) {
 		n, err := in.Notification.notification()
 		if err != nil {
 			return nil, err
@@ -136,14 +140,16 @@ func (h *Handlers) CancelBroadcast() http.HandlerFunc {
 	})
 }
 
+// sendMessengerMessageBody is the body of SendMessengerMessage.
+type sendMessengerMessageBody struct {
+	ChatID  string                 `json:"chatId"`
+	Message string                 `json:"message"`
+	Options *view.MessengerOptions `json:"options"`
+}
+
 // SendMessengerMessage is POST /api/v1/messenger/messages.
 func (h *Handlers) SendMessengerMessage() http.HandlerFunc {
-	type input struct {
-		ChatID  string                 `json:"chatId"`
-		Message string                 `json:"message"`
-		Options *view.MessengerOptions `json:"options"`
-	}
-	return handle(http.StatusOK, func(r *http.Request, in input) (any, error) {
+	return handle(http.StatusOK, func(r *http.Request, in sendMessengerMessageBody) (any, error) {
 		id, err := h.Messenger.SendIdempotent(r.Context(), h.idempotencyKey(r), in.ChatID, in.Message, in.Options.SendOptions())
 		if err != nil {
 			return nil, err
@@ -152,13 +158,15 @@ func (h *Handlers) SendMessengerMessage() http.HandlerFunc {
 	})
 }
 
+// sendToUserBody is the body of SendToUser.
+type sendToUserBody struct {
+	Notification *notificationInput `json:"notification"`
+	Channels     []string           `json:"channels"`
+}
+
 // SendToUser is POST /api/v1/notifications/users/{id}.
 func (h *Handlers) SendToUser() http.HandlerFunc {
-	type input struct {
-		Notification *notificationInput `json:"notification"`
-		Channels     []string           `json:"channels"`
-	}
-	return handle(http.StatusOK, func(r *http.Request, in input) (any, error) {
+	return handle(http.StatusOK, func(r *http.Request, in sendToUserBody) (any, error) {
 		n, err := in.Notification.notification()
 		if err != nil {
 			return nil, err

@@ -47,6 +47,21 @@ func (l StreamLimits) withDefaults() StreamLimits {
 	return l
 }
 
+// lastEventID reads a reconnecting client's Last-Event-ID header: the
+// version of the last state it has, or -1 when it has none (even version
+// 0, scheduled, is news then).
+func lastEventID(header string) (int64, error) {
+	v := strings.TrimSpace(header)
+	if v == "" {
+		return -1, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, apperr.Invalid("Last-Event-ID", "an event id of this stream (a non-negative integer)", v)
+	}
+	return n, nil
+}
+
 // BroadcastEvents is GET /api/v1/notifications/broadcasts/{id}/events:
 // the job's progress as Server-Sent Events. Each event is "progress", its
 // id the job's version (notifications.Job.Version, monotonic per job and
@@ -67,14 +82,10 @@ func (h *Handlers) BroadcastEvents() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		id := r.PathValue("id")
-		after := int64(-1) // the client has nothing: even version 0 (scheduled) is news
-		if v := strings.TrimSpace(r.Header.Get("Last-Event-ID")); v != "" {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 0 {
-				api.WriteError(w, r, apperr.Invalid("Last-Event-ID", "an event id of this stream (a non-negative integer)", v))
-				return
-			}
-			after = n
+		after, err := lastEventID(r.Header.Get("Last-Event-ID"))
+		if err != nil {
+			api.WriteError(w, r, err)
+			return
 		}
 		j, err := h.Notifications.Job(ctx, id)
 		if err != nil {

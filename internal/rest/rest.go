@@ -46,15 +46,17 @@ func handle[In any](status int, fn func(r *http.Request, in In) (any, error)) ht
 	}
 }
 
+// registerBody is the body of Register.
+type registerBody struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+	Referral string `json:"referral"`
+	Locale   string `json:"locale"`
+}
+
 // Register is POST /api/v1/auth/register.
 func (h *Handlers) Register() http.HandlerFunc {
-	type input struct {
-		Email    string `json:"email"`
-		Password string `json:"password"`
-		Referral string `json:"referral"`
-		Locale   string `json:"locale"`
-	}
-	return handle(http.StatusCreated, func(r *http.Request, in input) (any, error) {
+	return handle(http.StatusCreated, func(r *http.Request, in registerBody) (any, error) {
 		lang := accounts.Language{Locale: in.Locale, Accepted: api.Accepted(api.Info(r.Context()))}
 		res, err := h.Accounts.Signup(r.Context(), in.Email, in.Password, in.Referral, lang)
 		if err != nil {
@@ -68,13 +70,15 @@ func (h *Handlers) Register() http.HandlerFunc {
 	})
 }
 
+// verifyBody is the body of Verify.
+type verifyBody struct {
+	Email string `json:"email"`
+	Code  string `json:"code"`
+}
+
 // Verify is POST /api/v1/auth/verify.
 func (h *Handlers) Verify() http.HandlerFunc {
-	type input struct {
-		Email string `json:"email"`
-		Code  string `json:"code"`
-	}
-	return handle(http.StatusOK, func(r *http.Request, in input) (any, error) {
+	return handle(http.StatusOK, func(r *http.Request, in verifyBody) (any, error) {
 		if err := h.Accounts.VerifyEmail(r.Context(), in.Email, in.Code); err != nil {
 			return nil, err
 		}
@@ -82,12 +86,14 @@ func (h *Handlers) Verify() http.HandlerFunc {
 	})
 }
 
+// resendVerificationBody is the body of ResendVerification.
+type resendVerificationBody struct {
+	Email string `json:"email"`
+}
+
 // ResendVerification is POST /api/v1/auth/resend-verification.
 func (h *Handlers) ResendVerification() http.HandlerFunc {
-	type input struct {
-		Email string `json:"email"`
-	}
-	return handle(http.StatusOK, func(r *http.Request, in input) (any, error) {
+	return handle(http.StatusOK, func(r *http.Request, in resendVerificationBody) (any, error) {
 		if err := h.Accounts.ResendVerification(r.Context(), in.Email); err != nil {
 			return nil, err
 		}

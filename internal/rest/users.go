@@ -95,14 +95,16 @@ func (h *Handlers) GetUser() http.HandlerFunc {
 	})
 }
 
+// setSubscriptionBody is the body of SetSubscription.
+type setSubscriptionBody struct {
+	Plan      string     `json:"plan"`
+	ExpiresAt *time.Time `json:"expiresAt"`
+}
+
 // SetSubscription is PUT /api/v1/admin/users/{id}/subscription, the billing
 // hook: the same call twice is one change.
 func (h *Handlers) SetSubscription() http.HandlerFunc {
-	type input struct {
-		Plan      string     `json:"plan"`
-		ExpiresAt *time.Time `json:"expiresAt"`
-	}
-	return handle(http.StatusOK, func(r *http.Request, in input) (any, error) {
+	return handle(http.StatusOK, func(r *http.Request, in setSubscriptionBody) (any, error) {
 		if err := api.Required("plan", in.Plan); err != nil {
 			return nil, err
 		}
@@ -121,13 +123,15 @@ func (h *Handlers) SetSubscription() http.HandlerFunc {
 	})
 }
 
+// setUserLocaleBody is the body of SetUserLocale.
+type setUserLocaleBody struct {
+	Locale string `json:"locale"`
+}
+
 // SetUserLocale is PUT /api/v1/admin/users/{id}/locale: the language of
 // the account's emails.
 func (h *Handlers) SetUserLocale() http.HandlerFunc {
-	type input struct {
-		Locale string `json:"locale"`
-	}
-	return handle(http.StatusOK, func(r *http.Request, in input) (any, error) {
+	return handle(http.StatusOK, func(r *http.Request, in setUserLocaleBody) (any, error) {
 		id := r.PathValue("id")
 		if err := h.Accounts.SetLocale(r.Context(), id, in.Locale); err != nil {
 			return nil, err
@@ -140,15 +144,17 @@ func (h *Handlers) SetUserLocale() http.HandlerFunc {
 	})
 }
 
+// disableUserBody is the body of DisableUser.
+type disableUserBody struct {
+	Reason string `json:"reason"`
+}
+
 // DisableUser is POST /api/v1/admin/users/{id}/disable; the body, with a
 // reason, is optional.
 func (h *Handlers) DisableUser() http.HandlerFunc {
-	type input struct {
-		Reason string `json:"reason"`
-	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, err := api.ReadBody(w, r)
-		var in input
+		var in disableUserBody
 		if err == nil && strings.TrimSpace(string(body)) != "" {
 			err = api.Unmarshal(body, &in)
 		}
@@ -199,13 +205,15 @@ func (h *Handlers) DeleteUser() http.HandlerFunc {
 	})
 }
 
+// deleteMeBody is the body of DeleteMe.
+type deleteMeBody struct {
+	Password string `json:"password"`
+}
+
 // DeleteMe is POST /api/v1/users/me/delete: the caller deletes their own
 // account, confirming with its password.
 func (h *Handlers) DeleteMe() http.HandlerFunc {
-	type input struct {
-		Password string `json:"password"`
-	}
-	return handle(http.StatusOK, func(r *http.Request, in input) (any, error) {
+	return handle(http.StatusOK, func(r *http.Request, in deleteMeBody) (any, error) {
 		id := auth.Caller(r.Context()).AccountID
 		if err := h.Accounts.DeleteOwn(r.Context(), id, in.Password); err != nil {
 			return nil, err
@@ -214,13 +222,15 @@ func (h *Handlers) DeleteMe() http.HandlerFunc {
 	})
 }
 
+// setMyLocaleBody is the body of SetMyLocale.
+type setMyLocaleBody struct {
+	Locale string `json:"locale"`
+}
+
 // SetMyLocale is PUT /api/v1/users/me/locale: the language of the
 // caller's emails, from the next one on.
 func (h *Handlers) SetMyLocale() http.HandlerFunc {
-	type input struct {
-		Locale string `json:"locale"`
-	}
-	return handle(http.StatusOK, func(r *http.Request, in input) (any, error) {
+	return handle(http.StatusOK, func(r *http.Request, in setMyLocaleBody) (any, error) {
 		id := auth.Caller(r.Context()).AccountID
 		if err := h.Accounts.SetLocale(r.Context(), id, in.Locale); err != nil {
 			return nil, err

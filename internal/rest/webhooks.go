@@ -16,15 +16,17 @@ func (h *Handlers) endpoint(e webhooks.Endpoint) view.WebhookEndpoint {
 
 func (h *Handlers) now() time.Time { return time.Now().UTC() }
 
+// createWebhookBody is the body of CreateWebhook.
+type createWebhookBody struct {
+	URL         string   `json:"url"`
+	Description string   `json:"description"`
+	EventTypes  []string `json:"eventTypes"`
+}
+
 // CreateWebhook is POST /api/v1/webhooks: the secret is in the answer
 // this once.
 func (h *Handlers) CreateWebhook() http.HandlerFunc {
-	type input struct {
-		URL         string   `json:"url"`
-		Description string   `json:"description"`
-		EventTypes  []string `json:"eventTypes"`
-	}
-	return handle(http.StatusCreated, func(r *http.Request, in input) (any, error) {
+	return handle(http.StatusCreated, func(r *http.Request, in createWebhookBody) (any, error) {
 		e, err := h.Webhooks.Create(r.Context(), webhooks.NewEndpoint{URL: in.URL, Description: in.Description, EventTypes: in.EventTypes})
 		if err != nil {
 			return nil, err

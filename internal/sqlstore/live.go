@@ -11,7 +11,25 @@ import (
 // event, one per line (a topic has no newline; an event may). The origin
 // lets a process skip its own events, which it delivered itself.
 func (db *DB) livePayload(topic string, data []byte) string {
-	return db.origin + "\n" + topic + "\n" + string(data)
+	return encodeLivePayload(db.origin, topic, data)
+}
+
+func encodeLivePayload(origin, topic string, data []byte) string {
+	return origin + "\n" + topic + "\n" + string(data)
+}
+
+// decodeLivePayload reads a payload encodeLivePayload wrote; ok is false
+// for anything else.
+func decodeLivePayload(payload string) (origin, topic string, data []byte, ok bool) {
+	origin, rest, ok := strings.Cut(payload, "\n")
+	if !ok {
+		return "", "", nil, false
+	}
+	topic, event, ok := strings.Cut(rest, "\n")
+	if !ok {
+		return "", "", nil, false
+	}
+	return origin, topic, []byte(event), true
 }
 
 // OnLive registers f to be told, in this process, of every live event a
@@ -63,12 +81,8 @@ func (tx *Tx) publish(ctx context.Context, topic string, data []byte) error {
 // WatchRevocations does); SQLite returns at once.
 func (db *DB) WatchLive(ctx context.Context, deliver func(topic string, data []byte), missed func()) error {
 	return db.watchChannel(ctx, db.channels.live, func(payload string) {
-		origin, rest, ok := strings.Cut(payload, "\n")
-		if !ok || origin == db.origin {
-			return
-		}
-		if topic, data, ok := strings.Cut(rest, "\n"); ok {
-			deliver(topic, []byte(data))
+		if origin, topic, data, ok := decodeLivePayload(payload); ok && origin != db.origin {
+			deliver(topic, data)
 		}
 	}, missed, func(bool) {})
 }

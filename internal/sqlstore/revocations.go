@@ -28,7 +28,7 @@ func (db *DB) OnRevocation(f func(kind, id string)) {
 func (tx *Tx) revoked(ctx context.Context, kind, id string) error {
 	var err error
 	if tx.db.dialect == storage.Postgres {
-		err = notify(ctx, tx.q, tx.db.channels.revocations, kind+":"+id)
+		err = notify(ctx, tx.q, tx.db.channels.revocations, encodeRevocation(kind, id))
 	} else {
 		_, err = tx.q.exec(ctx, `UPDATE revocation_epoch SET n = n + 1 WHERE id = 1`)
 	}
@@ -56,10 +56,20 @@ func (db *DB) WatchRevocations(ctx context.Context, evict func(kind, id string),
 		return db.pollEpoch(ctx, func() { evict(revokedAll, "") }, live)
 	}
 	return db.watchChannel(ctx, db.channels.revocations, func(payload string) {
-		if kind, id, ok := strings.Cut(payload, ":"); ok {
+		if kind, id, ok := decodeRevocation(payload); ok {
 			evict(kind, id)
 		}
 	}, func() { evict(revokedAll, "") }, live)
+}
+
+// encodeRevocation is the NOTIFY payload of a revocation: its kind (which
+// has no colon) and the ID.
+func encodeRevocation(kind, id string) string { return kind + ":" + id }
+
+// decodeRevocation reads a payload encodeRevocation wrote; ok is false
+// for anything else.
+func decodeRevocation(payload string) (kind, id string, ok bool) {
+	return strings.Cut(payload, ":")
 }
 
 // EpochPoll is how often a server on SQLite reads the revocation epoch: a
