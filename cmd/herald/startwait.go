@@ -43,8 +43,11 @@ func openWhenReachable(ctx context.Context, wait time.Duration, logger *slog.Log
 	start := time.Now()
 	deadline := start.Add(wait)
 	backoff := startRetryFirst
+	var previous error
 	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, min(time.Until(deadline), startAttemptMax))
+		// The last attempt gets a second even if the wait ends sooner, so
+		// that it can fail for its own reason rather than the deadline's.
+		actx, cancel := context.WithTimeout(ctx, min(max(time.Until(deadline), time.Second), startAttemptMax))
 		db, err := open(actx)
 		cancel()
 		if err == nil {
@@ -61,8 +64,12 @@ func openWhenReachable(ctx context.Context, wait time.Duration, logger *slog.Log
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
+			if errors.Is(err, context.DeadlineExceeded) && previous != nil {
+				err = previous // cut short by the wait: the earlier reason says more
+			}
 			return nil, fmt.Errorf("the database was not reachable within HERALD_DATABASE_START_TIMEOUT (%s, %d attempts): %w", wait, attempt, err)
 		}
+		previous = err
 		delay := min(backoff/startRetryJitter+rand.N(backoff-backoff/startRetryJitter+1), left)
 		logger.Warn("database not reachable yet; retrying (the API answers 503 meanwhile)", "attempt", attempt, "retry_in", delay.Round(time.Millisecond).String(), "timeout_in", left.Round(time.Second).String(), "err", err)
 		t := time.NewTimer(delay)
