@@ -139,12 +139,13 @@ func checkDatabase(ctx context.Context, cfg config.Config, db *sqlstore.DB) chec
 // operator commands, migrations, backups and other clients.
 const connectionsNear = 0.8
 
-// checkConnections sizes the replicas' pools against PostgreSQL's
-// connection limit: HERALD_REPLICAS × the pool size (HERALD_DATABASE_MAX_CONNS,
-// or the URL's pool_max_conns) against max_connections less the slots
-// reserved for superusers (superuser_reserved_connections and, from
-// PostgreSQL 16, reserved_connections). A pool never holds more, so past
-// the limit replicas meet "too many clients" (53300) under load.
+// checkConnections sizes the replicas' connections against PostgreSQL's
+// limit: HERALD_REPLICAS × (the pool, HERALD_DATABASE_MAX_CONNS or the
+// URL's pool_max_conns, + the one that listens for revocations) against
+// max_connections less the slots reserved for superusers
+// (superuser_reserved_connections and, from PostgreSQL 16,
+// reserved_connections). Past the limit replicas meet "too many clients"
+// (53300) under load, or at start.
 func checkConnections(ctx context.Context, cfg config.Config, db *sqlstore.DB) checkResult {
 	const name = "connections"
 	dialect, _, err := storage.ParseURL(cfg.DatabaseURL)
@@ -184,10 +185,10 @@ func checkConnections(ctx context.Context, cfg config.Config, db *sqlstore.DB) c
 	}
 	pool := poolSize(cfg)
 	usable := maxConns - reserved
-	need := cfg.Replicas * pool
-	detail := fmt.Sprintf("postgres: %d replicas × %d = %d connections of the %d usable (max_connections %d less %d reserved); %d open now, this check's included",
+	need := cfg.Replicas * (pool + 1)
+	detail := fmt.Sprintf("postgres: %d replicas × (%d pooled + 1 listener) = %d connections of the %d usable (max_connections %d less %d reserved); %d open now, this check's included",
 		cfg.Replicas, pool, need, usable, maxConns, reserved, open)
-	fit := max(int(connectionsNear*float64(usable))/cfg.Replicas, 1)
+	fit := max(int(connectionsNear*float64(usable))/cfg.Replicas-1, 1)
 	switch {
 	case need > usable:
 		return checkResult{name: name, status: checkError, detail: detail,

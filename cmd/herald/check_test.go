@@ -311,8 +311,8 @@ func TestServeLogsChecks(t *testing.T) {
 	}
 }
 
-// The connections line sizes HERALD_REPLICAS (or --replicas) × the pool
-// against the real server's usable connections, read the same way here:
+// The connections line sizes HERALD_REPLICAS (or --replicas) × (the pool
+// + the listener) against the real server's usable connections, read the same way here:
 // within 80 % ok, above it a warning (exit 0), past it an error (exit 1).
 // The shared server's settings are never changed: the replica counts are
 // chosen from them.
@@ -358,10 +358,10 @@ func TestCheckConnectionSizing(t *testing.T) {
 		exit     int
 		contains string
 	}{
-		{"one replica", nil, nil, "ok", 0, "1 replicas × 1 = 1 connections of the " + strconv.Itoa(usable) + " usable"},
-		{"HERALD_REPLICAS near the limit", map[string]string{"HERALD_REPLICAS": strconv.Itoa(usable)}, nil, "warning", 0, "HERALD_DATABASE_MAX_CONNS 1 or less"},
-		{"--replicas past the limit", nil, []string{"--replicas", strconv.Itoa(usable + 1)}, "error", 1, "too many clients"},
-		{"pool_max_conns in the URL past the limit", map[string]string{"HERALD_DATABASE_URL": dbURL + "&pool_max_conns=" + strconv.Itoa(usable)}, []string{"--replicas", "2"}, "error", 1, "2 replicas × " + strconv.Itoa(usable)},
+		{"one replica", nil, nil, "ok", 0, "1 replicas × (1 pooled + 1 listener) = 2 connections of the " + strconv.Itoa(usable) + " usable"},
+		{"HERALD_REPLICAS near the limit", map[string]string{"HERALD_REPLICAS": strconv.Itoa(usable / 2)}, nil, "warning", 0, "HERALD_DATABASE_MAX_CONNS 1 or less"},
+		{"--replicas past the limit", nil, []string{"--replicas", strconv.Itoa(usable/2 + 1)}, "error", 1, "too many clients"},
+		{"pool_max_conns in the URL past the limit", map[string]string{"HERALD_DATABASE_URL": dbURL + "&pool_max_conns=" + strconv.Itoa(usable)}, []string{"--replicas", "2"}, "error", 1, "2 replicas × (" + strconv.Itoa(usable) + " pooled"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
