@@ -12,7 +12,9 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -221,6 +223,43 @@ func TestStartStopWhileWaiting(t *testing.T) {
 	}
 	if a := rawDo(s.h, http.MethodGet, "/healthz", nil); a.err == nil {
 		t.Errorf("the listener still answers (%d) after run returned", a.status)
+	}
+}
+
+// The same with the real binary and a real SIGTERM: exit status 0.
+func TestStartSIGTERMWhileWaiting(t *testing.T) {
+	t.Parallel()
+	bin := buildHerald(t, t.TempDir())
+	logs := &testsupport.Buffer{}
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = []string{"HERALD_ENV=development", "HERALD_ADDR=127.0.0.1:0", "HERALD_LOG_FORMAT=json",
+		"HERALD_DATABASE_URL=" + closedPostgresURL(t), "HERALD_DATABASE_START_TIMEOUT=10m"}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("binary logs:\n%s", testsupport.Tail(logs.String(), 50))
+		}
+	})
+	eventually(t, func() bool { return strings.Contains(logs.String(), "database not reachable yet") }, "the binary logged no retry")
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("the binary after SIGTERM while waiting: %v, want exit status 0", err)
+		}
+	case <-time.After(stopWait):
+		t.Fatalf("the binary had not exited %s after SIGTERM", stopWait)
+	}
+	if !strings.Contains(logs.String(), "stopped while waiting for the database") {
+		t.Error("the log does not say the start was stopped")
 	}
 }
 
