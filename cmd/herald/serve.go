@@ -116,11 +116,16 @@ func cmdServe(ctx context.Context, env *environment, args []string) error {
 	go func() { errc <- srv.Serve(ln) }()
 	logger.Info("starting: the API answers 503 until the database is open and migrated", "addr", srv.Addr)
 	a, err := openApp(ctx, env, cfg, true)
-	if errors.Is(err, errStartInterrupted) {
+	switch {
+	case errors.Is(err, errStartInterrupted):
 		logger.Info("stopped while waiting for the database")
 		return nil
-	}
-	if err != nil {
+	case err != nil && ctx.Err() != nil:
+		// A stop during the migrations or the rest of the start: what it
+		// cut short is a stop's doing, not a failure to report.
+		logger.Info("stopped while starting", "err", err)
+		return nil
+	case err != nil:
 		return err
 	}
 	return a.serve(ctx, srv, swap, errc)
