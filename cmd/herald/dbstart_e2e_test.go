@@ -165,7 +165,8 @@ func TestStartWaitsForDatabase(t *testing.T) {
 	// The database answers: migrations run, the real handler takes over
 	// on the same listener.
 	proxy.restore(t)
-	eventually(t, func() bool {
+	// Up to a capped backoff, then the migrations: startWait's bound.
+	testsupport.Eventually(t, startWait, func() bool {
 		a := rawDo(h, http.MethodGet, "/readyz", nil)
 		return a.err == nil && a.status == http.StatusOK
 	}, "/readyz not 200 after the database came back")

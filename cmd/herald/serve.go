@@ -131,7 +131,8 @@ func cmdServe(ctx context.Context, env *environment, args []string) error {
 	return a.serve(ctx, srv, swap, errc)
 }
 
-// serve runs until ctx ends, then shuts down in order: stop accepting and
+// serve puts the real handler on srv, which cmdServe started with
+// server.Starting, and runs until ctx ends, then shuts down in order: stop accepting and
 // finish requests, then stop the background work and let running jobs
 // finish (within HERALD_SHUTDOWN_TIMEOUT), then close the database. An
 // error on the way closes whatever was opened, the same way.
