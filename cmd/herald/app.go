@@ -218,7 +218,13 @@ func openTracer(ctx context.Context, env *environment, logger *slog.Logger) (tra
 // openDatabase opens and migrates the database and, for a server, seals
 // its stored secrets; the closer closes it.
 func openDatabase(ctx context.Context, cfg config.Config, logger *slog.Logger, tp trace.TracerProvider, serving bool) (*sqlstore.DB, closer, error) {
-	db, err := openMigrated(ctx, cfg, logger, tp)
+	// A server waits for a database that refuses connections at start
+	// (HERALD_DATABASE_START_TIMEOUT); an operator command fails at once.
+	var wait time.Duration
+	if serving {
+		wait = cfg.DatabaseStartTimeout
+	}
+	db, err := openMigrated(ctx, cfg, logger, tp, wait)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -430,8 +436,9 @@ func (a *App) start(ctx context.Context) error {
 	return nil
 }
 
-// openMigrated opens the database and applies its migrations.
-func openMigrated(ctx context.Context, cfg config.Config, logger *slog.Logger, tp trace.TracerProvider) (*sqlstore.DB, error) {
+// openMigrated opens the database, trying again for up to wait while it
+// cannot be reached (openWhenReachable), and applies its migrations.
+func openMigrated(ctx context.Context, cfg config.Config, logger *slog.Logger, tp trace.TracerProvider, wait time.Duration) (*sqlstore.DB, error) {
 	keys, err := encryptionKeys(cfg)
 	if err != nil {
 		return nil, err
@@ -440,7 +447,9 @@ func openMigrated(ctx context.Context, cfg config.Config, logger *slog.Logger, t
 	if tp != nil {
 		opts.Tracer = tracing.Tracer(tp)
 	}
-	db, err := sqlstore.Open(ctx, cfg.DatabaseURL, opts)
+	db, err := openWhenReachable(ctx, wait, logger, func(ctx context.Context) (*sqlstore.DB, error) {
+		return sqlstore.Open(ctx, cfg.DatabaseURL, opts)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -507,7 +516,7 @@ func openStore(ctx context.Context, env *environment) (config.Config, *sqlstore.
 	if err != nil {
 		return cfg, nil, err
 	}
-	db, err := openMigrated(ctx, cfg, newLogger(env.stderr, cfg.LogFormat, cfg.LogLevel), nil)
+	db, err := openMigrated(ctx, cfg, newLogger(env.stderr, cfg.LogFormat, cfg.LogLevel), nil, 0)
 	return cfg, db, err
 }
 

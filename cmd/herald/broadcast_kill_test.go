@@ -153,7 +153,7 @@ type process struct {
 }
 
 // startBinary runs bin with exactly env (and a fresh HERALD_ADDR), waits
-// for /healthz, and returns a harness client for it (h's HTTP callers
+// for /readyz, and returns a harness client for it (h's HTTP callers
 // work on it; h.Env is env) and the process. The test's cleanup stops it.
 func startBinary(t *testing.T, bin string, d sqlstoretest.Dialect, env map[string]string) (*herald, *process) {
 	t.Helper()
@@ -191,17 +191,17 @@ func startBinary(t *testing.T, bin string, d sqlstoretest.Dialect, env map[strin
 	for {
 		select {
 		case <-p.exited:
-			t.Fatalf("the binary exited before it was healthy:\n%s", p.logs.String())
+			t.Fatalf("the binary exited before it was ready:\n%s", p.logs.String())
 		default:
 		}
-		if resp, err := h.client.Get(h.BaseURL + "/healthz"); err == nil {
+		if resp, err := h.client.Get(h.BaseURL + "/readyz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return h, p
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the binary is not healthy after %s:\n%s", startWait, p.logs.String())
+			t.Fatalf("the binary is not ready after %s:\n%s", startWait, p.logs.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -70,6 +71,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 func dependencyChecks(cfg config.Config, db *sqlstore.DB, rdb *redis.Client) []func(ctx context.Context) checkResult {
 	return []func(ctx context.Context) checkResult{
 		func(ctx context.Context) checkResult { return checkDatabase(ctx, cfg, db) },
+		func(ctx context.Context) checkResult { return checkConnections(ctx, cfg, db) },
 		func(ctx context.Context) checkResult { return checkRedis(ctx, cfg, rdb) },
 		func(ctx context.Context) checkResult { return checkSMTP(ctx, cfg) },
 		func(ctx context.Context) checkResult { return checkFCM(ctx, cfg) },
@@ -130,6 +132,82 @@ func checkDatabase(ctx context.Context, cfg config.Config, db *sqlstore.DB) chec
 		return warned(name, detail, "run `herald migrate` (serve applies them at start); `herald migrate status` lists them")
 	}
 	return passed(name, detail)
+}
+
+// connectionsNear is the share of PostgreSQL's usable connections past
+// which the replicas' pools are a warning: what is left is the margin for
+// operator commands, migrations, backups and other clients.
+const connectionsNear = 0.8
+
+// checkConnections sizes the replicas' connections against PostgreSQL's
+// limit: HERALD_REPLICAS × (the pool, HERALD_DATABASE_MAX_CONNS or the
+// URL's pool_max_conns, + the one that listens for revocations) against
+// max_connections less the slots reserved for superusers
+// (superuser_reserved_connections and, from PostgreSQL 16,
+// reserved_connections). Past the limit replicas meet "too many clients"
+// (53300) under load, or at start.
+func checkConnections(ctx context.Context, cfg config.Config, db *sqlstore.DB) checkResult {
+	const name = "connections"
+	dialect, _, err := storage.ParseURL(cfg.DatabaseURL)
+	if err != nil {
+		return failed(name, err, "fix HERALD_DATABASE_URL")
+	}
+	if dialect == storage.SQLite {
+		return passed(name, "sqlite: one process, no connection limit to share")
+	}
+	if db == nil {
+		if db, err = sqlstore.Open(ctx, cfg.DatabaseURL, sqlstore.Options{MaxConns: 1}); err != nil {
+			return warned(name, "not checked: the database did not answer", "see the database line (HERALD_DATABASE_URL)")
+		}
+		defer db.Close()
+	}
+	setting := func(param string) (int, error) {
+		var v string
+		if err := db.Pool().QueryRow(ctx, "SHOW "+param).Scan(&v); err != nil {
+			return 0, err
+		}
+		return strconv.Atoi(v)
+	}
+	maxConns, err := setting("max_connections")
+	if err != nil {
+		return warned(name, "not checked: "+oneLine(err.Error()), "see the database line (HERALD_DATABASE_URL)")
+	}
+	reserved, err := setting("superuser_reserved_connections")
+	if err != nil {
+		return warned(name, "not checked: "+oneLine(err.Error()), "see the database line (HERALD_DATABASE_URL)")
+	}
+	if more, err := setting("reserved_connections"); err == nil { // PostgreSQL 16 and later
+		reserved += more
+	}
+	var open int
+	if err := db.Pool().QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'").Scan(&open); err != nil {
+		return warned(name, "not checked: "+oneLine(err.Error()), "see the database line (HERALD_DATABASE_URL)")
+	}
+	pool := poolSize(cfg)
+	usable := maxConns - reserved
+	need := cfg.Replicas * (pool + 1)
+	detail := fmt.Sprintf("postgres: %d replicas × (%d pooled + 1 listener) = %d connections of the %d usable (max_connections %d less %d reserved); %d open now, this check's included",
+		cfg.Replicas, pool, need, usable, maxConns, reserved, open)
+	fit := max(int(connectionsNear*float64(usable))/cfg.Replicas-1, 1)
+	switch {
+	case need > usable:
+		return checkResult{name: name, status: checkError, detail: detail,
+			fix: fmt.Sprintf("under load the replicas meet \"too many clients\": set HERALD_DATABASE_MAX_CONNS to at most %d for %d replicas, raise max_connections (a restart of PostgreSQL), or put a pooler such as PgBouncer in front (docs/operations.md, Sizing)", fit, cfg.Replicas)}
+	case float64(need) > connectionsNear*float64(usable):
+		return warned(name, detail, fmt.Sprintf("above %.0f %%, little is left for operator commands, migrations, backups and other clients: HERALD_DATABASE_MAX_CONNS %d or less keeps %d replicas within it (docs/operations.md, Sizing)", connectionsNear*100, fit, cfg.Replicas))
+	}
+	return passed(name, detail)
+}
+
+// poolSize is one replica's PostgreSQL pool: the URL's pool_max_conns,
+// else HERALD_DATABASE_MAX_CONNS (as sqlstore.Open decides).
+func poolSize(cfg config.Config) int {
+	if u, err := url.Parse(cfg.DatabaseURL); err == nil {
+		if n, err := strconv.Atoi(u.Query().Get("pool_max_conns")); err == nil && n > 0 {
+			return n
+		}
+	}
+	return cfg.DatabaseMaxConns
 }
 
 func checkRedis(ctx context.Context, cfg config.Config, rdb *redis.Client) checkResult {
@@ -401,8 +479,9 @@ func printChecks(w io.Writer, results []checkResult) (failedAny bool) {
 var errChecksFailed = errors.New("checks failed")
 
 func cmdCheck(ctx context.Context, env *environment, args []string) error {
-	fs := newFlags(env, "check", "Validate the configuration, then try each configured dependency (database, Redis, SMTP, FCM, APNs,\nTelegram, JWT keys, discovery, stored secrets) without changing anything, and print one line per check: ok, warning or error,\nwith the fix. Exit status: 0 when no check failed (warnings included), 1 when one did, 2 when the\nconfiguration is invalid.", configHint)
+	fs := newFlags(env, "check", "Validate the configuration, then try each configured dependency (database and its connection\nlimit, Redis, SMTP, FCM, APNs, Telegram, JWT keys, discovery, stored secrets) without changing anything, and print one line per check: ok, warning or error,\nwith the fix. Exit status: 0 when no check failed (warnings included), 1 when one did, 2 when the\nconfiguration is invalid.", configHint)
 	timeout := fs.Duration("timeout", 10*time.Second, "time allowed to each check")
+	replicas := fs.Int("replicas", 0, "how many servers share the database, for the connections line (overrides HERALD_REPLICAS)")
 	if helped, err := parseFlags(env, fs, args); helped || err != nil {
 		return err
 	}
@@ -410,7 +489,14 @@ func cmdCheck(ctx context.Context, env *environment, args []string) error {
 		fmt.Fprintln(env.stderr, "--timeout must be positive")
 		return errUsage
 	}
+	if *replicas < 0 {
+		fmt.Fprintln(env.stderr, "--replicas must be positive")
+		return errUsage
+	}
 	cfg, err := loadConfig(env)
+	if *replicas > 0 {
+		cfg.Replicas = *replicas
+	}
 	if err == nil {
 		_, err = loadEmailTemplates(cfg) // the email templates are configuration too
 	}

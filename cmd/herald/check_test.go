@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/herald-vpn/herald/internal/push/fcm/fcmtest"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/herald-vpn/herald/internal/telegram/telegramtest"
+	"github.com/jackc/pgx/v5"
 )
 
 const checkBotToken = "123456:AAH-check-token"
@@ -107,13 +109,13 @@ func TestCheckAllOK(t *testing.T) {
 			t.Fatalf("check = %v, want success\n%s%s", err, stdout, stderr)
 		}
 		lines := checkLines(t, stdout)
-		for _, name := range []string{"configuration", "database", "redis", "smtp", "fcm", "apns", "telegram", "jwt keys", "discovery", "secrets"} {
+		for _, name := range []string{"configuration", "database", "connections", "redis", "smtp", "fcm", "apns", "telegram", "jwt keys", "discovery", "secrets"} {
 			if l := lines[name]; !strings.HasPrefix(l, "ok ") {
 				t.Errorf("%s: %q, want ok", name, l)
 			}
 		}
-		if len(lines) != 10 {
-			t.Errorf("%d lines, want 10:\n%s", len(lines), stdout)
+		if len(lines) != 11 {
+			t.Errorf("%d lines, want 11:\n%s", len(lines), stdout)
 		}
 		for _, want := range []string{"0 pending", "AUTH accepted", "access token granted", "@herald_test_bot", "jwks_uri is https://api.example.com/.well-known/jwks.json", "0 stored, 0 sealed with key "} {
 			if !strings.Contains(stdout, want) {
@@ -306,5 +308,77 @@ func TestServeLogsChecks(t *testing.T) {
 	}
 	if code, _, _ := h.do(t, "GET", "/healthz", nil); code != 200 {
 		t.Errorf("/healthz %d with Redis down, want 200", code)
+	}
+}
+
+// The connections line sizes HERALD_REPLICAS (or --replicas) × (the pool
+// + the listener) against the real server's usable connections, read the same way here:
+// within 80 % ok, above it a warning (exit 0), past it an error (exit 1).
+// The shared server's settings are never changed: the replica counts are
+// chosen from them.
+func TestCheckConnectionSizing(t *testing.T) {
+	t.Parallel()
+	dbURL := sqlstoretest.NewURL(t, "postgres")
+	conn, err := pgx.Connect(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setting := func(name string) int {
+		var v string
+		if err := conn.QueryRow(t.Context(), "SHOW "+name).Scan(&v); err != nil {
+			t.Fatalf("SHOW %s: %v", name, err)
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	usable := setting("max_connections") - setting("superuser_reserved_connections")
+	var more string
+	if conn.QueryRow(t.Context(), "SHOW reserved_connections").Scan(&more) == nil {
+		n, _ := strconv.Atoi(more)
+		usable -= n
+	}
+	conn.Close(t.Context())
+	if usable < 10 {
+		t.Fatalf("the server allows %d connections: too few for this test's cases", usable)
+	}
+	env := testDefaults()
+	maps.Copy(env, map[string]string{
+		"HERALD_ENV":                "development", // no SMTP or push needed: only the connections line counts
+		"HERALD_DATABASE_URL":       dbURL,
+		"HERALD_DATABASE_MAX_CONNS": "1",
+	})
+	for _, tc := range []struct {
+		name     string
+		env      map[string]string
+		args     []string
+		status   string
+		exit     int
+		contains string
+	}{
+		{"one replica", nil, nil, "ok", 0, "1 replicas × (1 pooled + 1 listener) = 2 connections of the " + strconv.Itoa(usable) + " usable"},
+		{"HERALD_REPLICAS near the limit", map[string]string{"HERALD_REPLICAS": strconv.Itoa(usable / 2)}, nil, "warning", 0, "HERALD_DATABASE_MAX_CONNS 1 or less"},
+		{"--replicas past the limit", nil, []string{"--replicas", strconv.Itoa(usable/2 + 1)}, "error", 1, "too many clients"},
+		{"pool_max_conns in the URL past the limit", map[string]string{"HERALD_DATABASE_URL": dbURL + "&pool_max_conns=" + strconv.Itoa(usable)}, []string{"--replicas", "2"}, "error", 1, "2 replicas × (" + strconv.Itoa(usable) + " pooled"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := maps.Clone(env)
+			maps.Copy(e, tc.env)
+			stdout, stderr, err := runHerald(t, e, "", append([]string{"check"}, tc.args...)...)
+			line := checkLines(t, stdout)["connections"]
+			if !strings.HasPrefix(line, tc.status+" ") || !strings.Contains(line, tc.contains) || exitCode(err) != tc.exit && !(tc.exit == 0 && err == nil) {
+				t.Errorf("connections line %q (exit %d, %v), want %s containing %q, exit %d\n%s%s", line, exitCode(err), err, tc.status, tc.contains, tc.exit, stdout, stderr)
+			}
+		})
+	}
+	// SQLite has no limit to share.
+	e := maps.Clone(env)
+	e["HERALD_DATABASE_URL"] = sqlstoretest.NewURL(t, "sqlite")
+	stdout, _, _ := runHerald(t, e, "", "check", "--replicas", "1000")
+	if line := checkLines(t, stdout)["connections"]; !strings.HasPrefix(line, "ok ") || !strings.Contains(line, "sqlite") {
+		t.Errorf("connections line on SQLite %q, want ok", line)
 	}
 }

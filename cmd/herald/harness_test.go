@@ -111,7 +111,7 @@ func forEachDialect(t *testing.T, fn func(t *testing.T, d sqlstoretest.Dialect))
 }
 
 // startHerald starts `herald serve` through run() with a fresh database of
-// dialect d and its own SMTP server, waits until /healthz answers, and stops
+// dialect d and its own SMTP server, waits until /readyz answers, and stops
 // it when the test ends (failing the test if run does not return nil). env
 // overrides testDefaults and the per-server values (HERALD_DATABASE_URL,
 // HERALD_SMTP_URL, HERALD_ADDR); an empty value means "unset".
@@ -162,8 +162,9 @@ func startHeraldTraced(t testing.TB, d sqlstoretest.Dialect, env map[string]stri
 	return h
 }
 
-// launch runs the server in a goroutine and waits for /healthz; an error
-// means run returned (or never became healthy), and the server is stopped.
+// launch runs the server in a goroutine and waits for /readyz (/healthz
+// answers alive while the server still opens its database); an error
+// means run returned (or never became ready), and the server is stopped.
 func (h *herald) launch(t testing.TB) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -179,7 +180,7 @@ func (h *herald) launch(t testing.TB) error {
 		select {
 		case err := <-done:
 			cancel()
-			return fmt.Errorf("run returned before the server was healthy: %v", err)
+			return fmt.Errorf("run returned before the server was ready: %v", err)
 		default:
 		}
 		if h.BaseURL == "" {
@@ -189,7 +190,7 @@ func (h *herald) launch(t testing.TB) error {
 		}
 		var err error
 		if h.BaseURL != "" {
-			req, _ := http.NewRequest(http.MethodGet, h.BaseURL+"/healthz", nil)
+			req, _ := http.NewRequest(http.MethodGet, h.BaseURL+"/readyz", nil)
 			var resp *http.Response
 			if resp, err = h.client.Do(req); err == nil {
 				resp.Body.Close()
@@ -204,9 +205,9 @@ func (h *herald) launch(t testing.TB) error {
 			select {
 			case <-done:
 			case <-time.After(stopWait):
-				return fmt.Errorf("/healthz not answering after %s (last error %v), and run did not return within %s of cancel", startWait, err, stopWait)
+				return fmt.Errorf("/readyz not answering 200 after %s (last error %v), and run did not return within %s of cancel", startWait, err, stopWait)
 			}
-			return fmt.Errorf("/healthz not answering after %s (last error %v)", startWait, err)
+			return fmt.Errorf("/readyz not answering 200 after %s (last error %v)", startWait, err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

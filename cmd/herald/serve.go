@@ -90,27 +90,58 @@ func cmdServe(ctx context.Context, env *environment, args []string) error {
 	if *addr != "" {
 		cfg.Addr = *addr
 	}
-	a, err := openApp(ctx, env, cfg, true)
+	// The listener is up before the database is opened: while serve
+	// waits for it (HERALD_DATABASE_START_TIMEOUT) and migrates, /healthz
+	// answers alive and the rest 503 with Retry-After (server.Starting);
+	// the real handler then takes over on the same listener.
+	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
 	}
-	return a.serve(ctx)
+	logger := newLogger(env.stderr, cfg.LogFormat, cfg.LogLevel)
+	swap := newHandlerSwap(server.Starting(logger, cfg.TrustedProxies))
+	srv := &http.Server{
+		Addr:              ln.Addr().String(),
+		Handler:           swap,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	defer srv.Close() // a start that failed; a stop has shut it down already
+	errc := make(chan error, 2)
+	go func() { errc <- srv.Serve(ln) }()
+	logger.Info("starting: the API answers 503 until the database is open and migrated", "addr", srv.Addr)
+	a, err := openApp(ctx, env, cfg, true)
+	switch {
+	case errors.Is(err, errStartInterrupted):
+		logger.Info("stopped while waiting for the database")
+		return nil
+	case err != nil && ctx.Err() != nil:
+		// A stop during the migrations or the rest of the start: what it
+		// cut short is a stop's doing, not a failure to report.
+		logger.Info("stopped while starting", "err", err)
+		return nil
+	case err != nil:
+		return err
+	}
+	return a.serve(ctx, srv, swap, errc)
 }
 
-// serve runs until ctx ends, then shuts down in order: stop accepting and
+// serve puts the real handler on srv, which cmdServe started with
+// server.Starting, and runs until ctx ends, then shuts down in order: stop accepting and
 // finish requests, then stop the background work and let running jobs
 // finish (within HERALD_SHUTDOWN_TIMEOUT), then close the database. An
 // error on the way closes whatever was opened, the same way.
-func (a *App) serve(ctx context.Context) (err error) {
+func (a *App) serve(ctx context.Context, srv *http.Server, swap *handlerSwap, errc chan error) (err error) {
 	defer func() {
 		if err != nil {
 			a.Close(context.Background())
 		}
 	}()
-	ln, err := net.Listen("tcp", a.cfg.Addr)
-	if err != nil {
-		return err
-	}
 	gate, limiter := a.newGate(ctx)
 	stopping := make(chan struct{})
 	a.Overview = overview.New(a.db, a.Messenger, overview.Config{Version: readBuild().version, RateLimiter: limiter})
@@ -151,16 +182,6 @@ func (a *App) serve(ctx context.Context) (err error) {
 			MaxPerAddress: a.cfg.WSMaxConnsPerIP,
 		},
 	})
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(a.logger.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-	}
 	srv.RegisterOnShutdown(func() { close(stopping) })
 	if err := a.start(ctx); err != nil {
 		return err
@@ -170,11 +191,9 @@ func (a *App) serve(ctx context.Context) (err error) {
 	if a.cfg.Env == "development" {
 		a.logger.Warn("HERALD_ENV=development: the auth rate-limit tier is off, emails without SMTP go to this log, and discovery's URLs follow the Host header; never run like this in production", "rate_limit_auth", a.cfg.RateLimitAuth)
 	}
-	errc := make(chan error, 2)
 	if a.cfg.MetricsAddr != "" {
 		mln, err := net.Listen("tcp", a.cfg.MetricsAddr)
 		if err != nil {
-			ln.Close()
 			return fmt.Errorf("HERALD_METRICS_ADDR: %w", err)
 		}
 		msrv := &http.Server{Handler: server.MetricsHandler(a.metrics), ReadHeaderTimeout: 10 * time.Second}
@@ -191,8 +210,8 @@ func (a *App) serve(ctx context.Context) (err error) {
 	if a.cfg.PublicBase() == "" && a.cfg.Env != "development" {
 		a.logger.Info("/.well-known/openid-configuration answers 404: set HERALD_PUBLIC_URL (or an http(s) HERALD_JWT_ISSUER) to publish it")
 	}
-	a.logger.Info("herald listening", "addr", ln.Addr().String(), "database", string(a.db.Dialect()), "version", readBuild().version, "revision", readBuild().revision)
-	go func() { errc <- srv.Serve(ln) }()
+	swap.set(handler)
+	a.logger.Info("herald listening", "addr", srv.Addr, "database", string(a.db.Dialect()), "version", readBuild().version, "revision", readBuild().revision)
 	select {
 	case err := <-errc:
 		return err

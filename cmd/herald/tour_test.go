@@ -64,9 +64,9 @@ func TestQuickTour(t *testing.T) {
 	})
 	h := &herald{BaseURL: "http://" + addr}
 	eventually(t, func() bool {
-		out, err := exec.Command("curl", "-sf", h.BaseURL+"/healthz").Output()
+		out, err := exec.Command("curl", "-sf", h.BaseURL+"/readyz").Output()
 		return err == nil && len(out) > 0
-	}, "the server never answered /healthz")
+	}, "the server never answered /readyz")
 
 	tour := exec.Command("bash", "-euo", "pipefail", "-c", script)
 	tour.Dir = dir

@@ -23,9 +23,15 @@ type Config struct {
 	MetricsPublic    bool
 	DatabaseURL      string
 	DatabaseMaxConns int
-	LogFormat        string
-	LogLevel         string
-	ShutdownTimeout  time.Duration
+	// DatabaseStartTimeout is how long serve waits for a database that
+	// refuses connections at start (0: fail at once).
+	DatabaseStartTimeout time.Duration
+	// Replicas is how many servers share the database: herald check
+	// sizes their pools against PostgreSQL's max_connections.
+	Replicas        int
+	LogFormat       string
+	LogLevel        string
+	ShutdownTimeout time.Duration
 
 	SMTPURL           string
 	MailToLog         bool
@@ -134,6 +140,8 @@ func Vars() []Var {
 		{"HERALD_METRICS_PUBLIC", "off", "on", "on: GET /metrics is also served on HERALD_ADDR, to anyone who reaches it; off: /metrics on HERALD_ADDR answers 404 (the development profile serves it there while HERALD_METRICS_ADDR is empty, unless this is set)", onOff(func(c *Config) *bool { return &c.MetricsPublic })},
 		{"HERALD_DATABASE_URL", "sqlite:herald.db", "postgres://herald@db:5432/herald", "sqlite:PATH (embedded) or postgres://… (production)", databaseURL(func(c *Config) *string { return &c.DatabaseURL })},
 		{"HERALD_DATABASE_MAX_CONNS", "25", "40", "PostgreSQL connections per replica (unless the URL's pool_max_conns sets it); SQLite: readers beside the one writer, at most 8", integer(func(c *Config) *int { return &c.DatabaseMaxConns }, 1)},
+		{"HERALD_DATABASE_START_TIMEOUT", "60s", "5m", "how long serve waits at start for a database that cannot be reached yet (connection refused, too many clients, starting up), retrying with backoff while /readyz and the API answer 503 with Retry-After; past it serve exits 1. Errors retrying cannot fix (a bad URL, password or database name, a failed migration) stop the start at once. 0: fail at the first refusal", durationOrZero(func(c *Config) *time.Duration { return &c.DatabaseStartTimeout })},
+		{"HERALD_REPLICAS", "1", "3", "how many Herald servers share the database: herald check warns when this × (HERALD_DATABASE_MAX_CONNS + the listener) nears PostgreSQL's usable connections (above 80 %) and fails past them (herald check --replicas overrides it)", integer(func(c *Config) *int { return &c.Replicas }, 1)},
 		{"HERALD_LOG_FORMAT", "json", "text", "json or text", oneOf(func(c *Config) *string { return &c.LogFormat }, "json", "text")},
 		{"HERALD_LOG_LEVEL", "info", "debug", "debug, info, warn or error", oneOf(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error")},
 		{"HERALD_SHUTDOWN_TIMEOUT", "30s", "10s", "how long a shutdown waits for requests and jobs in flight", duration(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},

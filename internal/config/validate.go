@@ -120,6 +120,22 @@ func duration(field func(*Config) *time.Duration) setter {
 	}
 }
 
+// durationOrZero is duration that also takes 0 (what 0 means is the
+// variable's to say).
+func durationOrZero(field func(*Config) *time.Duration) setter {
+	return func(c *Config, v string) error {
+		d, err := parseDuration(v)
+		if err != nil {
+			return err
+		}
+		if d < 0 {
+			return fmt.Errorf("must not be negative, not %s", v)
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
 // wholeSeconds accepts a duration of at least a second, in whole seconds
 // (the rate-limit windows start at multiples of it since the Unix epoch).
 func wholeSeconds(field func(*Config) *time.Duration) setter {
