@@ -288,3 +288,10 @@ func TestStartFailsFastOnPermanentErrors(t *testing.T) {
 		})
 	}
 }
+
+// The test harnesses find a starting server's address by its first line.
+func TestStartingMessageIsTheHarnesses(t *testing.T) {
+	if startingMessage != testsupport.StartingMessage {
+		t.Fatalf("serve logs %q at start, the harnesses look for %q", startingMessage, testsupport.StartingMessage)
+	}
+}

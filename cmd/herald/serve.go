@@ -77,6 +77,11 @@ func cmdMigrateStatus(ctx context.Context, env *environment, args []string) erro
 	return nil
 }
 
+// startingMessage is logged, with the address, when the listener is open
+// and the database not yet; tests find the address by it
+// (testsupport.StartingMessage is the same text).
+const startingMessage = "starting: the API answers 503 until the database is open and migrated"
+
 func cmdServe(ctx context.Context, env *environment, args []string) error {
 	fs := newFlags(env, "serve", "Run the server until SIGINT or SIGTERM. At start it logs a one-line summary of the checks of `herald check`.", configTable)
 	addr := fs.String("addr", "", "listen address (overrides HERALD_ADDR)")
@@ -114,7 +119,7 @@ func cmdServe(ctx context.Context, env *environment, args []string) error {
 	defer srv.Close() // a start that failed; a stop has shut it down already
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
-	logger.Info("starting: the API answers 503 until the database is open and migrated", "addr", srv.Addr)
+	logger.Info(startingMessage, "addr", srv.Addr)
 	a, err := openApp(ctx, env, cfg, true)
 	switch {
 	case errors.Is(err, errStartInterrupted):

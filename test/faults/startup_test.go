@@ -19,7 +19,7 @@ func TestStartWhileDatabaseRefuses(t *testing.T) {
 	pg.Stop(t)
 
 	r := c.Launch(t, 1)[0]
-	if err := r.Listening(harness.StartWait); err != nil {
+	if err := r.Answering(harness.StartWait); err != nil {
 		t.Fatalf("a replica started while PostgreSQL refuses connections: %v", err)
 	}
 	first := time.Now()

@@ -272,9 +272,19 @@ func (c *Cluster) Launch(t *testing.T, n int) []*Replica {
 // Listening waits until r has logged the address it bound and sets r.URL;
 // an error says why it did not.
 func (r *Replica) Listening(limit time.Duration) error {
+	return r.listening(limit, testsupport.ListenAddr)
+}
+
+// Answering is Listening for a replica that may still wait for its
+// database: its listener is open, and answers 503 until then.
+func (r *Replica) Answering(limit time.Duration) error {
+	return r.listening(limit, testsupport.StartingAddr)
+}
+
+func (r *Replica) listening(limit time.Duration, addrOf func(string) string) error {
 	deadline := time.Now().Add(limit)
 	for r.URL == "" {
-		if addr := testsupport.ListenAddr(r.Logs.String()); addr != "" {
+		if addr := addrOf(r.Logs.String()); addr != "" {
 			r.URL = "http://" + addr
 			return nil
 		}
