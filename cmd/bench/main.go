@@ -82,6 +82,7 @@ type options struct {
 	postgres     string
 	keep         bool
 	profile      bool
+	verifyEvery  bool
 	env          multiFlag
 	selected     map[string]bool
 }
@@ -118,6 +119,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.heraldBin, "herald-bin", "", "a herald binary to measure (default: build ./cmd/herald)")
 	fs.StringVar(&o.postgres, "postgres", pgDefault, "PostgreSQL server URL; each run works in fresh schemas it drops at the end (default from HERALD_BENCH_POSTGRES_URL)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the scratch directory (logs) and the PostgreSQL schemas")
+	fs.BoolVar(&o.verifyEvery, "ceiling-verify-every-request", false, "the users/me ceiling checks the token's signature on every request (by default it checks each token once and remembers it until it expires, as Herald does)")
 	fs.BoolVar(&o.profile, "ceiling-profile", false, "write a CPU profile of each users/me ceiling run into the scratch directory (implies -keep), to compare with Herald's (HERALD_METRICS_ADDR's /debug/pprof)")
 	fs.Var(&o.env, "env", "KEY=VALUE added to Herald's configuration (repeatable), e.g. -env HERALD_DATABASE_MAX_CONNS=32")
 	if err := fs.Parse(args); err != nil {
@@ -483,6 +485,9 @@ func (k *kit) ceilingUsersMe(ctx context.Context, pg *site, o *options, round in
 	}
 	args := []string{"ceiling-server", "-addr", addr, "-db", pg.dbURL, "-jwks", k.jwksFile, "-issuer", cmpOr(k.env["HERALD_JWT_ISSUER"], "herald")}
 	logPath := k.logPath(fmt.Sprintf("ceiling-users-me-r%d", round))
+	if o.verifyEvery {
+		args = append(args, "-verify-every-request")
+	}
 	if o.profile {
 		args = append(args, "-cpuprofile", strings.TrimSuffix(logPath, ".log")+".pprof")
 	}

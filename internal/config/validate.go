@@ -120,6 +120,21 @@ func duration(field func(*Config) *time.Duration) setter {
 	}
 }
 
+// durationOrZero is duration with 0 allowed (it turns something off).
+func durationOrZero(field func(*Config) *time.Duration) setter {
+	return func(c *Config, v string) error {
+		d, err := parseDuration(v)
+		if err != nil {
+			return err
+		}
+		if d < 0 {
+			return fmt.Errorf("must be 0 or positive, not %s", v)
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
 // wholeSeconds accepts a duration of at least a second, in whole seconds
 // (the rate-limit windows start at multiples of it since the Unix epoch).
 func wholeSeconds(field func(*Config) *time.Duration) setter {
