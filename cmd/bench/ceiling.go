@@ -5,8 +5,11 @@ package main
 //
 //   - users/me: a server (`bench ceiling-server`, a process of its own like
 //     Herald) that verifies the EdDSA access token with golang-jwt (method,
-//     issuer and expiry checked, key by kid), selects the account's row by
+//     issuer and expiry checked, key by kid) once and remembers it until it
+//     expires, as each Herald replica does, selects the account's row by
 //     primary key with pgxpool (MaxConns 32) and writes the JSON envelope.
+//     With -verify-every-request it checks the signature on every request
+//     (the ceiling before Herald remembered tokens).
 //   - login: argon2id, each goroutine reusing its own memory, with Herald's default parameters in as many
 //     goroutines as Herald runs hashes at once (HERALD_HASH_CONCURRENCY).
 //   - broadcast: the same N FCM HTTP v1 requests (one JSON message each,
@@ -88,6 +91,7 @@ func ceilingServerMain(args []string) error {
 	issuer := fs.String("issuer", "herald", "expected iss")
 	maxConns := fs.Int("max-conns", 32, "pgxpool MaxConns")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (ends at SIGTERM)")
+	verifyEvery := fs.Bool("verify-every-request", false, "check the token's signature on every request instead of once per token")
 	_ = fs.Parse(args)
 
 	keys, err := loadPublicKeys(*jwksFile)
@@ -129,6 +133,7 @@ func ceilingServerMain(args []string) error {
 		}{code, code}
 		_ = json.NewEncoder(w).Encode(e)
 	}
+	verified := &verifiedTokens{m: make(map[string]verifiedToken)}
 	query := `SELECT id, email, email_verified_at, referral_code, created_at, plan, expires_at FROM ` + ceilingTable + ` WHERE id = $1`
 
 	mux := http.NewServeMux()
@@ -138,20 +143,27 @@ func ceilingServerMain(args []string) error {
 			fail(w, http.StatusUnauthorized, "AUTH_REQUIRED")
 			return
 		}
-		var claims jwt.RegisteredClaims
-		if _, err := parser.ParseWithClaims(raw, &claims, keyFunc); err != nil || claims.Subject == "" {
-			fail(w, http.StatusUnauthorized, "TOKEN_INVALID")
-			return
+		subject, ok := verified.subject(raw, time.Now())
+		if !ok {
+			var claims jwt.RegisteredClaims
+			if _, err := parser.ParseWithClaims(raw, &claims, keyFunc); err != nil || claims.Subject == "" {
+				fail(w, http.StatusUnauthorized, "TOKEN_INVALID")
+				return
+			}
+			subject = claims.Subject
+			if !*verifyEvery {
+				verified.remember(raw, subject, claims.ExpiresAt.Time)
+			}
 		}
 		var u ceilingUser
-		var verified *time.Time
-		err := pool.QueryRow(r.Context(), query, claims.Subject).Scan(&u.ID, &u.Email, &verified, &u.ReferralCode,
+		var verifiedAt *time.Time
+		err := pool.QueryRow(r.Context(), query, subject).Scan(&u.ID, &u.Email, &verifiedAt, &u.ReferralCode,
 			&u.CreatedAt, &u.Subscription.Plan, &u.Subscription.ExpiresAt)
 		if err != nil {
 			fail(w, http.StatusNotFound, "USER_NOT_FOUND")
 			return
 		}
-		u.EmailVerified = verified != nil
+		u.EmailVerified = verifiedAt != nil
 		u.CreatedAt = u.CreatedAt.UTC().Truncate(time.Second)
 		u.Subscription.ExpiresAt = u.Subscription.ExpiresAt.UTC().Truncate(time.Second)
 		u.Subscription.Status = "active"
@@ -194,6 +206,35 @@ func ceilingServerMain(args []string) error {
 		return err
 	}
 	return nil
+}
+
+// verifiedTokens are the tokens whose signature and claims were checked,
+// each until it expires: the least a server must keep to check a token
+// once, as Herald's replicas do (internal/sessions).
+type verifiedTokens struct {
+	mu sync.RWMutex
+	m  map[string]verifiedToken
+}
+
+type verifiedToken struct {
+	subject string
+	expires time.Time
+}
+
+func (v *verifiedTokens) subject(raw string, now time.Time) (string, bool) {
+	v.mu.RLock()
+	t, ok := v.m[raw]
+	v.mu.RUnlock()
+	if !ok || !now.Before(t.expires) {
+		return "", false
+	}
+	return t.subject, true
+}
+
+func (v *verifiedTokens) remember(raw, subject string, expires time.Time) {
+	v.mu.Lock()
+	v.m[raw] = verifiedToken{subject: subject, expires: expires}
+	v.mu.Unlock()
 }
 
 // loadPublicKeys reads the public keys of a JWK set by kid.

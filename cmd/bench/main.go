@@ -43,6 +43,8 @@ func main() {
 			err = fakeFCMMain(os.Args[2:])
 		case "ceiling-server":
 			err = ceilingServerMain(os.Args[2:])
+		case "neighbour":
+			err = neighbourMain(os.Args[2:])
 		default:
 			os.Exit(run(os.Args[1:]))
 		}
@@ -82,6 +84,8 @@ type options struct {
 	postgres     string
 	keep         bool
 	profile      bool
+	verifyEvery  bool
+	neighbour    int
 	env          multiFlag
 	selected     map[string]bool
 }
@@ -118,6 +122,8 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.heraldBin, "herald-bin", "", "a herald binary to measure (default: build ./cmd/herald)")
 	fs.StringVar(&o.postgres, "postgres", pgDefault, "PostgreSQL server URL; each run works in fresh schemas it drops at the end (default from HERALD_BENCH_POSTGRES_URL)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the scratch directory (logs) and the PostgreSQL schemas")
+	fs.IntVar(&o.neighbour, "neighbour", 0, "run a CPU-bound neighbour of this many busy threads (`bench neighbour`, its own process) through every measure, Herald's and the ceilings' alike: the machine as busy as a shared one")
+	fs.BoolVar(&o.verifyEvery, "ceiling-verify-every-request", false, "the users/me ceiling checks the token's signature on every request (by default it checks each token once and remembers it until it expires, as Herald does)")
 	fs.BoolVar(&o.profile, "ceiling-profile", false, "write a CPU profile of each users/me ceiling run into the scratch directory (implies -keep), to compare with Herald's (HERALD_METRICS_ADDR's /debug/pprof)")
 	fs.Var(&o.env, "env", "KEY=VALUE added to Herald's configuration (repeatable), e.g. -env HERALD_DATABASE_MAX_CONNS=32")
 	if err := fs.Parse(args); err != nil {
@@ -209,6 +215,15 @@ func run(args []string) int {
 		return 1
 	}
 	b.commit = k.commit
+	if o.neighbour > 0 {
+		c, err := startChild("neighbour", k.self, []string{"neighbour", "-threads", strconv.Itoa(o.neighbour)}, os.Environ(), k.logPath("neighbour"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		defer c.Stop(10 * time.Second)
+		logf("a CPU-bound neighbour of %d busy threads runs beside every measure", o.neighbour)
+	}
 	if err := runMeasures(ctx, k, o, b); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		if ctx.Err() != nil {
@@ -483,6 +498,9 @@ func (k *kit) ceilingUsersMe(ctx context.Context, pg *site, o *options, round in
 	}
 	args := []string{"ceiling-server", "-addr", addr, "-db", pg.dbURL, "-jwks", k.jwksFile, "-issuer", cmpOr(k.env["HERALD_JWT_ISSUER"], "herald")}
 	logPath := k.logPath(fmt.Sprintf("ceiling-users-me-r%d", round))
+	if o.verifyEvery {
+		args = append(args, "-verify-every-request")
+	}
 	if o.profile {
 		args = append(args, "-cpuprofile", strings.TrimSuffix(logPath, ".log")+".pprof")
 	}
@@ -842,6 +860,9 @@ func (b *board) print(w *os.File) {
 	o := b.opts
 	fmt.Fprintf(w, "\nHerald %s, %s, %d CPUs, %s; %d interleaved round(s): medians, and Herald/ceiling is the median of the per-round ratios; users/me and login: %s windows after %s warm-up.\n\n",
 		b.commit, time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), runtime.Version(), o.rounds, o.duration, o.warmup)
+	if o.neighbour > 0 {
+		fmt.Fprintf(w, "A CPU-bound neighbour of %d busy threads ran beside every measure (-neighbour).\n\n", o.neighbour)
+	}
 	fmt.Fprintln(w, "| Measure | Herald | Ceiling | Herald/ceiling | Target |")
 	fmt.Fprintln(w, "|---|---|---|---|---|")
 	for _, r := range b.rows {

@@ -24,6 +24,7 @@ import (
 	"github.com/herald-vpn/herald/internal/jobs"
 	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/herald-vpn/herald/internal/live"
+	"github.com/herald-vpn/herald/internal/logbuffer"
 	"github.com/herald-vpn/herald/internal/mail"
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/metrics"
@@ -101,7 +102,17 @@ func openAppFromEnv(ctx context.Context, env *environment) (*App, error) {
 // something to undo, its closer; they run in this order, and Close undoes
 // them in reverse.
 func openApp(ctx context.Context, env *environment, cfg config.Config, serving bool) (a *App, err error) {
-	a = &App{cfg: cfg, logger: newLogger(env.stderr, cfg.LogFormat, cfg.LogLevel), metrics: metrics.New(), workers: river.NewWorkers()}
+	a = &App{cfg: cfg, metrics: metrics.New(), workers: river.NewWorkers()}
+	// A server logs a line per request; it writes them in batches (see
+	// internal/logbuffer). Close's last step writes what is held and
+	// turns the batching off, for the lines logged after it.
+	if serving && cfg.LogFlushInterval > 0 {
+		out := logbuffer.NewWriter(env.stderr, cfg.LogFlushInterval)
+		a.logger = slog.New(logbuffer.NewHandler(newHandler(out, cfg.LogFormat, cfg.LogLevel), out))
+		a.onClose(func(context.Context) { _ = out.Close() })
+	} else {
+		a.logger = newLogger(env.stderr, cfg.LogFormat, cfg.LogLevel)
+	}
 	defer func() {
 		if err != nil {
 			a.Close(context.Background())

@@ -297,13 +297,17 @@ func readBuild() buildInfo {
 }
 
 func newLogger(w io.Writer, format, level string) *slog.Logger {
+	return slog.New(newHandler(w, format, level))
+}
+
+func newHandler(w io.Writer, format, level string) slog.Handler {
 	var lvl slog.Level
 	lvl.UnmarshalText([]byte(level))
 	opts := &slog.HandlerOptions{Level: lvl}
 	if format == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
+		return slog.NewTextHandler(w, opts)
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return slog.NewJSONHandler(w, opts)
 }
 
 // describe turns an application error into a line for a terminal.

@@ -28,10 +28,11 @@ type Config struct {
 	DatabaseStartTimeout time.Duration
 	// Replicas is how many servers share the database: herald check
 	// sizes their pools against PostgreSQL's max_connections.
-	Replicas        int
-	LogFormat       string
-	LogLevel        string
-	ShutdownTimeout time.Duration
+	Replicas         int
+	LogFormat        string
+	LogLevel         string
+	LogFlushInterval time.Duration
+	ShutdownTimeout  time.Duration
 
 	SMTPURL           string
 	MailToLog         bool
@@ -144,6 +145,7 @@ func Vars() []Var {
 		{"HERALD_REPLICAS", "1", "3", "how many Herald servers share the database: herald check warns when this × (HERALD_DATABASE_MAX_CONNS + the listener) nears PostgreSQL's usable connections (above 80 %) and fails past them (herald check --replicas overrides it)", integer(func(c *Config) *int { return &c.Replicas }, 1)},
 		{"HERALD_LOG_FORMAT", "json", "text", "json or text", oneOf(func(c *Config) *string { return &c.LogFormat }, "json", "text")},
 		{"HERALD_LOG_LEVEL", "info", "debug", "debug, info, warn or error", oneOf(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error")},
+		{"HERALD_LOG_FLUSH_INTERVAL", "100ms", "0", "how long the server holds INFO and DEBUG lines to write them in batches (a WARN or ERROR line is written at once, with everything before it); 0 writes every line at once", durationOrZero(func(c *Config) *time.Duration { return &c.LogFlushInterval })},
 		{"HERALD_SHUTDOWN_TIMEOUT", "30s", "10s", "how long a shutdown waits for requests and jobs in flight", duration(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
 		{"HERALD_SMTP_URL", "", "smtp://user:pass@mail.example.com:587", "smtp:// (STARTTLS when offered) or smtps:// (implicit TLS); empty: in the development profile emails are written to the log, in production the server refuses to start (unless HERALD_MAIL_TO_LOG=on)", optional(smtpURL(func(c *Config) *string { return &c.SMTPURL }))},
 		{"HERALD_MAIL_TO_LOG", "off", "on", "on: without HERALD_SMTP_URL, a production server writes every email, its one-time code included, to its log instead of refusing to start (herald check warns); off: it refuses", onOff(func(c *Config) *bool { return &c.MailToLog })},
