@@ -35,6 +35,7 @@ import (
 	"github.com/herald-vpn/herald/internal/seal"
 	"github.com/herald-vpn/herald/internal/services"
 	"github.com/herald-vpn/herald/internal/sessions"
+	"github.com/herald-vpn/herald/internal/shed"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/subscriptions"
 	"github.com/herald-vpn/herald/internal/view"
@@ -300,13 +301,13 @@ func (a *App) newMailer(serving bool) (mail.Sender, error) {
 // newAccounts is the accounts service, hashing passwords as configured.
 func (a *App) newAccounts(ctx context.Context, sender mail.Sender, emails *mail.Templates) (*accounts.Service, error) {
 	cfg := a.cfg
-	hasher := password.NewHasher(password.Params{
+	hasher := password.NewHasherWithin(password.Params{
 		MemoryKiB:   uint32(cfg.Argon2MemoryKiB),
 		Iterations:  uint32(cfg.Argon2Iterations),
 		Parallelism: uint8(cfg.Argon2Parallelism),
 		SaltLen:     16,
 		KeyLen:      32,
-	}, cfg.HashConcurrency)
+	}, shed.Bounds{Concurrency: cfg.HashConcurrency, Queue: cfg.HashQueue, Wait: cfg.HashWait})
 	return accounts.NewService(ctx, a.db, hasher, sender, accounts.Config{
 		CodeTTL:           cfg.VerificationCodeTTL,
 		CodeAttempts:      5,

@@ -53,6 +53,8 @@ type Config struct {
 	Argon2Iterations  int
 	Argon2Parallelism int
 	HashConcurrency   int
+	HashQueue         int
+	HashWait          time.Duration
 
 	AccessTokenTTL  time.Duration
 	RefreshTokenTTL time.Duration
@@ -212,7 +214,9 @@ func Vars() []Var {
 		{"HERALD_ARGON2_MEMORY", "65536", "19456", "argon2id memory per hash, KiB", integer(func(c *Config) *int { return &c.Argon2MemoryKiB }, 8)},
 		{"HERALD_ARGON2_ITERATIONS", "3", "2", "argon2id passes", integer(func(c *Config) *int { return &c.Argon2Iterations }, 1)},
 		{"HERALD_ARGON2_PARALLELISM", "2", "1", "argon2id lanes", integer(func(c *Config) *int { return &c.Argon2Parallelism }, 1)},
-		{"HERALD_HASH_CONCURRENCY", strconv.Itoa(runtime.NumCPU()), "4", "password hashes run at once (each holds HERALD_ARGON2_MEMORY)", integer(func(c *Config) *int { return &c.HashConcurrency }, 1)},
+		{"HERALD_HASH_CONCURRENCY", strconv.Itoa(DefaultHashConcurrency(runtime.GOMAXPROCS(0), 2)), "4", "password hashes run at once, each on HERALD_ARGON2_PARALLELISM cores and holding HERALD_ARGON2_MEMORY; the default leaves half the cores to everything else, so a login flood cannot starve cheap requests", integer(func(c *Config) *int { return &c.HashConcurrency }, 1)},
+		{"HERALD_HASH_QUEUE", "16", "64", "password hashes that may wait for one of those places; a login, signup or password change beyond them is refused at once with 503 SERVICE_UNAVAILABLE and Retry-After", integer(func(c *Config) *int { return &c.HashQueue }, 0)},
+		{"HERALD_HASH_WAIT", "1s", "3s", "longest a password hash waits for a place before it is refused with 503 SERVICE_UNAVAILABLE and Retry-After", duration(func(c *Config) *time.Duration { return &c.HashWait })},
 		{"HERALD_JOB_RETRY_BASE", "1s", "5s", "first retry delay of a failed background job (doubles each attempt)", duration(func(c *Config) *time.Duration { return &c.JobRetryBase })},
 		{"HERALD_JOB_RETRY_MAX", "10m", "1h", "longest delay between two retries of a background job", duration(func(c *Config) *time.Duration { return &c.JobRetryMax })},
 		{"HERALD_JOB_POLL", "1s", "200ms", "how often workers look for new background jobs", duration(func(c *Config) *time.Duration { return &c.JobPoll })},
@@ -268,6 +272,14 @@ func (c Config) ServeRefusal() error {
 	return nil
 }
 
+// DefaultHashConcurrency is how many password hashes run at once unless
+// HERALD_HASH_CONCURRENCY says: half the cores, divided by the cores one
+// hash takes (its lanes), at least one. The other half is left to every
+// other request, so a login flood cannot starve them.
+func DefaultHashConcurrency(cores, lanes int) int {
+	return max(1, cores/2/max(lanes, 1))
+}
+
 // Load reads every variable through getenv, returning all problems at once,
 // one per line.
 func Load(getenv func(string) string) (Config, error) {
@@ -284,6 +296,9 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.Env == "development" && strings.TrimSpace(getenv("HERALD_RATE_LIMIT_AUTH")) == "" {
 		c.RateLimitAuth = 0
+	}
+	if strings.TrimSpace(getenv("HERALD_HASH_CONCURRENCY")) == "" {
+		c.HashConcurrency = DefaultHashConcurrency(runtime.GOMAXPROCS(0), c.Argon2Parallelism)
 	}
 	if c.Env == "development" && c.MetricsAddr == "" && strings.TrimSpace(getenv("HERALD_METRICS_PUBLIC")) == "" {
 		c.MetricsPublic = true
