@@ -41,7 +41,7 @@ func (p Params) String() string {
 var ErrMalformedHash = errors.New("password: malformed argon2id hash")
 
 // Hasher hashes under a bound on concurrent hashes: each hash holds
-// MemoryKiB of memory and p cores, so a burst of logins must queue, not
+// MemoryKiB of memory and one core, so a burst of logins must queue, not
 // exhaust RAM or starve every other request of CPU. The queue is bounded
 // too, in length and in wait: past either a hash is refused with
 // *shed.Refused (503 with Retry-After at the doors), so a login flood is
@@ -65,11 +65,12 @@ type Hasher struct {
 // IdleRelease is how long the hasher keeps its memory without a hash.
 const IdleRelease = 30 * time.Second
 
-// DefaultQueue and DefaultWait bound the hashes waiting for a slot: a hash
-// takes tens of milliseconds, so 16 waiters per slot drain in about a
-// second, the longest a login waits before it is refused.
+// DefaultQueue (per slot) and DefaultWait bound the hashes waiting for a
+// slot: a hash at the default cost takes about 150 ms of one core, so
+// eight waiters per slot drain in about a second, the longest a login
+// waits before it is refused (HERALD_HASH_QUEUE and HERALD_HASH_WAIT).
 const (
-	DefaultQueue = 16
+	DefaultQueue = 8
 	DefaultWait  = time.Second
 )
 
@@ -147,11 +148,13 @@ func (h *Hasher) releaseIdle() {
 	h.idle = nil
 }
 
-// key runs one hash in reused memory; the caller holds a slot.
+// key runs one hash in reused memory; the caller holds a slot. Its lanes
+// run one after another, so a slot is one core: the hasher's concurrency
+// is the number of cores hashing may take, whatever the parallelism.
 func (h *Hasher) key(plain, salt []byte, p Params, keyLen uint32) []byte {
 	m := h.memory(p.MemoryKiB)
 	defer h.putMemory(m)
-	return argon2id.Key(m, plain, salt, p.Iterations, p.MemoryKiB, p.Parallelism, keyLen)
+	return argon2id.KeySerial(m, plain, salt, p.Iterations, p.MemoryKiB, p.Parallelism, keyLen)
 }
 
 // Hash returns the PHC string of plain with a fresh random salt.
