@@ -173,7 +173,7 @@ func loginFloodMeasure(ctx context.Context, k *kit, o *options, b *board, pg *si
 	for s := range all.Latencies {
 		slices.Sort(all.Latencies[s])
 	}
-	target := "refused with 503 at once; no other failure, no client timeout"
+	target := "beyond capacity: 503 within the wait; no other failure, no client timeout"
 	for s := range all.Statuses {
 		if s != 200 && s != 503 {
 			target += " MISSED"

@@ -17,7 +17,8 @@ import (
 // and two waiting, concurrent logins through both doors get either their
 // answer or 503 SERVICE_UNAVAILABLE with Retry-After — never a 500, never a
 // client timeout — while users/me keeps answering 200 throughout. A
-// refused login opens no session and leaves the account as it was.
+// refused login opens no session and leaves the account as it was; a
+// refused signup leaves no account.
 func TestLoginFloodIsShed(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
 		h := startHerald(t, d, map[string]string{
@@ -39,6 +40,8 @@ func TestLoginFloodIsShed(t *testing.T) {
 		var (
 			ok, refused, wrong, other atomic.Int64
 			problems                  = make(chan string, workers*loginsEach)
+			signedUp                  = make(chan string, workers*loginsEach)
+			signupRefused             = make(chan string, workers*loginsEach)
 			flood                     sync.WaitGroup
 		)
 		loginBody := func(addr, password string) map[string]any {
@@ -58,6 +61,22 @@ func TestLoginFloodIsShed(t *testing.T) {
 					var status int
 					var hdr http.Header
 					var code string
+					if w%2 == 0 && i%4 == 2 {
+						// A signup hashes too: refused, it leaves no account.
+						addr = fmt.Sprintf("new%d-%d@example.com", w, i)
+						a := rawDo(h, "POST", "/api/v1/auth/register", loginBody(addr, testPassword))
+						switch {
+						case a.err != nil:
+							problems <- a.err.Error()
+						case a.status == http.StatusCreated:
+							signedUp <- addr
+						case a.status == http.StatusServiceUnavailable && a.hdr.Get("Retry-After") != "":
+							signupRefused <- addr
+						default:
+							problems <- fmt.Sprintf("signup %s: %d %s", addr, a.status, a.raw)
+						}
+						continue
+					}
 					if w%2 == 0 {
 						a := rawDo(h, "POST", "/api/v1/auth/login", loginBody(addr, password))
 						if a.err != nil {
@@ -132,9 +151,10 @@ func TestLoginFloodIsShed(t *testing.T) {
 		if len(msgs) > 0 {
 			t.Fatalf("%d login(s) answered neither their answer nor 503 with Retry-After:\n%s", len(msgs), strings.Join(msgs, "\n"))
 		}
-		t.Logf("%d logins: %d ok, %d unknown account, %d refused with 503; %d users/me reads meanwhile", workers*loginsEach, ok.Load(), wrong.Load(), refused.Load(), reads)
+		t.Logf("%d logins: %d ok, %d unknown account, %d refused with 503; %d signups, %d refused; %d users/me reads meanwhile",
+			ok.Load()+wrong.Load()+refused.Load(), ok.Load(), wrong.Load(), refused.Load(), len(signedUp)+len(signupRefused), len(signupRefused), reads)
 		if refused.Load() == 0 {
-			t.Fatalf("no login of %d concurrent ones beyond one hash slot and two waiting was refused with 503", workers*loginsEach)
+			t.Fatalf("no login of %d concurrent ones beyond one hash slot and two waiting was refused with 503", ok.Load()+wrong.Load())
 		}
 		if ok.Load() == 0 {
 			t.Fatal("no login succeeded during the flood: the hash slot served nobody")
@@ -142,6 +162,14 @@ func TestLoginFloodIsShed(t *testing.T) {
 		// A refused login opened no session: one per login that succeeded.
 		if got, want := liveSessions(t, h, email), sessionsBefore+int(ok.Load()); got != want {
 			t.Fatalf("%d live sessions after %d successful logins (%d before): refused logins left sessions behind", got, ok.Load(), sessionsBefore)
+		}
+		close(signedUp)
+		close(signupRefused)
+		for addr := range signedUp {
+			h.account(t, addr) // fails the test when missing
+		}
+		for addr := range signupRefused {
+			h.expectNoAccount(t, addr, "its signup was refused with 503")
 		}
 		// ...nor touched the account: the right password still logs in,
 		// and the log holds no internal error.
