@@ -163,6 +163,13 @@ func TestLoginFloodIsShed(t *testing.T) {
 		if got, want := liveSessions(t, h, email), sessionsBefore+int(ok.Load()); got != want {
 			t.Fatalf("%d live sessions after %d successful logins (%d before): refused logins left sessions behind", got, ok.Load(), sessionsBefore)
 		}
+		// The operator sees the refusals: one per refused request.
+		if got, want := h.metric(t, "herald_password_hashes_refused_total"), float64(refused.Load())+float64(len(signupRefused)); got != want {
+			t.Fatalf("herald_password_hashes_refused_total = %v, want %v (the refused logins and signups)", got, want)
+		}
+		if got := h.metric(t, "herald_password_hashes_waiting"); got != 0 {
+			t.Fatalf("herald_password_hashes_waiting = %v after the flood, want 0", got)
+		}
 		close(signedUp)
 		close(signupRefused)
 		for addr := range signedUp {
