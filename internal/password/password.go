@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -65,19 +66,11 @@ type Hasher struct {
 // IdleRelease is how long the hasher keeps its memory without a hash.
 const IdleRelease = 30 * time.Second
 
-// DefaultQueue (per slot) and DefaultWait bound the hashes waiting for a
-// slot: a hash at the default cost takes about 150 ms of one core, so
-// eight waiters per slot drain in about a second, the longest a login
-// waits before it is refused (HERALD_HASH_QUEUE and HERALD_HASH_WAIT).
-const (
-	DefaultQueue = 8
-	DefaultWait  = time.Second
-)
-
 // NewHasher returns a hasher that runs at most maxConcurrent hashes at
-// once, with the default queue.
+// once and lets the others wait as long as their context allows (for
+// tests and tools); a server bounds the wait with NewHasherWithin.
 func NewHasher(p Params, maxConcurrent int) *Hasher {
-	return NewHasherWithin(p, shed.Bounds{Concurrency: maxConcurrent, Queue: DefaultQueue * max(maxConcurrent, 1), Wait: DefaultWait})
+	return NewHasherWithin(p, shed.Bounds{Concurrency: maxConcurrent, Queue: math.MaxInt32, Wait: 24 * time.Hour})
 }
 
 // NewHasherWithin returns a hasher that hashes within b: b.Concurrency
