@@ -26,6 +26,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/herald-vpn/herald/internal/config"
 	"github.com/herald-vpn/herald/internal/sessions"
 )
 
@@ -58,12 +59,12 @@ func main() {
 }
 
 // measure names accepted by -only.
-var measureNames = []string{"users-me-pg", "users-me-sqlite", "login", "broadcast-sqlite", "broadcast-pg", "million"}
+var measureNames = []string{"users-me-pg", "users-me-sqlite", "login", "login-flood", "broadcast-sqlite", "broadcast-pg", "million"}
 
 var measureAliases = map[string][]string{
 	"users-me":  {"users-me-pg", "users-me-sqlite"},
 	"broadcast": {"broadcast-sqlite", "broadcast-pg"},
-	"all":       {"users-me-pg", "users-me-sqlite", "login", "broadcast-sqlite", "broadcast-pg"},
+	"all":       {"users-me-pg", "users-me-sqlite", "login", "login-flood", "broadcast-sqlite", "broadcast-pg"},
 }
 
 type options struct {
@@ -74,6 +75,7 @@ type options struct {
 	warmup       time.Duration
 	concurrency  int
 	loginWorkers int
+	floodFactor  float64
 	users        int
 	fillers      int
 	devices      int
@@ -113,6 +115,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured load before each window")
 	fs.IntVar(&o.concurrency, "concurrency", 32, "users/me clients (closed loop, one kept-alive connection each)")
 	fs.IntVar(&o.loginWorkers, "login-workers", 0, "login clients (default: twice HERALD_HASH_CONCURRENCY, so Herald's hash slots never wait for a client)")
+	fs.Float64Var(&o.floodFactor, "flood-factor", 4, "login-flood: logins offered per second, as a multiple of the hashing capacity (the bare argon2id rate at Herald's HERALD_HASH_CONCURRENCY)")
 	fs.IntVar(&o.users, "users", 8, "accounts whose tokens the users/me clients share, and that log in")
 	fs.IntVar(&o.fillers, "filler-accounts", 10_000, "accounts that never log in, added by SQL beside the load's (and as many rows in the ceiling's table), so that tables have a size in service and lookups go through their indexes")
 	fs.IntVar(&o.devices, "devices", 100_000, "devices of the broadcast measures")
@@ -376,7 +379,7 @@ func runMeasures(ctx context.Context, k *kit, o *options, b *board) error {
 	sel := o.selected
 	pg := &site{key: "postgres", name: "PostgreSQL"}
 	sq := &site{key: "sqlite", name: "SQLite", dbURL: "sqlite:" + filepath.Join(k.tmp, "herald.db")}
-	needPG := sel["users-me-pg"] || sel["login"] || sel["broadcast-pg"] || sel["users-me-sqlite"]
+	needPG := sel["users-me-pg"] || sel["login"] || sel["login-flood"] || sel["broadcast-pg"] || sel["users-me-sqlite"]
 	needSQ := sel["users-me-sqlite"] || sel["broadcast-sqlite"]
 	if needPG {
 		url, err := k.newPostgresSchema(ctx, "main")
@@ -408,6 +411,11 @@ func runMeasures(ctx context.Context, k *kit, o *options, b *board) error {
 	}
 	if sel["login"] {
 		if err := loginMeasure(ctx, k, o, b, pg); err != nil {
+			return err
+		}
+	}
+	if sel["login-flood"] {
+		if err := loginFloodMeasure(ctx, k, o, b, pg); err != nil {
 			return err
 		}
 	}
@@ -529,10 +537,10 @@ func cmpOr(a, b string) string {
 // loginMeasure: per round, Herald logging in on PostgreSQL (with its RSS),
 // then the bare argon2id loop.
 func loginMeasure(ctx context.Context, k *kit, o *options, b *board, pg *site) error {
-	hashConc := k.envInt("HERALD_HASH_CONCURRENCY", runtime.NumCPU())
+	lanes := k.envInt("HERALD_ARGON2_PARALLELISM", 2)
+	hashConc := k.envInt("HERALD_HASH_CONCURRENCY", config.DefaultHashConcurrency(runtime.GOMAXPROCS(0)))
 	memKiB := k.envInt("HERALD_ARGON2_MEMORY", 64*1024)
 	iters := k.envInt("HERALD_ARGON2_ITERATIONS", 3)
-	lanes := k.envInt("HERALD_ARGON2_PARALLELISM", 2)
 	workers := o.loginWorkers
 	if workers <= 0 {
 		workers = 2 * hashConc

@@ -36,6 +36,7 @@ import (
 	"github.com/herald-vpn/herald/internal/seal"
 	"github.com/herald-vpn/herald/internal/services"
 	"github.com/herald-vpn/herald/internal/sessions"
+	"github.com/herald-vpn/herald/internal/shed"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/subscriptions"
 	"github.com/herald-vpn/herald/internal/view"
@@ -317,13 +318,14 @@ func (a *App) newMailer(serving bool) (mail.Sender, error) {
 // newAccounts is the accounts service, hashing passwords as configured.
 func (a *App) newAccounts(ctx context.Context, sender mail.Sender, emails *mail.Templates) (*accounts.Service, error) {
 	cfg := a.cfg
-	hasher := password.NewHasher(password.Params{
+	hasher := password.NewHasherWithin(password.Params{
 		MemoryKiB:   uint32(cfg.Argon2MemoryKiB),
 		Iterations:  uint32(cfg.Argon2Iterations),
 		Parallelism: uint8(cfg.Argon2Parallelism),
 		SaltLen:     16,
 		KeyLen:      32,
-	}, cfg.HashConcurrency)
+	}, shed.Bounds{Concurrency: cfg.HashConcurrency, Queue: cfg.HashQueue, Wait: cfg.HashWait})
+	a.registerQueueMetrics("password_hashes", hasher.Slots())
 	return accounts.NewService(ctx, a.db, hasher, sender, accounts.Config{
 		CodeTTL:           cfg.VerificationCodeTTL,
 		CodeAttempts:      5,
@@ -335,6 +337,18 @@ func (a *App) newAccounts(ctx context.Context, sender mail.Sender, emails *mail.
 		CodeKey:           cfg.SecretKey,
 		Emails:            emails,
 	}, a.logger)
+}
+
+// registerQueueMetrics publishes a class of work's queue (package shed):
+// what runs, what waits, and what was refused since the start.
+func (a *App) registerQueueMetrics(name string, q *shed.Queue) {
+	reg := a.metrics.Registry()
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "herald_" + name + "_running", Help: q.Class() + ": running now."},
+		func() float64 { return float64(q.Running()) }))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "herald_" + name + "_waiting", Help: q.Class() + ": waiting for a place now."},
+		func() float64 { return float64(q.Waiting()) }))
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "herald_" + name + "_refused_total", Help: q.Class() + ": refused (queue full or waited too long), answered 503."},
+		func() float64 { return float64(q.Refusals()) }))
 }
 
 // newSessions is the sessions service, signing with HERALD_JWT_KEYS_FILE's

@@ -12,6 +12,7 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/cursor"
+	"github.com/herald-vpn/herald/internal/shed"
 	"github.com/herald-vpn/herald/internal/storage"
 )
 
@@ -192,12 +193,17 @@ func (s *Service) DeleteOwn(ctx context.Context, id, plain string) error {
 		return err
 	}
 	if plain == "" || len(plain) > 4*MaxPasswordLen {
-		s.hasher.VerifyDummy(ctx, plain)
+		if err := s.hasher.VerifyDummy(ctx, plain); err != nil {
+			return err
+		}
 		return apperr.Newf(apperr.InvalidCredentials, "The password is wrong.")
 	}
 	ok, _, err := s.hasher.Verify(ctx, plain, hash)
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if busy, isBusy := errors.AsType[*shed.Refused](err); isBusy {
+		return busy
 	}
 	if err != nil || !ok {
 		return apperr.Newf(apperr.InvalidCredentials, "The password is wrong.")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
+	"github.com/herald-vpn/herald/internal/shed"
 	"github.com/herald-vpn/herald/internal/storage"
 )
 
@@ -43,12 +44,16 @@ func (s *Service) CheckCredentials(ctx context.Context, email, plain string) (Ac
 	badCredentials := apperr.New(apperr.InvalidCredentials)
 	norm, err := NormalizeEmail(email)
 	if err != nil || plain == "" || len(plain) > 4*MaxPasswordLen {
-		s.hasher.VerifyDummy(ctx, plain)
+		if err := s.hasher.VerifyDummy(ctx, plain); err != nil {
+			return Account{}, err // refused as a known account would be
+		}
 		return Account{}, badCredentials
 	}
 	acct, err := s.store.AccountByEmail(ctx, norm)
 	if errors.Is(err, storage.ErrNotFound) {
-		s.hasher.VerifyDummy(ctx, plain)
+		if err := s.hasher.VerifyDummy(ctx, plain); err != nil {
+			return Account{}, err // refused as a known account would be
+		}
 		return Account{}, badCredentials
 	}
 	if err != nil {
@@ -57,6 +62,11 @@ func (s *Service) CheckCredentials(ctx context.Context, email, plain string) (Ac
 	ok, rehash, err := s.hasher.Verify(ctx, plain, acct.PasswordHash)
 	if ctx.Err() != nil {
 		return Account{}, ctx.Err() // the caller went away
+	}
+	if busy, isBusy := errors.AsType[*shed.Refused](err); isBusy {
+		// Hashing is at capacity: "later", as for an unknown account,
+		// and no judgement on the password.
+		return Account{}, busy
 	}
 	if err != nil || !ok {
 		if err != nil && ctx.Err() == nil {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/shed"
 	"github.com/herald-vpn/herald/internal/storage"
 )
 
@@ -83,8 +84,9 @@ func WriteRaw(w http.ResponseWriter, status int, contentType string, body []byte
 
 // Classify is the application error a door shows for err: an application
 // error as it is; text the database cannot store VALIDATION_ERROR (400); a
-// database that is locked, overloaded or unreachable
-// SERVICE_UNAVAILABLE (503, retryable); anything else INTERNAL_ERROR.
+// database that is locked, overloaded or unreachable, and work refused by
+// its class's bounds (package shed), SERVICE_UNAVAILABLE (503, retryable);
+// anything else INTERNAL_ERROR.
 func Classify(err error) *apperr.Error {
 	var ae *apperr.Error
 	if errors.As(err, &ae) {
@@ -99,6 +101,10 @@ func Classify(err error) *apperr.Error {
 	}
 	if errors.Is(err, storage.ErrBusy) {
 		return apperr.Newf(apperr.ServiceUnavailable, "The service is busy; try again shortly.").WithRetryAfter(1)
+	}
+	if refused, ok := errors.AsType[*shed.Refused](err); ok {
+		return apperr.Newf(apperr.ServiceUnavailable, "The server is at capacity for %s; try again shortly.", refused.Class).
+			WithRetryAfter(apperr.WaitSeconds(refused.RetryAfter))
 	}
 	return apperr.New(apperr.Internal)
 }

@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/shed"
 	"github.com/herald-vpn/herald/internal/storage"
 )
 
@@ -24,6 +26,7 @@ func TestWriteError(t *testing.T) {
 		{"renamed for REST", apperr.New(apperr.EmailExists), 409, apperr.EmailAlreadyExists, ""},
 		{"rate limited", func() error { e := apperr.New(apperr.RateLimited); e.RetryAfterSeconds = 7; return e }(), 429, apperr.RateLimited, "7"},
 		{"database busy", fmt.Errorf("insert: %w", storage.ErrBusy), 503, apperr.ServiceUnavailable, "1"},
+		{"work over its class's bounds", fmt.Errorf("login: %w", &shed.Refused{Class: "password hashing", QueueFull: true, RetryAfter: 1500 * time.Millisecond}), 503, apperr.ServiceUnavailable, "2"},
 		{"text the database refuses", fmt.Errorf("select: %w", storage.ErrInvalidText), 400, apperr.ValidationError, ""},
 		{"anything else", errors.New("pq: relation does not exist"), 500, apperr.Internal, ""},
 	}

@@ -60,6 +60,8 @@ type Config struct {
 	Argon2Iterations  int
 	Argon2Parallelism int
 	HashConcurrency   int
+	HashQueue         int
+	HashWait          time.Duration
 
 	AccessTokenTTL  time.Duration
 	RefreshTokenTTL time.Duration
@@ -222,7 +224,9 @@ func Vars() []Var {
 		{"HERALD_ARGON2_MEMORY", "65536", "19456", "argon2id memory per hash, KiB", integer(func(c *Config) *int { return &c.Argon2MemoryKiB }, 8)},
 		{"HERALD_ARGON2_ITERATIONS", "3", "2", "argon2id passes", integer(func(c *Config) *int { return &c.Argon2Iterations }, 1)},
 		{"HERALD_ARGON2_PARALLELISM", "2", "1", "argon2id lanes", integer(func(c *Config) *int { return &c.Argon2Parallelism }, 1)},
-		{"HERALD_HASH_CONCURRENCY", strconv.Itoa(runtime.NumCPU()), "4", "password hashes run at once (each holds HERALD_ARGON2_MEMORY)", integer(func(c *Config) *int { return &c.HashConcurrency }, 1)},
+		{"HERALD_HASH_CONCURRENCY", strconv.Itoa(DefaultHashConcurrency(runtime.GOMAXPROCS(0))), "4", "password hashes run at once, each on one core (its lanes one after another) and holding HERALD_ARGON2_MEMORY; the default, half the cores, leaves the other half to everything else, so a login flood cannot starve cheap requests", integer(func(c *Config) *int { return &c.HashConcurrency }, 1)},
+		{"HERALD_HASH_QUEUE", strconv.Itoa(HashQueuePerSlot * DefaultHashConcurrency(runtime.GOMAXPROCS(0))), "64", "password hashes that may wait for one of those places (by default about what they hash in HERALD_HASH_WAIT at the default cost); a login, signup or password change beyond them is refused at once with 503 SERVICE_UNAVAILABLE and Retry-After", integer(func(c *Config) *int { return &c.HashQueue }, 0)},
+		{"HERALD_HASH_WAIT", "1s", "3s", "longest a password hash waits for a place before it is refused with 503 SERVICE_UNAVAILABLE and Retry-After", duration(func(c *Config) *time.Duration { return &c.HashWait })},
 		{"HERALD_JOB_RETRY_BASE", "1s", "5s", "first retry delay of a failed background job (doubles each attempt)", duration(func(c *Config) *time.Duration { return &c.JobRetryBase })},
 		{"HERALD_JOB_RETRY_MAX", "10m", "1h", "longest delay between two retries of a background job", duration(func(c *Config) *time.Duration { return &c.JobRetryMax })},
 		{"HERALD_JOB_POLL", "1s", "200ms", "how often workers look for new background jobs", duration(func(c *Config) *time.Duration { return &c.JobPoll })},
@@ -278,6 +282,21 @@ func (c Config) ServeRefusal() error {
 	return nil
 }
 
+// DefaultHashConcurrency is how many password hashes run at once unless
+// HERALD_HASH_CONCURRENCY says: half the cores, at least one. A hash takes
+// one core (package password runs its lanes one after another), so the
+// other half is left to every other request and a login flood cannot
+// starve them.
+func DefaultHashConcurrency(cores int) int {
+	return max(1, cores/2)
+}
+
+// HashQueuePerSlot is HERALD_HASH_QUEUE's default per hashing place: a
+// hash at the default cost takes about 150 ms of one core, so eight wait
+// about HERALD_HASH_WAIT's default second; a longer queue would only
+// refuse its waiters later.
+const HashQueuePerSlot = 8
+
 // Load reads every variable through getenv, returning all problems at once,
 // one per line.
 func Load(getenv func(string) string) (Config, error) {
@@ -294,6 +313,9 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.Env == "development" && strings.TrimSpace(getenv("HERALD_RATE_LIMIT_AUTH")) == "" {
 		c.RateLimitAuth = 0
+	}
+	if strings.TrimSpace(getenv("HERALD_HASH_QUEUE")) == "" {
+		c.HashQueue = HashQueuePerSlot * c.HashConcurrency
 	}
 	if c.Env == "development" && c.MetricsAddr == "" && strings.TrimSpace(getenv("HERALD_METRICS_PUBLIC")) == "" {
 		c.MetricsPublic = true

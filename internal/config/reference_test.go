@@ -18,7 +18,8 @@ const refreshReference = "go test ./internal/config -run TestConfigurationRefere
 // computedDefaults are the defaults worked out at start-up, which the
 // reference describes in words rather than as this machine's value.
 var computedDefaults = map[string]struct{ words, value string }{
-	"HERALD_HASH_CONCURRENCY": {"number of CPUs", strconv.Itoa(runtime.NumCPU())},
+	"HERALD_HASH_QUEUE":       {"8 × HERALD_HASH_CONCURRENCY", strconv.Itoa(HashQueuePerSlot * DefaultHashConcurrency(runtime.GOMAXPROCS(0)))},
+	"HERALD_HASH_CONCURRENCY": {"half the CPUs (GOMAXPROCS), at least 1", strconv.Itoa(DefaultHashConcurrency(runtime.GOMAXPROCS(0)))},
 }
 
 // referenceTable is the configuration reference made from Vars: one row per

@@ -10,11 +10,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/herald-vpn/herald/internal/password/argon2id"
+	"github.com/herald-vpn/herald/internal/shed"
 )
 
 // Params is the argon2id cost.
@@ -40,14 +42,18 @@ func (p Params) String() string {
 var ErrMalformedHash = errors.New("password: malformed argon2id hash")
 
 // Hasher hashes under a bound on concurrent hashes: each hash holds
-// MemoryKiB of memory, so a burst of signups must queue, not exhaust RAM.
+// MemoryKiB of memory and one core, so a burst of logins must queue, not
+// exhaust RAM or starve every other request of CPU. The queue is bounded
+// too, in length and in wait: past either a hash is refused with
+// *shed.Refused (503 with Retry-After at the doors), so a login flood is
+// answered "later" within about the wait instead of piling up.
 // The memory is reused from hash to hash (allocating 64 MiB per login
 // costs more than the hash: the kernel zeroes every page, the collector
 // reclaims it), allocated at the first hash and let go after IdleRelease
 // without one, so a process that checks no password holds none.
 type Hasher struct {
 	params Params
-	slots  chan struct{}
+	slots  *shed.Queue
 	dummy  string
 
 	mu          sync.Mutex
@@ -60,38 +66,39 @@ type Hasher struct {
 // IdleRelease is how long the hasher keeps its memory without a hash.
 const IdleRelease = 30 * time.Second
 
-// NewHasher returns a hasher that runs at most maxConcurrent hashes at once.
+// NewHasher returns a hasher that runs at most maxConcurrent hashes at
+// once and lets the others wait as long as their context allows (for
+// tests and tools); a server bounds the wait with NewHasherWithin.
 func NewHasher(p Params, maxConcurrent int) *Hasher {
-	if maxConcurrent < 1 {
-		maxConcurrent = 1
-	}
+	return NewHasherWithin(p, shed.Bounds{Concurrency: maxConcurrent, Queue: math.MaxInt32, Wait: 24 * time.Hour})
+}
+
+// NewHasherWithin returns a hasher that hashes within b: b.Concurrency
+// hashes at once, b.Queue waiting for a slot, none for longer than b.Wait.
+func NewHasherWithin(p Params, b shed.Bounds) *Hasher {
 	// The dummy is a PHC string of the current cost whose key matches no
 	// password: checking against it costs what a real check costs, and
 	// making it costs nothing (no hash is computed at start).
 	enc := base64.RawStdEncoding
 	dummy := fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2id.Version, p.MemoryKiB, p.Iterations, p.Parallelism,
 		enc.EncodeToString(make([]byte, p.SaltLen)), enc.EncodeToString(make([]byte, p.KeyLen)))
-	return &Hasher{params: p, slots: make(chan struct{}, maxConcurrent), dummy: dummy, idleRelease: IdleRelease}
+	return &Hasher{params: p, slots: shed.New("password hashing", b), dummy: dummy, idleRelease: IdleRelease}
 }
 
 // MemoryBound is the most memory the hasher's hashes hold at once.
 func (h *Hasher) MemoryBound() uint64 {
-	return uint64(cap(h.slots)) * uint64(h.params.MemoryKiB) * 1024
+	return uint64(h.slots.Concurrency()) * uint64(h.params.MemoryKiB) * 1024
 }
+
+// Slots is the queue hashes wait in, for metrics.
+func (h *Hasher) Slots() *shed.Queue { return h.slots }
 
 // Params returns the hasher's current cost.
 func (h *Hasher) Params() Params { return h.params }
 
-func (h *Hasher) acquire(ctx context.Context) error {
-	select {
-	case h.slots <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (h *Hasher) acquire(ctx context.Context) error { return h.slots.Acquire(ctx) }
 
-func (h *Hasher) release() { <-h.slots }
+func (h *Hasher) release() { h.slots.Release() }
 
 // memory takes a working memory for one hash of memoryKiB; give it back
 // with putMemory. Only a slot holder calls it, so at most cap(slots) exist.
@@ -113,7 +120,7 @@ func (h *Hasher) memory(memoryKiB uint32) *argon2id.Memory {
 func (h *Hasher) putMemory(m *argon2id.Memory) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(h.free) < cap(h.slots) && m.Fits(h.params.MemoryKiB) && !m.Fits(h.params.MemoryKiB+1) {
+	if len(h.free) < h.slots.Concurrency() && m.Fits(h.params.MemoryKiB) && !m.Fits(h.params.MemoryKiB+1) {
 		h.free = append(h.free, m)
 	}
 	h.lastUsed = time.Now()
@@ -134,11 +141,13 @@ func (h *Hasher) releaseIdle() {
 	h.idle = nil
 }
 
-// key runs one hash in reused memory; the caller holds a slot.
+// key runs one hash in reused memory; the caller holds a slot. Its lanes
+// run one after another, so a slot is one core: the hasher's concurrency
+// is the number of cores hashing may take, whatever the parallelism.
 func (h *Hasher) key(plain, salt []byte, p Params, keyLen uint32) []byte {
 	m := h.memory(p.MemoryKiB)
 	defer h.putMemory(m)
-	return argon2id.Key(m, plain, salt, p.Iterations, p.MemoryKiB, p.Parallelism, keyLen)
+	return argon2id.KeySerial(m, plain, salt, p.Iterations, p.MemoryKiB, p.Parallelism, keyLen)
 }
 
 // Hash returns the PHC string of plain with a fresh random salt.
@@ -164,6 +173,7 @@ func (h *Hasher) encode(salt, plain []byte) string {
 
 // Verify reports whether plain matches the PHC string encoded, and whether
 // the hash used a weaker cost than the hasher's and should be replaced.
+// err is ErrMalformedHash, *shed.Refused or ctx's error.
 func (h *Hasher) Verify(ctx context.Context, plain, encoded string) (ok, needsRehash bool, err error) {
 	p, salt, key, err := decode(encoded)
 	if err != nil {
@@ -181,9 +191,12 @@ func (h *Hasher) Verify(ctx context.Context, plain, encoded string) (ok, needsRe
 }
 
 // VerifyDummy spends the same time as Verify against a hash that matches
-// nothing, so an unknown account cannot be told from a wrong password.
-func (h *Hasher) VerifyDummy(ctx context.Context, plain string) {
-	_, _, _ = h.Verify(ctx, plain, h.dummy)
+// nothing, so an unknown account cannot be told from a wrong password. It
+// fails as Verify does when the hasher refuses (or ctx ends), so an
+// unknown account is refused like a known one.
+func (h *Hasher) VerifyDummy(ctx context.Context, plain string) error {
+	_, _, err := h.Verify(ctx, plain, h.dummy)
+	return err
 }
 
 func decode(encoded string) (Params, []byte, []byte, error) {

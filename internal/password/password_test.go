@@ -2,12 +2,15 @@ package password
 
 import (
 	"context"
+	"errors"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/shed"
 	"github.com/herald-vpn/herald/internal/testsupport"
 )
 
@@ -64,12 +67,100 @@ func TestMalformed(t *testing.T) {
 
 func TestHashRespectsCancelledContextWhenSaturated(t *testing.T) {
 	h := NewHasher(cheap(), 1)
-	h.slots <- struct{}{} // every slot taken
+	if err := h.slots.Acquire(context.Background()); err != nil { // every slot taken
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := h.Hash(ctx, "Secret123"); err == nil {
 		t.Fatal("hash ran past the concurrency bound")
 	}
+}
+
+// The hasher's queue is bounded in length and in wait: past either a hash
+// is refused with *shed.Refused; a freed slot lets a waiter in; and no
+// goroutine outlives its hash.
+func TestHasherBounds(t *testing.T) {
+	ctx := context.Background()
+	goroutines := runtime.NumGoroutine()
+	h := NewHasherWithin(cheap(), shed.Bounds{Concurrency: 1, Queue: 1, Wait: time.Minute})
+	if err := h.slots.Acquire(ctx); err != nil { // the one slot taken
+		t.Fatal(err)
+	}
+
+	waiter := make(chan error, 1)
+	go func() {
+		_, err := h.Hash(ctx, "Secret123")
+		waiter <- err
+	}()
+	testsupport.Eventually(t, 10*time.Second, func() bool { return h.slots.Waiting() == 1 }, "the first hash waits in the queue")
+
+	// The queue is full: refused at once (the wait is a minute; the
+	// bound here only catches a hash that waited).
+	start := time.Now()
+	_, err := h.Hash(ctx, "Secret123")
+	if refused, ok := errors.AsType[*shed.Refused](err); !ok || !refused.QueueFull || refused.RetryAfter <= 0 {
+		t.Fatalf("hash beyond the queue: err = %v, want *shed.Refused with QueueFull and a RetryAfter", err)
+	}
+	if waited := time.Since(start); waited > 30*time.Second {
+		t.Fatalf("the refusal of a hash beyond a full queue took %v: it waited", waited)
+	}
+	if ok, _, err := h.Verify(ctx, "Secret123", h.dummy); ok || !isRefused(err) {
+		t.Fatalf("verify beyond the queue: ok=%v err=%v, want refused", ok, err)
+	}
+	if err := h.VerifyDummy(ctx, "Secret123"); !isRefused(err) {
+		t.Fatalf("dummy verify beyond the queue: err=%v, want refused like a real one", err)
+	}
+
+	// The slot freed: the waiter gets it and hashes.
+	h.slots.Release()
+	select {
+	case err := <-waiter:
+		if err != nil {
+			t.Fatalf("the waiter, let in: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiter did not get the freed slot within 30 s")
+	}
+	if h.slots.Running() != 0 || h.slots.Waiting() != 0 {
+		t.Fatalf("after the hashes: %d running, %d waiting", h.slots.Running(), h.slots.Waiting())
+	}
+	if n := h.slots.Refusals(); n != 3 {
+		t.Fatalf("refusals counted: %d, want 3", n)
+	}
+	testsupport.Eventually(t, 10*time.Second, func() bool { return runtime.NumGoroutine() <= goroutines },
+		"no goroutine left behind by the hashes (the idle-release timer is a timer, not a goroutine)")
+}
+
+// A waiter is refused once it has waited the longest wait.
+func TestHasherRefusesPastTheWait(t *testing.T) {
+	ctx := context.Background()
+	h := NewHasherWithin(cheap(), shed.Bounds{Concurrency: 1, Queue: 4, Wait: 20 * time.Millisecond})
+	if err := h.slots.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer h.slots.Release()
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.Hash(ctx, "Secret123")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if refused, ok := errors.AsType[*shed.Refused](err); !ok || refused.QueueFull {
+			t.Fatalf("err = %v, want *shed.Refused after the wait (not QueueFull)", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a hash waited 30 s past a wait bound of 20 ms")
+	}
+	if h.slots.Waiting() != 0 {
+		t.Fatalf("%d still waiting after the refusal", h.slots.Waiting())
+	}
+}
+
+func isRefused(err error) bool {
+	_, ok := errors.AsType[*shed.Refused](err)
+	return ok
 }
 
 // The hasher keeps one working memory per slot between hashes, and lets

@@ -47,6 +47,19 @@ func (m *Memory) Fits(memoryKiB uint32) bool { return m != nil && uint32(len(m.b
 // Key derives an Argon2id key as golang.org/x/crypto/argon2.IDKey does,
 // in mem when it fits (nil, or too small: fresh memory for this call).
 func Key(mem *Memory, password, salt []byte, time, memory uint32, threads uint8, keyLen uint32) []byte {
+	return key(mem, password, salt, time, memory, threads, keyLen, false)
+}
+
+// KeySerial is Key with the lanes computed one after another on the
+// calling goroutine instead of one goroutine each: the same key, in
+// threads times the time, on one core. A server that bounds the cores its
+// hashes take (so that logins cannot starve other requests) counts one
+// per hash.
+func KeySerial(mem *Memory, password, salt []byte, time, memory uint32, threads uint8, keyLen uint32) []byte {
+	return key(mem, password, salt, time, memory, threads, keyLen, true)
+}
+
+func key(mem *Memory, password, salt []byte, time, memory uint32, threads uint8, keyLen uint32, serial bool) []byte {
 	if time < 1 {
 		panic("argon2id: number of rounds too small")
 	}
@@ -64,7 +77,7 @@ func Key(mem *Memory, password, salt []byte, time, memory uint32, threads uint8,
 	}
 	B := mem.blocks[:memory]
 	initBlocks(B, &h0, memory, uint32(threads))
-	processBlocks(B, time, memory, uint32(threads), argon2id)
+	processBlocks(B, time, memory, uint32(threads), argon2id, serial)
 	return extractKey(B, memory, uint32(threads), keyLen)
 }
 
@@ -119,7 +132,7 @@ func initBlocks(B []block, h0 *[blake2b.Size + 8]byte, memory, threads uint32) {
 	}
 }
 
-func processBlocks(B []block, time, memory, threads uint32, mode int) {
+func processBlocks(B []block, time, memory, threads uint32, mode int, serial bool) {
 	lanes := memory / threads
 	segments := lanes / syncPoints
 
@@ -176,7 +189,13 @@ func processBlocks(B []block, time, memory, threads uint32, mode int) {
 			var wg sync.WaitGroup
 			for lane := uint32(0); lane < threads; lane++ {
 				wg.Add(1)
-				go processSegment(n, slice, lane, &wg)
+				// A slice's segments read only what earlier slices
+				// wrote, so their order does not change the key.
+				if serial {
+					processSegment(n, slice, lane, &wg)
+				} else {
+					go processSegment(n, slice, lane, &wg)
+				}
 			}
 			wg.Wait()
 		}
