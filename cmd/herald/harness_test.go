@@ -62,12 +62,15 @@ func testDefaults() map[string]string {
 		"HERALD_ARGON2_PARALLELISM": "1",
 		// Hashes wait rather than being shed on a loaded test machine;
 		// the overload tests set their own bounds.
-		"HERALD_HASH_QUEUE":       "1000",
-		"HERALD_HASH_WAIT":        "1m",
-		"HERALD_JOB_POLL":         "50ms",
-		"HERALD_JOB_RETRY_BASE":   "50ms",
-		"HERALD_JOB_RETRY_MAX":    "200ms",
-		"HERALD_SHUTDOWN_TIMEOUT": "10s",
+		"HERALD_HASH_QUEUE": "1000",
+		"HERALD_HASH_WAIT":  "1m",
+		// Every line is written at once, so a test reads a line as soon
+		// as it is logged; TestE2EGracefulShutdown holds the batching.
+		"HERALD_LOG_FLUSH_INTERVAL": "0",
+		"HERALD_JOB_POLL":           "50ms",
+		"HERALD_JOB_RETRY_BASE":     "50ms",
+		"HERALD_JOB_RETRY_MAX":      "200ms",
+		"HERALD_SHUTDOWN_TIMEOUT":   "10s",
 		// The tests read the metrics on the API's address (h.metric);
 		// production serves them there only when asked.
 		"HERALD_METRICS_PUBLIC": "on",
