@@ -129,6 +129,7 @@ func (a *App) serve(ctx context.Context) (err error) {
 		Stopping:          stopping,
 		TracerProvider:    a.tracer,
 		Version:           readBuild().version,
+		RequestTimeout:    a.cfg.RequestTimeout,
 		GraphQLLimits: gqltransport.Limits{
 			MaxDepth:         a.cfg.GraphQLMaxDepth,
 			MaxComplexity:    a.cfg.GraphQLMaxComplexity,

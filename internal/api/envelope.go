@@ -84,7 +84,10 @@ func WriteRaw(w http.ResponseWriter, status int, contentType string, body []byte
 // Classify is the application error a door shows for err: an application
 // error as it is; text the database cannot store VALIDATION_ERROR (400); a
 // database that is locked, overloaded or unreachable
-// SERVICE_UNAVAILABLE (503, retryable); anything else INTERNAL_ERROR.
+// SERVICE_UNAVAILABLE (503, retryable); a deadline that passed (the
+// request's own, HERALD_REQUEST_TIMEOUT, or a query's) SERVICE_UNAVAILABLE
+// too, for what it waited on was too slow, not wrong; anything else
+// INTERNAL_ERROR.
 func Classify(err error) *apperr.Error {
 	var ae *apperr.Error
 	if errors.As(err, &ae) {
@@ -99,6 +102,9 @@ func Classify(err error) *apperr.Error {
 	}
 	if errors.Is(err, storage.ErrBusy) {
 		return apperr.Newf(apperr.ServiceUnavailable, "The service is busy; try again shortly.").WithRetryAfter(1)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return apperr.Newf(apperr.ServiceUnavailable, "The request ran out of time waiting for the database; try again shortly.").WithRetryAfter(UnavailableRetryAfter)
 	}
 	return apperr.New(apperr.Internal)
 }
@@ -136,5 +142,7 @@ func LogUnexpected(ctx context.Context, err error, ae *apperr.Error, attrs ...an
 		Logger(ctx).DebugContext(ctx, "database unavailable", append([]any{"err", err}, attrs...)...)
 	case ae.Code == apperr.ServiceUnavailable && errors.Is(err, storage.ErrBusy):
 		Logger(ctx).WarnContext(ctx, "database busy", append([]any{"err", err}, attrs...)...)
+	case ae.Code == apperr.ServiceUnavailable && errors.Is(err, context.DeadlineExceeded):
+		Logger(ctx).WarnContext(ctx, "deadline exceeded", append([]any{"err", err}, attrs...)...)
 	}
 }

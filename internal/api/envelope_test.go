@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ func TestWriteError(t *testing.T) {
 		{"renamed for REST", apperr.New(apperr.EmailExists), 409, apperr.EmailAlreadyExists, ""},
 		{"rate limited", func() error { e := apperr.New(apperr.RateLimited); e.RetryAfterSeconds = 7; return e }(), 429, apperr.RateLimited, "7"},
 		{"database busy", fmt.Errorf("insert: %w", storage.ErrBusy), 503, apperr.ServiceUnavailable, "1"},
+		{"a deadline that passed", fmt.Errorf("select: %w", context.DeadlineExceeded), 503, apperr.ServiceUnavailable, "2"},
 		{"text the database refuses", fmt.Errorf("select: %w", storage.ErrInvalidText), 400, apperr.ValidationError, ""},
 		{"anything else", errors.New("pq: relation does not exist"), 500, apperr.Internal, ""},
 	}
