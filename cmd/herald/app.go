@@ -436,7 +436,7 @@ func openMigrated(ctx context.Context, cfg config.Config, logger *slog.Logger, t
 	if err != nil {
 		return nil, err
 	}
-	opts := sqlstore.Options{Logger: logger.With("component", "database"), MaxConns: cfg.DatabaseMaxConns, Keys: keys}
+	opts := sqlstore.Options{Logger: logger.With("component", "database"), MaxConns: cfg.DatabaseMaxConns, Keys: keys, QueryTimeout: cfg.DatabaseQueryTimeout}
 	if tp != nil {
 		opts.Tracer = tracing.Tracer(tp)
 	}

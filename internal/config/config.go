@@ -23,9 +23,15 @@ type Config struct {
 	MetricsPublic    bool
 	DatabaseURL      string
 	DatabaseMaxConns int
-	LogFormat        string
-	LogLevel         string
-	ShutdownTimeout  time.Duration
+	// DatabaseQueryTimeout bounds every database query (a transaction as a
+	// whole) whose caller has no sooner deadline.
+	DatabaseQueryTimeout time.Duration
+	// RequestTimeout bounds every API request as a whole, but the
+	// long-lived streams.
+	RequestTimeout  time.Duration
+	LogFormat       string
+	LogLevel        string
+	ShutdownTimeout time.Duration
 
 	SMTPURL           string
 	MailToLog         bool
@@ -134,6 +140,8 @@ func Vars() []Var {
 		{"HERALD_METRICS_PUBLIC", "off", "on", "on: GET /metrics is also served on HERALD_ADDR, to anyone who reaches it; off: /metrics on HERALD_ADDR answers 404 (the development profile serves it there while HERALD_METRICS_ADDR is empty, unless this is set)", onOff(func(c *Config) *bool { return &c.MetricsPublic })},
 		{"HERALD_DATABASE_URL", "sqlite:herald.db", "postgres://herald@db:5432/herald", "sqlite:PATH (embedded) or postgres://… (production)", databaseURL(func(c *Config) *string { return &c.DatabaseURL })},
 		{"HERALD_DATABASE_MAX_CONNS", "25", "40", "PostgreSQL connections per replica (unless the URL's pool_max_conns sets it); SQLite: readers beside the one writer, at most 8", integer(func(c *Config) *int { return &c.DatabaseMaxConns }, 1)},
+		{"HERALD_DATABASE_QUERY_TIMEOUT", "30s", "10s", "the longest any database query (a transaction as a whole) may take when its caller has no sooner deadline: jobs, the broadcast sweep, the bot; past it the query is cancelled and its connection closed. Housekeeping and migrations have bounds of their own (see docs/operations.md)", duration(func(c *Config) *time.Duration { return &c.DatabaseQueryTimeout })},
+		{"HERALD_REQUEST_TIMEOUT", "15s", "10s", "the longest an API request may take as a whole (REST and GraphQL over HTTP; not the event streams, GraphQL WebSockets or the Telegram webhook, which have bounds of their own); one whose deadline passes while it waits answers 503 SERVICE_UNAVAILABLE with Retry-After", duration(func(c *Config) *time.Duration { return &c.RequestTimeout })},
 		{"HERALD_LOG_FORMAT", "json", "text", "json or text", oneOf(func(c *Config) *string { return &c.LogFormat }, "json", "text")},
 		{"HERALD_LOG_LEVEL", "info", "debug", "debug, info, warn or error", oneOf(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error")},
 		{"HERALD_SHUTDOWN_TIMEOUT", "30s", "10s", "how long a shutdown waits for requests and jobs in flight", duration(func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
