@@ -360,6 +360,12 @@ func TestDatabaseOutage(t *testing.T) {
 	}
 }
 
+// lazy formats as what it returns when the message is written, so that
+// a failed poll reports the last value seen.
+type lazy func() string
+
+func (l lazy) String() string { return l() }
+
 // startBehindProxy starts a server on a fresh PostgreSQL database reached
 // through a tcpProxy.
 func startBehindProxy(t *testing.T, env map[string]string) (*herald, *tcpProxy) {
@@ -489,7 +495,7 @@ func TestDatabaseSilence(t *testing.T) {
 			}
 		}
 		return len(stuck) == 0
-	}, "connections to PostgreSQL corrupted by the silence still open: %v", stuck)
+	}, "connections to PostgreSQL corrupted by the silence still open: %v", lazy(func() string { return fmt.Sprint(stuck) }))
 	open, _ = proxy.openPipes()
 	// No goroutine is left waiting on the silence.
 	const spareGoroutines = 20
@@ -497,7 +503,7 @@ func TestDatabaseSilence(t *testing.T) {
 	eventually(t, func() bool {
 		now = h.metric(t, "go_goroutines")
 		return now <= goroutinesBefore+spareGoroutines
-	}, "goroutines: %v after the silence, %v before (spare %d)", now, goroutinesBefore, spareGoroutines)
+	}, "goroutines: %v after the silence, %v before (spare %d)", lazy(func() string { return fmt.Sprint(now) }), goroutinesBefore, spareGoroutines)
 	t.Logf("after the silence: %d connections to PostgreSQL open; %v goroutines", open, now)
 	for _, l := range h.logLines(t) {
 		if l["msg"] == "internal error" || l["msg"] == "panic serving request" || (l["msg"] == "request" && l["status"] == float64(500)) {
