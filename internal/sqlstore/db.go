@@ -80,6 +80,8 @@ type DB struct {
 	deadlines acquireDeadlines
 	// queryTimeout bounds each query whose caller has no sooner deadline.
 	queryTimeout time.Duration
+	// connQ is the querier outside transactions (conn).
+	connQ querier
 	tracer    trace.Tracer // nil: no spans
 	// keys seal the secrets the store keeps (nil: kept plain).
 	keys *seal.Keyring
@@ -185,6 +187,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 		}
 		db.channels = channelsOf(schema.String)
 	}
+	db.connQ = db.newConnQuerier()
 	return db, nil
 }
 
@@ -457,10 +460,16 @@ func (a *acquireDeadlines) close() {
 
 // conn returns a querier outside any transaction.
 func (db *DB) conn() querier {
+	return db.traced(db.connQ)
+}
+
+// newConnQuerier is conn's querier, made once (a querier made per query
+// was an allocation per query).
+func (db *DB) newConnQuerier() querier {
 	if db.pool != nil {
-		return db.traced(boundedQuerier{next: poolQuerier{db}, db: db})
+		return &boundedQuerier{next: poolQuerier{db}, db: db}
 	}
-	return db.traced(boundedQuerier{next: sqliteConnQuerier{writer: sqliteQuerier{c: db.sqlDB, h: db.health}, readers: sqliteQuerier{c: db.readers, h: db.health}, stmts: db.stmts}, db: db})
+	return &boundedQuerier{next: sqliteConnQuerier{writer: sqliteQuerier{c: db.sqlDB, h: db.health}, readers: sqliteQuerier{c: db.readers, h: db.health}, stmts: db.stmts}, db: db}
 }
 
 // sqliteConnQuerier sends writes to the one writer and reads to the
