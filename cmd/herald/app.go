@@ -599,6 +599,8 @@ func newRedis(cfg config.Config, logger *slog.Logger) (*redis.Client, error) {
 	// Short timeouts and one dial attempt: a request or a send must not
 	// wait long on a Redis that is gone; the callers fall back.
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = 500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
+	// A free connection within a second, too, however many callers wait.
+	opts.PoolTimeout = time.Second
 	opts.DialerRetries = 1
 	// go-redis prints every failed dial straight to stderr; the fallbacks
 	// already log an outage once a minute, so keep its lines at debug

@@ -81,8 +81,8 @@ type DB struct {
 	// queryTimeout bounds each query whose caller has no sooner deadline.
 	queryTimeout time.Duration
 	// connQ is the querier outside transactions (conn).
-	connQ querier
-	tracer    trace.Tracer // nil: no spans
+	connQ  querier
+	tracer trace.Tracer // nil: no spans
 	// keys seal the secrets the store keeps (nil: kept plain).
 	keys *seal.Keyring
 	// Now is the store's clock; tests replace it.
