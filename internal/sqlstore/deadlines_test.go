@@ -64,10 +64,19 @@ func TestQueryTimeout(t *testing.T) {
 // acquire timeout's, but within the request's deadline).
 func TestAcquireKeepsCallersSoonerDeadline(t *testing.T) {
 	sqlstoretest.Require(t, "postgres")
-	db := sqlstoretest.Open(t, sqlstoretest.NewURL(t, "postgres"))
+	// A small pool (migrations need two connections), every one of them
+	// held: each acquire waits as long as it must, so none is left free.
+	db := sqlstoretest.Open(t, sqlstoretest.NewURL(t, "postgres")+"&pool_max_conns=3")
 	sqlstore.SetAcquireTimeout(db, time.Minute)
-	release := sqlstore.HoldConnections(t, db)
-	defer release()
+	hold, cancelHold := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelHold()
+	for range 3 {
+		held, err := db.Pool().Acquire(hold)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer held.Release()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	if _, err := db.AccountByID(ctx, "nobody"); !errors.Is(err, context.DeadlineExceeded) {
