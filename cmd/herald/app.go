@@ -468,7 +468,7 @@ func openMigrated(ctx context.Context, cfg config.Config, logger *slog.Logger, t
 	if err != nil {
 		return nil, err
 	}
-	opts := sqlstore.Options{Logger: logger.With("component", "database"), MaxConns: cfg.DatabaseMaxConns, Keys: keys}
+	opts := sqlstore.Options{Logger: logger.With("component", "database"), MaxConns: cfg.DatabaseMaxConns, Keys: keys, QueryTimeout: cfg.DatabaseQueryTimeout}
 	if tp != nil {
 		opts.Tracer = tracing.Tracer(tp)
 	}
@@ -633,6 +633,8 @@ func newRedis(cfg config.Config, logger *slog.Logger) (*redis.Client, error) {
 	// Short timeouts and one dial attempt: a request or a send must not
 	// wait long on a Redis that is gone; the callers fall back.
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = 500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
+	// A free connection within a second, too, however many callers wait.
+	opts.PoolTimeout = time.Second
 	opts.DialerRetries = 1
 	// go-redis prints every failed dial straight to stderr; the fallbacks
 	// already log an outage once a minute, so keep its lines at debug

@@ -10,12 +10,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"io"
+	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,7 +28,9 @@ import (
 // tcpProxy forwards a loopback port to PostgreSQL. cut closes every
 // connection and stops listening (new connections are refused); hang
 // keeps listening but never forwards (connections wait forever); restore
-// forwards again on the same port.
+// forwards again on the same port. silence keeps every connection open
+// but drops what it carries, both ways, until heal (a middlebox that
+// drops packets without a reset); delay adds latency to every answer.
 type tcpProxy struct {
 	addr, target string
 
@@ -34,11 +38,22 @@ type tcpProxy struct {
 	ln    net.Listener
 	conns map[net.Conn]bool
 	hang  bool
+	// pipes are the connections forwarded to PostgreSQL and still open
+	// (both sides); a pipe is tainted once the silence dropped a byte of
+	// it.
+	pipes  map[*pipe]bool
+	silent atomic.Bool
+	delay  atomic.Int64 // time.Duration added before each answer is forwarded
+}
+
+type pipe struct {
+	tainted atomic.Bool
+	port    int // the upstream connection's local port (pg_stat_activity.client_port)
 }
 
 func newTCPProxy(t *testing.T, target string) *tcpProxy {
 	t.Helper()
-	p := &tcpProxy{target: target, conns: map[net.Conn]bool{}}
+	p := &tcpProxy{target: target, conns: map[net.Conn]bool{}, pipes: map[*pipe]bool{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -77,12 +92,75 @@ func (p *tcpProxy) pipe(c net.Conn) {
 		c.Close()
 		return
 	}
+	pp := &pipe{port: up.LocalAddr().(*net.TCPAddr).Port}
 	p.mu.Lock()
 	p.conns[up] = true
+	p.pipes[pp] = true
 	p.mu.Unlock()
-	go func() { io.Copy(up, c); up.Close() }()
-	io.Copy(c, up)
+	done := make(chan struct{})
+	go func() { p.forward(up, c, pp, false); up.Close(); close(done) }()
+	p.forward(c, up, pp, true)
 	c.Close()
+	<-done
+	p.mu.Lock()
+	delete(p.pipes, pp)
+	p.mu.Unlock()
+}
+
+// forward copies src to dst, dropping what arrives during a silence and
+// holding each answer back by the added latency.
+func (p *tcpProxy) forward(dst, src net.Conn, pp *pipe, answers bool) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if d := time.Duration(p.delay.Load()); answers && d > 0 {
+				time.Sleep(d)
+			}
+			if p.silent.Load() {
+				pp.tainted.Store(true)
+			} else if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// silence drops every byte, both ways, on open and new connections
+// alike, until heal; no connection is closed.
+func (p *tcpProxy) silence() { p.silent.Store(true) }
+
+func (p *tcpProxy) heal() { p.silent.Store(false) }
+
+// taintedPorts are the local ports of the open upstream connections the
+// silence dropped bytes of.
+func (p *tcpProxy) taintedPorts() []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var ports []int
+	for pp := range p.pipes {
+		if pp.tainted.Load() {
+			ports = append(ports, pp.port)
+		}
+	}
+	return ports
+}
+
+// openPipes counts the connections forwarded to PostgreSQL still open,
+// and those of them the silence dropped bytes of.
+func (p *tcpProxy) openPipes() (open, tainted int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for pp := range p.pipes {
+		open++
+		if pp.tainted.Load() {
+			tainted++
+		}
+	}
+	return open, tainted
 }
 
 func (p *tcpProxy) closeAll() {
@@ -280,4 +358,174 @@ func TestDatabaseOutage(t *testing.T) {
 	if strings.Contains(h.logs(), `"level":"ERROR","msg":"internal error"`) {
 		t.Error("internal errors logged")
 	}
+}
+
+// lazy formats as what it returns when the message is written, so that
+// a failed poll reports the last value seen.
+type lazy func() string
+
+func (l lazy) String() string { return l() }
+
+// startBehindProxy starts a server on a fresh PostgreSQL database reached
+// through a tcpProxy.
+func startBehindProxy(t *testing.T, env map[string]string) (*herald, *tcpProxy) {
+	t.Helper()
+	u, err := url.Parse(sqlstoretest.NewURL(t, "postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newTCPProxy(t, u.Host)
+	u.Host = proxy.addr
+	if env == nil {
+		env = map[string]string{}
+	}
+	env["HERALD_DATABASE_URL"] = u.String()
+	return startHerald(t, "postgres", env), proxy
+}
+
+// withContext sends the request under ctx.
+func withContext(ctx context.Context) reqOption {
+	return func(r *http.Request) { *r = *r.WithContext(ctx) }
+}
+
+// A connection that goes silent (the network drops its packets without a
+// reset) costs the requests caught in it their deadline, not forever:
+// each answers 503 SERVICE_UNAVAILABLE with Retry-After on both doors.
+// Once the network heals, requests succeed again without a restart, every
+// connection the silence corrupted is closed, and the goroutines come
+// back to their level before the fault.
+func TestDatabaseSilence(t *testing.T) {
+	sqlstoretest.Require(t, "postgres")
+	const requestTimeout = 3 * time.Second
+	h, proxy := startBehindProxy(t, map[string]string{
+		"HERALD_REQUEST_TIMEOUT":        requestTimeout.String(),
+		"HERALD_DATABASE_QUERY_TIMEOUT": "5s",
+	})
+	access, _ := newUserToken(t, h, restDoor.name, "silence@example.com")
+	waitMeOK(t, h, access, "before the silence")
+	goroutinesBefore := h.metric(t, "go_goroutines")
+
+	proxy.silence()
+	// A request's wait is bounded well past its deadline (a loaded
+	// machine), and fails clearly at that bound.
+	const slack = 15 * time.Second
+	requests := []struct {
+		name string
+		send func(ctx context.Context) (int, string, http.Header, error)
+	}{
+		{"REST users/me", func(ctx context.Context) (int, string, http.Header, error) {
+			a := rawDo(h, http.MethodGet, "/api/v1/users/me", nil, withBearer(access), withContext(ctx))
+			var env map[string]any
+			json.Unmarshal(a.raw, &env)
+			return a.status, envCode(env), a.hdr, a.err
+		}},
+		{"REST register", func(ctx context.Context) (int, string, http.Header, error) {
+			a := rawDo(h, http.MethodPost, "/api/v1/auth/register", map[string]any{"email": "silent-rest@example.com", "password": testPassword}, withContext(ctx))
+			var env map[string]any
+			json.Unmarshal(a.raw, &env)
+			return a.status, envCode(env), a.hdr, a.err
+		}},
+		{"GraphQL me", func(ctx context.Context) (int, string, http.Header, error) {
+			a := rawDo(h, http.MethodPost, "/graphql", map[string]any{"query": `{ me { id } }`}, withBearer(access), withContext(ctx))
+			var body map[string]any
+			json.Unmarshal(a.raw, &body)
+			return a.status, gqlCode(body), a.hdr, a.err
+		}},
+		{"GraphQL devices", func(ctx context.Context) (int, string, http.Header, error) {
+			a := rawDo(h, http.MethodPost, "/graphql", map[string]any{"query": `{ devices { nodes { deviceId } } }`}, withBearer(access), withContext(ctx))
+			var body map[string]any
+			json.Unmarshal(a.raw, &body)
+			return a.status, gqlCode(body), a.hdr, a.err
+		}},
+	}
+	var wg sync.WaitGroup
+	for _, r := range requests {
+		for i := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), requestTimeout+slack)
+				defer cancel()
+				start := time.Now()
+				status, code, hdr, err := r.send(ctx)
+				t.Logf("%s #%d in the silence: %d %s after %s", r.name, i, status, code, time.Since(start).Round(time.Millisecond))
+				if err != nil {
+					t.Errorf("%s #%d in the silence: no answer within the %s deadline and %s more: %v", r.name, i, requestTimeout, slack, err)
+					return
+				}
+				if status != http.StatusServiceUnavailable || code != "SERVICE_UNAVAILABLE" || hdr.Get("Retry-After") == "" {
+					t.Errorf("%s #%d in the silence: status %d code %q Retry-After %q; want 503 SERVICE_UNAVAILABLE with Retry-After", r.name, i, status, code, hdr.Get("Retry-After"))
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	open, tainted := proxy.openPipes()
+	t.Logf("in the silence: %d connections to PostgreSQL open, %d of them corrupted; %v goroutines before", open, tainted, goroutinesBefore)
+	if tainted == 0 {
+		t.Fatal("the silence dropped nothing: the test did not test")
+	}
+	proxy.heal()
+
+	waitMeOK(t, h, access, "after the silence healed")
+	if status, body := h.graphql(t, `{ me { id } }`, nil, withBearer(access)); status != http.StatusOK || body["errors"] != nil {
+		t.Errorf("GraphQL me after the silence: %d %v", status, body)
+	}
+	// Every connection the silence dropped bytes of is closed: none is
+	// left holding a pool slot, or a query waiting for an answer that
+	// will never come. But River's LISTEN connection: River pings it every
+	// 5 s without a deadline, and a ping this proxy dropped waits forever.
+	// A real network never drops bytes from the middle of a stream: TCP
+	// sends them again once it heals, or, if the path is gone for good,
+	// TCP_USER_TIMEOUT closes the connection, which a proxy on loopback
+	// (whose own kernel acknowledges everything) cannot show.
+	admin, err := pgx.Connect(context.Background(), sqlstoretest.NewURL(t, "postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	var stuck []string
+	eventually(t, func() bool {
+		stuck = stuck[:0]
+		for _, port := range proxy.taintedPorts() {
+			var query string
+			admin.QueryRow(context.Background(), `SELECT coalesce(query, '') FROM pg_stat_activity WHERE client_port = $1`, port).Scan(&query)
+			if !strings.HasPrefix(query, "LISTEN") || !strings.Contains(query, "river_control") {
+				stuck = append(stuck, fmt.Sprintf("port %d (%q)", port, query))
+			}
+		}
+		return len(stuck) == 0
+	}, "connections to PostgreSQL corrupted by the silence still open: %v", lazy(func() string { return fmt.Sprint(stuck) }))
+	open, _ = proxy.openPipes()
+	// No goroutine is left waiting on the silence.
+	const spareGoroutines = 20
+	var now float64
+	eventually(t, func() bool {
+		now = h.metric(t, "go_goroutines")
+		return now <= goroutinesBefore+spareGoroutines
+	}, "goroutines: %v after the silence, %v before (spare %d)", lazy(func() string { return fmt.Sprint(now) }), goroutinesBefore, spareGoroutines)
+	t.Logf("after the silence: %d connections to PostgreSQL open; %v goroutines", open, now)
+	for _, l := range h.logLines(t) {
+		if l["msg"] == "internal error" || l["msg"] == "panic serving request" || (l["msg"] == "request" && l["status"] == float64(500)) {
+			t.Errorf("during the silence: %v", l)
+		}
+	}
+}
+
+// With 200 ms added to every answer of PostgreSQL, requests still
+// succeed: slow is not down.
+func TestDatabaseLatency(t *testing.T) {
+	sqlstoretest.Require(t, "postgres")
+	h, proxy := startBehindProxy(t, nil)
+	access, _ := newUserToken(t, h, restDoor.name, "latency@example.com")
+	proxy.delay.Store(int64(200 * time.Millisecond))
+	for i := range 3 {
+		if status, env, _ := h.rest(t, http.MethodGet, "/api/v1/users/me", nil, withBearer(access)); status != http.StatusOK {
+			t.Errorf("REST users/me #%d with 200 ms latency: %d %v", i, status, env)
+		}
+		if status, body := h.graphql(t, `{ me { id } devices { nodes { deviceId } } }`, nil, withBearer(access)); status != http.StatusOK || body["errors"] != nil {
+			t.Errorf("GraphQL me #%d with 200 ms latency: %d %v", i, status, body)
+		}
+	}
+	mustRegister(t, h, restDoor.name, access, "android", "latency-token", "slow")
 }

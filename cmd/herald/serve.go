@@ -165,6 +165,7 @@ func (a *App) serve(ctx context.Context, srv *http.Server, swap *handlerSwap, er
 		Stopping:          stopping,
 		TracerProvider:    a.tracer,
 		Version:           readBuild().version,
+		RequestTimeout:    a.cfg.RequestTimeout,
 		GraphQLLimits: gqltransport.Limits{
 			MaxDepth:         a.cfg.GraphQLMaxDepth,
 			MaxComplexity:    a.cfg.GraphQLMaxComplexity,

@@ -84,8 +84,10 @@ func WriteRaw(w http.ResponseWriter, status int, contentType string, body []byte
 
 // Classify is the application error a door shows for err: an application
 // error as it is; text the database cannot store VALIDATION_ERROR (400); a
-// database that is locked, overloaded or unreachable, and work refused by
-// its class's bounds (package shed), SERVICE_UNAVAILABLE (503, retryable);
+// database that is locked, overloaded or unreachable, work refused by its
+// class's bounds (package shed), and a deadline that passed (the
+// request's own, HERALD_REQUEST_TIMEOUT, or a query's), for what it waited
+// on was too slow, not wrong: SERVICE_UNAVAILABLE (503, retryable);
 // anything else INTERNAL_ERROR.
 func Classify(err error) *apperr.Error {
 	var ae *apperr.Error
@@ -105,6 +107,9 @@ func Classify(err error) *apperr.Error {
 	if refused, ok := errors.AsType[*shed.Refused](err); ok {
 		return apperr.Newf(apperr.ServiceUnavailable, "The server is at capacity for %s; try again shortly.", refused.Class).
 			WithRetryAfter(apperr.WaitSeconds(refused.RetryAfter))
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return apperr.Newf(apperr.ServiceUnavailable, "The request ran out of time waiting for the database; try again shortly.").WithRetryAfter(UnavailableRetryAfter)
 	}
 	return apperr.New(apperr.Internal)
 }
@@ -142,5 +147,7 @@ func LogUnexpected(ctx context.Context, err error, ae *apperr.Error, attrs ...an
 		Logger(ctx).DebugContext(ctx, "database unavailable", append([]any{"err", err}, attrs...)...)
 	case ae.Code == apperr.ServiceUnavailable && errors.Is(err, storage.ErrBusy):
 		Logger(ctx).WarnContext(ctx, "database busy", append([]any{"err", err}, attrs...)...)
+	case ae.Code == apperr.ServiceUnavailable && errors.Is(err, context.DeadlineExceeded):
+		Logger(ctx).WarnContext(ctx, "deadline exceeded", append([]any{"err", err}, attrs...)...)
 	}
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +28,7 @@ func TestWriteError(t *testing.T) {
 		{"rate limited", func() error { e := apperr.New(apperr.RateLimited); e.RetryAfterSeconds = 7; return e }(), 429, apperr.RateLimited, "7"},
 		{"database busy", fmt.Errorf("insert: %w", storage.ErrBusy), 503, apperr.ServiceUnavailable, "1"},
 		{"work over its class's bounds", fmt.Errorf("login: %w", &shed.Refused{Class: "password hashing", QueueFull: true, RetryAfter: 1500 * time.Millisecond}), 503, apperr.ServiceUnavailable, "2"},
+		{"a deadline that passed", fmt.Errorf("select: %w", context.DeadlineExceeded), 503, apperr.ServiceUnavailable, "2"},
 		{"text the database refuses", fmt.Errorf("select: %w", storage.ErrInvalidText), 400, apperr.ValidationError, ""},
 		{"anything else", errors.New("pq: relation does not exist"), 500, apperr.Internal, ""},
 	}

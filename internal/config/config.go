@@ -28,6 +28,12 @@ type Config struct {
 	DatabaseStartTimeout time.Duration
 	// Replicas is how many servers share the database: herald check
 	// sizes their pools against PostgreSQL's max_connections.
+	// DatabaseQueryTimeout bounds every database query (a transaction as a
+	// whole) whose caller has no sooner deadline.
+	DatabaseQueryTimeout time.Duration
+	// RequestTimeout bounds every API request as a whole, but the
+	// long-lived streams.
+	RequestTimeout   time.Duration
 	Replicas         int
 	LogFormat        string
 	LogLevel         string
@@ -145,6 +151,8 @@ func Vars() []Var {
 		{"HERALD_DATABASE_MAX_CONNS", "25", "40", "PostgreSQL connections per replica (unless the URL's pool_max_conns sets it); SQLite: readers beside the one writer, at most 8", integer(func(c *Config) *int { return &c.DatabaseMaxConns }, 1)},
 		{"HERALD_DATABASE_START_TIMEOUT", "60s", "5m", "how long serve waits at start for a database that cannot be reached yet (connection refused, too many clients, starting up), retrying with backoff while /readyz and the API answer 503 with Retry-After; past it serve exits 1. Errors retrying cannot fix (a bad URL, password or database name, a failed migration) stop the start at once. 0: fail at the first refusal", durationOrZero(func(c *Config) *time.Duration { return &c.DatabaseStartTimeout })},
 		{"HERALD_REPLICAS", "1", "3", "how many Herald servers share the database: herald check warns when this × (HERALD_DATABASE_MAX_CONNS + the listener) nears PostgreSQL's usable connections (above 80 %) and fails past them (herald check --replicas overrides it)", integer(func(c *Config) *int { return &c.Replicas }, 1)},
+		{"HERALD_DATABASE_QUERY_TIMEOUT", "30s", "10s", "the longest any database query (a transaction as a whole) may take when its caller has no sooner deadline: jobs, the broadcast sweep, the bot; past it the query is cancelled and its connection closed. Housekeeping and migrations have bounds of their own (see docs/operations.md)", duration(func(c *Config) *time.Duration { return &c.DatabaseQueryTimeout })},
+		{"HERALD_REQUEST_TIMEOUT", "15s", "10s", "the longest an API request may take as a whole (REST and GraphQL over HTTP; not the event streams, GraphQL WebSockets or the Telegram webhook, which have bounds of their own); one whose deadline passes while it waits answers 503 SERVICE_UNAVAILABLE with Retry-After", duration(func(c *Config) *time.Duration { return &c.RequestTimeout })},
 		{"HERALD_LOG_FORMAT", "json", "text", "json or text", oneOf(func(c *Config) *string { return &c.LogFormat }, "json", "text")},
 		{"HERALD_LOG_LEVEL", "info", "debug", "debug, info, warn or error", oneOf(func(c *Config) *string { return &c.LogLevel }, "debug", "info", "warn", "error")},
 		{"HERALD_LOG_FLUSH_INTERVAL", "100ms", "0", "how long the server holds INFO and DEBUG lines to write them in batches (a WARN or ERROR line is written at once, with everything before it); 0 writes every line at once", durationOrZero(func(c *Config) *time.Duration { return &c.LogFlushInterval })},

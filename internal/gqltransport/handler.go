@@ -326,7 +326,9 @@ func (x *exchange) dispatch(opCtx *graphql.OperationContext) {
 	if resp == nil {
 		return
 	}
-	if x.r.Context().Err() != nil {
+	// The client went away (not the request's deadline: that answers
+	// with its errors, SERVICE_UNAVAILABLE).
+	if errors.Is(x.r.Context().Err(), context.Canceled) {
 		api.WriteClientGone(x.w, x.r)
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/herald-vpn/herald/internal/api"
 	"github.com/herald-vpn/herald/internal/apperr"
@@ -60,7 +61,7 @@ func addRoutes(mux *http.ServeMux, s services.Services, d Deps) {
 	// (graphql-transport-ws; credentials in connection_init).
 	gql := newGraphQL(s, d, adm)
 	ws := gql.NewWebSocket(gqltransport.WSConfig{Limits: d.WebSocketLimits, Authenticator: s.Authenticator, Stopping: d.Stopping})
-	overHTTP := cp.wrap([]string{http.MethodGet, http.MethodPost}, gql)
+	overHTTP := withDeadline(d.RequestTimeout, cp.wrap([]string{http.MethodGet, http.MethodPost}, gql))
 	mux.Handle("/graphql", observe(d, "/graphql", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if gqltransport.IsUpgrade(r) {
 			ws.ServeHTTP(w, r)
@@ -145,6 +146,29 @@ func restRoutes(h *rest.Handlers) []route {
 	}
 }
 
+// longLived are the REST routes that stream for minutes (Server-Sent
+// Events): outside the request deadline, bounded by their own
+// (StreamLimits.MaxDuration), each of their queries by the store's.
+var longLived = map[string]bool{
+	"GET /api/v1/notifications/broadcasts/{id}/events": true,
+}
+
+// withDeadline bounds a request as a whole: its context ends timeout
+// after it began, and what it then waits on (the database above all)
+// gives up, so that it answers 503 SERVICE_UNAVAILABLE with Retry-After
+// (api.Classify) instead of hanging on a connection gone silent.
+// Admission is inside it: authenticating may read the database too.
+func withDeadline(timeout time.Duration, next http.Handler) http.Handler {
+	if timeout <= 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
 // addREST registers the REST routes so that a wrong method on a known path
 // gets 405 and an unknown path 404, both in the envelope and both charged
 // to the global tier. With CORS on, a preflight for a path allows the
@@ -159,19 +183,23 @@ func addREST(mux *http.ServeMux, d Deps, adm api.Admission, cp *corsPolicy, rout
 		sort.Strings(ms)
 	}
 	for _, rt := range routes {
-		mux.Handle(rt.method+" "+rt.path, observe(d, rt.method+" "+rt.path, cp.wrap(methods[rt.path], admitted(adm, rt.rule, rt.handler))))
+		h := admitted(adm, rt.rule, rt.handler)
+		if !longLived[rt.method+" "+rt.path] {
+			h = withDeadline(d.RequestTimeout, h)
+		}
+		mux.Handle(rt.method+" "+rt.path, observe(d, rt.method+" "+rt.path, cp.wrap(methods[rt.path], h)))
 	}
 	for path, ms := range methods {
 		allow := strings.Join(ms, ", ")
 		// OPTIONS (a preflight among them) comes here: no route declares it.
-		mux.Handle(path, observe(d, path, cp.wrap(ms, admitted(adm, auth.Public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mux.Handle(path, observe(d, path, cp.wrap(ms, withDeadline(d.RequestTimeout, admitted(adm, auth.Public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
 			api.WriteError(w, r, apperr.Newf(apperr.MethodNotAllowed, "%s is not allowed here; use %s.", r.Method, allow))
-		})))))
+		}))))))
 	}
-	mux.Handle("/api/", observe(d, "/api/", cp.wrap(corsAnyMethod, admitted(adm, auth.Public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("/api/", observe(d, "/api/", cp.wrap(corsAnyMethod, withDeadline(d.RequestTimeout, admitted(adm, auth.Public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		api.WriteError(w, r, apperr.Newf(apperr.NotFound, "There is no %s %s.", r.Method, r.URL.Path))
-	})))))
+	}))))))
 }
 
 // telegramWebhook serves POST /webhooks/telegram. A request whose

@@ -72,6 +72,10 @@ type Deps struct {
 	PublicURLFromHost bool
 	// TracerProvider starts each request's span (nil: no tracing).
 	TracerProvider trace.TracerProvider
+	// RequestTimeout bounds each API request as a whole
+	// (HERALD_REQUEST_TIMEOUT); the long-lived streams are exempt (see
+	// withDeadline). Zero: no bound.
+	RequestTimeout time.Duration
 }
 
 // MetricsHandler serves the Prometheus metrics, for a listener of their

@@ -40,7 +40,16 @@ type Options struct {
 	// Keys seal the secrets the store keeps (see seal.go); nil: they are
 	// kept plain, and a sealed one cannot be read.
 	Keys *seal.Keyring
+	// QueryTimeout bounds every query (see bound). Zero:
+	// DefaultQueryTimeout.
+	QueryTimeout time.Duration
 }
+
+// DefaultQueryTimeout is Options.QueryTimeout's default: longer than any
+// request's deadline (HERALD_REQUEST_TIMEOUT, 15 s by default), which
+// then bounds a request's queries first, and than any query Herald makes
+// but housekeeping's and migrations' (withOwnBound).
+const DefaultQueryTimeout = 30 * time.Second
 
 // DefaultMaxConns is Options.MaxConns's default: enough for a server's
 // concurrent requests and jobs, and three replicas under PostgreSQL's
@@ -69,7 +78,11 @@ type DB struct {
 	// DefaultAcquireTimeout); past it the database counts as unavailable
 	// (503), not as slow.
 	deadlines acquireDeadlines
-	tracer    trace.Tracer // nil: no spans
+	// queryTimeout bounds each query whose caller has no sooner deadline.
+	queryTimeout time.Duration
+	// connQ is the querier outside transactions (conn).
+	connQ  querier
+	tracer trace.Tracer // nil: no spans
 	// keys seal the secrets the store keeps (nil: kept plain).
 	keys *seal.Keyring
 	// Now is the store's clock; tests replace it.
@@ -111,7 +124,10 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{dialect: dialect, Now: func() time.Time { return time.Now().UTC() }, deadlines: acquireDeadlines{timeout: DefaultAcquireTimeout}, tracer: opts.Tracer, keys: opts.Keys, origin: rand.Text()}
+	if opts.QueryTimeout <= 0 {
+		opts.QueryTimeout = DefaultQueryTimeout
+	}
+	db := &DB{dialect: dialect, Now: func() time.Time { return time.Now().UTC() }, deadlines: acquireDeadlines{timeout: DefaultAcquireTimeout}, queryTimeout: opts.QueryTimeout, tracer: opts.Tracer, keys: opts.Keys, origin: rand.Text()}
 	db.health = newHealth(opts.Logger, db.Ping)
 	if opts.MaxConns <= 0 {
 		opts.MaxConns = DefaultMaxConns
@@ -153,6 +169,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 		if !strings.Contains(dsn, "pool_max_conns") {
 			cfg.MaxConns = int32(opts.MaxConns)
 		}
+		detectDeadConns(cfg, dsn)
 		pool, err := pgxpool.NewWithConfig(ctx, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("open postgres: %w", err)
@@ -170,6 +187,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 		}
 		db.channels = channelsOf(schema.String)
 	}
+	db.connQ = db.newConnQuerier()
 	return db, nil
 }
 
@@ -192,6 +210,10 @@ func (db *DB) Dialect() storage.Dialect { return db.dialect }
 
 // Ping reports whether the database answers.
 func (db *DB) Ping(ctx context.Context) error {
+	ctx, cancel := db.bound(ctx)
+	if cancel != nil {
+		defer cancel()
+	}
 	if db.pool != nil {
 		return db.pool.Ping(ctx)
 	}
@@ -272,33 +294,39 @@ func (db *DB) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 		return fn(tx)
 	}
 	now := db.Now().UTC()
+	// Begin, commit and rollback under the query deadline as every query
+	// (boundedQuerier): each may wait on a connection gone silent.
+	bctx, cancel := db.bound(ctx)
+	if cancel != nil {
+		defer cancel()
+	}
 	if db.pool != nil {
-		c, err := db.acquire(ctx)
+		c, err := db.acquire(bctx)
 		if err != nil {
 			return err
 		}
 		defer c.Release()
-		ptx, err := c.Begin(ctx)
+		ptx, err := c.Begin(bctx)
 		if err != nil {
 			return db.health.note(translate(err))
 		}
-		defer ptx.Rollback(ctx)
-		tx := &Tx{q: db.traced(pgQuerier{c: ptx, h: db.health, rb: &db.rebinds}), db: db, raw: ptx, now: now}
+		defer ptx.Rollback(bctx)
+		tx := &Tx{q: db.traced(boundedQuerier{next: pgQuerier{c: ptx, h: db.health, rb: &db.rebinds}, db: db}), db: db, raw: ptx, now: now}
 		if err := fn(tx); err != nil {
 			return err
 		}
-		if err := db.health.note(translate(ptx.Commit(ctx))); err != nil {
+		if err := db.health.note(translate(ptx.Commit(bctx))); err != nil {
 			return err
 		}
 		tx.committed()
 		return nil
 	}
-	stx, err := db.sqlDB.BeginTx(ctx, nil)
+	stx, err := db.sqlDB.BeginTx(bctx, nil)
 	if err != nil {
 		return db.health.note(translate(err))
 	}
 	defer stx.Rollback()
-	tx := &Tx{q: db.traced(sqliteQuerier{c: stx, h: db.health}), db: db, raw: stx, now: now}
+	tx := &Tx{q: db.traced(boundedQuerier{next: sqliteQuerier{c: stx, h: db.health}, db: db}), db: db, raw: stx, now: now}
 	if err := fn(tx); err != nil {
 		return err
 	}
@@ -365,7 +393,13 @@ func (db *DB) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c, err := db.pool.Acquire(acquireCtx{Context: db.deadlines.get(time.Now()), values: ctx})
+	var wait context.Context = acquireCtx{Context: db.deadlines.get(time.Now()), values: ctx}
+	if own, ok := ctx.Deadline(); ok {
+		if shared, _ := wait.Deadline(); own.Before(shared) {
+			wait = ctx // the caller's deadline comes first: it bounds the wait
+		}
+	}
+	c, err := db.pool.Acquire(wait)
 	if err == nil {
 		return c, nil
 	}
@@ -426,10 +460,16 @@ func (a *acquireDeadlines) close() {
 
 // conn returns a querier outside any transaction.
 func (db *DB) conn() querier {
+	return db.traced(db.connQ)
+}
+
+// newConnQuerier is conn's querier, made once (a querier made per query
+// was an allocation per query).
+func (db *DB) newConnQuerier() querier {
 	if db.pool != nil {
-		return db.traced(poolQuerier{db})
+		return &boundedQuerier{next: poolQuerier{db}, db: db}
 	}
-	return db.traced(sqliteConnQuerier{writer: sqliteQuerier{c: db.sqlDB, h: db.health}, readers: sqliteQuerier{c: db.readers, h: db.health}, stmts: db.stmts})
+	return &boundedQuerier{next: sqliteConnQuerier{writer: sqliteQuerier{c: db.sqlDB, h: db.health}, readers: sqliteQuerier{c: db.readers, h: db.health}, stmts: db.stmts}, db: db}
 }
 
 // sqliteConnQuerier sends writes to the one writer and reads to the

@@ -87,3 +87,17 @@ func WebhookJobs(ctx context.Context, db *DB) ([]WebhookJob, error) {
 		return j, r.Scan(&j.ID, &j.Args, &j.State, &j.ScheduledAt)
 	})
 }
+
+// SetQueryTimeout changes the query timeout.
+func SetQueryTimeout(db *DB, d time.Duration) { db.queryTimeout = d }
+
+// ExecInTx runs a statement in a transaction of its own.
+func ExecInTx(ctx context.Context, db *DB, q string) error {
+	return db.inTx(ctx, func(tx *Tx) error {
+		_, err := tx.q.exec(ctx, q)
+		return err
+	})
+}
+
+// Translate is translate.
+var Translate = translate

@@ -27,6 +27,10 @@ type Pruned struct {
 // webhooks.Retention, and idempotency keys older than their window.
 func (db *DB) Prune(ctx context.Context, deliveriesBefore time.Time) (Pruned, error) {
 	var p Pruned
+	// A month of deliveries may take minutes to delete: bounded by the
+	// caller's deadline (the housekeeping job's timeout), not the query
+	// timeout.
+	ctx = withOwnBound(ctx)
 	err := db.inTx(ctx, func(tx *Tx) error {
 		steps := []struct {
 			n    *int64

@@ -28,6 +28,8 @@ func (db *DB) Migrate(ctx context.Context) ([]string, error) {
 // migrate applies the migrations up to version upTo (tests start from an
 // older schema).
 func (db *DB) migrate(ctx context.Context, upTo int) ([]string, error) {
+	// A migration may rewrite a large table: bounded by the caller alone.
+	ctx = withOwnBound(ctx)
 	var applied []string
 	// On PostgreSQL every migration, River's and Herald's, runs under one
 	// advisory lock: replicas that start together on a fresh database

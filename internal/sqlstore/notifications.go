@@ -294,6 +294,10 @@ ORDER BY f.id`
 // claimPostgres runs claimStatement in one round trip, its commit not
 // waiting for the WAL flush (see commitWithoutFlush).
 func (db *DB) claimPostgres(ctx context.Context, id, owner string, limit int, until time.Time) (notifications.Claims, error) {
+	ctx, cancel := db.bound(ctx)
+	if cancel != nil {
+		defer cancel()
+	}
 	conn, err := db.acquire(ctx)
 	if err != nil {
 		return notifications.Claims{}, err
@@ -454,6 +458,10 @@ func (db *DB) RecordDeliveries(ctx context.Context, id, owner string, rec notifi
 		ids, statuses := make([]string, len(outcomes)), make([]string, len(outcomes))
 		for i, o := range outcomes {
 			ids[i], statuses[i] = o.DeviceID, o.Status
+		}
+		ctx, cancel := db.bound(ctx)
+		if cancel != nil {
+			defer cancel()
 		}
 		c, err := db.acquire(ctx)
 		if err != nil {
