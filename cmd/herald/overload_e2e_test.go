@@ -196,3 +196,68 @@ func liveSessions(t *testing.T, h *herald, email string) int {
 	}
 	return len(got)
 }
+
+// Past HERALD_MAX_REQUESTS and its queue, API requests are refused at once
+// on both doors with 503 SERVICE_UNAVAILABLE and Retry-After, never held
+// without bound, never a 500; the refusals are counted, and the server
+// serves again once the burst is over.
+func TestRequestsInFlightAreBounded(t *testing.T) {
+	t.Parallel()
+	h := startHerald(t, "sqlite", map[string]string{
+		"HERALD_MAX_REQUESTS":         "1",
+		"HERALD_REQUEST_QUEUE":        "0",
+		"HERALD_RATE_LIMIT_GLOBAL":    "0",
+		"HERALD_RATE_LIMIT_AUTH":      "0",
+		"HERALD_RATE_LIMIT_PROTECTED": "0",
+	})
+	access, _ := newUserToken(t, h, restDoor.name, "burst@example.com")
+	const workers, each = 32, 8
+	var ok, refused atomic.Int64
+	problems := make(chan string, workers*each)
+	var burst sync.WaitGroup
+	for w := range workers {
+		burst.Go(func() {
+			for range each {
+				var a answer
+				var code string
+				if w%2 == 0 {
+					a = rawDo(h, http.MethodGet, "/api/v1/users/me", nil, withBearer(access))
+					var env struct {
+						Error struct{ Code string } `json:"error"`
+					}
+					_ = json.Unmarshal(a.raw, &env)
+					code = env.Error.Code
+				} else {
+					a = rawDo(h, http.MethodPost, "/graphql", map[string]any{"query": "{ me { id } }"}, withBearer(access))
+					var body map[string]any
+					_ = json.Unmarshal(a.raw, &body)
+					code = gqlCode(body)
+				}
+				switch {
+				case a.err != nil:
+					problems <- a.err.Error()
+				case a.status == http.StatusOK && code == "":
+					ok.Add(1)
+				case a.status == http.StatusServiceUnavailable && code == "SERVICE_UNAVAILABLE" && a.hdr.Get("Retry-After") != "":
+					refused.Add(1)
+				default:
+					problems <- fmt.Sprintf("%d %s (Retry-After %q)", a.status, a.raw, a.hdr.Get("Retry-After"))
+				}
+			}
+		})
+	}
+	burst.Wait()
+	close(problems)
+	for p := range problems {
+		t.Errorf("an answer that is neither 200 nor 503 SERVICE_UNAVAILABLE with Retry-After: %s", p)
+	}
+	if refused.Load() == 0 {
+		t.Fatalf("%d requests at once past a bound of one in flight and no queue: none refused (%d answered)", workers, ok.Load())
+	}
+	if got := h.metric(t, "herald_api_requests_refused_total"); int64(got) != refused.Load() {
+		t.Errorf("herald_api_requests_refused_total = %v, want the %d refusals", got, refused.Load())
+	}
+	if a := rawDo(h, http.MethodGet, "/api/v1/users/me", nil, withBearer(access)); a.status != http.StatusOK {
+		t.Fatalf("after the burst: users/me %d %s, want 200", a.status, a.raw)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/herald-vpn/herald/internal/overview"
 	"github.com/herald-vpn/herald/internal/rest"
 	"github.com/herald-vpn/herald/internal/server"
+	"github.com/herald-vpn/herald/internal/shed"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 )
 
@@ -150,6 +151,10 @@ func (a *App) serve(ctx context.Context, srv *http.Server, swap *handlerSwap, er
 	gate, limiter := a.newGate(ctx)
 	stopping := make(chan struct{})
 	a.Overview = overview.New(a.db, a.Messenger, overview.Config{Version: readBuild().version, RateLimiter: limiter})
+	// The API requests in flight are bounded (the streams aside): past
+	// the bound and its queue a request is answered 503 at once.
+	requests := shed.New("API requests", shed.Bounds{Concurrency: a.cfg.MaxRequests, Queue: a.cfg.RequestQueue, Wait: a.cfg.RequestQueueWait})
+	a.registerQueueMetrics("api_requests", requests)
 	handler := server.NewServer(a.Services, server.Deps{
 		Logger:            a.logger,
 		DB:                a.db,
@@ -166,6 +171,7 @@ func (a *App) serve(ctx context.Context, srv *http.Server, swap *handlerSwap, er
 		TracerProvider:    a.tracer,
 		Version:           readBuild().version,
 		RequestTimeout:    a.cfg.RequestTimeout,
+		Requests:          requests,
 		GraphQLLimits: gqltransport.Limits{
 			MaxDepth:         a.cfg.GraphQLMaxDepth,
 			MaxComplexity:    a.cfg.GraphQLMaxComplexity,

@@ -68,6 +68,11 @@ type Config struct {
 	HashConcurrency   int
 	HashQueue         int
 	HashWait          time.Duration
+	// MaxRequests, RequestQueue and RequestQueueWait bound the API
+	// requests in flight (package shed), the long-lived streams aside.
+	MaxRequests      int
+	RequestQueue     int
+	RequestQueueWait time.Duration
 
 	AccessTokenTTL  time.Duration
 	RefreshTokenTTL time.Duration
@@ -234,6 +239,9 @@ func Vars() []Var {
 		{"HERALD_ARGON2_PARALLELISM", "2", "1", "argon2id lanes", integer(func(c *Config) *int { return &c.Argon2Parallelism }, 1)},
 		{"HERALD_HASH_CONCURRENCY", strconv.Itoa(DefaultHashConcurrency(runtime.GOMAXPROCS(0))), "4", "password hashes run at once, each on one core (its lanes one after another) and holding HERALD_ARGON2_MEMORY; the default, half the cores, leaves the other half to everything else, so a login flood cannot starve cheap requests", integer(func(c *Config) *int { return &c.HashConcurrency }, 1)},
 		{"HERALD_HASH_QUEUE", strconv.Itoa(HashQueuePerSlot * DefaultHashConcurrency(runtime.GOMAXPROCS(0))), "64", "password hashes that may wait for one of those places (by default about what they hash in HERALD_HASH_WAIT at the default cost); a login, signup or password change beyond them is refused at once with 503 SERVICE_UNAVAILABLE and Retry-After", integer(func(c *Config) *int { return &c.HashQueue }, 0)},
+		{"HERALD_MAX_REQUESTS", "512", "256", "API requests (REST and GraphQL over HTTP; not the event streams or WebSockets) that run at once; more wait for a place", integer(func(c *Config) *int { return &c.MaxRequests }, 1)},
+		{"HERALD_REQUEST_QUEUE", "2048", "512", "API requests that may wait for one of those places; one beyond them is refused at once with 503 SERVICE_UNAVAILABLE and Retry-After", integer(func(c *Config) *int { return &c.RequestQueue }, 0)},
+		{"HERALD_REQUEST_QUEUE_WAIT", "2s", "1s", "longest an API request waits for a place (within its HERALD_REQUEST_TIMEOUT) before it is refused with 503 SERVICE_UNAVAILABLE and Retry-After", duration(func(c *Config) *time.Duration { return &c.RequestQueueWait })},
 		{"HERALD_HASH_WAIT", "1s", "3s", "longest a password hash waits for a place before it is refused with 503 SERVICE_UNAVAILABLE and Retry-After", duration(func(c *Config) *time.Duration { return &c.HashWait })},
 		{"HERALD_JOB_RETRY_BASE", "1s", "5s", "first retry delay of a failed background job (doubles each attempt)", duration(func(c *Config) *time.Duration { return &c.JobRetryBase })},
 		{"HERALD_JOB_RETRY_MAX", "10m", "1h", "longest delay between two retries of a background job", duration(func(c *Config) *time.Duration { return &c.JobRetryMax })},

@@ -141,6 +141,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x.execute(req)
 }
 
+// Refuse answers r with err before its document is read (the server's
+// bound on requests in flight refused it), in the media type r accepts,
+// as every refusal of this door is written.
+func (h *Handler) Refuse(w http.ResponseWriter, r *http.Request, err error) {
+	x := &exchange{h: h, w: w, r: r, start: graphql.Now(), ctx: r.Context(), span: trace.SpanFromContext(context.Background())}
+	w.Header().Add("Vary", "Accept")
+	if m, ok := negotiate(r.Header); ok {
+		x.m = m
+	} else {
+		x.m = mediaJSON
+	}
+	x.refuseWith(err)
+}
+
 // exchange is one request to the GraphQL door and what its answer is
 // written as.
 type exchange struct {

@@ -16,6 +16,7 @@ import (
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/rest"
 	"github.com/herald-vpn/herald/internal/services"
+	"github.com/herald-vpn/herald/internal/shed"
 	"github.com/herald-vpn/herald/internal/telegram"
 )
 
@@ -61,7 +62,7 @@ func addRoutes(mux *http.ServeMux, s services.Services, d Deps) {
 	// (graphql-transport-ws; credentials in connection_init).
 	gql := newGraphQL(s, d, adm)
 	ws := gql.NewWebSocket(gqltransport.WSConfig{Limits: d.WebSocketLimits, Authenticator: s.Authenticator, Stopping: d.Stopping})
-	overHTTP := withDeadline(d.RequestTimeout, cp.wrap([]string{http.MethodGet, http.MethodPost}, gql))
+	overHTTP := withBounds(d.RequestTimeout, d.Requests, gql.Refuse, cp.wrap([]string{http.MethodGet, http.MethodPost}, gql))
 	mux.Handle("/graphql", observe(d, "/graphql", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if gqltransport.IsUpgrade(r) {
 			ws.ServeHTTP(w, r)
@@ -153,19 +154,36 @@ var longLived = map[string]bool{
 	"GET /api/v1/notifications/broadcasts/{id}/events": true,
 }
 
-// withDeadline bounds a request as a whole: its context ends timeout
-// after it began, and what it then waits on (the database above all)
-// gives up, so that it answers 503 SERVICE_UNAVAILABLE with Retry-After
-// (api.Classify) instead of hanging on a connection gone silent.
-// Admission is inside it: authenticating may read the database too.
-func withDeadline(timeout time.Duration, next http.Handler) http.Handler {
-	if timeout <= 0 {
+// withBounds runs an API request within its deadline
+// (HERALD_REQUEST_TIMEOUT) and the bound on requests in flight (queue;
+// nil: none). The deadline bounds a request as a whole: its context ends
+// timeout after it began, and what it then waits on (the database above
+// all) gives up, so that it answers 503 SERVICE_UNAVAILABLE with
+// Retry-After (api.Classify) instead of hanging on a connection gone
+// silent. Admission is inside it: authenticating may read the database
+// too. A request
+// beyond that bound waits for a place, within the queue's bounds and its
+// own deadline, and is otherwise refused by refuse, with 503
+// SERVICE_UNAVAILABLE and Retry-After: beyond capacity the server answers
+// "later" instead of holding requests without bound.
+func withBounds(timeout time.Duration, queue *shed.Queue, refuse func(http.ResponseWriter, *http.Request, error), next http.Handler) http.Handler {
+	if timeout <= 0 && queue == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), timeout)
-		defer cancel()
-		next.ServeHTTP(w, r.WithContext(ctx))
+		if timeout > 0 {
+			ctx, cancel := context.WithTimeout(r.Context(), timeout)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
+		if queue != nil {
+			if err := queue.Acquire(r.Context()); err != nil {
+				refuse(w, r, err)
+				return
+			}
+			defer queue.Release()
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 
@@ -185,19 +203,19 @@ func addREST(mux *http.ServeMux, d Deps, adm api.Admission, cp *corsPolicy, rout
 	for _, rt := range routes {
 		h := admitted(adm, rt.rule, rt.handler)
 		if !longLived[rt.method+" "+rt.path] {
-			h = withDeadline(d.RequestTimeout, h)
+			h = withBounds(d.RequestTimeout, d.Requests, api.WriteError, h)
 		}
 		mux.Handle(rt.method+" "+rt.path, observe(d, rt.method+" "+rt.path, cp.wrap(methods[rt.path], h)))
 	}
 	for path, ms := range methods {
 		allow := strings.Join(ms, ", ")
 		// OPTIONS (a preflight among them) comes here: no route declares it.
-		mux.Handle(path, observe(d, path, cp.wrap(ms, withDeadline(d.RequestTimeout, admitted(adm, auth.Public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mux.Handle(path, observe(d, path, cp.wrap(ms, withBounds(d.RequestTimeout, d.Requests, api.WriteError, admitted(adm, auth.Public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
 			api.WriteError(w, r, apperr.Newf(apperr.MethodNotAllowed, "%s is not allowed here; use %s.", r.Method, allow))
 		}))))))
 	}
-	mux.Handle("/api/", observe(d, "/api/", cp.wrap(corsAnyMethod, withDeadline(d.RequestTimeout, admitted(adm, auth.Public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("/api/", observe(d, "/api/", cp.wrap(corsAnyMethod, withBounds(d.RequestTimeout, d.Requests, api.WriteError, admitted(adm, auth.Public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		api.WriteError(w, r, apperr.Newf(apperr.NotFound, "There is no %s %s.", r.Method, r.URL.Path))
 	}))))))
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/herald-vpn/herald/internal/metrics"
 	"github.com/herald-vpn/herald/internal/rest"
 	"github.com/herald-vpn/herald/internal/services"
+	"github.com/herald-vpn/herald/internal/shed"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -74,8 +75,12 @@ type Deps struct {
 	TracerProvider trace.TracerProvider
 	// RequestTimeout bounds each API request as a whole
 	// (HERALD_REQUEST_TIMEOUT); the long-lived streams are exempt (see
-	// withDeadline). Zero: no bound.
+	// withBounds). Zero: no bound.
 	RequestTimeout time.Duration
+	// Requests bounds the API requests in flight, the long-lived streams
+	// aside (HERALD_MAX_REQUESTS, HERALD_REQUEST_QUEUE,
+	// HERALD_REQUEST_QUEUE_WAIT); nil: no bound.
+	Requests *shed.Queue
 }
 
 // MetricsHandler serves the Prometheus metrics, for a listener of their
