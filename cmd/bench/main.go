@@ -43,6 +43,8 @@ func main() {
 			err = fakeFCMMain(os.Args[2:])
 		case "ceiling-server":
 			err = ceilingServerMain(os.Args[2:])
+		case "soak":
+			os.Exit(soakMain(os.Args[2:]))
 		default:
 			os.Exit(run(os.Args[1:]))
 		}
