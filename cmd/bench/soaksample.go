@@ -40,13 +40,15 @@ type soakSampler struct {
 	byName      map[string]*series
 	order       []string
 	sampleError string // the first sample that could not be read
-	pg          *pgx.Conn
-	sq          *sql.DB
+	// latencyRel is the latencies' share of the mean (their rules' Rel).
+	latencyRel float64
+	pg         *pgx.Conn
+	sq         *sql.DB
 }
 
 func newSoakSampler(p *heraldProc, s *site, metricsAddr string, l *soakLoad) *soakSampler {
 	return &soakSampler{p: p, s: s, metricsURL: "http://" + metricsAddr + "/metrics", l: l,
-		http: &http.Client{Timeout: 10 * time.Second}, byName: map[string]*series{}}
+		http: &http.Client{Timeout: 10 * time.Second}, byName: map[string]*series{}, latencyRel: ruleLatencyP50.Rel}
 }
 
 // The flatness rules, per kind of series (see slope.go and the README):
@@ -164,8 +166,10 @@ func (sm *soakSampler) sample(ctx context.Context, t float64, interval time.Dura
 			continue
 		}
 		slices.Sort(lat)
-		sm.add("p50 "+name, "ms", ruleLatencyP50, t, float64(percentile(lat, 50))/float64(time.Millisecond))
-		sm.add("p99 "+name, "ms", ruleLatencyP99, t, float64(percentile(lat, 99))/float64(time.Millisecond))
+		p50, p99 := ruleLatencyP50, ruleLatencyP99
+		p50.Rel, p99.Rel = sm.latencyRel, sm.latencyRel
+		sm.add("p50 "+name, "ms", p50, t, float64(percentile(lat, 50))/float64(time.Millisecond))
+		sm.add("p99 "+name, "ms", p99, t, float64(percentile(lat, 99))/float64(time.Millisecond))
 		sm.add("rate "+name, "/s", flatRule{}, t, float64(len(lat))/interval.Seconds())
 	}
 }
