@@ -262,7 +262,7 @@ func soakAppName() string { return fmt.Sprintf("herald-soak-%d", os.Getpid()) }
 func runSoak(ctx context.Context, k *kit, o *soakOptions) (*soakReport, error) {
 	rep := &soakReport{Commit: k.commit, Database: o.database, CPUs: runtime.NumCPU(), Go: runtime.Version(),
 		Started: time.Now().UTC(), Duration: o.duration.String(), Warmup: o.warmup.String(), Interval: o.interval.String(),
-		BroadcastEvery: o.broadcastEvery.String(), WebhookFailShare: o.failShare, Ops: map[string]*opReport{}}
+		BroadcastEvery: o.broadcastEvery.String(), WebhookFailShare: o.failShare, Ops: map[string]*opReport{}, Failures: []string{}}
 	metricsAddr, err := freeAddr()
 	if err != nil {
 		return nil, err
