@@ -202,8 +202,8 @@ func (r *soakReport) print(w *os.File) {
 		fmt.Fprintf(w, " (%.0f %% of the %s ops/s measured)", 100*r.Rate/r.Capacity, rate(r.Capacity))
 	}
 	fmt.Fprintf(w, "; samples every %s, slopes over the samples after %s of warm-up; a broadcast every %s.\n\n", r.Interval, r.Warmup, r.BroadcastEvery)
-	fmt.Fprintln(w, "| Series | Mean | Line: first → last | Change over the run | Noise (σ) | Allowed rise | Verdict |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| Series | Mean | Line: first → last | Slope per hour | Change over the run | Noise (σ) | Allowed rise | Verdict |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for _, s := range r.Series {
 		if !s.Judged {
 			continue
@@ -215,7 +215,7 @@ func (r *soakReport) print(w *os.File) {
 		case s.Change < -s.Allowed:
 			v = "flat (falling)"
 		}
-		fmt.Fprintf(w, "| %s | %s | %s → %s | %+.3g | %s | %s | %s |\n", s.Name, num(s.Mean, s.Unit), num(s.First, s.Unit), num(s.Last, s.Unit), s.Change, num(s.Noise, s.Unit), num(s.Allowed, s.Unit), v)
+		fmt.Fprintf(w, "| %s | %s | %s → %s | %+.3g | %+.3g | %s | %s | %s |\n", s.Name, num(s.Mean, s.Unit), num(s.First, s.Unit), num(s.Last, s.Unit), s.Slope, s.Change, num(s.Noise, s.Unit), num(s.Allowed, s.Unit), v)
 	}
 	fmt.Fprintln(w, "\n| Operation | OK | Mean rate | 503 | Other errors | Late |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|")
