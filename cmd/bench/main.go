@@ -1,7 +1,10 @@
 // Command bench measures Herald beside bare ceilings on the machine it runs
-// on and prints a Markdown table of the ratios. See bench/README.md.
+// on and prints a Markdown table of the ratios; its soak mode runs Herald
+// under a mixed load for a set time and judges the slopes of what it
+// samples. See cmd/bench/README.md.
 //
 //	go run ./cmd/bench [-quick] [-rounds 3] [-only users-me,login,broadcast] [-devices 100000] [-million]
+//	go run ./cmd/bench soak [-ci] [-duration 1h] [-db postgres]
 package main
 
 import (
@@ -46,6 +49,8 @@ func main() {
 			err = ceilingServerMain(os.Args[2:])
 		case "neighbour":
 			err = neighbourMain(os.Args[2:])
+		case "soak":
+			os.Exit(soakMain(os.Args[2:]))
 		default:
 			os.Exit(run(os.Args[1:]))
 		}
