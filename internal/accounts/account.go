@@ -88,6 +88,10 @@ type CodeSent struct {
 	ExpiresAt time.Time
 	Attempts  int
 	Requested bool // asked for by the user (counts against the resend limits)
+	// StartedAt is when the send began (the code was made): a job queued
+	// after it asks for a code this send does not answer (zero: the
+	// store's now).
+	StartedAt time.Time
 }
 
 // ExpiredCodeRetention is how long an expired code is kept, and

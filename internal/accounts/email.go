@@ -90,6 +90,10 @@ func (s *Service) deliverQueuedCode(ctx context.Context, args CodeEmailArgs, que
 // the user already has alive. The caller holds the lease.
 func (s *Service) sendCode(ctx context.Context, acct Account, p Purpose, requested bool) error {
 	bg := context.WithoutCancel(ctx)
+	// The send counts from its start: a code asked for while it was on its
+	// way (its job queued after this moment) is not answered by it, even
+	// if the mail arrived before this send was recorded.
+	started := s.now()
 	code, err := newCode()
 	if err != nil {
 		s.store.ReleaseSendLease(bg, acct.ID, p)
@@ -119,6 +123,7 @@ func (s *Service) sendCode(ctx context.Context, acct Account, p Purpose, request
 		ExpiresAt: expires,
 		Attempts:  s.cfg.CodeAttempts,
 		Requested: requested,
+		StartedAt: started,
 	})
 }
 

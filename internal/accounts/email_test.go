@@ -29,12 +29,19 @@ import (
 type recordingMailer struct {
 	mu   sync.Mutex
 	sent []mail.Message
+	// onSend, when set, runs as a message is sent (after it is recorded):
+	// what happens while the mail is on its way.
+	onSend func()
 }
 
 func (m *recordingMailer) Send(_ context.Context, msg mail.Message) error {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.sent = append(m.sent, msg)
+	onSend := m.onSend
+	m.mu.Unlock()
+	if onSend != nil {
+		onSend()
+	}
 	return nil
 }
 
@@ -163,6 +170,33 @@ func TestCodeEmailJobSkipsVerifiedAccount(t *testing.T) {
 		if got := f.lastSent(t, acct); !got.Equal(sent) {
 			t.Fatalf("last send %s, want %s: the job recorded a send", got, sent)
 		}
+	})
+}
+
+// The user asked for another code while the last one was on its way (its
+// job queued after that send began, even if the mail arrived before the
+// send was recorded): the job sends a new code, it is not taken for one the
+// newer send answered. (Issue 23's CI saw the third reset email of a test
+// go missing this way.)
+func TestCodeEmailJobQueuedDuringASendSends(t *testing.T) {
+	sqlstoretest.Each(t, func(t *testing.T, url string) {
+		t.Parallel()
+		f := newJobFixture(t, url)
+		const email = "inflight@example.com"
+		acct, queued := f.signup(t, email)
+		var askedAgain time.Time
+		f.mailer.onSend = func() {
+			f.clk.Advance(time.Second)
+			askedAgain = f.clk.Now() // the user asks again while the mail is on its way
+			f.clk.Advance(time.Second)
+		}
+		f.work(t, acct, queued)
+		f.mailer.onSend = nil
+		f.expectEmails(t, "the signup job", email, 1)
+
+		f.clk.Advance(time.Second)
+		f.work(t, acct, askedAgain)
+		f.expectEmails(t, "the job asked for while the first mail was on its way", email, 2)
 	})
 }
 

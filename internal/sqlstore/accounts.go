@@ -204,8 +204,12 @@ func (db *DB) RecordCodeSent(ctx context.Context, c accounts.CodeSent) error {
 			c.AccountID, string(c.Purpose), c.Hash, c.ExpiresAt, c.Attempts, tx.now); err != nil {
 			return err
 		}
+		sentAt := tx.now
+		if !c.StartedAt.IsZero() {
+			sentAt = c.StartedAt.UTC()
+		}
 		if _, err := tx.q.exec(ctx, `INSERT INTO code_sends (account_id, purpose, requested, sent_at) VALUES (?, ?, ?, ?)`,
-			c.AccountID, string(c.Purpose), c.Requested, tx.now); err != nil {
+			c.AccountID, string(c.Purpose), c.Requested, sentAt); err != nil {
 			return err
 		}
 		if _, err := tx.q.exec(ctx, `DELETE FROM code_sends WHERE account_id = ? AND sent_at < ?`, c.AccountID, tx.now.Add(-accounts.SendHistory)); err != nil {
