@@ -274,7 +274,7 @@ func argon2Op(memKiB, iterations uint32, lanes uint8) op {
 	mem := argon2id.NewMemory(memKiB)
 	return func() (int, error) {
 		_, _ = rand.Read(salt)
-		_ = argon2id.KeySerial(mem, pw, salt, iterations, memKiB, lanes, 32)
+		_ = argon2id.Key(mem, pw, salt, iterations, memKiB, lanes, 32)
 		return 200, nil
 	}
 }

@@ -147,7 +147,7 @@ func (h *Hasher) releaseIdle() {
 func (h *Hasher) key(plain, salt []byte, p Params, keyLen uint32) []byte {
 	m := h.memory(p.MemoryKiB)
 	defer h.putMemory(m)
-	return argon2id.KeySerial(m, plain, salt, p.Iterations, p.MemoryKiB, p.Parallelism, keyLen)
+	return argon2id.Key(m, plain, salt, p.Iterations, p.MemoryKiB, p.Parallelism, keyLen)
 }
 
 // Hash returns the PHC string of plain with a fresh random salt.

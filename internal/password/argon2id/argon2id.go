@@ -15,7 +15,6 @@ package argon2id
 
 import (
 	"encoding/binary"
-	"sync"
 
 	"golang.org/x/crypto/blake2b"
 )
@@ -46,20 +45,11 @@ func (m *Memory) Fits(memoryKiB uint32) bool { return m != nil && uint32(len(m.b
 
 // Key derives an Argon2id key as golang.org/x/crypto/argon2.IDKey does,
 // in mem when it fits (nil, or too small: fresh memory for this call).
+// Unlike IDKey it computes the lanes one after another on the calling
+// goroutine, not one goroutine each: the same key, in threads times the
+// time, on one core. A server that bounds the cores its hashes take (so
+// that logins cannot starve other requests) counts one per hash.
 func Key(mem *Memory, password, salt []byte, time, memory uint32, threads uint8, keyLen uint32) []byte {
-	return key(mem, password, salt, time, memory, threads, keyLen, false)
-}
-
-// KeySerial is Key with the lanes computed one after another on the
-// calling goroutine instead of one goroutine each: the same key, in
-// threads times the time, on one core. A server that bounds the cores its
-// hashes take (so that logins cannot starve other requests) counts one
-// per hash.
-func KeySerial(mem *Memory, password, salt []byte, time, memory uint32, threads uint8, keyLen uint32) []byte {
-	return key(mem, password, salt, time, memory, threads, keyLen, true)
-}
-
-func key(mem *Memory, password, salt []byte, time, memory uint32, threads uint8, keyLen uint32, serial bool) []byte {
 	if time < 1 {
 		panic("argon2id: number of rounds too small")
 	}
@@ -77,7 +67,7 @@ func key(mem *Memory, password, salt []byte, time, memory uint32, threads uint8,
 	}
 	B := mem.blocks[:memory]
 	initBlocks(B, &h0, memory, uint32(threads))
-	processBlocks(B, time, memory, uint32(threads), argon2id, serial)
+	processBlocks(B, time, memory, uint32(threads), argon2id)
 	return extractKey(B, memory, uint32(threads), keyLen)
 }
 
@@ -132,11 +122,11 @@ func initBlocks(B []block, h0 *[blake2b.Size + 8]byte, memory, threads uint32) {
 	}
 }
 
-func processBlocks(B []block, time, memory, threads uint32, mode int, serial bool) {
+func processBlocks(B []block, time, memory, threads uint32, mode int) {
 	lanes := memory / threads
 	segments := lanes / syncPoints
 
-	processSegment := func(n, slice, lane uint32, wg *sync.WaitGroup) {
+	processSegment := func(n, slice, lane uint32) {
 		var addresses, in, zero block
 		if n == 0 && slice < syncPoints/2 {
 			in[0] = uint64(n)
@@ -181,23 +171,15 @@ func processBlocks(B []block, time, memory, threads uint32, mode int, serial boo
 			}
 			index, offset = index+1, offset+1
 		}
-		wg.Done()
 	}
 
 	for n := uint32(0); n < time; n++ {
 		for slice := uint32(0); slice < syncPoints; slice++ {
-			var wg sync.WaitGroup
+			// A slice's segments read only what earlier slices wrote, so
+			// their order does not change the key.
 			for lane := uint32(0); lane < threads; lane++ {
-				wg.Add(1)
-				// A slice's segments read only what earlier slices
-				// wrote, so their order does not change the key.
-				if serial {
-					processSegment(n, slice, lane, &wg)
-				} else {
-					go processSegment(n, slice, lane, &wg)
-				}
+				processSegment(n, slice, lane)
 			}
-			wg.Wait()
 		}
 	}
 

@@ -41,9 +41,6 @@ func TestMatchesXCrypto(t *testing.T) {
 			if got := Key(mem, password, salt, c.time, c.memory, c.threads, c.keyLen); !bytes.Equal(got, want) {
 				t.Errorf("round %d, %+v: got %x, want %x", round, c, got, want)
 			}
-			if got := KeySerial(mem, password, salt, c.time, c.memory, c.threads, c.keyLen); !bytes.Equal(got, want) {
-				t.Fatalf("%+v: the lanes one after another give another key", c)
-			}
 			if got := Key(nil, password, salt, c.time, c.memory, c.threads, c.keyLen); !bytes.Equal(got, want) {
 				t.Errorf("round %d, %+v, fresh memory: got %x, want %x", round, c, got, want)
 			}
