@@ -4,17 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/herald-vpn/herald/internal/sqlstore"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // The backoff between attempts to reach the database at start: doubling
@@ -33,7 +29,7 @@ const (
 var errStartInterrupted = errors.New("stopped while waiting for the database")
 
 // openWhenReachable calls open until it succeeds, fails with an error
-// that retrying cannot fix (transientDBError), or wait has passed since
+// that retrying cannot fix (sqlstore.ConnectRetryable), or wait has passed since
 // the first attempt; wait 0 is one attempt. Each failed attempt is one
 // log line, at most one every startRetryMax once the backoff is capped.
 func openWhenReachable(ctx context.Context, wait time.Duration, logger *slog.Logger, open func(context.Context) (*sqlstore.DB, error)) (*sqlstore.DB, error) {
@@ -59,7 +55,7 @@ func openWhenReachable(ctx context.Context, wait time.Duration, logger *slog.Log
 		if ctx.Err() != nil {
 			return nil, errStartInterrupted
 		}
-		if !transientDBError(err) {
+		if !sqlstore.ConnectRetryable(err) {
 			return nil, err
 		}
 		left := time.Until(deadline)
@@ -81,43 +77,6 @@ func openWhenReachable(ctx context.Context, wait time.Duration, logger *slog.Log
 		}
 		backoff = min(2*backoff, startRetryMax)
 	}
-}
-
-// transientDBError reports whether an error opening the database at
-// start may go away by itself, so the start waits and tries again: the
-// server not listening yet or unreachable for now, full (too many
-// clients), starting up or shutting down, or an attempt that timed out. A
-// name that does not resolve yet counts too (a database container that
-// is still starting). Everything else — a bad URL, TLS refused, a wrong
-// password or user, a database that does not exist, a SQLite file that
-// cannot be opened — needs the operator and fails the start at once.
-func transientDBError(err error) bool {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		switch pe.Code {
-		case "53300", // too_many_connections
-			"57P03",          // cannot_connect_now: starting up, shutting down, in recovery
-			"57P01", "57P02": // admin_shutdown, crash_shutdown during the handshake
-			return true
-		}
-		return len(pe.Code) == 5 && pe.Code[:2] == "08" // connection_exception
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
-		return true
-	}
-	if _, ok := errors.AsType[*net.DNSError](err); ok {
-		return true
-	}
-	for _, errno := range []syscall.Errno{syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.ECONNABORTED, syscall.EHOSTUNREACH, syscall.ENETUNREACH, syscall.ETIMEDOUT, syscall.EPIPE} {
-		if errors.Is(err, errno) {
-			return true
-		}
-	}
-	// The server closed the connection during the handshake.
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // handlerSwap serves one handler and then another on the same listener:

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -55,8 +56,8 @@ func TestStartTransientErrors(t *testing.T) {
 		{"a stop", context.Canceled, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := transientDBError(tc.err); got != tc.transient {
-				t.Errorf("transientDBError(%v) = %v, want %v", tc.err, got, tc.transient)
+			if got := sqlstore.ConnectRetryable(tc.err); got != tc.transient {
+				t.Errorf("sqlstore.ConnectRetryable(%v) = %v, want %v", tc.err, got, tc.transient)
 			}
 		})
 	}
@@ -87,6 +88,9 @@ func TestStartTransientErrorsFromPostgres(t *testing.T) {
 		{"a closed port", withHostPort(base, closed), true},
 		{"a database that does not exist", withPath(base, "/herald_no_such_database"), false},
 		{"a role that does not exist", withUser(base, "herald_no_such_role"), false},
+		// The driver's own error (SQLITE_CANTOPEN), which the store counts
+		// as unavailable once running: at start nothing will create it.
+		{"a SQLite file in a directory that does not exist", "sqlite:" + filepath.Join(t.TempDir(), "missing", "h.db"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -96,8 +100,8 @@ func TestStartTransientErrorsFromPostgres(t *testing.T) {
 				db.Close()
 				t.Fatalf("opening %s succeeded", tc.url)
 			}
-			if got := transientDBError(err); got != tc.transient {
-				t.Errorf("transientDBError(%v) = %v, want %v", err, got, tc.transient)
+			if got := sqlstore.ConnectRetryable(err); got != tc.transient {
+				t.Errorf("sqlstore.ConnectRetryable(%v) = %v, want %v", err, got, tc.transient)
 			}
 		})
 	}

@@ -71,6 +71,26 @@ func translate(err error) error {
 	return err
 }
 
+// ConnectRetryable reports whether an error opening a PostgreSQL database
+// may go away by itself, so that a server starting may wait and try again:
+// the database unreachable (unavailable), full (too many clients), or an
+// attempt that ran out of time. Everything else (a bad URL, TLS refused, a
+// wrong password or user, a database that does not exist) needs the
+// operator, and so does a SQLite file that cannot be opened: nothing
+// starts it later.
+func ConnectRetryable(err error) bool {
+	if errors.Is(err, context.Canceled) {
+		return false
+	}
+	if _, ok := errors.AsType[*sqlite.Error](err); ok {
+		return false
+	}
+	if pe, ok := errors.AsType[*pgconn.PgError](err); ok && pe.Code == "53300" { // too_many_connections
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded) || unavailable(err)
+}
+
 // unavailable reports whether err means the database cannot be reached:
 // a lost connection, a server shutting down, starting up or
 // failing over, a connection closed under the query, or an I/O failure
