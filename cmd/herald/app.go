@@ -24,7 +24,6 @@ import (
 	"github.com/herald-vpn/herald/internal/jobs"
 	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/herald-vpn/herald/internal/live"
-	"github.com/herald-vpn/herald/internal/logbuffer"
 	"github.com/herald-vpn/herald/internal/mail"
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/metrics"
@@ -91,7 +90,7 @@ func openAppFromEnv(ctx context.Context, env *environment) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	return openApp(ctx, env, cfg, false)
+	return openApp(ctx, env, cfg, newLogger(env.stderr, cfg.LogFormat, cfg.LogLevel), false)
 }
 
 // openApp opens the database, migrates it and builds the services. Workers
@@ -102,24 +101,13 @@ func openAppFromEnv(ctx context.Context, env *environment) (*App, error) {
 // Each constructor below returns what it opened and, when there is
 // something to undo, its closer; they run in this order, and Close undoes
 // them in reverse.
-func openApp(ctx context.Context, env *environment, cfg config.Config, serving bool) (a *App, err error) {
-	a = &App{cfg: cfg, metrics: metrics.New(), workers: river.NewWorkers()}
-	// A server logs a line per request; it writes them in batches (see
-	// internal/logbuffer). Close's last step writes what is held and
-	// turns the batching off, for the lines logged after it.
-	if serving && cfg.LogFlushInterval > 0 {
-		out := logbuffer.NewWriter(env.stderr, cfg.LogFlushInterval)
-		a.logger = slog.New(logbuffer.NewHandler(newHandler(out, cfg.LogFormat, cfg.LogLevel), out))
-		a.onClose(func(context.Context) { _ = out.Close() })
-	} else {
-		a.logger = newLogger(env.stderr, cfg.LogFormat, cfg.LogLevel)
-	}
+func openApp(ctx context.Context, env *environment, cfg config.Config, logger *slog.Logger, serving bool) (a *App, err error) {
+	a = &App{cfg: cfg, logger: logger, metrics: metrics.New(), workers: river.NewWorkers()}
 	defer func() {
 		if err != nil {
 			a.Close(context.Background())
 		}
 	}()
-	logger := a.logger
 	var undo closer
 	if a.tracer, undo, err = openTracer(ctx, env, logger); err != nil {
 		return a, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/config"
 	"github.com/herald-vpn/herald/internal/gqltransport"
+	"github.com/herald-vpn/herald/internal/logbuffer"
 	"github.com/herald-vpn/herald/internal/overview"
 	"github.com/herald-vpn/herald/internal/rest"
 	"github.com/herald-vpn/herald/internal/server"
@@ -78,6 +79,17 @@ func cmdMigrateStatus(ctx context.Context, env *environment, args []string) erro
 	return nil
 }
 
+// serverLogger is the server's logger. A server logs a line per request,
+// and writes them in batches (internal/logbuffer, HERALD_LOG_FLUSH_INTERVAL);
+// closeLog writes what is held, and every line after it at once.
+func serverLogger(w io.Writer, cfg config.Config) (logger *slog.Logger, closeLog func()) {
+	if cfg.LogFlushInterval <= 0 {
+		return newLogger(w, cfg.LogFormat, cfg.LogLevel), func() {}
+	}
+	out := logbuffer.NewWriter(w, cfg.LogFlushInterval)
+	return slog.New(logbuffer.NewHandler(newHandler(out, cfg.LogFormat, cfg.LogLevel), out)), func() { _ = out.Close() }
+}
+
 // startingMessage is logged, with the address, when the listener is open
 // and the database not yet; tests find the address by it
 // (testsupport.StartingMessage is the same text).
@@ -104,7 +116,8 @@ func cmdServe(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	logger := newLogger(env.stderr, cfg.LogFormat, cfg.LogLevel)
+	logger, closeLog := serverLogger(env.stderr, cfg)
+	defer closeLog()
 	swap := newHandlerSwap(server.Starting(logger, cfg.TrustedProxies))
 	srv := &http.Server{
 		Addr:              ln.Addr().String(),
@@ -121,7 +134,7 @@ func cmdServe(ctx context.Context, env *environment, args []string) error {
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
 	logger.Info(startingMessage, "addr", srv.Addr)
-	a, err := openApp(ctx, env, cfg, true)
+	a, err := openApp(ctx, env, cfg, logger, true)
 	switch {
 	case errors.Is(err, errStartInterrupted):
 		logger.Info("stopped while waiting for the database")
