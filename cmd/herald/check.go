@@ -183,7 +183,7 @@ func checkConnections(ctx context.Context, cfg config.Config, db *sqlstore.DB) c
 	if err := db.Pool().QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'").Scan(&open); err != nil {
 		return warned(name, "not checked: "+oneLine(err.Error()), "see the database line (HERALD_DATABASE_URL)")
 	}
-	pool := poolSize(cfg)
+	pool := sqlstore.PoolSize(cfg.DatabaseURL, cfg.DatabaseMaxConns)
 	usable := maxConns - reserved
 	need := cfg.Replicas * (pool + 1)
 	detail := fmt.Sprintf("postgres: %d replicas × (%d pooled + 1 listener) = %d connections of the %d usable (max_connections %d less %d reserved); %d open now, this check's included",
@@ -197,17 +197,6 @@ func checkConnections(ctx context.Context, cfg config.Config, db *sqlstore.DB) c
 		return warned(name, detail, fmt.Sprintf("above %.0f %%, little is left for operator commands, migrations, backups and other clients: HERALD_DATABASE_MAX_CONNS %d or less keeps %d replicas within it (docs/operations.md, Sizing)", connectionsNear*100, fit, cfg.Replicas))
 	}
 	return passed(name, detail)
-}
-
-// poolSize is one replica's PostgreSQL pool: the URL's pool_max_conns,
-// else HERALD_DATABASE_MAX_CONNS (as sqlstore.Open decides).
-func poolSize(cfg config.Config) int {
-	if u, err := url.Parse(cfg.DatabaseURL); err == nil {
-		if n, err := strconv.Atoi(u.Query().Get("pool_max_conns")); err == nil && n > 0 {
-			return n
-		}
-	}
-	return cfg.DatabaseMaxConns
 }
 
 func checkRedis(ctx context.Context, cfg config.Config, rdb *redis.Client) checkResult {

@@ -166,7 +166,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 		if err != nil {
 			return nil, fmt.Errorf("postgres URL: %w", err)
 		}
-		if !strings.Contains(dsn, "pool_max_conns") {
+		if !namesPoolSize(dsn) {
 			cfg.MaxConns = int32(opts.MaxConns)
 		}
 		detectDeadConns(cfg, dsn)
@@ -189,6 +189,28 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	}
 	db.connQ = db.newConnQuerier()
 	return db, nil
+}
+
+// namesPoolSize reports whether a PostgreSQL URL sizes its pool itself
+// (pool_max_conns), which wins over Options.MaxConns.
+func namesPoolSize(dsn string) bool { return strings.Contains(dsn, "pool_max_conns") }
+
+// PoolSize is the PostgreSQL pool Open makes for rawURL with maxConns
+// (Options.MaxConns): the URL's pool_max_conns, else maxConns, else
+// DefaultMaxConns.
+func PoolSize(rawURL string, maxConns int) int {
+	if maxConns <= 0 {
+		maxConns = DefaultMaxConns
+	}
+	_, dsn, err := storage.ParseURL(rawURL)
+	if err != nil || !namesPoolSize(dsn) {
+		return maxConns
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return maxConns
+	}
+	return int(cfg.MaxConns)
 }
 
 // SQL is the SQLite database (nil on PostgreSQL), for River's driver.
