@@ -238,6 +238,20 @@ func vacuumSchema(ctx context.Context, dbURL string) error {
 	return nil
 }
 
+// cleanup ends the run: it stops every child process, then drops the
+// run's schemas and removes its scratch directory unless keep.
+func (k *kit) cleanup(keep bool) {
+	stopAllChildren()
+	if keep {
+		logf("kept %s and PostgreSQL schemas %v", k.tmp, k.schemas)
+		return
+	}
+	k.dropSchemas()
+	if k.tmp != "" {
+		os.RemoveAll(k.tmp)
+	}
+}
+
 // dropSchemas removes every schema the run made.
 func (k *kit) dropSchemas() {
 	if len(k.schemas) == 0 {

@@ -206,17 +206,7 @@ func run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	k := &kit{pgBase: o.postgres, fillerAccounts: o.fillers}
-	defer func() {
-		stopAllChildren()
-		if o.keep {
-			logf("kept %s and PostgreSQL schemas %v", k.tmp, k.schemas)
-			return
-		}
-		k.dropSchemas()
-		if k.tmp != "" {
-			os.RemoveAll(k.tmp)
-		}
-	}()
+	defer k.cleanup(o.keep)
 	b := &board{opts: o}
 	if err := k.setup(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

@@ -161,17 +161,7 @@ func soakMain(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	k := &kit{pgBase: o.postgres, fillerAccounts: o.fillers}
-	defer func() {
-		stopAllChildren()
-		if o.keep {
-			logf("kept %s and PostgreSQL schemas %v", k.tmp, k.schemas)
-			return
-		}
-		k.dropSchemas()
-		if k.tmp != "" {
-			os.RemoveAll(k.tmp)
-		}
-	}()
+	defer k.cleanup(o.keep)
 	if err := k.setup(ctx, &options{heraldBin: o.heraldBin, env: o.env}); err != nil {
 		fmt.Fprintln(os.Stderr, "bench soak:", err)
 		return 1
