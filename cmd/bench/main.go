@@ -370,6 +370,30 @@ func (k *kit) envInt(key string, def int) int {
 	return def
 }
 
+// hashCost is the argon2id cost and the hashing places of the Herald the
+// kit runs: Herald's defaults unless -env sets them.
+type hashCost struct {
+	memKiB, iterations, lanes int
+	places                    int // HERALD_HASH_CONCURRENCY: hashes at once
+}
+
+func (k *kit) hashCost() hashCost {
+	return hashCost{
+		memKiB:     k.envInt("HERALD_ARGON2_MEMORY", 64*1024),
+		iterations: k.envInt("HERALD_ARGON2_ITERATIONS", 3),
+		lanes:      k.envInt("HERALD_ARGON2_PARALLELISM", 2),
+		places:     k.envInt("HERALD_HASH_CONCURRENCY", config.DefaultHashConcurrency(runtime.GOMAXPROCS(0))),
+	}
+}
+
+// bareLoop runs the bare argon2id loop at this cost on as many goroutines
+// as Herald has hashing places: the hashing ceiling.
+func (c hashCost) bareLoop(ctx context.Context, warmup, window time.Duration) (loadResult, error) {
+	return closedLoop(ctx, c.places, warmup, window, 0, func(int) (op, func(), error) {
+		return argon2Op(uint32(c.memKiB), uint32(c.iterations), uint8(c.lanes)), nil, nil
+	})
+}
+
 func runMeasures(ctx context.Context, k *kit, o *options, b *board) error {
 	sel := o.selected
 	pg := &site{key: "postgres", name: "PostgreSQL"}
@@ -532,13 +556,10 @@ func cmpOr(a, b string) string {
 // loginMeasure: per round, Herald logging in on PostgreSQL (with its RSS),
 // then the bare argon2id loop.
 func loginMeasure(ctx context.Context, k *kit, o *options, b *board, pg *site) error {
-	lanes := k.envInt("HERALD_ARGON2_PARALLELISM", 2)
-	hashConc := k.envInt("HERALD_HASH_CONCURRENCY", config.DefaultHashConcurrency(runtime.GOMAXPROCS(0)))
-	memKiB := k.envInt("HERALD_ARGON2_MEMORY", 64*1024)
-	iters := k.envInt("HERALD_ARGON2_ITERATIONS", 3)
+	hc := k.hashCost()
 	workers := o.loginWorkers
 	if workers <= 0 {
-		workers = 2 * hashConc
+		workers = 2 * hc.places
 	}
 	herald, ceil := &loadSeries{}, &loadSeries{}
 	var mems []memory
@@ -551,17 +572,15 @@ func loginMeasure(ctx context.Context, k *kit, o *options, b *board, pg *site) e
 			logf("  Herald RSS: peak sampled %s, VmHWM %s, %s 3 s after the load", mib(m.Peak), mib(m.HWM), mib(m.After))
 		}
 		k.quiesce(ctx)
-		res, err = closedLoop(ctx, hashConc, o.warmup, o.duration, 0, func(int) (op, func(), error) {
-			return argon2Op(uint32(memKiB), uint32(iters), uint8(lanes)), nil, nil
-		})
+		res, err = hc.bareLoop(ctx, o.warmup, o.duration)
 		ceil.add(b, "login ceiling (argon2id)", r, res, err)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 	}
-	b.loadRow(fmt.Sprintf("login (`POST /api/v1/auth/login`), argon2id m=%d MiB t=%d p=%d, %d clients, %d hash slots", memKiB/1024, iters, lanes, workers, hashConc),
+	b.loadRow(fmt.Sprintf("login (`POST /api/v1/auth/login`), argon2id m=%d MiB t=%d p=%d, %d clients, %d hash slots", hc.memKiB/1024, hc.iterations, hc.lanes, workers, hc.places),
 		herald, ceil, " logins/s", " hashes/s", false, 0.9)
-	boundKiB := int64(hashConc*memKiB) + 64*1024
+	boundKiB := int64(hc.places*hc.memKiB) + 64*1024
 	if len(mems) == 0 {
 		return nil
 	}
@@ -569,7 +588,7 @@ func loginMeasure(ctx context.Context, k *kit, o *options, b *board, pg *site) e
 	for _, m := range mems {
 		worst.Peak, worst.HWM, worst.After = max(worst.Peak, m.Peak), max(worst.HWM, m.HWM), max(worst.After, m.After)
 	}
-	target := fmt.Sprintf("≤ %s (%d × %d MiB + 64 MiB)", mib(boundKiB), hashConc, memKiB/1024)
+	target := fmt.Sprintf("≤ %s (%d × %d MiB + 64 MiB)", mib(boundKiB), hc.places, hc.memKiB/1024)
 	if worst.HWM > boundKiB {
 		target += " MISSED"
 	}
