@@ -28,8 +28,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"github.com/herald-vpn/herald/internal/config"
 )
 
 type soakOptions struct {
@@ -319,17 +317,15 @@ func runSoak(ctx context.Context, k *kit, o *soakOptions) (*soakReport, error) {
 	// Logins are bounded by hashing, not by the mix: the closed loop runs
 	// so few of them that their share of half its capacity can be past
 	// what the server hashes. They run at no more than -share of the
-	// server's hashing rate, measured as the bare argon2id loop of
-	// Herald's default cost on its default hashing places.
-	hashers := config.DefaultHashConcurrency(runtime.GOMAXPROCS(0))
-	hashed, err := closedLoop(ctx, hashers, 500*time.Millisecond, 2*time.Second, 0, func(int) (op, func(), error) {
-		return argon2Op(64*1024, 3, 2), nil, nil
-	})
+	// server's hashing rate, measured as the bare argon2id loop of the
+	// cost and hashing places this Herald runs with (-env may set them).
+	hc := k.hashCost()
+	hashed, err := hc.bareLoop(ctx, 500*time.Millisecond, 2*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("hashing capacity: %w", err)
 	}
 	loginCap := o.share * hashed.PerSec()
-	logf("hashing capacity %s hashes/s on %d places: logins at most %s/s", rate(hashed.PerSec()), hashers, rate(loginCap))
+	logf("hashing capacity %s hashes/s on %d places: logins at most %s/s", rate(hashed.PerSec()), hc.places, rate(loginCap))
 	l.resetCounts()
 	// The capacity run's connections are not the soak's: without them,
 	// Herald's goroutines and open files start where the soak keeps them.
