@@ -189,11 +189,7 @@ func floodCell(r openResult, window time.Duration) string {
 	}
 	var parts []string
 	for _, s := range slices.Sorted(maps.Keys(r.Statuses)) {
-		name := fmt.Sprint(s)
-		if s == 0 {
-			name = "transport error"
-		}
-		parts = append(parts, fmt.Sprintf("%s: %.0f %% (%.1f/s, p99 %s)", name, 100*float64(r.Statuses[s])/float64(ended),
+		parts = append(parts, fmt.Sprintf("%s: %.0f %% (%.1f/s, p99 %s)", statusName(s), 100*float64(r.Statuses[s])/float64(ended),
 			float64(r.Statuses[s])/window.Seconds(), ms(percentile(r.Latencies[s], 99))))
 	}
 	out := fmt.Sprintf("%d ended: %s", ended, strings.Join(parts, "; "))

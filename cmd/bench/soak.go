@@ -22,7 +22,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -790,16 +789,4 @@ func (l *soakLoad) expectedEvents() map[string]string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return maps.Clone(l.events)
-}
-
-func statusNames(m map[int]int) map[string]int {
-	out := map[string]int{}
-	for s, n := range m {
-		name := strconv.Itoa(s)
-		if s == 0 {
-			name = "transport error"
-		}
-		out[name] = n
-	}
-	return out
 }
