@@ -410,7 +410,7 @@ func runMeasures(ctx context.Context, k *kit, o *options, b *board) error {
 		if sel["broadcast-pg"] {
 			devices = o.devices
 		}
-		if err := k.seed(ctx, pg, o.users, devices); err != nil {
+		if err := k.seed(ctx, pg, o.users, devices, spreadDevices); err != nil {
 			return fmt.Errorf("seed %s: %w", pg.name, err)
 		}
 	}
@@ -419,7 +419,7 @@ func runMeasures(ctx context.Context, k *kit, o *options, b *board) error {
 		if sel["broadcast-sqlite"] {
 			devices = o.devices
 		}
-		if err := k.seed(ctx, sq, o.users, devices); err != nil {
+		if err := k.seed(ctx, sq, o.users, devices, spreadDevices); err != nil {
 			return fmt.Errorf("seed %s: %w", sq.name, err)
 		}
 	}
@@ -652,7 +652,7 @@ func millionMeasure(ctx context.Context, k *kit, o *options, b *board) error {
 		return err
 	}
 	s.dbURL = url
-	if err := k.seed(ctx, s, min(o.users, 8), n); err != nil {
+	if err := k.seed(ctx, s, min(o.users, 8), n, spreadDevices); err != nil {
 		return fmt.Errorf("seed %s: %w", s.name, err)
 	}
 	h, c := &sendSeries{}, &sendSeries{}

@@ -207,42 +207,15 @@ func soakSite(ctx context.Context, k *kit, o *soakOptions) (*site, error) {
 		pu.RawQuery = q.Encode()
 		s = &site{key: "postgres", name: "PostgreSQL", dbURL: pu.String()}
 	}
-	if err := k.seed(ctx, s, o.users, 0); err != nil {
+	owner := func(i int, emails []string) string {
+		if i < o.devices {
+			return emails[0]
+		}
+		return emails[1+(i-o.devices)/2]
+	}
+	if err := k.seed(ctx, s, o.users, o.devices+2*(o.users-1), owner); err != nil {
 		return nil, fmt.Errorf("seed: %w", err)
 	}
-	file := filepath.Join(k.tmp, "devices-soak.jsonl")
-	f, err := os.Create(file)
-	if err != nil {
-		return nil, err
-	}
-	n := 0
-	for i := range o.devices {
-		fmt.Fprintf(f, `{"email":%q,"platform":"android","pushToken":%q}`+"\n", s.users[0], deviceToken(i))
-		n++
-	}
-	for _, e := range s.users[1:] {
-		for range 2 {
-			fmt.Fprintf(f, `{"email":%q,"platform":"android","pushToken":%q}`+"\n", e, deviceToken(n))
-			n++
-		}
-	}
-	if err := f.Close(); err != nil {
-		return nil, err
-	}
-	out, err := k.command(ctx, s, 10*time.Minute, "devices", "import", "--file", file)
-	if err != nil {
-		return nil, err
-	}
-	if want := fmt.Sprintf("imported %d,", n); !strings.HasPrefix(strings.TrimSpace(out), want) {
-		return nil, fmt.Errorf("devices import printed %q, want %q…", strings.TrimSpace(out), want)
-	}
-	s.devices = n
-	if s.postgres() {
-		if err := vacuumSchema(ctx, s.dbURL); err != nil {
-			return nil, fmt.Errorf("vacuum: %w", err)
-		}
-	}
-	logf("%s: %d devices imported (%d audience, 2 per other account)", s.name, n, o.devices)
 	return s, nil
 }
 
