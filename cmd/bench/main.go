@@ -109,10 +109,7 @@ func parseOptions(args []string) (*options, error) {
 		fmt.Fprintf(fs.Output(), "Usage: go run ./cmd/bench [flags]\n\nMeasures Herald beside bare ceilings and prints a Markdown table (see cmd/bench/README.md).\nMeasures for -only: %s, or users-me, broadcast, all.\n\n", strings.Join(measureNames, ", "))
 		fs.PrintDefaults()
 	}
-	pgDefault := os.Getenv("HERALD_BENCH_POSTGRES_URL")
-	if pgDefault == "" {
-		pgDefault = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
+	pgDefault := defaultPostgresURL()
 	fs.BoolVar(&o.quick, "quick", false, "short run for development: 3 s windows, 10,000 devices, 4 accounts (explicit flags win)")
 	fs.StringVar(&o.only, "only", "all", "comma-separated measures to run")
 	fs.IntVar(&o.rounds, "rounds", 1, "interleaved rounds per measure; the table shows medians")
@@ -192,6 +189,12 @@ func parseOptions(args []string) (*options, error) {
 		return nil, errors.New("-rounds, -concurrency, -users, -devices, -push-workers and -duration must be positive")
 	}
 	return o, nil
+}
+
+// defaultPostgresURL is -postgres unless set: HERALD_BENCH_POSTGRES_URL,
+// or the local test server.
+func defaultPostgresURL() string {
+	return cmpOr(os.Getenv("HERALD_BENCH_POSTGRES_URL"), "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
 }
 
 func run(args []string) int {

@@ -58,7 +58,7 @@ func parseSoakOptions(args []string) (*soakOptions, error) {
 		fmt.Fprintf(fs.Output(), "Usage: go run ./cmd/bench soak [flags]\n\nRuns Herald under a mixed load at half its measured capacity and judges every sampled series' slope (see cmd/bench/README.md, Soak).\n\n")
 		fs.PrintDefaults()
 	}
-	pgDefault := cmpOr(os.Getenv("HERALD_BENCH_POSTGRES_URL"), "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+	pgDefault := defaultPostgresURL()
 	fs.DurationVar(&o.duration, "duration", time.Hour, "how long the load runs (after the capacity measure)")
 	fs.DurationVar(&o.warmup, "warmup", 0, "start of the run left out of the slopes (default: a tenth of -duration, at least 30 s, at most 5 min)")
 	fs.DurationVar(&o.interval, "interval", 0, "time between samples (default: -duration / 60, at least 5 s, at most 1 min)")
