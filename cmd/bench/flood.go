@@ -10,13 +10,10 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/herald-vpn/herald/internal/config"
 )
 
 // floodClients is how many connections the flood's logins go out on: far
@@ -109,18 +106,13 @@ func openLoop(ctx context.Context, rate float64, clients int, warmup, window tim
 // users/me alone and then under logins offered at floodFactor times that
 // capacity. The ratio is users/me under the flood over users/me alone.
 func loginFloodMeasure(ctx context.Context, k *kit, o *options, b *board, pg *site) error {
-	lanes := k.envInt("HERALD_ARGON2_PARALLELISM", 2)
-	hashConc := k.envInt("HERALD_HASH_CONCURRENCY", config.DefaultHashConcurrency(runtime.GOMAXPROCS(0)))
-	memKiB := k.envInt("HERALD_ARGON2_MEMORY", 64*1024)
-	iters := k.envInt("HERALD_ARGON2_ITERATIONS", 3)
+	hc := k.hashCost()
 	alone, under := &loadSeries{}, &loadSeries{}
 	var logins []openResult
 	var offered []float64
 	for r := 1; r <= o.rounds; r++ {
 		k.quiesce(ctx)
-		capRes, err := closedLoop(ctx, hashConc, o.warmup, min(o.duration, 3*time.Second), 0, func(int) (op, func(), error) {
-			return argon2Op(uint32(memKiB), uint32(iters), uint8(lanes)), nil, nil
-		})
+		capRes, err := hc.bareLoop(ctx, o.warmup, min(o.duration, 3*time.Second))
 		if err != nil || capRes.PerSec() <= 0 {
 			b.notes = append(b.notes, fmt.Sprintf("login flood round %d: the hashing capacity could not be measured: %v", r, err))
 			continue
@@ -155,7 +147,7 @@ func loginFloodMeasure(ctx context.Context, k *kit, o *options, b *board, pg *si
 		}
 	}
 	b.loadRow(fmt.Sprintf("users/me under a login flood (%.0f× hashing capacity, median %.0f logins/s offered, %d hash slot(s) of argon2id m=%d MiB t=%d p=%d), %d clients: under the flood (Herald column) over alone on the same server (Ceiling column)",
-		o.floodFactor, median(offered), hashConc, memKiB/1024, iters, lanes, o.concurrency), under, alone, " req/s", " req/s", true, 0.5)
+		o.floodFactor, median(offered), hc.places, hc.memKiB/1024, hc.iterations, hc.lanes, o.concurrency), under, alone, " req/s", " req/s", true, 0.5)
 	if len(logins) == 0 {
 		return nil
 	}
@@ -197,11 +189,7 @@ func floodCell(r openResult, window time.Duration) string {
 	}
 	var parts []string
 	for _, s := range slices.Sorted(maps.Keys(r.Statuses)) {
-		name := fmt.Sprint(s)
-		if s == 0 {
-			name = "transport error"
-		}
-		parts = append(parts, fmt.Sprintf("%s: %.0f %% (%.1f/s, p99 %s)", name, 100*float64(r.Statuses[s])/float64(ended),
+		parts = append(parts, fmt.Sprintf("%s: %.0f %% (%.1f/s, p99 %s)", statusName(s), 100*float64(r.Statuses[s])/float64(ended),
 			float64(r.Statuses[s])/window.Seconds(), ms(percentile(r.Latencies[s], 99))))
 	}
 	out := fmt.Sprintf("%d ended: %s", ended, strings.Join(parts, "; "))

@@ -238,6 +238,20 @@ func vacuumSchema(ctx context.Context, dbURL string) error {
 	return nil
 }
 
+// cleanup ends the run: it stops every child process, then drops the
+// run's schemas and removes its scratch directory unless keep.
+func (k *kit) cleanup(keep bool) {
+	stopAllChildren()
+	if keep {
+		logf("kept %s and PostgreSQL schemas %v", k.tmp, k.schemas)
+		return
+	}
+	k.dropSchemas()
+	if k.tmp != "" {
+		os.RemoveAll(k.tmp)
+	}
+}
+
 // dropSchemas removes every schema the run made.
 func (k *kit) dropSchemas() {
 	if len(k.schemas) == 0 {
@@ -259,10 +273,11 @@ func (k *kit) dropSchemas() {
 	k.schemas = nil
 }
 
-// seed creates the admin and the load's accounts, imports devices and
-// logs everyone in through a short-lived Herald (so the Herald that is
-// measured later has never checked a password).
-func (k *kit) seed(ctx context.Context, s *site, users, devices int) error {
+// seed creates the admin and the load's accounts, imports devices (device
+// i on account owner(i, the load's emails)) and logs everyone in through a
+// short-lived Herald (so the Herald that is measured later has never
+// checked a password).
+func (k *kit) seed(ctx context.Context, s *site, users, devices int, owner deviceOwner) error {
 	t0 := time.Now()
 	emails := []string{adminEmail}
 	for i := range users {
@@ -301,7 +316,7 @@ func (k *kit) seed(ctx context.Context, s *site, users, devices int) error {
 	if devices > 0 {
 		t1 := time.Now()
 		file := filepath.Join(k.tmp, "devices-"+s.key+".jsonl")
-		if err := writeDevices(file, devices, s.users); err != nil {
+		if err := writeDevices(file, devices, s.users, owner); err != nil {
 			return err
 		}
 		out, err := k.command(ctx, s, 20*time.Minute, "devices", "import", "--file", file)
@@ -387,14 +402,20 @@ func openSQLite(dbURL string) (*sql.DB, error) {
 // in the bare sender).
 func deviceToken(i int) string { return fmt.Sprintf("bench-device-token-%08d", i) }
 
-func writeDevices(path string, n int, emails []string) error {
+// deviceOwner is the email of the account device i is imported on.
+type deviceOwner func(i int, emails []string) string
+
+// spreadDevices puts the devices on the load's accounts in turn.
+func spreadDevices(i int, emails []string) string { return emails[i%len(emails)] }
+
+func writeDevices(path string, n int, emails []string, owner deviceOwner) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	for i := range n {
-		fmt.Fprintf(w, `{"email":%q,"platform":"android","pushToken":%q}`+"\n", emails[i%len(emails)], deviceToken(i))
+		fmt.Fprintf(w, `{"email":%q,"platform":"android","pushToken":%q}`+"\n", owner(i, emails), deviceToken(i))
 	}
 	if err := w.Flush(); err != nil {
 		f.Close()

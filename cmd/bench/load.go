@@ -70,17 +70,31 @@ func (r loadResult) Failures() string {
 		if s >= 200 && s < 300 {
 			continue
 		}
-		name := strconv.Itoa(s)
-		if s == 0 {
-			name = "transport error"
-		}
-		parts = append(parts, fmt.Sprintf("%d × %s", r.Statuses[s], name))
+		parts = append(parts, fmt.Sprintf("%d × %s", r.Statuses[s], statusName(s)))
 	}
 	msg := fmt.Sprint(parts)
 	if r.FirstErr != "" {
 		msg += " (first: " + r.FirstErr + ")"
 	}
 	return msg
+}
+
+// statusName names an HTTP status as the kit counts it: 0 is an
+// operation that got no answer.
+func statusName(s int) string {
+	if s == 0 {
+		return "transport error"
+	}
+	return strconv.Itoa(s)
+}
+
+// statusNames is a count by status with the statuses named.
+func statusNames[N int | int64](m map[int]N) map[string]N {
+	out := make(map[string]N, len(m))
+	for s, n := range m {
+		out[statusName(s)] = n
+	}
+	return out
 }
 
 // op is one operation of a worker: it returns an HTTP-like status (200 for

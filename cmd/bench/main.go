@@ -109,10 +109,7 @@ func parseOptions(args []string) (*options, error) {
 		fmt.Fprintf(fs.Output(), "Usage: go run ./cmd/bench [flags]\n\nMeasures Herald beside bare ceilings and prints a Markdown table (see cmd/bench/README.md).\nMeasures for -only: %s, or users-me, broadcast, all.\n\n", strings.Join(measureNames, ", "))
 		fs.PrintDefaults()
 	}
-	pgDefault := os.Getenv("HERALD_BENCH_POSTGRES_URL")
-	if pgDefault == "" {
-		pgDefault = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
+	pgDefault := defaultPostgresURL()
 	fs.BoolVar(&o.quick, "quick", false, "short run for development: 3 s windows, 10,000 devices, 4 accounts (explicit flags win)")
 	fs.StringVar(&o.only, "only", "all", "comma-separated measures to run")
 	fs.IntVar(&o.rounds, "rounds", 1, "interleaved rounds per measure; the table shows medians")
@@ -194,6 +191,12 @@ func parseOptions(args []string) (*options, error) {
 	return o, nil
 }
 
+// defaultPostgresURL is -postgres unless set: HERALD_BENCH_POSTGRES_URL,
+// or the local test server.
+func defaultPostgresURL() string {
+	return cmpOr(os.Getenv("HERALD_BENCH_POSTGRES_URL"), "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+}
+
 func run(args []string) int {
 	o, err := parseOptions(args)
 	if err != nil {
@@ -206,17 +209,7 @@ func run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	k := &kit{pgBase: o.postgres, fillerAccounts: o.fillers}
-	defer func() {
-		stopAllChildren()
-		if o.keep {
-			logf("kept %s and PostgreSQL schemas %v", k.tmp, k.schemas)
-			return
-		}
-		k.dropSchemas()
-		if k.tmp != "" {
-			os.RemoveAll(k.tmp)
-		}
-	}()
+	defer k.cleanup(o.keep)
 	b := &board{opts: o}
 	if err := k.setup(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -380,6 +373,30 @@ func (k *kit) envInt(key string, def int) int {
 	return def
 }
 
+// hashCost is the argon2id cost and the hashing places of the Herald the
+// kit runs: Herald's defaults unless -env sets them.
+type hashCost struct {
+	memKiB, iterations, lanes int
+	places                    int // HERALD_HASH_CONCURRENCY: hashes at once
+}
+
+func (k *kit) hashCost() hashCost {
+	return hashCost{
+		memKiB:     k.envInt("HERALD_ARGON2_MEMORY", 64*1024),
+		iterations: k.envInt("HERALD_ARGON2_ITERATIONS", 3),
+		lanes:      k.envInt("HERALD_ARGON2_PARALLELISM", 2),
+		places:     k.envInt("HERALD_HASH_CONCURRENCY", config.DefaultHashConcurrency(runtime.GOMAXPROCS(0))),
+	}
+}
+
+// bareLoop runs the bare argon2id loop at this cost on as many goroutines
+// as Herald has hashing places: the hashing ceiling.
+func (c hashCost) bareLoop(ctx context.Context, warmup, window time.Duration) (loadResult, error) {
+	return closedLoop(ctx, c.places, warmup, window, 0, func(int) (op, func(), error) {
+		return argon2Op(uint32(c.memKiB), uint32(c.iterations), uint8(c.lanes)), nil, nil
+	})
+}
+
 func runMeasures(ctx context.Context, k *kit, o *options, b *board) error {
 	sel := o.selected
 	pg := &site{key: "postgres", name: "PostgreSQL"}
@@ -396,7 +413,7 @@ func runMeasures(ctx context.Context, k *kit, o *options, b *board) error {
 		if sel["broadcast-pg"] {
 			devices = o.devices
 		}
-		if err := k.seed(ctx, pg, o.users, devices); err != nil {
+		if err := k.seed(ctx, pg, o.users, devices, spreadDevices); err != nil {
 			return fmt.Errorf("seed %s: %w", pg.name, err)
 		}
 	}
@@ -405,7 +422,7 @@ func runMeasures(ctx context.Context, k *kit, o *options, b *board) error {
 		if sel["broadcast-sqlite"] {
 			devices = o.devices
 		}
-		if err := k.seed(ctx, sq, o.users, devices); err != nil {
+		if err := k.seed(ctx, sq, o.users, devices, spreadDevices); err != nil {
 			return fmt.Errorf("seed %s: %w", sq.name, err)
 		}
 	}
@@ -542,13 +559,10 @@ func cmpOr(a, b string) string {
 // loginMeasure: per round, Herald logging in on PostgreSQL (with its RSS),
 // then the bare argon2id loop.
 func loginMeasure(ctx context.Context, k *kit, o *options, b *board, pg *site) error {
-	lanes := k.envInt("HERALD_ARGON2_PARALLELISM", 2)
-	hashConc := k.envInt("HERALD_HASH_CONCURRENCY", config.DefaultHashConcurrency(runtime.GOMAXPROCS(0)))
-	memKiB := k.envInt("HERALD_ARGON2_MEMORY", 64*1024)
-	iters := k.envInt("HERALD_ARGON2_ITERATIONS", 3)
+	hc := k.hashCost()
 	workers := o.loginWorkers
 	if workers <= 0 {
-		workers = 2 * hashConc
+		workers = 2 * hc.places
 	}
 	herald, ceil := &loadSeries{}, &loadSeries{}
 	var mems []memory
@@ -561,17 +575,15 @@ func loginMeasure(ctx context.Context, k *kit, o *options, b *board, pg *site) e
 			logf("  Herald RSS: peak sampled %s, VmHWM %s, %s 3 s after the load", mib(m.Peak), mib(m.HWM), mib(m.After))
 		}
 		k.quiesce(ctx)
-		res, err = closedLoop(ctx, hashConc, o.warmup, o.duration, 0, func(int) (op, func(), error) {
-			return argon2Op(uint32(memKiB), uint32(iters), uint8(lanes)), nil, nil
-		})
+		res, err = hc.bareLoop(ctx, o.warmup, o.duration)
 		ceil.add(b, "login ceiling (argon2id)", r, res, err)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 	}
-	b.loadRow(fmt.Sprintf("login (`POST /api/v1/auth/login`), argon2id m=%d MiB t=%d p=%d, %d clients, %d hash slots", memKiB/1024, iters, lanes, workers, hashConc),
+	b.loadRow(fmt.Sprintf("login (`POST /api/v1/auth/login`), argon2id m=%d MiB t=%d p=%d, %d clients, %d hash slots", hc.memKiB/1024, hc.iterations, hc.lanes, workers, hc.places),
 		herald, ceil, " logins/s", " hashes/s", false, 0.9)
-	boundKiB := int64(hashConc*memKiB) + 64*1024
+	boundKiB := int64(hc.places*hc.memKiB) + 64*1024
 	if len(mems) == 0 {
 		return nil
 	}
@@ -579,7 +591,7 @@ func loginMeasure(ctx context.Context, k *kit, o *options, b *board, pg *site) e
 	for _, m := range mems {
 		worst.Peak, worst.HWM, worst.After = max(worst.Peak, m.Peak), max(worst.HWM, m.HWM), max(worst.After, m.After)
 	}
-	target := fmt.Sprintf("≤ %s (%d × %d MiB + 64 MiB)", mib(boundKiB), hashConc, memKiB/1024)
+	target := fmt.Sprintf("≤ %s (%d × %d MiB + 64 MiB)", mib(boundKiB), hc.places, hc.memKiB/1024)
 	if worst.HWM > boundKiB {
 		target += " MISSED"
 	}
@@ -643,7 +655,7 @@ func millionMeasure(ctx context.Context, k *kit, o *options, b *board) error {
 		return err
 	}
 	s.dbURL = url
-	if err := k.seed(ctx, s, min(o.users, 8), n); err != nil {
+	if err := k.seed(ctx, s, min(o.users, 8), n, spreadDevices); err != nil {
 		return fmt.Errorf("seed %s: %w", s.name, err)
 	}
 	h, c := &sendSeries{}, &sendSeries{}

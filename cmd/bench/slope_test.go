@@ -6,20 +6,6 @@ import (
 	"testing"
 )
 
-// line samples y = a + b·t at t = 0, step, 2·step, … (n points), plus
-// noise[i % len(noise)] when noise is given.
-func line(n int, step, a, b float64, noise ...float64) (ts, ys []float64) {
-	for i := range n {
-		t := float64(i) * step
-		y := a + b*t
-		if len(noise) > 0 {
-			y += noise[i%len(noise)]
-		}
-		ts, ys = append(ts, t), append(ys, y)
-	}
-	return ts, ys
-}
-
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
 
 func TestFitLine(t *testing.T) {
@@ -59,37 +45,36 @@ func TestFlatRule(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		rule flatRule
-		ts   []float64
-		ys   []float64
+		s    sampled
 		flat bool
 	}{
-		{name: "level memory", rule: ruleMemory, flat: true, ts: ln(24, 5, 200, 0).ts, ys: ln(24, 5, 200, 0).ys},
+		{name: "level memory", rule: ruleMemory, flat: true, s: ln(24, 5, 200, 0)},
 		// 200 MiB rising 1 MiB a minute for 2 minutes: 2 MiB, within 10 %
 		// of the mean and the 8 MiB floor.
-		{name: "slow rise within the share", rule: ruleMemory, flat: true, ts: ln(25, 5, 200, 1.0/60).ts, ys: ln(25, 5, 200, 1.0/60).ys},
+		{name: "slow rise within the share", rule: ruleMemory, flat: true, s: ln(25, 5, 200, 1.0/60)},
 		// 200 MiB rising 30 MiB over 2 minutes: a leak (the band is 10 %
 		// of the mean, 215 MiB).
-		{name: "leak", rule: ruleMemory, flat: false, ts: ln(25, 5, 200, 30.0/120).ts, ys: ln(25, 5, 200, 30.0/120).ys},
+		{name: "leak", rule: ruleMemory, flat: false, s: ln(25, 5, 200, 30.0/120)},
 		// Goroutines: 40 rising to 55 is under the floor of 20.
-		{name: "small series under its floor", rule: ruleCount, flat: true, ts: ln(25, 5, 40, 15.0/120).ts, ys: ln(25, 5, 40, 15.0/120).ys},
-		{name: "goroutine leak past the floor", rule: ruleCount, flat: false, ts: ln(25, 5, 40, 60.0/120).ts, ys: ln(25, 5, 40, 60.0/120).ys},
+		{name: "small series under its floor", rule: ruleCount, flat: true, s: ln(25, 5, 40, 15.0/120)},
+		{name: "goroutine leak past the floor", rule: ruleCount, flat: false, s: ln(25, 5, 40, 60.0/120)},
 		// A falling series passes, however steep.
-		{name: "falling", rule: ruleCount, flat: true, ts: ln(25, 5, 1000, -5).ts, ys: ln(25, 5, 1000, -5).ys},
+		{name: "falling", rule: ruleCount, flat: true, s: ln(25, 5, 1000, -5)},
 		// Latency from 10 ms with ±3 ms of noise and a rise of 8.5 ms:
 		// more than half the mean (7.1 ms) and the floor (5 ms), but
 		// within three times the noise (σ 3.1 ms).
-		{name: "rise hidden by noise", rule: ruleLatencyP50, flat: true, ts: ln(24, 5, 10, 8.5/115, jitter...).ts, ys: ln(24, 5, 10, 8.5/115, jitter...).ys},
+		{name: "rise hidden by noise", rule: ruleLatencyP50, flat: true, s: ln(24, 5, 10, 8.5/115, jitter...)},
 		// The same rise without the noise is a trend.
-		{name: "rise without noise", rule: ruleLatencyP50, flat: false, ts: ln(24, 5, 10, 8.5/115).ts, ys: ln(24, 5, 10, 8.5/115).ys},
+		{name: "rise without noise", rule: ruleLatencyP50, flat: false, s: ln(24, 5, 10, 8.5/115)},
 		// Job lag near zero: the floor of 2 s decides.
-		{name: "lag within the floor", rule: ruleLag, flat: true, ts: ln(24, 5, 0, 1.5/115).ts, ys: ln(24, 5, 0, 1.5/115).ys},
-		{name: "growing lag", rule: ruleLag, flat: false, ts: ln(24, 5, 0, 30.0/115).ts, ys: ln(24, 5, 0, 30.0/115).ys},
+		{name: "lag within the floor", rule: ruleLag, flat: true, s: ln(24, 5, 0, 1.5/115)},
+		{name: "growing lag", rule: ruleLag, flat: false, s: ln(24, 5, 0, 30.0/115)},
 		// Too few samples cannot be judged, and fail.
-		{name: "too few samples", rule: ruleMemory, flat: false, ts: ln(minPoints-1, 5, 200, 0).ts, ys: ln(minPoints-1, 5, 200, 0).ys},
-		{name: "just enough samples", rule: ruleMemory, flat: true, ts: ln(minPoints, 5, 200, 0).ts, ys: ln(minPoints, 5, 200, 0).ys},
+		{name: "too few samples", rule: ruleMemory, flat: false, s: ln(minPoints-1, 5, 200, 0)},
+		{name: "just enough samples", rule: ruleMemory, flat: true, s: ln(minPoints, 5, 200, 0)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := fitLine(c.ts, c.ys)
+			f := fitLine(c.s.ts, c.s.ys)
 			if got := c.rule.flat(f); got != c.flat {
 				t.Errorf("flat = %v, want %v (change %.3g, band %.3g, mean %.3g, noise %.3g, n %d)", got, c.flat, f.Change(), c.rule.band(f), f.Mean, f.Resid, f.N)
 			}
@@ -99,9 +84,19 @@ func TestFlatRule(t *testing.T) {
 
 type sampled struct{ ts, ys []float64 }
 
+// ln samples y = a + b·t at t = 0, step, 2·step, … (n points), plus
+// noise[i % len(noise)] when noise is given.
 func ln(n int, step, a, b float64, noise ...float64) sampled {
-	ts, ys := line(n, step, a, b, noise...)
-	return sampled{ts, ys}
+	var s sampled
+	for i := range n {
+		t := float64(i) * step
+		y := a + b*t
+		if len(noise) > 0 {
+			y += noise[i%len(noise)]
+		}
+		s.ts, s.ys = append(s.ts, t), append(s.ys, y)
+	}
+	return s
 }
 
 func TestFlatRuleBand(t *testing.T) {

@@ -22,14 +22,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"github.com/herald-vpn/herald/internal/config"
 )
 
 type soakOptions struct {
@@ -61,7 +58,7 @@ func parseSoakOptions(args []string) (*soakOptions, error) {
 		fmt.Fprintf(fs.Output(), "Usage: go run ./cmd/bench soak [flags]\n\nRuns Herald under a mixed load at half its measured capacity and judges every sampled series' slope (see cmd/bench/README.md, Soak).\n\n")
 		fs.PrintDefaults()
 	}
-	pgDefault := cmpOr(os.Getenv("HERALD_BENCH_POSTGRES_URL"), "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+	pgDefault := defaultPostgresURL()
 	fs.DurationVar(&o.duration, "duration", time.Hour, "how long the load runs (after the capacity measure)")
 	fs.DurationVar(&o.warmup, "warmup", 0, "start of the run left out of the slopes (default: a tenth of -duration, at least 30 s, at most 5 min)")
 	fs.DurationVar(&o.interval, "interval", 0, "time between samples (default: -duration / 60, at least 5 s, at most 1 min)")
@@ -161,17 +158,7 @@ func soakMain(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	k := &kit{pgBase: o.postgres, fillerAccounts: o.fillers}
-	defer func() {
-		stopAllChildren()
-		if o.keep {
-			logf("kept %s and PostgreSQL schemas %v", k.tmp, k.schemas)
-			return
-		}
-		k.dropSchemas()
-		if k.tmp != "" {
-			os.RemoveAll(k.tmp)
-		}
-	}()
+	defer k.cleanup(o.keep)
 	if err := k.setup(ctx, &options{heraldBin: o.heraldBin, env: o.env}); err != nil {
 		fmt.Fprintln(os.Stderr, "bench soak:", err)
 		return 1
@@ -220,42 +207,15 @@ func soakSite(ctx context.Context, k *kit, o *soakOptions) (*site, error) {
 		pu.RawQuery = q.Encode()
 		s = &site{key: "postgres", name: "PostgreSQL", dbURL: pu.String()}
 	}
-	if err := k.seed(ctx, s, o.users, 0); err != nil {
+	owner := func(i int, emails []string) string {
+		if i < o.devices {
+			return emails[0]
+		}
+		return emails[1+(i-o.devices)/2]
+	}
+	if err := k.seed(ctx, s, o.users, o.devices+2*(o.users-1), owner); err != nil {
 		return nil, fmt.Errorf("seed: %w", err)
 	}
-	file := filepath.Join(k.tmp, "devices-soak.jsonl")
-	f, err := os.Create(file)
-	if err != nil {
-		return nil, err
-	}
-	n := 0
-	for i := range o.devices {
-		fmt.Fprintf(f, `{"email":%q,"platform":"android","pushToken":%q}`+"\n", s.users[0], deviceToken(i))
-		n++
-	}
-	for _, e := range s.users[1:] {
-		for range 2 {
-			fmt.Fprintf(f, `{"email":%q,"platform":"android","pushToken":%q}`+"\n", e, deviceToken(n))
-			n++
-		}
-	}
-	if err := f.Close(); err != nil {
-		return nil, err
-	}
-	out, err := k.command(ctx, s, 10*time.Minute, "devices", "import", "--file", file)
-	if err != nil {
-		return nil, err
-	}
-	if want := fmt.Sprintf("imported %d,", n); !strings.HasPrefix(strings.TrimSpace(out), want) {
-		return nil, fmt.Errorf("devices import printed %q, want %q…", strings.TrimSpace(out), want)
-	}
-	s.devices = n
-	if s.postgres() {
-		if err := vacuumSchema(ctx, s.dbURL); err != nil {
-			return nil, fmt.Errorf("vacuum: %w", err)
-		}
-	}
-	logf("%s: %d devices imported (%d audience, 2 per other account)", s.name, n, o.devices)
 	return s, nil
 }
 
@@ -329,17 +289,15 @@ func runSoak(ctx context.Context, k *kit, o *soakOptions) (*soakReport, error) {
 	// Logins are bounded by hashing, not by the mix: the closed loop runs
 	// so few of them that their share of half its capacity can be past
 	// what the server hashes. They run at no more than -share of the
-	// server's hashing rate, measured as the bare argon2id loop of
-	// Herald's default cost on its default hashing places.
-	hashers := config.DefaultHashConcurrency(runtime.GOMAXPROCS(0))
-	hashed, err := closedLoop(ctx, hashers, 500*time.Millisecond, 2*time.Second, 0, func(int) (op, func(), error) {
-		return argon2Op(64*1024, 3, 2), nil, nil
-	})
+	// server's hashing rate, measured as the bare argon2id loop of the
+	// cost and hashing places this Herald runs with (-env may set them).
+	hc := k.hashCost()
+	hashed, err := hc.bareLoop(ctx, 500*time.Millisecond, 2*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("hashing capacity: %w", err)
 	}
 	loginCap := o.share * hashed.PerSec()
-	logf("hashing capacity %s hashes/s on %d places: logins at most %s/s", rate(hashed.PerSec()), hashers, rate(loginCap))
+	logf("hashing capacity %s hashes/s on %d places: logins at most %s/s", rate(hashed.PerSec()), hc.places, rate(loginCap))
 	l.resetCounts()
 	// The capacity run's connections are not the soak's: without them,
 	// Herald's goroutines and open files start where the soak keeps them.
@@ -804,16 +762,4 @@ func (l *soakLoad) expectedEvents() map[string]string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return maps.Clone(l.events)
-}
-
-func statusNames(m map[int]int) map[string]int {
-	out := map[string]int{}
-	for s, n := range m {
-		name := strconv.Itoa(s)
-		if s == 0 {
-			name = "transport error"
-		}
-		out[name] = n
-	}
-	return out
 }

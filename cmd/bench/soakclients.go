@@ -141,18 +141,25 @@ func (r *webhookReceiver) counts() (total, ok, injected, bad int64) {
 	return r.total, r.ok, r.injected, r.bad
 }
 
-// waitAll waits until every expected event was delivered (answered 2xx)
-// or until by, and returns those still missing.
+// missing returns what each expected event not yet delivered (answered
+// 2xx) stands for.
+func (r *webhookReceiver) missing(expected map[string]string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for key, what := range expected {
+		if r.received[key] == 0 {
+			out = append(out, what)
+		}
+	}
+	return out
+}
+
+// waitAll waits until every expected event was delivered or until by, and
+// returns those still missing.
 func (r *webhookReceiver) waitAll(ctx context.Context, expected map[string]string, by time.Time) []string {
 	for {
-		r.mu.Lock()
-		var missing []string
-		for key, what := range expected {
-			if r.received[key] == 0 {
-				missing = append(missing, what)
-			}
-		}
-		r.mu.Unlock()
+		missing := r.missing(expected)
 		if len(missing) == 0 || time.Now().After(by) || ctx.Err() != nil {
 			return missing
 		}

@@ -6,6 +6,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -112,14 +113,7 @@ func (r *soakReport) judge(o *soakOptions, l *soakLoad, recv *webhookReceiver, s
 
 	l.mu.Lock()
 	for name, st := range l.stats {
-		op := &opReport{Done: st.Done, OK: st.OK, Unavailable: st.Unavailable, Errors: st.Errors, Late: st.Behind, FirstError: st.FirstError, Statuses: map[string]int64{}}
-		for s, n := range st.Statuses {
-			k := fmt.Sprint(s)
-			if s == 0 {
-				k = "transport error"
-			}
-			op.Statuses[k] = n
-		}
+		op := &opReport{Done: st.Done, OK: st.OK, Unavailable: st.Unavailable, Errors: st.Errors, Late: st.Behind, FirstError: st.FirstError, Statuses: statusNames(st.Statuses)}
 		r.Ops[name] = op
 		if st.Errors > 0 {
 			fail("%s: %d errors (%v), the first: %s", name, st.Errors, op.Statuses, firstLine(st.FirstError))
@@ -219,13 +213,7 @@ func (r *soakReport) print(w *os.File) {
 	}
 	fmt.Fprintln(w, "\n| Operation | OK | Mean rate | 503 | Other errors | Late |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|")
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for n := range r.Ops {
-			if !yield(n) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(r.Ops)) {
 		op := r.Ops[name]
 		mean := "–"
 		for _, s := range r.Series {

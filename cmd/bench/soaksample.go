@@ -150,16 +150,8 @@ func (sm *soakSampler) sample(ctx context.Context, t float64, interval time.Dura
 	} else {
 		sm.noteError(ctx, "job lag", err)
 	}
-	expected := sm.l.expectedEvents()
-	sm.l.recv.mu.Lock()
-	pending := 0
-	for key := range expected {
-		if sm.l.recv.received[key] == 0 {
-			pending++
-		}
-	}
-	sm.l.recv.mu.Unlock()
-	sm.add("webhook events undelivered", "", ruleQueue, t, float64(pending))
+	pending := sm.l.recv.missing(sm.l.expectedEvents())
+	sm.add("webhook events undelivered", "", ruleQueue, t, float64(len(pending)))
 	for name, lat := range sm.l.takeWindow() {
 		// A broadcast is one request every few minutes: no series.
 		if len(lat) == 0 || name == "broadcast" {
