@@ -1,34 +1,16 @@
 package logbuffer
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/herald-vpn/herald/internal/testsupport"
 )
 
-// lockedBuffer is the log's destination; the timer writes from its own goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestLinesWaitForTheirFlush(t *testing.T) {
-	out := &lockedBuffer{}
+	out := &testsupport.Buffer{}
 	w := NewWriter(out, time.Hour)
 	log := slog.New(NewHandler(slog.NewJSONHandler(w, nil), w))
 	log.Info("first")
@@ -65,7 +47,7 @@ func TestLinesWaitForTheirFlush(t *testing.T) {
 }
 
 func TestIntervalBoundsTheWait(t *testing.T) {
-	out := &lockedBuffer{}
+	out := &testsupport.Buffer{}
 	w := NewWriter(out, 20*time.Millisecond)
 	for round := range 2 { // the second round: the timer is re-armed after it fired
 		_, _ = w.Write([]byte("line\n"))
@@ -80,7 +62,7 @@ func TestIntervalBoundsTheWait(t *testing.T) {
 }
 
 func TestSizeBoundsTheBuffer(t *testing.T) {
-	out := &lockedBuffer{}
+	out := &testsupport.Buffer{}
 	w := NewWriter(out, time.Hour)
 	line := []byte(strings.Repeat("x", 1023) + "\n")
 	for range Size / len(line) {
@@ -92,7 +74,7 @@ func TestSizeBoundsTheBuffer(t *testing.T) {
 }
 
 func TestZeroIntervalWritesAtOnce(t *testing.T) {
-	out := &lockedBuffer{}
+	out := &testsupport.Buffer{}
 	w := NewWriter(out, 0)
 	slog.New(NewHandler(slog.NewTextHandler(w, nil), w)).Info("now")
 	if !strings.Contains(out.String(), "msg=now") {
