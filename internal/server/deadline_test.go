@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/api"
+	"github.com/herald-vpn/herald/internal/rest"
 	"github.com/herald-vpn/herald/internal/shed"
 )
 
@@ -62,6 +63,20 @@ func TestWithBoundsSheds(t *testing.T) {
 	<-done
 	if q.Running() != 0 || q.Refusals() != 1 {
 		t.Fatalf("after: %d running, %d refused; want 0 and 1", q.Running(), q.Refusals())
+	}
+}
+
+// Every route exempted from the request deadline as long-lived is a route
+// (a renamed path would silently put its stream under the deadline).
+func TestLongLivedRoutesAreRoutes(t *testing.T) {
+	served := map[string]bool{}
+	for _, rt := range restRoutes(&rest.Handlers{}) {
+		served[rt.method+" "+rt.path] = true
+	}
+	for where := range longLived {
+		if !served[where] {
+			t.Errorf("longLived names %s, which is not a route", where)
+		}
 	}
 }
 

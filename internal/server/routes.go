@@ -161,11 +161,11 @@ var longLived = map[string]bool{
 // all) gives up, so that it answers 503 SERVICE_UNAVAILABLE with
 // Retry-After (api.Classify) instead of hanging on a connection gone
 // silent. Admission is inside it: authenticating may read the database
-// too. A request
-// beyond that bound waits for a place, within the queue's bounds and its
-// own deadline, and is otherwise refused by refuse, with 503
-// SERVICE_UNAVAILABLE and Retry-After: beyond capacity the server answers
-// "later" instead of holding requests without bound.
+// too. A request beyond the bound on requests in flight waits for a
+// place, within the queue's bounds and its own deadline, and is otherwise
+// refused by refuse, with 503 SERVICE_UNAVAILABLE and Retry-After: beyond
+// capacity the server answers "later" instead of holding requests without
+// bound.
 func withBounds(timeout time.Duration, queue *shed.Queue, refuse func(http.ResponseWriter, *http.Request, error), next http.Handler) http.Handler {
 	if timeout <= 0 && queue == nil {
 		return next
@@ -193,6 +193,7 @@ func withBounds(timeout time.Duration, queue *shed.Queue, refuse func(http.Respo
 // methods the table declares for it, and one for an unknown path under
 // /api/ any method (the request then gets its 404, readable by the page).
 func addREST(mux *http.ServeMux, d Deps, adm api.Admission, cp *corsPolicy, routes []route) {
+	bounded := func(h http.Handler) http.Handler { return withBounds(d.RequestTimeout, d.Requests, api.WriteError, h) }
 	methods := map[string][]string{}
 	for _, rt := range routes {
 		methods[rt.path] = append(methods[rt.path], rt.method)
@@ -203,19 +204,19 @@ func addREST(mux *http.ServeMux, d Deps, adm api.Admission, cp *corsPolicy, rout
 	for _, rt := range routes {
 		h := admitted(adm, rt.rule, rt.handler)
 		if !longLived[rt.method+" "+rt.path] {
-			h = withBounds(d.RequestTimeout, d.Requests, api.WriteError, h)
+			h = bounded(h)
 		}
 		mux.Handle(rt.method+" "+rt.path, observe(d, rt.method+" "+rt.path, cp.wrap(methods[rt.path], h)))
 	}
 	for path, ms := range methods {
 		allow := strings.Join(ms, ", ")
 		// OPTIONS (a preflight among them) comes here: no route declares it.
-		mux.Handle(path, observe(d, path, cp.wrap(ms, withBounds(d.RequestTimeout, d.Requests, api.WriteError, admitted(adm, auth.Public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mux.Handle(path, observe(d, path, cp.wrap(ms, bounded(admitted(adm, auth.Public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
 			api.WriteError(w, r, apperr.Newf(apperr.MethodNotAllowed, "%s is not allowed here; use %s.", r.Method, allow))
 		}))))))
 	}
-	mux.Handle("/api/", observe(d, "/api/", cp.wrap(corsAnyMethod, withBounds(d.RequestTimeout, d.Requests, api.WriteError, admitted(adm, auth.Public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("/api/", observe(d, "/api/", cp.wrap(corsAnyMethod, bounded(admitted(adm, auth.Public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		api.WriteError(w, r, apperr.Newf(apperr.NotFound, "There is no %s %s.", r.Method, r.URL.Path))
 	}))))))
 }
