@@ -109,14 +109,11 @@ func presentError(ctx context.Context, err error) *gqlerror.Error {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	x := &exchange{h: h, w: w, r: r, start: graphql.Now(), ctx: graphql.StartOperationTrace(r.Context()), span: trace.SpanFromContext(context.Background())}
 	// Until a document validates, its root fields are whatever the client
 	// wrote: the metrics see "other".
 	api.Info(r.Context()).MetricOperation = OperationOther
-	// The answer depends on Accept: caches must key on it.
-	w.Header().Add("Vary", "Accept")
-	var acceptable bool
-	if x.m, acceptable = negotiate(r.Header); !acceptable {
+	x, acceptable := h.newExchange(w, r)
+	if !acceptable {
 		x.refuseWith(apperr.Newf(apperr.NotAcceptable, "The answer can be %s or %s; the request accepts neither.", typeGraphQL, typeJSON))
 		return
 	}
@@ -145,14 +142,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // bound on requests in flight refused it), in the media type r accepts,
 // as every refusal of this door is written.
 func (h *Handler) Refuse(w http.ResponseWriter, r *http.Request, err error) {
-	x := &exchange{h: h, w: w, r: r, start: graphql.Now(), ctx: r.Context(), span: trace.SpanFromContext(context.Background())}
-	w.Header().Add("Vary", "Accept")
-	if m, ok := negotiate(r.Header); ok {
-		x.m = m
-	} else {
-		x.m = mediaJSON
-	}
+	x, _ := h.newExchange(w, r)
 	x.refuseWith(err)
+}
+
+// newExchange starts the answer to r, in the media type r accepts
+// (negotiate; JSON when it accepts neither, and acceptable is false). The
+// answer depends on Accept: caches must key on it.
+func (h *Handler) newExchange(w http.ResponseWriter, r *http.Request) (x *exchange, acceptable bool) {
+	x = &exchange{h: h, w: w, r: r, start: graphql.Now(), ctx: graphql.StartOperationTrace(r.Context()), span: trace.SpanFromContext(context.Background())}
+	w.Header().Add("Vary", "Accept")
+	x.m, acceptable = negotiate(r.Header)
+	return x, acceptable
 }
 
 // exchange is one request to the GraphQL door and what its answer is
