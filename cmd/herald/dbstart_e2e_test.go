@@ -72,11 +72,9 @@ func (s *startingServer) listening(t *testing.T) {
 	t.Helper()
 	deadline := time.Now().Add(startWait)
 	for {
-		for _, l := range s.h.logLines(t) {
-			if msg, _ := l["msg"].(string); strings.HasPrefix(msg, "starting:") {
-				s.h.BaseURL = "http://" + l["addr"].(string)
-				return
-			}
+		if addr := testsupport.StartingAddr(s.h.logs()); addr != "" {
+			s.h.BaseURL = "http://" + addr
+			return
 		}
 		select {
 		case err := <-s.done:

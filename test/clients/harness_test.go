@@ -14,19 +14,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/herald-vpn/herald/internal/mail/mailtest"
 	"github.com/herald-vpn/herald/internal/testsupport"
+	"github.com/herald-vpn/herald/test/harness"
 )
 
 const (
@@ -35,39 +34,7 @@ const (
 	password  = "Secret123"
 )
 
-// The binary, built once per test run.
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildBin  string
-	buildErr  error
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
-	os.Exit(code)
-}
-
-func heraldBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if buildDir, buildErr = os.MkdirTemp("", "herald-clients-"); buildErr != nil {
-			return
-		}
-		buildBin = filepath.Join(buildDir, "herald")
-		cmd := exec.Command("go", "build", "-o", buildBin, "github.com/herald-vpn/herald/cmd/herald")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return buildBin
-}
+func TestMain(m *testing.M) { harness.Main(m) }
 
 // needNode skips the test, saying why, unless node and this directory's
 // node_modules are there.
@@ -94,7 +61,7 @@ type server struct {
 // layered over light test defaults. It stops at the end of the test.
 func startServer(t *testing.T, env map[string]string) *server {
 	t.Helper()
-	s := &server{SMTP: mailtest.NewServer(t), logs: &testsupport.Buffer{}, bin: heraldBinary(t)}
+	s := &server{SMTP: mailtest.NewServer(t), logs: &testsupport.Buffer{}, bin: harness.Binary(t)}
 	s.Env = map[string]string{
 		"HERALD_ADDR":               "127.0.0.1:0", // the bound address is read from the log
 		"HERALD_DATABASE_URL":       "sqlite:" + filepath.Join(t.TempDir(), "herald.db"),

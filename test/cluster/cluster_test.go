@@ -152,21 +152,7 @@ func TestBroadcastWorkerKilled(t *testing.T) {
 	t.Logf("resumed %s after the kill, by %v", resumedAt.Sub(killAt).Round(time.Millisecond), names(c.WorkersOf(job)))
 	expectCompleted(t, j, devicesN)
 
-	got := c.Deliveries(job)
-	var missed []string
-	repeats, twice := 0, 0
-	for _, tok := range tokens {
-		switch n := got[tok]; {
-		case n == 0:
-			missed = append(missed, tok)
-		case n > 1:
-			repeats += n - 1
-			twice++
-		}
-	}
-	if len(missed) > 0 {
-		t.Errorf("%d of %d devices never got the broadcast; first: %v", len(missed), devicesN, missed[:min(len(missed), 10)])
-	}
+	repeats, twice := c.ExpectReachedAll(t, job, tokens)
 	if !resumedAt.After(readAt) {
 		t.Fatalf("the job's counts were read at %s, after the takeover at %s: the bound below would be wrong", readAt, resumedAt)
 	}

@@ -163,20 +163,7 @@ func TestPostgresRestartMidWork(t *testing.T) {
 	if last := progress.check(t, pollWait); last["status"] != "completed" || last["sent"] != float64(devicesN) {
 		t.Errorf("the progress stream's final state %v, want completed with %d sent", last, devicesN)
 	}
-	got := c.Deliveries(job)
-	var missed []string
-	repeats := 0
-	for _, tok := range tokens {
-		switch n := got[tok]; {
-		case n == 0:
-			missed = append(missed, tok)
-		case n > 1:
-			repeats += n - 1
-		}
-	}
-	if len(missed) > 0 {
-		t.Errorf("%d of %d devices never got the broadcast; first: %v", len(missed), devicesN, missed[:min(len(missed), 10)])
-	}
+	repeats, _ := c.ExpectReachedAll(t, job, tokens)
 	if bound := disruptions * crashBound; repeats > bound {
 		t.Errorf("%d repeated pushes over %d disruptions, over the documented bound of %d (%d × (HERALD_PUSH_CONCURRENCY %d + 2 × HERALD_PUSH_BATCH_SIZE %d))",
 			repeats, disruptions, bound, disruptions, pushConcurrency, pushBatchSize)

@@ -117,12 +117,13 @@ func TestRedisRestartAndFlush(t *testing.T) {
 func statuses(t *testing.T, c *harness.Cluster, ip string, n int) map[int]int {
 	t.Helper()
 	body, _ := json.Marshal(map[string]string{"email": harness.OpsEmail, "password": harness.Password})
+	client := &http.Client{Timeout: harness.HTTPWait} // every wait bounded
 	out := map[int]int{}
 	for range n {
 		req, _ := http.NewRequest(http.MethodPost, c.Proxy.URL+"/api/v1/auth/login", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-Forwarded-For", ip)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatalf("login from %s: %v", ip, err)
 		}

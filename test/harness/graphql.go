@@ -173,6 +173,29 @@ func (c *Cluster) Deliveries(job string) map[string]int {
 	return out
 }
 
+// ExpectReachedAll fails the test (without stopping it) when one of
+// tokens never got the broadcast job, and returns the pushes beyond one
+// per token and how many tokens got more than one: after a crash or a
+// fault, repeats are allowed up to a bound each test works out itself.
+func (c *Cluster) ExpectReachedAll(t *testing.T, job string, tokens []string) (repeats, repeatedTokens int) {
+	t.Helper()
+	got := c.Deliveries(job)
+	var missed []string
+	for _, tok := range tokens {
+		switch n := got[tok]; {
+		case n == 0:
+			missed = append(missed, tok)
+		case n > 1:
+			repeats += n - 1
+			repeatedTokens++
+		}
+	}
+	if len(missed) > 0 {
+		t.Errorf("%d of %d devices never got the broadcast; first: %v", len(missed), len(tokens), missed[:min(len(missed), 10)])
+	}
+	return repeats, repeatedTokens
+}
+
 // AsInt returns a JSON number as an int, failing the test on anything else.
 func AsInt(t *testing.T, v any) int {
 	t.Helper()

@@ -305,24 +305,20 @@ func (r *Replica) listening(limit time.Duration, addrOf func(string) string) err
 // the proxy; an error says why it did not (it exited, or never answered).
 func (c *Cluster) WaitHealthy(r *Replica) error {
 	deadline := time.Now().Add(StartWait)
+	if err := r.Listening(StartWait); err != nil {
+		return err
+	}
 	for {
 		select {
 		case <-r.Exited:
 			return fmt.Errorf("%s exited during start-up (%v); last log lines:\n%s", r.Name, r.Cmd.ProcessState, testsupport.Tail(r.Logs.String(), 8))
 		default:
 		}
-		if r.URL == "" {
-			if addr := testsupport.ListenAddr(r.Logs.String()); addr != "" {
-				r.URL = "http://" + addr
-			}
-		}
-		if r.URL != "" {
-			if resp, err := r.Client.Get(r.URL + "/healthz"); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					c.Proxy.Add(r)
-					return nil
-				}
+		if resp, err := r.Client.Get(r.URL + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				c.Proxy.Add(r)
+				return nil
 			}
 		}
 		if time.Now().After(deadline) {

@@ -151,8 +151,9 @@ func (p *Postgres) CreateDatabase(t *testing.T, name, app string) string {
 	return p.URL(name, app)
 }
 
-// Exec runs one statement on database postgres.
-func (p *Postgres) Exec(t *testing.T, sql string, args ...any) {
+// admin runs do on a connection to database postgres, closed when do
+// returns; the whole is bounded by PollWait.
+func (p *Postgres) admin(t *testing.T, do func(ctx context.Context, conn *pgx.Conn)) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), PollWait)
 	defer cancel()
@@ -161,26 +162,28 @@ func (p *Postgres) Exec(t *testing.T, sql string, args ...any) {
 		t.Fatalf("connect to the suite's PostgreSQL: %v", err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, sql, args...); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
+	do(ctx, conn)
+}
+
+// Exec runs one statement on database postgres.
+func (p *Postgres) Exec(t *testing.T, sql string, args ...any) {
+	t.Helper()
+	p.admin(t, func(ctx context.Context, conn *pgx.Conn) {
+		if _, err := conn.Exec(ctx, sql, args...); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	})
 }
 
 // TerminateBackends ends every session whose application_name is app, as
 // an administrator's pg_terminate_backend does, and returns how many.
-func (p *Postgres) TerminateBackends(t *testing.T, app string) int {
+func (p *Postgres) TerminateBackends(t *testing.T, app string) (n int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), PollWait)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, p.URL("postgres", "herald-faults-admin"))
-	if err != nil {
-		t.Fatalf("connect to the suite's PostgreSQL: %v", err)
-	}
-	defer conn.Close(ctx)
-	var n int
-	if err := conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n); err != nil {
-		t.Fatalf("pg_terminate_backend: %v", err)
-	}
+	p.admin(t, func(ctx context.Context, conn *pgx.Conn) {
+		if err := conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n); err != nil {
+			t.Fatalf("pg_terminate_backend: %v", err)
+		}
+	})
 	return n
 }
 
