@@ -273,17 +273,34 @@ func runSoak(ctx context.Context, k *kit, o *soakOptions) (*soakReport, error) {
 
 	l := newSoakLoad(p, s, recv)
 	defer l.close()
+	sampler := newSoakSampler(p, s, metricsAddr, l)
 	total := o.rate
 	if total <= 0 {
-		logf("capacity: a closed loop of the mix, 32 clients, %s after a 2 s warm-up", o.capacityWindow)
-		capRate, res, err := l.capacity(ctx, 32, 2*time.Second, o.capacityWindow)
+		const capWarmup = 2 * time.Second
+		logf("capacity: a closed loop of the mix, 32 clients, %s after a %s warm-up", o.capacityWindow, capWarmup)
+		answered, res, err := l.capacity(ctx, 32, capWarmup, o.capacityWindow)
 		if err != nil {
 			return nil, fmt.Errorf("capacity: %w", err)
 		}
+		// The closed loop counts answers, but each answer leaves work
+		// behind (pushes to send, webhook deliveries): the capacity is
+		// what the server answers and finishes, so the time it takes to
+		// work off the queue the loop left counts too. Without it, half
+		// of the answered rate was past what a slower machine could
+		// finish, and the soak's queues and latencies rose.
+		drain, err := sampler.drainJobs(ctx, time.Minute)
+		if err != nil {
+			return nil, fmt.Errorf("capacity: %w", err)
+		}
+		loaded := capWarmup + o.capacityWindow
+		capRate := answered * loaded.Seconds() / (loaded + drain).Seconds()
 		rep.Capacity = capRate
+		rep.CapacityAnswered = answered
+		rep.CapacityDrain = drain.Round(time.Millisecond).String()
 		rep.CapacityStatuses = statusNames(res.Statuses)
 		total = o.share * capRate
-		logf("capacity %s ops/s (p99 %s); the soak runs at %s ops/s", rate(capRate), ms(res.P99()), rate(total))
+		logf("capacity %s ops/s: %s ops/s answered (p99 %s), and %s to finish their jobs after %s of load; the soak runs at %s ops/s",
+			rate(capRate), rate(answered), ms(res.P99()), drain.Round(time.Millisecond), loaded, rate(total))
 	}
 	rep.Rate = total
 	// Logins are bounded by hashing, not by the mix: the closed loop runs
@@ -303,7 +320,6 @@ func runSoak(ctx context.Context, k *kit, o *soakOptions) (*soakReport, error) {
 	// Herald's goroutines and open files start where the soak keeps them.
 	l.client.CloseIdleConnections()
 
-	sampler := newSoakSampler(p, s, metricsAddr, l)
 	if o.ci {
 		// Two minutes on a shared machine: a neighbour's burst moves
 		// latencies more than a leak would in that time. Latencies may

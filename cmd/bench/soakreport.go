@@ -25,7 +25,9 @@ type soakReport struct {
 	Interval         string
 	BroadcastEvery   string
 	HeraldPID        int
-	Capacity         float64        `json:",omitempty"` // ops/s of the mix in a closed loop
+	Capacity         float64        `json:",omitempty"` // ops/s of the mix answered and finished (CapacityAnswered over the load and its drain)
+	CapacityAnswered float64        `json:",omitempty"` // ops/s the closed loop of the mix was answered
+	CapacityDrain    string         `json:",omitempty"` // how long the jobs the closed loop left took to finish
 	CapacityStatuses map[string]int `json:",omitempty"`
 	Rate             float64        // ops/s of the soak
 	Audience         int            // imported devices every broadcast reaches
@@ -193,7 +195,7 @@ func num(v float64, unit string) string {
 func (r *soakReport) print(w *os.File) {
 	fmt.Fprintf(w, "\nHerald %s soak on %s, %d CPUs, %s: %s at %s ops/s", r.Commit, r.Database, r.CPUs, r.Go, r.Duration, rate(r.Rate))
 	if r.Capacity > 0 {
-		fmt.Fprintf(w, " (%.0f %% of the %s ops/s measured)", 100*r.Rate/r.Capacity, rate(r.Capacity))
+		fmt.Fprintf(w, " (%.0f %% of the %s ops/s measured: %s answered, their jobs finished %s later)", 100*r.Rate/r.Capacity, rate(r.Capacity), rate(r.CapacityAnswered), r.CapacityDrain)
 	}
 	fmt.Fprintf(w, "; samples every %s, slopes over the samples after %s of warm-up; a broadcast every %s.\n\n", r.Interval, r.Warmup, r.BroadcastEvery)
 	fmt.Fprintln(w, "| Series | Mean | Line: first → last | Slope per hour | Change over the run | Noise (σ) | Allowed rise | Verdict |")

@@ -276,6 +276,35 @@ const (
 	parkedSQLite = `SELECT COALESCE((julianday('now') - julianday(min(parked_at))) * 86400.0, 0.0), CAST(count(*) AS REAL) FROM webhook_parked`
 )
 
+// drainJobs waits until no job is due and no webhook delivery is parked,
+// in two polls in a row (a job that ends may queue the next), and
+// returns how long that took; past limit it fails.
+func (sm *soakSampler) drainJobs(ctx context.Context, limit time.Duration) (time.Duration, error) {
+	start := time.Now()
+	quiet := 0
+	for {
+		_, avail, _, parked, err := sm.jobLag(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("jobs left: %w", err)
+		}
+		if avail == 0 && parked == 0 {
+			if quiet++; quiet == 2 {
+				return time.Since(start), nil
+			}
+		} else {
+			quiet = 0
+		}
+		if time.Since(start) > limit {
+			return 0, fmt.Errorf("%.0f jobs due and %.0f webhook deliveries parked %s after the load stopped", avail, parked, limit)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 func (sm *soakSampler) jobLag(ctx context.Context) (lag, avail, parkedAge, parked float64, err error) {
 	if sm.s.postgres() {
 		conn, err := sm.pgConn(ctx)
