@@ -218,10 +218,12 @@ func lintResponse(t *testing.T, where string, underAPI bool, status int, r *open
 	}
 	banned := false
 	codes := map[string]bool{}
-	// An event stream, and a 204, carry no envelope.
+	// An event stream, a page for a person (text/html alone), and a 204,
+	// carry no envelope.
 	eventStream := status < 300 && r.Content.Get("text/event-stream") != nil
+	page := status < 300 && len(r.Content) == 1 && r.Content.Get("text/html") != nil
 	noContent := status == http.StatusNoContent && len(r.Content) == 0
-	if eventStream || noContent {
+	if eventStream || page || noContent {
 		banned = false
 	} else if mt := r.Content.Get("application/json"); mt == nil || mt.Schema == nil {
 		t.Errorf("%s: no application/json schema", where)

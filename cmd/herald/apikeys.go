@@ -55,7 +55,7 @@ func apiKeysCreate(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	defer db.Close()
-	k, key, err := keys.Create(ctx, n)
+	k, key, err := keys.Create(ctx, auth.Principal{}, n)
 	if err != nil {
 		return describe(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/herald-vpn/herald/internal/billing"
+	"github.com/herald-vpn/herald/internal/billing/notices"
 	"log/slog"
 	"net/http"
 	"os"
@@ -27,6 +29,7 @@ import (
 	"github.com/herald-vpn/herald/internal/mail"
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/metrics"
+	"github.com/herald-vpn/herald/internal/mfa"
 	"github.com/herald-vpn/herald/internal/notifications"
 	"github.com/herald-vpn/herald/internal/password"
 	"github.com/herald-vpn/herald/internal/push"
@@ -155,6 +158,7 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 		return err
 	}
 	river.AddWorker(a.workers, &accounts.CodeEmailWorker{Service: a.Accounts})
+	river.AddWorker(a.workers, &accounts.AccountNoticeWorker{Service: a.Accounts})
 	housekeeping := &jobs.HousekeepingWorker{DB: a.db, DeliveryRetention: cfg.DeliveryRetention, Logger: logger.With("component", "housekeeping")}
 	river.AddWorker(a.workers, housekeeping)
 	if a.Sessions, err = a.newSessions(ctx); err != nil {
@@ -163,7 +167,18 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 	if a.APIKeys, err = apikeys.NewService(ctx, a.db, apikeys.Config{DefaultRateLimit: cfg.RateLimitAPIKey, Logger: logger.With("component", "apikeys")}); err != nil {
 		return err
 	}
+	if a.MFA, err = mfa.NewService(ctx, a.db, a.Accounts, a.Sessions, mfa.Config{
+		Issuer:  cfg.ProductName,
+		Lockout: mfa.Lockout{Attempts: cfg.MFALockoutAttempts, Duration: cfg.MFALockoutDuration},
+		Log:     logger.With("component", "mfa"),
+	}); err != nil {
+		return err
+	}
+	a.Accounts.SetStepUp(a.MFA)
+	a.APIKeys.SetStepUp(a.MFA)
+	river.AddWorker(a.workers, &mfa.NoticeWorker{Accounts: a.db, Templates: emails, Mail: sender, SendTimeout: 15 * time.Second, Log: logger.With("component", "mfa")})
 	a.Authenticator = auth.NewAuthenticator(a.Sessions, a.APIKeys)
+	a.Authenticator.RequireAdminMFA(cfg.AdminMFA == "required")
 	a.Bans = limits.NewBans(a.db, nil)
 	// Live events go to the other replicas by NOTIFY on PostgreSQL; a
 	// store's own transactions announce theirs to this process.
@@ -181,10 +196,26 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 		}
 	}
 	a.Plans = newPlans(a.db, cfg)
+	billingSetup, err := openBilling(ctx, cfg, a.Plans.Plans(), nil)
+	if err != nil {
+		return configError{"billing: " + err.Error()}
+	}
+	a.Billing = billing.NewService(a.db, a.Plans, billing.Config{Products: billingSetup.products, Channels: billingSetup.channels, Logger: logger.With("component", "billing")})
+	river.AddWorker(a.workers, &billing.IngestWorker{Service: a.Billing})
+	river.AddWorker(a.workers, &billing.SweepWorker{Service: a.Billing})
+	river.AddWorker(a.workers, &billing.ReconcileWorker{Service: a.Billing})
 	a.Devices = devices.NewService(a.db, a.Plans, devices.Config{})
 	a.Notifications = a.newNotifications(provider)
 	river.AddWorker(a.workers, &notifications.BroadcastWorker{Service: a.Notifications})
 	a.Idempotency = idempotency.New(a.db, logger.With("component", "idempotency"))
+	noticeWorker, err := notices.New(notices.Deps{
+		Accounts: a.db, Entitlements: a.db, Push: a.Notifications, Templates: emails, Mail: sender, Chats: a.Messenger,
+		Idempotency: a.Idempotency, Log: logger.With("component", "notices"),
+	}, notices.Config{Product: cfg.ProductName, RenewURL: a.Plans.RenewURL})
+	if err != nil {
+		return err
+	}
+	river.AddWorker(a.workers, noticeWorker)
 	a.Webhooks = a.newWebhooks()
 	river.AddWorker(a.workers, &webhooks.DeliveryWorker{Service: a.Webhooks})
 	slots := a.Webhooks.Slots()
@@ -270,7 +301,7 @@ func (a *App) openJobs() (*jobs.Runner, error) {
 		FetchPoll:   cfg.JobPoll,
 		Logger:      a.logger.With("component", "jobs"),
 		Middleware:  a.jobMiddleware(),
-		Periodic:    []*river.PeriodicJob{jobs.HousekeepingSchedule()},
+		Periodic:    append([]*river.PeriodicJob{jobs.HousekeepingSchedule()}, billing.Periodic(cfg.BillingReconcileInterval)...),
 	})
 }
 
@@ -324,6 +355,10 @@ func (a *App) newAccounts(ctx context.Context, sender mail.Sender, emails *mail.
 		SendTimeout:       15 * time.Second,
 		CodeKey:           cfg.SecretKey,
 		Emails:            emails,
+		DeviceLimit:       newPlans(a.db, cfg).DeviceLimit,
+		// The old address's notice links here; without a public URL it
+		// has no link (docs/accounts.md).
+		CancelEmailChangeURL: cancelEmailChangeURL(cfg.PublicBase()),
 	}, a.logger)
 }
 
@@ -556,7 +591,7 @@ func loadEmailTemplates(cfg config.Config) (*mail.Templates, error) {
 
 // newPlans is the subscriptions service as configured.
 func newPlans(db *sqlstore.DB, cfg config.Config) *subscriptions.Service {
-	return subscriptions.NewService(db, subscriptions.Config{DeviceLimits: cfg.PlanDeviceLimits, UpgradeURL: cfg.UpgradeURL, RenewURL: cfg.RenewURL})
+	return subscriptions.NewService(db, subscriptions.Config{DeviceLimits: cfg.PlanDeviceLimits, UpgradeURL: cfg.UpgradeURL, RenewURL: cfg.RenewURL, RenewURLs: renewURLs(cfg)})
 }
 
 // newGate builds the rate limiter: in memory, or Redis with an in-memory
@@ -722,4 +757,13 @@ func (a *App) sharedChatPacer(gap time.Duration, logger *slog.Logger) func(limit
 	return func(local limits.ChatPacer) limits.ChatPacer {
 		return limits.NewSharedChatPace(a.redis, "herald:telegram:", limits.ChatGap, gap, local, logger.With("component", "messenger"))
 	}
+}
+
+// cancelEmailChangeURL is the page an email change's cancel link opens
+// ("" without a public base URL).
+func cancelEmailChangeURL(base string) string {
+	if base == "" {
+		return ""
+	}
+	return base + "/api/v1/auth/email-change/cancel"
 }

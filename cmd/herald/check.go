@@ -5,9 +5,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/herald-vpn/herald/internal/subscriptions"
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -77,6 +79,7 @@ func dependencyChecks(cfg config.Config, db *sqlstore.DB, rdb *redis.Client) []f
 		func(ctx context.Context) checkResult { return checkFCM(ctx, cfg) },
 		func(ctx context.Context) checkResult { return checkAPNs(cfg) },
 		func(ctx context.Context) checkResult { return checkTelegram(ctx, cfg) },
+		func(ctx context.Context) checkResult { return checkBilling(ctx, cfg) },
 		func(ctx context.Context) checkResult { return checkJWTKeys(cfg) },
 		func(ctx context.Context) checkResult { return checkDiscovery(cfg) },
 		func(ctx context.Context) checkResult { return checkSecrets(ctx, cfg, db) },
@@ -328,6 +331,28 @@ func checkAPNs(cfg config.Config) checkResult {
 		return failed(name, err, "HERALD_APNS_KEY_FILE must be the .p8 auth key Apple issued (Certificates, Identifiers & Profiles, Keys), with its id in HERALD_APNS_KEY_ID and the team's in HERALD_APNS_TEAM_ID")
 	}
 	return passed(name, fmt.Sprintf("key %s of team %s signs provider tokens (not sent: APNs is tried at the first push)", cfg.APNsKeyID, cfg.APNsTeamID))
+}
+
+// checkBilling builds the connected stores' channels and reads the
+// product map, as a server's start does.
+func checkBilling(ctx context.Context, cfg config.Config) checkResult {
+	const name = "billing"
+	setup, err := openBilling(ctx, cfg, slices.Sorted(maps.Keys(cfg.PlanDeviceLimits)), nil)
+	if err != nil {
+		return failed(name, err, "see docs/billing.md: each connected store needs its variables, and HERALD_BILLING_PRODUCTS a JSON file mapping its product ids to plans")
+	}
+	if len(setup.channels) == 0 {
+		return passed(name, "no store connected: plans change only by the admin API")
+	}
+	var stores []string
+	products := 0
+	for _, src := range subscriptions.Sources() {
+		if _, ok := setup.channels[src]; ok {
+			stores = append(stores, string(src))
+			products += len(setup.products[src])
+		}
+	}
+	return passed(name, fmt.Sprintf("%s connected, %d products mapped to plans", strings.Join(stores, ", "), products))
 }
 
 func checkTelegram(ctx context.Context, cfg config.Config) checkResult {

@@ -40,7 +40,8 @@ func checkLines(t *testing.T, stdout string) map[string]string {
 	return lines
 }
 
-func writeTemp(t *testing.T, name string, data []byte) string {
+// writeTemp writes data to a file of its own and returns its path.
+func writeTemp(t testing.TB, name string, data []byte) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(p, data, 0o600); err != nil {
@@ -109,13 +110,13 @@ func TestCheckAllOK(t *testing.T) {
 			t.Fatalf("check = %v, want success\n%s%s", err, stdout, stderr)
 		}
 		lines := checkLines(t, stdout)
-		for _, name := range []string{"configuration", "database", "connections", "redis", "smtp", "fcm", "apns", "telegram", "jwt keys", "discovery", "secrets"} {
+		for _, name := range []string{"configuration", "database", "connections", "redis", "smtp", "fcm", "apns", "telegram", "billing", "jwt keys", "discovery", "secrets"} {
 			if l := lines[name]; !strings.HasPrefix(l, "ok ") {
 				t.Errorf("%s: %q, want ok", name, l)
 			}
 		}
-		if len(lines) != 11 {
-			t.Errorf("%d lines, want 11:\n%s", len(lines), stdout)
+		if len(lines) != 12 {
+			t.Errorf("%d lines, want 12:\n%s", len(lines), stdout)
 		}
 		for _, want := range []string{"0 pending", "AUTH accepted", "access token granted", "@herald_test_bot", "jwks_uri is https://api.example.com/.well-known/jwks.json", "0 stored, 0 sealed with key "} {
 			if !strings.Contains(stdout, want) {
@@ -185,6 +186,13 @@ func TestCheckFailures(t *testing.T) {
 		has    []string
 	}{
 		{"database unreachable", map[string]string{"HERALD_DATABASE_URL": "postgres://herald@127.0.0.1:1/herald?connect_timeout=2"}, "database", "error", []string{"fix: check HERALD_DATABASE_URL"}},
+		{"billing: no store", nil, "billing", "ok", []string{"no store connected"}},
+		{"billing: stripe without its webhook secret", map[string]string{"HERALD_STRIPE_SECRET_KEY": "sk_test_x"}, "billing", "error", []string{"HERALD_STRIPE_WEBHOOK_SECRET", "docs/billing.md"}},
+		{"billing: a store without a product map", map[string]string{"HERALD_STRIPE_SECRET_KEY": "sk_test_x", "HERALD_STRIPE_WEBHOOK_SECRET": "whsec_x"}, "billing", "error", []string{"HERALD_BILLING_PRODUCTS is empty"}},
+		{"billing: a product mapped to no plan", map[string]string{"HERALD_STRIPE_SECRET_KEY": "sk_test_x", "HERALD_STRIPE_WEBHOOK_SECRET": "whsec_x",
+			"HERALD_BILLING_PRODUCTS": writeTemp(t, "bad-products.json", []byte(`{"stripe": {"price_1": "gold"}}`))}, "billing", "error", []string{`"gold", not a plan`}},
+		{"billing: stripe connected", map[string]string{"HERALD_STRIPE_SECRET_KEY": "sk_test_x", "HERALD_STRIPE_WEBHOOK_SECRET": "whsec_x",
+			"HERALD_BILLING_PRODUCTS": writeTemp(t, "products.json", []byte(`{"stripe": {"price_1": "basic", "price_2": "premium"}}`))}, "billing", "ok", []string{"stripe connected, 2 products mapped"}},
 		{"redis bad database number", map[string]string{"HERALD_REDIS_URL": "redis://127.0.0.1:6379/x"}, "redis", "error", []string{"fix HERALD_REDIS_URL"}},
 		{"database not migrated", map[string]string{"HERALD_DATABASE_URL": "postgres-fresh"}, "database", "warning", []string{"0 migrations applied", "herald migrate"}},
 		{"database file missing", map[string]string{"HERALD_DATABASE_URL": "sqlite:" + missingDB}, "database", "warning", []string{"does not exist yet", "herald migrate"}},

@@ -11,7 +11,6 @@ import (
 
 	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/herald-vpn/herald/internal/subscriptions"
-	"github.com/herald-vpn/herald/internal/webhooks"
 	"github.com/riverqueue/river"
 )
 
@@ -70,6 +69,10 @@ type NewAccount struct {
 	Locale        string // canonical BCP 47 tag, or ""
 	// Job is inserted in the same transaction (the verification email).
 	Job river.JobArgs
+	// DeviceLimit ranks plans when the referrer holds several
+	// entitlements (subscriptions.Service.DeviceLimit); nil ranks them
+	// alike.
+	DeviceLimit func(plan string) int
 }
 
 // SendStats describes the code emails of one account and purpose.
@@ -108,6 +111,11 @@ type CodeEffect struct {
 	MarkVerified    bool
 	NewPasswordHash string // set the password
 	RevokeSessions  bool
+	// An email change's: the address that becomes the account's (verified),
+	// the one it replaces (told so), and the session that stays signed in
+	// while every other one ends.
+	NewEmail, OldEmail string
+	KeepSession        string
 }
 
 // Store is the persistence the accounts service needs. sqlstore implements
@@ -116,8 +124,10 @@ type Store interface {
 	// The unit of work signup runs in (Create): the methods below that
 	// say so must be called inside InTx.
 	storage.Transactor
-	// Emit writes a webhook event in the transaction ctx carries.
-	Emit(ctx context.Context, p webhooks.Payload) error
+	// Ledger is the entitlements (subscriptions.Ledger, inside InTx):
+	// signup grants the trial, a referral the referrer's bonus. It holds
+	// Emit, EnqueueJob and LockSubscription.
+	subscriptions.Ledger
 	// AccountIDByReferralCode is the id of the account, deleted or not,
 	// whose referral code is code. ErrNotFound when none.
 	AccountIDByReferralCode(ctx context.Context, code string) (string, error)
@@ -125,12 +135,6 @@ type Store interface {
 	// (and verified when n.Verified) at the transaction's time.
 	// ErrConflict when its email or referral code is taken.
 	InsertAccount(ctx context.Context, n NewAccount, sub subscriptions.Subscription) error
-	// LockSubscription reads a live account's subscription and holds its
-	// row until the transaction ends (inside InTx). ErrNotFound for an
-	// unknown or deleted account.
-	LockSubscription(ctx context.Context, accountID string) (subscriptions.Subscription, error)
-	// SetSubscriptionExpiry moves the account's expiry (its plan stays).
-	SetSubscriptionExpiry(ctx context.Context, accountID string, expires time.Time) error
 	// InsertReferralReward records that referred's signup gave referrer
 	// bonus.
 	InsertReferralReward(ctx context.Context, referredID, referrerID string, bonus time.Duration) error
@@ -178,14 +182,22 @@ type Store interface {
 	RevokeAllSessions(ctx context.Context, accountID string) error
 
 	UpdatePasswordHash(ctx context.Context, accountID, hash string) error
+	// SetPendingEmail sets the address an email change waits to confirm
+	// ("" clears it); PendingEmail reads it ("" when none). ErrNotFound
+	// for an unknown or deleted account.
+	SetPendingEmail(ctx context.Context, accountID, email string) error
+	PendingEmail(ctx context.Context, accountID string) (string, error)
+	// ChangeEmail makes email the account's address, verified now, and
+	// clears the pending one. ErrConflict when another account has it.
+	ChangeEmail(ctx context.Context, accountID, email string) error
+	// RevokeOtherSessions ends every live session of the account but
+	// keep ("" ends all) and reports how many it ended.
+	RevokeOtherSessions(ctx context.Context, accountID, keep string) (int, error)
 	// SetScope replaces the account's scopes; revoke also revokes every
 	// session so a removed scope cannot outlive its tokens. allow, when
 	// not nil, is called with the account's Standing before the change,
 	// and its error aborts it (see SetDisabled).
 	SetScope(ctx context.Context, accountID, scope string, revokeSessions bool, allow func(Standing) error) error
-	// EnqueueJob inserts a background job, in the transaction ctx carries
-	// when there is one.
-	EnqueueJob(ctx context.Context, args river.JobArgs) error
 
 	// SearchAccounts returns up to limit records matching f, newest first,
 	// older than the account afterID ("" for the newest). Deleted

@@ -183,8 +183,30 @@ func (s *Service) delete(ctx context.Context, id string, allow func(Standing) er
 
 // DeleteOwn is a user deleting their own account, which their password
 // confirms: INVALID_CREDENTIALS when it is wrong, LAST_ADMIN when it is
-// the last enabled admin.
-func (s *Service) DeleteOwn(ctx context.Context, id, plain string) error {
+// the last enabled admin, MFA_STEP_UP_REQUIRED when the account has a
+// second factor the session did not prove (SetStepUp).
+func (s *Service) DeleteOwn(ctx context.Context, by auth.Principal, plain string) error {
+	if err := s.requireStepUp(ctx, by); err != nil {
+		return err
+	}
+	if err := s.confirmPassword(ctx, by.AccountID, plain); err != nil {
+		return err
+	}
+	return s.delete(ctx, by.AccountID, keepAnAdmin)
+}
+
+// requireStepUp is MFA_STEP_UP_REQUIRED for a session below aal2 whose
+// account has a second factor (nil without a checker).
+func (s *Service) requireStepUp(ctx context.Context, by auth.Principal) error {
+	if s.stepUp == nil {
+		return nil
+	}
+	return s.stepUp.RequireAAL2(ctx, by)
+}
+
+// confirmPassword checks that plain is the signed-in account's password:
+// INVALID_CREDENTIALS when it is not, the hashing queue's 503 when full.
+func (s *Service) confirmPassword(ctx context.Context, id, plain string) error {
 	hash, err := s.store.AccountPasswordHash(ctx, id)
 	if errors.Is(err, storage.ErrNotFound) {
 		return apperr.New(apperr.UserNotFound)
@@ -208,7 +230,7 @@ func (s *Service) DeleteOwn(ctx context.Context, id, plain string) error {
 	if err != nil || !ok {
 		return apperr.Newf(apperr.InvalidCredentials, "The password is wrong.")
 	}
-	return s.delete(ctx, id, keepAnAdmin)
+	return nil
 }
 
 // SetDisabled disables (with reason) or enables the account in one unit

@@ -8,30 +8,43 @@ type Erasure string
 
 // The steps of deleting an account.
 const (
-	EraseRefreshTokens     Erasure = "refresh_tokens"       // of its sessions
-	EraseSessions          Erasure = "sessions"             // its sessions
-	EraseDevices           Erasure = "devices"              // its devices
-	EraseOneTimeCodes      Erasure = "one_time_codes"       // its verification and reset codes
-	ErasePendingCodes      Erasure = "pending_codes"        // codes waiting to be sent
-	EraseCodeSends         Erasure = "code_sends"           // its record of codes sent
-	EraseCodeSendLeases    Erasure = "code_send_leases"     // a send in flight
-	EraseMessengerLinks    Erasure = "telegram_link_tokens" // its messenger link tokens
-	UnlinkMessenger        Erasure = "telegram_subscribers" // its chats stay, unlinked
-	EraseToTombstone       Erasure = "accounts"             // the row keeps its id and deleted_at only
-	ScrubEvents            Erasure = "webhook_events"       // its earlier events forget it
-	AnnounceRevokedAccount Erasure = "session_revocations"  // every replica forgets its sessions
+	EraseRefreshTokens     Erasure = "refresh_tokens"        // of its sessions
+	EraseSessions          Erasure = "sessions"              // its sessions
+	EraseDevices           Erasure = "devices"               // its devices
+	EraseOneTimeCodes      Erasure = "one_time_codes"        // its verification and reset codes
+	ErasePendingCodes      Erasure = "pending_codes"         // codes waiting to be sent
+	EraseCodeSends         Erasure = "code_sends"            // its record of codes sent
+	EraseCodeSendLeases    Erasure = "code_send_leases"      // a send in flight
+	EraseMessengerLinks    Erasure = "telegram_link_tokens"  // its messenger link tokens
+	UnlinkMessenger        Erasure = "telegram_subscribers"  // its chats stay, unlinked
+	EraseGrants            Erasure = "entitlements"          // its trial, referral and administrator's grants (their history goes with them)
+	UnlinkPurchaseHistory  Erasure = "entitlement_changes"   // its store purchases' history forgets it
+	UnlinkPurchases        Erasure = "entitlement_purchases" // its store purchases stay, unlinked, for a restore
+	EraseToTombstone       Erasure = "accounts"              // the row keeps its id and deleted_at only
+	ScrubEvents            Erasure = "webhook_events"        // its earlier events forget it
+	AnnounceRevokedAccount Erasure = "session_revocations"   // every replica forgets its sessions
+
+	// Its second factors (issue 25).
+	EraseMFAFactors       Erasure = "mfa_factors"        // its TOTP factors
+	EraseMFARecoveryCodes Erasure = "mfa_recovery_codes" // its recovery codes
+	EraseMFAFailures      Erasure = "mfa_failures"       // its wrong-code count
+	EraseMFAChallenges    Erasure = "mfa_challenges"     // its login challenges
 )
 
 // deletionSteps is what deleting an account does, in order: what hangs
 // off the account first (refresh tokens before their sessions), then the
 // account's row becomes a tombstone, then its events are scrubbed and the
-// end of its sessions announced. Its subscription is in its row; the
+// end of its sessions announced. Its store purchases stay, unlinked (the
+// store still bills them; a new account restores them). Its subscription
+// is in its row; the
 // referral rewards keep their ids, so a referrer's bonus stays accounted
 // for.
 var deletionSteps = []Erasure{
 	EraseRefreshTokens, EraseSessions, EraseDevices,
 	EraseOneTimeCodes, ErasePendingCodes, EraseCodeSends, EraseCodeSendLeases,
 	EraseMessengerLinks, UnlinkMessenger,
+	EraseMFAFactors, EraseMFARecoveryCodes, EraseMFAFailures, EraseMFAChallenges,
+	EraseGrants, UnlinkPurchaseHistory, UnlinkPurchases,
 	EraseToTombstone, ScrubEvents, AnnounceRevokedAccount,
 }
 

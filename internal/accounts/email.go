@@ -94,17 +94,30 @@ func (s *Service) sendCode(ctx context.Context, acct Account, p Purpose, request
 	// way (its job queued after this moment) is not answered by it, even
 	// if the mail arrived before this send was recorded.
 	started := s.now()
+	to, hashed := acct.Email, p
+	if p == PurposeEmailChange {
+		// The code goes to the new address, and confirms that one only.
+		pending, err := s.store.PendingEmail(ctx, acct.ID)
+		if err == nil && pending == "" {
+			err = errors.New("no email change is pending")
+		}
+		if err != nil {
+			s.store.ReleaseSendLease(bg, acct.ID, p)
+			return err
+		}
+		to, hashed = pending, emailChangePurpose(pending)
+	}
 	code, err := newCode()
 	if err != nil {
 		s.store.ReleaseSendLease(bg, acct.ID, p)
 		return err
 	}
-	hash, expires := hashCode(s.codeKey, acct.ID, p, code), s.now().Add(s.cfg.CodeTTL)
+	hash, expires := hashCode(s.codeKey, acct.ID, hashed, code), s.now().Add(s.cfg.CodeTTL)
 	if err := s.store.StagePendingCode(ctx, acct.ID, p, hash, expires); err != nil {
 		s.store.ReleaseSendLease(bg, acct.ID, p)
 		return err
 	}
-	msg, err := s.emails.Render(emailOf[p], acct.Locale, acct.Email, mail.Vars{Code: code, TTL: s.cfg.CodeTTL})
+	msg, err := s.emails.Render(emailOf[p], acct.Locale, to, mail.Vars{Code: code, TTL: s.cfg.CodeTTL})
 	if err == nil {
 		sendCtx, cancel := context.WithTimeout(ctx, s.cfg.SendTimeout)
 		err = s.mailer.Send(sendCtx, msg)
@@ -128,4 +141,4 @@ func (s *Service) sendCode(ctx context.Context, acct Account, p Purpose, request
 }
 
 // emailOf names the email of each purpose.
-var emailOf = map[Purpose]string{PurposeVerify: mail.EmailVerify, PurposeReset: mail.EmailReset}
+var emailOf = map[Purpose]string{PurposeVerify: mail.EmailVerify, PurposeReset: mail.EmailReset, PurposeEmailChange: mail.EmailChangeEmail}

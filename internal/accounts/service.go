@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/mail"
 	"github.com/herald-vpn/herald/internal/password"
 	"github.com/herald-vpn/herald/internal/storage"
@@ -33,6 +34,13 @@ type Config struct {
 	// Emails composes the code emails; nil: the embedded templates, for
 	// the product "Herald".
 	Emails *mail.Templates
+	// CancelEmailChangeURL is the page that cancels an email change; the
+	// old address's notice links to it with ?token=. Empty: the notice
+	// has no link (the server knows no public URL).
+	CancelEmailChangeURL string
+	// DeviceLimit ranks plans (subscriptions.Service.DeviceLimit) when an
+	// account holds several entitlements; nil ranks them alike.
+	DeviceLimit func(plan string) int
 }
 
 // DefaultConfig is the spec's numbers.
@@ -58,7 +66,13 @@ type Service struct {
 	logger  *slog.Logger
 	now     func() time.Time
 	emails  *mail.Templates
+	stepUp  auth.StepUp
 }
+
+// SetStepUp makes the sensitive operations (deleting one's own account)
+// need a session at aal2 when the account has a second factor (set
+// once, before serving).
+func (s *Service) SetStepUp(c auth.StepUp) { s.stepUp = c }
 
 // NewService loads (or creates) the code-hashing key and returns the service.
 func NewService(ctx context.Context, store Store, hasher *password.Hasher, mailer Mailer, cfg Config, logger *slog.Logger) (*Service, error) {
@@ -151,6 +165,7 @@ func (s *Service) create(ctx context.Context, email, hash, referral string, veri
 			Trial:         s.cfg.TrialPeriod,
 			Referral:      normalizeReferral(referral),
 			ReferralBonus: s.cfg.ReferralBonus,
+			DeviceLimit:   s.cfg.DeviceLimit,
 			Verified:      verified,
 			Scope:         scope,
 			Locale:        locale,

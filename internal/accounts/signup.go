@@ -20,9 +20,10 @@ func TrialEnd(now time.Time, trial, bonus time.Duration, referred bool) time.Tim
 }
 
 // Create runs signup's rules in one unit of work of st: the account on
-// its trial (TrialEnd), and, when n.Referral names an account, that
-// account's subscription extended by the bonus under its row's lock
-// (subscriptions.Subscription.Extended) and the reward recorded; then
+// its trial (TrialEnd, a trial entitlement), and, when n.Referral names an account, that
+// account's subscription extended by the bonus under its row's lock (a
+// referral entitlement, subscriptions.Subscription.Extended) and the
+// reward recorded; then
 // n.Job and the user.created event. It reports whether the referral was
 // applied. ErrConflict when the email or referral code is taken.
 func Create(ctx context.Context, st Store, n NewAccount) (Account, bool, error) {
@@ -39,15 +40,26 @@ func Create(ctx context.Context, st Store, n NewAccount) (Account, bool, error) 
 		applied = referrerID != ""
 		now := st.TxTime(ctx)
 		expires := TrialEnd(now, n.Trial, n.ReferralBonus, applied)
-		if err := st.InsertAccount(ctx, n, subscriptions.Subscription{Plan: subscriptions.Trial, ExpiresAt: expires}); err != nil {
+		// No trial (HERALD_TRIAL_PERIOD=0, no referral): no subscription
+		// until the account buys one.
+		trial := subscriptions.Subscription{Plan: subscriptions.Trial, ExpiresAt: expires, Source: subscriptions.TrialGrant}
+		if !expires.After(now) {
+			trial = subscriptions.Subscription{ExpiresAt: now}
+		}
+		if err := st.InsertAccount(ctx, n, trial); err != nil {
 			return err
+		}
+		if trial.Plan != "" {
+			if _, err := subscriptions.Grant(ctx, st, n.ID, subscriptions.TrialGrant, subscriptions.Trial, expires, "signup", n.DeviceLimit); err != nil {
+				return err
+			}
 		}
 		if applied {
 			sub, err := st.LockSubscription(ctx, referrerID)
 			if err != nil {
 				return err
 			}
-			if err := st.SetSubscriptionExpiry(ctx, referrerID, sub.Extended(n.ReferralBonus, now)); err != nil {
+			if _, err := subscriptions.Grant(ctx, st, referrerID, subscriptions.Referral, sub.Plan, sub.Extended(n.ReferralBonus, now), "referral", n.DeviceLimit); err != nil {
 				return err
 			}
 			if err := st.InsertReferralReward(ctx, n.ID, referrerID, n.ReferralBonus); err != nil {
@@ -59,7 +71,7 @@ func Create(ctx context.Context, st Store, n NewAccount) (Account, bool, error) 
 				return err
 			}
 		}
-		return st.Emit(ctx, UserCreated{UserID: n.ID, Email: n.Email, EmailVerified: n.Verified, Plan: subscriptions.Trial, ExpiresAt: expires.UTC(), ReferrerID: referrerID})
+		return st.Emit(ctx, UserCreated{UserID: n.ID, Email: n.Email, EmailVerified: n.Verified, Plan: trial.Plan, ExpiresAt: trial.ExpiresAt.UTC(), ReferrerID: referrerID})
 	})
 	if err != nil {
 		return Account{}, false, err

@@ -8,6 +8,7 @@ import (
 	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/herald-vpn/herald/internal/subscriptions"
 	"github.com/herald-vpn/herald/internal/webhooks"
+	"github.com/riverqueue/river"
 )
 
 // signupStore is Create's unit of work in memory: one account with a
@@ -20,6 +21,8 @@ type signupStore struct {
 	extended []time.Time
 	rewards  []time.Duration
 	events   []webhooks.Payload
+	ents     map[string]subscriptions.Entitlement
+	saved    map[string]subscriptions.Subscription
 }
 
 func (f *signupStore) InTx(ctx context.Context, fn func(context.Context) error) error { return fn(ctx) }
@@ -34,13 +37,47 @@ func (f *signupStore) InsertAccount(_ context.Context, _ NewAccount, sub subscri
 	f.inserted = append(f.inserted, sub)
 	return nil
 }
-func (f *signupStore) LockSubscription(context.Context, string) (subscriptions.Subscription, error) {
+func (f *signupStore) LockSubscription(_ context.Context, id string) (subscriptions.Subscription, error) {
+	if sub, ok := f.saved[id]; ok {
+		return sub, nil
+	}
 	return f.referrer, nil
 }
-func (f *signupStore) SetSubscriptionExpiry(_ context.Context, _ string, at time.Time) error {
-	f.extended = append(f.extended, at)
+func (f *signupStore) SaveSubscription(_ context.Context, id string, sub subscriptions.Subscription) error {
+	if id == "ref" {
+		f.extended = append(f.extended, sub.ExpiresAt)
+	}
+	if f.saved == nil {
+		f.saved = map[string]subscriptions.Subscription{}
+	}
+	f.saved[id] = sub
 	return nil
 }
+func (f *signupStore) LockEntitlement(_ context.Context, src subscriptions.Source, ext string) (subscriptions.Entitlement, error) {
+	e, ok := f.ents[string(src)+"/"+ext]
+	if !ok {
+		return e, storage.ErrNotFound
+	}
+	return e, nil
+}
+func (f *signupStore) SaveEntitlement(_ context.Context, e subscriptions.Entitlement) error {
+	if f.ents == nil {
+		f.ents = map[string]subscriptions.Entitlement{}
+	}
+	f.ents[string(e.Source)+"/"+e.ExternalID] = e
+	return nil
+}
+func (f *signupStore) AccountEntitlements(_ context.Context, id string) ([]subscriptions.Entitlement, error) {
+	var out []subscriptions.Entitlement
+	for _, e := range f.ents {
+		if e.AccountID == id {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+func (f *signupStore) RecordChange(context.Context, subscriptions.Change) error { return nil }
+func (f *signupStore) EnqueueJob(context.Context, river.JobArgs) error          { return nil }
 func (f *signupStore) InsertReferralReward(_ context.Context, _, _ string, bonus time.Duration) error {
 	f.rewards = append(f.rewards, bonus)
 	return nil
@@ -77,7 +114,7 @@ func TestSignupTrialAndReferral(t *testing.T) {
 			t.Errorf("%s: applied %v, %v", c.name, applied, err)
 			continue
 		}
-		if len(f.inserted) != 1 || f.inserted[0] != (subscriptions.Subscription{Plan: subscriptions.Trial, ExpiresAt: c.trialEnd}) {
+		if len(f.inserted) != 1 || f.inserted[0] != (subscriptions.Subscription{Plan: subscriptions.Trial, ExpiresAt: c.trialEnd, Source: subscriptions.TrialGrant}) {
 			t.Errorf("%s: inserted %v, want a trial to %s", c.name, f.inserted, c.trialEnd)
 		}
 		if c.referrerTo.IsZero() != (len(f.extended) == 0) || (len(f.extended) == 1 && !f.extended[0].Equal(c.referrerTo)) || len(f.rewards) != len(f.extended) {
@@ -87,8 +124,17 @@ func TestSignupTrialAndReferral(t *testing.T) {
 		if c.applied {
 			want.ReferrerID = "ref"
 		}
-		if len(f.events) != 1 || f.events[0] != want {
-			t.Errorf("%s: events %+v, want %+v", c.name, f.events, want)
+		var created []webhooks.Payload
+		for _, e := range f.events {
+			if e.EventType() == webhooks.UserCreated {
+				created = append(created, e)
+			}
+		}
+		if len(created) != 1 || created[0] != want {
+			t.Errorf("%s: events %+v, want one %+v", c.name, f.events, want)
+		}
+		if trial := f.ents["trial/new"]; trial.State != subscriptions.StateTrial || !trial.ExpiresAt.Equal(c.trialEnd) || trial.AccountID != "new" {
+			t.Errorf("%s: trial entitlement %+v, want a trial to %s", c.name, trial, c.trialEnd)
 		}
 	}
 }

@@ -32,6 +32,23 @@ type UserPasswordReset struct {
 	UserID          string `json:"userId"`
 }
 
+// UserPasswordChanged is user.password_changed: the signed-in owner
+// changed the password; every other session ended.
+type UserPasswordChanged struct {
+	SessionsEnded int    `json:"sessionsEnded"`
+	UserID        string `json:"userId"`
+}
+
+// UserEmailChanged is user.email_changed: the new address's code was
+// typed; it is the account's email now, verified, and every other
+// session ended.
+type UserEmailChanged struct {
+	Email         string `json:"email"`
+	PreviousEmail string `json:"previousEmail"`
+	SessionsEnded int    `json:"sessionsEnded"`
+	UserID        string `json:"userId"`
+}
+
 // UserDisabled is user.disabled: an administrator disabled the account.
 type UserDisabled struct {
 	Reason string `json:"reason"`
@@ -43,8 +60,10 @@ type UserDeleted struct {
 	UserID string `json:"userId"`
 }
 
-func (UserCreated) EventType() string       { return webhooks.UserCreated }
-func (UserVerified) EventType() string      { return webhooks.UserVerified }
-func (UserPasswordReset) EventType() string { return webhooks.UserPasswordReset }
-func (UserDisabled) EventType() string      { return webhooks.UserDisabled }
-func (UserDeleted) EventType() string       { return webhooks.UserDeleted }
+func (UserCreated) EventType() string         { return webhooks.UserCreated }
+func (UserVerified) EventType() string        { return webhooks.UserVerified }
+func (UserPasswordReset) EventType() string   { return webhooks.UserPasswordReset }
+func (UserDisabled) EventType() string        { return webhooks.UserDisabled }
+func (UserPasswordChanged) EventType() string { return webhooks.UserPasswordChanged }
+func (UserEmailChanged) EventType() string    { return webhooks.UserEmailChanged }
+func (UserDeleted) EventType() string         { return webhooks.UserDeleted }

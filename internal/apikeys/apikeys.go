@@ -83,6 +83,7 @@ type Service struct {
 	defaultLimit int
 	logger       *slog.Logger
 	now          func() time.Time
+	stepUp       auth.StepUp
 }
 
 // NewService loads the hashing key (created once, kept in the database so
@@ -213,9 +214,21 @@ func (s *Service) hash(secret string) []byte {
 	return m.Sum(nil)
 }
 
-// Create makes a key and returns it with the key string, which is shown
-// this once and never again.
-func (s *Service) Create(ctx context.Context, n NewKey) (Key, string, error) {
+// SetStepUp makes creating a key need a session at aal2 when the
+// creating admin's account has a second factor (set once, before
+// serving).
+func (s *Service) SetStepUp(c auth.StepUp) { s.stepUp = c }
+
+// Create makes a key for by and returns it with the key string, which is
+// shown this once and never again: MFA_STEP_UP_REQUIRED when by's account
+// has a second factor its session did not prove. The operator's command
+// line passes an anonymous principal (the host's operator).
+func (s *Service) Create(ctx context.Context, by auth.Principal, n NewKey) (Key, string, error) {
+	if s.stepUp != nil {
+		if err := s.stepUp.RequireAAL2(ctx, by); err != nil {
+			return Key{}, "", err
+		}
+	}
 	now := s.now()
 	if err := Validate(n, now); err != nil {
 		return Key{}, "", err

@@ -46,7 +46,7 @@ func TestKeyLifecycle(t *testing.T) {
 		s, db, clk := newService(t, url)
 		limit := 5
 		expires := clk.Now().Add(time.Hour)
-		k, key, err := s.Create(ctx, apikeys.NewKey{Name: " billing ", Scopes: []string{auth.ScopeAccountsWrite, auth.ScopeAccountsRead, auth.ScopeAccountsWrite}, RateLimit: &limit, ExpiresAt: &expires})
+		k, key, err := s.Create(ctx, auth.Principal{}, apikeys.NewKey{Name: " billing ", Scopes: []string{auth.ScopeAccountsWrite, auth.ScopeAccountsRead, auth.ScopeAccountsWrite}, RateLimit: &limit, ExpiresAt: &expires})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +126,7 @@ func TestKeyLifecycle(t *testing.T) {
 
 		// Expiry.
 		soon := clk.Now().Add(time.Minute)
-		e, ekey, err := s.Create(ctx, apikeys.NewKey{Name: "support", Scopes: []string{auth.ScopeAccountsRead}, ExpiresAt: &soon})
+		e, ekey, err := s.Create(ctx, auth.Principal{}, apikeys.NewKey{Name: "support", Scopes: []string{auth.ScopeAccountsRead}, ExpiresAt: &soon})
 		if err != nil {
 			t.Fatal(err)
 		}

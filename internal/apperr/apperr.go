@@ -84,6 +84,26 @@ const (
 	Internal           Code = "INTERNAL_ERROR"
 	ServiceUnavailable Code = "SERVICE_UNAVAILABLE"
 	UpstreamError      Code = "UPSTREAM_ERROR"
+
+	// Store purchases (issue 24).
+	BillingNotConfigured    Code = "BILLING_NOT_CONFIGURED"
+	BillingSignatureInvalid Code = "BILLING_SIGNATURE_INVALID"
+	BillingWrongApp         Code = "BILLING_WRONG_APP"
+	PurchaseNotFound        Code = "PURCHASE_NOT_FOUND"
+	PurchaseOwnedElsewhere  Code = "PURCHASE_OWNED_ELSEWHERE"
+	ProductUnknown          Code = "PRODUCT_UNKNOWN"
+
+	// Second factors (issue 25).
+	MFARequired         Code = "MFA_REQUIRED"
+	MFAChallengeInvalid Code = "MFA_CHALLENGE_INVALID"
+	MFACodeInvalid      Code = "MFA_CODE_INVALID"
+	MFACodeReused       Code = "MFA_CODE_REUSED"
+	MFALocked           Code = "MFA_LOCKED"
+	MFAStepUpRequired   Code = "MFA_STEP_UP_REQUIRED"
+	AdminMFARequired    Code = "ADMIN_MFA_REQUIRED"
+	MFAFactorNotFound   Code = "MFA_FACTOR_NOT_FOUND"
+	MFAAlreadyEnrolled  Code = "MFA_ALREADY_ENROLLED"
+	MFANotEnabled       Code = "MFA_NOT_ENABLED"
 )
 
 // Entry is one row of the catalogue.
@@ -157,6 +177,24 @@ var catalogue = map[Code]Entry{
 	Internal:           {Internal, http.StatusInternalServerError, "An unexpected error occurred."},
 	ServiceUnavailable: {ServiceUnavailable, http.StatusServiceUnavailable, "The service is unavailable; try again later."},
 	UpstreamError:      {UpstreamError, http.StatusBadGateway, "An upstream service failed; try again later."},
+
+	BillingNotConfigured:    {BillingNotConfigured, http.StatusNotFound, "This store is not connected to this server."},
+	BillingSignatureInvalid: {BillingSignatureInvalid, http.StatusUnauthorized, "The store's signature, certificate chain or token does not verify."},
+	BillingWrongApp:         {BillingWrongApp, http.StatusForbidden, "This notification or purchase is meant for another app or environment."},
+	PurchaseNotFound:        {PurchaseNotFound, http.StatusNotFound, "The store knows no such purchase."},
+	PurchaseOwnedElsewhere:  {PurchaseOwnedElsewhere, http.StatusConflict, "This purchase belongs to another account."},
+	ProductUnknown:          {ProductUnknown, http.StatusUnprocessableEntity, "This product is not mapped to a plan on this server."},
+
+	MFARequired:         {MFARequired, http.StatusUnauthorized, "The password is right; complete the login with a second factor (details.challengeToken)."},
+	MFAChallengeInvalid: {MFAChallengeInvalid, http.StatusUnauthorized, "The login challenge is unknown, used or expired; log in again."},
+	MFACodeInvalid:      {MFACodeInvalid, http.StatusBadRequest, "The code is not valid."},
+	MFACodeReused:       {MFACodeReused, http.StatusBadRequest, "This code was used already; wait for the next one."},
+	MFALocked:           {MFALocked, http.StatusTooManyRequests, "Too many wrong codes; second-factor checks are locked for a while."},
+	MFAStepUpRequired:   {MFAStepUpRequired, http.StatusForbidden, "This operation needs a session verified with a second factor (aal2); verify a code first."},
+	AdminMFARequired:    {AdminMFARequired, http.StatusForbidden, "Admin operations need a second factor: enroll one and sign in with it."},
+	MFAFactorNotFound:   {MFAFactorNotFound, http.StatusNotFound, "No such second factor."},
+	MFAAlreadyEnrolled:  {MFAAlreadyEnrolled, http.StatusConflict, "An authenticator app is enrolled already; remove it first."},
+	MFANotEnabled:       {MFANotEnabled, http.StatusConflict, "The account has no active second factor."},
 }
 
 // Lookup returns the catalogue entry of code. An unknown code is a

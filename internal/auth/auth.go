@@ -39,6 +39,34 @@ type Principal struct {
 	// KeyUsedAt is an API key's last recorded use (zero: never), for
 	// RecordUse to write it again only when it is stale.
 	KeyUsedAt time.Time
+	// AAL is a user's authenticator assurance level (AAL1 or AAL2, the
+	// token's aal claim) and AMR the methods that proved the session (the
+	// amr claim: AMRPassword, AMROTP, AMRRecovery).
+	AAL string
+	AMR []string
+	// AdminMFAMissing marks a user holding admin whose token is below
+	// AAL2 while HERALD_ADMIN_MFA=required: Permit refuses them every
+	// scoped (admin) operation with ADMIN_MFA_REQUIRED.
+	AdminMFAMissing bool
+}
+
+// Assurance levels and authentication methods (RFC 8176 names where one
+// fits) of a user's session.
+const (
+	AAL1 = "aal1" // a password alone
+	AAL2 = "aal2" // a password and a second factor
+	// AMRPassword, AMROTP and AMRRecovery are the amr values: a password,
+	// a TOTP code, a recovery code.
+	AMRPassword = "pwd"
+	AMROTP      = "otp"
+	AMRRecovery = "recovery"
+)
+
+// StepUp checks, before a sensitive operation, that a user whose account
+// has a second factor proved it in this session (AAL2):
+// MFA_STEP_UP_REQUIRED otherwise (mfa.Service).
+type StepUp interface {
+	RequireAAL2(ctx context.Context, p Principal) error
 }
 
 // Subject is who the caller is, as counts per caller key it: "user:<id>"
@@ -92,7 +120,13 @@ type KeyVerifier interface {
 type Authenticator struct {
 	tokens TokenVerifier
 	keys   KeyVerifier
+	// adminMFA: HERALD_ADMIN_MFA=required (RequireAdminMFA).
+	adminMFA bool
 }
+
+// RequireAdminMFA makes every user holding admin need a token at AAL2 for
+// the admin operations (HERALD_ADMIN_MFA=required).
+func (a *Authenticator) RequireAdminMFA(on bool) { a.adminMFA = on }
 
 // NewAuthenticator returns an authenticator over the verifiers; keys may
 // be nil, and then no API key is accepted.
@@ -116,7 +150,11 @@ func (a *Authenticator) Authenticate(ctx context.Context, c Credential) (Princip
 	case strings.HasPrefix(c.Bearer, APIKeyPrefix):
 		return a.verifyKey(ctx, c.Bearer)
 	}
-	return a.tokens.VerifyAccessToken(ctx, c.Bearer)
+	p, err := a.tokens.VerifyAccessToken(ctx, c.Bearer)
+	if err == nil && a.adminMFA && p.AAL != AAL2 && slices.Contains(p.Scopes, ScopeAdmin) {
+		p.AdminMFAMissing = true
+	}
+	return p, err
 }
 
 // RecordUse records that p's credential was used by a request admitted
@@ -189,6 +227,9 @@ func (r Rule) Permit(res Result) error {
 	}
 	if r.Scope == "" && res.Principal.Kind == APIKey {
 		return apperr.Newf(apperr.InsufficientPermissions, "This operation acts for a signed-in user; an API key cannot call it.")
+	}
+	if r.Scope != "" && res.Principal.Kind == User && res.Principal.AdminMFAMissing {
+		return apperr.Newf(apperr.AdminMFARequired, "Admin operations need a session signed in with a second factor: enroll one (POST /api/v1/users/me/mfa/totp) and sign in with it, or step up this session (POST /api/v1/auth/mfa/verify).").With("requiredAal", AAL2)
 	}
 	if r.Scope != "" && !res.Principal.Has(r.Scope) {
 		return apperr.Newf(apperr.InsufficientPermissions, "This operation needs the %q scope.", r.Scope).With("scope", r.Scope)

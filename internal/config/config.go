@@ -114,6 +114,34 @@ type Config struct {
 	UpgradeURL         string
 	RenewURL           string
 
+	// Store subscriptions (docs/billing.md).
+	BillingProductsFile      string
+	BillingReconcileInterval time.Duration
+	RenewURLAppStore         string
+	RenewURLGooglePlay       string
+	RenewURLStripe           string
+	AppleBundleID            string
+	AppleEnvironment         string
+	AppleRootCertFile        string
+	AppleIssuerID            string
+	AppleKeyID               string
+	ApplePrivateKeyFile      string
+	AppleAPIURL              string
+	GooglePackageName        string
+	GoogleServiceAccountFile string
+	GooglePushAudience       string
+	GooglePushServiceAccount string
+	GooglePushIssuer         string
+	GoogleJWKSURL            string
+	GoogleAPIURL             string
+	StripeSecretKey          string
+	StripeWebhookSecret      string
+	StripeAPIURL             string
+	StripeTolerance          time.Duration
+	StripeSuccessURL         string
+	StripeCancelURL          string
+	StripePortalReturnURL    string
+
 	TelegramBotToken      string
 	TelegramAPIURL        string
 	TelegramWebhookURL    string
@@ -131,6 +159,11 @@ type Config struct {
 	WebhooksDisableAfter  time.Duration
 	WebhooksAllowedPorts  []uint16
 	WebhooksConcurrency   int
+
+	// Second factors (issue 25).
+	MFALockoutAttempts int
+	MFALockoutDuration time.Duration
+	AdminMFA           string
 }
 
 // Var documents one environment variable; docs/configuration.md's table and
@@ -174,7 +207,7 @@ func Vars() []Var {
 		{"HERALD_VERIFICATION_CODE_TTL", "15m", "10m", "validity of an emailed code", duration(func(c *Config) *time.Duration { return &c.VerificationCodeTTL })},
 		{"HERALD_RESEND_COOLDOWN", "60s", "30s", "wait between two code emails a user asks for", duration(func(c *Config) *time.Duration { return &c.ResendCooldown })},
 		{"HERALD_RESEND_HOURLY_LIMIT", "5", "3", "code emails a user may ask for per email per sliding hour", integer(func(c *Config) *int { return &c.ResendHourlyLimit }, 1)},
-		{"HERALD_TRIAL_PERIOD", "168h", "336h", "trial subscription of a new account", duration(func(c *Config) *time.Duration { return &c.TrialPeriod })},
+		{"HERALD_TRIAL_PERIOD", "168h", "336h", "trial subscription of a new account; 0: none, a new account has no subscription until it buys one (SUBSCRIPTION_NOT_FOUND)", durationOrZero(func(c *Config) *time.Duration { return &c.TrialPeriod })},
 		{"HERALD_REFERRAL_BONUS", "168h", "72h", "extension given to both sides of a referral", duration(func(c *Config) *time.Duration { return &c.ReferralBonus })},
 		{"HERALD_SECRET_KEY", "", "(64 hex digits)", "key of the code hashes, hex, at least 32 bytes; empty: generated once and kept in the database", optional(hexKey(func(c *Config) *[]byte { return &c.SecretKey }, 32))},
 		{"HERALD_ENCRYPTION_KEY", "", "(64 hex digits)", "key (32 bytes in hex: openssl rand -hex 32) sealing, with AES-256-GCM, the secrets kept in the database: webhook signing secrets, the generated JWT seed and HMAC keys; rows kept in plain text are sealed at start; empty: they stay plain (herald check warns in production)", optional(sealKey(func(c *Config) *[]byte { return &c.EncryptionKey }))},
@@ -227,7 +260,33 @@ func Vars() []Var {
 		{"HERALD_PUSH_DELIVERY_RETENTION", "720h", "168h", "how long the per-device delivery records of a finished broadcast (failures, retries, dead tokens, and outcomes written before their batch settled) are kept (its counters stay)", duration(func(c *Config) *time.Duration { return &c.DeliveryRetention })},
 		{"HERALD_PLAN_DEVICE_LIMITS", "trial=3,basic=5,premium=10", "trial=2,basic=5,premium=20", "active devices allowed per plan", planLimits(func(c *Config) *map[string]int { return &c.PlanDeviceLimits })},
 		{"HERALD_UPGRADE_URL", "https://example.com/upgrade", "https://vpn.example.com/upgrade", "shown with DEVICE_LIMIT_REACHED", httpURL(func(c *Config) *string { return &c.UpgradeURL })},
-		{"HERALD_RENEW_URL", "https://example.com/renew", "https://vpn.example.com/renew", "shown with SUBSCRIPTION_EXPIRED", httpURL(func(c *Config) *string { return &c.RenewURL })},
+		{"HERALD_RENEW_URL", "https://example.com/renew", "https://vpn.example.com/renew", "shown with SUBSCRIPTION_EXPIRED (and in the renewal notices) when the plan's source has no renew URL of its own", httpURL(func(c *Config) *string { return &c.RenewURL })},
+		{"HERALD_RENEW_URL_APP_STORE", "https://apps.apple.com/account/subscriptions", "https://apps.apple.com/account/subscriptions", "renewUrl of a plan bought in the App Store (its manage-subscriptions page)", httpURL(func(c *Config) *string { return &c.RenewURLAppStore })},
+		{"HERALD_RENEW_URL_GOOGLE_PLAY", "https://play.google.com/store/account/subscriptions", "https://play.google.com/store/account/subscriptions", "renewUrl of a plan bought in Google Play", httpURL(func(c *Config) *string { return &c.RenewURLGooglePlay })},
+		{"HERALD_RENEW_URL_STRIPE", "", "https://vpn.example.com/billing", "renewUrl of a plan bought through Stripe; empty: HERALD_RENEW_URL", optional(httpURL(func(c *Config) *string { return &c.RenewURLStripe }))},
+		{"HERALD_BILLING_PRODUCTS", "", "/etc/herald/products.json", "JSON file mapping each store's product ids to plans ({\"app_store\": {\"com.example.vpn.premium\": \"premium\"}, \"google_play\": {…}, \"stripe\": {\"price_…\": \"basic\"}}); required when a store is connected; checked at start and by herald check", str(func(c *Config) *string { return &c.BillingProductsFile })},
+		{"HERALD_BILLING_RECONCILE_INTERVAL", "24h", "6h", "how often every live store purchase is read again from its store, correcting a missed notification", duration(func(c *Config) *time.Duration { return &c.BillingReconcileInterval })},
+		{"HERALD_APPLE_BUNDLE_ID", "", "com.example.vpn", "the app's bundle id; connects the App Store (notifications at POST /api/v1/billing/apple/notifications, app purchases at POST /api/v1/billing/apple/transactions)", str(func(c *Config) *string { return &c.AppleBundleID })},
+		{"HERALD_APPLE_ENVIRONMENT", "Production", "Sandbox", "the App Store environment accepted: Production or Sandbox (the other is refused as meant for another app)", oneOf(func(c *Config) *string { return &c.AppleEnvironment }, "Production", "Sandbox")},
+		{"HERALD_APPLE_ROOT_CERT_FILE", "", "/etc/herald/AppleRootCA-G3.pem", "PEM root certificate(s) the signed payloads' x5c chains must reach; empty: Apple Root CA - G3, built in", str(func(c *Config) *string { return &c.AppleRootCertFile })},
+		{"HERALD_APPLE_ISSUER_ID", "", "57246542-96fe-1a63-e053-0824d011072a", "App Store Connect issuer id of the in-app purchase key (the App Store Server API, for reconciliation)", str(func(c *Config) *string { return &c.AppleIssuerID })},
+		{"HERALD_APPLE_KEY_ID", "", "2X9R4HXF34", "id of the in-app purchase key", str(func(c *Config) *string { return &c.AppleKeyID })},
+		{"HERALD_APPLE_PRIVATE_KEY_FILE", "", "/etc/herald/SubscriptionKey_2X9R4HXF34.p8", "the in-app purchase key (.p8); with the issuer and key ids, Herald reads purchases from the App Store Server API; empty: notifications only", str(func(c *Config) *string { return &c.ApplePrivateKeyFile })},
+		{"HERALD_APPLE_API_URL", "", "https://api.storekit-sandbox.itunes.apple.com", "App Store Server API; empty: the production or sandbox server of HERALD_APPLE_ENVIRONMENT", optional(httpURL(func(c *Config) *string { return &c.AppleAPIURL }))},
+		{"HERALD_GOOGLE_PACKAGE_NAME", "", "com.example.vpn", "the Android app's package name; with the three below, connects Google Play (real-time developer notifications at POST /api/v1/billing/google/rtdn, app purchases at POST /api/v1/billing/google/purchases)", str(func(c *Config) *string { return &c.GooglePackageName })},
+		{"HERALD_GOOGLE_SERVICE_ACCOUNT_FILE", "", "/etc/herald/play-service-account.json", "service-account key (JSON) with access to the Google Play Developer API", str(func(c *Config) *string { return &c.GoogleServiceAccountFile })},
+		{"HERALD_GOOGLE_PUSH_AUDIENCE", "", "https://api.example.com/api/v1/billing/google/rtdn", "the audience set on the Pub/Sub push subscription's authentication", str(func(c *Config) *string { return &c.GooglePushAudience })},
+		{"HERALD_GOOGLE_PUSH_SERVICE_ACCOUNT", "", "rtdn-push@my-project.iam.gserviceaccount.com", "the service account the Pub/Sub push subscription authenticates as", str(func(c *Config) *string { return &c.GooglePushServiceAccount })},
+		{"HERALD_GOOGLE_PUSH_ISSUER", "https://accounts.google.com", "https://accounts.google.com", "issuer of the push's OIDC token", httpURL(func(c *Config) *string { return &c.GooglePushIssuer })},
+		{"HERALD_GOOGLE_JWKS_URL", "https://www.googleapis.com/oauth2/v3/certs", "https://www.googleapis.com/oauth2/v3/certs", "keys of the push's OIDC token", httpURL(func(c *Config) *string { return &c.GoogleJWKSURL })},
+		{"HERALD_GOOGLE_API_URL", "https://androidpublisher.googleapis.com", "http://127.0.0.1:9091", "Google Play Developer API", httpURL(func(c *Config) *string { return &c.GoogleAPIURL })},
+		{"HERALD_STRIPE_SECRET_KEY", "", "sk_live_…", "Stripe secret (or restricted) key; with the webhook secret, connects Stripe (webhook at POST /api/v1/billing/stripe/webhook, Checkout and the customer portal)", str(func(c *Config) *string { return &c.StripeSecretKey })},
+		{"HERALD_STRIPE_WEBHOOK_SECRET", "", "whsec_…", "signing secret of the Stripe webhook endpoint", str(func(c *Config) *string { return &c.StripeWebhookSecret })},
+		{"HERALD_STRIPE_API_URL", "https://api.stripe.com", "http://127.0.0.1:12111", "Stripe API", httpURL(func(c *Config) *string { return &c.StripeAPIURL })},
+		{"HERALD_STRIPE_TOLERANCE", "5m", "5m", "how old (or early) a Stripe webhook's signed timestamp may be; older is refused as a replay", duration(func(c *Config) *time.Duration { return &c.StripeTolerance })},
+		{"HERALD_STRIPE_SUCCESS_URL", "https://example.com/billing/done", "https://vpn.example.com/billing/done", "where Checkout sends the user after paying", httpURL(func(c *Config) *string { return &c.StripeSuccessURL })},
+		{"HERALD_STRIPE_CANCEL_URL", "https://example.com/billing", "https://vpn.example.com/billing", "where Checkout sends the user who gives up", httpURL(func(c *Config) *string { return &c.StripeCancelURL })},
+		{"HERALD_STRIPE_PORTAL_RETURN_URL", "https://example.com/billing", "https://vpn.example.com/billing", "where the customer portal returns to", httpURL(func(c *Config) *string { return &c.StripePortalReturnURL })},
 		{"HERALD_TELEGRAM_BOT_TOKEN", "", "123456:ABC-DEF…", "Telegram bot token; empty: the messenger is not connected", str(func(c *Config) *string { return &c.TelegramBotToken })},
 		{"HERALD_TELEGRAM_API_URL", "https://api.telegram.org", "http://127.0.0.1:8081", "Bot API server", httpURL(func(c *Config) *string { return &c.TelegramAPIURL })},
 		{"HERALD_TELEGRAM_WEBHOOK_URL", "", "https://api.example.com/webhooks/telegram", "public HTTPS address of POST /webhooks/telegram; empty: the server long-polls (one replica at a time)", optional(httpsURL(func(c *Config) *string { return &c.TelegramWebhookURL }))},
@@ -252,6 +311,9 @@ func Vars() []Var {
 		{"HERALD_WEBHOOKS_DISABLE_AFTER", "120h", "72h", "a webhook endpoint whose every attempt has failed for this long is disabled (and a log line says so)", duration(func(c *Config) *time.Duration { return &c.WebhooksDisableAfter })},
 		{"HERALD_WEBHOOKS_ALLOWED_PORTS", "", "8443,9000", "ports webhook endpoints may use beside 443 (and 80 with HERALD_WEBHOOKS_ALLOW_INSECURE), comma-separated", optional(ports(func(c *Config) *[]uint16 { return &c.WebhooksAllowedPorts }))},
 		{"HERALD_WEBHOOKS_ENDPOINT_CONCURRENCY", "2", "4", "webhook deliveries in flight to one endpoint, on all replicas together; its others wait without holding a worker", integer(func(c *Config) *int { return &c.WebhooksConcurrency }, 1)},
+		{"HERALD_MFA_LOCKOUT_ATTEMPTS", "5", "10", "wrong second-factor codes in a row (TOTP or recovery, at login, step-up or confirmation) after which an account's code checks are refused with 429 MFA_LOCKED for HERALD_MFA_LOCKOUT_DURATION; 0 turns the lockout off", integer(func(c *Config) *int { return &c.MFALockoutAttempts }, 0)},
+		{"HERALD_MFA_LOCKOUT_DURATION", "15m", "1h", "how long an account's second-factor checks stay locked after HERALD_MFA_LOCKOUT_ATTEMPTS wrong codes", duration(func(c *Config) *time.Duration { return &c.MFALockoutDuration })},
+		{"HERALD_ADMIN_MFA", "optional", "required", "required: a user holding admin must sign in with a second factor (a token at aal2) to call any admin operation, else 403 ADMIN_MFA_REQUIRED (API keys are not affected: see docs/security.md); optional: not required (the requirement is off)", oneOf(func(c *Config) *string { return &c.AdminMFA }, "optional", "required")},
 	}
 }
 

@@ -30,8 +30,8 @@ const (
 // docs/README.md is the index itself.
 var manual = []string{
 	"commands.md", "configuration.md", "operations.md",
-	"api.md", "errors.md", "accounts.md", "rate-limits.md", "notifications.md", "messenger.md",
-	"clients.md", "webhooks.md", "rest.md", "graphql.md",
+	"api.md", "errors.md", "accounts.md", "security.md", "rate-limits.md", "notifications.md", "messenger.md",
+	"clients.md", "webhooks.md", "billing.md", "rest.md", "graphql.md",
 	"console.md", "benchmarks.md", "architecture.md", "testing.md",
 }
 

@@ -145,6 +145,41 @@ type ComplexityRoot struct {
 		Status   func(childComplexity int) int
 	}
 
+	EmailChangeCancel struct {
+		Cancelled func(childComplexity int) int
+	}
+
+	EmailChangeRequest struct {
+		Message      func(childComplexity int) int
+		PendingEmail func(childComplexity int) int
+	}
+
+	Entitlement struct {
+		AutoRenew   func(childComplexity int) int
+		Environment func(childComplexity int) int
+		ExpiresAt   func(childComplexity int) int
+		GraceEndsAt func(childComplexity int) int
+		ID          func(childComplexity int) int
+		Plan        func(childComplexity int) int
+		ProductID   func(childComplexity int) int
+		Source      func(childComplexity int) int
+		StartedAt   func(childComplexity int) int
+		State       func(childComplexity int) int
+		UpdatedAt   func(childComplexity int) int
+	}
+
+	EntitlementChange struct {
+		At            func(childComplexity int) int
+		Cause         func(childComplexity int) int
+		EntitlementID func(childComplexity int) int
+		ExpiresAt     func(childComplexity int) int
+		From          func(childComplexity int) int
+		ID            func(childComplexity int) int
+		Plan          func(childComplexity int) int
+		Source        func(childComplexity int) int
+		To            func(childComplexity int) int
+	}
+
 	MessengerBotStatus struct {
 		BotName         func(childComplexity int) int
 		BotUsername     func(childComplexity int) int
@@ -197,10 +232,49 @@ type ComplexityRoot struct {
 		PageInfo func(childComplexity int) int
 	}
 
+	MfaConfirmed struct {
+		Factor        func(childComplexity int) int
+		RecoveryCodes func(childComplexity int) int
+		Session       func(childComplexity int) int
+	}
+
+	MfaFactor struct {
+		ConfirmedAt func(childComplexity int) int
+		CreatedAt   func(childComplexity int) int
+		ID          func(childComplexity int) int
+		Kind        func(childComplexity int) int
+		LastUsedAt  func(childComplexity int) int
+		Name        func(childComplexity int) int
+		Status      func(childComplexity int) int
+	}
+
+	MfaFactorRemoved struct {
+		FactorID func(childComplexity int) int
+		Removed  func(childComplexity int) int
+	}
+
+	MfaReset struct {
+		FactorsRemoved func(childComplexity int) int
+		UserID         func(childComplexity int) int
+	}
+
+	MfaStatus struct {
+		Enabled           func(childComplexity int) int
+		Factors           func(childComplexity int) int
+		RecoveryCodesLeft func(childComplexity int) int
+	}
+
 	Mutation struct {
+		AppleTransaction           func(childComplexity int, signedTransaction string) int
 		BanAddress                 func(childComplexity int, ip string, reason *string) int
+		CancelEmailChange          func(childComplexity int, token string) int
 		CancelMessengerBroadcast   func(childComplexity int, id string) int
 		CancelNotificationJob      func(childComplexity int, id string) int
+		ChangeEmail                func(childComplexity int, email string) int
+		ChangePassword             func(childComplexity int, currentPassword string, newPassword string) int
+		CompleteMfaLogin           func(childComplexity int, challengeToken string, code string) int
+		ConfirmEmailChange         func(childComplexity int, code string) int
+		ConfirmTotp                func(childComplexity int, factorID string, code string) int
 		CreateAPIKey               func(childComplexity int, input CreateAPIKeyInput) int
 		CreateWebhookEndpoint      func(childComplexity int, input CreateWebhookEndpointInput) int
 		DeleteAccount              func(childComplexity int, password string) int
@@ -208,17 +282,23 @@ type ComplexityRoot struct {
 		DeleteWebhookEndpoint      func(childComplexity int, id string) int
 		DisableUser                func(childComplexity int, userID string, reason *string) int
 		EnableUser                 func(childComplexity int, userID string) int
+		EnrollTotp                 func(childComplexity int, name *string) int
+		GooglePurchase             func(childComplexity int, purchaseToken string, productID string) int
 		LiftBan                    func(childComplexity int, ip string) int
 		Login                      func(childComplexity int, email string, password string) int
 		Logout                     func(childComplexity int) int
 		MessengerLinkURL           func(childComplexity int) int
+		ReconcileSubscription      func(childComplexity int, userID string) int
 		RedeliverWebhookEvent      func(childComplexity int, endpointID string, eventID string) int
 		RefreshToken               func(childComplexity int, refreshToken string) int
+		RegenerateRecoveryCodes    func(childComplexity int) int
 		RegisterDevice             func(childComplexity int, input RegisterDeviceInput) int
 		RemoveDevice               func(childComplexity int, deviceID string) int
+		RemoveMfaFactor            func(childComplexity int, factorID string) int
 		RequestPasswordReset       func(childComplexity int, email string) int
 		ResendVerificationEmail    func(childComplexity int, email string) int
 		ResetPassword              func(childComplexity int, email string, code string, newPassword string) int
+		ResetUserMfa               func(childComplexity int, userID string) int
 		RevokeAPIKey               func(childComplexity int, id string) int
 		RevokeSession              func(childComplexity int, id string) int
 		RevokeSessions             func(childComplexity int, userID string) int
@@ -235,9 +315,12 @@ type ComplexityRoot struct {
 		SetUserLocale              func(childComplexity int, userID string, locale string) int
 		SetWebhookEndpointEnabled  func(childComplexity int, id string, enabled bool) int
 		Signup                     func(childComplexity int, email string, password string, referral *string, locale *string) int
+		StripeCheckout             func(childComplexity int, productID string) int
+		StripePortal               func(childComplexity int) int
 		UnlinkMessenger            func(childComplexity int) int
 		UpdatePushToken            func(childComplexity int, deviceID string, pushToken string) int
 		VerifyEmail                func(childComplexity int, email string, code string) int
+		VerifyMfa                  func(childComplexity int, code string) int
 	}
 
 	NotificationJob struct {
@@ -265,6 +348,10 @@ type ComplexityRoot struct {
 		HasNextPage func(childComplexity int) int
 	}
 
+	PasswordChange struct {
+		SessionsEnded func(childComplexity int) int
+	}
+
 	PlatformCount struct {
 		Count    func(childComplexity int) int
 		Platform func(childComplexity int) int
@@ -281,10 +368,14 @@ type ComplexityRoot struct {
 		MessengerBroadcast   func(childComplexity int, id string) int
 		MessengerPreview     func(childComplexity int, message string) int
 		MessengerSubscribers func(childComplexity int, first *int, after *string, status *string) int
+		MyMfa                func(childComplexity int) int
 		MySessions           func(childComplexity int) int
+		MySubscription       func(childComplexity int) int
 		NotificationJob      func(childComplexity int, id string) int
 		NotificationJobs     func(childComplexity int, first *int, after *string) int
 		User                 func(childComplexity int, id *string, email *string) int
+		UserMfa              func(childComplexity int, userID string) int
+		UserSubscription     func(childComplexity int, id string) int
 		Users                func(childComplexity int, query *string, plan *string, status *string, verified *bool, disabled *bool, first *int, after *string) int
 		Version              func(childComplexity int) int
 		WebhookDeliveries    func(childComplexity int, endpointID string, first *int, after *string) int
@@ -297,6 +388,10 @@ type ComplexityRoot struct {
 		Backend  func(childComplexity int) int
 		Degraded func(childComplexity int) int
 		Reason   func(childComplexity int) int
+	}
+
+	RecoveryCodes struct {
+		RecoveryCodes func(childComplexity int) int
 	}
 
 	SendMessengerMessageResult struct {
@@ -336,6 +431,23 @@ type ComplexityRoot struct {
 		NotificationJobUpdated    func(childComplexity int, id string) int
 	}
 
+	SubscriptionDetail struct {
+		AutoRenew    func(childComplexity int) int
+		Entitlements func(childComplexity int) int
+		ExpiresAt    func(childComplexity int) int
+		GraceEndsAt  func(childComplexity int) int
+		Plan         func(childComplexity int) int
+		Source       func(childComplexity int) int
+		Status       func(childComplexity int) int
+	}
+
+	TotpEnrollment struct {
+		Factor func(childComplexity int) int
+		QRCode func(childComplexity int) int
+		Secret func(childComplexity int) int
+		URI    func(childComplexity int) int
+	}
+
 	User struct {
 		CreatedAt     func(childComplexity int) int
 		Email         func(childComplexity int) int
@@ -371,9 +483,23 @@ type ComplexityRoot struct {
 	}
 
 	UserSubscription struct {
-		ExpiresAt func(childComplexity int) int
-		Plan      func(childComplexity int) int
-		Status    func(childComplexity int) int
+		AutoRenew   func(childComplexity int) int
+		ExpiresAt   func(childComplexity int) int
+		GraceEndsAt func(childComplexity int) int
+		Plan        func(childComplexity int) int
+		Source      func(childComplexity int) int
+		Status      func(childComplexity int) int
+	}
+
+	UserSubscriptionDetail struct {
+		AutoRenew    func(childComplexity int) int
+		Entitlements func(childComplexity int) int
+		ExpiresAt    func(childComplexity int) int
+		GraceEndsAt  func(childComplexity int) int
+		History      func(childComplexity int) int
+		Plan         func(childComplexity int) int
+		Source       func(childComplexity int) int
+		Status       func(childComplexity int) int
 	}
 
 	WebhookCounts struct {
@@ -442,14 +568,23 @@ type MutationResolver interface {
 	CreateAPIKey(ctx context.Context, input CreateAPIKeyInput) (*view.CreatedAPIKey, error)
 	RevokeAPIKey(ctx context.Context, id string) (*view.APIKey, error)
 	SetSubscription(ctx context.Context, userID string, plan string, expiresAt time.Time) (*view.UserRecord, error)
+	ReconcileSubscription(ctx context.Context, userID string) (*view.UserSubscriptionDetail, error)
 	SetUserLocale(ctx context.Context, userID string, locale string) (*view.UserRecord, error)
 	DisableUser(ctx context.Context, userID string, reason *string) (*view.UserRecord, error)
 	EnableUser(ctx context.Context, userID string) (*view.UserRecord, error)
 	RevokeSessions(ctx context.Context, userID string) (int, error)
 	DeleteUser(ctx context.Context, userID string) (bool, error)
+	AppleTransaction(ctx context.Context, signedTransaction string) (*view.SubscriptionDetail, error)
+	GooglePurchase(ctx context.Context, purchaseToken string, productID string) (*view.SubscriptionDetail, error)
+	StripeCheckout(ctx context.Context, productID string) (string, error)
+	StripePortal(ctx context.Context) (string, error)
 	DeleteAccount(ctx context.Context, password string) (bool, error)
 	RevokeSession(ctx context.Context, id string) (bool, error)
 	SetLocale(ctx context.Context, locale string) (*view.User, error)
+	ChangeEmail(ctx context.Context, email string) (*view.EmailChangeRequest, error)
+	ConfirmEmailChange(ctx context.Context, code string) (*view.User, error)
+	CancelEmailChange(ctx context.Context, token string) (*view.EmailChangeCancel, error)
+	ChangePassword(ctx context.Context, currentPassword string, newPassword string) (*view.PasswordChange, error)
 	CreateWebhookEndpoint(ctx context.Context, input CreateWebhookEndpointInput) (*view.CreatedWebhookEndpoint, error)
 	DeleteWebhookEndpoint(ctx context.Context, id string) (bool, error)
 	RotateWebhookSecret(ctx context.Context, id string) (*view.CreatedWebhookEndpoint, error)
@@ -458,6 +593,13 @@ type MutationResolver interface {
 	SendWebhookPing(ctx context.Context, endpointID string) (string, error)
 	BanAddress(ctx context.Context, ip string, reason *string) (*view.Ban, error)
 	LiftBan(ctx context.Context, ip string) (bool, error)
+	CompleteMfaLogin(ctx context.Context, challengeToken string, code string) (*view.Tokens, error)
+	VerifyMfa(ctx context.Context, code string) (*view.Tokens, error)
+	EnrollTotp(ctx context.Context, name *string) (*view.TOTPEnrollment, error)
+	ConfirmTotp(ctx context.Context, factorID string, code string) (*view.MFAConfirmed, error)
+	RemoveMfaFactor(ctx context.Context, factorID string) (*view.MFAFactorRemoved, error)
+	RegenerateRecoveryCodes(ctx context.Context) (*view.RecoveryCodes, error)
+	ResetUserMfa(ctx context.Context, userID string) (*view.MFAReset, error)
 }
 type QueryResolver interface {
 	Version(ctx context.Context) (string, error)
@@ -473,6 +615,8 @@ type QueryResolver interface {
 	APIKeys(ctx context.Context) ([]view.APIKey, error)
 	Users(ctx context.Context, query *string, plan *string, status *string, verified *bool, disabled *bool, first *int, after *string) (*UserRecordConnection, error)
 	User(ctx context.Context, id *string, email *string) (*view.UserRecord, error)
+	MySubscription(ctx context.Context) (*view.SubscriptionDetail, error)
+	UserSubscription(ctx context.Context, id string) (*view.UserSubscriptionDetail, error)
 	MySessions(ctx context.Context) ([]view.Session, error)
 	WebhookEndpoints(ctx context.Context) ([]view.WebhookEndpoint, error)
 	WebhookEndpoint(ctx context.Context, id string) (*view.WebhookEndpoint, error)
@@ -480,6 +624,8 @@ type QueryResolver interface {
 	WebhookDeliveries(ctx context.Context, endpointID string, first *int, after *string) (*WebhookDeliveryConnection, error)
 	AdminOverview(ctx context.Context) (*view.AdminOverview, error)
 	Bans(ctx context.Context, first *int, after *string) (*BanConnection, error)
+	MyMfa(ctx context.Context) (*view.MFAStatus, error)
+	UserMfa(ctx context.Context, userID string) (*view.MFAStatus, error)
 }
 type SubscriptionResolver interface {
 	NotificationJobUpdated(ctx context.Context, id string) (<-chan *view.NotificationJob, error)
@@ -895,6 +1041,148 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.DeviceSendOutcome.Status(childComplexity), true
 
+	case "EmailChangeCancel.cancelled":
+		if e.ComplexityRoot.EmailChangeCancel.Cancelled == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailChangeCancel.Cancelled(childComplexity), true
+
+	case "EmailChangeRequest.message":
+		if e.ComplexityRoot.EmailChangeRequest.Message == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailChangeRequest.Message(childComplexity), true
+	case "EmailChangeRequest.pendingEmail":
+		if e.ComplexityRoot.EmailChangeRequest.PendingEmail == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EmailChangeRequest.PendingEmail(childComplexity), true
+
+	case "Entitlement.autoRenew":
+		if e.ComplexityRoot.Entitlement.AutoRenew == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Entitlement.AutoRenew(childComplexity), true
+	case "Entitlement.environment":
+		if e.ComplexityRoot.Entitlement.Environment == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Entitlement.Environment(childComplexity), true
+	case "Entitlement.expiresAt":
+		if e.ComplexityRoot.Entitlement.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Entitlement.ExpiresAt(childComplexity), true
+	case "Entitlement.graceEndsAt":
+		if e.ComplexityRoot.Entitlement.GraceEndsAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Entitlement.GraceEndsAt(childComplexity), true
+	case "Entitlement.id":
+		if e.ComplexityRoot.Entitlement.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Entitlement.ID(childComplexity), true
+	case "Entitlement.plan":
+		if e.ComplexityRoot.Entitlement.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Entitlement.Plan(childComplexity), true
+	case "Entitlement.productId":
+		if e.ComplexityRoot.Entitlement.ProductID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Entitlement.ProductID(childComplexity), true
+	case "Entitlement.source":
+		if e.ComplexityRoot.Entitlement.Source == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Entitlement.Source(childComplexity), true
+	case "Entitlement.startedAt":
+		if e.ComplexityRoot.Entitlement.StartedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Entitlement.StartedAt(childComplexity), true
+	case "Entitlement.state":
+		if e.ComplexityRoot.Entitlement.State == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Entitlement.State(childComplexity), true
+	case "Entitlement.updatedAt":
+		if e.ComplexityRoot.Entitlement.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Entitlement.UpdatedAt(childComplexity), true
+
+	case "EntitlementChange.at":
+		if e.ComplexityRoot.EntitlementChange.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EntitlementChange.At(childComplexity), true
+	case "EntitlementChange.cause":
+		if e.ComplexityRoot.EntitlementChange.Cause == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EntitlementChange.Cause(childComplexity), true
+	case "EntitlementChange.entitlementId":
+		if e.ComplexityRoot.EntitlementChange.EntitlementID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EntitlementChange.EntitlementID(childComplexity), true
+	case "EntitlementChange.expiresAt":
+		if e.ComplexityRoot.EntitlementChange.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EntitlementChange.ExpiresAt(childComplexity), true
+	case "EntitlementChange.from":
+		if e.ComplexityRoot.EntitlementChange.From == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EntitlementChange.From(childComplexity), true
+	case "EntitlementChange.id":
+		if e.ComplexityRoot.EntitlementChange.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EntitlementChange.ID(childComplexity), true
+	case "EntitlementChange.plan":
+		if e.ComplexityRoot.EntitlementChange.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EntitlementChange.Plan(childComplexity), true
+	case "EntitlementChange.source":
+		if e.ComplexityRoot.EntitlementChange.Source == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EntitlementChange.Source(childComplexity), true
+	case "EntitlementChange.to":
+		if e.ComplexityRoot.EntitlementChange.To == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EntitlementChange.To(childComplexity), true
+
 	case "MessengerBotStatus.botName":
 		if e.ComplexityRoot.MessengerBotStatus.BotName == nil {
 			break
@@ -1088,6 +1376,124 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MessengerSubscriberConnection.PageInfo(childComplexity), true
 
+	case "MfaConfirmed.factor":
+		if e.ComplexityRoot.MfaConfirmed.Factor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MfaConfirmed.Factor(childComplexity), true
+	case "MfaConfirmed.recoveryCodes":
+		if e.ComplexityRoot.MfaConfirmed.RecoveryCodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MfaConfirmed.RecoveryCodes(childComplexity), true
+	case "MfaConfirmed.session":
+		if e.ComplexityRoot.MfaConfirmed.Session == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MfaConfirmed.Session(childComplexity), true
+
+	case "MfaFactor.confirmedAt":
+		if e.ComplexityRoot.MfaFactor.ConfirmedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MfaFactor.ConfirmedAt(childComplexity), true
+	case "MfaFactor.createdAt":
+		if e.ComplexityRoot.MfaFactor.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MfaFactor.CreatedAt(childComplexity), true
+	case "MfaFactor.id":
+		if e.ComplexityRoot.MfaFactor.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MfaFactor.ID(childComplexity), true
+	case "MfaFactor.kind":
+		if e.ComplexityRoot.MfaFactor.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MfaFactor.Kind(childComplexity), true
+	case "MfaFactor.lastUsedAt":
+		if e.ComplexityRoot.MfaFactor.LastUsedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MfaFactor.LastUsedAt(childComplexity), true
+	case "MfaFactor.name":
+		if e.ComplexityRoot.MfaFactor.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MfaFactor.Name(childComplexity), true
+	case "MfaFactor.status":
+		if e.ComplexityRoot.MfaFactor.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MfaFactor.Status(childComplexity), true
+
+	case "MfaFactorRemoved.factorId":
+		if e.ComplexityRoot.MfaFactorRemoved.FactorID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MfaFactorRemoved.FactorID(childComplexity), true
+	case "MfaFactorRemoved.removed":
+		if e.ComplexityRoot.MfaFactorRemoved.Removed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MfaFactorRemoved.Removed(childComplexity), true
+
+	case "MfaReset.factorsRemoved":
+		if e.ComplexityRoot.MfaReset.FactorsRemoved == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MfaReset.FactorsRemoved(childComplexity), true
+	case "MfaReset.userId":
+		if e.ComplexityRoot.MfaReset.UserID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MfaReset.UserID(childComplexity), true
+
+	case "MfaStatus.enabled":
+		if e.ComplexityRoot.MfaStatus.Enabled == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MfaStatus.Enabled(childComplexity), true
+	case "MfaStatus.factors":
+		if e.ComplexityRoot.MfaStatus.Factors == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MfaStatus.Factors(childComplexity), true
+	case "MfaStatus.recoveryCodesLeft":
+		if e.ComplexityRoot.MfaStatus.RecoveryCodesLeft == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MfaStatus.RecoveryCodesLeft(childComplexity), true
+
+	case "Mutation.appleTransaction":
+		if e.ComplexityRoot.Mutation.AppleTransaction == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_appleTransaction_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.AppleTransaction(childComplexity, args["signedTransaction"].(string)), true
 	case "Mutation.banAddress":
 		if e.ComplexityRoot.Mutation.BanAddress == nil {
 			break
@@ -1099,6 +1505,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.BanAddress(childComplexity, args["ip"].(string), args["reason"].(*string)), true
+	case "Mutation.cancelEmailChange":
+		if e.ComplexityRoot.Mutation.CancelEmailChange == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_cancelEmailChange_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CancelEmailChange(childComplexity, args["token"].(string)), true
 	case "Mutation.cancelMessengerBroadcast":
 		if e.ComplexityRoot.Mutation.CancelMessengerBroadcast == nil {
 			break
@@ -1121,6 +1538,61 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CancelNotificationJob(childComplexity, args["id"].(string)), true
+	case "Mutation.changeEmail":
+		if e.ComplexityRoot.Mutation.ChangeEmail == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_changeEmail_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ChangeEmail(childComplexity, args["email"].(string)), true
+	case "Mutation.changePassword":
+		if e.ComplexityRoot.Mutation.ChangePassword == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_changePassword_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ChangePassword(childComplexity, args["currentPassword"].(string), args["newPassword"].(string)), true
+	case "Mutation.completeMfaLogin":
+		if e.ComplexityRoot.Mutation.CompleteMfaLogin == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_completeMfaLogin_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CompleteMfaLogin(childComplexity, args["challengeToken"].(string), args["code"].(string)), true
+	case "Mutation.confirmEmailChange":
+		if e.ComplexityRoot.Mutation.ConfirmEmailChange == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_confirmEmailChange_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ConfirmEmailChange(childComplexity, args["code"].(string)), true
+	case "Mutation.confirmTotp":
+		if e.ComplexityRoot.Mutation.ConfirmTotp == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_confirmTotp_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ConfirmTotp(childComplexity, args["factorId"].(string), args["code"].(string)), true
 	case "Mutation.createApiKey":
 		if e.ComplexityRoot.Mutation.CreateAPIKey == nil {
 			break
@@ -1198,6 +1670,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.EnableUser(childComplexity, args["userId"].(string)), true
+	case "Mutation.enrollTotp":
+		if e.ComplexityRoot.Mutation.EnrollTotp == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_enrollTotp_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.EnrollTotp(childComplexity, args["name"].(*string)), true
+	case "Mutation.googlePurchase":
+		if e.ComplexityRoot.Mutation.GooglePurchase == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_googlePurchase_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.GooglePurchase(childComplexity, args["purchaseToken"].(string), args["productId"].(string)), true
 	case "Mutation.liftBan":
 		if e.ComplexityRoot.Mutation.LiftBan == nil {
 			break
@@ -1232,6 +1726,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.MessengerLinkURL(childComplexity), true
+	case "Mutation.reconcileSubscription":
+		if e.ComplexityRoot.Mutation.ReconcileSubscription == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_reconcileSubscription_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ReconcileSubscription(childComplexity, args["userId"].(string)), true
 	case "Mutation.redeliverWebhookEvent":
 		if e.ComplexityRoot.Mutation.RedeliverWebhookEvent == nil {
 			break
@@ -1254,6 +1759,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RefreshToken(childComplexity, args["refreshToken"].(string)), true
+	case "Mutation.regenerateRecoveryCodes":
+		if e.ComplexityRoot.Mutation.RegenerateRecoveryCodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Mutation.RegenerateRecoveryCodes(childComplexity), true
 	case "Mutation.registerDevice":
 		if e.ComplexityRoot.Mutation.RegisterDevice == nil {
 			break
@@ -1276,6 +1787,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RemoveDevice(childComplexity, args["deviceId"].(string)), true
+	case "Mutation.removeMfaFactor":
+		if e.ComplexityRoot.Mutation.RemoveMfaFactor == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_removeMfaFactor_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RemoveMfaFactor(childComplexity, args["factorId"].(string)), true
 	case "Mutation.requestPasswordReset":
 		if e.ComplexityRoot.Mutation.RequestPasswordReset == nil {
 			break
@@ -1309,6 +1831,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.ResetPassword(childComplexity, args["email"].(string), args["code"].(string), args["newPassword"].(string)), true
+	case "Mutation.resetUserMfa":
+		if e.ComplexityRoot.Mutation.ResetUserMfa == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_resetUserMfa_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ResetUserMfa(childComplexity, args["userId"].(string)), true
 	case "Mutation.revokeApiKey":
 		if e.ComplexityRoot.Mutation.RevokeAPIKey == nil {
 			break
@@ -1485,6 +2018,23 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.Signup(childComplexity, args["email"].(string), args["password"].(string), args["referral"].(*string), args["locale"].(*string)), true
+	case "Mutation.stripeCheckout":
+		if e.ComplexityRoot.Mutation.StripeCheckout == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_stripeCheckout_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.StripeCheckout(childComplexity, args["productId"].(string)), true
+	case "Mutation.stripePortal":
+		if e.ComplexityRoot.Mutation.StripePortal == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Mutation.StripePortal(childComplexity), true
 	case "Mutation.unlinkMessenger":
 		if e.ComplexityRoot.Mutation.UnlinkMessenger == nil {
 			break
@@ -1513,6 +2063,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.VerifyEmail(childComplexity, args["email"].(string), args["code"].(string)), true
+	case "Mutation.verifyMfa":
+		if e.ComplexityRoot.Mutation.VerifyMfa == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_verifyMfa_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.VerifyMfa(childComplexity, args["code"].(string)), true
 
 	case "NotificationJob.createdAt":
 		if e.ComplexityRoot.NotificationJob.CreatedAt == nil {
@@ -1613,6 +2174,13 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PageInfo.HasNextPage(childComplexity), true
 
+	case "PasswordChange.sessionsEnded":
+		if e.ComplexityRoot.PasswordChange.SessionsEnded == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PasswordChange.SessionsEnded(childComplexity), true
+
 	case "PlatformCount.count":
 		if e.ComplexityRoot.PlatformCount.Count == nil {
 			break
@@ -1712,12 +2280,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.MessengerSubscribers(childComplexity, args["first"].(*int), args["after"].(*string), args["status"].(*string)), true
+	case "Query.myMfa":
+		if e.ComplexityRoot.Query.MyMfa == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.MyMfa(childComplexity), true
 	case "Query.mySessions":
 		if e.ComplexityRoot.Query.MySessions == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Query.MySessions(childComplexity), true
+	case "Query.mySubscription":
+		if e.ComplexityRoot.Query.MySubscription == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.MySubscription(childComplexity), true
 	case "Query.notificationJob":
 		if e.ComplexityRoot.Query.NotificationJob == nil {
 			break
@@ -1751,6 +2331,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.User(childComplexity, args["id"].(*string), args["email"].(*string)), true
+	case "Query.userMfa":
+		if e.ComplexityRoot.Query.UserMfa == nil {
+			break
+		}
+
+		args, err := ec.field_Query_userMfa_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.UserMfa(childComplexity, args["userId"].(string)), true
+	case "Query.userSubscription":
+		if e.ComplexityRoot.Query.UserSubscription == nil {
+			break
+		}
+
+		args, err := ec.field_Query_userSubscription_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.UserSubscription(childComplexity, args["id"].(string)), true
 	case "Query.users":
 		if e.ComplexityRoot.Query.Users == nil {
 			break
@@ -1821,6 +2423,13 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RateLimiterState.Reason(childComplexity), true
+
+	case "RecoveryCodes.recoveryCodes":
+		if e.ComplexityRoot.RecoveryCodes.RecoveryCodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RecoveryCodes.RecoveryCodes(childComplexity), true
 
 	case "SendMessengerMessageResult.messageId":
 		if e.ComplexityRoot.SendMessengerMessageResult.MessageID == nil {
@@ -1951,6 +2560,74 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.NotificationJobUpdated(childComplexity, args["id"].(string)), true
+
+	case "SubscriptionDetail.autoRenew":
+		if e.ComplexityRoot.SubscriptionDetail.AutoRenew == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SubscriptionDetail.AutoRenew(childComplexity), true
+	case "SubscriptionDetail.entitlements":
+		if e.ComplexityRoot.SubscriptionDetail.Entitlements == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SubscriptionDetail.Entitlements(childComplexity), true
+	case "SubscriptionDetail.expiresAt":
+		if e.ComplexityRoot.SubscriptionDetail.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SubscriptionDetail.ExpiresAt(childComplexity), true
+	case "SubscriptionDetail.graceEndsAt":
+		if e.ComplexityRoot.SubscriptionDetail.GraceEndsAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SubscriptionDetail.GraceEndsAt(childComplexity), true
+	case "SubscriptionDetail.plan":
+		if e.ComplexityRoot.SubscriptionDetail.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SubscriptionDetail.Plan(childComplexity), true
+	case "SubscriptionDetail.source":
+		if e.ComplexityRoot.SubscriptionDetail.Source == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SubscriptionDetail.Source(childComplexity), true
+	case "SubscriptionDetail.status":
+		if e.ComplexityRoot.SubscriptionDetail.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SubscriptionDetail.Status(childComplexity), true
+
+	case "TotpEnrollment.factor":
+		if e.ComplexityRoot.TotpEnrollment.Factor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TotpEnrollment.Factor(childComplexity), true
+	case "TotpEnrollment.qrCode":
+		if e.ComplexityRoot.TotpEnrollment.QRCode == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TotpEnrollment.QRCode(childComplexity), true
+	case "TotpEnrollment.secret":
+		if e.ComplexityRoot.TotpEnrollment.Secret == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TotpEnrollment.Secret(childComplexity), true
+	case "TotpEnrollment.uri":
+		if e.ComplexityRoot.TotpEnrollment.URI == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TotpEnrollment.URI(childComplexity), true
 
 	case "User.createdAt":
 		if e.ComplexityRoot.User.CreatedAt == nil {
@@ -2105,24 +2782,91 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.UserRecordConnection.PageInfo(childComplexity), true
 
+	case "UserSubscription.autoRenew":
+		if e.ComplexityRoot.UserSubscription.AutoRenew == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserSubscription.AutoRenew(childComplexity), true
 	case "UserSubscription.expiresAt":
 		if e.ComplexityRoot.UserSubscription.ExpiresAt == nil {
 			break
 		}
 
 		return e.ComplexityRoot.UserSubscription.ExpiresAt(childComplexity), true
+	case "UserSubscription.graceEndsAt":
+		if e.ComplexityRoot.UserSubscription.GraceEndsAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserSubscription.GraceEndsAt(childComplexity), true
 	case "UserSubscription.plan":
 		if e.ComplexityRoot.UserSubscription.Plan == nil {
 			break
 		}
 
 		return e.ComplexityRoot.UserSubscription.Plan(childComplexity), true
+	case "UserSubscription.source":
+		if e.ComplexityRoot.UserSubscription.Source == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserSubscription.Source(childComplexity), true
 	case "UserSubscription.status":
 		if e.ComplexityRoot.UserSubscription.Status == nil {
 			break
 		}
 
 		return e.ComplexityRoot.UserSubscription.Status(childComplexity), true
+
+	case "UserSubscriptionDetail.autoRenew":
+		if e.ComplexityRoot.UserSubscriptionDetail.AutoRenew == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserSubscriptionDetail.AutoRenew(childComplexity), true
+	case "UserSubscriptionDetail.entitlements":
+		if e.ComplexityRoot.UserSubscriptionDetail.Entitlements == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserSubscriptionDetail.Entitlements(childComplexity), true
+	case "UserSubscriptionDetail.expiresAt":
+		if e.ComplexityRoot.UserSubscriptionDetail.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserSubscriptionDetail.ExpiresAt(childComplexity), true
+	case "UserSubscriptionDetail.graceEndsAt":
+		if e.ComplexityRoot.UserSubscriptionDetail.GraceEndsAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserSubscriptionDetail.GraceEndsAt(childComplexity), true
+	case "UserSubscriptionDetail.history":
+		if e.ComplexityRoot.UserSubscriptionDetail.History == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserSubscriptionDetail.History(childComplexity), true
+	case "UserSubscriptionDetail.plan":
+		if e.ComplexityRoot.UserSubscriptionDetail.Plan == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserSubscriptionDetail.Plan(childComplexity), true
+	case "UserSubscriptionDetail.source":
+		if e.ComplexityRoot.UserSubscriptionDetail.Source == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserSubscriptionDetail.Source(childComplexity), true
+	case "UserSubscriptionDetail.status":
+		if e.ComplexityRoot.UserSubscriptionDetail.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserSubscriptionDetail.Status(childComplexity), true
 
 	case "WebhookCounts.disabled":
 		if e.ComplexityRoot.WebhookCounts.Disabled == nil {
@@ -2607,6 +3351,76 @@ func (ec *executionContext) childFields_DeviceSendOutcome(ctx context.Context, f
 	return nil, fmt.Errorf("no field named %q was found under type DeviceSendOutcome", field.Name)
 }
 
+func (ec *executionContext) childFields_EmailChangeCancel(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cancelled":
+		return ec.fieldContext_EmailChangeCancel_cancelled(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type EmailChangeCancel", field.Name)
+}
+
+func (ec *executionContext) childFields_EmailChangeRequest(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "pendingEmail":
+		return ec.fieldContext_EmailChangeRequest_pendingEmail(ctx, field)
+	case "message":
+		return ec.fieldContext_EmailChangeRequest_message(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type EmailChangeRequest", field.Name)
+}
+
+func (ec *executionContext) childFields_Entitlement(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Entitlement_id(ctx, field)
+	case "source":
+		return ec.fieldContext_Entitlement_source(ctx, field)
+	case "productId":
+		return ec.fieldContext_Entitlement_productId(ctx, field)
+	case "plan":
+		return ec.fieldContext_Entitlement_plan(ctx, field)
+	case "state":
+		return ec.fieldContext_Entitlement_state(ctx, field)
+	case "startedAt":
+		return ec.fieldContext_Entitlement_startedAt(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_Entitlement_expiresAt(ctx, field)
+	case "graceEndsAt":
+		return ec.fieldContext_Entitlement_graceEndsAt(ctx, field)
+	case "autoRenew":
+		return ec.fieldContext_Entitlement_autoRenew(ctx, field)
+	case "environment":
+		return ec.fieldContext_Entitlement_environment(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_Entitlement_updatedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Entitlement", field.Name)
+}
+
+func (ec *executionContext) childFields_EntitlementChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_EntitlementChange_id(ctx, field)
+	case "entitlementId":
+		return ec.fieldContext_EntitlementChange_entitlementId(ctx, field)
+	case "source":
+		return ec.fieldContext_EntitlementChange_source(ctx, field)
+	case "cause":
+		return ec.fieldContext_EntitlementChange_cause(ctx, field)
+	case "from":
+		return ec.fieldContext_EntitlementChange_from(ctx, field)
+	case "to":
+		return ec.fieldContext_EntitlementChange_to(ctx, field)
+	case "plan":
+		return ec.fieldContext_EntitlementChange_plan(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_EntitlementChange_expiresAt(ctx, field)
+	case "at":
+		return ec.fieldContext_EntitlementChange_at(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type EntitlementChange", field.Name)
+}
+
 func (ec *executionContext) childFields_MessengerBotStatus(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "connected":
@@ -2711,6 +3525,70 @@ func (ec *executionContext) childFields_MessengerSubscriberConnection(ctx contex
 	return nil, fmt.Errorf("no field named %q was found under type MessengerSubscriberConnection", field.Name)
 }
 
+func (ec *executionContext) childFields_MfaConfirmed(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "factor":
+		return ec.fieldContext_MfaConfirmed_factor(ctx, field)
+	case "recoveryCodes":
+		return ec.fieldContext_MfaConfirmed_recoveryCodes(ctx, field)
+	case "session":
+		return ec.fieldContext_MfaConfirmed_session(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MfaConfirmed", field.Name)
+}
+
+func (ec *executionContext) childFields_MfaFactor(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_MfaFactor_id(ctx, field)
+	case "kind":
+		return ec.fieldContext_MfaFactor_kind(ctx, field)
+	case "name":
+		return ec.fieldContext_MfaFactor_name(ctx, field)
+	case "status":
+		return ec.fieldContext_MfaFactor_status(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_MfaFactor_createdAt(ctx, field)
+	case "confirmedAt":
+		return ec.fieldContext_MfaFactor_confirmedAt(ctx, field)
+	case "lastUsedAt":
+		return ec.fieldContext_MfaFactor_lastUsedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MfaFactor", field.Name)
+}
+
+func (ec *executionContext) childFields_MfaFactorRemoved(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "factorId":
+		return ec.fieldContext_MfaFactorRemoved_factorId(ctx, field)
+	case "removed":
+		return ec.fieldContext_MfaFactorRemoved_removed(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MfaFactorRemoved", field.Name)
+}
+
+func (ec *executionContext) childFields_MfaReset(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "userId":
+		return ec.fieldContext_MfaReset_userId(ctx, field)
+	case "factorsRemoved":
+		return ec.fieldContext_MfaReset_factorsRemoved(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MfaReset", field.Name)
+}
+
+func (ec *executionContext) childFields_MfaStatus(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "enabled":
+		return ec.fieldContext_MfaStatus_enabled(ctx, field)
+	case "factors":
+		return ec.fieldContext_MfaStatus_factors(ctx, field)
+	case "recoveryCodesLeft":
+		return ec.fieldContext_MfaStatus_recoveryCodesLeft(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MfaStatus", field.Name)
+}
+
 func (ec *executionContext) childFields_NotificationJob(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -2761,6 +3639,14 @@ func (ec *executionContext) childFields_PageInfo(ctx context.Context, field grap
 	return nil, fmt.Errorf("no field named %q was found under type PageInfo", field.Name)
 }
 
+func (ec *executionContext) childFields_PasswordChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "sessionsEnded":
+		return ec.fieldContext_PasswordChange_sessionsEnded(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PasswordChange", field.Name)
+}
+
 func (ec *executionContext) childFields_PlatformCount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "platform":
@@ -2781,6 +3667,14 @@ func (ec *executionContext) childFields_RateLimiterState(ctx context.Context, fi
 		return ec.fieldContext_RateLimiterState_reason(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RateLimiterState", field.Name)
+}
+
+func (ec *executionContext) childFields_RecoveryCodes(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "recoveryCodes":
+		return ec.fieldContext_RecoveryCodes_recoveryCodes(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RecoveryCodes", field.Name)
 }
 
 func (ec *executionContext) childFields_SendMessengerMessageResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2843,6 +3737,40 @@ func (ec *executionContext) childFields_SignupResult(ctx context.Context, field 
 		return ec.fieldContext_SignupResult_success(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SignupResult", field.Name)
+}
+
+func (ec *executionContext) childFields_SubscriptionDetail(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "plan":
+		return ec.fieldContext_SubscriptionDetail_plan(ctx, field)
+	case "status":
+		return ec.fieldContext_SubscriptionDetail_status(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_SubscriptionDetail_expiresAt(ctx, field)
+	case "source":
+		return ec.fieldContext_SubscriptionDetail_source(ctx, field)
+	case "autoRenew":
+		return ec.fieldContext_SubscriptionDetail_autoRenew(ctx, field)
+	case "graceEndsAt":
+		return ec.fieldContext_SubscriptionDetail_graceEndsAt(ctx, field)
+	case "entitlements":
+		return ec.fieldContext_SubscriptionDetail_entitlements(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SubscriptionDetail", field.Name)
+}
+
+func (ec *executionContext) childFields_TotpEnrollment(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "factor":
+		return ec.fieldContext_TotpEnrollment_factor(ctx, field)
+	case "secret":
+		return ec.fieldContext_TotpEnrollment_secret(ctx, field)
+	case "uri":
+		return ec.fieldContext_TotpEnrollment_uri(ctx, field)
+	case "qrCode":
+		return ec.fieldContext_TotpEnrollment_qrCode(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TotpEnrollment", field.Name)
 }
 
 func (ec *executionContext) childFields_User(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2921,8 +3849,36 @@ func (ec *executionContext) childFields_UserSubscription(ctx context.Context, fi
 		return ec.fieldContext_UserSubscription_status(ctx, field)
 	case "expiresAt":
 		return ec.fieldContext_UserSubscription_expiresAt(ctx, field)
+	case "source":
+		return ec.fieldContext_UserSubscription_source(ctx, field)
+	case "autoRenew":
+		return ec.fieldContext_UserSubscription_autoRenew(ctx, field)
+	case "graceEndsAt":
+		return ec.fieldContext_UserSubscription_graceEndsAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type UserSubscription", field.Name)
+}
+
+func (ec *executionContext) childFields_UserSubscriptionDetail(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "plan":
+		return ec.fieldContext_UserSubscriptionDetail_plan(ctx, field)
+	case "status":
+		return ec.fieldContext_UserSubscriptionDetail_status(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_UserSubscriptionDetail_expiresAt(ctx, field)
+	case "source":
+		return ec.fieldContext_UserSubscriptionDetail_source(ctx, field)
+	case "autoRenew":
+		return ec.fieldContext_UserSubscriptionDetail_autoRenew(ctx, field)
+	case "graceEndsAt":
+		return ec.fieldContext_UserSubscriptionDetail_graceEndsAt(ctx, field)
+	case "entitlements":
+		return ec.fieldContext_UserSubscriptionDetail_entitlements(ctx, field)
+	case "history":
+		return ec.fieldContext_UserSubscriptionDetail_history(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type UserSubscriptionDetail", field.Name)
 }
 
 func (ec *executionContext) childFields_WebhookCounts(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3127,6 +4083,20 @@ func (ec *executionContext) dir_auth_args(ctx context.Context, rawArgs map[strin
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_appleTransaction_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "signedTransaction",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["signedTransaction"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_banAddress_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3146,6 +4116,20 @@ func (ec *executionContext) field_Mutation_banAddress_args(ctx context.Context, 
 		return nil, err
 	}
 	args["reason"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_cancelEmailChange_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "token",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["token"] = arg0
 	return args, nil
 }
 
@@ -3174,6 +4158,100 @@ func (ec *executionContext) field_Mutation_cancelNotificationJob_args(ctx contex
 		return nil, err
 	}
 	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_changeEmail_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "email",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["email"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_changePassword_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "currentPassword",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["currentPassword"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "newPassword",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["newPassword"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_completeMfaLogin_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "challengeToken",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["challengeToken"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "code",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["code"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_confirmEmailChange_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "code",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["code"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_confirmTotp_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "factorId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["factorId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "code",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["code"] = arg1
 	return args, nil
 }
 
@@ -3283,6 +4361,42 @@ func (ec *executionContext) field_Mutation_enableUser_args(ctx context.Context, 
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_enrollTotp_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_googlePurchase_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "purchaseToken",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["purchaseToken"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "productId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["productId"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_liftBan_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3316,6 +4430,20 @@ func (ec *executionContext) field_Mutation_login_args(ctx context.Context, rawAr
 		return nil, err
 	}
 	args["password"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_reconcileSubscription_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "userId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["userId"] = arg0
 	return args, nil
 }
 
@@ -3383,6 +4511,20 @@ func (ec *executionContext) field_Mutation_removeDevice_args(ctx context.Context
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_removeMfaFactor_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "factorId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["factorId"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_requestPasswordReset_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3438,6 +4580,20 @@ func (ec *executionContext) field_Mutation_resetPassword_args(ctx context.Contex
 		return nil, err
 	}
 	args["newPassword"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_resetUserMfa_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "userId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["userId"] = arg0
 	return args, nil
 }
 
@@ -3857,6 +5013,20 @@ func (ec *executionContext) field_Mutation_signup_args(ctx context.Context, rawA
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_stripeCheckout_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "productId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["productId"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_updatePushToken_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3898,6 +5068,20 @@ func (ec *executionContext) field_Mutation_verifyEmail_args(ctx context.Context,
 		return nil, err
 	}
 	args["code"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_verifyMfa_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "code",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["code"] = arg0
 	return args, nil
 }
 
@@ -4058,6 +5242,34 @@ func (ec *executionContext) field_Query_notificationJobs_args(ctx context.Contex
 		return nil, err
 	}
 	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_userMfa_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "userId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["userId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_userSubscription_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
 	return args, nil
 }
 
@@ -5820,6 +7032,535 @@ func (ec *executionContext) fieldContext_DeviceSendOutcome_error(_ context.Conte
 	return graphql.NewScalarFieldContext("DeviceSendOutcome", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _EmailChangeCancel_cancelled(ctx context.Context, field graphql.CollectedField, obj *view.EmailChangeCancel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailChangeCancel_cancelled(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cancelled, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailChangeCancel_cancelled(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmailChangeCancel", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _EmailChangeRequest_pendingEmail(ctx context.Context, field graphql.CollectedField, obj *view.EmailChangeRequest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailChangeRequest_pendingEmail(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PendingEmail, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailChangeRequest_pendingEmail(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmailChangeRequest", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _EmailChangeRequest_message(ctx context.Context, field graphql.CollectedField, obj *view.EmailChangeRequest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EmailChangeRequest_message(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Message, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EmailChangeRequest_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EmailChangeRequest", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Entitlement_id(ctx context.Context, field graphql.CollectedField, obj *view.Entitlement) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Entitlement_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Entitlement_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Entitlement", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Entitlement_source(ctx context.Context, field graphql.CollectedField, obj *view.Entitlement) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Entitlement_source(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Source, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Entitlement_source(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Entitlement", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Entitlement_productId(ctx context.Context, field graphql.CollectedField, obj *view.Entitlement) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Entitlement_productId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ProductID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Entitlement_productId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Entitlement", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Entitlement_plan(ctx context.Context, field graphql.CollectedField, obj *view.Entitlement) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Entitlement_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Entitlement_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Entitlement", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Entitlement_state(ctx context.Context, field graphql.CollectedField, obj *view.Entitlement) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Entitlement_state(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.State, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Entitlement_state(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Entitlement", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Entitlement_startedAt(ctx context.Context, field graphql.CollectedField, obj *view.Entitlement) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Entitlement_startedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StartedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Entitlement_startedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Entitlement", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _Entitlement_expiresAt(ctx context.Context, field graphql.CollectedField, obj *view.Entitlement) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Entitlement_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Entitlement_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Entitlement", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _Entitlement_graceEndsAt(ctx context.Context, field graphql.CollectedField, obj *view.Entitlement) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Entitlement_graceEndsAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.GraceEndsAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Entitlement_graceEndsAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Entitlement", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _Entitlement_autoRenew(ctx context.Context, field graphql.CollectedField, obj *view.Entitlement) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Entitlement_autoRenew(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AutoRenew, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Entitlement_autoRenew(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Entitlement", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _Entitlement_environment(ctx context.Context, field graphql.CollectedField, obj *view.Entitlement) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Entitlement_environment(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Environment, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Entitlement_environment(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Entitlement", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Entitlement_updatedAt(ctx context.Context, field graphql.CollectedField, obj *view.Entitlement) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Entitlement_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Entitlement_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Entitlement", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _EntitlementChange_id(ctx context.Context, field graphql.CollectedField, obj *view.EntitlementChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EntitlementChange_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EntitlementChange_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EntitlementChange", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _EntitlementChange_entitlementId(ctx context.Context, field graphql.CollectedField, obj *view.EntitlementChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EntitlementChange_entitlementId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.EntitlementID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EntitlementChange_entitlementId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EntitlementChange", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _EntitlementChange_source(ctx context.Context, field graphql.CollectedField, obj *view.EntitlementChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EntitlementChange_source(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Source, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EntitlementChange_source(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EntitlementChange", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _EntitlementChange_cause(ctx context.Context, field graphql.CollectedField, obj *view.EntitlementChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EntitlementChange_cause(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cause, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EntitlementChange_cause(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EntitlementChange", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _EntitlementChange_from(ctx context.Context, field graphql.CollectedField, obj *view.EntitlementChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EntitlementChange_from(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.From, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_EntitlementChange_from(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EntitlementChange", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _EntitlementChange_to(ctx context.Context, field graphql.CollectedField, obj *view.EntitlementChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EntitlementChange_to(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.To, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EntitlementChange_to(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EntitlementChange", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _EntitlementChange_plan(ctx context.Context, field graphql.CollectedField, obj *view.EntitlementChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EntitlementChange_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EntitlementChange_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EntitlementChange", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _EntitlementChange_expiresAt(ctx context.Context, field graphql.CollectedField, obj *view.EntitlementChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EntitlementChange_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EntitlementChange_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EntitlementChange", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _EntitlementChange_at(ctx context.Context, field graphql.CollectedField, obj *view.EntitlementChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EntitlementChange_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EntitlementChange_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EntitlementChange", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
 func (ec *executionContext) _MessengerBotStatus_connected(ctx context.Context, field graphql.CollectedField, obj *view.MessengerBotStatus) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6558,6 +8299,424 @@ func (ec *executionContext) fieldContext_MessengerSubscriberConnection_pageInfo(
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _MfaConfirmed_factor(ctx context.Context, field graphql.CollectedField, obj *view.MFAConfirmed) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MfaConfirmed_factor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Factor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v view.MFAFactor) graphql.Marshaler {
+			return ec.marshalNMfaFactor2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMFAFactor(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MfaConfirmed_factor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MfaConfirmed",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MfaFactor(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MfaConfirmed_recoveryCodes(ctx context.Context, field graphql.CollectedField, obj *view.MFAConfirmed) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MfaConfirmed_recoveryCodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RecoveryCodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MfaConfirmed_recoveryCodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MfaConfirmed", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _MfaConfirmed_session(ctx context.Context, field graphql.CollectedField, obj *view.MFAConfirmed) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MfaConfirmed_session(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Session, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v view.Tokens) graphql.Marshaler {
+			return ec.marshalNAuthPayload2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐTokens(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MfaConfirmed_session(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MfaConfirmed",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuthPayload(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MfaFactor_id(ctx context.Context, field graphql.CollectedField, obj *view.MFAFactor) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MfaFactor_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MfaFactor_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MfaFactor", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _MfaFactor_kind(ctx context.Context, field graphql.CollectedField, obj *view.MFAFactor) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MfaFactor_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MfaFactor_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MfaFactor", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _MfaFactor_name(ctx context.Context, field graphql.CollectedField, obj *view.MFAFactor) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MfaFactor_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MfaFactor_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MfaFactor", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _MfaFactor_status(ctx context.Context, field graphql.CollectedField, obj *view.MFAFactor) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MfaFactor_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MfaFactor_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MfaFactor", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _MfaFactor_createdAt(ctx context.Context, field graphql.CollectedField, obj *view.MFAFactor) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MfaFactor_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MfaFactor_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MfaFactor", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _MfaFactor_confirmedAt(ctx context.Context, field graphql.CollectedField, obj *view.MFAFactor) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MfaFactor_confirmedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ConfirmedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MfaFactor_confirmedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MfaFactor", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _MfaFactor_lastUsedAt(ctx context.Context, field graphql.CollectedField, obj *view.MFAFactor) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MfaFactor_lastUsedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastUsedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MfaFactor_lastUsedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MfaFactor", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _MfaFactorRemoved_factorId(ctx context.Context, field graphql.CollectedField, obj *view.MFAFactorRemoved) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MfaFactorRemoved_factorId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FactorID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MfaFactorRemoved_factorId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MfaFactorRemoved", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _MfaFactorRemoved_removed(ctx context.Context, field graphql.CollectedField, obj *view.MFAFactorRemoved) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MfaFactorRemoved_removed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Removed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MfaFactorRemoved_removed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MfaFactorRemoved", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _MfaReset_userId(ctx context.Context, field graphql.CollectedField, obj *view.MFAReset) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MfaReset_userId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MfaReset_userId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MfaReset", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _MfaReset_factorsRemoved(ctx context.Context, field graphql.CollectedField, obj *view.MFAReset) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MfaReset_factorsRemoved(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FactorsRemoved, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MfaReset_factorsRemoved(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MfaReset", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _MfaStatus_enabled(ctx context.Context, field graphql.CollectedField, obj *view.MFAStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MfaStatus_enabled(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Enabled, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MfaStatus_enabled(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MfaStatus", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _MfaStatus_factors(ctx context.Context, field graphql.CollectedField, obj *view.MFAStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MfaStatus_factors(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Factors, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []view.MFAFactor) graphql.Marshaler {
+			return ec.marshalNMfaFactor2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMFAFactorᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MfaStatus_factors(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MfaStatus",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MfaFactor(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MfaStatus_recoveryCodesLeft(ctx context.Context, field graphql.CollectedField, obj *view.MFAStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MfaStatus_recoveryCodesLeft(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RecoveryCodesLeft, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MfaStatus_recoveryCodesLeft(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MfaStatus", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _Mutation_signup(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -7838,6 +9997,68 @@ func (ec *executionContext) fieldContext_Mutation_setSubscription(ctx context.Co
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_reconcileSubscription(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_reconcileSubscription(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ReconcileSubscription(ctx, fc.Args["userId"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalOString2ᚖstring(ctx, "accounts:write")
+				if err != nil {
+					var zeroVal *view.UserSubscriptionDetail
+					return zeroVal, err
+				}
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.UserSubscriptionDetail
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.UserSubscriptionDetail) graphql.Marshaler {
+			return ec.marshalNUserSubscriptionDetail2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐUserSubscriptionDetail(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_reconcileSubscription(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserSubscriptionDetail(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_reconcileSubscription_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_setUserLocale(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8148,6 +10369,213 @@ func (ec *executionContext) fieldContext_Mutation_deleteUser(ctx context.Context
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_appleTransaction(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_appleTransaction(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().AppleTransaction(ctx, fc.Args["signedTransaction"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.SubscriptionDetail
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.SubscriptionDetail) graphql.Marshaler {
+			return ec.marshalNSubscriptionDetail2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSubscriptionDetail(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_appleTransaction(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SubscriptionDetail(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_appleTransaction_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_googlePurchase(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_googlePurchase(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().GooglePurchase(ctx, fc.Args["purchaseToken"].(string), fc.Args["productId"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.SubscriptionDetail
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.SubscriptionDetail) graphql.Marshaler {
+			return ec.marshalNSubscriptionDetail2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSubscriptionDetail(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_googlePurchase(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SubscriptionDetail(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_googlePurchase_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_stripeCheckout(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_stripeCheckout(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().StripeCheckout(ctx, fc.Args["productId"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal string
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_stripeCheckout(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("field of type String does not have child fields")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_stripeCheckout_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_stripePortal(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_stripePortal(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Mutation().StripePortal(ctx)
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal string
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_stripePortal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Mutation", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _Mutation_deleteAccount(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8313,6 +10741,221 @@ func (ec *executionContext) fieldContext_Mutation_setLocale(ctx context.Context,
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_setLocale_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_changeEmail(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_changeEmail(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ChangeEmail(ctx, fc.Args["email"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.EmailChangeRequest
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.EmailChangeRequest) graphql.Marshaler {
+			return ec.marshalNEmailChangeRequest2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐEmailChangeRequest(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_changeEmail(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_EmailChangeRequest(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_changeEmail_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_confirmEmailChange(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_confirmEmailChange(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ConfirmEmailChange(ctx, fc.Args["code"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.User
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_confirmEmailChange(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_confirmEmailChange_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_cancelEmailChange(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_cancelEmailChange(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CancelEmailChange(ctx, fc.Args["token"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *view.EmailChangeCancel) graphql.Marshaler {
+			return ec.marshalNEmailChangeCancel2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐEmailChangeCancel(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_cancelEmailChange(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_EmailChangeCancel(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_cancelEmailChange_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_changePassword(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_changePassword(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ChangePassword(ctx, fc.Args["currentPassword"].(string), fc.Args["newPassword"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.PasswordChange
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.PasswordChange) graphql.Marshaler {
+			return ec.marshalNPasswordChange2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPasswordChange(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_changePassword(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PasswordChange(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_changePassword_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -8815,6 +11458,385 @@ func (ec *executionContext) fieldContext_Mutation_liftBan(ctx context.Context, f
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_completeMfaLogin(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_completeMfaLogin(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CompleteMfaLogin(ctx, fc.Args["challengeToken"].(string), fc.Args["code"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *view.Tokens) graphql.Marshaler {
+			return ec.marshalNAuthPayload2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐTokens(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_completeMfaLogin(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuthPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_completeMfaLogin_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_verifyMfa(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_verifyMfa(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().VerifyMfa(ctx, fc.Args["code"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.Tokens
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.Tokens) graphql.Marshaler {
+			return ec.marshalNAuthPayload2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐTokens(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_verifyMfa(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuthPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_verifyMfa_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_enrollTotp(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_enrollTotp(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().EnrollTotp(ctx, fc.Args["name"].(*string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.TOTPEnrollment
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.TOTPEnrollment) graphql.Marshaler {
+			return ec.marshalNTotpEnrollment2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐTOTPEnrollment(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_enrollTotp(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TotpEnrollment(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_enrollTotp_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_confirmTotp(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_confirmTotp(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ConfirmTotp(ctx, fc.Args["factorId"].(string), fc.Args["code"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.MFAConfirmed
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.MFAConfirmed) graphql.Marshaler {
+			return ec.marshalNMfaConfirmed2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMFAConfirmed(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_confirmTotp(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MfaConfirmed(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_confirmTotp_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_removeMfaFactor(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_removeMfaFactor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RemoveMfaFactor(ctx, fc.Args["factorId"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.MFAFactorRemoved
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.MFAFactorRemoved) graphql.Marshaler {
+			return ec.marshalNMfaFactorRemoved2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMFAFactorRemoved(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_removeMfaFactor(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MfaFactorRemoved(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_removeMfaFactor_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_regenerateRecoveryCodes(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_regenerateRecoveryCodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Mutation().RegenerateRecoveryCodes(ctx)
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.RecoveryCodes
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.RecoveryCodes) graphql.Marshaler {
+			return ec.marshalNRecoveryCodes2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐRecoveryCodes(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_regenerateRecoveryCodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RecoveryCodes(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_resetUserMfa(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_resetUserMfa(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ResetUserMfa(ctx, fc.Args["userId"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalOString2ᚖstring(ctx, "accounts:write")
+				if err != nil {
+					var zeroVal *view.MFAReset
+					return zeroVal, err
+				}
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.MFAReset
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.MFAReset) graphql.Marshaler {
+			return ec.marshalNMfaReset2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMFAReset(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_resetUserMfa(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MfaReset(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_resetUserMfa_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _NotificationJob_id(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9199,6 +12221,29 @@ func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field gra
 }
 func (ec *executionContext) fieldContext_PageInfo_hasNextPage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _PasswordChange_sessionsEnded(ctx context.Context, field graphql.CollectedField, obj *view.PasswordChange) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PasswordChange_sessionsEnded(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SessionsEnded, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PasswordChange_sessionsEnded(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PasswordChange", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _PlatformCount_platform(ctx context.Context, field graphql.CollectedField, obj *view.PlatformCount) (ret graphql.Marshaler) {
@@ -9942,6 +12987,113 @@ func (ec *executionContext) fieldContext_Query_user(ctx context.Context, field g
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_mySubscription(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_mySubscription(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().MySubscription(ctx)
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.SubscriptionDetail
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.SubscriptionDetail) graphql.Marshaler {
+			return ec.marshalNSubscriptionDetail2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSubscriptionDetail(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_mySubscription(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SubscriptionDetail(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_userSubscription(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_userSubscription(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().UserSubscription(ctx, fc.Args["id"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalOString2ᚖstring(ctx, "accounts:read")
+				if err != nil {
+					var zeroVal *view.UserSubscriptionDetail
+					return zeroVal, err
+				}
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.UserSubscriptionDetail
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.UserSubscriptionDetail) graphql.Marshaler {
+			return ec.marshalNUserSubscriptionDetail2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐUserSubscriptionDetail(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_userSubscription(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_UserSubscriptionDetail(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_userSubscription_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_mySessions(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10314,6 +13466,113 @@ func (ec *executionContext) fieldContext_Query_bans(ctx context.Context, field g
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_myMfa(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_myMfa(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().MyMfa(ctx)
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.MFAStatus
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.MFAStatus) graphql.Marshaler {
+			return ec.marshalNMfaStatus2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMFAStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_myMfa(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MfaStatus(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_userMfa(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_userMfa(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().UserMfa(ctx, fc.Args["userId"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalOString2ᚖstring(ctx, "accounts:read")
+				if err != nil {
+					var zeroVal *view.MFAStatus
+					return zeroVal, err
+				}
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.MFAStatus
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.MFAStatus) graphql.Marshaler {
+			return ec.marshalNMfaStatus2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMFAStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_userMfa(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MfaStatus(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_userMfa_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10457,6 +13716,29 @@ func (ec *executionContext) _RateLimiterState_reason(ctx context.Context, field 
 }
 func (ec *executionContext) fieldContext_RateLimiterState_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("RateLimiterState", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _RecoveryCodes_recoveryCodes(ctx context.Context, field graphql.CollectedField, obj *view.RecoveryCodes) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RecoveryCodes_recoveryCodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RecoveryCodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RecoveryCodes_recoveryCodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RecoveryCodes", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _SendMessengerMessageResult_success(ctx context.Context, field graphql.CollectedField, obj *view.MessengerMessageResult) (ret graphql.Marshaler) {
@@ -11008,6 +14290,277 @@ func (ec *executionContext) fieldContext_Subscription_messengerBroadcastUpdated(
 		return fc, err
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _SubscriptionDetail_plan(ctx context.Context, field graphql.CollectedField, obj *view.SubscriptionDetail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SubscriptionDetail_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SubscriptionDetail_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SubscriptionDetail", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SubscriptionDetail_status(ctx context.Context, field graphql.CollectedField, obj *view.SubscriptionDetail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SubscriptionDetail_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SubscriptionDetail_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SubscriptionDetail", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SubscriptionDetail_expiresAt(ctx context.Context, field graphql.CollectedField, obj *view.SubscriptionDetail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SubscriptionDetail_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SubscriptionDetail_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SubscriptionDetail", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _SubscriptionDetail_source(ctx context.Context, field graphql.CollectedField, obj *view.SubscriptionDetail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SubscriptionDetail_source(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Source, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SubscriptionDetail_source(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SubscriptionDetail", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SubscriptionDetail_autoRenew(ctx context.Context, field graphql.CollectedField, obj *view.SubscriptionDetail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SubscriptionDetail_autoRenew(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AutoRenew, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SubscriptionDetail_autoRenew(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SubscriptionDetail", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _SubscriptionDetail_graceEndsAt(ctx context.Context, field graphql.CollectedField, obj *view.SubscriptionDetail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SubscriptionDetail_graceEndsAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.GraceEndsAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SubscriptionDetail_graceEndsAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SubscriptionDetail", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _SubscriptionDetail_entitlements(ctx context.Context, field graphql.CollectedField, obj *view.SubscriptionDetail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SubscriptionDetail_entitlements(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Entitlements, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []view.Entitlement) graphql.Marshaler {
+			return ec.marshalNEntitlement2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐEntitlementᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SubscriptionDetail_entitlements(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SubscriptionDetail",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Entitlement(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TotpEnrollment_factor(ctx context.Context, field graphql.CollectedField, obj *view.TOTPEnrollment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TotpEnrollment_factor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Factor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v view.MFAFactor) graphql.Marshaler {
+			return ec.marshalNMfaFactor2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMFAFactor(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TotpEnrollment_factor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TotpEnrollment",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MfaFactor(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TotpEnrollment_secret(ctx context.Context, field graphql.CollectedField, obj *view.TOTPEnrollment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TotpEnrollment_secret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Secret, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TotpEnrollment_secret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TotpEnrollment", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TotpEnrollment_uri(ctx context.Context, field graphql.CollectedField, obj *view.TOTPEnrollment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TotpEnrollment_uri(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URI, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TotpEnrollment_uri(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TotpEnrollment", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TotpEnrollment_qrCode(ctx context.Context, field graphql.CollectedField, obj *view.TOTPEnrollment) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TotpEnrollment_qrCode(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.QRCode, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TotpEnrollment_qrCode(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TotpEnrollment", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _User_id(ctx context.Context, field graphql.CollectedField, obj *view.User) (ret graphql.Marshaler) {
@@ -11706,6 +15259,277 @@ func (ec *executionContext) _UserSubscription_expiresAt(ctx context.Context, fie
 }
 func (ec *executionContext) fieldContext_UserSubscription_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("UserSubscription", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _UserSubscription_source(ctx context.Context, field graphql.CollectedField, obj *view.UserSubscription) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserSubscription_source(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Source, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserSubscription_source(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserSubscription", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _UserSubscription_autoRenew(ctx context.Context, field graphql.CollectedField, obj *view.UserSubscription) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserSubscription_autoRenew(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AutoRenew, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserSubscription_autoRenew(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserSubscription", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _UserSubscription_graceEndsAt(ctx context.Context, field graphql.CollectedField, obj *view.UserSubscription) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserSubscription_graceEndsAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.GraceEndsAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UserSubscription_graceEndsAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserSubscription", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _UserSubscriptionDetail_plan(ctx context.Context, field graphql.CollectedField, obj *view.UserSubscriptionDetail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserSubscriptionDetail_plan(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Plan, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserSubscriptionDetail_plan(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserSubscriptionDetail", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _UserSubscriptionDetail_status(ctx context.Context, field graphql.CollectedField, obj *view.UserSubscriptionDetail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserSubscriptionDetail_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserSubscriptionDetail_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserSubscriptionDetail", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _UserSubscriptionDetail_expiresAt(ctx context.Context, field graphql.CollectedField, obj *view.UserSubscriptionDetail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserSubscriptionDetail_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserSubscriptionDetail_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserSubscriptionDetail", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _UserSubscriptionDetail_source(ctx context.Context, field graphql.CollectedField, obj *view.UserSubscriptionDetail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserSubscriptionDetail_source(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Source, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserSubscriptionDetail_source(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserSubscriptionDetail", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _UserSubscriptionDetail_autoRenew(ctx context.Context, field graphql.CollectedField, obj *view.UserSubscriptionDetail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserSubscriptionDetail_autoRenew(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AutoRenew, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserSubscriptionDetail_autoRenew(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserSubscriptionDetail", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _UserSubscriptionDetail_graceEndsAt(ctx context.Context, field graphql.CollectedField, obj *view.UserSubscriptionDetail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserSubscriptionDetail_graceEndsAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.GraceEndsAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_UserSubscriptionDetail_graceEndsAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserSubscriptionDetail", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _UserSubscriptionDetail_entitlements(ctx context.Context, field graphql.CollectedField, obj *view.UserSubscriptionDetail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserSubscriptionDetail_entitlements(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Entitlements, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []view.Entitlement) graphql.Marshaler {
+			return ec.marshalNEntitlement2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐEntitlementᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserSubscriptionDetail_entitlements(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UserSubscriptionDetail",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Entitlement(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _UserSubscriptionDetail_history(ctx context.Context, field graphql.CollectedField, obj *view.UserSubscriptionDetail) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserSubscriptionDetail_history(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.History, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []view.EntitlementChange) graphql.Marshaler {
+			return ec.marshalNEntitlementChange2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐEntitlementChangeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserSubscriptionDetail_history(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "UserSubscriptionDetail",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_EntitlementChange(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _WebhookCounts_total(ctx context.Context, field graphql.CollectedField, obj *view.WebhookCounts) (ret graphql.Marshaler) {
@@ -14518,6 +18342,253 @@ func (ec *executionContext) _DeviceSendOutcome(ctx context.Context, sel ast.Sele
 	return out
 }
 
+var emailChangeCancelImplementors = []string{"EmailChangeCancel"}
+
+func (ec *executionContext) _EmailChangeCancel(ctx context.Context, sel ast.SelectionSet, obj *view.EmailChangeCancel) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, emailChangeCancelImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("EmailChangeCancel")
+		case "cancelled":
+			out.Values[i] = ec._EmailChangeCancel_cancelled(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var emailChangeRequestImplementors = []string{"EmailChangeRequest"}
+
+func (ec *executionContext) _EmailChangeRequest(ctx context.Context, sel ast.SelectionSet, obj *view.EmailChangeRequest) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, emailChangeRequestImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("EmailChangeRequest")
+		case "pendingEmail":
+			out.Values[i] = ec._EmailChangeRequest_pendingEmail(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "message":
+			out.Values[i] = ec._EmailChangeRequest_message(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var entitlementImplementors = []string{"Entitlement"}
+
+func (ec *executionContext) _Entitlement(ctx context.Context, sel ast.SelectionSet, obj *view.Entitlement) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, entitlementImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Entitlement")
+		case "id":
+			out.Values[i] = ec._Entitlement_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "source":
+			out.Values[i] = ec._Entitlement_source(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "productId":
+			out.Values[i] = ec._Entitlement_productId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "plan":
+			out.Values[i] = ec._Entitlement_plan(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "state":
+			out.Values[i] = ec._Entitlement_state(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "startedAt":
+			out.Values[i] = ec._Entitlement_startedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "expiresAt":
+			out.Values[i] = ec._Entitlement_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "graceEndsAt":
+			out.Values[i] = ec._Entitlement_graceEndsAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "autoRenew":
+			out.Values[i] = ec._Entitlement_autoRenew(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "environment":
+			out.Values[i] = ec._Entitlement_environment(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "updatedAt":
+			out.Values[i] = ec._Entitlement_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var entitlementChangeImplementors = []string{"EntitlementChange"}
+
+func (ec *executionContext) _EntitlementChange(ctx context.Context, sel ast.SelectionSet, obj *view.EntitlementChange) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, entitlementChangeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("EntitlementChange")
+		case "id":
+			out.Values[i] = ec._EntitlementChange_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "entitlementId":
+			out.Values[i] = ec._EntitlementChange_entitlementId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "source":
+			out.Values[i] = ec._EntitlementChange_source(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cause":
+			out.Values[i] = ec._EntitlementChange_cause(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "from":
+			out.Values[i] = ec._EntitlementChange_from(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "to":
+			out.Values[i] = ec._EntitlementChange_to(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "plan":
+			out.Values[i] = ec._EntitlementChange_plan(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "expiresAt":
+			out.Values[i] = ec._EntitlementChange_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "at":
+			out.Values[i] = ec._EntitlementChange_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var messengerBotStatusImplementors = []string{"MessengerBotStatus"}
 
 func (ec *executionContext) _MessengerBotStatus(ctx context.Context, sel ast.SelectionSet, obj *view.MessengerBotStatus) graphql.Marshaler {
@@ -14904,6 +18975,256 @@ func (ec *executionContext) _MessengerSubscriberConnection(ctx context.Context, 
 	return out
 }
 
+var mfaConfirmedImplementors = []string{"MfaConfirmed"}
+
+func (ec *executionContext) _MfaConfirmed(ctx context.Context, sel ast.SelectionSet, obj *view.MFAConfirmed) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, mfaConfirmedImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MfaConfirmed")
+		case "factor":
+			out.Values[i] = ec._MfaConfirmed_factor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "recoveryCodes":
+			out.Values[i] = ec._MfaConfirmed_recoveryCodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "session":
+			out.Values[i] = ec._MfaConfirmed_session(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var mfaFactorImplementors = []string{"MfaFactor"}
+
+func (ec *executionContext) _MfaFactor(ctx context.Context, sel ast.SelectionSet, obj *view.MFAFactor) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, mfaFactorImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MfaFactor")
+		case "id":
+			out.Values[i] = ec._MfaFactor_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._MfaFactor_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "name":
+			out.Values[i] = ec._MfaFactor_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "status":
+			out.Values[i] = ec._MfaFactor_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._MfaFactor_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "confirmedAt":
+			out.Values[i] = ec._MfaFactor_confirmedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "lastUsedAt":
+			out.Values[i] = ec._MfaFactor_lastUsedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var mfaFactorRemovedImplementors = []string{"MfaFactorRemoved"}
+
+func (ec *executionContext) _MfaFactorRemoved(ctx context.Context, sel ast.SelectionSet, obj *view.MFAFactorRemoved) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, mfaFactorRemovedImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MfaFactorRemoved")
+		case "factorId":
+			out.Values[i] = ec._MfaFactorRemoved_factorId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "removed":
+			out.Values[i] = ec._MfaFactorRemoved_removed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var mfaResetImplementors = []string{"MfaReset"}
+
+func (ec *executionContext) _MfaReset(ctx context.Context, sel ast.SelectionSet, obj *view.MFAReset) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, mfaResetImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MfaReset")
+		case "userId":
+			out.Values[i] = ec._MfaReset_userId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "factorsRemoved":
+			out.Values[i] = ec._MfaReset_factorsRemoved(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var mfaStatusImplementors = []string{"MfaStatus"}
+
+func (ec *executionContext) _MfaStatus(ctx context.Context, sel ast.SelectionSet, obj *view.MFAStatus) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, mfaStatusImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MfaStatus")
+		case "enabled":
+			out.Values[i] = ec._MfaStatus_enabled(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "factors":
+			out.Values[i] = ec._MfaStatus_factors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "recoveryCodesLeft":
+			out.Values[i] = ec._MfaStatus_recoveryCodesLeft(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var mutationImplementors = []string{"Mutation"}
 
 func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
@@ -15092,6 +19413,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "reconcileSubscription":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_reconcileSubscription(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "setUserLocale":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_setUserLocale(ctx, field)
@@ -15127,6 +19455,34 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "appleTransaction":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_appleTransaction(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "googlePurchase":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_googlePurchase(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "stripeCheckout":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_stripeCheckout(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "stripePortal":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_stripePortal(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "deleteAccount":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_deleteAccount(ctx, field)
@@ -15144,6 +19500,34 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "setLocale":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_setLocale(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "changeEmail":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_changeEmail(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "confirmEmailChange":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_confirmEmailChange(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cancelEmailChange":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_cancelEmailChange(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "changePassword":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_changePassword(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -15200,6 +19584,55 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "liftBan":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_liftBan(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "completeMfaLogin":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_completeMfaLogin(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "verifyMfa":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_verifyMfa(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "enrollTotp":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_enrollTotp(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "confirmTotp":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_confirmTotp(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "removeMfaFactor":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_removeMfaFactor(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "regenerateRecoveryCodes":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_regenerateRecoveryCodes(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "resetUserMfa":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_resetUserMfa(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -15380,6 +19813,44 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 			}
 		case "hasNextPage":
 			out.Values[i] = ec._PageInfo_hasNextPage(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var passwordChangeImplementors = []string{"PasswordChange"}
+
+func (ec *executionContext) _PasswordChange(ctx context.Context, sel ast.SelectionSet, obj *view.PasswordChange) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, passwordChangeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PasswordChange")
+		case "sessionsEnded":
+			out.Values[i] = ec._PasswordChange_sessionsEnded(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -15753,6 +20224,50 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "mySubscription":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_mySubscription(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "userSubscription":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_userSubscription(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "mySessions":
 			field := field
 
@@ -15907,6 +20422,50 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "myMfa":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_myMfa(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "userMfa":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_userMfa(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -15967,6 +20526,44 @@ func (ec *executionContext) _RateLimiterState(ctx context.Context, sel ast.Selec
 		case "reason":
 			out.Values[i] = ec._RateLimiterState_reason(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var recoveryCodesImplementors = []string{"RecoveryCodes"}
+
+func (ec *executionContext) _RecoveryCodes(ctx context.Context, sel ast.SelectionSet, obj *view.RecoveryCodes) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, recoveryCodesImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RecoveryCodes")
+		case "recoveryCodes":
+			out.Values[i] = ec._RecoveryCodes_recoveryCodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -16257,6 +20854,127 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 	default:
 		panic("unknown field " + strconv.Quote(fields[0].Name))
 	}
+}
+
+var subscriptionDetailImplementors = []string{"SubscriptionDetail"}
+
+func (ec *executionContext) _SubscriptionDetail(ctx context.Context, sel ast.SelectionSet, obj *view.SubscriptionDetail) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, subscriptionDetailImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SubscriptionDetail")
+		case "plan":
+			out.Values[i] = ec._SubscriptionDetail_plan(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "status":
+			out.Values[i] = ec._SubscriptionDetail_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "expiresAt":
+			out.Values[i] = ec._SubscriptionDetail_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "source":
+			out.Values[i] = ec._SubscriptionDetail_source(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "autoRenew":
+			out.Values[i] = ec._SubscriptionDetail_autoRenew(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "graceEndsAt":
+			out.Values[i] = ec._SubscriptionDetail_graceEndsAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "entitlements":
+			out.Values[i] = ec._SubscriptionDetail_entitlements(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var totpEnrollmentImplementors = []string{"TotpEnrollment"}
+
+func (ec *executionContext) _TotpEnrollment(ctx context.Context, sel ast.SelectionSet, obj *view.TOTPEnrollment) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, totpEnrollmentImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TotpEnrollment")
+		case "factor":
+			out.Values[i] = ec._TotpEnrollment_factor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "secret":
+			out.Values[i] = ec._TotpEnrollment_secret(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "uri":
+			out.Values[i] = ec._TotpEnrollment_uri(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "qrCode":
+			out.Values[i] = ec._TotpEnrollment_qrCode(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
 }
 
 var userImplementors = []string{"User"}
@@ -16573,6 +21291,94 @@ func (ec *executionContext) _UserSubscription(ctx context.Context, sel ast.Selec
 			}
 		case "expiresAt":
 			out.Values[i] = ec._UserSubscription_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "source":
+			out.Values[i] = ec._UserSubscription_source(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "autoRenew":
+			out.Values[i] = ec._UserSubscription_autoRenew(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "graceEndsAt":
+			out.Values[i] = ec._UserSubscription_graceEndsAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var userSubscriptionDetailImplementors = []string{"UserSubscriptionDetail"}
+
+func (ec *executionContext) _UserSubscriptionDetail(ctx context.Context, sel ast.SelectionSet, obj *view.UserSubscriptionDetail) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, userSubscriptionDetailImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("UserSubscriptionDetail")
+		case "plan":
+			out.Values[i] = ec._UserSubscriptionDetail_plan(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "status":
+			out.Values[i] = ec._UserSubscriptionDetail_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "expiresAt":
+			out.Values[i] = ec._UserSubscriptionDetail_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "source":
+			out.Values[i] = ec._UserSubscriptionDetail_source(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "autoRenew":
+			out.Values[i] = ec._UserSubscriptionDetail_autoRenew(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "graceEndsAt":
+			out.Values[i] = ec._UserSubscriptionDetail_graceEndsAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "entitlements":
+			out.Values[i] = ec._UserSubscriptionDetail_entitlements(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "history":
+			out.Values[i] = ec._UserSubscriptionDetail_history(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -17487,6 +22293,74 @@ func (ec *executionContext) marshalNDeviceSendOutcome2ᚕgithubᚗcomᚋherald�
 	return ret
 }
 
+func (ec *executionContext) marshalNEmailChangeCancel2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐEmailChangeCancel(ctx context.Context, sel ast.SelectionSet, v view.EmailChangeCancel) graphql.Marshaler {
+	return ec._EmailChangeCancel(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNEmailChangeCancel2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐEmailChangeCancel(ctx context.Context, sel ast.SelectionSet, v *view.EmailChangeCancel) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._EmailChangeCancel(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNEmailChangeRequest2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐEmailChangeRequest(ctx context.Context, sel ast.SelectionSet, v view.EmailChangeRequest) graphql.Marshaler {
+	return ec._EmailChangeRequest(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNEmailChangeRequest2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐEmailChangeRequest(ctx context.Context, sel ast.SelectionSet, v *view.EmailChangeRequest) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._EmailChangeRequest(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNEntitlement2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐEntitlement(ctx context.Context, sel ast.SelectionSet, v view.Entitlement) graphql.Marshaler {
+	return ec._Entitlement(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNEntitlement2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐEntitlementᚄ(ctx context.Context, sel ast.SelectionSet, v []view.Entitlement) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNEntitlement2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐEntitlement(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNEntitlementChange2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐEntitlementChange(ctx context.Context, sel ast.SelectionSet, v view.EntitlementChange) graphql.Marshaler {
+	return ec._EntitlementChange(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNEntitlementChange2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐEntitlementChangeᚄ(ctx context.Context, sel ast.SelectionSet, v []view.EntitlementChange) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNEntitlementChange2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐEntitlementChange(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalNID2string(ctx context.Context, v any) (string, error) {
 	res, err := graphql.UnmarshalID(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -17652,6 +22526,82 @@ func (ec *executionContext) marshalNMessengerSubscriberConnection2ᚖgithubᚗco
 	return ec._MessengerSubscriberConnection(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNMfaConfirmed2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMFAConfirmed(ctx context.Context, sel ast.SelectionSet, v view.MFAConfirmed) graphql.Marshaler {
+	return ec._MfaConfirmed(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNMfaConfirmed2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMFAConfirmed(ctx context.Context, sel ast.SelectionSet, v *view.MFAConfirmed) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._MfaConfirmed(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNMfaFactor2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMFAFactor(ctx context.Context, sel ast.SelectionSet, v view.MFAFactor) graphql.Marshaler {
+	return ec._MfaFactor(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNMfaFactor2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMFAFactorᚄ(ctx context.Context, sel ast.SelectionSet, v []view.MFAFactor) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNMfaFactor2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMFAFactor(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNMfaFactorRemoved2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMFAFactorRemoved(ctx context.Context, sel ast.SelectionSet, v view.MFAFactorRemoved) graphql.Marshaler {
+	return ec._MfaFactorRemoved(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNMfaFactorRemoved2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMFAFactorRemoved(ctx context.Context, sel ast.SelectionSet, v *view.MFAFactorRemoved) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._MfaFactorRemoved(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNMfaReset2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMFAReset(ctx context.Context, sel ast.SelectionSet, v view.MFAReset) graphql.Marshaler {
+	return ec._MfaReset(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNMfaReset2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMFAReset(ctx context.Context, sel ast.SelectionSet, v *view.MFAReset) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._MfaReset(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNMfaStatus2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMFAStatus(ctx context.Context, sel ast.SelectionSet, v view.MFAStatus) graphql.Marshaler {
+	return ec._MfaStatus(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNMfaStatus2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMFAStatus(ctx context.Context, sel ast.SelectionSet, v *view.MFAStatus) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._MfaStatus(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNNotificationInput2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐNotificationInput(ctx context.Context, v any) (NotificationInput, error) {
 	res, err := ec.unmarshalInputNotificationInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -17711,6 +22661,20 @@ func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋheraldᚑvpnᚋhe
 	return ec._PageInfo(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNPasswordChange2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPasswordChange(ctx context.Context, sel ast.SelectionSet, v view.PasswordChange) graphql.Marshaler {
+	return ec._PasswordChange(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNPasswordChange2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPasswordChange(ctx context.Context, sel ast.SelectionSet, v *view.PasswordChange) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._PasswordChange(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNPlatformCount2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPlatformCount(ctx context.Context, sel ast.SelectionSet, v view.PlatformCount) graphql.Marshaler {
 	return ec._PlatformCount(ctx, sel, &v)
 }
@@ -17733,6 +22697,20 @@ func (ec *executionContext) marshalNPlatformCount2ᚕgithubᚗcomᚋheraldᚑvpn
 
 func (ec *executionContext) marshalNRateLimiterState2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐRateLimiterState(ctx context.Context, sel ast.SelectionSet, v view.RateLimiterState) graphql.Marshaler {
 	return ec._RateLimiterState(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNRecoveryCodes2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐRecoveryCodes(ctx context.Context, sel ast.SelectionSet, v view.RecoveryCodes) graphql.Marshaler {
+	return ec._RecoveryCodes(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNRecoveryCodes2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐRecoveryCodes(ctx context.Context, sel ast.SelectionSet, v *view.RecoveryCodes) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._RecoveryCodes(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNRegisterDeviceInput2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐRegisterDeviceInput(ctx context.Context, v any) (RegisterDeviceInput, error) {
@@ -17861,6 +22839,20 @@ func (ec *executionContext) marshalNString2ᚕstringᚄ(ctx context.Context, sel
 	return ret
 }
 
+func (ec *executionContext) marshalNSubscriptionDetail2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSubscriptionDetail(ctx context.Context, sel ast.SelectionSet, v view.SubscriptionDetail) graphql.Marshaler {
+	return ec._SubscriptionDetail(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSubscriptionDetail2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSubscriptionDetail(ctx context.Context, sel ast.SelectionSet, v *view.SubscriptionDetail) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._SubscriptionDetail(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNTime2timeᚐTime(ctx context.Context, v any) (time.Time, error) {
 	res, err := graphql.UnmarshalTime(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -17875,6 +22867,20 @@ func (ec *executionContext) marshalNTime2timeᚐTime(ctx context.Context, sel as
 		}
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNTotpEnrollment2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐTOTPEnrollment(ctx context.Context, sel ast.SelectionSet, v view.TOTPEnrollment) graphql.Marshaler {
+	return ec._TotpEnrollment(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNTotpEnrollment2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐTOTPEnrollment(ctx context.Context, sel ast.SelectionSet, v *view.TOTPEnrollment) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._TotpEnrollment(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNUser2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐUser(ctx context.Context, sel ast.SelectionSet, v view.User) graphql.Marshaler {
@@ -17937,6 +22943,20 @@ func (ec *executionContext) marshalNUserRecordConnection2ᚖgithubᚗcomᚋheral
 
 func (ec *executionContext) marshalNUserSubscription2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐUserSubscription(ctx context.Context, sel ast.SelectionSet, v view.UserSubscription) graphql.Marshaler {
 	return ec._UserSubscription(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNUserSubscriptionDetail2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐUserSubscriptionDetail(ctx context.Context, sel ast.SelectionSet, v view.UserSubscriptionDetail) graphql.Marshaler {
+	return ec._UserSubscriptionDetail(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNUserSubscriptionDetail2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐUserSubscriptionDetail(ctx context.Context, sel ast.SelectionSet, v *view.UserSubscriptionDetail) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._UserSubscriptionDetail(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNWebhookCounts2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐWebhookCounts(ctx context.Context, sel ast.SelectionSet, v view.WebhookCounts) graphql.Marshaler {

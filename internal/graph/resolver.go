@@ -48,6 +48,15 @@ func webhookEndpoint(e webhooks.Endpoint) view.WebhookEndpoint {
 // pointers.
 func ptr[T any](v T) *T { return &v }
 
+// ptrOrNil is a shared door operation's answer as a resolver returns it:
+// nil with the error, else a pointer to the value.
+func ptrOrNil[T any](v T, err error) (*T, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
 func deref[T any](p *T) T {
 	var zero T
 	if p == nil {

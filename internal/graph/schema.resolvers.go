@@ -14,8 +14,10 @@ import (
 	"github.com/herald-vpn/herald/internal/apikeys"
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
+	"github.com/herald-vpn/herald/internal/billing"
 	"github.com/herald-vpn/herald/internal/notifications"
 	"github.com/herald-vpn/herald/internal/sessions"
+	"github.com/herald-vpn/herald/internal/subscriptions"
 	"github.com/herald-vpn/herald/internal/view"
 	"github.com/herald-vpn/herald/internal/webhooks"
 )
@@ -212,7 +214,7 @@ func (r *mutationResolver) CancelMessengerBroadcast(ctx context.Context, id stri
 
 // CreateAPIKey is the resolver for the createApiKey field.
 func (r *mutationResolver) CreateAPIKey(ctx context.Context, input CreateAPIKeyInput) (*view.CreatedAPIKey, error) {
-	k, key, err := r.APIKeys.Create(ctx, apikeys.NewKey{Name: input.Name, Scopes: input.Scopes, RateLimit: input.RateLimit, ExpiresAt: input.ExpiresAt})
+	k, key, err := r.APIKeys.Create(ctx, auth.Caller(ctx), apikeys.NewKey{Name: input.Name, Scopes: input.Scopes, RateLimit: input.RateLimit, ExpiresAt: input.ExpiresAt})
 	if err != nil {
 		return nil, err
 	}
@@ -238,6 +240,11 @@ func (r *mutationResolver) SetSubscription(ctx context.Context, userID string, p
 		return nil, err
 	}
 	return r.userRecord(rec), nil
+}
+
+// ReconcileSubscription is the resolver for the reconcileSubscription field.
+func (r *mutationResolver) ReconcileSubscription(ctx context.Context, userID string) (*view.UserSubscriptionDetail, error) {
+	return ptrOrNil(r.ReconcilePurchases(ctx, userID))
 }
 
 // SetUserLocale is the resolver for the setUserLocale field.
@@ -283,9 +290,45 @@ func (r *mutationResolver) DeleteUser(ctx context.Context, userID string) (bool,
 	return true, nil
 }
 
+// AppleTransaction is the resolver for the appleTransaction field.
+func (r *mutationResolver) AppleTransaction(ctx context.Context, signedTransaction string) (*view.SubscriptionDetail, error) {
+	if err := api.Required("signedTransaction", signedTransaction); err != nil {
+		return nil, err
+	}
+	return ptrOrNil(r.RecordPurchase(ctx, subscriptions.AppStore, auth.Caller(ctx).AccountID, signedTransaction))
+}
+
+// GooglePurchase is the resolver for the googlePurchase field.
+func (r *mutationResolver) GooglePurchase(ctx context.Context, purchaseToken string, productID string) (*view.SubscriptionDetail, error) {
+	if err := api.Required("purchaseToken", purchaseToken); err != nil {
+		return nil, err
+	}
+	if err := api.Required("productId", productID); err != nil {
+		return nil, err
+	}
+	return ptrOrNil(r.RecordPurchase(ctx, subscriptions.GooglePlay, auth.Caller(ctx).AccountID, billing.GooglePlayProof{PurchaseToken: purchaseToken, ProductID: productID}))
+}
+
+// StripeCheckout is the resolver for the stripeCheckout field.
+func (r *mutationResolver) StripeCheckout(ctx context.Context, productID string) (string, error) {
+	if err := api.Required("productId", productID); err != nil {
+		return "", err
+	}
+	acct, err := r.caller(ctx)
+	if err != nil {
+		return "", err
+	}
+	return r.Billing.Checkout(ctx, subscriptions.Stripe, acct.ID, acct.Email, productID)
+}
+
+// StripePortal is the resolver for the stripePortal field.
+func (r *mutationResolver) StripePortal(ctx context.Context) (string, error) {
+	return r.Billing.Portal(ctx, subscriptions.Stripe, auth.Caller(ctx).AccountID)
+}
+
 // DeleteAccount is the resolver for the deleteAccount field.
 func (r *mutationResolver) DeleteAccount(ctx context.Context, password string) (bool, error) {
-	if err := r.Accounts.DeleteOwn(ctx, auth.Caller(ctx).AccountID, password); err != nil {
+	if err := r.Accounts.DeleteOwn(ctx, auth.Caller(ctx), password); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -310,6 +353,43 @@ func (r *mutationResolver) SetLocale(ctx context.Context, locale string) (*view.
 		return nil, err
 	}
 	return r.user(acct), nil
+}
+
+// ChangeEmail is the resolver for the changeEmail field.
+func (r *mutationResolver) ChangeEmail(ctx context.Context, email string) (*view.EmailChangeRequest, error) {
+	pending, err := r.Accounts.RequestEmailChange(ctx, auth.Caller(ctx), email)
+	if err != nil {
+		return nil, err
+	}
+	v := view.NewEmailChangeRequest(pending)
+	return &v, nil
+}
+
+// ConfirmEmailChange is the resolver for the confirmEmailChange field.
+func (r *mutationResolver) ConfirmEmailChange(ctx context.Context, code string) (*view.User, error) {
+	acct, err := r.Accounts.ConfirmEmailChange(ctx, auth.Caller(ctx), code)
+	if err != nil {
+		return nil, err
+	}
+	return r.user(acct), nil
+}
+
+// CancelEmailChange is the resolver for the cancelEmailChange field.
+func (r *mutationResolver) CancelEmailChange(ctx context.Context, token string) (*view.EmailChangeCancel, error) {
+	ok, err := r.Accounts.CancelEmailChange(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	return &view.EmailChangeCancel{Cancelled: ok}, nil
+}
+
+// ChangePassword is the resolver for the changePassword field.
+func (r *mutationResolver) ChangePassword(ctx context.Context, currentPassword string, newPassword string) (*view.PasswordChange, error) {
+	n, err := r.Accounts.ChangePassword(ctx, auth.Caller(ctx), currentPassword, newPassword)
+	if err != nil {
+		return nil, err
+	}
+	return &view.PasswordChange{SessionsEnded: n}, nil
 }
 
 // CreateWebhookEndpoint is the resolver for the createWebhookEndpoint field.
@@ -379,6 +459,72 @@ func (r *mutationResolver) LiftBan(ctx context.Context, ip string) (bool, error)
 		return false, err
 	}
 	return true, nil
+}
+
+// CompleteMfaLogin is the resolver for the completeMfaLogin field.
+func (r *mutationResolver) CompleteMfaLogin(ctx context.Context, challengeToken string, code string) (*view.Tokens, error) {
+	t, err := r.MFA.CompleteLogin(ctx, challengeToken, code, sessions.ClientAt(api.Info(ctx).UserAgent, api.Info(ctx).ClientIP))
+	if err != nil {
+		return nil, err
+	}
+	return ptr(view.NewTokens(t)), nil
+}
+
+// VerifyMfa is the resolver for the verifyMfa field.
+func (r *mutationResolver) VerifyMfa(ctx context.Context, code string) (*view.Tokens, error) {
+	t, err := r.MFA.Verify(ctx, auth.Caller(ctx), code)
+	if err != nil {
+		return nil, err
+	}
+	return ptr(view.NewTokens(t)), nil
+}
+
+// EnrollTotp is the resolver for the enrollTotp field.
+func (r *mutationResolver) EnrollTotp(ctx context.Context, name *string) (*view.TOTPEnrollment, error) {
+	var n string
+	if name != nil {
+		n = *name
+	}
+	e, err := r.MFA.EnrollTOTP(ctx, auth.Caller(ctx), n)
+	if err != nil {
+		return nil, err
+	}
+	return ptr(view.NewTOTPEnrollment(e)), nil
+}
+
+// ConfirmTotp is the resolver for the confirmTotp field.
+func (r *mutationResolver) ConfirmTotp(ctx context.Context, factorID string, code string) (*view.MFAConfirmed, error) {
+	c, err := r.MFA.ConfirmTOTP(ctx, auth.Caller(ctx), factorID, code)
+	if err != nil {
+		return nil, err
+	}
+	return ptr(view.NewMFAConfirmed(c)), nil
+}
+
+// RemoveMfaFactor is the resolver for the removeMfaFactor field.
+func (r *mutationResolver) RemoveMfaFactor(ctx context.Context, factorID string) (*view.MFAFactorRemoved, error) {
+	if err := r.MFA.RemoveFactor(ctx, auth.Caller(ctx), factorID); err != nil {
+		return nil, err
+	}
+	return &view.MFAFactorRemoved{FactorID: factorID, Removed: true}, nil
+}
+
+// RegenerateRecoveryCodes is the resolver for the regenerateRecoveryCodes field.
+func (r *mutationResolver) RegenerateRecoveryCodes(ctx context.Context) (*view.RecoveryCodes, error) {
+	codes, err := r.MFA.RegenerateRecoveryCodes(ctx, auth.Caller(ctx))
+	if err != nil {
+		return nil, err
+	}
+	return &view.RecoveryCodes{RecoveryCodes: codes}, nil
+}
+
+// ResetUserMfa is the resolver for the resetUserMfa field.
+func (r *mutationResolver) ResetUserMfa(ctx context.Context, userID string) (*view.MFAReset, error) {
+	n, err := r.MFA.Reset(ctx, auth.Caller(ctx), userID)
+	if err != nil {
+		return nil, err
+	}
+	return &view.MFAReset{UserID: userID, FactorsRemoved: n}, nil
 }
 
 // Version is the resolver for the version field.
@@ -521,6 +667,16 @@ func (r *queryResolver) User(ctx context.Context, id *string, email *string) (*v
 	return r.userRecord(rec), nil
 }
 
+// MySubscription is the resolver for the mySubscription field.
+func (r *queryResolver) MySubscription(ctx context.Context) (*view.SubscriptionDetail, error) {
+	return ptrOrNil(r.SubscriptionOf(ctx, auth.Caller(ctx).AccountID))
+}
+
+// UserSubscription is the resolver for the userSubscription field.
+func (r *queryResolver) UserSubscription(ctx context.Context, id string) (*view.UserSubscriptionDetail, error) {
+	return ptrOrNil(r.SubscriptionWithHistory(ctx, id))
+}
+
 // MySessions is the resolver for the mySessions field.
 func (r *queryResolver) MySessions(ctx context.Context) ([]view.Session, error) {
 	c := auth.Caller(ctx)
@@ -583,6 +739,27 @@ func (r *queryResolver) Bans(ctx context.Context, first *int, after *string) (*B
 		return nil, err
 	}
 	return &BanConnection{Nodes: view.All(page.Items, view.NewBan), PageInfo: pageInfo(page.EndCursor, page.HasNextPage)}, nil
+}
+
+// MyMfa is the resolver for the myMfa field.
+func (r *queryResolver) MyMfa(ctx context.Context) (*view.MFAStatus, error) {
+	st, err := r.MFA.StatusOf(ctx, auth.Caller(ctx).AccountID)
+	if err != nil {
+		return nil, err
+	}
+	return ptr(view.NewMFAStatus(st)), nil
+}
+
+// UserMfa is the resolver for the userMfa field.
+func (r *queryResolver) UserMfa(ctx context.Context, userID string) (*view.MFAStatus, error) {
+	if _, err := r.Accounts.User(ctx, userID); err != nil {
+		return nil, err
+	}
+	st, err := r.MFA.StatusOf(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	return ptr(view.NewMFAStatus(st)), nil
 }
 
 // NotificationJobUpdated is the resolver for the notificationJobUpdated field.

@@ -54,7 +54,10 @@ type queue interface {
 
 // Open builds the River client over db and makes it db's job queue.
 func Open(db *sqlstore.DB, cfg Config) (*Runner, error) {
-	if cfg.Workers == nil {
+	// An insert-only runner (the operator commands) inserts jobs that the
+	// servers work, so it knows none of their kinds.
+	insertOnly := cfg.Workers == nil
+	if insertOnly {
 		cfg.Workers = river.NewWorkers()
 	}
 	riverCfg := &river.Config{
@@ -74,6 +77,7 @@ func Open(db *sqlstore.DB, cfg Config) (*Runner, error) {
 		FetchPollInterval:    cfg.FetchPoll,
 		Middleware:           cfg.Middleware,
 		PeriodicJobs:         cfg.Periodic,
+		SkipUnknownJobCheck:  insertOnly,
 	}
 	if cfg.Logger == nil {
 		riverCfg.Logger = slog.New(slog.DiscardHandler)

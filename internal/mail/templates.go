@@ -22,15 +22,52 @@ import (
 // LOCALE/NAME.txt (defines "subject" and "body") and LOCALE/NAME.html
 // (defines "preheader" and "body").
 const (
-	EmailVerify = "verify" // the code that verifies an email address
-	EmailReset  = "reset"  // the code that resets a password
+	EmailVerify      = "verify"       // the code that verifies an email address
+	EmailReset       = "reset"        // the code that resets a password
+	EmailChangeEmail = "email_change" // the code, sent to the new address, that confirms an email change
 )
 
-// Emails lists every email, for the checks at load and for tests.
-var emails = []string{EmailVerify, EmailReset}
+// The security notices of email and password changes (accounts sends
+// them), told to the address that had the account: the first carries the
+// cancel link, the others neither code nor link.
+const (
+	EmailChangeRequested = "email_change_requested" // to the old address: a change was asked for, with its cancel link
+	EmailChanged         = "email_changed"          // to the old address: the change happened
+	EmailPasswordChanged = "password_changed"       // the password was changed while signed in
+)
 
-// Emails returns the names of every email Herald sends.
-func Emails() []string { return slices.Clone(emails) }
+// The notices of an account's subscription (billing/notices sends them):
+// they carry no code but the plan, a date and the link that renews.
+const (
+	EmailPaymentFailed = "payment_failed" // a renewal's payment failed
+	EmailExpired       = "expired"        // the subscription ended
+	EmailRefunded      = "refunded"       // the store refunded it; access ended
+	EmailTrialEnding   = "trial_ending"   // the trial ends within days
+)
+
+// The security notices (issue 25): they tell the owner of an account what
+// happened to it, with neither code nor link.
+const (
+	EmailRecoveryCodeUsed = "recovery_code_used" // a recovery code completed a sign-in or a step-up
+)
+
+// codeEmails carry a one-time code; notices do not, nor security
+// notices. emails is all, for the checks at load.
+var (
+	codeEmails = []string{EmailVerify, EmailReset, EmailChangeEmail}
+	notices    = []string{EmailPaymentFailed, EmailExpired, EmailRefunded, EmailTrialEnding}
+	security   = []string{EmailRecoveryCodeUsed, EmailChangeRequested, EmailChanged, EmailPasswordChanged}
+	emails     = slices.Concat(codeEmails, notices, security)
+)
+
+// Emails returns the names of the emails that carry a one-time code.
+func Emails() []string { return slices.Clone(codeEmails) }
+
+// SecurityNotices returns the names of the security notices.
+func SecurityNotices() []string { return slices.Clone(security) }
+
+// Notices returns the names of the subscription notices.
+func Notices() []string { return slices.Clone(notices) }
 
 // DefaultLocale is the language of last resort: an account whose locale
 // has no templates gets these.
@@ -63,17 +100,34 @@ type Data struct {
 	Product      string
 	LogoURL      string
 	SupportEmail string
-	Lang         string // the locale whose templates render, for <html lang>
-	Subject      string // the rendered subject, for <title> (empty while the subject renders)
-	Code         string // the one-time code
-	ValidMinutes int    // the code's lifetime, rounded to minutes
-	ValidSeconds int    // the code's lifetime in seconds
+	Lang         string    // the locale whose templates render, for <html lang>
+	Subject      string    // the rendered subject, for <title> (empty while the subject renders)
+	Code         string    // the one-time code
+	ValidMinutes int       // the code's lifetime, rounded to minutes
+	ValidSeconds int       // the code's lifetime in seconds
+	Plan         string    // a notice's plan
+	RenewURL     string    // where a notice's reader renews or fixes the payment
+	Date         time.Time // a notice's date: when access ends or ended (zero if unknown)
+	NewEmail     string    // an email change's new address
+	CancelURL    string    // where the old address cancels an email change ("" when the server has no public URL)
+	Count        int       // a security notice's count (recovery codes left)
 }
 
 // Vars are what one email says besides the brand.
 type Vars struct {
 	Code string        // the one-time code
 	TTL  time.Duration // how long the code is valid
+	// A notice's: the plan, the link that renews, and when access ends
+	// or ended.
+	Plan     string
+	RenewURL string
+	Date     time.Time
+	// An account notice's: the new address of an email change, and the
+	// link that cancels it.
+	NewEmail  string
+	CancelURL string
+	// Count is a security notice's number (recovery codes left).
+	Count int
 }
 
 // Templates renders Herald's emails: the embedded templates, any of which
@@ -282,18 +336,32 @@ func parseLocale(files map[string]source, loc string) (map[string]emailTemplates
 
 // check renders one email with sample data: an error at run time (a field
 // that does not exist, say) is then a configuration error at start, as
-// is an email that would not carry its code.
+// is an email that would not carry its code, or a notice its link.
 func (t *Templates) check(files map[string]source, loc, email string) error {
-	const sample = "123456"
-	m, err := t.render(loc, email, "check@example.com", Vars{Code: sample, TTL: 15 * time.Minute})
+	sample, field, what := "123456", "{{.Code}}", "code"
+	switch {
+	case slices.Contains(notices, email):
+		sample, field, what = "https://renew.example.com/check", "{{.RenewURL}}", "renew link"
+	case email == EmailChangeRequested:
+		sample, field, what = "https://cancel.example.com/check", "{{.CancelURL}}", "cancel link"
+	case email == EmailChanged:
+		sample, field, what = "new-address@example.com", "{{.NewEmail}}", "new address"
+	case email == EmailPasswordChanged:
+		sample, field, what = "", "", ""
+	case email == EmailRecoveryCodeUsed:
+		sample, field, what = "7", "{{.Count}}", "count"
+	}
+	v := Vars{Code: "123456", TTL: 15 * time.Minute, Plan: "premium", RenewURL: "https://renew.example.com/check", Date: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC),
+		NewEmail: "new-address@example.com", CancelURL: "https://cancel.example.com/check", Count: 7}
+	m, err := t.render(loc, email, "check@example.com", v)
 	if err != nil {
 		return err
 	}
 	if !strings.Contains(m.Text, sample) {
-		return fmt.Errorf("%s: the text part must show the code ({{.Code}})", files[loc+"/"+email+".txt"].name)
+		return fmt.Errorf("%s: the text part must show the %s (%s)", files[loc+"/"+email+".txt"].name, what, field)
 	}
 	if !strings.Contains(m.HTML, sample) {
-		return fmt.Errorf("%s: the HTML part must show the code ({{.Code}})", files[loc+"/"+email+".html"].name)
+		return fmt.Errorf("%s: the HTML part must show the %s (%s)", files[loc+"/"+email+".html"].name, what, field)
 	}
 	if m.Subject == "" {
 		return fmt.Errorf("%s: the subject is empty", files[loc+"/"+email+".txt"].name)
@@ -335,7 +403,7 @@ func (t *Templates) localeFor(locale string) string {
 	return DefaultLocale
 }
 
-// Render composes email (EmailVerify, EmailReset) to to, in the language
+// Render composes email (EmailVerify, EmailReset, or a notice) to to, in the language
 // that best fits locale (an account's BCP 47 tag; "" for the default).
 func (t *Templates) Render(email, locale, to string, v Vars) (Message, error) {
 	return t.render(t.localeFor(locale), email, to, v)
@@ -354,6 +422,12 @@ func (t *Templates) render(loc, email, to string, v Vars) (Message, error) {
 		Code:         v.Code,
 		ValidSeconds: int(v.TTL.Round(time.Second) / time.Second),
 		ValidMinutes: int(v.TTL.Round(time.Minute) / time.Minute),
+		Plan:         v.Plan,
+		RenewURL:     v.RenewURL,
+		Date:         v.Date,
+		NewEmail:     v.NewEmail,
+		CancelURL:    v.CancelURL,
+		Count:        v.Count,
 	}
 	var subject, text, html bytes.Buffer
 	if err := set.text.ExecuteTemplate(&subject, "subject", d); err != nil {

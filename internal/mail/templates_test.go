@@ -19,8 +19,10 @@ import (
 // say in that language (so a copy-paste that leaves a locale in English
 // shows).
 var shipped = map[string]map[string][]string{
-	"en": {mail.EmailVerify: {"verify your email address", "valid for 15 minutes"}, mail.EmailReset: {"reset your", "password", "valid for 15 minutes"}},
-	"de": {mail.EmailVerify: {"bestätigen Sie", "15 Minuten gültig"}, mail.EmailReset: {"Passwort", "zurück", "15 Minuten gültig"}},
+	"en": {mail.EmailVerify: {"verify your email address", "valid for 15 minutes"}, mail.EmailReset: {"reset your", "password", "valid for 15 minutes"},
+		mail.EmailChangeEmail: {"this address", "change your email", "valid for 15 minutes"}},
+	"de": {mail.EmailVerify: {"bestätigen Sie", "15 Minuten gültig"}, mail.EmailReset: {"Passwort", "zurück", "15 Minuten gültig"},
+		mail.EmailChangeEmail: {"diese Adresse", "E-Mail-Adresse", "15 Minuten gültig"}},
 }
 
 func TestEveryTemplateRendersInEveryLocale(t *testing.T) {
@@ -292,6 +294,14 @@ func TestOverrideAddsALocale(t *testing.T) {
 {{.Code}}
 Valable {{template "validity" .}}.{{end}}`
 		files["fr/"+e+".html"] = `{{define "preheader"}}Votre code{{end}}{{define "body"}}<p>Votre code :</p>{{template "code" .}}{{end}}`
+	}
+	for _, e := range mail.Notices() {
+		files["fr/"+e+".txt"] = `{{define "subject"}}{{.Product}}{{end}}{{define "body"}}{{.Plan}} {{.RenewURL}}{{end}}`
+		files["fr/"+e+".html"] = `{{define "preheader"}}{{.Product}}{{end}}{{define "body"}}<p>{{.Plan}} <a href="{{.RenewURL}}">{{.RenewURL}}</a></p>{{end}}`
+	}
+	for _, e := range mail.SecurityNotices() {
+		files["fr/"+e+".txt"] = `{{define "subject"}}{{.Product}}{{end}}{{define "body"}}{{.Count}} {{.NewEmail}} {{.CancelURL}}{{end}}`
+		files["fr/"+e+".html"] = `{{define "preheader"}}{{.Product}}{{end}}{{define "body"}}<p>{{.Count}} {{.NewEmail}} <a href="{{.CancelURL}}">{{.CancelURL}}</a></p>{{end}}`
 	}
 	tpl, err := mail.LoadTemplates(writeFiles(t, files), mail.Brand{})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/apikeys"
+	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/view"
 )
 
@@ -24,7 +25,7 @@ type createAPIKeyBody struct {
 // once.
 func (h *Handlers) CreateAPIKey() http.HandlerFunc {
 	return handle(http.StatusCreated, func(r *http.Request, in createAPIKeyBody) (any, error) {
-		k, key, err := h.APIKeys.Create(r.Context(), apikeys.NewKey{Name: in.Name, Scopes: in.Scopes, RateLimit: in.RateLimit, ExpiresAt: in.ExpiresAt})
+		k, key, err := h.APIKeys.Create(r.Context(), auth.Caller(r.Context()), apikeys.NewKey{Name: in.Name, Scopes: in.Scopes, RateLimit: in.RateLimit, ExpiresAt: in.ExpiresAt})
 		if err != nil {
 			return nil, err
 		}

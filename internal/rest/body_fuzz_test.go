@@ -56,6 +56,16 @@ var restBodies = []bodyCheck{
 	bodyOf[sendMessengerBroadcastBody](),
 	bodyOf[createAPIKeyBody](),
 	bodyOf[createWebhookBody](),
+	bodyOf[appleTransactionBody](),
+	bodyOf[googlePurchaseBody](),
+	bodyOf[checkoutBody](),
+	bodyOf[changeEmailBody](),
+	bodyOf[confirmEmailChangeBody](),
+	bodyOf[cancelEmailChangeBody](),
+	bodyOf[changePasswordBody](),
+	bodyOf[completeMFALoginBody](),
+	bodyOf[mfaCodeBody](),
+	bodyOf[enrollTOTPBody](),
 }
 
 // checkBody sends body through handle[In], the REST door's decoding, with
@@ -132,6 +142,9 @@ func FuzzRESTBody(f *testing.F) {
 		`{"name":"ci","scopes":["notifications:send"],"rateLimit":100,"expiresAt":null}`,
 		`{"url":"https://hooks.example.com/h","description":"d","eventTypes":["user.created"]}`,
 		`{"ip":"203.0.113.7","reason":"abuse"}`,
+		`{"signedTransaction":"eyJhbGciOiJFUzI1NiJ9.e30.c2ln"}`,
+		`{"purchaseToken":"tok.abc","productId":"premium_monthly"}`,
+		`{"productId":"price_1Premium"}`,
 		``, ` `, `null`, `{}`, `[]`, `"x"`, `{"email":1}`, `{"email":"a"}}`, `{"email":"a"}]`, `{"email":"a"} {}`,
 		`{"unknown":1}`, `{"rateLimit":1e400}`, `{"rateLimit":99999999999999999999}`, `{"rateLimit":-0}`,
 		`{"expiresAt":"10000-01-01T00:00:00Z"}`, `{"expiresAt":"2030-01-01T00:00:00+24:00"}`,

@@ -215,7 +215,7 @@ type deleteMeBody struct {
 func (h *Handlers) DeleteMe() http.HandlerFunc {
 	return handle(http.StatusOK, func(r *http.Request, in deleteMeBody) (any, error) {
 		id := auth.Caller(r.Context()).AccountID
-		if err := h.Accounts.DeleteOwn(r.Context(), id, in.Password); err != nil {
+		if err := h.Accounts.DeleteOwn(r.Context(), auth.Caller(r.Context()), in.Password); err != nil {
 			return nil, err
 		}
 		return view.UserDeleted{UserID: id, Deleted: true}, nil

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"github.com/herald-vpn/herald/internal/subscriptions"
 	"net/http"
 	"sort"
 	"strings"
@@ -26,6 +27,16 @@ type route struct {
 	method, path string
 	rule         auth.Rule
 	handler      http.HandlerFunc
+}
+
+// storeNotifications are the stores' notification endpoints.
+var storeNotifications = []struct {
+	path   string
+	source subscriptions.Source
+}{
+	{"/api/v1/billing/apple/notifications", subscriptions.AppStore},
+	{"/api/v1/billing/google/rtdn", subscriptions.GooglePlay},
+	{"/api/v1/billing/stripe/webhook", subscriptions.Stripe},
 }
 
 // addRoutes is the whole HTTP surface in one place.
@@ -71,9 +82,17 @@ func addRoutes(mux *http.ServeMux, s services.Services, d Deps) {
 		overHTTP.ServeHTTP(w, r)
 	})))
 
+	// The stores' notifications: authenticated by their signatures or
+	// tokens, outside the API rate limits (a 429 would only delay a
+	// renewal while the store retries).
+	h := newREST(s, d)
+	for _, n := range storeNotifications {
+		mux.Handle("POST "+n.path, observe(d, "POST "+n.path, withBounds(d.RequestTimeout, d.Requests, api.WriteError, h.StoreNotification(n.source))))
+	}
+
 	// REST under /api/v1, every answer in the envelope (but the OpenAPI
 	// document itself).
-	addREST(mux, d, adm, cp, restRoutes(newREST(s, d)))
+	addREST(mux, d, adm, cp, restRoutes(h))
 }
 
 // webhooksManage is the rule of the webhook management routes.
@@ -94,6 +113,11 @@ func restRoutes(h *rest.Handlers) []route {
 		{"POST", "/api/v1/auth/logout", auth.Protected, h.Logout()},
 		{"GET", "/api/v1/users/me", auth.Protected, h.Me()},
 		{"POST", "/api/v1/users/me/delete", auth.Protected, h.DeleteMe()},
+		{"POST", "/api/v1/users/me/email", auth.Protected, h.ChangeEmail()},
+		{"POST", "/api/v1/users/me/email/confirm", auth.Protected, h.ConfirmEmailChange()},
+		{"POST", "/api/v1/users/me/password", auth.Protected, h.ChangePassword()},
+		{"GET", "/api/v1/auth/email-change/cancel", auth.ForAuthTier, h.CancelEmailChangePage()},
+		{"POST", "/api/v1/auth/email-change/cancel", auth.ForAuthTier, h.CancelEmailChange()},
 		{"PUT", "/api/v1/users/me/locale", auth.Protected, h.SetMyLocale()},
 		{"GET", "/api/v1/users/me/sessions", auth.Protected, h.MySessions()},
 		{"DELETE", "/api/v1/users/me/sessions/{id}", auth.Protected, h.RevokeMySession()},
@@ -103,6 +127,8 @@ func restRoutes(h *rest.Handlers) []route {
 		{"GET", "/api/v1/admin/users/{id}", auth.Scoped(auth.ScopeAccountsRead), h.GetUser()},
 		{"DELETE", "/api/v1/admin/users/{id}", auth.Scoped(auth.ScopeAccountsWrite), h.DeleteUser()},
 		{"PUT", "/api/v1/admin/users/{id}/subscription", auth.Scoped(auth.ScopeAccountsWrite), h.SetSubscription()},
+		{"GET", "/api/v1/admin/users/{id}/subscription", auth.Scoped(auth.ScopeAccountsRead), h.UserSubscription()},
+		{"POST", "/api/v1/admin/users/{id}/subscription/reconcile", auth.Scoped(auth.ScopeAccountsWrite), h.ReconcileUser()},
 		{"PUT", "/api/v1/admin/users/{id}/locale", auth.Scoped(auth.ScopeAccountsWrite), h.SetUserLocale()},
 		{"POST", "/api/v1/admin/users/{id}/disable", auth.Scoped(auth.ScopeAccountsWrite), h.DisableUser()},
 		{"POST", "/api/v1/admin/users/{id}/enable", auth.Scoped(auth.ScopeAccountsWrite), h.EnableUser()},
@@ -111,6 +137,11 @@ func restRoutes(h *rest.Handlers) []route {
 		{"GET", "/api/v1/admin/bans", auth.Admin, h.ListBans()},
 		{"POST", "/api/v1/admin/bans", auth.Admin, h.AddBan()},
 		{"DELETE", "/api/v1/admin/bans/{ip}", auth.Admin, h.LiftBan()},
+		{"GET", "/api/v1/subscription", auth.Protected, h.MySubscription()},
+		{"POST", "/api/v1/billing/apple/transactions", auth.Protected, h.AppleTransaction()},
+		{"POST", "/api/v1/billing/google/purchases", auth.Protected, h.GooglePurchase()},
+		{"POST", "/api/v1/billing/stripe/checkout", auth.Protected, h.StripeCheckout()},
+		{"POST", "/api/v1/billing/stripe/portal", auth.Protected, h.StripePortal()},
 		{"GET", "/api/v1/devices", auth.Protected, h.ListDevices()},
 		{"POST", "/api/v1/devices", auth.Protected, h.RegisterDevice()},
 		{"PUT", "/api/v1/devices/{id}/push-token", auth.Protected, h.UpdatePushToken()},
@@ -141,6 +172,16 @@ func restRoutes(h *rest.Handlers) []route {
 		{"GET", "/api/v1/webhooks/{id}/deliveries", webhooksManage, h.WebhookDeliveries()},
 		{"POST", "/api/v1/webhooks/{id}/events/{eventId}/redeliver", webhooksManage, h.RedeliverWebhookEvent()},
 		{"POST", "/api/v1/webhooks/{id}/ping", webhooksManage, h.PingWebhook()},
+		// Second factors (issue 25).
+		{"POST", "/api/v1/auth/login/mfa", auth.ForAuthTier, h.CompleteMFALogin()},
+		{"POST", "/api/v1/auth/mfa/verify", auth.Protected, h.VerifyMFA()},
+		{"GET", "/api/v1/users/me/mfa", auth.Protected, h.MyMFA()},
+		{"POST", "/api/v1/users/me/mfa/totp", auth.Protected, h.EnrollTOTP()},
+		{"POST", "/api/v1/users/me/mfa/totp/{id}/confirm", auth.Protected, h.ConfirmTOTP()},
+		{"DELETE", "/api/v1/users/me/mfa/factors/{id}", auth.Protected, h.RemoveMFAFactor()},
+		{"POST", "/api/v1/users/me/mfa/recovery-codes", auth.Protected, h.RegenerateRecoveryCodes()},
+		{"GET", "/api/v1/admin/users/{id}/mfa", auth.Scoped(auth.ScopeAccountsRead), h.UserMFA()},
+		{"DELETE", "/api/v1/admin/users/{id}/mfa", auth.Scoped(auth.ScopeAccountsWrite), h.ResetUserMFA()},
 		// The OpenAPI document of these routes: global tier only, as every
 		// request under /api/.
 		{"GET", "/api/v1/openapi.json", auth.Public, h.OpenAPI()},

@@ -11,10 +11,12 @@ import (
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/apikeys"
 	"github.com/herald-vpn/herald/internal/auth"
+	"github.com/herald-vpn/herald/internal/billing"
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/idempotency"
 	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/herald-vpn/herald/internal/messenger"
+	"github.com/herald-vpn/herald/internal/mfa"
 	"github.com/herald-vpn/herald/internal/notifications"
 	"github.com/herald-vpn/herald/internal/overview"
 	"github.com/herald-vpn/herald/internal/sessions"
@@ -34,6 +36,7 @@ type Services struct {
 	Notifications       *notifications.Service
 	Idempotency         *idempotency.Service
 	Plans               *subscriptions.Service
+	Billing             *billing.Service
 	Webhooks            *webhooks.Service
 	// Overview is the operator console's service at a glance; only a
 	// server builds it (it reports the server's rate limiter).
@@ -43,4 +46,7 @@ type Services struct {
 	// Authenticator checks a credential: the server's admission once per
 	// request, live streams again at each heartbeat.
 	Authenticator *auth.Authenticator
+
+	// MFA is second factors: enrollment, login challenges, step-up.
+	MFA *mfa.Service
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,6 +36,20 @@ type Session struct {
 	LastUsedAt time.Time
 	UserAgent  string
 	IP         string
+	// AAL and AMR are what the session's tokens carry: auth.AAL1 and
+	// [pwd] after a password, auth.AAL2 and [pwd otp] (or recovery) once a
+	// second factor proved it, at the login or by a step-up; a refresh
+	// keeps them.
+	AAL string
+	AMR []string
+}
+
+// SecondFactor is asked, after the password of a login is checked,
+// whether the account must prove a second factor (mfa.Service): nil lets
+// the login open its session; an error (MFA_REQUIRED with the challenge)
+// is the login's answer.
+type SecondFactor interface {
+	Challenge(ctx context.Context, acct accounts.Account) error
 }
 
 // Client is who presented a credential, as the server saw them.
@@ -104,6 +119,10 @@ type Store interface {
 	// The session's last use becomes now and seen.
 	RotateRefresh(ctx context.Context, oldHash, newHash []byte, grace time.Duration, seen Client) (RotateResult, error)
 	RevokeSession(ctx context.Context, id string) error
+	// StepUpSession sets a live session's aal and amr, marks its live
+	// refresh tokens rotated and issues newHash in their place, in one
+	// transaction: storage.ErrNotFound for a session revoked or expired.
+	StepUpSession(ctx context.Context, id, aal string, amr []string, newHash []byte) error
 	// RevokeAccountSessions revokes every session of the account and
 	// reports how many were live.
 	RevokeAccountSessions(ctx context.Context, accountID string) (int, error)
@@ -153,7 +172,12 @@ type Service struct {
 	signer   *signer
 	hashKey  []byte
 	now      func() time.Time
+	second   SecondFactor
 }
+
+// SetSecondFactor makes every login ask f whether a second factor must
+// complete it (set once, before serving).
+func (s *Service) SetSecondFactor(f SecondFactor) { s.second = f }
 
 // NewService loads the keys (from cfg.Keys, or the database) and returns
 // the service.
@@ -217,6 +241,18 @@ func (s *Service) Login(ctx context.Context, email, password string, c Client) (
 	if err != nil {
 		return Tokens{}, err
 	}
+	if s.second != nil {
+		if err := s.second.Challenge(ctx, acct); err != nil {
+			return Tokens{}, err
+		}
+	}
+	return s.Open(ctx, acct, auth.AAL1, []string{auth.AMRPassword}, c)
+}
+
+// Open opens a session for an account whose credentials were checked, at
+// assurance level aal proved by amr: Login after a password, mfa.Service
+// after a second factor completed the login's challenge.
+func (s *Service) Open(ctx context.Context, acct accounts.Account, aal string, amr []string, c Client) (Tokens, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
 		return Tokens{}, err
@@ -227,18 +263,55 @@ func (s *Service) Login(ctx context.Context, email, password string, c Client) (
 	}
 	now := s.now()
 	c = c.normalized()
-	sess := Session{ID: id.String(), AccountID: acct.ID, CreatedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL), UserAgent: c.UserAgent, IP: c.IP}
+	sess := Session{ID: id.String(), AccountID: acct.ID, CreatedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL), UserAgent: c.UserAgent, IP: c.IP, AAL: aal, AMR: amr}
 	if err := s.store.CreateSession(ctx, sess, hash); errors.Is(err, ErrAccountClosed) {
 		// Disabled (or deleted) between the password check and now.
 		return Tokens{}, apperr.New(apperr.AccountDisabled)
 	} else if err != nil {
 		return Tokens{}, err
 	}
-	return s.tokens(acct, sess.ID, refresh)
+	return s.tokens(acct, sess, refresh)
 }
 
-func (s *Service) tokens(acct accounts.Account, sessionID, refresh string) (Tokens, error) {
-	access, _, err := s.signer.issue(acct.ID, sessionID, acct.Scopes())
+// StepUp raises the caller's session to aal2, adding method to its amr,
+// once a second factor was proved (mfa.Service.Verify): a new token pair
+// for the same session; the session's earlier refresh tokens count as
+// rotated. TOKEN_INVALID when the session ended meanwhile.
+func (s *Service) StepUp(ctx context.Context, p auth.Principal, method string) (Tokens, error) {
+	acct, err := s.accounts.ByID(ctx, p.AccountID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return Tokens{}, apperr.New(apperr.TokenInvalid)
+	}
+	if err != nil {
+		return Tokens{}, err
+	}
+	amr := []string{auth.AMRPassword}
+	for _, m := range append(slices.Clone(p.AMR), method) {
+		if !slices.Contains(amr, m) {
+			amr = append(amr, m)
+		}
+	}
+	refresh, hash, err := s.newRefreshToken()
+	if err != nil {
+		return Tokens{}, err
+	}
+	if err := s.store.StepUpSession(ctx, p.SessionID, auth.AAL2, amr, hash); errors.Is(err, storage.ErrNotFound) {
+		return Tokens{}, apperr.New(apperr.TokenInvalid)
+	} else if err != nil {
+		return Tokens{}, err
+	}
+	return s.tokens(acct, Session{ID: p.SessionID, AAL: auth.AAL2, AMR: amr}, refresh)
+}
+
+func (s *Service) tokens(acct accounts.Account, sess Session, refresh string) (Tokens, error) {
+	aal, amr := sess.AAL, sess.AMR
+	if aal == "" {
+		aal = auth.AAL1
+	}
+	if len(amr) == 0 {
+		amr = []string{auth.AMRPassword}
+	}
+	access, _, err := s.signer.issue(acct.ID, sess.ID, acct.Scopes(), aal, amr)
 	if err != nil {
 		return Tokens{}, err
 	}
@@ -283,7 +356,7 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string, c Client) (T
 	if acct.Disabled() { // its sessions were revoked with it; a race lost
 		return Tokens{}, apperr.New(apperr.TokenInvalid)
 	}
-	return s.tokens(acct, res.Session.ID, next)
+	return s.tokens(acct, res.Session, next)
 }
 
 // RevokeAll ends every session of an account (an operator's call):

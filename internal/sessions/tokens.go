@@ -17,6 +17,10 @@ import (
 type Claims struct {
 	SessionID string `json:"sid"`
 	Scope     string `json:"scope"`
+	// AAL is the session's assurance level (auth.AAL1, auth.AAL2) and AMR
+	// the methods that proved it (auth.AMRPassword …).
+	AAL string   `json:"aal,omitempty"`
+	AMR []string `json:"amr,omitempty"`
 	jwt.RegisteredClaims
 }
 
@@ -62,12 +66,14 @@ func (s *signer) publicKey(t *jwt.Token) (any, error) {
 	return ed25519.PublicKey(k.Public), nil
 }
 
-func (s *signer) issue(accountID, sessionID string, scopes []string) (string, time.Time, error) {
+func (s *signer) issue(accountID, sessionID string, scopes []string, aal string, amr []string) (string, time.Time, error) {
 	now := s.now().Truncate(time.Second)
 	exp := now.Add(s.ttl)
 	claims := Claims{
 		SessionID: sessionID,
 		Scope:     strings.Join(scopes, " "),
+		AAL:       aal,
+		AMR:       amr,
 		RegisteredClaims: jwt.RegisteredClaims{
 			ID:        uuid.NewString(),
 			Issuer:    s.issuer,
@@ -118,12 +124,21 @@ func (s *signer) check(raw string) (auth.Principal, error) {
 	if !tok.Valid || claims.Subject == "" || claims.SessionID == "" {
 		return auth.Principal{}, apperr.New(apperr.TokenInvalid)
 	}
+	aal, amr := claims.AAL, claims.AMR
+	if aal != auth.AAL2 {
+		aal = auth.AAL1 // tokens issued before aal existed: a password
+	}
+	if len(amr) == 0 {
+		amr = []string{auth.AMRPassword}
+	}
 	return auth.Principal{
 		Kind:      auth.User,
 		AccountID: claims.Subject,
 		SessionID: claims.SessionID,
 		Scopes:    strings.Fields(claims.Scope),
 		ExpiresAt: claims.ExpiresAt.Time.UTC(),
+		AAL:       aal,
+		AMR:       amr,
 	}, nil
 }
 

@@ -46,12 +46,12 @@ func mustSign(t testing.TB, tok *jwt.Token, key any) string {
 func TestTokenRoundTrip(t *testing.T) {
 	clk := testsupport.NewClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	s := newSigner(t, clk.Now, newKey(t))
-	tok, exp, err := s.issue("acct", "sess", []string{"admin"})
+	tok, exp, err := s.issue("acct", "sess", []string{"admin"}, auth.AAL2, []string{auth.AMRPassword, auth.AMROTP})
 	if err != nil || !exp.Equal(clk.Now().Add(time.Hour)) {
 		t.Fatal(err, exp)
 	}
 	id, err := s.verify(tok)
-	if err != nil || id.AccountID != "acct" || id.SessionID != "sess" || !id.Has("admin") {
+	if err != nil || id.AccountID != "acct" || id.SessionID != "sess" || !id.Has("admin") || id.AAL != auth.AAL2 || strings.Join(id.AMR, " ") != "pwd otp" {
 		t.Fatalf("%+v %v", id, err)
 	}
 	// The header names the key and the algorithm.
@@ -68,7 +68,7 @@ func TestTokensRefused(t *testing.T) {
 	clk := testsupport.NewClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	key := newKey(t)
 	s := newSigner(t, clk.Now, key)
-	good, _, err := s.issue("acct", "sess", nil)
+	good, _, err := s.issue("acct", "sess", nil, auth.AAL1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func BenchmarkVerifyToken(b *testing.B) {
 // mustIssue issues a token for account "acct", session "sess".
 func mustIssue(t testing.TB, s *signer, scopes []string) (string, time.Time) {
 	t.Helper()
-	tok, exp, err := s.issue("acct", "sess", scopes)
+	tok, exp, err := s.issue("acct", "sess", scopes, auth.AAL1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/herald-vpn/herald/internal/subscriptions"
 	"github.com/riverqueue/river"
@@ -13,7 +14,7 @@ import (
 
 // profileColumns are what an account's owner sees of it (users/me), and
 // the first columns of every account read.
-const profileColumns = `a.id, a.email, a.email_verified_at, a.referral_code, a.created_at, a.subscription_plan, a.subscription_expires_at, a.locale`
+const profileColumns = `a.id, a.email, a.email_verified_at, a.referral_code, a.created_at, a.subscription_plan, a.subscription_expires_at, a.locale, a.subscription_source, a.subscription_auto_renew, a.subscription_grace_ends_at`
 
 // accountColumns are what the other account reads return. The password
 // hash is not among them: only the reads that check a password select it,
@@ -27,7 +28,7 @@ const accountFrom = ` FROM accounts a WHERE a.deleted_at IS NULL AND `
 // profileDest is where profileColumns scan to; accountDest where
 // accountColumns do.
 func profileDest(a *accounts.Account) []any {
-	return []any{&a.ID, &a.Email, &a.EmailVerifiedAt, &a.ReferralCode, &a.CreatedAt, &a.Subscription.Plan, &a.Subscription.ExpiresAt, &a.Locale}
+	return []any{&a.ID, &a.Email, &a.EmailVerifiedAt, &a.ReferralCode, &a.CreatedAt, &a.Subscription.Plan, &a.Subscription.ExpiresAt, &a.Locale, &a.Subscription.Source, &a.Subscription.AutoRenew, &a.Subscription.GraceEndsAt}
 }
 
 func accountDest(a *accounts.Account) []any {
@@ -39,6 +40,7 @@ func accountInUTC(a *accounts.Account) {
 	a.EmailVerifiedAt, a.DisabledAt, a.LastLoginAt = utcPtr(a.EmailVerifiedAt), utcPtr(a.DisabledAt), utcPtr(a.LastLoginAt)
 	a.CreatedAt = a.CreatedAt.UTC()
 	a.Subscription.ExpiresAt = a.Subscription.ExpiresAt.UTC()
+	a.Subscription.GraceEndsAt = utcPtr(a.Subscription.GraceEndsAt)
 }
 
 // scanAccount scans accountColumns, then extra.
@@ -68,16 +70,8 @@ func (db *DB) InsertAccount(ctx context.Context, n accounts.NewAccount, sub subs
 			verifiedAt = &tx.now
 		}
 		_, err := tx.q.exec(ctx, `INSERT INTO accounts (id, email, password_hash, referral_code, scope, locale, email_verified_at, created_at,
-			subscription_plan, subscription_expires_at, subscription_updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			n.ID, n.Email, n.PasswordHash, n.ReferralCode, n.Scope, n.Locale, verifiedAt, tx.now, sub.Plan, sub.ExpiresAt, tx.now)
-		return err
-	})
-}
-
-// SetSubscriptionExpiry implements accounts.Store.
-func (db *DB) SetSubscriptionExpiry(ctx context.Context, accountID string, expires time.Time) error {
-	return db.inTx(ctx, func(tx *Tx) error {
-		_, err := tx.q.exec(ctx, `UPDATE accounts SET subscription_expires_at = ?, subscription_updated_at = ? WHERE id = ?`, expires, tx.now, accountID)
+			subscription_plan, subscription_expires_at, subscription_source, subscription_updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			n.ID, n.Email, n.PasswordHash, n.ReferralCode, n.Scope, n.Locale, verifiedAt, tx.now, sub.Plan, sub.ExpiresAt, string(sub.Source), tx.now)
 		return err
 	})
 }
@@ -97,16 +91,19 @@ func (db *DB) InsertReferralReward(ctx context.Context, referredID, referrerID s
 // deleted account.
 func (tx *Tx) lockSubscription(ctx context.Context, accountID string) (subscriptions.Subscription, error) {
 	var sub subscriptions.Subscription
-	err := tx.q.queryRow(ctx, `SELECT subscription_plan, subscription_expires_at FROM accounts WHERE id = ? AND deleted_at IS NULL`+tx.db.forUpdate(), accountID).
-		Scan(&sub.Plan, &sub.ExpiresAt)
-	sub.ExpiresAt = sub.ExpiresAt.UTC()
+	err := tx.q.queryRow(ctx, `SELECT subscription_plan, subscription_expires_at, subscription_source, subscription_auto_renew, subscription_grace_ends_at
+		FROM accounts WHERE id = ? AND deleted_at IS NULL`+tx.db.forUpdate(), accountID).
+		Scan(&sub.Plan, &sub.ExpiresAt, &sub.Source, &sub.AutoRenew, &sub.GraceEndsAt)
+	sub.ExpiresAt, sub.GraceEndsAt = sub.ExpiresAt.UTC(), utcPtr(sub.GraceEndsAt)
 	return sub, err
 }
 
 // SaveSubscription implements subscriptions.Store.
 func (db *DB) SaveSubscription(ctx context.Context, accountID string, sub subscriptions.Subscription) error {
 	return db.inTx(ctx, func(tx *Tx) error {
-		_, err := tx.q.exec(ctx, `UPDATE accounts SET subscription_plan = ?, subscription_expires_at = ?, subscription_updated_at = ? WHERE id = ?`, sub.Plan, sub.ExpiresAt, tx.now, accountID)
+		_, err := tx.q.exec(ctx, `UPDATE accounts SET subscription_plan = ?, subscription_expires_at = ?, subscription_source = ?, subscription_auto_renew = ?,
+			subscription_grace_ends_at = ?, subscription_updated_at = ? WHERE id = ?`,
+			sub.Plan, sub.ExpiresAt, sub.Source, sub.AutoRenew, sub.GraceEndsAt, tx.now, accountID)
 		return err
 	})
 }
@@ -382,4 +379,70 @@ func (db *DB) EnqueueJob(ctx context.Context, args river.JobArgs) error {
 	}
 	_, err := db.InsertJob(ctx, args, nil)
 	return err
+}
+
+// SetPendingEmail implements accounts.Store.
+func (db *DB) SetPendingEmail(ctx context.Context, accountID, email string) error {
+	var v *string
+	if email != "" {
+		v = &email
+	}
+	return db.inTx(ctx, func(tx *Tx) error {
+		n, err := tx.q.exec(ctx, `UPDATE accounts SET pending_email = ? WHERE id = ? AND deleted_at IS NULL`, v, accountID)
+		if err == nil && n == 0 {
+			err = storage.ErrNotFound
+		}
+		return err
+	})
+}
+
+// PendingEmail implements accounts.Store.
+func (db *DB) PendingEmail(ctx context.Context, accountID string) (string, error) {
+	var email *string
+	err := db.inTx(ctx, func(tx *Tx) error {
+		return tx.q.queryRow(ctx, `SELECT pending_email FROM accounts WHERE id = ? AND deleted_at IS NULL`, accountID).Scan(&email)
+	})
+	if err != nil || email == nil {
+		return "", err
+	}
+	return *email, nil
+}
+
+// ChangeEmail implements accounts.Store.
+func (db *DB) ChangeEmail(ctx context.Context, accountID, email string) error {
+	return db.inTx(ctx, func(tx *Tx) error {
+		n, err := tx.q.exec(ctx, `UPDATE accounts SET email = ?, email_verified_at = ?, pending_email = NULL WHERE id = ? AND deleted_at IS NULL`, email, tx.now, accountID)
+		if err == nil && n == 0 {
+			err = storage.ErrNotFound
+		}
+		return err
+	})
+}
+
+// RevokeOtherSessions implements accounts.Store: each ended session is
+// announced by id, so that every replica's cache drops it and keeps the
+// one that stays.
+func (db *DB) RevokeOtherSessions(ctx context.Context, accountID, keep string) (int, error) {
+	var ended int
+	err := db.inTx(ctx, func(tx *Tx) error {
+		rs, err := tx.q.query(ctx, `SELECT id FROM sessions WHERE account_id = ? AND id <> ? AND revoked_at IS NULL AND expires_at > ?`, accountID, keep, tx.now)
+		ids, err := collect(rs, err, func(r row) (string, error) {
+			var id string
+			return id, r.Scan(&id)
+		})
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if _, err := tx.q.exec(ctx, `UPDATE sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, tx.now, id); err != nil {
+				return err
+			}
+			if err := tx.revoked(ctx, sessions.RevokedSession, id); err != nil {
+				return err
+			}
+		}
+		ended = len(ids)
+		return nil
+	})
+	return ended, err
 }

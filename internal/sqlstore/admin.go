@@ -171,15 +171,22 @@ func (db *DB) LockAccountForDeletion(ctx context.Context, id string, allow func(
 // erasures are the statements of the row-level steps of deleting an
 // account; each takes the account's id.
 var erasures = map[accounts.Erasure]string{
-	accounts.EraseRefreshTokens:  `DELETE FROM refresh_tokens WHERE session_id IN (SELECT id FROM sessions WHERE account_id = ?)`,
-	accounts.EraseSessions:       `DELETE FROM sessions WHERE account_id = ?`,
-	accounts.EraseDevices:        `DELETE FROM devices WHERE account_id = ?`,
-	accounts.EraseOneTimeCodes:   `DELETE FROM one_time_codes WHERE account_id = ?`,
-	accounts.ErasePendingCodes:   `DELETE FROM pending_codes WHERE account_id = ?`,
-	accounts.EraseCodeSends:      `DELETE FROM code_sends WHERE account_id = ?`,
-	accounts.EraseCodeSendLeases: `DELETE FROM code_send_leases WHERE account_id = ?`,
-	accounts.EraseMessengerLinks: `DELETE FROM telegram_link_tokens WHERE user_id = ?`,
-	accounts.UnlinkMessenger:     `UPDATE telegram_subscribers SET user_id = NULL WHERE user_id = ?`,
+	accounts.EraseRefreshTokens:    `DELETE FROM refresh_tokens WHERE session_id IN (SELECT id FROM sessions WHERE account_id = ?)`,
+	accounts.EraseSessions:         `DELETE FROM sessions WHERE account_id = ?`,
+	accounts.EraseDevices:          `DELETE FROM devices WHERE account_id = ?`,
+	accounts.EraseOneTimeCodes:     `DELETE FROM one_time_codes WHERE account_id = ?`,
+	accounts.ErasePendingCodes:     `DELETE FROM pending_codes WHERE account_id = ?`,
+	accounts.EraseCodeSends:        `DELETE FROM code_sends WHERE account_id = ?`,
+	accounts.EraseCodeSendLeases:   `DELETE FROM code_send_leases WHERE account_id = ?`,
+	accounts.EraseMessengerLinks:   `DELETE FROM telegram_link_tokens WHERE user_id = ?`,
+	accounts.UnlinkMessenger:       `UPDATE telegram_subscribers SET user_id = NULL WHERE user_id = ?`,
+	accounts.EraseGrants:           `DELETE FROM entitlements WHERE account_id = ? AND source IN ('trial', 'admin', 'referral')`,
+	accounts.UnlinkPurchaseHistory: `UPDATE entitlement_changes SET account_id = NULL WHERE account_id = ?`,
+	accounts.UnlinkPurchases:       `UPDATE entitlements SET account_id = NULL WHERE account_id = ?`,
+	accounts.EraseMFAFactors:       `DELETE FROM mfa_factors WHERE account_id = ?`,
+	accounts.EraseMFARecoveryCodes: `DELETE FROM mfa_recovery_codes WHERE account_id = ?`,
+	accounts.EraseMFAFailures:      `DELETE FROM mfa_failures WHERE account_id = ?`,
+	accounts.EraseMFAChallenges:    `DELETE FROM mfa_challenges WHERE account_id = ?`,
 }
 
 // EraseAccount implements accounts.Store (inside InTx).

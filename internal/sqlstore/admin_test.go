@@ -57,7 +57,7 @@ func testSearchAccounts(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	verified := newAccount("u5", "carol@example.com", "CODEu5")
 	verified.Verified = true
 	accounts.Create(ctx, db, verified)
-	if _, _, err := subscriptions.Set(ctx, db, "u4", "premium", clk.Now().Add(-time.Hour)); err != nil {
+	if _, _, err := subscriptions.Set(ctx, db, "u4", "premium", clk.Now().Add(-time.Hour), nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.SetDisabled(ctx, "u3", true, "fraud", nil); err != nil {
@@ -224,7 +224,7 @@ func testDeleteAccount(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	if err := accounts.DeleteAccount(ctx, db, "a1", nil); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
-	if _, _, err := subscriptions.Set(ctx, db, "a1", "basic", clk.Now()); !errors.Is(err, storage.ErrNotFound) {
+	if _, _, err := subscriptions.Set(ctx, db, "a1", "basic", clk.Now(), nil); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("subscription of a deleted account: %v", err)
 	}
 	if _, err := db.SetDisabled(ctx, "a1", true, "", nil); !errors.Is(err, storage.ErrNotFound) {

@@ -163,7 +163,7 @@ func testAllow(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	if !errors.Is(err, refuse) {
 		t.Fatalf("err = %v", err)
 	}
-	want := devices.Quota{Subscription: subscriptions.Subscription{Plan: "trial", ExpiresAt: clk.Now().Add(7 * 24 * time.Hour)}, ActiveDevices: 1}
+	want := devices.Quota{Subscription: subscriptions.Subscription{Plan: "trial", ExpiresAt: clk.Now().Add(7 * 24 * time.Hour), Source: subscriptions.TrialGrant}, ActiveDevices: 1}
 	if got != want {
 		t.Fatalf("quota %+v, want %+v", got, want)
 	}
@@ -257,7 +257,7 @@ func testSetSubscription(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) 
 	ctx := context.Background()
 	mustAccount(t, db, "a1")
 	exp := clk.Now().Add(30 * 24 * time.Hour)
-	sub, changed, err := subscriptions.Set(ctx, db, "a1", "premium", exp)
+	sub, changed, err := subscriptions.Set(ctx, db, "a1", "premium", exp, nil)
 	if err != nil || !changed || sub.Plan != "premium" || !sub.ExpiresAt.Equal(exp) {
 		t.Fatalf("set subscription: %+v, %v, %v", sub, changed, err)
 	}
@@ -265,13 +265,13 @@ func testSetSubscription(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) 
 		t.Fatalf("stored %+v, want %+v", a.Subscription, sub)
 	}
 	// The same call again is no change (the billing hook's idempotence).
-	if again, changed, err := subscriptions.Set(ctx, db, "a1", "premium", exp); err != nil || changed || again != sub {
+	if again, changed, err := subscriptions.Set(ctx, db, "a1", "premium", exp, nil); err != nil || changed || again != sub {
 		t.Fatalf("repeated set: %+v, changed %v, %v", again, changed, err)
 	}
-	if _, changed, err := subscriptions.Set(ctx, db, "a1", "basic", exp); err != nil || !changed {
+	if _, changed, err := subscriptions.Set(ctx, db, "a1", "basic", exp, nil); err != nil || !changed {
 		t.Fatalf("new plan: changed %v, %v", changed, err)
 	}
-	if _, _, err := subscriptions.Set(ctx, db, "nobody", "basic", exp); !errors.Is(err, storage.ErrNotFound) {
+	if _, _, err := subscriptions.Set(ctx, db, "nobody", "basic", exp, nil); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("unknown account: %v", err)
 	}
 }

@@ -210,7 +210,7 @@ func testMessengerBroadcastAudience(t *testing.T, db *sqlstore.DB, clk *testsupp
 		if _, err := devices.Register(ctx, db, devices.NewDevice{ID: "d-" + u.id, AccountID: u.id, Platform: u.platform, Name: "Phone", PushToken: "tok-" + u.id}, allowAll); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := subscriptions.Set(ctx, db, u.id, u.plan, clk.Now().Add(u.expires)); err != nil {
+		if _, _, err := subscriptions.Set(ctx, db, u.id, u.plan, clk.Now().Add(u.expires), nil); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.ApplySubscriberChange(ctx, messenger.Change{Kind: messenger.Subscribe, ChatID: u.chat, LinkUserID: u.id}); err != nil {

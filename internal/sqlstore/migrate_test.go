@@ -101,10 +101,10 @@ func TestMigrateSubscriptionIntoAccounts(t *testing.T) {
 		if _, err := db.AccountByID(ctx, "gone"); !errors.Is(err, storage.ErrNotFound) {
 			t.Fatalf("tombstone after the migration: %v, want ErrNotFound", err)
 		}
-		if _, _, err := subscriptions.Set(ctx, db, "gone", "pro", expires); !errors.Is(err, storage.ErrNotFound) {
+		if _, _, err := subscriptions.Set(ctx, db, "gone", "pro", expires, nil); !errors.Is(err, storage.ErrNotFound) {
 			t.Fatalf("subscription of a tombstone: %v, want ErrNotFound", err)
 		}
-		sub, changed, err := subscriptions.Set(ctx, db, "live", "basic", expires.Add(time.Hour))
+		sub, changed, err := subscriptions.Set(ctx, db, "live", "basic", expires.Add(time.Hour), nil)
 		if err != nil || !changed || sub.Plan != "basic" {
 			t.Fatalf("set subscription: %+v %v %v", sub, changed, err)
 		}

@@ -44,6 +44,12 @@ func collect[T any](rs rows, err error, scan func(r row) (T, error)) ([]T, error
 	return out, nil
 }
 
+// collectWith is collect as a function of a query's two results, so
+// that a read is collectWith(scan)(q.query(...)).
+func collectWith[T any](scan func(r row) (T, error)) func(rs rows, err error) ([]T, error) {
+	return func(rs rows, err error) ([]T, error) { return collect(rs, err, scan) }
+}
+
 // scanString reads a row of one text column.
 func scanString(r row) (string, error) {
 	var s string

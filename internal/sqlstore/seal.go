@@ -13,8 +13,9 @@ import (
 // The secrets the store keeps, sealed with the store's keys (Options.Keys,
 // HERALD_ENCRYPTION_KEY) when it has them: the rows of the secrets table
 // (the generated JWT seed, the HMAC keys of codes, refresh tokens and API
-// keys, the Telegram webhook secret) and the signing secrets of webhook
-// endpoints (secret, previous_secret). Each value is bound to its row, so
+// keys, the Telegram webhook secret), the signing secrets of webhook
+// endpoints (secret, previous_secret) and the TOTP secrets of second
+// factors (mfa_factors.secret). Each value is bound to its row, so
 // a sealed value copied elsewhere does not open. Reads accept plain values
 // (written before a key was set); SealSecrets seals them.
 
@@ -107,6 +108,25 @@ func (db *DB) storedSecrets(ctx context.Context) ([]storedSecret, error) {
 					return err
 				}})
 		}
+	}
+	type factor struct {
+		id     string
+		secret []byte
+	}
+	rs, err = db.conn().query(ctx, `SELECT id, secret FROM mfa_factors ORDER BY id`)
+	factors, err := collect(rs, err, func(r row) (factor, error) {
+		var f factor
+		return f, r.Scan(&f.id, &f.secret)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range factors {
+		out = append(out, storedSecret{what: "second factor " + f.id + "'s TOTP secret", context: mfaSecretContext(f.id), value: f.secret,
+			update: func(ctx context.Context, v []byte) error {
+				_, err := db.conn().exec(ctx, `UPDATE mfa_factors SET secret = ? WHERE id = ? AND secret = ?`, v, f.id, f.secret)
+				return err
+			}})
 	}
 	return out, nil
 }

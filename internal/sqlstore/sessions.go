@@ -3,8 +3,10 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/storage"
 )
@@ -22,8 +24,8 @@ func (db *DB) CreateSession(ctx context.Context, s sessions.Session, refreshHash
 		if n == 0 {
 			return sessions.ErrAccountClosed
 		}
-		if _, err := tx.q.exec(ctx, `INSERT INTO sessions (id, account_id, created_at, expires_at, last_used_at, user_agent, ip) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			s.ID, s.AccountID, s.CreatedAt, s.ExpiresAt, s.CreatedAt, s.UserAgent, s.IP); err != nil {
+		if _, err := tx.q.exec(ctx, `INSERT INTO sessions (id, account_id, created_at, expires_at, last_used_at, user_agent, ip, aal, amr) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			s.ID, s.AccountID, s.CreatedAt, s.ExpiresAt, s.CreatedAt, s.UserAgent, s.IP, sessionAAL(s.AAL), sessionAMR(s.AMR)); err != nil {
 			return err
 		}
 		_, err = tx.q.exec(ctx, `INSERT INTO refresh_tokens (token_hash, session_id, created_at) VALUES (?, ?, ?)`, refreshHash, s.ID, tx.now)
@@ -34,9 +36,11 @@ func (db *DB) CreateSession(ctx context.Context, s sessions.Session, refreshHash
 func scanSession(r row) (sessions.Session, error) {
 	var s sessions.Session
 	var revoked, used *time.Time
-	if err := r.Scan(&s.ID, &s.AccountID, &s.CreatedAt, &s.ExpiresAt, &revoked, &used, &s.UserAgent, &s.IP); err != nil {
+	var amr string
+	if err := r.Scan(&s.ID, &s.AccountID, &s.CreatedAt, &s.ExpiresAt, &revoked, &used, &s.UserAgent, &s.IP, &s.AAL, &amr); err != nil {
 		return s, err
 	}
+	s.AMR = strings.Fields(amr)
 	s.CreatedAt, s.ExpiresAt = s.CreatedAt.UTC(), s.ExpiresAt.UTC()
 	s.LastUsedAt = s.CreatedAt
 	if used != nil {
@@ -49,7 +53,41 @@ func scanSession(r row) (sessions.Session, error) {
 	return s, nil
 }
 
-const sessionColumns = `id, account_id, created_at, expires_at, revoked_at, last_used_at, user_agent, ip`
+const sessionColumns = `id, account_id, created_at, expires_at, revoked_at, last_used_at, user_agent, ip, aal, amr`
+
+// sessionAAL and sessionAMR are a session's aal and amr as stored (amr
+// space-separated), a password's when none is set.
+func sessionAAL(aal string) string {
+	if aal == "" {
+		return auth.AAL1
+	}
+	return aal
+}
+
+func sessionAMR(amr []string) string {
+	if len(amr) == 0 {
+		return auth.AMRPassword
+	}
+	return strings.Join(amr, " ")
+}
+
+// StepUpSession implements sessions.Store.
+func (db *DB) StepUpSession(ctx context.Context, id, aal string, amr []string, newHash []byte) error {
+	return db.inTx(ctx, func(tx *Tx) error {
+		n, err := tx.q.exec(ctx, `UPDATE sessions SET aal = ?, amr = ? WHERE id = ? AND revoked_at IS NULL AND expires_at > ?`, aal, sessionAMR(amr), id, tx.now)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return storage.ErrNotFound
+		}
+		if _, err := tx.q.exec(ctx, `UPDATE refresh_tokens SET rotated_at = ? WHERE session_id = ? AND rotated_at IS NULL`, tx.now, id); err != nil {
+			return err
+		}
+		_, err = tx.q.exec(ctx, `INSERT INTO refresh_tokens (token_hash, session_id, created_at) VALUES (?, ?, ?)`, newHash, id, tx.now)
+		return err
+	})
+}
 
 // SessionByID implements sessions.Store: the per-request revocation check,
 // one primary-key lookup.

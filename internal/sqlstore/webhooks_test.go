@@ -271,7 +271,7 @@ func testDeletionScrubsOutbox(t *testing.T, db *sqlstore.DB, clk *testsupport.Cl
 	mustAccount(t, db, "other")
 	mustRegister(t, db, "d1", gone, "token-gone")
 	mustRegister(t, db, "d2", "other", "token-other")
-	if _, _, err := subscriptions.Set(ctx, db, gone, "premium", clk.Now().Add(time.Hour)); err != nil {
+	if _, _, err := subscriptions.Set(ctx, db, gone, "premium", clk.Now().Add(time.Hour), nil); err != nil {
 		t.Fatal(err)
 	}
 	// Two slots held by the other account's events; the deleted
@@ -286,8 +286,9 @@ func testDeletionScrubsOutbox(t *testing.T, db *sqlstore.DB, clk *testsupport.Cl
 		t.Fatal("a third slot")
 	}
 	expectSlots(t, db, "ep1", 2, 1)
-	if n, err := sqlstore.WebhookEventAccounts(ctx, db, gone); err != nil || n != 4 {
-		t.Fatalf("%d events listed as naming the account (%v), want 4: created, referral, device, subscription", n, err)
+	if n, err := sqlstore.WebhookEventAccounts(ctx, db, gone); err != nil || n != 9 {
+		t.Fatalf("%d events listed as naming the account (%v), want 9: created, its trial started, the friend's created naming it, "+
+			"its referral bonus started and changed its subscription, its device, the plan set (started, plan changed, subscription changed)", n, err)
 	}
 
 	if err := accounts.DeleteAccount(ctx, db, gone, nil); err != nil {
@@ -492,7 +493,7 @@ func testAdminEvents(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	mustAccount(t, db, "u1")
 	expires := clk.Now().Add(30 * 24 * time.Hour).Truncate(time.Second)
 	for range 2 {
-		if _, _, err := subscriptions.Set(ctx, db, "u1", "premium", expires); err != nil {
+		if _, _, err := subscriptions.Set(ctx, db, "u1", "premium", expires, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

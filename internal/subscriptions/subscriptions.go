@@ -14,7 +14,6 @@ import (
 
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/storage"
-	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
 // Plans.
@@ -24,10 +23,18 @@ const (
 	Premium = "premium"
 )
 
-// Subscription is an account's plan and when it ends.
+// Subscription is an account's plan and when it ends: what its
+// entitlements add up to (Effective), kept on the account's row.
 type Subscription struct {
 	Plan      string
 	ExpiresAt time.Time
+	// Source is the entitlement the plan comes from; AutoRenew whether it
+	// renews; GraceEndsAt, during a billing grace period, when access ends
+	// unless billing recovers (ExpiresAt is then the same time).
+	Source        Source
+	AutoRenew     bool
+	GraceEndsAt   *time.Time
+	EntitlementID string
 }
 
 // Active reports whether the subscription runs at now.
@@ -65,60 +72,46 @@ type Config struct {
 	// SUBSCRIPTION_EXPIRED (HERALD_UPGRADE_URL, HERALD_RENEW_URL).
 	UpgradeURL string
 	RenewURL   string
+	// RenewURLs are the renewUrl of plans from a store (the App Store's
+	// manage-subscriptions page for a plan bought there); a source
+	// without one gets RenewURL.
+	RenewURLs map[Source]string
 	// Now is the clock (default time.Now in UTC).
 	Now func() time.Time
 }
 
-// Store is the persistence the service needs; sqlstore implements it.
-type Store interface {
-	// The unit of work Set runs in: LockSubscription must be called
-	// inside InTx.
-	storage.Transactor
-	// Emit writes a webhook event in the transaction ctx carries.
-	Emit(ctx context.Context, p webhooks.Payload) error
-	// LockSubscription reads a live account's subscription and holds its
-	// row until the transaction ends. ErrNotFound for an unknown or
-	// deleted account.
-	LockSubscription(ctx context.Context, accountID string) (Subscription, error)
-	// SaveSubscription replaces the account's plan and expiry.
-	SaveSubscription(ctx context.Context, accountID string, sub Subscription) error
-}
-
-// Set replaces the account's plan and expiry in one unit of work of st,
-// under the account's row lock, so that the same call twice changes once;
-// a change has its user.subscription_changed event. It reports whether
-// anything changed. ErrNotFound when the account does not exist.
-func Set(ctx context.Context, st Store, accountID, plan string, expires time.Time) (Subscription, bool, error) {
-	next := Subscription{Plan: plan, ExpiresAt: expires.UTC()}
-	var changed bool
+// Set gives the account plan until expires as an administrator's grant
+// (Grant) in one unit of work of st, and reads the account's subscription
+// after it; the same call twice changes once. It reports whether the
+// account's subscription changed. ErrNotFound when the account does not
+// exist. devices ranks plans (nil: alike).
+func Set(ctx context.Context, st Ledger, accountID, plan string, expires time.Time, devices func(string) int) (Subscription, bool, error) {
+	var before, after Subscription
 	err := st.InTx(ctx, func(ctx context.Context) error {
-		cur, err := st.LockSubscription(ctx, accountID)
-		if err != nil {
+		var err error
+		if before, err = st.LockSubscription(ctx, accountID); err != nil {
 			return err
 		}
-		if cur.Plan == next.Plan && cur.ExpiresAt.Equal(next.ExpiresAt) {
-			return nil
-		}
-		changed = true
-		if err := st.SaveSubscription(ctx, accountID, next); err != nil {
+		if _, err := Grant(ctx, st, accountID, Admin, plan, expires.UTC(), "admin", devices); err != nil {
 			return err
 		}
-		return st.Emit(ctx, Changed(accountID, cur, next))
+		after, err = st.LockSubscription(ctx, accountID)
+		return err
 	})
 	if err != nil {
 		return Subscription{}, false, err
 	}
-	return next, changed, nil
+	return after, !sameSubscription(before, after), nil
 }
 
 // Service is the plan rules.
 type Service struct {
-	store Store
+	store Ledger
 	cfg   Config
 }
 
 // NewService returns the service.
-func NewService(store Store, cfg Config) *Service {
+func NewService(store Ledger, cfg Config) *Service {
 	if cfg.DeviceLimits == nil {
 		cfg.DeviceLimits = DefaultDeviceLimits()
 	}
@@ -126,6 +119,14 @@ func NewService(store Store, cfg Config) *Service {
 		cfg.Now = func() time.Time { return time.Now().UTC() }
 	}
 	return &Service{store: store, cfg: cfg}
+}
+
+// RenewURL is where the owner of a plan from source renews it.
+func (s *Service) RenewURL(source Source) string {
+	if u := s.cfg.RenewURLs[source]; u != "" {
+		return u
+	}
+	return s.cfg.RenewURL
 }
 
 // Plans returns the plan names, sorted.
@@ -139,16 +140,20 @@ func (s *Service) DeviceLimit(plan string) int {
 	return s.cfg.DeviceLimits[Trial]
 }
 
-// AdmitDevice is the rule for one more active device: SUBSCRIPTION_EXPIRED
-// when the subscription has lapsed (checked first), DEVICE_LIMIT_REACHED
+// AdmitDevice is the rule for one more active device: SUBSCRIPTION_NOT_FOUND
+// when the account never had a subscription (no trial, nothing bought),
+// SUBSCRIPTION_EXPIRED when it has lapsed, DEVICE_LIMIT_REACHED
 // when the plan's devices are all in use.
 func (s *Service) AdmitDevice(sub Subscription, activeDevices int) error {
+	if sub.Plan == "" {
+		return apperr.Newf(apperr.SubscriptionNotFound, "This account has no subscription; buy one to add devices.").With("renewUrl", s.cfg.RenewURL)
+	}
 	if !sub.Active(s.cfg.Now()) {
 		at := sub.ExpiresAt.UTC().Format(time.RFC3339)
 		return apperr.Newf(apperr.SubscriptionExpired, "Your %s subscription expired on %s; renew it to add devices.", sub.Plan, at).
 			With("expiredAt", at).
 			With("plan", sub.Plan).
-			With("renewUrl", s.cfg.RenewURL)
+			With("renewUrl", s.RenewURL(sub.Source))
 	}
 	if limit := s.DeviceLimit(sub.Plan); activeDevices >= limit {
 		return apperr.Newf(apperr.DeviceLimitReached, "Your %s plan allows %d active devices; remove one or upgrade.", sub.Plan, limit).
@@ -160,11 +165,13 @@ func (s *Service) AdmitDevice(sub Subscription, activeDevices int) error {
 	return nil
 }
 
-// SetPlan changes an account's plan and expiry; the device limit follows
-// at once (devices over a lowered limit stay, no new one is admitted).
-// The expiry is kept to the second, so the same call twice is one change.
-// VALIDATION_ERROR for an unknown plan or a zero expiry; USER_NOT_FOUND
-// for an unknown or deleted account.
+// SetPlan gives the account plan until expires as an administrator's
+// grant (Grant: it ends the trial and referral bonuses; a store purchase
+// stays, and the better of the two is the account's plan). The device
+// limit follows at once (devices over a lowered limit stay, no new one is
+// admitted). The expiry is kept to the second, so the same call twice is
+// one change. VALIDATION_ERROR for an unknown plan or a zero expiry;
+// USER_NOT_FOUND for an unknown or deleted account.
 func (s *Service) SetPlan(ctx context.Context, accountID, plan string, expires time.Time) (Subscription, error) {
 	if _, ok := s.cfg.DeviceLimits[plan]; !ok {
 		return Subscription{}, apperr.Invalid("plan", "one of "+strings.Join(s.Plans(), ", "), plan)
@@ -172,9 +179,36 @@ func (s *Service) SetPlan(ctx context.Context, accountID, plan string, expires t
 	if expires.IsZero() {
 		return Subscription{}, apperr.Invalid("expires", "a time", "")
 	}
-	sub, _, err := Set(ctx, s.store, accountID, plan, expires.UTC().Truncate(time.Second))
+	sub, _, err := Set(ctx, s.store, accountID, plan, expires.UTC().Truncate(time.Second), s.DeviceLimit)
 	if errors.Is(err, storage.ErrNotFound) {
 		return Subscription{}, apperr.New(apperr.UserNotFound)
 	}
 	return sub, err
 }
+
+// Entitlements are the account's subscription and the entitlements it
+// comes from, as of now. SUBSCRIPTION_NOT_FOUND when the account has none
+// (an unknown account has none).
+func (s *Service) Entitlements(ctx context.Context, accountID string) (Subscription, []Entitlement, error) {
+	ents, err := s.store.AccountEntitlements(ctx, accountID)
+	if err != nil {
+		return Subscription{}, nil, err
+	}
+	sub, ok := Effective(ents, s.cfg.Now(), s.DeviceLimit)
+	if !ok {
+		return Subscription{}, nil, apperr.New(apperr.SubscriptionNotFound)
+	}
+	return sub, ents, nil
+}
+
+// HistoryLimit is how many changes History returns.
+const HistoryLimit = 100
+
+// History is the account's last HistoryLimit entitlement changes, newest
+// first.
+func (s *Service) History(ctx context.Context, accountID string) ([]Change, error) {
+	return s.store.EntitlementChanges(ctx, accountID, HistoryLimit)
+}
+
+// Now is the service's clock.
+func (s *Service) Now() time.Time { return s.cfg.Now() }

@@ -54,6 +54,7 @@ func TestAdmitDevice(t *testing.T) {
 		{"basic with room", live("basic"), 4, "", nil},
 		{"premium full", live("premium"), 10, apperr.DeviceLimitReached, map[string]any{"currentDevices": 10, "maxDevices": 10, "plan": "premium", "upgradeUrl": "https://up"}},
 		{"unknown plan gets the trial's", live("gold"), 3, apperr.DeviceLimitReached, map[string]any{"currentDevices": 3, "maxDevices": 3, "plan": "gold", "upgradeUrl": "https://up"}},
+		{"never subscribed", subscriptions.Subscription{}, 0, apperr.SubscriptionNotFound, map[string]any{"renewUrl": "https://renew"}},
 		{"expired is checked first", subscriptions.Subscription{Plan: "basic", ExpiresAt: now}, 9, apperr.SubscriptionExpired,
 			map[string]any{"expiredAt": now.Format(time.RFC3339), "plan": "basic", "renewUrl": "https://renew"}},
 	}
@@ -108,4 +109,20 @@ func TestSetPlan(t *testing.T) {
 			t.Fatalf("stored %+v, want %+v", a.Subscription, sub)
 		}
 	})
+}
+
+func TestRenewURL(t *testing.T) {
+	plans := subscriptions.NewService(nil, subscriptions.Config{RenewURL: "https://acme.test/renew",
+		RenewURLs: map[subscriptions.Source]string{subscriptions.AppStore: "https://apps.apple.com/account/subscriptions", subscriptions.Stripe: ""}})
+	for src, want := range map[subscriptions.Source]string{
+		subscriptions.AppStore:   "https://apps.apple.com/account/subscriptions",
+		subscriptions.Stripe:     "https://acme.test/renew", // an empty link falls back
+		subscriptions.GooglePlay: "https://acme.test/renew",
+		subscriptions.TrialGrant: "https://acme.test/renew",
+		"":                       "https://acme.test/renew",
+	} {
+		if got := plans.RenewURL(src); got != want {
+			t.Errorf("RenewURL(%q) = %q, want %q", src, got, want)
+		}
+	}
 }

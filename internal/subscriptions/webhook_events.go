@@ -24,3 +24,38 @@ func (SubscriptionChanged) EventType() string { return webhooks.UserSubscription
 func Changed(accountID string, prev, next Subscription) SubscriptionChanged {
 	return SubscriptionChanged{UserID: accountID, Plan: next.Plan, ExpiresAt: next.ExpiresAt.UTC(), PreviousPlan: prev.Plan, PreviousExpiresAt: prev.ExpiresAt.UTC()}
 }
+
+// Lifecycle is the data of the subscription.* events: what happened to
+// one entitlement, and the account's subscription after it (fields in the
+// order of their JSON names).
+type Lifecycle struct {
+	AutoRenew     bool       `json:"autoRenew"`
+	EntitlementID string     `json:"entitlementId"`
+	ExpiresAt     time.Time  `json:"expiresAt"`
+	GraceEndsAt   *time.Time `json:"graceEndsAt"`
+	Plan          string     `json:"plan"`
+	// PreviousPlan is set on subscription.plan_changed only.
+	PreviousPlan     string    `json:"previousPlan,omitempty"`
+	ProductID        string    `json:"productId"`
+	Source           Source    `json:"source"`
+	State            State     `json:"state"`
+	SubscriptionEnds time.Time `json:"subscriptionExpiresAt"`
+	SubscriptionPlan string    `json:"subscriptionPlan"`
+	UserID           string    `json:"userId"`
+
+	event string
+}
+
+func (l Lifecycle) EventType() string { return l.event }
+
+func (l Lifecycle) withPrevious(plan string) Lifecycle { l.PreviousPlan = plan; return l }
+
+// LifecycleEvent is event (EventStarted …) of entitlement e of the
+// account, whose subscription is now sub.
+func LifecycleEvent(event, accountID string, e Entitlement, sub Subscription) Lifecycle {
+	return Lifecycle{
+		event: event, UserID: accountID, EntitlementID: e.ID, Source: e.Source, ProductID: e.ProductID,
+		Plan: e.Plan, State: e.State, ExpiresAt: e.ExpiresAt.UTC(), GraceEndsAt: graceEnd(e), AutoRenew: e.AutoRenew,
+		SubscriptionPlan: sub.Plan, SubscriptionEnds: sub.ExpiresAt.UTC(),
+	}
+}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/sessions"
+	"github.com/herald-vpn/herald/internal/subscriptions"
 )
 
 // User is an account as its owner sees it (REST /users/me, GraphQL me).
@@ -20,12 +21,33 @@ type User struct {
 	Locale *string `json:"locale"`
 }
 
-// UserSubscription is the account's plan (OpenAPI Subscription).
+// UserSubscription is the account's plan (OpenAPI Subscription): what
+// its entitlements add up to.
 type UserSubscription struct {
 	Plan string `json:"plan"`
 	// Status is active until ExpiresAt, expired from then on.
 	Status    string    `json:"status"`
 	ExpiresAt time.Time `json:"expiresAt"`
+	// Source is where the plan comes from (app_store, google_play, stripe,
+	// admin, trial, referral); "" when the account has no entitlement.
+	Source string `json:"source"`
+	// AutoRenew: the plan renews by itself at ExpiresAt.
+	AutoRenew bool `json:"autoRenew"`
+	// GraceEndsAt is set while a store retries a failed payment and the
+	// account keeps access: then access ends unless the payment recovers.
+	GraceEndsAt *time.Time `json:"graceEndsAt"`
+}
+
+// NewUserSubscription renders an account's subscription as of now.
+func NewUserSubscription(sub subscriptions.Subscription, now time.Time) UserSubscription {
+	return UserSubscription{
+		Plan:        sub.Plan,
+		Status:      sub.Status(now),
+		ExpiresAt:   seconds(sub.ExpiresAt),
+		Source:      string(sub.Source),
+		AutoRenew:   sub.AutoRenew && sub.Active(now),
+		GraceEndsAt: optionalSeconds(sub.GraceEndsAt),
+	}
 }
 
 // NewUser renders an account; the subscription's status is as of now.
@@ -36,12 +58,8 @@ func NewUser(a accounts.Account, now time.Time) User {
 		EmailVerified: a.Verified(),
 		CreatedAt:     seconds(a.CreatedAt),
 		ReferralCode:  a.ReferralCode,
-		Subscription: UserSubscription{
-			Plan:      a.Subscription.Plan,
-			Status:    a.Subscription.Status(now),
-			ExpiresAt: seconds(a.Subscription.ExpiresAt),
-		},
-		Locale: nonEmpty(a.Locale),
+		Subscription:  NewUserSubscription(a.Subscription, now),
+		Locale:        nonEmpty(a.Locale),
 	}
 }
 
@@ -174,4 +192,28 @@ type SessionsRevoked struct {
 type SessionRevoked struct {
 	Revoked   bool   `json:"revoked"`
 	SessionID string `json:"sessionId"`
+}
+
+// EmailChangeRequest answers a request to change the account's email:
+// the address the code went to.
+type EmailChangeRequest struct {
+	PendingEmail string `json:"pendingEmail"`
+	Message      string `json:"message"`
+}
+
+// NewEmailChangeRequest is the answer for a code sent to pending.
+func NewEmailChangeRequest(pending string) EmailChangeRequest {
+	return EmailChangeRequest{PendingEmail: pending, Message: "We sent a code to " + pending + ". The change happens when it is typed in."}
+}
+
+// EmailChangeCancel answers the old address's cancel link: whether a
+// pending change was dropped (false: none was left to cancel).
+type EmailChangeCancel struct {
+	Cancelled bool `json:"cancelled"`
+}
+
+// PasswordChange answers a password change: how many other sessions
+// ended.
+type PasswordChange struct {
+	SessionsEnded int `json:"sessionsEnded"`
 }

@@ -44,7 +44,17 @@ var schemas = []struct {
 	{"UserDetail", typeOf[view.UserDetail](), false},
 	{"PageInfo", typeOf[view.PageInfo](), false},
 	{"Session", typeOf[view.Session](), false},
+	{"EmailChangeRequest", typeOf[view.EmailChangeRequest](), false},
+	{"EmailChangeCancel", typeOf[view.EmailChangeCancel](), false},
+	{"PasswordChange", typeOf[view.PasswordChange](), false},
 	{"Tokens", typeOf[view.Tokens](), false},
+	{"MfaFactor", typeOf[view.MFAFactor](), false},
+	{"MfaStatus", typeOf[view.MFAStatus](), false},
+	{"TotpEnrollment", typeOf[view.TOTPEnrollment](), false},
+	{"MfaConfirmed", typeOf[view.MFAConfirmed](), false},
+	{"RecoveryCodes", typeOf[view.RecoveryCodes](), false},
+	{"MfaFactorRemoved", typeOf[view.MFAFactorRemoved](), false},
+	{"MfaReset", typeOf[view.MFAReset](), false},
 	{"Registration", typeOf[view.Registration](), false},
 	{"Verified", typeOf[view.Verified](), false},
 	{"CodeSent", typeOf[view.CodeSent](), false},
@@ -76,6 +86,11 @@ var schemas = []struct {
 	{"AdminOverview", typeOf[view.AdminOverview](), false},
 	{"Ban", typeOf[view.Ban](), false},
 	{"BanPage", typeOf[view.Page[view.Ban]](), false},
+	{"SubscriptionDetail", typeOf[view.SubscriptionDetail](), false},
+	{"UserSubscriptionDetail", typeOf[view.UserSubscriptionDetail](), false},
+	{"Entitlement", typeOf[view.Entitlement](), false},
+	{"EntitlementChange", typeOf[view.EntitlementChange](), false},
+	{"RedirectURL", typeOf[view.RedirectURL](), false},
 }
 
 // inlineAnswers are the answers whose data schema is written in the
@@ -107,13 +122,19 @@ var inlineAnswers = []struct {
 // recognised by name.
 var notViews = []string{
 	"ErrorCode", "Email", "Password", "Code", "NotificationInput", "PushOptions", "Audience", "Platform", "PushToken",
-	"Plan", "Scope", "WebhookEventType", "Timestamp", "JWKSet", "Degraded",
+	"Plan", "Scope", "WebhookEventType", "Timestamp", "JWKSet", "Degraded", "SubscriptionSource", "EntitlementState",
 }
 
 // webhookData are the types of webhook events' data, which the OpenAPI
 // document does not describe: docs/webhooks.md does, and internal/webhooks'
 // catalogue test holds it to them.
 var webhookData = []string{"MessengerBroadcastEvent", "NotificationJobEvent"}
+
+// storeAnswers are the answers to the stores' notifications (App Store
+// Server Notifications, Play's Pub/Sub push, Stripe's webhooks): the stores
+// call those endpoints, not clients, so the document leaves them out and
+// docs/billing.md describes them.
+var storeAnswers = []string{"Received"}
 
 func loadDocument(t *testing.T) *openapi3.T {
 	t.Helper()
@@ -167,7 +188,7 @@ func TestOpenAPIMatchesTypes(t *testing.T) {
 		}
 	}
 	for _, name := range viewTypes(t) {
-		if !c.reached[name] && !slices.Contains(webhookData, name) {
+		if !c.reached[name] && !slices.Contains(webhookData, name) && !slices.Contains(storeAnswers, name) {
 			t.Errorf("view.%s: no schema of apidoc/openapi.yaml describes it: name its schema in schemas or inlineAnswers", name)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/messenger"
+	"github.com/herald-vpn/herald/internal/mfa"
 	"github.com/herald-vpn/herald/internal/notifications"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/subscriptions"
@@ -26,19 +27,30 @@ import (
 
 // payloadTypes is the Go type of each event's data.
 var payloadTypes = map[string]webhooks.Payload{
-	webhooks.UserCreated:             accounts.UserCreated{},
-	webhooks.UserVerified:            accounts.UserVerified{},
-	webhooks.UserPasswordReset:       accounts.UserPasswordReset{},
-	webhooks.UserDisabled:            accounts.UserDisabled{},
-	webhooks.UserDeleted:             accounts.UserDeleted{},
-	webhooks.UserSubscriptionChanged: subscriptions.SubscriptionChanged{},
-	webhooks.SessionReuseDetected:    sessions.ReuseDetected{},
-	webhooks.DeviceRegistered:        devices.Registered{},
-	webhooks.DeviceRemoved:           devices.Removed{},
-	webhooks.DeviceTokenInvalidated:  devices.TokenInvalidated{},
-	webhooks.SubscriberSubscribed:    messenger.SubscriberChanged{Status: messenger.Subscribed},
-	webhooks.SubscriberUnsubscribed:  messenger.SubscriberChanged{Status: messenger.Unsubscribed},
-	webhooks.SubscriberBlocked:       messenger.SubscriberChanged{Status: messenger.Blocked},
+	webhooks.UserCreated:               accounts.UserCreated{},
+	webhooks.UserVerified:              accounts.UserVerified{},
+	webhooks.UserPasswordReset:         accounts.UserPasswordReset{},
+	webhooks.UserPasswordChanged:       accounts.UserPasswordChanged{},
+	webhooks.UserEmailChanged:          accounts.UserEmailChanged{},
+	webhooks.UserDisabled:              accounts.UserDisabled{},
+	webhooks.UserDeleted:               accounts.UserDeleted{},
+	webhooks.UserSubscriptionChanged:   subscriptions.SubscriptionChanged{},
+	webhooks.SubscriptionStarted:       lifecycle(webhooks.SubscriptionStarted),
+	webhooks.SubscriptionRenewed:       lifecycle(webhooks.SubscriptionRenewed),
+	webhooks.SubscriptionPaymentFailed: lifecycle(webhooks.SubscriptionPaymentFailed),
+	webhooks.SubscriptionRecovered:     lifecycle(webhooks.SubscriptionRecovered),
+	webhooks.SubscriptionExpired:       lifecycle(webhooks.SubscriptionExpired),
+	webhooks.SubscriptionRefunded:      lifecycle(webhooks.SubscriptionRefunded),
+	webhooks.SubscriptionCancelled:     lifecycle(webhooks.SubscriptionCancelled),
+	webhooks.SubscriptionPlanChanged:   lifecycle(webhooks.SubscriptionPlanChanged),
+	webhooks.SessionReuseDetected:      sessions.ReuseDetected{},
+	webhooks.SecurityMFAReset:          mfa.Reset{},
+	webhooks.DeviceRegistered:          devices.Registered{},
+	webhooks.DeviceRemoved:             devices.Removed{},
+	webhooks.DeviceTokenInvalidated:    devices.TokenInvalidated{},
+	webhooks.SubscriberSubscribed:      messenger.SubscriberChanged{Status: messenger.Subscribed},
+	webhooks.SubscriberUnsubscribed:    messenger.SubscriberChanged{Status: messenger.Unsubscribed},
+	webhooks.SubscriberBlocked:         messenger.SubscriberChanged{Status: messenger.Blocked},
 
 	webhooks.BroadcastCompleted:          view.NotificationJobEvent{Status: notifications.StatusCompleted},
 	webhooks.BroadcastFailed:             view.NotificationJobEvent{Status: notifications.StatusFailed},
@@ -46,6 +58,11 @@ var payloadTypes = map[string]webhooks.Payload{
 	webhooks.MessengerBroadcastCompleted: view.MessengerBroadcastEvent{Status: messenger.BroadcastCompleted},
 	webhooks.MessengerBroadcastFailed:    view.MessengerBroadcastEvent{Status: messenger.BroadcastFailed},
 	webhooks.MessengerBroadcastCancelled: view.MessengerBroadcastEvent{Status: messenger.BroadcastCancelled},
+}
+
+// lifecycle is the payload of a subscription.* event.
+func lifecycle(event string) webhooks.Payload {
+	return subscriptions.LifecycleEvent(event, "", subscriptions.Entitlement{}, subscriptions.Subscription{})
 }
 
 // payloadFields are the JSON fields of a payload type: all of them, and
@@ -231,6 +248,8 @@ func TestPayloadsWriteTheirMapsBytes(t *testing.T) {
 			map[string]any{"userId": "u1", "plan": "premium", "expiresAt": at.Add(time.Hour).UTC(), "previousPlan": "trial", "previousExpiresAt": at.UTC()}},
 		{sessions.ReuseDetected{UserID: "u1", SessionID: "s1", SessionRevoked: true}, webhooks.SessionReuseDetected,
 			map[string]any{"userId": "u1", "sessionId": "s1", "sessionRevoked": true}},
+		{mfa.Reset{UserID: "u1", FactorsRemoved: 1, ActorKind: "user", ActorID: "a1"}, webhooks.SecurityMFAReset,
+			map[string]any{"userId": "u1", "factorsRemoved": 1, "actorKind": "user", "actorId": "a1"}},
 		{devices.RegisteredEvent(devices.Device{ID: "d1", AccountID: "u1", Platform: "ios", Name: "iOS device"}), webhooks.DeviceRegistered,
 			map[string]any{"deviceId": "d1", "userId": "u1", "platform": "ios", "name": "iOS device"}},
 		{devices.Removed{DeviceID: "d1", UserID: "u1"}, webhooks.DeviceRemoved, map[string]any{"deviceId": "d1", "userId": "u1"}},

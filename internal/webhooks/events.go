@@ -23,19 +23,31 @@ const (
 	UserCreated             = "user.created"
 	UserVerified            = "user.verified"
 	UserPasswordReset       = "user.password_reset"
+	UserPasswordChanged     = "user.password_changed"
+	UserEmailChanged        = "user.email_changed"
 	UserDisabled            = "user.disabled"
 	UserDeleted             = "user.deleted"
 	UserSubscriptionChanged = "user.subscription_changed"
-	SessionReuseDetected    = "session.reuse_detected"
-	DeviceRegistered        = "device.registered"
-	DeviceRemoved           = "device.removed"
-	DeviceTokenInvalidated  = "device.token_invalidated"
-	BroadcastCompleted      = "notification.broadcast.completed"
-	BroadcastFailed         = "notification.broadcast.failed"
-	BroadcastCancelled      = "notification.broadcast.cancelled"
-	SubscriberSubscribed    = "messenger.subscriber.subscribed"
-	SubscriberUnsubscribed  = "messenger.subscriber.unsubscribed"
-	SubscriberBlocked       = "messenger.subscriber.blocked"
+
+	SubscriptionStarted       = "subscription.started"
+	SubscriptionRenewed       = "subscription.renewed"
+	SubscriptionPaymentFailed = "subscription.payment_failed"
+	SubscriptionRecovered     = "subscription.recovered"
+	SubscriptionExpired       = "subscription.expired"
+	SubscriptionRefunded      = "subscription.refunded"
+	SubscriptionCancelled     = "subscription.cancelled"
+	SubscriptionPlanChanged   = "subscription.plan_changed"
+	SessionReuseDetected      = "session.reuse_detected"
+	SecurityMFAReset          = "security.mfa_reset"
+	DeviceRegistered          = "device.registered"
+	DeviceRemoved             = "device.removed"
+	DeviceTokenInvalidated    = "device.token_invalidated"
+	BroadcastCompleted        = "notification.broadcast.completed"
+	BroadcastFailed           = "notification.broadcast.failed"
+	BroadcastCancelled        = "notification.broadcast.cancelled"
+	SubscriberSubscribed      = "messenger.subscriber.subscribed"
+	SubscriberUnsubscribed    = "messenger.subscriber.unsubscribed"
+	SubscriberBlocked         = "messenger.subscriber.blocked"
 
 	MessengerBroadcastCompleted = "messenger.broadcast.completed"
 	MessengerBroadcastFailed    = "messenger.broadcast.failed"
@@ -49,8 +61,10 @@ const (
 // Catalogue is every event type an endpoint can subscribe to, in
 // documentation order.
 var Catalogue = []string{
-	UserCreated, UserVerified, UserPasswordReset, UserDisabled, UserDeleted, UserSubscriptionChanged,
-	SessionReuseDetected,
+	UserCreated, UserVerified, UserPasswordReset, UserPasswordChanged, UserEmailChanged, UserDisabled, UserDeleted, UserSubscriptionChanged,
+	SubscriptionStarted, SubscriptionRenewed, SubscriptionPaymentFailed, SubscriptionRecovered,
+	SubscriptionExpired, SubscriptionRefunded, SubscriptionCancelled, SubscriptionPlanChanged,
+	SessionReuseDetected, SecurityMFAReset,
 	DeviceRegistered, DeviceRemoved, DeviceTokenInvalidated,
 	BroadcastCompleted, BroadcastFailed, BroadcastCancelled,
 	SubscriberSubscribed, SubscriberUnsubscribed, SubscriberBlocked,

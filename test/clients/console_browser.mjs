@@ -149,17 +149,35 @@ try {
   await page.locator("#user-email", { hasText: USER_EMAIL }).waitFor();
   await page.locator("#devices tbody tr").nth(1).waitFor();
   assert.equal(await page.locator("#devices tbody tr").count(), 2, "the user's two devices");
+  // The signup's trial: the one entitlement, its one change.
+  await page.locator("#entitlements tbody tr").first().waitFor();
+  assert.equal(await page.locator("#current-source").innerText(), "trial", "the subscription's source");
+  assert.deepEqual(await page.locator("#entitlements tbody tr td:nth-child(3)").allInnerTexts(), ["trial"], "the trial entitlement's state");
+  assert.deepEqual(await page.locator("#history tbody tr td:nth-child(2)").allInnerTexts(), ["signup"], "the signup in the history");
+  // A manual grant: an admin entitlement that ends the trial.
   await page.getByLabel("Plan").selectOption("premium");
   await page.getByLabel(/^Expires/).fill("2030-01-01T00:00");
-  await page.getByRole("button", { name: "Set subscription" }).click();
+  await page.getByRole("button", { name: "Grant" }).click();
   await page.locator("#current-plan", { hasText: "premium" }).waitFor();
-  await noError(page, "set subscription");
-  const { user } = await gql("query ($id: ID!) { user(id: $id) { email subscription { plan expiresAt } } }", { id: userId });
+  await page.locator("#history tbody tr").nth(2).waitFor();
+  await noError(page, "manual grant");
+  const { user } = await gql("query ($id: ID!) { user(id: $id) { email subscription { plan expiresAt source } } }", { id: userId });
   assert.equal(user.email, USER_EMAIL);
   assert.equal(user.subscription.plan, "premium", "plan through the API");
+  assert.equal(user.subscription.source, "admin", "source through the API");
   // Midnight in Berlin (UTC+1 in winter) is 23:00 UTC the day before.
   assert.equal(user.subscription.expiresAt, "2029-12-31T23:00:00Z", "expiry through the API");
-  console.log(`ok: plan set in the page is ${user.subscription.plan} until ${user.subscription.expiresAt} through the API`);
+  assert.equal(await page.locator("#current-source").innerText(), "admin", "the source shown after the grant");
+  const { userSubscription: detail } = await gql("query ($id: ID!) { userSubscription(id: $id) { entitlements { source state } history { cause } } }", { id: userId });
+  const shownStates = await page.locator("#entitlements tbody tr td:nth-child(3)").allInnerTexts();
+  assert.deepEqual(shownStates.toSorted(), detail.entitlements.map((e) => e.state).toSorted(), "entitlement states as the API says");
+  assert.deepEqual(await page.locator("#history tbody tr td:nth-child(2)").allInnerTexts(), detail.history.map((c) => c.cause), "history as the API says");
+  console.log(`ok: plan granted in the page is ${user.subscription.plan} until ${user.subscription.expiresAt} through the API; entitlements ${shownStates.join(", ")}`);
+  // Reconcile now: no store is connected, so nothing is read.
+  await page.getByRole("button", { name: "Reconcile now" }).click();
+  await page.locator(".notice", { hasText: "no store purchase" }).waitFor();
+  await noError(page, "reconcile now");
+  console.log("ok: reconcile now answered for an account without store purchases");
 
   // A test notification: one outcome per device.
   await page.getByRole("button", { name: "Send test" }).click();

@@ -1,17 +1,45 @@
-// One account: its subscription, devices, sessions and linked Telegram
-// chat, with the operator's actions on it (plan and expiry, disable and
-// enable, end sessions, a test notification, deletion).
+// One account: its subscription with the entitlements it comes from and
+// their history, devices, sessions, second factors and linked Telegram
+// chat, with the operator's actions on it (a manual grant, reconcile now,
+// disable and enable, end sessions, reset second factors, a test
+// notification, deletion).
 import * as api from "../api.js";
 import { h, guard, field, fmtTime, pagedTable, badge, facts, notice, fieldError, clearFieldError, toRFC3339, toLocalInput } from "../ui.js";
 
 const PLANS = ["trial", "basic", "premium"];
 
 const RECORD = `id email emailVerified emailVerifiedAt createdAt referralCode disabled disabledAt disabledReason lastLoginAt deviceCount sessionCount
-  subscription { plan status expiresAt }
+  subscription { plan status expiresAt source autoRenew graceEndsAt }
   sessions { id createdAt lastUsedAt userAgent ip }
   messengerChat { chatId username firstName status subscribedSince }`;
 
 const USER = `query ($id: ID!) { user(id: $id) { ${RECORD} } }`;
+
+// DETAIL is the subscription with its entitlements and history, as
+// userSubscription and reconcileSubscription answer it.
+const DETAIL = `plan status expiresAt source autoRenew graceEndsAt
+  entitlements { id source productId plan state startedAt expiresAt graceEndsAt autoRenew environment updatedAt }
+  history { id entitlementId source cause from to plan expiresAt at }`;
+
+const SUBSCRIPTION = `query ($id: ID!) { userSubscription(id: $id) { ${DETAIL} } }`;
+
+const MFA = `query ($userId: ID!) { userMfa(userId: $userId) { enabled recoveryCodesLeft factors { id kind name status createdAt lastUsedAt } } }`;
+
+// GRANTING are the entitlement states that give access (the others do not).
+const GRANTING = new Set(["trial", "active", "grace", "cancelled"]);
+
+function stateBadge(state) {
+  if (state === "grace" || state === "cancelled") return badge(state, "warn");
+  return badge(state, GRANTING.has(state) ? "ok" : "bad");
+}
+
+// table is a plain table of rows: columns are [heading, row => cell].
+function table(id, columns, rows, empty) {
+  if (rows.length === 0) return h("p", { id, class: "muted" }, empty);
+  return h("div", { class: "scroll" }, h("table", { id },
+    h("thead", {}, h("tr", {}, columns.map(([name]) => h("th", { scope: "col" }, name)))),
+    h("tbody", {}, rows.map((r) => h("tr", {}, columns.map(([, cell]) => h("td", {}, cell(r))))))));
+}
 
 const DEVICES = `query ($userId: ID!, $first: Int, $after: String) {
   devices(userId: $userId, first: $first, after: $after) {
@@ -58,6 +86,8 @@ export async function render(main, params) {
   const badges = h("span", { class: "badges" });
   const account = h("div");
   const subscription = h("div", { id: "subscription" });
+  const entitlements = h("div", { id: "entitlements-part" });
+  const history = h("div", { id: "history-part" });
   const sessions = h("div", { id: "sessions" });
   const chat = h("div", { id: "chat" });
   const access = h("div", { id: "access" });
@@ -80,6 +110,9 @@ export async function render(main, params) {
       ["Plan", h("span", { id: "current-plan" }, u.subscription.plan)],
       ["Status", badge(u.subscription.status, u.subscription.status === "active" ? "ok" : "warn")],
       ["Expires", h("span", { id: "current-expiry", "data-iso": u.subscription.expiresAt }, fmtTime(u.subscription.expiresAt))],
+      ["Source", h("span", { id: "current-source" }, u.subscription.source || "none")],
+      ["Renews", u.subscription.autoRenew ? "yes, at expiry" : "no"],
+      ["Grace ends", u.subscription.graceEndsAt ? h("span", { id: "current-grace" }, badge(fmtTime(u.subscription.graceEndsAt), "warn")) : null],
     ]));
     sessions.replaceChildren(u.sessions.length === 0
       ? h("p", { class: "muted" }, "No live session.")
@@ -107,12 +140,70 @@ export async function render(main, params) {
       : disableForm);
   }
 
-  // Subscription: plan and expiry (the browser's local time, sent as UTC).
+  // showDetail puts the entitlements and their history in their tables;
+  // null: the account has none (SUBSCRIPTION_NOT_FOUND); undefined: they
+  // could not be read (the error is shown).
+  function showDetail(d) {
+    if (d === undefined) {
+      const unread = () => h("p", { class: "muted" }, "Not read: see the error above.");
+      entitlements.replaceChildren(unread());
+      history.replaceChildren(unread());
+      return;
+    }
+    entitlements.replaceChildren(table("entitlements", [
+      ["Source", (e) => e.source],
+      ["Plan", (e) => e.plan],
+      ["State", (e) => stateBadge(e.state)],
+      ["Product", (e) => (e.productId ? h("code", {}, e.productId) : "—")],
+      ["Started", (e) => fmtTime(e.startedAt)],
+      ["Expires", (e) => fmtTime(e.expiresAt)],
+      ["Grace ends", (e) => fmtTime(e.graceEndsAt)],
+      ["Renews", (e) => (e.autoRenew ? "yes" : "no")],
+      ["Store", (e) => e.environment ?? "—"],
+    ], d?.entitlements ?? [], "No entitlement: the account has no plan."));
+    history.replaceChildren(table("history", [
+      ["When", (c) => fmtTime(c.at)],
+      ["Cause", (c) => h("code", {}, c.cause)],
+      ["Source", (c) => c.source],
+      ["Change", (c) => [c.from ? stateBadge(c.from) : "new", " → ", stateBadge(c.to)]],
+      ["Plan", (c) => c.plan],
+      ["Expires", (c) => fmtTime(c.expiresAt)],
+    ], d?.history ?? [], "No change yet."));
+  }
+
+  // loadDetail reads the detail; an account without entitlements is not
+  // an error here.
+  async function loadDetail(read) {
+    try {
+      return await read();
+    } catch (e) {
+      if (e.code === "SUBSCRIPTION_NOT_FOUND") return null;
+      throw e;
+    }
+  }
+
+  // Reconcile now: the account's store purchases read again from their
+  // stores.
+  const reconcile = h("button", { type: "button", class: "secondary" }, "Reconcile now");
+  reconcile.addEventListener("click", () => guard(async () => {
+    const d = await loadDetail(async () => (await api.gql(`mutation ($userId: ID!) {
+      reconcileSubscription(userId: $userId) { ${DETAIL} } }`, { userId: id })).reconcileSubscription);
+    const { user: u } = await api.gql(USER, { id });
+    show(u);
+    showDetail(d);
+    const stores = (d?.entitlements ?? []).filter((e) => ["app_store", "google_play", "stripe"].includes(e.source)).length;
+    say(stores === 0
+      ? "Reconciled: the account has no store purchase to read."
+      : `Reconciled: ${stores} store purchase${stores === 1 ? "" : "s"} read again; the plan is ${u.subscription.plan}.`);
+  }, reconcile));
+
+  // Manual grant: plan and expiry (the browser's local time, sent as UTC),
+  // an administrator's entitlement.
   const planIn = h("select", { name: "plan" },
     [...new Set([...PLANS, user.subscription.plan])].map((p) => h("option", { value: p, selected: p === user.subscription.plan }, p)));
   const expiresIn = h("input", { type: "datetime-local", name: "expiresAt", required: true, value: toLocalInput(user.subscription.expiresAt) });
-  const setSub = h("button", { type: "submit" }, "Set subscription");
-  const subForm = h("form", { class: "inline", "aria-label": "Set subscription" },
+  const setSub = h("button", { type: "submit" }, "Grant");
+  const subForm = h("form", { class: "inline", "aria-label": "Manual grant" },
     field("Plan", planIn), field(`Expires (your time, ${utcOffset()})`, expiresIn), setSub);
   expiresIn.addEventListener("input", () => clearFieldError(expiresIn));
   subForm.addEventListener("submit", async (ev) => {
@@ -123,7 +214,8 @@ export async function render(main, params) {
       const { setSubscription } = await api.gql(`mutation ($userId: ID!, $plan: String!, $expiresAt: Time!) {
         setSubscription(userId: $userId, plan: $plan, expiresAt: $expiresAt) { ${RECORD} } }`, { userId: id, plan: planIn.value, expiresAt });
       show(setSubscription);
-      say(`Plan set to ${setSubscription.subscription.plan} until ${fmtTime(setSubscription.subscription.expiresAt)}.`);
+      showDetail(await loadDetail(async () => (await api.gql(SUBSCRIPTION, { id })).userSubscription));
+      say(`Granted ${planIn.value} until ${fmtTime(expiresAt)}; the plan is ${setSubscription.subscription.plan} until ${fmtTime(setSubscription.subscription.expiresAt)}.`);
     }, setSub);
   });
 
@@ -135,6 +227,32 @@ export async function render(main, params) {
     show(u);
     say(`${revokeSessions} session${revokeSessions === 1 ? "" : "s"} ended.`);
   }, endSessions));
+
+  // Second factors: what the user enrolled, and an admin's reset (for a
+  // user who lost their authenticator and their recovery codes).
+  const factors = h("div", { id: "mfa" });
+  const resetMfa = h("button", { type: "button", class: "danger" }, "Reset second factors");
+  function showMfa(m) {
+    if (!m) return;
+    factors.replaceChildren(
+      facts([
+        ["Second factor", m.enabled ? badge("on", "ok") : badge("off", "warn")],
+        ["Recovery codes left", m.recoveryCodesLeft],
+      ]),
+      table("mfa-factors", [
+        ["Kind", (f) => f.kind],
+        ["Name", (f) => f.name],
+        ["Status", (f) => badge(f.status, f.status === "active" ? "ok" : "warn")],
+        ["Enrolled", (f) => fmtTime(f.createdAt)],
+        ["Last used", (f) => fmtTime(f.lastUsedAt)],
+      ], m.factors, "No factor enrolled."));
+    resetMfa.disabled = m.factors.length === 0;
+  }
+  resetMfa.addEventListener("click", () => guard(async () => {
+    const { resetUserMfa } = await api.gql(`mutation ($userId: ID!) { resetUserMfa(userId: $userId) { factorsRemoved } }`, { userId: id });
+    showMfa((await api.gql(MFA, { userId: id })).userMfa);
+    say(`${resetUserMfa.factorsRemoved} factor${resetUserMfa.factorsRemoved === 1 ? "" : "s"} removed: the user signs in with the password alone and may enroll again.`);
+  }, resetMfa));
 
   // Access: disable with a reason, or enable.
   const reasonIn = h("input", { name: "reason", maxlength: "500", placeholder: "e.g. chargeback" });
@@ -221,17 +339,26 @@ export async function render(main, params) {
   });
 
   show(user);
+  showMfa((await guard(() => api.gql(MFA, { userId: id })))?.userMfa);
+  showDetail(await guard(() => loadDetail(async () => (await api.gql(SUBSCRIPTION, { id })).userSubscription)));
   main.append(
     h("p", { class: "crumbs" }, h("a", { href: "#/users" }, "Users"), " / account"),
     h("div", { class: "heading" }, title, badges),
     status,
     h("div", { class: "row" },
       section("Account", account),
-      section("Subscription", subscription, subForm)),
+      section("Subscription", subscription,
+        h("h3", {}, "Manual grant"),
+        h("p", { class: "muted" }, "An administrator's entitlement: it ends the trial and referral bonuses; a store purchase stays, and the better of the two is the plan."),
+        subForm)),
+    section("Entitlements", entitlements,
+      h("div", { class: "actions" }, reconcile),
+      h("h3", {}, "History"), history),
     section("Devices", devices),
     h("div", { class: "row" },
       section("Sessions", sessions, h("div", { class: "actions" }, endSessions)),
       section("Telegram", chat)),
+    section("Second factors", factors, h("div", { class: "actions" }, resetMfa)),
     section("Test notification", testForm, outcomes),
     h("div", { class: "row" },
       section("Access", access),
