@@ -31,6 +31,7 @@ import (
 	"github.com/herald-vpn/herald/internal/metrics"
 	"github.com/herald-vpn/herald/internal/mfa"
 	"github.com/herald-vpn/herald/internal/notifications"
+	"github.com/herald-vpn/herald/internal/passkeys"
 	"github.com/herald-vpn/herald/internal/password"
 	"github.com/herald-vpn/herald/internal/push"
 	"github.com/herald-vpn/herald/internal/push/apns"
@@ -173,6 +174,12 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 		Log:     logger.With("component", "mfa"),
 	}); err != nil {
 		return err
+	}
+	if a.Passkeys, err = passkeys.NewService(a.db, a.Accounts, a.Sessions, a.MFA, passkeys.Config{
+		RPID: cfg.WebAuthnRPID, RPName: cmp.Or(cfg.WebAuthnRPName, cfg.ProductName), Origins: cfg.WebAuthnOrigins,
+		Log: logger.With("component", "passkeys"),
+	}); err != nil {
+		return configError{err.Error()}
 	}
 	a.Accounts.SetStepUp(a.MFA)
 	a.APIKeys.SetStepUp(a.MFA)

@@ -29,6 +29,10 @@ const (
 	EraseMFARecoveryCodes Erasure = "mfa_recovery_codes" // its recovery codes
 	EraseMFAFailures      Erasure = "mfa_failures"       // its wrong-code count
 	EraseMFAChallenges    Erasure = "mfa_challenges"     // its login challenges
+
+	// Its passkeys (issue 25).
+	ErasePasskeys          Erasure = "passkey_credentials" // its WebAuthn credentials
+	ErasePasskeyCeremonies Erasure = "passkey_ceremonies"  // its ceremonies begun
 )
 
 // deletionSteps is what deleting an account does, in order: what hangs
@@ -44,6 +48,7 @@ var deletionSteps = []Erasure{
 	EraseOneTimeCodes, ErasePendingCodes, EraseCodeSends, EraseCodeSendLeases,
 	EraseMessengerLinks, UnlinkMessenger,
 	EraseMFAFactors, EraseMFARecoveryCodes, EraseMFAFailures, EraseMFAChallenges,
+	ErasePasskeys, ErasePasskeyCeremonies,
 	EraseGrants, UnlinkPurchaseHistory, UnlinkPurchases,
 	EraseToTombstone, ScrubEvents, AnnounceRevokedAccount,
 }

@@ -104,6 +104,15 @@ const (
 	MFAFactorNotFound   Code = "MFA_FACTOR_NOT_FOUND"
 	MFAAlreadyEnrolled  Code = "MFA_ALREADY_ENROLLED"
 	MFANotEnabled       Code = "MFA_NOT_ENABLED"
+
+	// Passkeys (WebAuthn).
+	PasskeysNotConfigured     Code = "PASSKEYS_NOT_CONFIGURED"
+	PasskeyChallengeInvalid   Code = "PASSKEY_CHALLENGE_INVALID"
+	PasskeyRegistrationFailed Code = "PASSKEY_REGISTRATION_FAILED"
+	PasskeyAssertionFailed    Code = "PASSKEY_ASSERTION_FAILED"
+	PasskeyCounterRegression  Code = "PASSKEY_COUNTER_REGRESSION"
+	PasskeyNotFound           Code = "PASSKEY_NOT_FOUND"
+	PasskeyAlreadyRegistered  Code = "PASSKEY_ALREADY_REGISTERED"
 )
 
 // Entry is one row of the catalogue.
@@ -195,6 +204,14 @@ var catalogue = map[Code]Entry{
 	MFAFactorNotFound:   {MFAFactorNotFound, http.StatusNotFound, "No such second factor."},
 	MFAAlreadyEnrolled:  {MFAAlreadyEnrolled, http.StatusConflict, "An authenticator app is enrolled already; remove it first."},
 	MFANotEnabled:       {MFANotEnabled, http.StatusConflict, "The account has no active second factor."},
+
+	PasskeysNotConfigured:     {PasskeysNotConfigured, http.StatusNotFound, "Passkeys are not set up on this server (HERALD_WEBAUTHN_RP_ID)."},
+	PasskeyChallengeInvalid:   {PasskeyChallengeInvalid, http.StatusBadRequest, "The passkey ceremony is unknown, used or expired; begin again."},
+	PasskeyRegistrationFailed: {PasskeyRegistrationFailed, http.StatusBadRequest, "The passkey could not be registered: the authenticator's answer did not verify (details.reason)."},
+	PasskeyAssertionFailed:    {PasskeyAssertionFailed, http.StatusUnauthorized, "The passkey's answer did not verify (details.reason)."},
+	PasskeyCounterRegression:  {PasskeyCounterRegression, http.StatusUnauthorized, "The passkey's signature counter went backwards: the authenticator may have been cloned, so the sign-in is refused."},
+	PasskeyNotFound:           {PasskeyNotFound, http.StatusNotFound, "No such passkey."},
+	PasskeyAlreadyRegistered:  {PasskeyAlreadyRegistered, http.StatusConflict, "This passkey is registered already."},
 }
 
 // Lookup returns the catalogue entry of code. An unknown code is a

@@ -60,6 +60,8 @@ const (
 	AMRPassword = "pwd"
 	AMROTP      = "otp"
 	AMRRecovery = "recovery"
+	// AMRWebAuthn is a passkey's assertion (WebAuthn).
+	AMRWebAuthn = "webauthn"
 )
 
 // StepUp checks, before a sensitive operation, that a user whose account

@@ -483,3 +483,54 @@ func corsOrigin(s string) (string, error) {
 	}
 	return scheme + "://" + host, nil
 }
+
+// rpID reads a WebAuthn relying party id: a domain name, lower case, no
+// scheme, port or path ("localhost" included).
+func rpID(field func(*Config) *string) setter {
+	return func(c *Config, v string) error {
+		bad := fmt.Errorf("%q is not a domain name such as example.com (no scheme, port or path)", v)
+		if v != strings.ToLower(v) || len(v) > 253 || strings.HasPrefix(v, ".") || strings.HasSuffix(v, ".") {
+			return bad
+		}
+		for _, label := range strings.Split(v, ".") {
+			if label == "" || len(label) > 63 || strings.HasPrefix(label, "-") || strings.HasSuffix(label, "-") {
+				return bad
+			}
+			for _, r := range label {
+				if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+					return bad
+				}
+			}
+		}
+		*field(c) = v
+		return nil
+	}
+}
+
+// webAuthnOrigins reads a comma-separated list of WebAuthn origins: https
+// origins (scheme and host, optionally a port; nothing after), http
+// origins of localhost, and Android apps' android:apk-key-hash:<hash>.
+func webAuthnOrigins(field func(*Config) *[]string) setter {
+	return func(c *Config, v string) error {
+		*field(c) = nil
+		for _, part := range strings.Split(v, ",") {
+			o := strings.TrimSpace(part)
+			if hash, ok := strings.CutPrefix(o, "android:apk-key-hash:"); ok {
+				if hash == "" || strings.ContainsAny(hash, " /+=") {
+					return fmt.Errorf("%q: an Android origin is android:apk-key-hash: and the unpadded base64url SHA-256 of the app's signing certificate", o)
+				}
+				*field(c) = append(*field(c), o)
+				continue
+			}
+			u, err := url.Parse(o)
+			if err != nil || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+				return fmt.Errorf("%q is not an origin such as https://example.com or android:apk-key-hash:…", o)
+			}
+			if u.Scheme != "https" && (u.Scheme != "http" || u.Hostname() != "localhost" && u.Hostname() != "127.0.0.1") {
+				return fmt.Errorf("%q: origins are https (http only for localhost)", o)
+			}
+			*field(c) = append(*field(c), u.Scheme+"://"+u.Host)
+		}
+		return nil
+	}
+}

@@ -265,62 +265,70 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		AppleTransaction           func(childComplexity int, signedTransaction string) int
-		BanAddress                 func(childComplexity int, ip string, reason *string) int
-		CancelEmailChange          func(childComplexity int, token string) int
-		CancelMessengerBroadcast   func(childComplexity int, id string) int
-		CancelNotificationJob      func(childComplexity int, id string) int
-		ChangeEmail                func(childComplexity int, email string) int
-		ChangePassword             func(childComplexity int, currentPassword string, newPassword string) int
-		CompleteMfaLogin           func(childComplexity int, challengeToken string, code string) int
-		ConfirmEmailChange         func(childComplexity int, code string) int
-		ConfirmTotp                func(childComplexity int, factorID string, code string) int
-		CreateAPIKey               func(childComplexity int, input CreateAPIKeyInput) int
-		CreateWebhookEndpoint      func(childComplexity int, input CreateWebhookEndpointInput) int
-		DeleteAccount              func(childComplexity int, password string) int
-		DeleteUser                 func(childComplexity int, userID string) int
-		DeleteWebhookEndpoint      func(childComplexity int, id string) int
-		DisableUser                func(childComplexity int, userID string, reason *string) int
-		EnableUser                 func(childComplexity int, userID string) int
-		EnrollTotp                 func(childComplexity int, name *string) int
-		GooglePurchase             func(childComplexity int, purchaseToken string, productID string) int
-		LiftBan                    func(childComplexity int, ip string) int
-		Login                      func(childComplexity int, email string, password string) int
-		Logout                     func(childComplexity int) int
-		MessengerLinkURL           func(childComplexity int) int
-		ReconcileSubscription      func(childComplexity int, userID string) int
-		RedeliverWebhookEvent      func(childComplexity int, endpointID string, eventID string) int
-		RefreshToken               func(childComplexity int, refreshToken string) int
-		RegenerateRecoveryCodes    func(childComplexity int) int
-		RegisterDevice             func(childComplexity int, input RegisterDeviceInput) int
-		RemoveDevice               func(childComplexity int, deviceID string) int
-		RemoveMfaFactor            func(childComplexity int, factorID string) int
-		RequestPasswordReset       func(childComplexity int, email string) int
-		ResendVerificationEmail    func(childComplexity int, email string) int
-		ResetPassword              func(childComplexity int, email string, code string, newPassword string) int
-		ResetUserMfa               func(childComplexity int, userID string) int
-		RevokeAPIKey               func(childComplexity int, id string) int
-		RevokeSession              func(childComplexity int, id string) int
-		RevokeSessions             func(childComplexity int, userID string) int
-		RotateWebhookSecret        func(childComplexity int, id string) int
-		SendMessengerBroadcast     func(childComplexity int, message string, options *view.MessengerOptions, audience *AudienceInput, idempotencyKey *string) int
-		SendMessengerMessage       func(childComplexity int, chatID string, message string, options *view.MessengerOptions, idempotencyKey *string) int
-		SendNotificationByDeviceID func(childComplexity int, deviceID string, notification NotificationInput, idempotencyKey *string) int
-		SendNotificationByToken    func(childComplexity int, platform string, pushToken string, notification NotificationInput, idempotencyKey *string) int
-		SendNotificationToAll      func(childComplexity int, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, idempotencyKey *string) int
-		SendNotificationToUser     func(childComplexity int, userID string, notification NotificationInput, channels []string, idempotencyKey *string) int
-		SendWebhookPing            func(childComplexity int, endpointID string) int
-		SetLocale                  func(childComplexity int, locale string) int
-		SetSubscription            func(childComplexity int, userID string, plan string, expiresAt time.Time) int
-		SetUserLocale              func(childComplexity int, userID string, locale string) int
-		SetWebhookEndpointEnabled  func(childComplexity int, id string, enabled bool) int
-		Signup                     func(childComplexity int, email string, password string, referral *string, locale *string) int
-		StripeCheckout             func(childComplexity int, productID string) int
-		StripePortal               func(childComplexity int) int
-		UnlinkMessenger            func(childComplexity int) int
-		UpdatePushToken            func(childComplexity int, deviceID string, pushToken string) int
-		VerifyEmail                func(childComplexity int, email string, code string) int
-		VerifyMfa                  func(childComplexity int, code string) int
+		AppleTransaction            func(childComplexity int, signedTransaction string) int
+		BanAddress                  func(childComplexity int, ip string, reason *string) int
+		BeginPasskeyLogin           func(childComplexity int) int
+		BeginPasskeyMfa             func(childComplexity int, challengeToken string) int
+		BeginPasskeyRegistration    func(childComplexity int) int
+		CancelEmailChange           func(childComplexity int, token string) int
+		CancelMessengerBroadcast    func(childComplexity int, id string) int
+		CancelNotificationJob       func(childComplexity int, id string) int
+		ChangeEmail                 func(childComplexity int, email string) int
+		ChangePassword              func(childComplexity int, currentPassword string, newPassword string) int
+		CompleteMfaLogin            func(childComplexity int, challengeToken string, code string) int
+		CompleteMfaLoginWithPasskey func(childComplexity int, challengeToken string, challengeID string, credential map[string]any) int
+		ConfirmEmailChange          func(childComplexity int, code string) int
+		ConfirmTotp                 func(childComplexity int, factorID string, code string) int
+		CreateAPIKey                func(childComplexity int, input CreateAPIKeyInput) int
+		CreateWebhookEndpoint       func(childComplexity int, input CreateWebhookEndpointInput) int
+		DeleteAccount               func(childComplexity int, password string) int
+		DeleteUser                  func(childComplexity int, userID string) int
+		DeleteWebhookEndpoint       func(childComplexity int, id string) int
+		DisableUser                 func(childComplexity int, userID string, reason *string) int
+		EnableUser                  func(childComplexity int, userID string) int
+		EnrollTotp                  func(childComplexity int, name *string) int
+		FinishPasskeyLogin          func(childComplexity int, challengeID string, credential map[string]any) int
+		FinishPasskeyRegistration   func(childComplexity int, credential map[string]any, name *string, challengeID *string) int
+		GooglePurchase              func(childComplexity int, purchaseToken string, productID string) int
+		LiftBan                     func(childComplexity int, ip string) int
+		Login                       func(childComplexity int, email string, password string) int
+		Logout                      func(childComplexity int) int
+		MessengerLinkURL            func(childComplexity int) int
+		ReconcileSubscription       func(childComplexity int, userID string) int
+		RedeliverWebhookEvent       func(childComplexity int, endpointID string, eventID string) int
+		RefreshToken                func(childComplexity int, refreshToken string) int
+		RegenerateRecoveryCodes     func(childComplexity int) int
+		RegisterDevice              func(childComplexity int, input RegisterDeviceInput) int
+		RemoveDevice                func(childComplexity int, deviceID string) int
+		RemoveMfaFactor             func(childComplexity int, factorID string) int
+		RemovePasskey               func(childComplexity int, passkeyID string) int
+		RenamePasskey               func(childComplexity int, passkeyID string, name string) int
+		RequestPasswordReset        func(childComplexity int, email string) int
+		ResendVerificationEmail     func(childComplexity int, email string) int
+		ResetPassword               func(childComplexity int, email string, code string, newPassword string) int
+		ResetUserMfa                func(childComplexity int, userID string) int
+		RevokeAPIKey                func(childComplexity int, id string) int
+		RevokeSession               func(childComplexity int, id string) int
+		RevokeSessions              func(childComplexity int, userID string) int
+		RotateWebhookSecret         func(childComplexity int, id string) int
+		SendMessengerBroadcast      func(childComplexity int, message string, options *view.MessengerOptions, audience *AudienceInput, idempotencyKey *string) int
+		SendMessengerMessage        func(childComplexity int, chatID string, message string, options *view.MessengerOptions, idempotencyKey *string) int
+		SendNotificationByDeviceID  func(childComplexity int, deviceID string, notification NotificationInput, idempotencyKey *string) int
+		SendNotificationByToken     func(childComplexity int, platform string, pushToken string, notification NotificationInput, idempotencyKey *string) int
+		SendNotificationToAll       func(childComplexity int, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, idempotencyKey *string) int
+		SendNotificationToUser      func(childComplexity int, userID string, notification NotificationInput, channels []string, idempotencyKey *string) int
+		SendWebhookPing             func(childComplexity int, endpointID string) int
+		SetLocale                   func(childComplexity int, locale string) int
+		SetSubscription             func(childComplexity int, userID string, plan string, expiresAt time.Time) int
+		SetUserLocale               func(childComplexity int, userID string, locale string) int
+		SetWebhookEndpointEnabled   func(childComplexity int, id string, enabled bool) int
+		Signup                      func(childComplexity int, email string, password string, referral *string, locale *string) int
+		StripeCheckout              func(childComplexity int, productID string) int
+		StripePortal                func(childComplexity int) int
+		UnlinkMessenger             func(childComplexity int) int
+		UpdatePushToken             func(childComplexity int, deviceID string, pushToken string) int
+		VerifyEmail                 func(childComplexity int, email string, code string) int
+		VerifyMfa                   func(childComplexity int, code string) int
 	}
 
 	NotificationJob struct {
@@ -348,6 +356,30 @@ type ComplexityRoot struct {
 		HasNextPage func(childComplexity int) int
 	}
 
+	Passkey struct {
+		AAGUID             func(childComplexity int) int
+		AttestationFormat  func(childComplexity int) int
+		BackedUp           func(childComplexity int) int
+		BackupEligible     func(childComplexity int) int
+		CounterRegressions func(childComplexity int) int
+		CreatedAt          func(childComplexity int) int
+		ID                 func(childComplexity int) int
+		LastUsedAt         func(childComplexity int) int
+		Name               func(childComplexity int) int
+		Transports         func(childComplexity int) int
+	}
+
+	PasskeyOptions struct {
+		ChallengeID func(childComplexity int) int
+		ExpiresAt   func(childComplexity int) int
+		PublicKey   func(childComplexity int) int
+	}
+
+	PasskeyRemoved struct {
+		PasskeyID func(childComplexity int) int
+		Removed   func(childComplexity int) int
+	}
+
 	PasswordChange struct {
 		SessionsEnded func(childComplexity int) int
 	}
@@ -369,6 +401,7 @@ type ComplexityRoot struct {
 		MessengerPreview     func(childComplexity int, message string) int
 		MessengerSubscribers func(childComplexity int, first *int, after *string, status *string) int
 		MyMfa                func(childComplexity int) int
+		MyPasskeys           func(childComplexity int) int
 		MySessions           func(childComplexity int) int
 		MySubscription       func(childComplexity int) int
 		NotificationJob      func(childComplexity int, id string) int
@@ -600,6 +633,14 @@ type MutationResolver interface {
 	RemoveMfaFactor(ctx context.Context, factorID string) (*view.MFAFactorRemoved, error)
 	RegenerateRecoveryCodes(ctx context.Context) (*view.RecoveryCodes, error)
 	ResetUserMfa(ctx context.Context, userID string) (*view.MFAReset, error)
+	BeginPasskeyRegistration(ctx context.Context) (*view.PasskeyOptions, error)
+	FinishPasskeyRegistration(ctx context.Context, credential map[string]any, name *string, challengeID *string) (*view.Passkey, error)
+	RenamePasskey(ctx context.Context, passkeyID string, name string) (*view.Passkey, error)
+	RemovePasskey(ctx context.Context, passkeyID string) (*view.PasskeyRemoved, error)
+	BeginPasskeyLogin(ctx context.Context) (*view.PasskeyOptions, error)
+	FinishPasskeyLogin(ctx context.Context, challengeID string, credential map[string]any) (*view.Tokens, error)
+	BeginPasskeyMfa(ctx context.Context, challengeToken string) (*view.PasskeyOptions, error)
+	CompleteMfaLoginWithPasskey(ctx context.Context, challengeToken string, challengeID string, credential map[string]any) (*view.Tokens, error)
 }
 type QueryResolver interface {
 	Version(ctx context.Context) (string, error)
@@ -626,6 +667,7 @@ type QueryResolver interface {
 	Bans(ctx context.Context, first *int, after *string) (*BanConnection, error)
 	MyMfa(ctx context.Context) (*view.MFAStatus, error)
 	UserMfa(ctx context.Context, userID string) (*view.MFAStatus, error)
+	MyPasskeys(ctx context.Context) ([]view.Passkey, error)
 }
 type SubscriptionResolver interface {
 	NotificationJobUpdated(ctx context.Context, id string) (<-chan *view.NotificationJob, error)
@@ -1505,6 +1547,29 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.BanAddress(childComplexity, args["ip"].(string), args["reason"].(*string)), true
+	case "Mutation.beginPasskeyLogin":
+		if e.ComplexityRoot.Mutation.BeginPasskeyLogin == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Mutation.BeginPasskeyLogin(childComplexity), true
+	case "Mutation.beginPasskeyMfa":
+		if e.ComplexityRoot.Mutation.BeginPasskeyMfa == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_beginPasskeyMfa_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.BeginPasskeyMfa(childComplexity, args["challengeToken"].(string)), true
+	case "Mutation.beginPasskeyRegistration":
+		if e.ComplexityRoot.Mutation.BeginPasskeyRegistration == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Mutation.BeginPasskeyRegistration(childComplexity), true
 	case "Mutation.cancelEmailChange":
 		if e.ComplexityRoot.Mutation.CancelEmailChange == nil {
 			break
@@ -1571,6 +1636,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.CompleteMfaLogin(childComplexity, args["challengeToken"].(string), args["code"].(string)), true
+	case "Mutation.completeMfaLoginWithPasskey":
+		if e.ComplexityRoot.Mutation.CompleteMfaLoginWithPasskey == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_completeMfaLoginWithPasskey_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CompleteMfaLoginWithPasskey(childComplexity, args["challengeToken"].(string), args["challengeId"].(string), args["credential"].(map[string]any)), true
 	case "Mutation.confirmEmailChange":
 		if e.ComplexityRoot.Mutation.ConfirmEmailChange == nil {
 			break
@@ -1681,6 +1757,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.EnrollTotp(childComplexity, args["name"].(*string)), true
+	case "Mutation.finishPasskeyLogin":
+		if e.ComplexityRoot.Mutation.FinishPasskeyLogin == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_finishPasskeyLogin_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.FinishPasskeyLogin(childComplexity, args["challengeId"].(string), args["credential"].(map[string]any)), true
+	case "Mutation.finishPasskeyRegistration":
+		if e.ComplexityRoot.Mutation.FinishPasskeyRegistration == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_finishPasskeyRegistration_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.FinishPasskeyRegistration(childComplexity, args["credential"].(map[string]any), args["name"].(*string), args["challengeId"].(*string)), true
 	case "Mutation.googlePurchase":
 		if e.ComplexityRoot.Mutation.GooglePurchase == nil {
 			break
@@ -1798,6 +1896,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RemoveMfaFactor(childComplexity, args["factorId"].(string)), true
+	case "Mutation.removePasskey":
+		if e.ComplexityRoot.Mutation.RemovePasskey == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_removePasskey_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RemovePasskey(childComplexity, args["passkeyId"].(string)), true
+	case "Mutation.renamePasskey":
+		if e.ComplexityRoot.Mutation.RenamePasskey == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_renamePasskey_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RenamePasskey(childComplexity, args["passkeyId"].(string), args["name"].(string)), true
 	case "Mutation.requestPasswordReset":
 		if e.ComplexityRoot.Mutation.RequestPasswordReset == nil {
 			break
@@ -2174,6 +2294,99 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PageInfo.HasNextPage(childComplexity), true
 
+	case "Passkey.aaguid":
+		if e.ComplexityRoot.Passkey.AAGUID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Passkey.AAGUID(childComplexity), true
+	case "Passkey.attestationFormat":
+		if e.ComplexityRoot.Passkey.AttestationFormat == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Passkey.AttestationFormat(childComplexity), true
+	case "Passkey.backedUp":
+		if e.ComplexityRoot.Passkey.BackedUp == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Passkey.BackedUp(childComplexity), true
+	case "Passkey.backupEligible":
+		if e.ComplexityRoot.Passkey.BackupEligible == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Passkey.BackupEligible(childComplexity), true
+	case "Passkey.counterRegressions":
+		if e.ComplexityRoot.Passkey.CounterRegressions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Passkey.CounterRegressions(childComplexity), true
+	case "Passkey.createdAt":
+		if e.ComplexityRoot.Passkey.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Passkey.CreatedAt(childComplexity), true
+	case "Passkey.id":
+		if e.ComplexityRoot.Passkey.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Passkey.ID(childComplexity), true
+	case "Passkey.lastUsedAt":
+		if e.ComplexityRoot.Passkey.LastUsedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Passkey.LastUsedAt(childComplexity), true
+	case "Passkey.name":
+		if e.ComplexityRoot.Passkey.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Passkey.Name(childComplexity), true
+	case "Passkey.transports":
+		if e.ComplexityRoot.Passkey.Transports == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Passkey.Transports(childComplexity), true
+
+	case "PasskeyOptions.challengeId":
+		if e.ComplexityRoot.PasskeyOptions.ChallengeID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PasskeyOptions.ChallengeID(childComplexity), true
+	case "PasskeyOptions.expiresAt":
+		if e.ComplexityRoot.PasskeyOptions.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PasskeyOptions.ExpiresAt(childComplexity), true
+	case "PasskeyOptions.publicKey":
+		if e.ComplexityRoot.PasskeyOptions.PublicKey == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PasskeyOptions.PublicKey(childComplexity), true
+
+	case "PasskeyRemoved.passkeyId":
+		if e.ComplexityRoot.PasskeyRemoved.PasskeyID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PasskeyRemoved.PasskeyID(childComplexity), true
+	case "PasskeyRemoved.removed":
+		if e.ComplexityRoot.PasskeyRemoved.Removed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PasskeyRemoved.Removed(childComplexity), true
+
 	case "PasswordChange.sessionsEnded":
 		if e.ComplexityRoot.PasswordChange.SessionsEnded == nil {
 			break
@@ -2286,6 +2499,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.MyMfa(childComplexity), true
+	case "Query.myPasskeys":
+		if e.ComplexityRoot.Query.MyPasskeys == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.MyPasskeys(childComplexity), true
 	case "Query.mySessions":
 		if e.ComplexityRoot.Query.MySessions == nil {
 			break
@@ -3639,6 +3858,54 @@ func (ec *executionContext) childFields_PageInfo(ctx context.Context, field grap
 	return nil, fmt.Errorf("no field named %q was found under type PageInfo", field.Name)
 }
 
+func (ec *executionContext) childFields_Passkey(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Passkey_id(ctx, field)
+	case "name":
+		return ec.fieldContext_Passkey_name(ctx, field)
+	case "aaguid":
+		return ec.fieldContext_Passkey_aaguid(ctx, field)
+	case "attestationFormat":
+		return ec.fieldContext_Passkey_attestationFormat(ctx, field)
+	case "backupEligible":
+		return ec.fieldContext_Passkey_backupEligible(ctx, field)
+	case "backedUp":
+		return ec.fieldContext_Passkey_backedUp(ctx, field)
+	case "transports":
+		return ec.fieldContext_Passkey_transports(ctx, field)
+	case "counterRegressions":
+		return ec.fieldContext_Passkey_counterRegressions(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Passkey_createdAt(ctx, field)
+	case "lastUsedAt":
+		return ec.fieldContext_Passkey_lastUsedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Passkey", field.Name)
+}
+
+func (ec *executionContext) childFields_PasskeyOptions(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "challengeId":
+		return ec.fieldContext_PasskeyOptions_challengeId(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_PasskeyOptions_expiresAt(ctx, field)
+	case "publicKey":
+		return ec.fieldContext_PasskeyOptions_publicKey(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PasskeyOptions", field.Name)
+}
+
+func (ec *executionContext) childFields_PasskeyRemoved(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "passkeyId":
+		return ec.fieldContext_PasskeyRemoved_passkeyId(ctx, field)
+	case "removed":
+		return ec.fieldContext_PasskeyRemoved_removed(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PasskeyRemoved", field.Name)
+}
+
 func (ec *executionContext) childFields_PasswordChange(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "sessionsEnded":
@@ -4119,6 +4386,20 @@ func (ec *executionContext) field_Mutation_banAddress_args(ctx context.Context, 
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_beginPasskeyMfa_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "challengeToken",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["challengeToken"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_cancelEmailChange_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4194,6 +4475,36 @@ func (ec *executionContext) field_Mutation_changePassword_args(ctx context.Conte
 		return nil, err
 	}
 	args["newPassword"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_completeMfaLoginWithPasskey_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "challengeToken",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["challengeToken"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "challengeId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["challengeId"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "credential",
+		func(ctx context.Context, v any) (map[string]any, error) {
+			return ec.unmarshalNJSON2map(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["credential"] = arg2
 	return args, nil
 }
 
@@ -4375,6 +4686,58 @@ func (ec *executionContext) field_Mutation_enrollTotp_args(ctx context.Context, 
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_finishPasskeyLogin_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "challengeId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["challengeId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "credential",
+		func(ctx context.Context, v any) (map[string]any, error) {
+			return ec.unmarshalNJSON2map(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["credential"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_finishPasskeyRegistration_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "credential",
+		func(ctx context.Context, v any) (map[string]any, error) {
+			return ec.unmarshalNJSON2map(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["credential"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "challengeId",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["challengeId"] = arg2
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_googlePurchase_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4522,6 +4885,42 @@ func (ec *executionContext) field_Mutation_removeMfaFactor_args(ctx context.Cont
 		return nil, err
 	}
 	args["factorId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_removePasskey_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "passkeyId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["passkeyId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_renamePasskey_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "passkeyId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["passkeyId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg1
 	return args, nil
 }
 
@@ -11837,6 +12236,386 @@ func (ec *executionContext) fieldContext_Mutation_resetUserMfa(ctx context.Conte
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_beginPasskeyRegistration(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_beginPasskeyRegistration(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Mutation().BeginPasskeyRegistration(ctx)
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.PasskeyOptions
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.PasskeyOptions) graphql.Marshaler {
+			return ec.marshalNPasskeyOptions2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPasskeyOptions(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_beginPasskeyRegistration(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PasskeyOptions(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_finishPasskeyRegistration(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_finishPasskeyRegistration(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().FinishPasskeyRegistration(ctx, fc.Args["credential"].(map[string]any), fc.Args["name"].(*string), fc.Args["challengeId"].(*string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.Passkey
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.Passkey) graphql.Marshaler {
+			return ec.marshalNPasskey2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPasskey(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_finishPasskeyRegistration(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Passkey(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_finishPasskeyRegistration_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_renamePasskey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_renamePasskey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RenamePasskey(ctx, fc.Args["passkeyId"].(string), fc.Args["name"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.Passkey
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.Passkey) graphql.Marshaler {
+			return ec.marshalNPasskey2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPasskey(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_renamePasskey(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Passkey(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_renamePasskey_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_removePasskey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_removePasskey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RemovePasskey(ctx, fc.Args["passkeyId"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.PasskeyRemoved
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.PasskeyRemoved) graphql.Marshaler {
+			return ec.marshalNPasskeyRemoved2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPasskeyRemoved(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_removePasskey(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PasskeyRemoved(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_removePasskey_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_beginPasskeyLogin(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_beginPasskeyLogin(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Mutation().BeginPasskeyLogin(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *view.PasskeyOptions) graphql.Marshaler {
+			return ec.marshalNPasskeyOptions2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPasskeyOptions(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_beginPasskeyLogin(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PasskeyOptions(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_finishPasskeyLogin(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_finishPasskeyLogin(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().FinishPasskeyLogin(ctx, fc.Args["challengeId"].(string), fc.Args["credential"].(map[string]any))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *view.Tokens) graphql.Marshaler {
+			return ec.marshalNAuthPayload2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐTokens(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_finishPasskeyLogin(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuthPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_finishPasskeyLogin_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_beginPasskeyMfa(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_beginPasskeyMfa(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().BeginPasskeyMfa(ctx, fc.Args["challengeToken"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *view.PasskeyOptions) graphql.Marshaler {
+			return ec.marshalNPasskeyOptions2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPasskeyOptions(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_beginPasskeyMfa(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PasskeyOptions(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_beginPasskeyMfa_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_completeMfaLoginWithPasskey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_completeMfaLoginWithPasskey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CompleteMfaLoginWithPasskey(ctx, fc.Args["challengeToken"].(string), fc.Args["challengeId"].(string), fc.Args["credential"].(map[string]any))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *view.Tokens) graphql.Marshaler {
+			return ec.marshalNAuthPayload2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐTokens(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_completeMfaLoginWithPasskey(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuthPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_completeMfaLoginWithPasskey_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _NotificationJob_id(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12221,6 +13000,351 @@ func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field gra
 }
 func (ec *executionContext) fieldContext_PageInfo_hasNextPage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _Passkey_id(ctx context.Context, field graphql.CollectedField, obj *view.Passkey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Passkey_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Passkey_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Passkey", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Passkey_name(ctx context.Context, field graphql.CollectedField, obj *view.Passkey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Passkey_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Passkey_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Passkey", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Passkey_aaguid(ctx context.Context, field graphql.CollectedField, obj *view.Passkey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Passkey_aaguid(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AAGUID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Passkey_aaguid(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Passkey", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Passkey_attestationFormat(ctx context.Context, field graphql.CollectedField, obj *view.Passkey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Passkey_attestationFormat(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AttestationFormat, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Passkey_attestationFormat(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Passkey", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Passkey_backupEligible(ctx context.Context, field graphql.CollectedField, obj *view.Passkey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Passkey_backupEligible(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.BackupEligible, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Passkey_backupEligible(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Passkey", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _Passkey_backedUp(ctx context.Context, field graphql.CollectedField, obj *view.Passkey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Passkey_backedUp(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.BackedUp, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Passkey_backedUp(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Passkey", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _Passkey_transports(ctx context.Context, field graphql.CollectedField, obj *view.Passkey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Passkey_transports(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Transports, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Passkey_transports(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Passkey", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Passkey_counterRegressions(ctx context.Context, field graphql.CollectedField, obj *view.Passkey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Passkey_counterRegressions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CounterRegressions, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Passkey_counterRegressions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Passkey", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Passkey_createdAt(ctx context.Context, field graphql.CollectedField, obj *view.Passkey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Passkey_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Passkey_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Passkey", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _Passkey_lastUsedAt(ctx context.Context, field graphql.CollectedField, obj *view.Passkey) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Passkey_lastUsedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastUsedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Passkey_lastUsedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Passkey", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _PasskeyOptions_challengeId(ctx context.Context, field graphql.CollectedField, obj *view.PasskeyOptions) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PasskeyOptions_challengeId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ChallengeID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PasskeyOptions_challengeId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PasskeyOptions", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _PasskeyOptions_expiresAt(ctx context.Context, field graphql.CollectedField, obj *view.PasskeyOptions) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PasskeyOptions_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PasskeyOptions_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PasskeyOptions", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _PasskeyOptions_publicKey(ctx context.Context, field graphql.CollectedField, obj *view.PasskeyOptions) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PasskeyOptions_publicKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PublicKey, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalNJSON2map(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PasskeyOptions_publicKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PasskeyOptions", field, false, false, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _PasskeyRemoved_passkeyId(ctx context.Context, field graphql.CollectedField, obj *view.PasskeyRemoved) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PasskeyRemoved_passkeyId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PasskeyID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PasskeyRemoved_passkeyId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PasskeyRemoved", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _PasskeyRemoved_removed(ctx context.Context, field graphql.CollectedField, obj *view.PasskeyRemoved) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PasskeyRemoved_removed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Removed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PasskeyRemoved_removed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PasskeyRemoved", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _PasswordChange_sessionsEnded(ctx context.Context, field graphql.CollectedField, obj *view.PasswordChange) (ret graphql.Marshaler) {
@@ -13569,6 +14693,51 @@ func (ec *executionContext) fieldContext_Query_userMfa(ctx context.Context, fiel
 	if fc.Args, err = ec.field_Query_userMfa_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_myPasskeys(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_myPasskeys(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().MyPasskeys(ctx)
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal []view.Passkey
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v []view.Passkey) graphql.Marshaler {
+			return ec.marshalNPasskey2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPasskeyᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_myPasskeys(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Passkey(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -19637,6 +20806,62 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "beginPasskeyRegistration":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_beginPasskeyRegistration(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "finishPasskeyRegistration":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_finishPasskeyRegistration(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "renamePasskey":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_renamePasskey(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "removePasskey":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_removePasskey(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "beginPasskeyLogin":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_beginPasskeyLogin(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "finishPasskeyLogin":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_finishPasskeyLogin(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "beginPasskeyMfa":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_beginPasskeyMfa(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "completeMfaLoginWithPasskey":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_completeMfaLoginWithPasskey(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -19813,6 +21038,180 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 			}
 		case "hasNextPage":
 			out.Values[i] = ec._PageInfo_hasNextPage(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var passkeyImplementors = []string{"Passkey"}
+
+func (ec *executionContext) _Passkey(ctx context.Context, sel ast.SelectionSet, obj *view.Passkey) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, passkeyImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Passkey")
+		case "id":
+			out.Values[i] = ec._Passkey_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "name":
+			out.Values[i] = ec._Passkey_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "aaguid":
+			out.Values[i] = ec._Passkey_aaguid(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "attestationFormat":
+			out.Values[i] = ec._Passkey_attestationFormat(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "backupEligible":
+			out.Values[i] = ec._Passkey_backupEligible(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "backedUp":
+			out.Values[i] = ec._Passkey_backedUp(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "transports":
+			out.Values[i] = ec._Passkey_transports(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "counterRegressions":
+			out.Values[i] = ec._Passkey_counterRegressions(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._Passkey_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastUsedAt":
+			out.Values[i] = ec._Passkey_lastUsedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var passkeyOptionsImplementors = []string{"PasskeyOptions"}
+
+func (ec *executionContext) _PasskeyOptions(ctx context.Context, sel ast.SelectionSet, obj *view.PasskeyOptions) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, passkeyOptionsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PasskeyOptions")
+		case "challengeId":
+			out.Values[i] = ec._PasskeyOptions_challengeId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "expiresAt":
+			out.Values[i] = ec._PasskeyOptions_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "publicKey":
+			out.Values[i] = ec._PasskeyOptions_publicKey(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var passkeyRemovedImplementors = []string{"PasskeyRemoved"}
+
+func (ec *executionContext) _PasskeyRemoved(ctx context.Context, sel ast.SelectionSet, obj *view.PasskeyRemoved) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, passkeyRemovedImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PasskeyRemoved")
+		case "passkeyId":
+			out.Values[i] = ec._PasskeyRemoved_passkeyId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "removed":
+			out.Values[i] = ec._PasskeyRemoved_removed(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -20454,6 +21853,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_userMfa(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "myPasskeys":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_myPasskeys(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -22393,6 +23814,28 @@ func (ec *executionContext) marshalNInt2int(ctx context.Context, sel ast.Selecti
 	return res
 }
 
+func (ec *executionContext) unmarshalNJSON2map(ctx context.Context, v any) (map[string]any, error) {
+	res, err := graphql.UnmarshalMap(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNJSON2map(ctx context.Context, sel ast.SelectionSet, v map[string]any) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	_ = sel
+	res := graphql.MarshalMap(v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
 func (ec *executionContext) marshalNMessengerBotStatus2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerBotStatus(ctx context.Context, sel ast.SelectionSet, v view.MessengerBotStatus) graphql.Marshaler {
 	return ec._MessengerBotStatus(ctx, sel, &v)
 }
@@ -22659,6 +24102,64 @@ func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋheraldᚑvpnᚋhe
 		return graphql.Null
 	}
 	return ec._PageInfo(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNPasskey2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPasskey(ctx context.Context, sel ast.SelectionSet, v view.Passkey) graphql.Marshaler {
+	return ec._Passkey(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNPasskey2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPasskeyᚄ(ctx context.Context, sel ast.SelectionSet, v []view.Passkey) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPasskey2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPasskey(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNPasskey2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPasskey(ctx context.Context, sel ast.SelectionSet, v *view.Passkey) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Passkey(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNPasskeyOptions2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPasskeyOptions(ctx context.Context, sel ast.SelectionSet, v view.PasskeyOptions) graphql.Marshaler {
+	return ec._PasskeyOptions(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNPasskeyOptions2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPasskeyOptions(ctx context.Context, sel ast.SelectionSet, v *view.PasskeyOptions) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._PasskeyOptions(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNPasskeyRemoved2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPasskeyRemoved(ctx context.Context, sel ast.SelectionSet, v view.PasskeyRemoved) graphql.Marshaler {
+	return ec._PasskeyRemoved(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNPasskeyRemoved2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPasskeyRemoved(ctx context.Context, sel ast.SelectionSet, v *view.PasskeyRemoved) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._PasskeyRemoved(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNPasswordChange2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPasswordChange(ctx context.Context, sel ast.SelectionSet, v view.PasswordChange) graphql.Marshaler {

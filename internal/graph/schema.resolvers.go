@@ -527,6 +527,77 @@ func (r *mutationResolver) ResetUserMfa(ctx context.Context, userID string) (*vi
 	return &view.MFAReset{UserID: userID, FactorsRemoved: n}, nil
 }
 
+// BeginPasskeyRegistration is the resolver for the beginPasskeyRegistration field.
+func (r *mutationResolver) BeginPasskeyRegistration(ctx context.Context) (*view.PasskeyOptions, error) {
+	return passkeyOptions(r.Passkeys.BeginRegistration(ctx, auth.Caller(ctx)))
+}
+
+// FinishPasskeyRegistration is the resolver for the finishPasskeyRegistration field.
+func (r *mutationResolver) FinishPasskeyRegistration(ctx context.Context, credential map[string]any, name *string, challengeID *string) (*view.Passkey, error) {
+	raw, err := credentialJSON(credential)
+	if err != nil {
+		return nil, err
+	}
+	c, err := r.Passkeys.FinishRegistration(ctx, auth.Caller(ctx), deref(challengeID), deref(name), raw)
+	if err != nil {
+		return nil, err
+	}
+	return ptr(view.NewPasskey(c)), nil
+}
+
+// RenamePasskey is the resolver for the renamePasskey field.
+func (r *mutationResolver) RenamePasskey(ctx context.Context, passkeyID string, name string) (*view.Passkey, error) {
+	c, err := r.Passkeys.Rename(ctx, auth.Caller(ctx), passkeyID, name)
+	if err != nil {
+		return nil, err
+	}
+	return ptr(view.NewPasskey(c)), nil
+}
+
+// RemovePasskey is the resolver for the removePasskey field.
+func (r *mutationResolver) RemovePasskey(ctx context.Context, passkeyID string) (*view.PasskeyRemoved, error) {
+	if err := r.Passkeys.Remove(ctx, auth.Caller(ctx), passkeyID); err != nil {
+		return nil, err
+	}
+	return &view.PasskeyRemoved{PasskeyID: passkeyID, Removed: true}, nil
+}
+
+// BeginPasskeyLogin is the resolver for the beginPasskeyLogin field.
+func (r *mutationResolver) BeginPasskeyLogin(ctx context.Context) (*view.PasskeyOptions, error) {
+	return passkeyOptions(r.Passkeys.BeginLogin(ctx))
+}
+
+// FinishPasskeyLogin is the resolver for the finishPasskeyLogin field.
+func (r *mutationResolver) FinishPasskeyLogin(ctx context.Context, challengeID string, credential map[string]any) (*view.Tokens, error) {
+	raw, err := credentialJSON(credential)
+	if err != nil {
+		return nil, err
+	}
+	t, err := r.Passkeys.FinishLogin(ctx, challengeID, raw, sessions.ClientAt(api.Info(ctx).UserAgent, api.Info(ctx).ClientIP))
+	if err != nil {
+		return nil, err
+	}
+	return ptr(view.NewTokens(t)), nil
+}
+
+// BeginPasskeyMfa is the resolver for the beginPasskeyMfa field.
+func (r *mutationResolver) BeginPasskeyMfa(ctx context.Context, challengeToken string) (*view.PasskeyOptions, error) {
+	return passkeyOptions(r.Passkeys.BeginMFA(ctx, challengeToken))
+}
+
+// CompleteMfaLoginWithPasskey is the resolver for the completeMfaLoginWithPasskey field.
+func (r *mutationResolver) CompleteMfaLoginWithPasskey(ctx context.Context, challengeToken string, challengeID string, credential map[string]any) (*view.Tokens, error) {
+	raw, err := credentialJSON(credential)
+	if err != nil {
+		return nil, err
+	}
+	t, err := r.Passkeys.FinishMFA(ctx, challengeToken, challengeID, raw, sessions.ClientAt(api.Info(ctx).UserAgent, api.Info(ctx).ClientIP))
+	if err != nil {
+		return nil, err
+	}
+	return ptr(view.NewTokens(t)), nil
+}
+
 // Version is the resolver for the version field.
 func (r *queryResolver) Version(ctx context.Context) (string, error) {
 	return r.Resolver.Version, nil
@@ -760,6 +831,15 @@ func (r *queryResolver) UserMfa(ctx context.Context, userID string) (*view.MFASt
 		return nil, err
 	}
 	return ptr(view.NewMFAStatus(st)), nil
+}
+
+// MyPasskeys is the resolver for the myPasskeys field.
+func (r *queryResolver) MyPasskeys(ctx context.Context) ([]view.Passkey, error) {
+	list, err := r.Passkeys.List(ctx, auth.Caller(ctx).AccountID)
+	if err != nil {
+		return nil, err
+	}
+	return view.All(list, view.NewPasskey), nil
 }
 
 // NotificationJobUpdated is the resolver for the notificationJobUpdated field.

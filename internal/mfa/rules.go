@@ -20,11 +20,13 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 )
 
-// Kinds of second factor, as challenges and factors name them. A passkey
-// kind joins them when passkeys can complete a challenge.
+// Kinds of second factor, as challenges and factors name them.
 const (
 	KindTOTP     = "totp"
 	KindRecovery = "recovery"
+	// KindPasskey is a passkey's assertion (internal/passkeys), which
+	// completes a challenge through CompleteLoginWith.
+	KindPasskey = "passkey"
 )
 
 // TOTP parameters: what every authenticator app reads from an otpauth://

@@ -76,8 +76,15 @@ type Store interface {
 	// InTx): storage.ErrNotFound for none; UseMFAChallenge marks it used.
 	LockMFAChallenge(ctx context.Context, hash []byte) (Challenge, error)
 	UseMFAChallenge(ctx context.Context, hash []byte) error
-	// HasActiveMFA reports whether the account has a confirmed factor.
+	// HasActiveMFA reports whether the account has a confirmed TOTP
+	// factor.
 	HasActiveMFA(ctx context.Context, accountID string) (bool, error)
+	// HasPasskey reports whether the account has a passkey: a factor too
+	// (internal/passkeys owns them).
+	HasPasskey(ctx context.Context, accountID string) (bool, error)
+	// DeletePasskeys deletes every passkey of the account (an admin's
+	// reset) and reports how many went.
+	DeletePasskeys(ctx context.Context, accountID string) (int, error)
 }
 
 // Config is the service's settings.
@@ -345,7 +352,7 @@ func (s *Service) RequireAAL2(ctx context.Context, p auth.Principal) error {
 	if p.Kind != auth.User || p.AAL == auth.AAL2 {
 		return nil
 	}
-	active, err := s.store.HasActiveMFA(ctx, p.AccountID)
+	active, err := s.HasFactor(ctx, p.AccountID)
 	if err != nil {
 		return err
 	}
@@ -355,13 +362,31 @@ func (s *Service) RequireAAL2(ctx context.Context, p auth.Principal) error {
 	return nil
 }
 
+// HasFactor reports whether the account has a factor that guards it: an
+// active TOTP factor or a passkey.
+func (s *Service) HasFactor(ctx context.Context, accountID string) (bool, error) {
+	active, err := s.store.HasActiveMFA(ctx, accountID)
+	if err != nil || active {
+		return active, err
+	}
+	return s.store.HasPasskey(ctx, accountID)
+}
+
 // Challenge implements sessions.SecondFactor: nil for an account without
-// an active factor; otherwise MFA_REQUIRED with a fresh challenge
-// (details challengeToken, expiresAt, factors).
+// an active factor (TOTP or a passkey); otherwise MFA_REQUIRED with a
+// fresh challenge (details challengeToken, expiresAt, factors: the kinds
+// that may complete it).
 func (s *Service) Challenge(ctx context.Context, acct accounts.Account) error {
-	active, err := s.store.HasActiveMFA(ctx, acct.ID)
-	if err != nil || !active {
+	totpActive, err := s.store.HasActiveMFA(ctx, acct.ID)
+	if err != nil {
 		return err
+	}
+	passkey, err := s.store.HasPasskey(ctx, acct.ID)
+	if err != nil {
+		return err
+	}
+	if !totpActive && !passkey {
+		return nil
 	}
 	tok, hash, err := NewChallenge()
 	if err != nil {
@@ -372,11 +397,17 @@ func (s *Service) Challenge(ctx context.Context, acct accounts.Account) error {
 	if err := s.store.CreateMFAChallenge(ctx, c); err != nil {
 		return err
 	}
-	kinds := []string{KindTOTP}
+	var kinds []string
+	if totpActive {
+		kinds = append(kinds, KindTOTP)
+	}
 	if left, err := s.store.RecoveryCodesLeft(ctx, acct.ID); err != nil {
 		return err
 	} else if left > 0 {
 		kinds = append(kinds, KindRecovery)
+	}
+	if passkey {
+		kinds = append(kinds, KindPasskey)
 	}
 	return apperr.New(apperr.MFARequired).
 		With("challengeToken", tok).
@@ -401,6 +432,32 @@ func (s *Service) CodeProof(code string) (Proof, error) {
 	return func(ctx context.Context, accountID string, now time.Time) (string, bool, error) {
 		return s.proveCode(ctx, accountID, c, now)
 	}, nil
+}
+
+// ChallengeAccount is the account of a login's challenge that may still
+// complete it (MFA_CHALLENGE_INVALID otherwise): what a passkey
+// assertion begun for the challenge is bound to.
+func (s *Service) ChallengeAccount(ctx context.Context, challengeToken string) (string, error) {
+	hash, err := ParseChallenge(challengeToken)
+	if err != nil {
+		return "", err
+	}
+	var accountID string
+	err = s.store.InTx(ctx, func(ctx context.Context) error {
+		ch, err := s.store.LockMFAChallenge(ctx, hash)
+		if errors.Is(err, storage.ErrNotFound) {
+			return apperr.New(apperr.MFAChallengeInvalid).With("reason", "unknown")
+		}
+		if err != nil {
+			return err
+		}
+		if err := ch.Usable(s.store.TxTime(ctx)); err != nil {
+			return err
+		}
+		accountID = ch.AccountID
+		return nil
+	})
+	return accountID, err
 }
 
 // CompleteLogin completes a login's challenge with a TOTP or recovery
@@ -573,11 +630,11 @@ func (s *Service) checked(ctx context.Context, accountID string, check func(ctx 
 	return failed
 }
 
-// Reset removes every factor and recovery code of an account (an
+// Reset removes every factor, passkey and recovery code of an account (an
 // admin's action, audited by the security.mfa_reset webhook event):
 // USER_NOT_FOUND for an unknown account; an account holding admin needs a
 // caller holding admin (accounts.MayManage). It reports how many factors
-// went.
+// (passkeys included) went.
 func (s *Service) Reset(ctx context.Context, by auth.Principal, accountID string) (int, error) {
 	acct, err := s.accounts.ByID(ctx, accountID)
 	if err != nil {
@@ -592,6 +649,11 @@ func (s *Service) Reset(ctx context.Context, by auth.Principal, accountID string
 		if n, err = s.store.DeleteMFAFactors(ctx, accountID, nil, false); err != nil {
 			return err
 		}
+		passkeys, err := s.store.DeletePasskeys(ctx, accountID)
+		if err != nil {
+			return err
+		}
+		n += passkeys
 		if err := s.store.ReplaceRecoveryCodes(ctx, accountID, nil); err != nil {
 			return err
 		}

@@ -182,6 +182,16 @@ func restRoutes(h *rest.Handlers) []route {
 		{"POST", "/api/v1/users/me/mfa/recovery-codes", auth.Protected, h.RegenerateRecoveryCodes()},
 		{"GET", "/api/v1/admin/users/{id}/mfa", auth.Scoped(auth.ScopeAccountsRead), h.UserMFA()},
 		{"DELETE", "/api/v1/admin/users/{id}/mfa", auth.Scoped(auth.ScopeAccountsWrite), h.ResetUserMFA()},
+		// Passkeys (issue 25).
+		{"POST", "/api/v1/users/me/passkeys/register/begin", auth.Protected, h.BeginPasskeyRegistration()},
+		{"POST", "/api/v1/users/me/passkeys/register/finish", auth.Protected, h.FinishPasskeyRegistration()},
+		{"GET", "/api/v1/users/me/passkeys", auth.Protected, h.MyPasskeys()},
+		{"PATCH", "/api/v1/users/me/passkeys/{id}", auth.Protected, h.RenamePasskey()},
+		{"DELETE", "/api/v1/users/me/passkeys/{id}", auth.Protected, h.RemovePasskey()},
+		{"POST", "/api/v1/auth/passkey/begin", auth.ForAuthTier, h.BeginPasskeyLogin()},
+		{"POST", "/api/v1/auth/passkey/finish", auth.ForAuthTier, h.FinishPasskeyLogin()},
+		{"POST", "/api/v1/auth/login/mfa/passkey/begin", auth.ForAuthTier, h.BeginPasskeyMFA()},
+		{"POST", "/api/v1/auth/login/mfa/passkey/finish", auth.ForAuthTier, h.FinishPasskeyMFA()},
 		// The OpenAPI document of these routes: global tier only, as every
 		// request under /api/.
 		{"GET", "/api/v1/openapi.json", auth.Public, h.OpenAPI()},

@@ -19,6 +19,7 @@ import (
 	"github.com/herald-vpn/herald/internal/mfa"
 	"github.com/herald-vpn/herald/internal/notifications"
 	"github.com/herald-vpn/herald/internal/overview"
+	"github.com/herald-vpn/herald/internal/passkeys"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/subscriptions"
 	"github.com/herald-vpn/herald/internal/webhooks"
@@ -49,4 +50,7 @@ type Services struct {
 
 	// MFA is second factors: enrollment, login challenges, step-up.
 	MFA *mfa.Service
+	// Passkeys are WebAuthn credentials: registration, passwordless
+	// sign-in and the second step of a login.
+	Passkeys *passkeys.Service
 }

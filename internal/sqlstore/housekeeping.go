@@ -47,6 +47,7 @@ func (db *DB) Prune(ctx context.Context, deliveriesBefore time.Time) (Pruned, er
 			{&p.TelegramUpdates, `DELETE FROM telegram_updates WHERE processed_at < ?`, []any{tx.now.Add(-messenger.UpdateRetention)}},
 			{new(int64), `DELETE FROM telegram_link_tokens WHERE expires_at < ?`, []any{tx.now.Add(-messenger.LinkTokenRetention)}},
 			{new(int64), `DELETE FROM mfa_challenges WHERE expires_at < ?`, []any{tx.now.Add(-time.Hour)}},
+			{new(int64), `DELETE FROM passkey_ceremonies WHERE expires_at < ?`, []any{tx.now.Add(-time.Hour)}},
 			{new(int64), `DELETE FROM webhook_attempts WHERE created_at < ?`, []any{tx.now.Add(-webhooks.Retention)}},
 			{&p.WebhookEvents, `DELETE FROM webhook_events WHERE created_at < ?`, []any{tx.now.Add(-webhooks.Retention)}},
 		}
