@@ -1,0 +1,335 @@
+package main
+
+// Passkeys end to end, through the real server on both databases and both
+// doors, with a software authenticator (internal/passkeys/passkeystest:
+// ECDSA P-256, CBOR attestation "none" and "packed" self attestation):
+// registration, passwordless sign-in (a web and an Android origin), a
+// passkey completing a login's MFA challenge, rename and removal with
+// step-up, and the refusals — another origin, another relying party id, a
+// replayed ceremony, a signature counter that went backwards.
+
+import (
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/herald-vpn/herald/internal/passkeys/passkeystest"
+	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
+)
+
+const (
+	passkeyRPID    = "herald.test"
+	passkeyOrigin  = "https://herald.test"
+	passkeyAndroid = "android:apk-key-hash:Wm9vbS16b29tLWZha2UtY2VydGlmaWNhdGUtaGFzaA"
+)
+
+const passkeyFields = `id name aaguid attestationFormat backupEligible backedUp transports counterRegressions createdAt lastUsedAt`
+
+var passkeyDocs = map[string]string{
+	"beginPasskeyRegistration":    `mutation { beginPasskeyRegistration { challengeId expiresAt publicKey } }`,
+	"finishPasskeyRegistration":   `mutation($credential: JSON!, $name: String, $challengeId: ID) { finishPasskeyRegistration(credential: $credential, name: $name, challengeId: $challengeId) { ` + passkeyFields + ` } }`,
+	"myPasskeys":                  `query { myPasskeys { ` + passkeyFields + ` } }`,
+	"renamePasskey":               `mutation($passkeyId: ID!, $name: String!) { renamePasskey(passkeyId: $passkeyId, name: $name) { ` + passkeyFields + ` } }`,
+	"removePasskey":               `mutation($passkeyId: ID!) { removePasskey(passkeyId: $passkeyId) { passkeyId removed } }`,
+	"beginPasskeyLogin":           `mutation { beginPasskeyLogin { challengeId expiresAt publicKey } }`,
+	"finishPasskeyLogin":          `mutation($challengeId: ID!, $credential: JSON!) { finishPasskeyLogin(challengeId: $challengeId, credential: $credential) { ` + mfaTokenFields + ` } }`,
+	"beginPasskeyMfa":             `mutation($challengeToken: String!) { beginPasskeyMfa(challengeToken: $challengeToken) { challengeId expiresAt publicKey } }`,
+	"completeMfaLoginWithPasskey": `mutation($challengeToken: String!, $challengeId: ID!, $credential: JSON!) { completeMfaLoginWithPasskey(challengeToken: $challengeToken, challengeId: $challengeId, credential: $credential) { ` + mfaTokenFields + ` } }`,
+}
+
+// passkeyOp runs a passkey operation through the door.
+func passkeyOp(t testing.TB, h *herald, dn, op string, args map[string]any, opts ...reqOption) result {
+	t.Helper()
+	if dn == graphQLDoor.name {
+		return gql(t, h, op, passkeyDocs[op], args, opts...)
+	}
+	str := func(k string) string { s, _ := args[k].(string); return s }
+	var method, path string
+	var body any
+	switch op {
+	case "beginPasskeyRegistration":
+		method, path = http.MethodPost, "/api/v1/users/me/passkeys/register/begin"
+	case "finishPasskeyRegistration":
+		method, path, body = http.MethodPost, "/api/v1/users/me/passkeys/register/finish", args
+	case "myPasskeys":
+		method, path = http.MethodGet, "/api/v1/users/me/passkeys"
+	case "renamePasskey":
+		method, path, body = http.MethodPatch, "/api/v1/users/me/passkeys/"+url.PathEscape(str("passkeyId")), map[string]any{"name": args["name"]}
+	case "removePasskey":
+		method, path = http.MethodDelete, "/api/v1/users/me/passkeys/"+url.PathEscape(str("passkeyId"))
+	case "beginPasskeyLogin":
+		method, path = http.MethodPost, "/api/v1/auth/passkey/begin"
+	case "finishPasskeyLogin":
+		method, path, body = http.MethodPost, "/api/v1/auth/passkey/finish", args
+	case "beginPasskeyMfa":
+		method, path, body = http.MethodPost, "/api/v1/auth/login/mfa/passkey/begin", args
+	case "completeMfaLoginWithPasskey":
+		method, path, body = http.MethodPost, "/api/v1/auth/login/mfa/passkey/finish", args
+	default:
+		t.Fatalf("no REST route for %s", op)
+	}
+	status, env, hdr := h.rest(t, method, path, body, opts...)
+	return envelopeResult(t, op, status, env, hdr)
+}
+
+// begun is a ceremony's challenge id and publicKey options.
+func begun(t testing.TB, what string, r result) (string, map[string]any) {
+	t.Helper()
+	expectOK(t, what, r, http.StatusOK)
+	id, _ := jsonPath(r.data, "challengeId").(string)
+	pk, _ := jsonPath(r.data, "publicKey").(map[string]any)
+	if !strings.HasPrefix(id, "pkc_") || pk == nil || jsonPath(r.data, "expiresAt") == nil {
+		t.Fatalf("%s: %v", what, r.data)
+	}
+	return id, pk
+}
+
+// registerPasskey registers a passkey of a for the holder of access.
+func registerPasskey(t testing.TB, h *herald, dn, access string, a *passkeystest.Authenticator, name string) (map[string]any, *passkeystest.Credential) {
+	t.Helper()
+	id, pk := begun(t, "begin registration", passkeyOp(t, h, dn, "beginPasskeyRegistration", nil, withBearer(access)))
+	if jsonPath(pk, "rp", "id") != passkeyRPID || jsonPath(pk, "authenticatorSelection", "residentKey") != "required" ||
+		jsonPath(pk, "authenticatorSelection", "userVerification") != "preferred" {
+		t.Fatalf("creation options: %v", pk)
+	}
+	cred, c, err := a.Create(pk, passkeystest.Ceremony{Origin: passkeyOrigin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := map[string]any{"credential": cred, "name": name}
+	if dn == graphQLDoor.name {
+		args["challengeId"] = id // the REST call leaves it out: the credential names its challenge
+	}
+	r := passkeyOp(t, h, dn, "finishPasskeyRegistration", args, withBearer(access))
+	expectOK(t, "finish registration", r, map[string]int{"rest": 201, "graphql": 200}[dn])
+	p, _ := r.data.(map[string]any)
+	if p["name"] != name || p["id"] == "" || p["attestationFormat"] != cmpFormat(a.Format) || p["counterRegressions"] != float64(0) {
+		t.Fatalf("registered passkey: %v", p)
+	}
+	return p, c
+}
+
+func cmpFormat(f string) string {
+	if f == "" {
+		return passkeystest.FormatNone
+	}
+	return f
+}
+
+// passkeyLogin signs in without a password: the finish's result.
+func passkeyLogin(t testing.TB, h *herald, dn string, a *passkeystest.Authenticator, c passkeystest.Ceremony) result {
+	t.Helper()
+	id, pk := begun(t, "begin sign-in", passkeyOp(t, h, dn, "beginPasskeyLogin", nil))
+	if l, ok := pk["allowCredentials"].([]any); ok && len(l) > 0 || pk["rpId"] != passkeyRPID {
+		t.Fatalf("sign-in options: %v", pk)
+	}
+	cred, err := a.Get(pk, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return passkeyOp(t, h, dn, "finishPasskeyLogin", map[string]any{"challengeId": id, "credential": cred})
+}
+
+func myPasskeys(t testing.TB, h *herald, dn, access string) []map[string]any {
+	t.Helper()
+	r := passkeyOp(t, h, dn, "myPasskeys", nil, withBearer(access))
+	expectOK(t, "myPasskeys", r, 200)
+	var out []map[string]any
+	for _, p := range asList(r.data) {
+		out = append(out, p.(map[string]any))
+	}
+	return out
+}
+
+func TestPasskeysE2E(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
+		h := startHerald(t, d, accountsEnv(map[string]string{
+			"HERALD_WEBAUTHN_RP_ID":   passkeyRPID,
+			"HERALD_WEBAUTHN_RP_NAME": "Herald Test",
+			"HERALD_WEBAUTHN_ORIGINS": passkeyOrigin + "," + passkeyAndroid,
+		}))
+		for _, dn := range doorNames {
+			t.Run(dn, func(t *testing.T) { testPasskeys(t, h, dn) })
+		}
+	})
+}
+
+func testPasskeys(t *testing.T, h *herald, dn string) {
+	email := dn + "-passkey@example.com"
+	aal1, _ := newUserToken(t, h, dn, email)
+	phone := &passkeystest.Authenticator{Synced: true}
+	first, _ := registerPasskey(t, h, dn, aal1, phone, "Phone")
+	if first["backupEligible"] != true || first["backedUp"] != true || !slices.Contains(asStrings(t, first["transports"]), "internal") {
+		t.Fatalf("synced passkey: %v", first)
+	}
+	firstID := first["id"].(string)
+
+	// The passkey is a factor: the password alone no longer signs in.
+	challenge(t, h, dn, email, "passkey")
+
+	// Passwordless, from the web origin and from the Android app.
+	session := tokensOf(t, "passkey sign-in", passkeyLogin(t, h, dn, phone, passkeystest.Ceremony{Origin: passkeyOrigin}))
+	expectAAL(t, "passkey sign-in", session.access, "aal2", "webauthn")
+	refreshed := tokensOf(t, "refresh", call(t, h, dn, opRefresh, map[string]any{"refreshToken": session.refresh}))
+	expectAAL(t, "refreshed", refreshed.access, "aal2", "webauthn")
+	tokensOf(t, "passkey sign-in from the Android app", passkeyLogin(t, h, dn, phone, passkeystest.Ceremony{Origin: passkeyAndroid}))
+	aal2 := session.access
+
+	t.Run("Refusals", func(t *testing.T) {
+		r := passkeyLogin(t, h, dn, phone, passkeystest.Ceremony{Origin: "https://evil.test"})
+		expectError(t, "another origin", r, 401, "PASSKEY_ASSERTION_FAILED")
+		r = passkeyLogin(t, h, dn, phone, passkeystest.Ceremony{Origin: passkeyOrigin, RPID: "evil.test"})
+		expectError(t, "another relying party id", r, 401, "PASSKEY_ASSERTION_FAILED")
+
+		// A ceremony is finished once: the same answer again is refused.
+		id, pk := begun(t, "begin", passkeyOp(t, h, dn, "beginPasskeyLogin", nil))
+		cred, err := phone.Get(pk, passkeystest.Ceremony{Origin: passkeyOrigin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokensOf(t, "first finish", passkeyOp(t, h, dn, "finishPasskeyLogin", map[string]any{"challengeId": id, "credential": cred}))
+		r = passkeyOp(t, h, dn, "finishPasskeyLogin", map[string]any{"challengeId": id, "credential": cred})
+		expectError(t, "replayed ceremony", r, 400, "PASSKEY_CHALLENGE_INVALID")
+		if r.details["reason"] != "used" {
+			t.Fatalf("replayed ceremony: %v", r.details)
+		}
+		r = passkeyOp(t, h, dn, "finishPasskeyLogin", map[string]any{"challengeId": "pkc_" + strings.Repeat("A", 32), "credential": cred})
+		expectError(t, "unknown ceremony", r, 400, "PASSKEY_CHALLENGE_INVALID")
+		r = passkeyOp(t, h, dn, "finishPasskeyLogin", map[string]any{"challengeId": "nope", "credential": cred})
+		expectError(t, "malformed ceremony id", r, 400, "PASSKEY_CHALLENGE_INVALID")
+		id, _ = begun(t, "begin", passkeyOp(t, h, dn, "beginPasskeyLogin", nil))
+		r = passkeyOp(t, h, dn, "finishPasskeyLogin", map[string]any{"challengeId": id, "credential": map[string]any{"id": "x", "type": "public-key"}})
+		expectError(t, "not a credential", r, 400, "VALIDATION_ERROR")
+
+		// A counter that went backwards: refused and recorded.
+		back := uint32(1)
+		r = passkeyLogin(t, h, dn, phone, passkeystest.Ceremony{Origin: passkeyOrigin, Counter: &back})
+		expectError(t, "counter regression", r, 401, "PASSKEY_COUNTER_REGRESSION")
+		if got := myPasskeys(t, h, dn, aal2)[0]["counterRegressions"]; got != float64(1) {
+			t.Fatalf("counterRegressions %v, want 1", got)
+		}
+		ahead := uint32(1000)
+		tokensOf(t, "a counter ahead again", passkeyLogin(t, h, dn, phone, passkeystest.Ceremony{Origin: passkeyOrigin, Counter: &ahead}))
+
+		// Registration: another origin, another relying party id, a
+		// replayed answer, and a ceremony's answer for another account.
+		for _, c := range []passkeystest.Ceremony{{Origin: "https://evil.test"}, {Origin: passkeyOrigin, RPID: "evil.test"}} {
+			_, pk := begun(t, "begin registration", passkeyOp(t, h, dn, "beginPasskeyRegistration", nil, withBearer(aal2)))
+			cred, _, err := (&passkeystest.Authenticator{}).Create(pk, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := passkeyOp(t, h, dn, "finishPasskeyRegistration", map[string]any{"credential": cred}, withBearer(aal2))
+			expectError(t, "registration refused", r, 400, "PASSKEY_REGISTRATION_FAILED")
+			if reason, _ := r.details["reason"].(string); reason == "" {
+				t.Fatalf("registration refused without a reason: %v", r.details)
+			}
+		}
+		_, pk = begun(t, "begin registration", passkeyOp(t, h, dn, "beginPasskeyRegistration", nil, withBearer(aal2)))
+		regCred, _, err := (&passkeystest.Authenticator{}).Create(pk, passkeystest.Ceremony{Origin: passkeyOrigin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		otherAccess, _ := newUserToken(t, h, dn, dn+"-passkey-other@example.com")
+		r = passkeyOp(t, h, dn, "finishPasskeyRegistration", map[string]any{"credential": regCred}, withBearer(otherAccess))
+		expectError(t, "another account's ceremony", r, 400, "PASSKEY_CHALLENGE_INVALID")
+		expectOK(t, "registration", passkeyOp(t, h, dn, "finishPasskeyRegistration", map[string]any{"credential": regCred, "name": "Spare"}, withBearer(aal2)),
+			map[string]int{"rest": 201, "graphql": 200}[dn])
+		r = passkeyOp(t, h, dn, "finishPasskeyRegistration", map[string]any{"credential": regCred}, withBearer(aal2))
+		expectError(t, "replayed registration", r, 400, "PASSKEY_CHALLENGE_INVALID")
+		spare := myPasskeys(t, h, dn, aal2)
+		if len(spare) != 2 || spare[1]["name"] != "Spare" {
+			t.Fatalf("passkeys: %v", spare)
+		}
+		expectOK(t, "remove the spare", passkeyOp(t, h, dn, "removePasskey", map[string]any{"passkeyId": spare[1]["id"]}, withBearer(aal2)), 200)
+	})
+
+	t.Run("StepUp", func(t *testing.T) {
+		// The token from before the passkey is at aal1: registering
+		// another and removing one need aal2 now.
+		r := passkeyOp(t, h, dn, "beginPasskeyRegistration", nil, withBearer(aal1))
+		expectError(t, "register at aal1", r, 403, "MFA_STEP_UP_REQUIRED")
+		r = passkeyOp(t, h, dn, "removePasskey", map[string]any{"passkeyId": firstID}, withBearer(aal1))
+		expectError(t, "remove at aal1", r, 403, "MFA_STEP_UP_REQUIRED")
+		// Renaming does not.
+		r = passkeyOp(t, h, dn, "renamePasskey", map[string]any{"passkeyId": firstID, "name": " Work phone "}, withBearer(aal1))
+		expectOK(t, "rename", r, 200)
+		if jsonPath(r.data, "name") != "Work phone" {
+			t.Fatalf("renamed: %v", r.data)
+		}
+		r = passkeyOp(t, h, dn, "renamePasskey", map[string]any{"passkeyId": "no-such-passkey", "name": "x"}, withBearer(aal1))
+		expectError(t, "rename an unknown passkey", r, 404, "PASSKEY_NOT_FOUND")
+	})
+
+	t.Run("SecondStep", func(t *testing.T) {
+		// A second passkey with packed self attestation.
+		key := &passkeystest.Authenticator{Format: passkeystest.FormatPacked, AAGUID: [16]byte{0xde, 0xad, 0xbe, 0xef}}
+		second, keyCred := registerPasskey(t, h, dn, aal2, key, "Security key")
+		if second["aaguid"] != "deadbeef-0000-0000-0000-000000000000" || second["backupEligible"] != false {
+			t.Fatalf("packed passkey: %v", second)
+		}
+		tokensOf(t, "sign-in with the packed passkey", passkeyLogin(t, h, dn, key, passkeystest.Ceremony{Origin: passkeyOrigin}))
+
+		// The password, then a passkey completing the login's challenge.
+		tok := challenge(t, h, dn, email, "passkey")
+		id, pk := begun(t, "begin second step", passkeyOp(t, h, dn, "beginPasskeyMfa", map[string]any{"challengeToken": tok}))
+		if len(asList(pk["allowCredentials"])) != 2 {
+			t.Fatalf("second step options allow %v, want the account's 2 passkeys", pk["allowCredentials"])
+		}
+		cred, err := key.Get(pk, passkeystest.Ceremony{Origin: passkeyOrigin, CredentialID: keyCred.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := passkeyOp(t, h, dn, "completeMfaLoginWithPasskey", map[string]any{"challengeToken": tok, "challengeId": id, "credential": cred})
+		done := tokensOf(t, "second step with a passkey", r)
+		expectAAL(t, "second step with a passkey", done.access, "aal2", "pwd", "webauthn")
+		r = passkeyOp(t, h, dn, "completeMfaLoginWithPasskey", map[string]any{"challengeToken": tok, "challengeId": id, "credential": cred})
+		expectError(t, "the challenge again", r, 401, "MFA_CHALLENGE_INVALID")
+
+		// Another origin at the second step is a wrong proof.
+		tok = challenge(t, h, dn, email, "passkey")
+		id, pk = begun(t, "begin second step", passkeyOp(t, h, dn, "beginPasskeyMfa", map[string]any{"challengeToken": tok}))
+		cred, err = key.Get(pk, passkeystest.Ceremony{Origin: "https://evil.test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = passkeyOp(t, h, dn, "completeMfaLoginWithPasskey", map[string]any{"challengeToken": tok, "challengeId": id, "credential": cred})
+		expectError(t, "second step from another origin", r, 401, "PASSKEY_ASSERTION_FAILED")
+		r = passkeyOp(t, h, dn, "beginPasskeyMfa", map[string]any{"challengeToken": "mfa_not-a-challenge"})
+		expectError(t, "begin with a malformed challenge", r, 401, "MFA_CHALLENGE_INVALID")
+
+		// Removing both at aal2: the password alone signs in again.
+		for _, p := range myPasskeys(t, h, dn, done.access) {
+			r := passkeyOp(t, h, dn, "removePasskey", map[string]any{"passkeyId": p["id"]}, withBearer(done.access))
+			expectOK(t, "remove", r, 200)
+			if jsonPath(r.data, "removed") != true {
+				t.Fatalf("remove: %v", r.data)
+			}
+		}
+		r = passkeyOp(t, h, dn, "removePasskey", map[string]any{"passkeyId": firstID}, withBearer(done.access))
+		expectError(t, "remove again", r, 404, "PASSKEY_NOT_FOUND")
+		expectAAL(t, "login without passkeys", login(t, h, dn, email, testPassword).access, "aal1", "pwd")
+		r = passkeyLogin(t, h, dn, phone, passkeystest.Ceremony{Origin: passkeyOrigin})
+		expectError(t, "a removed passkey", r, 401, "PASSKEY_ASSERTION_FAILED")
+	})
+}
+
+// TestPasskeysOffE2E: without HERALD_WEBAUTHN_RP_ID every ceremony
+// answers PASSKEYS_NOT_CONFIGURED, on both doors.
+func TestPasskeysOffE2E(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
+		h := startHerald(t, d, accountsEnv(nil))
+		for _, dn := range doorNames {
+			t.Run(dn, func(t *testing.T) {
+				access, _ := newUserToken(t, h, dn, dn+"-nopasskeys@example.com")
+				expectError(t, "begin sign-in", passkeyOp(t, h, dn, "beginPasskeyLogin", nil), 404, "PASSKEYS_NOT_CONFIGURED")
+				expectError(t, "begin registration", passkeyOp(t, h, dn, "beginPasskeyRegistration", nil, withBearer(access)), 404, "PASSKEYS_NOT_CONFIGURED")
+				if got := myPasskeys(t, h, dn, access); len(got) != 0 {
+					t.Fatalf("passkeys: %v", got)
+				}
+			})
+		}
+	})
+}
