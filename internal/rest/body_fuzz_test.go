@@ -66,6 +66,11 @@ var restBodies = []bodyCheck{
 	bodyOf[completeMFALoginBody](),
 	bodyOf[mfaCodeBody](),
 	bodyOf[enrollTOTPBody](),
+	bodyOf[finishPasskeyRegistrationBody](),
+	bodyOf[renamePasskeyBody](),
+	bodyOf[finishPasskeyLoginBody](),
+	bodyOf[beginPasskeyMFABody](),
+	bodyOf[finishPasskeyMFABody](),
 }
 
 // checkBody sends body through handle[In], the REST door's decoding, with

@@ -55,6 +55,9 @@ var schemas = []struct {
 	{"RecoveryCodes", typeOf[view.RecoveryCodes](), false},
 	{"MfaFactorRemoved", typeOf[view.MFAFactorRemoved](), false},
 	{"MfaReset", typeOf[view.MFAReset](), false},
+	{"Passkey", typeOf[view.Passkey](), false},
+	{"PasskeyOptions", typeOf[view.PasskeyOptions](), false},
+	{"PasskeyRemoved", typeOf[view.PasskeyRemoved](), false},
 	{"Registration", typeOf[view.Registration](), false},
 	{"Verified", typeOf[view.Verified](), false},
 	{"CodeSent", typeOf[view.CodeSent](), false},
@@ -123,6 +126,7 @@ var inlineAnswers = []struct {
 var notViews = []string{
 	"ErrorCode", "Email", "Password", "Code", "NotificationInput", "PushOptions", "Audience", "Platform", "PushToken",
 	"Plan", "Scope", "WebhookEventType", "Timestamp", "JWKSet", "Degraded", "SubscriptionSource", "EntitlementState",
+	"PublicKeyCredentialJSON",
 }
 
 // webhookData are the types of webhook events' data, which the OpenAPI
