@@ -100,11 +100,11 @@ var ctap2 = func() cbor.EncMode {
 
 // coseKey is the COSE_Key of an ECDSA P-256 public key (ES256).
 func coseKey(pub *ecdsa.PublicKey) ([]byte, error) {
-	x := make([]byte, 32)
-	y := make([]byte, 32)
-	pub.X.FillBytes(x)
-	pub.Y.FillBytes(y)
-	return ctap2.Marshal(map[int]any{1: 2, 3: -7, -1: 1, -2: x, -3: y})
+	raw, err := pub.Bytes() // 0x04 || X || Y
+	if err != nil {
+		return nil, err
+	}
+	return ctap2.Marshal(map[int]any{1: 2, 3: -7, -1: 1, -2: raw[1:33], -3: raw[33:65]})
 }
 
 func (a *Authenticator) flags() byte {
