@@ -14,8 +14,11 @@ import { chromium } from "playwright-core";
 
 const base = process.env.HERALD_URL;
 const { ADMIN_EMAIL, ADMIN_TOKEN, USER_EMAIL, GONE_EMAIL, PASSWORD, SCREENSHOT_DIR } = process.env;
+// The console at http://localhost:<port>: WebAuthn needs a secure context
+// and a relying party id that is a domain (HERALD_WEBAUTHN_RP_ID=localhost).
+const passkeyBase = process.env.PASSKEY_URL;
 const androidCount = Number(process.env.ANDROID_COUNT);
-for (const [k, v] of Object.entries({ base, ADMIN_EMAIL, ADMIN_TOKEN, USER_EMAIL, GONE_EMAIL, PASSWORD, SCREENSHOT_DIR, androidCount })) assert.ok(v, `${k} not set`);
+for (const [k, v] of Object.entries({ base, ADMIN_EMAIL, ADMIN_TOKEN, USER_EMAIL, GONE_EMAIL, PASSWORD, SCREENSHOT_DIR, androidCount, passkeyBase })) assert.ok(v, `${k} not set`);
 
 const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
 // The background-networking flags keep Chromium from calling out: on a
@@ -353,6 +356,71 @@ try {
   assert.equal(after.body.success, false);
   console.log(`ok: signed out; the old refresh token is refused (${after.body.error.code})`);
 
+  // ---- Passkeys: Chromium's virtual authenticator (DevTools WebAuthn) ----
+  // A platform authenticator holding discoverable credentials, verifying
+  // its user, that answers without a prompt.
+  const cdp = await context.newCDPSession(page);
+  await cdp.send("WebAuthn.enable", { enableUI: false });
+  const { authenticatorId } = await cdp.send("WebAuthn.addVirtualAuthenticator", {
+    options: { protocol: "ctap2", transport: "internal", hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+  });
+  await page.goto(`${passkeyBase}/console/#/signin`, { waitUntil: "load" });
+  await signIn(page, ADMIN_EMAIL);
+  await page.locator("#overview[data-loaded]").waitFor();
+  // Register one from "My account".
+  await page.getByRole("link", { name: "My account", exact: true }).click();
+  await page.locator('#passkeys[data-loaded="0"]').waitFor();
+  await page.getByLabel("Passkey name").fill("CI Chromium");
+  await page.getByRole("button", { name: "Register a passkey" }).click();
+  await page.locator('#passkeys[data-loaded="1"]').waitFor();
+  await noError(page, "passkey registration");
+  const myKeys = `query { myPasskeys { id name lastUsedAt } }`;
+  let { myPasskeys: keys } = await gql(myKeys);
+  assert.deepEqual(keys.map((k) => k.name), ["CI Chromium"], "the passkey through the API");
+  assert.equal(keys[0].lastUsedAt, null);
+  const { credentials } = await cdp.send("WebAuthn.getCredentials", { authenticatorId });
+  assert.equal(credentials.length, 1, "credentials in the virtual authenticator");
+  assert.ok(credentials[0].isResidentCredential, "the credential is discoverable");
+  assert.equal(credentials[0].rpId, new URL(passkeyBase).hostname);
+  console.log(`ok: a passkey registered from the page (${credentials[0].rpId}, discoverable), listed by the API`);
+
+  // Sign out, then in with the passkey alone: no email, no password.
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.locator("form.signin", { hasText: "You are signed out." }).waitFor();
+  await page.getByRole("button", { name: "Sign in with a passkey" }).click();
+  await page.locator("#overview[data-loaded]").waitFor();
+  await noError(page, "passkey sign-in");
+  assert.equal(await page.locator("#who").innerText(), ADMIN_EMAIL, "signed in as the passkey's account");
+  ({ myPasskeys: keys } = await gql(myKeys));
+  assert.ok(keys[0].lastUsedAt, "the passkey's last use after the sign-in");
+  const signCount = (await cdp.send("WebAuthn.getCredentials", { authenticatorId })).credentials[0].signCount;
+  assert.ok(signCount >= 1, `the authenticator signed (count ${signCount})`);
+  console.log(`ok: signed in with the passkey alone (signature counter ${signCount})`);
+
+  // The password now needs the passkey as its second step.
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.locator("form.signin", { hasText: "You are signed out." }).waitFor();
+  await signIn(page, ADMIN_EMAIL);
+  await page.locator("#overview[data-loaded]").waitFor();
+  await noError(page, "password and passkey");
+  const after2 = (await cdp.send("WebAuthn.getCredentials", { authenticatorId })).credentials[0].signCount;
+  assert.ok(after2 > signCount, `the second step signed again (count ${signCount} then ${after2})`);
+  console.log("ok: a password sign-in answered MFA_REQUIRED and the page completed it with the passkey");
+
+  // Remove it (the session is at aal2): the password alone signs in again.
+  await page.getByRole("link", { name: "My account", exact: true }).click();
+  await page.locator('#passkeys[data-loaded="1"]').waitFor();
+  await page.locator("#passkeys tr", { hasText: "CI Chromium" }).getByRole("button", { name: "Remove" }).click();
+  await page.getByRole("button", { name: "Yes, remove it" }).click();
+  await page.locator('#passkeys[data-loaded="0"]').waitFor();
+  await noError(page, "passkey removal");
+  ({ myPasskeys: keys } = await gql(myKeys));
+  assert.deepEqual(keys, [], "no passkey left through the API");
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.locator("form.signin", { hasText: "You are signed out." }).waitFor();
+  await cdp.send("WebAuthn.removeVirtualAuthenticator", { authenticatorId });
+  console.log("ok: the passkey removed from the page; none left");
+
   // ---- No CSP violation, no uncaught error, all along ----
   assert.deepEqual(pageErrors, [], "uncaught errors in the page");
   assert.deepEqual(violations, [], "CSP violations");
@@ -370,7 +438,7 @@ try {
 async function signIn(page, email) {
   await page.getByLabel("Email").fill(email);
   await page.getByLabel("Password").fill(PASSWORD);
-  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
 }
 
 // noError fails when the page shows an API error, or a value the code

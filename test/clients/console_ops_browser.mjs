@@ -69,7 +69,7 @@ async function signIn(page) {
   assert.match(resp.headers()["content-security-policy"] ?? "", /script-src 'self'/, "the console is served with its CSP");
   await page.getByLabel("Email").fill(email);
   await page.getByLabel("Password").fill(password);
-  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
   await page.locator("#nav").waitFor({ state: "visible" });
 }
 

@@ -19,7 +19,10 @@ var consoleShotNames = []string{"overview", "users", "user", "broadcasts"}
 // request), sent to the imported devices and followed live to 100%, its
 // counters compared with the job's; an API refusal shown with its code; a
 // scheduled broadcast cancelled; an account deleted; sign-out, after which
-// the session's refresh token is refused. Every page is also laid out at
+// the session's refresh token is refused; then passkeys with Chromium's
+// virtual authenticator (DevTools WebAuthn domain): one registered from
+// the page, a sign-in with it alone, a password sign-in completed with it
+// (MFA_REQUIRED), and its removal, each read back through the API. Every page is also laid out at
 // 390 px, and any Content Security Policy violation or uncaught error
 // fails the test. Pushes go to the development provider (no FCM or APNs
 // configured), paced so that a broadcast lasts a few seconds.
@@ -30,7 +33,13 @@ func TestConsole(t *testing.T) {
 		android = 240
 		ios     = 60
 	)
+	// Passkeys need the page at a domain: the browser opens the console at
+	// http://localhost:<port> for them, so the port is chosen here.
+	port := freePort(t)
 	s := startServer(t, map[string]string{
+		"HERALD_ADDR":                 "127.0.0.1:" + port,
+		"HERALD_WEBAUTHN_RP_ID":       "localhost",
+		"HERALD_WEBAUTHN_ORIGINS":     "http://localhost:" + port,
 		"HERALD_PUSH_RATE":            "80", // 241 android devices: about three seconds
 		"HERALD_PUSH_BATCH_SIZE":      "25",
 		"HERALD_RATE_LIMIT_GLOBAL":    "5000", // the browser and this test share one address
@@ -74,6 +83,7 @@ func TestConsole(t *testing.T) {
 		"PASSWORD":       password,
 		"ANDROID_COUNT":  fmt.Sprint(android + 1), // the fleet's and Ann's Pixel
 		"SCREENSHOT_DIR": shots,
+		"PASSKEY_URL":    "http://localhost:" + port,
 	})
 	t.Logf("console_browser.mjs:\n%s", out)
 	for _, name := range consoleShotNames {

@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -235,4 +236,21 @@ func runNode(t *testing.T, s *server, script string, env map[string]string) stri
 		t.Fatalf("node %s: %v\n%s", script, err, out)
 	}
 	return string(out)
+}
+
+// freePort is a TCP port of 127.0.0.1 free a moment ago, for a server
+// whose address must be known before it starts (a WebAuthn origin names
+// its port).
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, port, err := net.SplitHostPort(l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
 }

@@ -2,6 +2,8 @@
 // the access token held in memory only and renewed with the refresh token.
 // Every failure is an ApiError with Herald's code, never a bare exception.
 
+import * as passkey from "./passkey.js";
+
 export class ApiError extends Error {
   constructor(code, message, status = 0, details = undefined) {
     super(message);
@@ -33,10 +35,48 @@ function forget() {
 }
 
 // signIn logs in and checks that the account is an admin; a non-admin is
-// logged out again and refused with NOT_AN_ADMIN.
+// logged out again and refused with NOT_AN_ADMIN. A login that answers
+// MFA_REQUIRED with a passkey among its factors is completed with one.
 export async function signIn(emailAddr, password) {
-  const data = await send("POST", "/api/v1/auth/login", { email: emailAddr, password }, false);
+  let data;
+  try {
+    data = await send("POST", "/api/v1/auth/login", { email: emailAddr, password }, false);
+  } catch (e) {
+    if (e.code !== "MFA_REQUIRED" || !e.details?.factors?.includes("passkey")) throw e;
+    const challengeToken = e.details.challengeToken;
+    const begun = await send("POST", "/api/v1/auth/login/mfa/passkey/begin", { challengeToken }, false);
+    const credential = await passkey.get(begun.publicKey);
+    data = await send("POST", "/api/v1/auth/login/mfa/passkey/finish", { challengeToken, challengeId: begun.challengeId, credential }, false);
+  }
   keep(data, emailAddr);
+  await mustBeAdmin();
+}
+
+// signInWithPasskey signs in without a password: the browser offers the
+// passkeys it holds for this server.
+export async function signInWithPasskey() {
+  const begun = await send("POST", "/api/v1/auth/passkey/begin", undefined, false);
+  const credential = await passkey.get(begun.publicKey);
+  const data = await send("POST", "/api/v1/auth/passkey/finish", { challengeId: begun.challengeId, credential }, false);
+  keep(data, "");
+  try {
+    session.email = (await send("GET", "/api/v1/users/me", undefined, true)).email;
+  } catch (e) {
+    forget();
+    throw e;
+  }
+  await mustBeAdmin();
+}
+
+// registerPasskey registers a passkey of this browser (or a security key,
+// or a phone) for the signed-in operator.
+export async function registerPasskey(name) {
+  const begun = await rest("POST", "/api/v1/users/me/passkeys/register/begin");
+  const credential = await passkey.create(begun.publicKey);
+  return rest("POST", "/api/v1/users/me/passkeys/register/finish", { challengeId: begun.challengeId, name, credential });
+}
+
+async function mustBeAdmin() {
   try {
     await gql("query { apiKeys { id } }");
   } catch (e) {

@@ -2,6 +2,7 @@
 // is a module in pages/ exporting render(main, params) (it may return a
 // function called when the page is left, to stop live updates).
 import * as api from "./api.js";
+import * as passkey from "./passkey.js";
 import { h, guard, clearError, showError, field } from "./ui.js";
 
 const pages = {
@@ -13,6 +14,7 @@ const pages = {
   webhooks: "./pages/webhooks.js",
   apikeys: "./pages/apikeys.js",
   bans: "./pages/bans.js",
+  account: "./pages/account.js",
 };
 
 const main = document.getElementById("main");
@@ -41,21 +43,32 @@ function signInForm() {
   const emailIn = h("input", { type: "email", name: "email", autocomplete: "username", required: true });
   const passIn = h("input", { type: "password", name: "password", autocomplete: "current-password", required: true });
   const submit = h("button", { type: "submit" }, "Sign in");
+  // A passkey signs in without the email and password (where the browser
+  // can use one: HTTPS or localhost).
+  const withPasskey = passkey.supported() ? h("button", { type: "button", class: "secondary" }, "Sign in with a passkey") : null;
   const form = h("form", { class: "card signin", "aria-label": "Sign in" },
     h("h1", {}, "Sign in to Herald"),
     signedOutNote ? h("p", { class: "muted", role: "status" }, signedOutNote) : null,
     h("p", { class: "muted" }, "For Herald's operators: an account made with herald admin create."),
-    field("Email", emailIn), field("Password", passIn), submit);
+    field("Email", emailIn), field("Password", passIn), submit,
+    withPasskey ? h("p", {}, withPasskey) : null);
+  const signedIn = () => {
+    passIn.value = "";
+    signedOutNote = "";
+    if (!location.hash || location.hash === "#/signin") location.hash = "#/overview";
+    else route();
+  };
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     await guard(async () => {
       await api.signIn(emailIn.value.trim(), passIn.value);
-      passIn.value = "";
-      signedOutNote = "";
-      if (!location.hash || location.hash === "#/signin") location.hash = "#/overview";
-      else route();
+      signedIn();
     }, submit);
   });
+  withPasskey?.addEventListener("click", () => guard(async () => {
+    await api.signInWithPasskey();
+    signedIn();
+  }, withPasskey));
   main.replaceChildren(form);
   emailIn.focus();
 }
