@@ -333,3 +333,39 @@ func TestPasskeysOffE2E(t *testing.T) {
 		}
 	})
 }
+
+// TestPasskeysAcrossReplicasE2E: two servers on one database; each
+// ceremony begun on one is finished on the other (the ceremony is in the
+// database, not in a process), and a replay on the first is refused.
+func TestPasskeysAcrossReplicasE2E(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
+		env := map[string]string{
+			"HERALD_WEBAUTHN_RP_ID":   passkeyRPID,
+			"HERALD_WEBAUTHN_ORIGINS": passkeyOrigin,
+		}
+		a := startHerald(t, d, accountsEnv(env))
+		env["HERALD_DATABASE_URL"] = a.DBURL
+		b := startHerald(t, d, accountsEnv(env))
+		dn := restDoor.name
+		access, _ := newUserToken(t, a, dn, "replicas-passkey@example.com")
+		auth := &passkeystest.Authenticator{}
+
+		id, pk := begun(t, "begin registration on A", passkeyOp(t, a, dn, "beginPasskeyRegistration", nil, withBearer(access)))
+		cred, _, err := auth.Create(pk, passkeystest.Ceremony{Origin: passkeyOrigin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := passkeyOp(t, b, dn, "finishPasskeyRegistration", map[string]any{"challengeId": id, "credential": cred, "name": "Laptop"}, withBearer(access))
+		expectOK(t, "finish registration on B", r, 201)
+
+		id, pk = begun(t, "begin sign-in on B", passkeyOp(t, b, dn, "beginPasskeyLogin", nil))
+		get, err := auth.Get(pk, passkeystest.Ceremony{Origin: passkeyOrigin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := tokensOf(t, "finish sign-in on A", passkeyOp(t, a, dn, "finishPasskeyLogin", map[string]any{"challengeId": id, "credential": get}))
+		expectAAL(t, "sign-in across replicas", s.access, "aal2", "webauthn")
+		r = passkeyOp(t, b, dn, "finishPasskeyLogin", map[string]any{"challengeId": id, "credential": get})
+		expectError(t, "the same answer on B", r, 400, "PASSKEY_CHALLENGE_INVALID")
+	})
+}
