@@ -350,3 +350,35 @@ func TestWebhookPortsAndConcurrency(t *testing.T) {
 		}
 	}
 }
+
+func TestWebAuthn(t *testing.T) {
+	c, err := Load(env(nil))
+	if err != nil || c.WebAuthnRPID != "" || c.WebAuthnOrigins != nil {
+		t.Fatalf("passkeys by default: %q %q, %v; want off", c.WebAuthnRPID, c.WebAuthnOrigins, err)
+	}
+	c, err = Load(env(map[string]string{"HERALD_WEBAUTHN_RP_ID": "example.com"}))
+	if err != nil || !slices.Equal(c.WebAuthnOrigins, []string{"https://example.com"}) {
+		t.Fatalf("RP id alone: origins %q, %v; want https://example.com", c.WebAuthnOrigins, err)
+	}
+	c, err = Load(env(map[string]string{"HERALD_WEBAUTHN_RP_ID": "localhost", "HERALD_WEBAUTHN_ORIGINS": "http://localhost:8080, HTTPS://App.Example.com ,android:apk-key-hash:Ab-_9z"}))
+	if want := []string{"http://localhost:8080", "https://app.example.com", "android:apk-key-hash:Ab-_9z"}; err != nil || !slices.Equal(c.WebAuthnOrigins, want) {
+		t.Fatalf("origins %q, %v; want %q", c.WebAuthnOrigins, err, want)
+	}
+	for name, bad := range map[string]map[string]string{
+		"an RP id with a scheme":        {"HERALD_WEBAUTHN_RP_ID": "https://example.com"},
+		"an RP id with a port":          {"HERALD_WEBAUTHN_RP_ID": "example.com:443"},
+		"an RP id in capitals":          {"HERALD_WEBAUTHN_RP_ID": "Example.com"},
+		"an RP id with an empty label":  {"HERALD_WEBAUTHN_RP_ID": "example..com"},
+		"origins without an RP id":      {"HERALD_WEBAUTHN_ORIGINS": "https://example.com"},
+		"an http origin not localhost":  {"HERALD_WEBAUTHN_RP_ID": "example.com", "HERALD_WEBAUTHN_ORIGINS": "http://example.com"},
+		"an origin with a path":         {"HERALD_WEBAUTHN_RP_ID": "example.com", "HERALD_WEBAUTHN_ORIGINS": "https://example.com/app"},
+		"an origin with the 443 port":   {"HERALD_WEBAUTHN_RP_ID": "example.com", "HERALD_WEBAUTHN_ORIGINS": "https://example.com:443"},
+		"an origin without a scheme":    {"HERALD_WEBAUTHN_RP_ID": "example.com", "HERALD_WEBAUTHN_ORIGINS": "example.com"},
+		"an Android hash padded":        {"HERALD_WEBAUTHN_RP_ID": "example.com", "HERALD_WEBAUTHN_ORIGINS": "android:apk-key-hash:AbC="},
+		"an Android origin without one": {"HERALD_WEBAUTHN_RP_ID": "example.com", "HERALD_WEBAUTHN_ORIGINS": "android:apk-key-hash:"},
+	} {
+		if _, err := Load(env(bad)); err == nil || !strings.HasPrefix(err.Error(), "HERALD_WEBAUTHN_") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line refusing it", name, err)
+		}
+	}
+}

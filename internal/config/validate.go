@@ -516,7 +516,9 @@ func webAuthnOrigins(field func(*Config) *[]string) setter {
 		for _, part := range strings.Split(v, ",") {
 			o := strings.TrimSpace(part)
 			if hash, ok := strings.CutPrefix(o, "android:apk-key-hash:"); ok {
-				if hash == "" || strings.ContainsAny(hash, " /+=") {
+				if hash == "" || strings.ContainsFunc(hash, func(r rune) bool {
+					return !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+				}) {
 					return fmt.Errorf("%q: an Android origin is android:apk-key-hash: and the unpadded base64url SHA-256 of the app's signing certificate", o)
 				}
 				*field(c) = append(*field(c), o)
@@ -529,7 +531,10 @@ func webAuthnOrigins(field func(*Config) *[]string) setter {
 			if u.Scheme != "https" && (u.Scheme != "http" || u.Hostname() != "localhost" && u.Hostname() != "127.0.0.1") {
 				return fmt.Errorf("%q: origins are https (http only for localhost)", o)
 			}
-			*field(c) = append(*field(c), u.Scheme+"://"+u.Host)
+			if u.Scheme == "https" && u.Port() == "443" || u.Scheme == "http" && u.Port() == "80" || strings.HasSuffix(u.Host, ":") {
+				return fmt.Errorf("%q: leave the default port out (browsers send the origin without it)", o)
+			}
+			*field(c) = append(*field(c), u.Scheme+"://"+strings.ToLower(u.Host))
 		}
 		return nil
 	}
