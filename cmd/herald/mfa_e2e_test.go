@@ -28,8 +28,8 @@ const mfaTokenFields = `accessToken refreshToken tokenType expiresIn`
 var mfaDocs = map[string]string{
 	"enrollTotp":              `mutation($name: String) { enrollTotp(name: $name) { factor { ` + mfaFactorFields + ` } secret uri qrCode } }`,
 	"confirmTotp":             `mutation($factorId: ID!, $code: String!) { confirmTotp(factorId: $factorId, code: $code) { factor { ` + mfaFactorFields + ` } recoveryCodes session { ` + mfaTokenFields + ` } } }`,
-	"myMfa":                   `query { myMfa { enabled recoveryCodesLeft factors { ` + mfaFactorFields + ` } } }`,
-	"userMfa":                 `query($userId: ID!) { userMfa(userId: $userId) { enabled recoveryCodesLeft factors { ` + mfaFactorFields + ` } } }`,
+	"myMfa":                   `query { myMfa { enabled recoveryCodesLeft passkeys factors { ` + mfaFactorFields + ` } } }`,
+	"userMfa":                 `query($userId: ID!) { userMfa(userId: $userId) { enabled recoveryCodesLeft passkeys factors { ` + mfaFactorFields + ` } } }`,
 	"completeMfaLogin":        `mutation($challengeToken: String!, $code: String!) { completeMfaLogin(challengeToken: $challengeToken, code: $code) { ` + mfaTokenFields + ` } }`,
 	"verifyMfa":               `mutation($code: String!) { verifyMfa(code: $code) { ` + mfaTokenFields + ` } }`,
 	"removeMfaFactor":         `mutation($factorId: ID!) { removeMfaFactor(factorId: $factorId) { factorId removed } }`,

@@ -168,6 +168,11 @@ func testPasskeys(t *testing.T, h *herald, dn string) {
 
 	// The passkey is a factor: the password alone no longer signs in.
 	challenge(t, h, dn, email, "passkey")
+	st := mfaOp(t, h, dn, "myMfa", nil, withBearer(aal1))
+	expectOK(t, "myMfa", st, 200)
+	if jsonPath(st.data, "enabled") != true || jsonPath(st.data, "passkeys") != float64(1) || len(asList(jsonPath(st.data, "factors"))) != 0 {
+		t.Fatalf("myMfa with a passkey: %v", st.data)
+	}
 
 	// Passwordless, from the web origin and from the Android app.
 	session := tokensOf(t, "passkey sign-in", passkeyLogin(t, h, dn, phone, passkeystest.Ceremony{Origin: passkeyOrigin}))
@@ -314,6 +319,30 @@ func testPasskeys(t *testing.T, h *herald, dn string) {
 		r = passkeyLogin(t, h, dn, phone, passkeystest.Ceremony{Origin: passkeyOrigin})
 		expectError(t, "a removed passkey", r, 401, "PASSKEY_ASSERTION_FAILED")
 	})
+
+	t.Run("AdminReset", func(t *testing.T) {
+		// A user who lost their only passkey: an admin's reset removes it,
+		// and the password alone signs in again.
+		lost := dn + "-lost-passkey@example.com"
+		access, userID := newUserToken(t, h, dn, lost)
+		registerPasskey(t, h, dn, access, &passkeystest.Authenticator{}, "Lost phone")
+		challenge(t, h, dn, lost, "passkey")
+		admin := newAdminToken(t, h, dn+"-passkey-admin@example.com")
+		r := mfaOp(t, h, dn, "userMfa", map[string]any{"userId": userID}, withBearer(admin))
+		expectOK(t, "userMfa", r, 200)
+		if jsonPath(r.data, "passkeys") != float64(1) || jsonPath(r.data, "enabled") != true {
+			t.Fatalf("userMfa: %v", r.data)
+		}
+		r = mfaOp(t, h, dn, "resetUserMfa", map[string]any{"userId": userID}, withBearer(admin))
+		expectOK(t, "resetUserMfa", r, 200)
+		if jsonPath(r.data, "factorsRemoved") != float64(1) {
+			t.Fatalf("reset: %v", r.data)
+		}
+		expectAAL(t, "login after the reset", login(t, h, dn, lost, testPassword).access, "aal1", "pwd")
+		if got := myPasskeys(t, h, dn, access); len(got) != 0 {
+			t.Fatalf("passkeys after the reset: %v", got)
+		}
+	})
 }
 
 // TestPasskeysOffE2E: without HERALD_WEBAUTHN_RP_ID every ceremony
@@ -344,7 +373,9 @@ func TestPasskeysAcrossReplicasE2E(t *testing.T) {
 			"HERALD_WEBAUTHN_ORIGINS": passkeyOrigin,
 		}
 		a := startHerald(t, d, accountsEnv(env))
-		env["HERALD_DATABASE_URL"] = a.DBURL
+		// One database, one mail relay: either replica's worker may send
+		// the signup's code.
+		env["HERALD_DATABASE_URL"], env["HERALD_SMTP_URL"] = a.DBURL, a.SMTP.URL()
 		b := startHerald(t, d, accountsEnv(env))
 		dn := restDoor.name
 		access, _ := newUserToken(t, a, dn, "replicas-passkey@example.com")

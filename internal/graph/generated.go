@@ -261,6 +261,7 @@ type ComplexityRoot struct {
 	MfaStatus struct {
 		Enabled           func(childComplexity int) int
 		Factors           func(childComplexity int) int
+		Passkeys          func(childComplexity int) int
 		RecoveryCodesLeft func(childComplexity int) int
 	}
 
@@ -1518,6 +1519,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MfaStatus.Factors(childComplexity), true
+	case "MfaStatus.passkeys":
+		if e.ComplexityRoot.MfaStatus.Passkeys == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MfaStatus.Passkeys(childComplexity), true
 	case "MfaStatus.recoveryCodesLeft":
 		if e.ComplexityRoot.MfaStatus.RecoveryCodesLeft == nil {
 			break
@@ -3802,6 +3809,8 @@ func (ec *executionContext) childFields_MfaStatus(ctx context.Context, field gra
 		return ec.fieldContext_MfaStatus_enabled(ctx, field)
 	case "factors":
 		return ec.fieldContext_MfaStatus_factors(ctx, field)
+	case "passkeys":
+		return ec.fieldContext_MfaStatus_passkeys(ctx, field)
 	case "recoveryCodesLeft":
 		return ec.fieldContext_MfaStatus_recoveryCodesLeft(ctx, field)
 	}
@@ -9093,6 +9102,29 @@ func (ec *executionContext) fieldContext_MfaStatus_factors(_ context.Context, fi
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _MfaStatus_passkeys(ctx context.Context, field graphql.CollectedField, obj *view.MFAStatus) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MfaStatus_passkeys(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Passkeys, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MfaStatus_passkeys(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MfaStatus", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _MfaStatus_recoveryCodesLeft(ctx context.Context, field graphql.CollectedField, obj *view.MFAStatus) (ret graphql.Marshaler) {
@@ -20365,6 +20397,11 @@ func (ec *executionContext) _MfaStatus(ctx context.Context, sel ast.SelectionSet
 			}
 		case "factors":
 			out.Values[i] = ec._MfaStatus_factors(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "passkeys":
+			out.Values[i] = ec._MfaStatus_passkeys(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}

@@ -82,6 +82,8 @@ type Store interface {
 	// HasPasskey reports whether the account has a passkey: a factor too
 	// (internal/passkeys owns them).
 	HasPasskey(ctx context.Context, accountID string) (bool, error)
+	// CountPasskeys is how many passkeys the account has.
+	CountPasskeys(ctx context.Context, accountID string) (int, error)
 	// DeletePasskeys deletes every passkey of the account (an admin's
 	// reset) and reports how many went.
 	DeletePasskeys(ctx context.Context, accountID string) (int, error)
@@ -268,10 +270,12 @@ func (s *Service) Factors(ctx context.Context, accountID string) ([]Factor, erro
 }
 
 // Status is what an account's second factors are, for its owner and the
-// admins: the factors and how many recovery codes are left.
+// admins: the factors, how many recovery codes are left and how many
+// passkeys the account has (each a factor too).
 type Status struct {
 	Factors           []Factor
 	RecoveryCodesLeft int
+	Passkeys          int
 }
 
 // StatusOf is the account's second factors.
@@ -281,7 +285,11 @@ func (s *Service) StatusOf(ctx context.Context, accountID string) (Status, error
 		return Status{}, err
 	}
 	left, err := s.store.RecoveryCodesLeft(ctx, accountID)
-	return Status{Factors: fs, RecoveryCodesLeft: left}, err
+	if err != nil {
+		return Status{}, err
+	}
+	passkeys, err := s.store.CountPasskeys(ctx, accountID)
+	return Status{Factors: fs, RecoveryCodesLeft: left, Passkeys: passkeys}, err
 }
 
 // RemoveFactor removes one of the caller's factors (needs aal2 while the

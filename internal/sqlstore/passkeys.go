@@ -123,6 +123,13 @@ func (db *DB) DeletePasskeys(ctx context.Context, accountID string) (int, error)
 	return int(n), err
 }
 
+// CountPasskeys implements mfa.Store.
+func (db *DB) CountPasskeys(ctx context.Context, accountID string) (int, error) {
+	var n int
+	err := db.mfaReader(ctx).queryRow(ctx, `SELECT COUNT(*) FROM passkey_credentials WHERE account_id = ?`, accountID).Scan(&n)
+	return n, err
+}
+
 // HasPasskey implements mfa.Store.
 func (db *DB) HasPasskey(ctx context.Context, accountID string) (bool, error) {
 	var n int

@@ -29,16 +29,18 @@ func NewMFAFactor(f mfa.Factor) MFAFactor {
 }
 
 // MFAStatus is an account's second factors (GraphQL MfaStatus): enabled
-// when one is active.
+// when one is active or the account has a passkey (logins then need it);
+// passkeys counts them (listed by myPasskeys).
 type MFAStatus struct {
 	Enabled           bool        `json:"enabled"`
 	Factors           []MFAFactor `json:"factors"`
+	Passkeys          int         `json:"passkeys"`
 	RecoveryCodesLeft int         `json:"recoveryCodesLeft"`
 }
 
 // NewMFAStatus renders an account's second factors.
 func NewMFAStatus(s mfa.Status) MFAStatus {
-	out := MFAStatus{Factors: make([]MFAFactor, 0, len(s.Factors)), RecoveryCodesLeft: s.RecoveryCodesLeft}
+	out := MFAStatus{Factors: make([]MFAFactor, 0, len(s.Factors)), RecoveryCodesLeft: s.RecoveryCodesLeft, Passkeys: s.Passkeys, Enabled: s.Passkeys > 0}
 	for _, f := range s.Factors {
 		out.Factors = append(out.Factors, NewMFAFactor(f))
 		out.Enabled = out.Enabled || f.Active()

@@ -23,7 +23,7 @@ const DETAIL = `plan status expiresAt source autoRenew graceEndsAt
 
 const SUBSCRIPTION = `query ($id: ID!) { userSubscription(id: $id) { ${DETAIL} } }`;
 
-const MFA = `query ($userId: ID!) { userMfa(userId: $userId) { enabled recoveryCodesLeft factors { id kind name status createdAt lastUsedAt } } }`;
+const MFA = `query ($userId: ID!) { userMfa(userId: $userId) { enabled recoveryCodesLeft passkeys factors { id kind name status createdAt lastUsedAt } } }`;
 
 // GRANTING are the entitlement states that give access (the others do not).
 const GRANTING = new Set(["trial", "active", "grace", "cancelled"]);
@@ -238,6 +238,7 @@ export async function render(main, params) {
       facts([
         ["Second factor", m.enabled ? badge("on", "ok") : badge("off", "warn")],
         ["Recovery codes left", m.recoveryCodesLeft],
+        ["Passkeys", m.passkeys],
       ]),
       table("mfa-factors", [
         ["Kind", (f) => f.kind],
@@ -246,7 +247,7 @@ export async function render(main, params) {
         ["Enrolled", (f) => fmtTime(f.createdAt)],
         ["Last used", (f) => fmtTime(f.lastUsedAt)],
       ], m.factors, "No factor enrolled."));
-    resetMfa.disabled = m.factors.length === 0;
+    resetMfa.disabled = m.factors.length === 0 && m.passkeys === 0;
   }
   resetMfa.addEventListener("click", () => guard(async () => {
     const { resetUserMfa } = await api.gql(`mutation ($userId: ID!) { resetUserMfa(userId: $userId) { factorsRemoved } }`, { userId: id });
