@@ -36,6 +36,8 @@ var passkeyDocs = map[string]string{
 	"beginPasskeyLogin":           `mutation { beginPasskeyLogin { challengeId expiresAt publicKey } }`,
 	"finishPasskeyLogin":          `mutation($challengeId: ID!, $credential: JSON!) { finishPasskeyLogin(challengeId: $challengeId, credential: $credential) { ` + mfaTokenFields + ` } }`,
 	"beginPasskeyMfa":             `mutation($challengeToken: String!) { beginPasskeyMfa(challengeToken: $challengeToken) { challengeId expiresAt publicKey } }`,
+	"beginPasskeyStepUp":          `mutation { beginPasskeyStepUp { challengeId expiresAt publicKey } }`,
+	"verifyMfaWithPasskey":        `mutation($challengeId: ID!, $credential: JSON!) { verifyMfaWithPasskey(challengeId: $challengeId, credential: $credential) { ` + mfaTokenFields + ` } }`,
 	"completeMfaLoginWithPasskey": `mutation($challengeToken: String!, $challengeId: ID!, $credential: JSON!) { completeMfaLoginWithPasskey(challengeToken: $challengeToken, challengeId: $challengeId, credential: $credential) { ` + mfaTokenFields + ` } }`,
 }
 
@@ -65,6 +67,10 @@ func passkeyOp(t testing.TB, h *herald, dn, op string, args map[string]any, opts
 		method, path, body = http.MethodPost, "/api/v1/auth/passkey/finish", args
 	case "beginPasskeyMfa":
 		method, path, body = http.MethodPost, "/api/v1/auth/login/mfa/passkey/begin", args
+	case "beginPasskeyStepUp":
+		method, path = http.MethodPost, "/api/v1/auth/mfa/passkey/begin"
+	case "verifyMfaWithPasskey":
+		method, path, body = http.MethodPost, "/api/v1/auth/mfa/passkey/verify", args
 	case "completeMfaLoginWithPasskey":
 		method, path, body = http.MethodPost, "/api/v1/auth/login/mfa/passkey/finish", args
 	default:
@@ -266,6 +272,26 @@ func testPasskeys(t *testing.T, h *herald, dn string) {
 		}
 		r = passkeyOp(t, h, dn, "renamePasskey", map[string]any{"passkeyId": "no-such-passkey", "name": "x"}, withBearer(aal1))
 		expectError(t, "rename an unknown passkey", r, 404, "PASSKEY_NOT_FOUND")
+		// The aal1 session steps up with the passkey: another origin is
+		// refused, the passkey's own answer gives aal2.
+		id, pk := begun(t, "begin step-up", passkeyOp(t, h, dn, "beginPasskeyStepUp", nil, withBearer(aal1)))
+		if len(asList(pk["allowCredentials"])) != 1 {
+			t.Fatalf("step-up options allow %v, want the account's passkey", pk["allowCredentials"])
+		}
+		bad, err := phone.Get(pk, passkeystest.Ceremony{Origin: "https://evil.test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = passkeyOp(t, h, dn, "verifyMfaWithPasskey", map[string]any{"challengeId": id, "credential": bad}, withBearer(aal1))
+		expectError(t, "step-up from another origin", r, 401, "PASSKEY_ASSERTION_FAILED")
+		id, pk = begun(t, "begin step-up", passkeyOp(t, h, dn, "beginPasskeyStepUp", nil, withBearer(aal1)))
+		good, err := phone.Get(pk, passkeystest.Ceremony{Origin: passkeyOrigin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		up := tokensOf(t, "step-up with the passkey", passkeyOp(t, h, dn, "verifyMfaWithPasskey", map[string]any{"challengeId": id, "credential": good}, withBearer(aal1)))
+		expectAAL(t, "stepped up with a passkey", up.access, "aal2", "pwd", "webauthn")
+		expectOK(t, "begin registration after the step-up", passkeyOp(t, h, dn, "beginPasskeyRegistration", nil, withBearer(up.access)), 200)
 	})
 
 	t.Run("SecondStep", func(t *testing.T) {

@@ -271,6 +271,7 @@ type ComplexityRoot struct {
 		BeginPasskeyLogin           func(childComplexity int) int
 		BeginPasskeyMfa             func(childComplexity int, challengeToken string) int
 		BeginPasskeyRegistration    func(childComplexity int) int
+		BeginPasskeyStepUp          func(childComplexity int) int
 		CancelEmailChange           func(childComplexity int, token string) int
 		CancelMessengerBroadcast    func(childComplexity int, id string) int
 		CancelNotificationJob       func(childComplexity int, id string) int
@@ -330,6 +331,7 @@ type ComplexityRoot struct {
 		UpdatePushToken             func(childComplexity int, deviceID string, pushToken string) int
 		VerifyEmail                 func(childComplexity int, email string, code string) int
 		VerifyMfa                   func(childComplexity int, code string) int
+		VerifyMfaWithPasskey        func(childComplexity int, challengeID string, credential map[string]any) int
 	}
 
 	NotificationJob struct {
@@ -642,6 +644,8 @@ type MutationResolver interface {
 	FinishPasskeyLogin(ctx context.Context, challengeID string, credential map[string]any) (*view.Tokens, error)
 	BeginPasskeyMfa(ctx context.Context, challengeToken string) (*view.PasskeyOptions, error)
 	CompleteMfaLoginWithPasskey(ctx context.Context, challengeToken string, challengeID string, credential map[string]any) (*view.Tokens, error)
+	BeginPasskeyStepUp(ctx context.Context) (*view.PasskeyOptions, error)
+	VerifyMfaWithPasskey(ctx context.Context, challengeID string, credential map[string]any) (*view.Tokens, error)
 }
 type QueryResolver interface {
 	Version(ctx context.Context) (string, error)
@@ -1577,6 +1581,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.BeginPasskeyRegistration(childComplexity), true
+	case "Mutation.beginPasskeyStepUp":
+		if e.ComplexityRoot.Mutation.BeginPasskeyStepUp == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Mutation.BeginPasskeyStepUp(childComplexity), true
 	case "Mutation.cancelEmailChange":
 		if e.ComplexityRoot.Mutation.CancelEmailChange == nil {
 			break
@@ -2201,6 +2211,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.VerifyMfa(childComplexity, args["code"].(string)), true
+	case "Mutation.verifyMfaWithPasskey":
+		if e.ComplexityRoot.Mutation.VerifyMfaWithPasskey == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_verifyMfaWithPasskey_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.VerifyMfaWithPasskey(childComplexity, args["challengeId"].(string), args["credential"].(map[string]any)), true
 
 	case "NotificationJob.createdAt":
 		if e.ComplexityRoot.NotificationJob.CreatedAt == nil {
@@ -5476,6 +5497,28 @@ func (ec *executionContext) field_Mutation_verifyEmail_args(ctx context.Context,
 		return nil, err
 	}
 	args["code"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_verifyMfaWithPasskey_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "challengeId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["challengeId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "credential",
+		func(ctx context.Context, v any) (map[string]any, error) {
+			return ec.unmarshalNJSON2map(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["credential"] = arg1
 	return args, nil
 }
 
@@ -12642,6 +12685,108 @@ func (ec *executionContext) fieldContext_Mutation_completeMfaLoginWithPasskey(ct
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_completeMfaLoginWithPasskey_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_beginPasskeyStepUp(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_beginPasskeyStepUp(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Mutation().BeginPasskeyStepUp(ctx)
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.PasskeyOptions
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.PasskeyOptions) graphql.Marshaler {
+			return ec.marshalNPasskeyOptions2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPasskeyOptions(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_beginPasskeyStepUp(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PasskeyOptions(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_verifyMfaWithPasskey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_verifyMfaWithPasskey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().VerifyMfaWithPasskey(ctx, fc.Args["challengeId"].(string), fc.Args["credential"].(map[string]any))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.Tokens
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.Tokens) graphql.Marshaler {
+			return ec.marshalNAuthPayload2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐTokens(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_verifyMfaWithPasskey(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuthPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_verifyMfaWithPasskey_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -20895,6 +21040,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "completeMfaLoginWithPasskey":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_completeMfaLoginWithPasskey(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "beginPasskeyStepUp":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_beginPasskeyStepUp(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "verifyMfaWithPasskey":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_verifyMfaWithPasskey(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++

@@ -598,6 +598,24 @@ func (r *mutationResolver) CompleteMfaLoginWithPasskey(ctx context.Context, chal
 	return ptr(view.NewTokens(t)), nil
 }
 
+// BeginPasskeyStepUp is the resolver for the beginPasskeyStepUp field.
+func (r *mutationResolver) BeginPasskeyStepUp(ctx context.Context) (*view.PasskeyOptions, error) {
+	return passkeyOptions(r.Passkeys.BeginStepUp(ctx, auth.Caller(ctx)))
+}
+
+// VerifyMfaWithPasskey is the resolver for the verifyMfaWithPasskey field.
+func (r *mutationResolver) VerifyMfaWithPasskey(ctx context.Context, challengeID string, credential map[string]any) (*view.Tokens, error) {
+	raw, err := credentialJSON(credential)
+	if err != nil {
+		return nil, err
+	}
+	t, err := r.Passkeys.FinishStepUp(ctx, auth.Caller(ctx), challengeID, raw)
+	if err != nil {
+		return nil, err
+	}
+	return ptr(view.NewTokens(t)), nil
+}
+
 // Version is the resolver for the version field.
 func (r *queryResolver) Version(ctx context.Context) (string, error) {
 	return r.Resolver.Version, nil

@@ -543,8 +543,14 @@ func (s *Service) Verify(ctx context.Context, p auth.Principal, code string) (se
 	if err != nil {
 		return sessions.Tokens{}, err
 	}
+	return s.VerifyWith(ctx, p, proof)
+}
+
+// VerifyWith steps the caller's session up to aal2 with any proof (a
+// passkey's assertion), under the lockout as a code is.
+func (s *Service) VerifyWith(ctx context.Context, p auth.Principal, proof Proof) (sessions.Tokens, error) {
 	var method string
-	err = s.checked(ctx, p.AccountID, func(ctx context.Context, now time.Time) (bool, error) {
+	err := s.checked(ctx, p.AccountID, func(ctx context.Context, now time.Time) (bool, error) {
 		m, counted, err := proof(ctx, p.AccountID, now)
 		method = m
 		return !counted, err

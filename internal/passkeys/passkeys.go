@@ -40,6 +40,7 @@ const (
 	CeremonyRegister = "register" // a signed-in user registers a passkey
 	CeremonyLogin    = "login"    // passwordless sign-in (discoverable)
 	CeremonyMFA      = "mfa"      // the second step of a login's challenge
+	CeremonyStepUp   = "stepup"   // a signed-in session stepping up to aal2
 )
 
 // CeremonyTTL is how long a ceremony begun may be finished.

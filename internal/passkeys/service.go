@@ -497,8 +497,57 @@ func (s *Service) FinishMFA(ctx context.Context, challengeToken, challengeID str
 	if err != nil {
 		return sessions.Tokens{}, err
 	}
-	proof := func(ctx context.Context, accountID string, _ time.Time) (string, bool, error) {
-		c, err := s.take(ctx, id, "", CeremonyMFA, accountID)
+	return s.mfa.CompleteLoginWith(ctx, challengeToken, s.assertionProof(id, CeremonyMFA, parsed), client)
+}
+
+// BeginStepUp begins a passkey's assertion stepping the caller's session
+// up to aal2: options allowing the account's passkeys (MFA_NOT_ENABLED
+// without one).
+func (s *Service) BeginStepUp(ctx context.Context, p auth.Principal) (Begun, error) {
+	if err := s.requireEnabled(); err != nil {
+		return Begun{}, err
+	}
+	acct, err := s.accounts.ByID(ctx, p.AccountID)
+	if err != nil {
+		return Begun{}, err
+	}
+	creds, err := s.store.Passkeys(ctx, acct.ID)
+	if err != nil {
+		return Begun{}, err
+	}
+	if len(creds) == 0 {
+		return Begun{}, apperr.New(apperr.MFANotEnabled)
+	}
+	assertion, session, err := s.wa.BeginLogin(user{acct: acct, creds: creds}, webauthn.WithUserVerification(protocol.VerificationPreferred))
+	if err != nil {
+		return Begun{}, err
+	}
+	return s.begin(ctx, CeremonyStepUp, acct.ID, session, assertion.Response)
+}
+
+// FinishStepUp steps the caller's session up with the assertion of a
+// ceremony BeginStepUp began: new tokens for the same session at aal2
+// (webauthn added to its amr). A wrong assertion counts in the lockout.
+func (s *Service) FinishStepUp(ctx context.Context, p auth.Principal, challengeID string, raw []byte) (sessions.Tokens, error) {
+	if err := s.requireEnabled(); err != nil {
+		return sessions.Tokens{}, err
+	}
+	id, err := ParseCeremonyID(challengeID)
+	if err != nil {
+		return sessions.Tokens{}, err
+	}
+	parsed, err := ParseAssertion(raw)
+	if err != nil {
+		return sessions.Tokens{}, err
+	}
+	return s.mfa.VerifyWith(ctx, p, s.assertionProof(id, CeremonyStepUp, parsed))
+}
+
+// assertionProof is the mfa.Proof of an assertion answering the ceremony
+// id of kind, begun for the proof's account with its passkeys allowed.
+func (s *Service) assertionProof(id, kind string, parsed *protocol.ParsedCredentialAssertionData) mfa.Proof {
+	return func(ctx context.Context, accountID string, _ time.Time) (string, bool, error) {
+		c, err := s.take(ctx, id, "", kind, accountID)
 		if err != nil {
 			return "", false, err
 		}
@@ -527,5 +576,4 @@ func (s *Service) FinishMFA(ctx context.Context, challengeToken, challengeID str
 		}
 		return auth.AMRWebAuthn, false, nil
 	}
-	return s.mfa.CompleteLoginWith(ctx, challengeToken, proof, client)
 }

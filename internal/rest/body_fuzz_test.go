@@ -71,6 +71,7 @@ var restBodies = []bodyCheck{
 	bodyOf[finishPasskeyLoginBody](),
 	bodyOf[beginPasskeyMFABody](),
 	bodyOf[finishPasskeyMFABody](),
+	bodyOf[verifyPasskeyBody](),
 }
 
 // checkBody sends body through handle[In], the REST door's decoding, with

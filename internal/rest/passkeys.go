@@ -164,3 +164,32 @@ func (h *Handlers) FinishPasskeyMFA() http.HandlerFunc {
 		return view.NewTokens(t), nil
 	})
 }
+
+// BeginPasskeyStepUp is POST /api/v1/auth/mfa/passkey/begin: options for
+// a passkey stepping the caller's session up to aal2.
+func (h *Handlers) BeginPasskeyStepUp() http.HandlerFunc {
+	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
+		return passkeyOptions(h.Passkeys.BeginStepUp(r.Context(), auth.Caller(r.Context())))
+	})
+}
+
+// verifyPasskeyBody is the body of VerifyPasskey.
+type verifyPasskeyBody struct {
+	ChallengeID string          `json:"challengeId"`
+	Credential  json.RawMessage `json:"credential"`
+}
+
+// VerifyPasskey is POST /api/v1/auth/mfa/passkey/verify: the caller's
+// session steps up to aal2 with a passkey.
+func (h *Handlers) VerifyPasskey() http.HandlerFunc {
+	return handle(http.StatusOK, func(r *http.Request, in verifyPasskeyBody) (any, error) {
+		if err := api.Required("challengeId", in.ChallengeID); err != nil {
+			return nil, err
+		}
+		t, err := h.Passkeys.FinishStepUp(r.Context(), auth.Caller(r.Context()), in.ChallengeID, credentialJSON(in.Credential))
+		if err != nil {
+			return nil, err
+		}
+		return view.NewTokens(t), nil
+	})
+}

@@ -192,6 +192,8 @@ func restRoutes(h *rest.Handlers) []route {
 		{"POST", "/api/v1/auth/passkey/finish", auth.ForAuthTier, h.FinishPasskeyLogin()},
 		{"POST", "/api/v1/auth/login/mfa/passkey/begin", auth.ForAuthTier, h.BeginPasskeyMFA()},
 		{"POST", "/api/v1/auth/login/mfa/passkey/finish", auth.ForAuthTier, h.FinishPasskeyMFA()},
+		{"POST", "/api/v1/auth/mfa/passkey/begin", auth.Protected, h.BeginPasskeyStepUp()},
+		{"POST", "/api/v1/auth/mfa/passkey/verify", auth.Protected, h.VerifyPasskey()},
 		// The OpenAPI document of these routes: global tier only, as every
 		// request under /api/.
 		{"GET", "/api/v1/openapi.json", auth.Public, h.OpenAPI()},
