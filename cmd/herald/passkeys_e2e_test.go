@@ -9,6 +9,7 @@ package main
 // replayed ceremony, a signature counter that went backwards.
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -424,5 +425,30 @@ func TestPasskeysAcrossReplicasE2E(t *testing.T) {
 		expectAAL(t, "sign-in across replicas", s.access, "aal2", "webauthn")
 		r = passkeyOp(t, b, dn, "finishPasskeyLogin", map[string]any{"challengeId": id, "credential": get})
 		expectError(t, "the same answer on B", r, 400, "PASSKEY_CHALLENGE_INVALID")
+
+		// The same answer sent to both at once: one signs in, the other is
+		// refused as a replay (never both, never a server error).
+		for round := range 5 {
+			id, pk = begun(t, "begin sign-in on A", passkeyOp(t, a, dn, "beginPasskeyLogin", nil))
+			get, err = auth.Get(pk, passkeystest.Ceremony{Origin: passkeyOrigin})
+			if err != nil {
+				t.Fatal(err)
+			}
+			results := make(chan result, 2)
+			for _, srv := range []*herald{a, b} {
+				go func() {
+					results <- passkeyOp(t, srv, dn, "finishPasskeyLogin", map[string]any{"challengeId": id, "credential": get})
+				}()
+			}
+			var codes []string
+			for range 2 {
+				r := <-results
+				codes = append(codes, fmt.Sprintf("%d %s", r.status, r.code))
+			}
+			slices.Sort(codes)
+			if want := []string{"200 ", "400 PASSKEY_CHALLENGE_INVALID"}; !slices.Equal(codes, want) {
+				t.Fatalf("round %d: two finishes at once answered %v, want %v", round, codes, want)
+			}
+		}
 	})
 }
