@@ -437,7 +437,12 @@ func TestPasskeysAcrossReplicasE2E(t *testing.T) {
 			results := make(chan result, 2)
 			for _, srv := range []*herald{a, b} {
 				go func() {
-					results <- passkeyOp(t, srv, dn, "finishPasskeyLogin", map[string]any{"challengeId": id, "credential": get})
+					// A failure inside the harness ends this goroutine (t.Fatal's
+					// Goexit); the deferred send still answers, so the wait below
+					// is bounded and the round fails with the codes it got.
+					r := result{status: -1, code: "the request failed (see the log above)"}
+					defer func() { results <- r }()
+					r = passkeyOp(t, srv, dn, "finishPasskeyLogin", map[string]any{"challengeId": id, "credential": get})
 				}()
 			}
 			var codes []string
