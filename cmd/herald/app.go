@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/herald-vpn/herald/internal/billing"
 	"github.com/herald-vpn/herald/internal/billing/notices"
+	"github.com/herald-vpn/herald/internal/pwned"
 	"log/slog"
 	"net/http"
 	"os"
@@ -182,6 +183,9 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 		return configError{err.Error()}
 	}
 	a.Accounts.SetStepUp(a.MFA)
+	if cfg.PwnedPasswordsURL != "" {
+		a.Accounts.SetBreachChecker(pwned.New(pwned.Config{URL: cfg.PwnedPasswordsURL, Timeout: cfg.PwnedPasswordsTimeout}))
+	}
 	a.APIKeys.SetStepUp(a.MFA)
 	river.AddWorker(a.workers, &mfa.NoticeWorker{Accounts: a.db, Templates: emails, Mail: sender, SendTimeout: 15 * time.Second, Log: logger.With("component", "mfa")})
 	a.Authenticator = auth.NewAuthenticator(a.Sessions, a.APIKeys)

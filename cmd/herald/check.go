@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/herald-vpn/herald/internal/pwned"
 	"github.com/herald-vpn/herald/internal/subscriptions"
 	"io"
 	"io/fs"
@@ -80,6 +81,7 @@ func dependencyChecks(cfg config.Config, db *sqlstore.DB, rdb *redis.Client) []f
 		func(ctx context.Context) checkResult { return checkAPNs(cfg) },
 		func(ctx context.Context) checkResult { return checkTelegram(ctx, cfg) },
 		func(ctx context.Context) checkResult { return checkBilling(ctx, cfg) },
+		func(ctx context.Context) checkResult { return checkPwnedPasswords(ctx, cfg) },
 		func(ctx context.Context) checkResult { return checkJWTKeys(cfg) },
 		func(ctx context.Context) checkResult { return checkDiscovery(cfg) },
 		func(ctx context.Context) checkResult { return checkSecrets(ctx, cfg, db) },
@@ -353,6 +355,20 @@ func checkBilling(ctx context.Context, cfg config.Config) checkResult {
 		}
 	}
 	return passed(name, fmt.Sprintf("%s connected, %d products mapped to plans", strings.Join(stores, ", "), products))
+}
+
+// checkPwnedPasswords reads one range of the breach corpus. A corpus that
+// cannot answer only warns: the check fails open in service too.
+func checkPwnedPasswords(ctx context.Context, cfg config.Config) checkResult {
+	const name = "pwned"
+	if cfg.PwnedPasswordsURL == "" {
+		return passed(name, "not configured: new passwords are not checked against breaches")
+	}
+	n, err := pwned.New(pwned.Config{URL: cfg.PwnedPasswordsURL, Timeout: cfg.PwnedPasswordsTimeout}).Check(ctx)
+	if err != nil {
+		return warned(name, err.Error()+"; until it answers, new passwords are accepted unchecked", "check that HERALD_PWNED_PASSWORDS_URL (https://api.pwnedpasswords.com) can be reached from here")
+	}
+	return passed(name, fmt.Sprintf("range 00000 read: %d breached suffixes", n))
 }
 
 func checkTelegram(ctx context.Context, cfg config.Config) checkResult {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"github.com/herald-vpn/herald/internal/pwned/pwnedtest"
 	"maps"
 	"net/http"
 	"os"
@@ -86,6 +87,8 @@ func TestCheckAllOK(t *testing.T) {
 			t.Fatal(err)
 		}
 		tg := telegramtest.NewServer(t, checkBotToken)
+		breaches := pwnedtest.New("Password1")
+		t.Cleanup(breaches.Close)
 		env := testDefaults()
 		maps.Copy(env, map[string]string{
 			"HERALD_DATABASE_URL":         sqlstoretest.NewURL(t, d),
@@ -101,6 +104,7 @@ func TestCheckAllOK(t *testing.T) {
 			"HERALD_TELEGRAM_API_URL":     tg.URL,
 			"HERALD_JWT_KEYS_FILE":        jwksFile(t, false),
 			"HERALD_PUBLIC_URL":           "https://api.example.com",
+			"HERALD_PWNED_PASSWORDS_URL":  breaches.URL,
 		})
 		if _, stderr, err := runHerald(t, env, "", "migrate"); err != nil {
 			t.Fatalf("migrate: %v\n%s", err, stderr)
@@ -110,13 +114,16 @@ func TestCheckAllOK(t *testing.T) {
 			t.Fatalf("check = %v, want success\n%s%s", err, stdout, stderr)
 		}
 		lines := checkLines(t, stdout)
-		for _, name := range []string{"configuration", "database", "connections", "redis", "smtp", "fcm", "apns", "telegram", "billing", "jwt keys", "discovery", "secrets"} {
+		for _, name := range []string{"configuration", "database", "connections", "redis", "smtp", "fcm", "apns", "telegram", "billing", "pwned", "jwt keys", "discovery", "secrets"} {
 			if l := lines[name]; !strings.HasPrefix(l, "ok ") {
 				t.Errorf("%s: %q, want ok", name, l)
 			}
 		}
-		if len(lines) != 12 {
-			t.Errorf("%d lines, want 12:\n%s", len(lines), stdout)
+		if len(lines) != 13 {
+			t.Errorf("%d lines, want 13:\n%s", len(lines), stdout)
+		}
+		if breaches.Requests() != 1 {
+			t.Errorf("check made %d range requests, want 1", breaches.Requests())
 		}
 		for _, want := range []string{"0 pending", "AUTH accepted", "access token granted", "@herald_test_bot", "jwks_uri is https://api.example.com/.well-known/jwks.json", "0 stored, 0 sealed with key "} {
 			if !strings.Contains(stdout, want) {

@@ -155,7 +155,7 @@ func (s *Service) CancelEmailChange(ctx context.Context, token string) (bool, er
 // a second factor needs a session at aal2 too (MFA_STEP_UP_REQUIRED).
 func (s *Service) ChangePassword(ctx context.Context, by auth.Principal, current, next string) (int, error) {
 	accountID, keepSession := by.AccountID, by.SessionID
-	if err := ValidatePassword(next); err != nil {
+	if err := s.validateNewPassword(ctx, next); err != nil {
 		return 0, err
 	}
 	if err := s.requireStepUp(ctx, by); err != nil {

@@ -113,7 +113,7 @@ func (s *Service) RequestPasswordReset(ctx context.Context, email string) error 
 // every session of the account. The code proves the mailbox, so an
 // unverified account becomes verified too.
 func (s *Service) ResetPassword(ctx context.Context, email, code, newPassword string) error {
-	if err := ValidatePassword(newPassword); err != nil {
+	if err := s.validateNewPassword(ctx, newPassword); err != nil {
 		return err
 	}
 	acct, _, found, err := s.lookup(ctx, email)

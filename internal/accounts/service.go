@@ -67,6 +67,42 @@ type Service struct {
 	now     func() time.Time
 	emails  *mail.Templates
 	stepUp  auth.StepUp
+	// breaches checks new passwords against a breach corpus; nil: off.
+	breaches BreachChecker
+}
+
+// BreachChecker says how many times a password has appeared in breaches
+// (pwned.Checker). An error means it could not tell.
+type BreachChecker interface {
+	Breached(ctx context.Context, plain string) (int, error)
+}
+
+// SetBreachChecker makes signup, reset and password change refuse a
+// password seen in a breach (set once, before serving).
+func (s *Service) SetBreachChecker(c BreachChecker) { s.breaches = c }
+
+// validateNewPassword applies the password rules, then the breach check.
+// The breach check fails open: a corpus that cannot answer (down, slow)
+// is logged and the password accepted, since refusing every signup while
+// a third party is down would be worse than the risk it guards against.
+func (s *Service) validateNewPassword(ctx context.Context, plain string) error {
+	if err := ValidatePassword(plain); err != nil {
+		return err
+	}
+	if s.breaches == nil {
+		return nil
+	}
+	n, err := s.breaches.Breached(ctx, plain)
+	if err != nil {
+		s.logger.WarnContext(ctx, "breached-password check could not answer; the password is accepted (fail open)", "error", err)
+		return nil
+	}
+	if n > 0 {
+		return apperr.Newf(apperr.WeakPassword, "The password has appeared in a data breach; choose another.").
+			With("requirements", PasswordRequirements()).
+			With("failedChecks", []string{CheckBreached})
+	}
+	return nil
 }
 
 // SetStepUp makes the sensitive operations (deleting one's own account)
@@ -122,7 +158,7 @@ func (s *Service) Signup(ctx context.Context, email, plain, referral string, lan
 	if err != nil {
 		return SignupResult{}, err
 	}
-	if err := ValidatePassword(plain); err != nil {
+	if err := s.validateNewPassword(ctx, plain); err != nil {
 		return SignupResult{}, err
 	}
 	locale, err := s.chooseLocale(lang)

@@ -27,6 +27,9 @@ const (
 	CheckLowercase          = "lowercase"
 	CheckDigit              = "digit"
 	CheckSpecialRecommended = "special_recommended" // reported, never required
+	// CheckBreached: the password is in a breach corpus (HERALD_PWNED_PASSWORDS_URL);
+	// reported alone, by the breach check after the rules pass.
+	CheckBreached = "breached"
 )
 
 // passwordRules are the rules in the order clients show them, each with
@@ -55,7 +58,7 @@ func PasswordChecks() []string {
 	for _, r := range passwordRules {
 		out = append(out, r.key)
 	}
-	return append(out, CheckSpecialRecommended)
+	return append(out, CheckSpecialRecommended, CheckBreached)
 }
 
 // CheckPassword returns the keys of the rules plain fails, nil when it

@@ -107,7 +107,7 @@ func wantFailed(pw string) []string {
 }
 
 func TestPasswordChecksAreStable(t *testing.T) {
-	want := []string{"min_length", "max_length", "uppercase", "lowercase", "digit", "special_recommended"}
+	want := []string{"min_length", "max_length", "uppercase", "lowercase", "digit", "special_recommended", "breached"}
 	if got := accounts.PasswordChecks(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("PasswordChecks() = %q, want the documented %q", got, want)
 	}

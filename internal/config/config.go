@@ -165,6 +165,10 @@ type Config struct {
 	MFALockoutDuration time.Duration
 	AdminMFA           string
 
+	// Breached passwords (issue 25): off while PwnedPasswordsURL is empty.
+	PwnedPasswordsURL     string
+	PwnedPasswordsTimeout time.Duration
+
 	// Passkeys (issue 25): off while WebAuthnRPID is empty.
 	WebAuthnRPID    string
 	WebAuthnRPName  string
@@ -319,6 +323,8 @@ func Vars() []Var {
 		{"HERALD_MFA_LOCKOUT_ATTEMPTS", "5", "10", "wrong second-factor codes in a row (TOTP or recovery, at login, step-up or confirmation) after which an account's code checks are refused with 429 MFA_LOCKED for HERALD_MFA_LOCKOUT_DURATION; 0 turns the lockout off", integer(func(c *Config) *int { return &c.MFALockoutAttempts }, 0)},
 		{"HERALD_MFA_LOCKOUT_DURATION", "15m", "1h", "how long an account's second-factor checks stay locked after HERALD_MFA_LOCKOUT_ATTEMPTS wrong codes", duration(func(c *Config) *time.Duration { return &c.MFALockoutDuration })},
 		{"HERALD_ADMIN_MFA", "optional", "required", "required: a user holding admin must sign in with a second factor (a token at aal2) to call any admin operation, else 403 ADMIN_MFA_REQUIRED (API keys are not affected: see docs/security.md); optional: not required (the requirement is off)", oneOf(func(c *Config) *string { return &c.AdminMFA }, "optional", "required")},
+		{"HERALD_PWNED_PASSWORDS_URL", "", "https://api.pwnedpasswords.com", "Pwned Passwords range API (k-anonymity: only 5 hex digits of a password's SHA-1 are sent, answers padded); set, signup, password reset and password change refuse a password seen in a breach with WEAK_PASSWORD and failedChecks [\"breached\"]; empty: off", optional(httpURL(func(c *Config) *string { return &c.PwnedPasswordsURL }))},
+		{"HERALD_PWNED_PASSWORDS_TIMEOUT", "2s", "1s", "longest one range lookup may take; a slower or failing corpus is logged and the password accepted (fail open)", duration(func(c *Config) *time.Duration { return &c.PwnedPasswordsTimeout })},
 		{"HERALD_WEBAUTHN_RP_ID", "", "example.com", "the WebAuthn relying party id of passkeys: the domain (no scheme, no port) the passkeys are bound to, the web origins' host or a parent of it; empty: passkeys are off and their operations answer 404 PASSKEYS_NOT_CONFIGURED", optional(rpID(func(c *Config) *string { return &c.WebAuthnRPID }))},
 		{"HERALD_WEBAUTHN_RP_NAME", "", "Herald VPN", "the relying party's name authenticators show beside a passkey; empty: HERALD_PRODUCT_NAME", str(func(c *Config) *string { return &c.WebAuthnRPName })},
 		{"HERALD_WEBAUTHN_ORIGINS", "", "https://example.com,android:apk-key-hash:AbC…", "origins a passkey ceremony may come from, comma-separated: https origins (web apps; an iOS app's associated domain answers with its https origin), http://localhost origins for development, and android:apk-key-hash:<base64url SHA-256 of the signing certificate> for an Android app; empty with HERALD_WEBAUTHN_RP_ID set: https://<rp id> alone", optional(webAuthnOrigins(func(c *Config) *[]string { return &c.WebAuthnOrigins }))},

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"net/http"
+	"slices"
+	"testing"
+
+	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/pwned/pwnedtest"
+	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
+)
+
+// breachedPassword passes every password rule but is in the fake corpus.
+const breachedPassword = "Summer2024!"
+
+// Signup, reset and change refuse a password in the breach corpus with
+// WEAK_PASSWORD and failedChecks ["breached"]; a corpus that goes silent
+// fails open (the password is accepted).
+func TestBreachedPasswordsE2E(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
+		corpus := pwnedtest.New(breachedPassword)
+		t.Cleanup(corpus.Close)
+		h := startHerald(t, d, sessionEnv(map[string]string{
+			"HERALD_PWNED_PASSWORDS_URL":     corpus.URL,
+			"HERALD_PWNED_PASSWORDS_TIMEOUT": "200ms",
+		}))
+		for _, dn := range doorNames {
+			t.Run(dn, func(t *testing.T) {
+				email := "breached-" + dn + "@example.com"
+				expectBreached(t, "signup", call(t, h, dn, opSignup, map[string]any{"email": email, "password": breachedPassword}))
+				newVerifiedUser(t, h, dn, email) // the same address with a password not in the corpus
+
+				mails := h.SMTP.Count(email)
+				expectOK(t, "request reset", call(t, h, dn, opRequestReset, map[string]any{"email": email}), http.StatusOK)
+				code := h.code(t, email, mails+1, accounts.PurposeReset)
+				expectBreached(t, "reset", call(t, h, dn, opResetPass, map[string]any{"email": email, "code": code, "newPassword": breachedPassword}))
+				// The refusal spent nothing: the code still resets to a clean password.
+				expectOK(t, "reset to a clean password", call(t, h, dn, opResetPass, map[string]any{"email": email, "code": code, "newPassword": newPassword}), http.StatusOK)
+
+				tok := login(t, h, dn, email, newPassword)
+				change := func(next string) result {
+					return call(t, h, dn, opChangePassword, map[string]any{"currentPassword": newPassword, "newPassword": next}, withBearer(tok.access))
+				}
+				expectBreached(t, "change", change(breachedPassword))
+				// A password failing the rules is refused by the rules, without
+				// asking the corpus.
+				before := corpus.Requests()
+				expectError(t, "weak", change("short"), http.StatusUnprocessableEntity, "WEAK_PASSWORD")
+				if corpus.Requests() != before {
+					t.Error("a password refused by the rules was still looked up")
+				}
+			})
+		}
+		if corpus.Padded() != corpus.Requests() || corpus.Requests() == 0 {
+			t.Errorf("%d of %d range requests asked for padding", corpus.Padded(), corpus.Requests())
+		}
+
+		t.Run("silent corpus fails open", func(t *testing.T) {
+			// A breached password whose range no earlier lookup cached, but
+			// the corpus cannot say so in time: the signup goes through.
+			const silentlyBreached = "Winter2025?"
+			corpus.Add(silentlyBreached, 7)
+			corpus.Hang(true)
+			defer corpus.Hang(false)
+			before := corpus.Requests()
+			expectOK(t, "signup while the corpus is silent", call(t, h, "rest", opSignup, map[string]any{"email": "fail-open@example.com", "password": silentlyBreached}), http.StatusCreated)
+			// The server counts a request when it arrives, which on a busy
+			// machine may be after the client has given up on it.
+			eventually(t, func() bool { return corpus.Requests() == before+1 }, "the signup never asked the corpus (%d requests)", corpus.Requests()-before)
+		})
+	})
+}
+
+func expectBreached(t *testing.T, what string, r result) {
+	t.Helper()
+	expectError(t, what, r, http.StatusUnprocessableEntity, "WEAK_PASSWORD")
+	checks, _ := r.details["failedChecks"].([]any)
+	if !slices.Equal(checks, []any{"breached"}) {
+		t.Fatalf("%s: failedChecks %v, want [breached]", what, r.details["failedChecks"])
+	}
+}
