@@ -33,6 +33,9 @@ const (
 	// Its passkeys (issue 25).
 	ErasePasskeys          Erasure = "passkey_credentials" // its WebAuthn credentials
 	ErasePasskeyCeremonies Erasure = "passkey_ceremonies"  // its ceremonies begun
+
+	// Its security log (issue 25).
+	EraseSecurityLog Erasure = "security_events" // its security events
 )
 
 // deletionSteps is what deleting an account does, in order: what hangs
@@ -48,7 +51,7 @@ var deletionSteps = []Erasure{
 	EraseOneTimeCodes, ErasePendingCodes, EraseCodeSends, EraseCodeSendLeases,
 	EraseMessengerLinks, UnlinkMessenger,
 	EraseMFAFactors, EraseMFARecoveryCodes, EraseMFAFailures, EraseMFAChallenges,
-	ErasePasskeys, ErasePasskeyCeremonies,
+	ErasePasskeys, ErasePasskeyCeremonies, EraseSecurityLog,
 	EraseGrants, UnlinkPurchaseHistory, UnlinkPurchases,
 	EraseToTombstone, ScrubEvents, AnnounceRevokedAccount,
 }

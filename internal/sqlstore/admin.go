@@ -189,6 +189,7 @@ var erasures = map[accounts.Erasure]string{
 	accounts.EraseMFAChallenges:     `DELETE FROM mfa_challenges WHERE account_id = ?`,
 	accounts.ErasePasskeys:          `DELETE FROM passkey_credentials WHERE account_id = ?`,
 	accounts.ErasePasskeyCeremonies: `DELETE FROM passkey_ceremonies WHERE account_id = ?`,
+	accounts.EraseSecurityLog:       `DELETE FROM security_events WHERE account_id = ?`,
 }
 
 // EraseAccount implements accounts.Store (inside InTx).

@@ -1,0 +1,101 @@
+package sqlstore
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/securitylog"
+)
+
+// RecordSecurityEvent writes e to the account's security log, in the
+// transaction ctx carries when there is one (so the entry commits or
+// rolls back with the change it records), in its own otherwise (a failed
+// login). e is normalized first; its device key is kept for the
+// new-device rule.
+func (db *DB) RecordSecurityEvent(ctx context.Context, e securitylog.Event) error {
+	if err := e.Normalize(); err != nil {
+		return err
+	}
+	detail := []byte("{}")
+	if len(e.Detail) > 0 {
+		var err error
+		if detail, err = json.Marshal(e.Detail); err != nil {
+			return err
+		}
+	}
+	return db.inTx(ctx, func(tx *Tx) error {
+		at := e.At
+		if at.IsZero() {
+			at = tx.now
+		}
+		_, err := tx.q.exec(ctx, `INSERT INTO security_events (id, account_id, kind, outcome, actor, ip, user_agent, device_key, detail, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			e.ID, e.AccountID, string(e.Kind), string(e.Outcome), e.Actor, e.IP, e.UserAgent, securitylog.DeviceKey(e.UserAgent, e.IP), string(detail), at)
+		return err
+	})
+}
+
+// SecurityEvents lists an account's security log, newest first: at most
+// limit entries with ids below beforeID ("" for the newest).
+func (db *DB) SecurityEvents(ctx context.Context, accountID, beforeID string, limit int) ([]securitylog.Event, error) {
+	q := `SELECT id, account_id, kind, outcome, actor, ip, user_agent, detail, created_at FROM security_events WHERE account_id = ?`
+	args := []any{accountID}
+	if beforeID != "" {
+		q += ` AND id < ?`
+		args = append(args, beforeID)
+	}
+	q += ` ORDER BY id DESC LIMIT ?`
+	args = append(args, limit)
+	rs, err := db.conn().query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []securitylog.Event
+	for rs.Next() {
+		var e securitylog.Event
+		var kind, outcome, detail string
+		if err := rs.Scan(&e.ID, &e.AccountID, &kind, &outcome, &e.Actor, &e.IP, &e.UserAgent, &detail, &e.At); err != nil {
+			return nil, err
+		}
+		e.Kind, e.Outcome = securitylog.Kind(kind), securitylog.Outcome(outcome)
+		if detail != "" && detail != "{}" {
+			if err := json.Unmarshal([]byte(detail), &e.Detail); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, e)
+	}
+	return out, rs.Err()
+}
+
+// SeenDeviceKeys lists the device keys of an account's earlier
+// successful sign-ins, for securitylog.AlertsFor.
+func (db *DB) SeenDeviceKeys(ctx context.Context, accountID string) ([]string, error) {
+	rs, err := db.conn().query(ctx, `SELECT DISTINCT device_key FROM security_events WHERE account_id = ? AND kind = ? AND outcome = ?`,
+		accountID, string(securitylog.LoginOK), string(securitylog.OK))
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []string
+	for rs.Next() {
+		var k string
+		if err := rs.Scan(&k); err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, rs.Err()
+}
+
+// PruneSecurityLog deletes the entries older than retention.
+func (db *DB) PruneSecurityLog(ctx context.Context, retention time.Duration) (int64, error) {
+	var n int64
+	err := db.inTx(ctx, func(tx *Tx) error {
+		var err error
+		n, err = tx.q.exec(ctx, `DELETE FROM security_events WHERE created_at < ?`, tx.now.Add(-retention))
+		return err
+	})
+	return n, err
+}
