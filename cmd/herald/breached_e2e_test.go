@@ -64,9 +64,27 @@ func TestBreachedPasswordsE2E(t *testing.T) {
 			defer corpus.Hang(false)
 			before := corpus.Requests()
 			expectOK(t, "signup while the corpus is silent", call(t, h, "rest", opSignup, map[string]any{"email": "fail-open@example.com", "password": silentlyBreached}), http.StatusCreated)
+			// The silent lookup is not cached: the next one asks again.
 			// The server counts a request when it arrives, which on a busy
 			// machine may be after the client has given up on it.
 			eventually(t, func() bool { return corpus.Requests() == before+1 }, "the signup never asked the corpus (%d requests)", corpus.Requests()-before)
+			corpus.Hang(false)
+
+			// Once the corpus answers, a login with that password goes
+			// through but marks the account to change it, on both doors;
+			// a new password clears the mark.
+			const email = "fail-open@example.com"
+			expectOK(t, "verify", call(t, h, "rest", opVerify, map[string]any{"email": email, "code": h.code(t, email, 1, accounts.PurposeVerify)}), http.StatusOK)
+			tok := login(t, h, "rest", email, silentlyBreached)
+			for _, dn := range doorNames {
+				if got := passwordChangeRequired(t, me(t, h, dn, tok.access)); !got {
+					t.Fatalf("%s: me after a login with a breached password: passwordChangeRequired false", dn)
+				}
+			}
+			expectOK(t, "change", call(t, h, "rest", opChangePassword, map[string]any{"currentPassword": silentlyBreached, "newPassword": newPassword}, withBearer(tok.access)), http.StatusOK)
+			if passwordChangeRequired(t, me(t, h, "graphql", tok.access)) {
+				t.Fatal("passwordChangeRequired still set after a password change")
+			}
 		})
 	})
 }
@@ -78,4 +96,16 @@ func expectBreached(t *testing.T, what string, r result) {
 	if !slices.Equal(checks, []any{"breached"}) {
 		t.Fatalf("%s: failedChecks %v, want [breached]", what, r.details["failedChecks"])
 	}
+}
+
+// passwordChangeRequired reads the flag from me's answer on either door.
+func passwordChangeRequired(t *testing.T, r result) bool {
+	t.Helper()
+	expectOK(t, "me", r, http.StatusOK)
+	user, _ := r.data.(map[string]any)
+	flag, ok := user["passwordChangeRequired"].(bool)
+	if !ok {
+		t.Fatalf("me has no passwordChangeRequired: %v", r.data)
+	}
+	return flag
 }

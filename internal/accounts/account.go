@@ -33,6 +33,9 @@ type Account struct {
 	DisabledAt     *time.Time
 	DisabledReason string
 	LastLoginAt    *time.Time
+	// PasswordChangeRequired: a login found the password in a breach
+	// corpus; a new password (change or reset) clears it.
+	PasswordChangeRequired bool
 }
 
 // Disabled reports whether an operator has disabled the account.
@@ -182,6 +185,9 @@ type Store interface {
 	RevokeAllSessions(ctx context.Context, accountID string) error
 
 	UpdatePasswordHash(ctx context.Context, accountID, hash string) error
+	// SetPasswordChangeRequired marks the account to change its password
+	// (UpdatePasswordHash clears the mark).
+	SetPasswordChangeRequired(ctx context.Context, accountID string) error
 	// SetPendingEmail sets the address an email change waits to confirm
 	// ("" clears it); PendingEmail reads it ("" when none). ErrNotFound
 	// for an unknown or deleted account.

@@ -87,6 +87,7 @@ func (s *Service) CheckCredentials(ctx context.Context, email, plain string) (Ac
 			}
 		}
 	}
+	s.markIfBreached(ctx, &acct, plain)
 	return acct, nil
 }
 

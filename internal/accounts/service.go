@@ -81,6 +81,28 @@ type BreachChecker interface {
 // password seen in a breach (set once, before serving).
 func (s *Service) SetBreachChecker(c BreachChecker) { s.breaches = c }
 
+// markIfBreached marks the account to change its password when a login's
+// (right) password is in the breach corpus. The login goes on either way;
+// a corpus that cannot answer leaves the account as it was.
+func (s *Service) markIfBreached(ctx context.Context, acct *Account, plain string) {
+	if s.breaches == nil {
+		return
+	}
+	n, err := s.breaches.Breached(ctx, plain)
+	if err != nil {
+		s.logger.WarnContext(ctx, "breached-password check at login could not answer (fail open)", "account_id", acct.ID, "error", err)
+		return
+	}
+	if n == 0 {
+		return
+	}
+	if err := s.store.SetPasswordChangeRequired(ctx, acct.ID); err != nil {
+		s.logger.WarnContext(ctx, "breached password at login not marked", "account_id", acct.ID, "err", err)
+		return
+	}
+	acct.PasswordChangeRequired = true
+}
+
 // validateNewPassword applies the password rules, then the breach check.
 // The breach check fails open: a corpus that cannot answer (down, slow)
 // is logged and the password accepted, since refusing every signup while

@@ -485,32 +485,34 @@ type ComplexityRoot struct {
 	}
 
 	User struct {
-		CreatedAt     func(childComplexity int) int
-		Email         func(childComplexity int) int
-		EmailVerified func(childComplexity int) int
-		ID            func(childComplexity int) int
-		Locale        func(childComplexity int) int
-		ReferralCode  func(childComplexity int) int
-		Subscription  func(childComplexity int) int
+		CreatedAt              func(childComplexity int) int
+		Email                  func(childComplexity int) int
+		EmailVerified          func(childComplexity int) int
+		ID                     func(childComplexity int) int
+		Locale                 func(childComplexity int) int
+		PasswordChangeRequired func(childComplexity int) int
+		ReferralCode           func(childComplexity int) int
+		Subscription           func(childComplexity int) int
 	}
 
 	UserRecord struct {
-		CreatedAt       func(childComplexity int) int
-		DeviceCount     func(childComplexity int) int
-		Disabled        func(childComplexity int) int
-		DisabledAt      func(childComplexity int) int
-		DisabledReason  func(childComplexity int) int
-		Email           func(childComplexity int) int
-		EmailVerified   func(childComplexity int) int
-		EmailVerifiedAt func(childComplexity int) int
-		ID              func(childComplexity int) int
-		LastLoginAt     func(childComplexity int) int
-		Locale          func(childComplexity int) int
-		MessengerChat   func(childComplexity int) int
-		ReferralCode    func(childComplexity int) int
-		SessionCount    func(childComplexity int) int
-		Sessions        func(childComplexity int) int
-		Subscription    func(childComplexity int) int
+		CreatedAt              func(childComplexity int) int
+		DeviceCount            func(childComplexity int) int
+		Disabled               func(childComplexity int) int
+		DisabledAt             func(childComplexity int) int
+		DisabledReason         func(childComplexity int) int
+		Email                  func(childComplexity int) int
+		EmailVerified          func(childComplexity int) int
+		EmailVerifiedAt        func(childComplexity int) int
+		ID                     func(childComplexity int) int
+		LastLoginAt            func(childComplexity int) int
+		Locale                 func(childComplexity int) int
+		MessengerChat          func(childComplexity int) int
+		PasswordChangeRequired func(childComplexity int) int
+		ReferralCode           func(childComplexity int) int
+		SessionCount           func(childComplexity int) int
+		Sessions               func(childComplexity int) int
+		Subscription           func(childComplexity int) int
 	}
 
 	UserRecordConnection struct {
@@ -2906,6 +2908,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.User.Locale(childComplexity), true
+	case "User.passwordChangeRequired":
+		if e.ComplexityRoot.User.PasswordChangeRequired == nil {
+			break
+		}
+
+		return e.ComplexityRoot.User.PasswordChangeRequired(childComplexity), true
 	case "User.referralCode":
 		if e.ComplexityRoot.User.ReferralCode == nil {
 			break
@@ -2991,6 +2999,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UserRecord.MessengerChat(childComplexity), true
+	case "UserRecord.passwordChangeRequired":
+		if e.ComplexityRoot.UserRecord.PasswordChangeRequired == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserRecord.PasswordChangeRequired(childComplexity), true
 	case "UserRecord.referralCode":
 		if e.ComplexityRoot.UserRecord.ReferralCode == nil {
 			break
@@ -4086,6 +4100,8 @@ func (ec *executionContext) childFields_User(ctx context.Context, field graphql.
 		return ec.fieldContext_User_subscription(ctx, field)
 	case "locale":
 		return ec.fieldContext_User_locale(ctx, field)
+	case "passwordChangeRequired":
+		return ec.fieldContext_User_passwordChangeRequired(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type User", field.Name)
 }
@@ -4106,6 +4122,8 @@ func (ec *executionContext) childFields_UserRecord(ctx context.Context, field gr
 		return ec.fieldContext_UserRecord_subscription(ctx, field)
 	case "locale":
 		return ec.fieldContext_UserRecord_locale(ctx, field)
+	case "passwordChangeRequired":
+		return ec.fieldContext_UserRecord_passwordChangeRequired(ctx, field)
 	case "emailVerifiedAt":
 		return ec.fieldContext_UserRecord_emailVerifiedAt(ctx, field)
 	case "disabled":
@@ -16079,6 +16097,29 @@ func (ec *executionContext) fieldContext_User_locale(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _User_passwordChangeRequired(ctx context.Context, field graphql.CollectedField, obj *view.User) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_User_passwordChangeRequired(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PasswordChangeRequired, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_User_passwordChangeRequired(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
 func (ec *executionContext) _UserRecord_id(ctx context.Context, field graphql.CollectedField, obj *view.UserRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -16247,6 +16288,29 @@ func (ec *executionContext) _UserRecord_locale(ctx context.Context, field graphq
 }
 func (ec *executionContext) fieldContext_UserRecord_locale(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("UserRecord", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _UserRecord_passwordChangeRequired(ctx context.Context, field graphql.CollectedField, obj *view.UserRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserRecord_passwordChangeRequired(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PasswordChangeRequired, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserRecord_passwordChangeRequired(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserRecord", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _UserRecord_emailVerifiedAt(ctx context.Context, field graphql.CollectedField, obj *view.UserRecord) (ret graphql.Marshaler) {
@@ -22641,6 +22705,11 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
+		case "passwordChangeRequired":
+			out.Values[i] = ec._User_passwordChangeRequired(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -22707,6 +22776,11 @@ func (ec *executionContext) _UserRecord(ctx context.Context, sel ast.SelectionSe
 		case "locale":
 			out.Values[i] = ec._UserRecord_locale(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "passwordChangeRequired":
+			out.Values[i] = ec._UserRecord_passwordChangeRequired(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "emailVerifiedAt":

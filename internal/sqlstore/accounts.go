@@ -14,7 +14,7 @@ import (
 
 // profileColumns are what an account's owner sees of it (users/me), and
 // the first columns of every account read.
-const profileColumns = `a.id, a.email, a.email_verified_at, a.referral_code, a.created_at, a.subscription_plan, a.subscription_expires_at, a.locale, a.subscription_source, a.subscription_auto_renew, a.subscription_grace_ends_at`
+const profileColumns = `a.id, a.email, a.email_verified_at, a.referral_code, a.created_at, a.subscription_plan, a.subscription_expires_at, a.locale, a.subscription_source, a.subscription_auto_renew, a.subscription_grace_ends_at, a.password_change_required`
 
 // accountColumns are what the other account reads return. The password
 // hash is not among them: only the reads that check a password select it,
@@ -28,7 +28,7 @@ const accountFrom = ` FROM accounts a WHERE a.deleted_at IS NULL AND `
 // profileDest is where profileColumns scan to; accountDest where
 // accountColumns do.
 func profileDest(a *accounts.Account) []any {
-	return []any{&a.ID, &a.Email, &a.EmailVerifiedAt, &a.ReferralCode, &a.CreatedAt, &a.Subscription.Plan, &a.Subscription.ExpiresAt, &a.Locale, &a.Subscription.Source, &a.Subscription.AutoRenew, &a.Subscription.GraceEndsAt}
+	return []any{&a.ID, &a.Email, &a.EmailVerifiedAt, &a.ReferralCode, &a.CreatedAt, &a.Subscription.Plan, &a.Subscription.ExpiresAt, &a.Locale, &a.Subscription.Source, &a.Subscription.AutoRenew, &a.Subscription.GraceEndsAt, &a.PasswordChangeRequired}
 }
 
 func accountDest(a *accounts.Account) []any {
@@ -342,10 +342,18 @@ func (db *DB) SetLocale(ctx context.Context, accountID, locale string) error {
 	return err
 }
 
+// SetPasswordChangeRequired implements accounts.Store.
+func (db *DB) SetPasswordChangeRequired(ctx context.Context, accountID string) error {
+	return db.inTx(ctx, func(tx *Tx) error {
+		_, err := tx.q.exec(ctx, `UPDATE accounts SET password_change_required = TRUE WHERE id = ? AND deleted_at IS NULL`, accountID)
+		return err
+	})
+}
+
 // UpdatePasswordHash implements accounts.Store.
 func (db *DB) UpdatePasswordHash(ctx context.Context, accountID, hash string) error {
 	return db.inTx(ctx, func(tx *Tx) error {
-		_, err := tx.q.exec(ctx, `UPDATE accounts SET password_hash = ? WHERE id = ?`, hash, accountID)
+		_, err := tx.q.exec(ctx, `UPDATE accounts SET password_hash = ?, password_change_required = FALSE WHERE id = ?`, hash, accountID)
 		return err
 	})
 }

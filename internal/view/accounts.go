@@ -19,6 +19,9 @@ type User struct {
 	// Locale is the language of the account's emails (a BCP 47 tag); nil
 	// when none was given (English).
 	Locale *string `json:"locale"`
+	// PasswordChangeRequired: a login found the password in a breach
+	// corpus; apps should ask for a new one (a change or reset clears it).
+	PasswordChangeRequired bool `json:"passwordChangeRequired"`
 }
 
 // UserSubscription is the account's plan (OpenAPI Subscription): what
@@ -60,6 +63,8 @@ func NewUser(a accounts.Account, now time.Time) User {
 		ReferralCode:  a.ReferralCode,
 		Subscription:  NewUserSubscription(a.Subscription, now),
 		Locale:        nonEmpty(a.Locale),
+
+		PasswordChangeRequired: a.PasswordChangeRequired,
 	}
 }
 
