@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/herald-vpn/herald/internal/billing"
+	"github.com/herald-vpn/herald/internal/captcha"
 	"github.com/herald-vpn/herald/internal/billing/notices"
 	"github.com/herald-vpn/herald/internal/pwned"
 	"log/slog"
@@ -185,6 +186,17 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 	a.Accounts.SetStepUp(a.MFA)
 	if cfg.PwnedPasswordsURL != "" {
 		a.Accounts.SetBreachChecker(pwned.New(pwned.Config{URL: cfg.PwnedPasswordsURL, Timeout: cfg.PwnedPasswordsTimeout}))
+	}
+	if cfg.CaptchaProvider != "" {
+		guard, err := captcha.New(captcha.Config{
+			Provider: cfg.CaptchaProvider, Secret: cfg.CaptchaSecret, VerifyURL: cfg.CaptchaVerifyURL, Timeout: cfg.CaptchaTimeout,
+			LoginFailures: cfg.CaptchaLoginFailures, FailureWindow: cfg.CaptchaFailureWindow, Log: logger.With("component", "captcha"),
+		})
+		if err != nil {
+			return configError{err.Error()}
+		}
+		a.Captcha = guard
+		a.Accounts.SetCaptcha(guard)
 	}
 	a.APIKeys.SetStepUp(a.MFA)
 	river.AddWorker(a.workers, &mfa.NoticeWorker{Accounts: a.db, Templates: emails, Mail: sender, SendTimeout: 15 * time.Second, Log: logger.With("component", "mfa")})

@@ -41,6 +41,37 @@ func (s *Service) Now() time.Time { return s.now() }
 // account is told so only once its password was right. A hash of weaker
 // cost than the current one is replaced.
 func (s *Service) CheckCredentials(ctx context.Context, email, plain string) (Account, error) {
+	if s.captcha == nil {
+		return s.checkCredentials(ctx, email, plain)
+	}
+	// After repeated failures for this email, a login needs a CAPTCHA;
+	// the failures are counted per address, known or not, so the demand
+	// tells nothing about whether an account exists.
+	key := captchaKey(email)
+	if s.captcha.LoginNeedsCaptcha(key) {
+		if err := s.captcha.Require(ctx, "login"); err != nil {
+			return Account{}, err
+		}
+	}
+	acct, err := s.checkCredentials(ctx, email, plain)
+	switch {
+	case err == nil:
+		s.captcha.LoginSucceeded(key)
+	case apperr.Is(err, apperr.InvalidCredentials):
+		s.captcha.LoginFailed(key)
+	}
+	return acct, err
+}
+
+// captchaKey is the address a login's failures are counted under.
+func captchaKey(email string) string {
+	if norm, err := NormalizeEmail(email); err == nil {
+		return norm
+	}
+	return strings.ToLower(strings.TrimSpace(email))
+}
+
+func (s *Service) checkCredentials(ctx context.Context, email, plain string) (Account, error) {
 	badCredentials := apperr.New(apperr.InvalidCredentials)
 	norm, err := NormalizeEmail(email)
 	if err != nil || plain == "" || len(plain) > 4*MaxPasswordLen {
@@ -96,6 +127,9 @@ func (s *Service) CheckCredentials(ctx context.Context, email, plain string) (Ac
 // goes through the durable job queue, so neither the answer nor its timing
 // tells whether an account exists.
 func (s *Service) RequestPasswordReset(ctx context.Context, email string) error {
+	if err := s.requireCaptcha(ctx, "password_reset"); err != nil {
+		return err
+	}
 	acct, _, found, err := s.lookup(ctx, email)
 	if err != nil || !found {
 		return err

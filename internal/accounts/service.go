@@ -69,6 +69,31 @@ type Service struct {
 	stepUp  auth.StepUp
 	// breaches checks new passwords against a breach corpus; nil: off.
 	breaches BreachChecker
+	// captcha guards signup, resend, reset requests and logins after
+	// repeated failures; nil: off.
+	captcha Captcha
+}
+
+// Captcha is the CAPTCHA guard (captcha.Guard): Require checks the token
+// of the request in ctx for an action; the Login methods count an
+// account's failed logins, after which its logins need a token too.
+type Captcha interface {
+	Require(ctx context.Context, action string) error
+	LoginNeedsCaptcha(key string) bool
+	LoginFailed(key string)
+	LoginSucceeded(key string)
+}
+
+// SetCaptcha makes signup, resend, password reset requests and logins
+// after repeated failures need a CAPTCHA (set once, before serving).
+func (s *Service) SetCaptcha(c Captcha) { s.captcha = c }
+
+// requireCaptcha checks the request's CAPTCHA for action, if one is set.
+func (s *Service) requireCaptcha(ctx context.Context, action string) error {
+	if s.captcha == nil {
+		return nil
+	}
+	return s.captcha.Require(ctx, action)
 }
 
 // BreachChecker says how many times a password has appeared in breaches
@@ -176,6 +201,9 @@ type SignupResult struct {
 // its verification email in the same transaction. lang decides the
 // account's locale, the language of its emails.
 func (s *Service) Signup(ctx context.Context, email, plain, referral string, lang Language) (SignupResult, error) {
+	if err := s.requireCaptcha(ctx, "signup"); err != nil {
+		return SignupResult{}, err
+	}
 	email, err := NormalizeEmail(email)
 	if err != nil {
 		return SignupResult{}, err
@@ -273,6 +301,9 @@ func (s *Service) accountByEmail(ctx context.Context, raw string) (Account, erro
 // cooldown and hourly cap, and reports EMAIL_DELIVERY_FAILED when the mail
 // server refuses or cannot be reached.
 func (s *Service) ResendVerification(ctx context.Context, email string) error {
+	if err := s.requireCaptcha(ctx, "resend"); err != nil {
+		return err
+	}
 	acct, err := s.accountByEmail(ctx, email)
 	if err != nil {
 		return err

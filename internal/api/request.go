@@ -35,6 +35,9 @@ type RequestInfo struct {
 	// AcceptLanguage is the request's Accept-Language header, parsed
 	// (AcceptedLanguages) only by the operations that need it.
 	AcceptLanguage string
+	// CaptchaToken is the X-Captcha-Token header, checked (captcha.Guard)
+	// only by the operations a CAPTCHA guards.
+	CaptchaToken string
 }
 
 type infoKey struct{}

@@ -113,6 +113,10 @@ const (
 	PasskeyCounterRegression  Code = "PASSKEY_COUNTER_REGRESSION"
 	PasskeyNotFound           Code = "PASSKEY_NOT_FOUND"
 	PasskeyAlreadyRegistered  Code = "PASSKEY_ALREADY_REGISTERED"
+
+	// CAPTCHA (issue 25).
+	CaptchaRequired Code = "CAPTCHA_REQUIRED"
+	CaptchaFailed   Code = "CAPTCHA_FAILED"
 )
 
 // Entry is one row of the catalogue.
@@ -185,6 +189,8 @@ var catalogue = map[Code]Entry{
 	TooManyStreams:     {TooManyStreams, http.StatusTooManyRequests, "Too many event streams are open; close one first."},
 	Internal:           {Internal, http.StatusInternalServerError, "An unexpected error occurred."},
 	ServiceUnavailable: {ServiceUnavailable, http.StatusServiceUnavailable, "The service is unavailable; try again later."},
+	CaptchaRequired:    {CaptchaRequired, http.StatusBadRequest, "This request needs a CAPTCHA token."},
+	CaptchaFailed:      {CaptchaFailed, http.StatusForbidden, "The CAPTCHA was not solved."},
 	UpstreamError:      {UpstreamError, http.StatusBadGateway, "An upstream service failed; try again later."},
 
 	BillingNotConfigured:    {BillingNotConfigured, http.StatusNotFound, "This store is not connected to this server."},

@@ -169,6 +169,14 @@ type Config struct {
 	PwnedPasswordsURL     string
 	PwnedPasswordsTimeout time.Duration
 
+	// CAPTCHA (issue 25): off while CaptchaProvider is empty.
+	CaptchaProvider      string
+	CaptchaSecret        string
+	CaptchaVerifyURL     string
+	CaptchaTimeout       time.Duration
+	CaptchaLoginFailures int
+	CaptchaFailureWindow time.Duration
+
 	// Passkeys (issue 25): off while WebAuthnRPID is empty.
 	WebAuthnRPID    string
 	WebAuthnRPName  string
@@ -325,6 +333,12 @@ func Vars() []Var {
 		{"HERALD_ADMIN_MFA", "optional", "required", "required: a user holding admin must sign in with a second factor (a token at aal2) to call any admin operation, else 403 ADMIN_MFA_REQUIRED (API keys are not affected: see docs/security.md); optional: not required (the requirement is off)", oneOf(func(c *Config) *string { return &c.AdminMFA }, "optional", "required")},
 		{"HERALD_PWNED_PASSWORDS_URL", "", "https://api.pwnedpasswords.com", "Pwned Passwords range API (k-anonymity: only 5 hex digits of a password's SHA-1 are sent, answers padded); set, signup, password reset and password change refuse a password seen in a breach with WEAK_PASSWORD and failedChecks [\"breached\"]; empty: off", optional(httpURL(func(c *Config) *string { return &c.PwnedPasswordsURL }))},
 		{"HERALD_PWNED_PASSWORDS_TIMEOUT", "2s", "1s", "longest one range lookup may take; a slower or failing corpus is logged and the password accepted (fail open)", duration(func(c *Config) *time.Duration { return &c.PwnedPasswordsTimeout })},
+		{"HERALD_CAPTCHA_PROVIDER", "", "turnstile", "turnstile (Cloudflare) or hcaptcha: signup, resend of the verification code, password reset requests and logins after HERALD_CAPTCHA_LOGIN_FAILURES failures need the client's token in the X-Captcha-Token header (400 CAPTCHA_REQUIRED without it, 403 CAPTCHA_FAILED when refused, 503 SERVICE_UNAVAILABLE with Retry-After while the provider cannot answer); empty: off", optional(oneOf(func(c *Config) *string { return &c.CaptchaProvider }, "turnstile", "hcaptcha"))},
+		{"HERALD_CAPTCHA_SECRET", "", "0x4AAAAAAA…", "the provider's secret key, sent with each verification; required with HERALD_CAPTCHA_PROVIDER", str(func(c *Config) *string { return &c.CaptchaSecret })},
+		{"HERALD_CAPTCHA_VERIFY_URL", "", "https://challenges.cloudflare.com/turnstile/v0/siteverify", "the provider's siteverify endpoint; empty: the provider's own (Turnstile's or hCaptcha's)", optional(httpURL(func(c *Config) *string { return &c.CaptchaVerifyURL }))},
+		{"HERALD_CAPTCHA_TIMEOUT", "5s", "3s", "longest one verification may take; a slower or failing provider refuses the request with 503 (fail closed)", duration(func(c *Config) *time.Duration { return &c.CaptchaTimeout })},
+		{"HERALD_CAPTCHA_LOGIN_FAILURES", "3", "5", "failed logins of one email address within HERALD_CAPTCHA_FAILURE_WINDOW after which its logins need a CAPTCHA (counted on each replica, forgotten at a successful login)", integer(func(c *Config) *int { return &c.CaptchaLoginFailures }, 1)},
+		{"HERALD_CAPTCHA_FAILURE_WINDOW", "15m", "1h", "window of HERALD_CAPTCHA_LOGIN_FAILURES, from an address's first failed login", duration(func(c *Config) *time.Duration { return &c.CaptchaFailureWindow })},
 		{"HERALD_WEBAUTHN_RP_ID", "", "example.com", "the WebAuthn relying party id of passkeys: the domain (no scheme, no port) the passkeys are bound to, the web origins' host or a parent of it; empty: passkeys are off and their operations answer 404 PASSKEYS_NOT_CONFIGURED", optional(rpID(func(c *Config) *string { return &c.WebAuthnRPID }))},
 		{"HERALD_WEBAUTHN_RP_NAME", "", "Herald VPN", "the relying party's name authenticators show beside a passkey; empty: HERALD_PRODUCT_NAME", str(func(c *Config) *string { return &c.WebAuthnRPName })},
 		{"HERALD_WEBAUTHN_ORIGINS", "", "https://example.com,android:apk-key-hash:AbC…", "origins a passkey ceremony may come from, comma-separated: https origins (web apps; an iOS app's associated domain answers with its https origin), http://localhost origins for development, and android:apk-key-hash:<base64url SHA-256 of the signing certificate> for an Android app; empty with HERALD_WEBAUTHN_RP_ID set: https://<rp id> alone", optional(webAuthnOrigins(func(c *Config) *[]string { return &c.WebAuthnOrigins }))},
@@ -424,6 +438,12 @@ func Load(getenv func(string) string) (Config, error) {
 	apns := []string{c.APNsKeyFile, c.APNsKeyID, c.APNsTeamID, c.APNsTopic}
 	if set := len(slices.DeleteFunc(slices.Clone(apns), func(s string) bool { return s == "" })); set > 0 && set < len(apns) {
 		problems = append(problems, "HERALD_APNS_KEY_FILE, HERALD_APNS_KEY_ID, HERALD_APNS_TEAM_ID, HERALD_APNS_TOPIC: set all four to enable APNs, or none")
+	}
+	if c.CaptchaProvider != "" && c.CaptchaSecret == "" {
+		problems = append(problems, "HERALD_CAPTCHA_SECRET: required with HERALD_CAPTCHA_PROVIDER")
+	}
+	if c.CaptchaProvider == "" && (c.CaptchaSecret != "" || c.CaptchaVerifyURL != "") {
+		problems = append(problems, "HERALD_CAPTCHA_SECRET, HERALD_CAPTCHA_VERIFY_URL: set only beside HERALD_CAPTCHA_PROVIDER (CAPTCHAs are off without it)")
 	}
 	if c.WebAuthnRPID == "" && len(c.WebAuthnOrigins) > 0 {
 		problems = append(problems, "HERALD_WEBAUTHN_ORIGINS: set only beside HERALD_WEBAUTHN_RP_ID (passkeys are off without it)")

@@ -14,7 +14,7 @@ import (
 // which is what makes "*" a safe allow-list.
 var (
 	// corsAllowedHeaders are the request headers browser code may send.
-	corsAllowedHeaders = []string{"Accept", "Authorization", "Content-Type", "Idempotency-Key", "X-API-Key", "X-Request-ID"}
+	corsAllowedHeaders = []string{"Accept", "Authorization", "Content-Type", "Idempotency-Key", "X-API-Key", "X-Captcha-Token", "X-Request-ID"}
 	// corsExposedHeaders are the response headers browser code may read
 	// (besides the CORS-safelisted ones such as Content-Type).
 	corsExposedHeaders = []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After", "X-Request-ID"}

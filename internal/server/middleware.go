@@ -57,6 +57,7 @@ func withRequestInfo(d Deps, next http.Handler) http.Handler {
 			Trace:          traceAttrs,
 			Credential:     credentialFrom(r.Header.Get("Authorization"), r.Header.Get("X-API-Key")),
 			AcceptLanguage: r.Header.Get("Accept-Language"),
+			CaptchaToken:   r.Header.Get("X-Captcha-Token"),
 		}
 		ctx = api.WithInfo(ctx, info)
 		rec := &statusRecorder{ResponseWriter: w}

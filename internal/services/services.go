@@ -12,6 +12,7 @@ import (
 	"github.com/herald-vpn/herald/internal/apikeys"
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/billing"
+	"github.com/herald-vpn/herald/internal/captcha"
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/idempotency"
 	"github.com/herald-vpn/herald/internal/limits"
@@ -53,4 +54,8 @@ type Services struct {
 	// Passkeys are WebAuthn credentials: registration, passwordless
 	// sign-in and the second step of a login.
 	Passkeys *passkeys.Service
+	// Captcha verifies the X-Captcha-Token of the requests that need one
+	// (Require(ctx, captcha.ActionGuest) for a door's own guard); nil
+	// when no provider is configured, and a nil guard demands nothing.
+	Captcha *captcha.Guard
 }
