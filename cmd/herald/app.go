@@ -191,6 +191,7 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 		guard, err := captcha.New(captcha.Config{
 			Provider: cfg.CaptchaProvider, Secret: cfg.CaptchaSecret, VerifyURL: cfg.CaptchaVerifyURL, Timeout: cfg.CaptchaTimeout,
 			LoginFailures: cfg.CaptchaLoginFailures, FailureWindow: cfg.CaptchaFailureWindow, Log: logger.With("component", "captcha"),
+			Shared: sharedLoginFailures(a.redis),
 		})
 		if err != nil {
 			return configError{err.Error()}
@@ -610,6 +611,15 @@ func loadEmailTemplates(cfg config.Config) (*mail.Templates, error) {
 		return nil, configError{"HERALD_EMAIL_TEMPLATES_DIR: " + err.Error()}
 	}
 	return t, nil
+}
+
+// sharedLoginFailures counts the CAPTCHA's login failures in Redis, for
+// every replica, when there is one; nil counts them in each replica.
+func sharedLoginFailures(rdb *redis.Client) captcha.Failures {
+	if rdb == nil {
+		return nil
+	}
+	return captcha.RedisFailures{Client: rdb, Prefix: "herald:captcha:"}
 }
 
 // newPlans is the subscriptions service as configured.

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -91,5 +94,36 @@ func TestCaptchaE2E(t *testing.T) {
 			provider.Down(false)
 			expectOK(t, "signup once the provider answers", call(t, h, "rest", opSignup, map[string]any{"email": "down-rest@example.com", "password": testPassword}, good), http.StatusCreated)
 		})
+	})
+}
+
+// Two servers sharing Redis count an address's failed logins together:
+// two failures on one and one on the other make both ask for a CAPTCHA.
+func TestCaptchaLoginFailuresSharedE2E(t *testing.T) {
+	redisURL := testRedisURL(t)
+	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
+		provider := captchatest.New("captcha-secret")
+		t.Cleanup(provider.Close)
+		env := sessionEnv(map[string]string{
+			"HERALD_REDIS_URL":          redisURL,
+			"HERALD_CAPTCHA_PROVIDER":   "hcaptcha",
+			"HERALD_CAPTCHA_SECRET":     "captcha-secret",
+			"HERALD_CAPTCHA_VERIFY_URL": provider.URL,
+		})
+		a := startHerald(t, d, env)
+		env["HERALD_DATABASE_URL"] = a.DBURL
+		b := startHerald(t, d, env)
+		var nonce [6]byte
+		_, _ = rand.Read(nonce[:])
+		// An address no earlier run counted (Redis outlives the servers).
+		wrong := map[string]any{"email": "shared-" + hex.EncodeToString(nonce[:]) + "@example.com", "password": testPassword}
+		for i, h := range []*herald{a, b, a} {
+			expectError(t, fmt.Sprintf("failure %d", i+1), call(t, h, restDoor.name, opLogin, wrong), http.StatusUnauthorized, "INVALID_CREDENTIALS")
+		}
+		for i, h := range []*herald{b, a} {
+			dn := doorNames[i]
+			expectError(t, dn+" login after failures on both servers", call(t, h, dn, opLogin, wrong), http.StatusBadRequest, "CAPTCHA_REQUIRED")
+		}
+		expectError(t, "with a good token the password is judged", call(t, b, restDoor.name, opLogin, wrong, withHeader("X-Captcha-Token", captchatest.Good)), http.StatusUnauthorized, "INVALID_CREDENTIALS")
 	})
 }

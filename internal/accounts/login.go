@@ -48,7 +48,7 @@ func (s *Service) CheckCredentials(ctx context.Context, email, plain string) (Ac
 	// the failures are counted per address, known or not, so the demand
 	// tells nothing about whether an account exists.
 	key := captchaKey(email)
-	if s.captcha.LoginNeedsCaptcha(key) {
+	if s.captcha.LoginNeedsCaptcha(ctx, key) {
 		if err := s.captcha.Require(ctx, "login"); err != nil {
 			return Account{}, err
 		}
@@ -56,9 +56,9 @@ func (s *Service) CheckCredentials(ctx context.Context, email, plain string) (Ac
 	acct, err := s.checkCredentials(ctx, email, plain)
 	switch {
 	case err == nil:
-		s.captcha.LoginSucceeded(key)
+		s.captcha.LoginSucceeded(context.WithoutCancel(ctx), key)
 	case apperr.Is(err, apperr.InvalidCredentials):
-		s.captcha.LoginFailed(key)
+		s.captcha.LoginFailed(context.WithoutCancel(ctx), key)
 	}
 	return acct, err
 }

@@ -79,9 +79,9 @@ type Service struct {
 // account's failed logins, after which its logins need a token too.
 type Captcha interface {
 	Require(ctx context.Context, action string) error
-	LoginNeedsCaptcha(key string) bool
-	LoginFailed(key string)
-	LoginSucceeded(key string)
+	LoginNeedsCaptcha(ctx context.Context, key string) bool
+	LoginFailed(ctx context.Context, key string)
+	LoginSucceeded(ctx context.Context, key string)
 }
 
 // SetCaptcha makes signup, resend, password reset requests and logins

@@ -73,9 +73,12 @@ type Config struct {
 	// MaxTracked bounds the accounts whose failures are counted (default
 	// 100 000); when full, the expired are dropped, then the oldest.
 	MaxTracked int
-	Client     *http.Client
-	Now        func() time.Time
-	Log        *slog.Logger
+	// Shared, when set (RedisFailures), counts the failures for every
+	// replica; while it errs, each replica counts in its own memory.
+	Shared Failures
+	Client *http.Client
+	Now    func() time.Time
+	Log    *slog.Logger
 }
 
 // Guard verifies tokens and counts login failures. A nil *Guard, or one
@@ -225,9 +228,16 @@ func ParseResult(r io.Reader) (Result, error) {
 
 // LoginNeedsCaptcha reports whether the account key (a normalized email)
 // failed LoginFailures logins within the window.
-func (g *Guard) LoginNeedsCaptcha(key string) bool {
+func (g *Guard) LoginNeedsCaptcha(ctx context.Context, key string) bool {
 	if !g.On() {
 		return false
+	}
+	if g.cfg.Shared != nil {
+		n, err := g.cfg.Shared.Count(ctx, key)
+		if err == nil {
+			return n >= g.cfg.LoginFailures
+		}
+		g.log.WarnContext(ctx, "shared login-failure count unreadable; counting on this replica", "error", err)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -243,9 +253,16 @@ func (g *Guard) LoginNeedsCaptcha(key string) bool {
 }
 
 // LoginFailed counts a failed login of key.
-func (g *Guard) LoginFailed(key string) {
+func (g *Guard) LoginFailed(ctx context.Context, key string) {
 	if !g.On() {
 		return
+	}
+	if g.cfg.Shared != nil {
+		err := g.cfg.Shared.Failed(ctx, key, g.cfg.FailureWindow)
+		if err == nil {
+			return
+		}
+		g.log.WarnContext(ctx, "shared login-failure count not written; counting on this replica", "error", err)
 	}
 	now := g.now()
 	g.mu.Lock()
@@ -262,9 +279,14 @@ func (g *Guard) LoginFailed(key string) {
 }
 
 // LoginSucceeded forgets key's failures.
-func (g *Guard) LoginSucceeded(key string) {
+func (g *Guard) LoginSucceeded(ctx context.Context, key string) {
 	if !g.On() {
 		return
+	}
+	if g.cfg.Shared != nil {
+		if err := g.cfg.Shared.Forget(ctx, key); err != nil {
+			g.log.WarnContext(ctx, "shared login-failure count not cleared", "error", err)
+		}
 	}
 	g.mu.Lock()
 	delete(g.failures, key)

@@ -70,6 +70,7 @@ func TestWrongSecretFails(t *testing.T) {
 }
 
 func TestOff(t *testing.T) {
+	ctx := context.Background()
 	var nilGuard *captcha.Guard
 	if err := nilGuard.Verify(context.Background(), captcha.ActionSignup, "", netip.Addr{}); err != nil {
 		t.Fatalf("nil guard: %v", err)
@@ -81,10 +82,10 @@ func TestOff(t *testing.T) {
 	if err := g.Require(context.Background(), captcha.ActionGuest); err != nil || g.On() {
 		t.Fatalf("no provider: %v, on %v", err, g.On())
 	}
-	g.LoginFailed("a@example.com")
-	g.LoginFailed("a@example.com")
-	g.LoginFailed("a@example.com")
-	if g.LoginNeedsCaptcha("a@example.com") {
+	g.LoginFailed(ctx, "a@example.com")
+	g.LoginFailed(ctx, "a@example.com")
+	g.LoginFailed(ctx, "a@example.com")
+	if g.LoginNeedsCaptcha(ctx, "a@example.com") {
 		t.Fatal("no provider, yet a login needs a CAPTCHA")
 	}
 	if _, err := captcha.New(captcha.Config{Provider: "recaptcha", Secret: "x"}); err == nil {
@@ -96,6 +97,7 @@ func TestOff(t *testing.T) {
 }
 
 func TestLoginFailures(t *testing.T) {
+	ctx := context.Background()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	g, err := captcha.New(captcha.Config{Provider: captcha.HCaptcha, Secret: "x", VerifyURL: "http://127.0.0.1:1", LoginFailures: 3, FailureWindow: 10 * time.Minute, Now: func() time.Time { return now }})
 	if err != nil {
@@ -103,46 +105,47 @@ func TestLoginFailures(t *testing.T) {
 	}
 	const a = "a@example.com"
 	for i := range 2 {
-		g.LoginFailed(a)
-		if g.LoginNeedsCaptcha(a) {
+		g.LoginFailed(ctx, a)
+		if g.LoginNeedsCaptcha(ctx, a) {
 			t.Fatalf("needed after %d failures", i+1)
 		}
 	}
-	g.LoginFailed(a)
-	if !g.LoginNeedsCaptcha(a) {
+	g.LoginFailed(ctx, a)
+	if !g.LoginNeedsCaptcha(ctx, a) {
 		t.Fatal("not needed after 3 failures")
 	}
-	if g.LoginNeedsCaptcha("b@example.com") {
+	if g.LoginNeedsCaptcha(ctx, "b@example.com") {
 		t.Fatal("another address needs one")
 	}
 	now = now.Add(10 * time.Minute)
-	if g.LoginNeedsCaptcha(a) {
+	if g.LoginNeedsCaptcha(ctx, a) {
 		t.Fatal("still needed after the window")
 	}
 	for range 3 {
-		g.LoginFailed(a)
+		g.LoginFailed(ctx, a)
 	}
-	g.LoginSucceeded(a)
-	if g.LoginNeedsCaptcha(a) {
+	g.LoginSucceeded(ctx, a)
+	if g.LoginNeedsCaptcha(ctx, a) {
 		t.Fatal("still needed after a successful login")
 	}
 }
 
 func TestLoginFailuresBounded(t *testing.T) {
+	ctx := context.Background()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	g, err := captcha.New(captcha.Config{Provider: captcha.Turnstile, Secret: "x", LoginFailures: 1, MaxTracked: 2, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.LoginFailed("old@example.com")
+	g.LoginFailed(ctx, "old@example.com")
 	now = now.Add(time.Second)
-	g.LoginFailed("mid@example.com")
+	g.LoginFailed(ctx, "mid@example.com")
 	now = now.Add(time.Second)
-	g.LoginFailed("new@example.com")
-	if g.LoginNeedsCaptcha("old@example.com") {
+	g.LoginFailed(ctx, "new@example.com")
+	if g.LoginNeedsCaptcha(ctx, "old@example.com") {
 		t.Fatal("the oldest address was not evicted at the bound")
 	}
-	if !g.LoginNeedsCaptcha("mid@example.com") || !g.LoginNeedsCaptcha("new@example.com") {
+	if !g.LoginNeedsCaptcha(ctx, "mid@example.com") || !g.LoginNeedsCaptcha(ctx, "new@example.com") {
 		t.Fatal("a recent address was evicted")
 	}
 }
