@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/herald-vpn/herald/internal/captcha"
 	"github.com/herald-vpn/herald/internal/pwned"
 	"github.com/herald-vpn/herald/internal/subscriptions"
 	"io"
@@ -82,6 +83,7 @@ func dependencyChecks(cfg config.Config, db *sqlstore.DB, rdb *redis.Client) []f
 		func(ctx context.Context) checkResult { return checkTelegram(ctx, cfg) },
 		func(ctx context.Context) checkResult { return checkBilling(ctx, cfg) },
 		func(ctx context.Context) checkResult { return checkPwnedPasswords(ctx, cfg) },
+		func(ctx context.Context) checkResult { return checkCaptcha(ctx, cfg) },
 		func(ctx context.Context) checkResult { return checkJWTKeys(cfg) },
 		func(ctx context.Context) checkResult { return checkDiscovery(cfg) },
 		func(ctx context.Context) checkResult { return checkSecrets(ctx, cfg, db) },
@@ -369,6 +371,27 @@ func checkPwnedPasswords(ctx context.Context, cfg config.Config) checkResult {
 		return warned(name, err.Error()+"; until it answers, new passwords are accepted unchecked", "check that HERALD_PWNED_PASSWORDS_URL (https://api.pwnedpasswords.com) can be reached from here")
 	}
 	return passed(name, fmt.Sprintf("range 00000 read: %d breached suffixes", n))
+}
+
+// checkCaptcha asks the CAPTCHA provider to verify a token no one solved:
+// the answer must come, and must not refuse the secret.
+func checkCaptcha(ctx context.Context, cfg config.Config) checkResult {
+	const name = "captcha"
+	if cfg.CaptchaProvider == "" {
+		return passed(name, "not configured: signup, resend, password reset and login need no CAPTCHA")
+	}
+	g, err := captcha.New(captcha.Config{Provider: cfg.CaptchaProvider, Secret: cfg.CaptchaSecret, VerifyURL: cfg.CaptchaVerifyURL, Timeout: cfg.CaptchaTimeout})
+	if err != nil {
+		return failed(name, err, "set HERALD_CAPTCHA_PROVIDER to turnstile or hcaptcha, with HERALD_CAPTCHA_SECRET")
+	}
+	res, err := g.Check(ctx)
+	if err != nil {
+		return failed(name, err, "check that the provider's siteverify endpoint (HERALD_CAPTCHA_VERIFY_URL, or "+cfg.CaptchaProvider+"'s own) can be reached from here; until it answers, the requests a CAPTCHA guards are refused with 503")
+	}
+	if res.SecretRefused() {
+		return failed(name, fmt.Errorf("%s refused HERALD_CAPTCHA_SECRET (%s)", cfg.CaptchaProvider, strings.Join(res.ErrorCodes, ", ")), "set HERALD_CAPTCHA_SECRET to the site's secret key from the provider's dashboard")
+	}
+	return passed(name, cfg.CaptchaProvider+" answered and accepted the secret")
 }
 
 func checkTelegram(ctx context.Context, cfg config.Config) checkResult {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"github.com/herald-vpn/herald/internal/captcha/captchatest"
 	"github.com/herald-vpn/herald/internal/pwned/pwnedtest"
 	"maps"
 	"net/http"
@@ -89,6 +90,8 @@ func TestCheckAllOK(t *testing.T) {
 		tg := telegramtest.NewServer(t, checkBotToken)
 		breaches := pwnedtest.New("Password1")
 		t.Cleanup(breaches.Close)
+		captchaFake := captchatest.New("captcha-secret")
+		t.Cleanup(captchaFake.Close)
 		env := testDefaults()
 		maps.Copy(env, map[string]string{
 			"HERALD_DATABASE_URL":         sqlstoretest.NewURL(t, d),
@@ -105,6 +108,9 @@ func TestCheckAllOK(t *testing.T) {
 			"HERALD_JWT_KEYS_FILE":        jwksFile(t, false),
 			"HERALD_PUBLIC_URL":           "https://api.example.com",
 			"HERALD_PWNED_PASSWORDS_URL":  breaches.URL,
+			"HERALD_CAPTCHA_PROVIDER":     "turnstile",
+			"HERALD_CAPTCHA_SECRET":       "captcha-secret",
+			"HERALD_CAPTCHA_VERIFY_URL":   captchaFake.URL,
 		})
 		if _, stderr, err := runHerald(t, env, "", "migrate"); err != nil {
 			t.Fatalf("migrate: %v\n%s", err, stderr)
@@ -114,13 +120,16 @@ func TestCheckAllOK(t *testing.T) {
 			t.Fatalf("check = %v, want success\n%s%s", err, stdout, stderr)
 		}
 		lines := checkLines(t, stdout)
-		for _, name := range []string{"configuration", "database", "connections", "redis", "smtp", "fcm", "apns", "telegram", "billing", "pwned", "jwt keys", "discovery", "secrets"} {
+		for _, name := range []string{"configuration", "database", "connections", "redis", "smtp", "fcm", "apns", "telegram", "billing", "pwned", "captcha", "jwt keys", "discovery", "secrets"} {
 			if l := lines[name]; !strings.HasPrefix(l, "ok ") {
 				t.Errorf("%s: %q, want ok", name, l)
 			}
 		}
-		if len(lines) != 13 {
-			t.Errorf("%d lines, want 13:\n%s", len(lines), stdout)
+		if len(lines) != 14 {
+			t.Errorf("%d lines, want 14:\n%s", len(lines), stdout)
+		}
+		if got := captchaFake.Requests(); len(got) != 1 || got[0].Secret != "captcha-secret" {
+			t.Errorf("check made the verifications %+v, want one with the secret", got)
 		}
 		if breaches.Requests() != 1 {
 			t.Errorf("check made %d range requests, want 1", breaches.Requests())
@@ -148,6 +157,8 @@ func TestCheckFailures(t *testing.T) {
 	smtp := mailtest.NewServer(t, mailtest.WithAuth(user, pass))
 	fcmFake := fcmtest.NewServer(t, fcmtest.PlainHTTP())
 	tg := telegramtest.NewServer(t, checkBotToken)
+	captchaFake := captchatest.New("captcha-secret")
+	t.Cleanup(captchaFake.Close)
 	// fcmKey is a key of fake, changed by edit (a value "" drops the
 	// field).
 	fcmKey := func(fake *fcmtest.Server, edit map[string]string) string {
@@ -200,6 +211,9 @@ func TestCheckFailures(t *testing.T) {
 			"HERALD_BILLING_PRODUCTS": writeTemp(t, "bad-products.json", []byte(`{"stripe": {"price_1": "gold"}}`))}, "billing", "error", []string{`"gold", not a plan`}},
 		{"billing: stripe connected", map[string]string{"HERALD_STRIPE_SECRET_KEY": "sk_test_x", "HERALD_STRIPE_WEBHOOK_SECRET": "whsec_x",
 			"HERALD_BILLING_PRODUCTS": writeTemp(t, "products.json", []byte(`{"stripe": {"price_1": "basic", "price_2": "premium"}}`))}, "billing", "ok", []string{"stripe connected, 2 products mapped"}},
+		{"captcha off", nil, "captcha", "ok", []string{"not configured"}},
+		{"captcha secret refused", map[string]string{"HERALD_CAPTCHA_PROVIDER": "hcaptcha", "HERALD_CAPTCHA_SECRET": "wrong", "HERALD_CAPTCHA_VERIFY_URL": captchaFake.URL}, "captcha", "error", []string{"invalid-input-secret", "fix: set HERALD_CAPTCHA_SECRET"}},
+		{"captcha provider unreachable", map[string]string{"HERALD_CAPTCHA_PROVIDER": "turnstile", "HERALD_CAPTCHA_SECRET": "captcha-secret", "HERALD_CAPTCHA_VERIFY_URL": "http://127.0.0.1:1/siteverify"}, "captcha", "error", []string{"refused", "refused with 503"}},
 		{"redis bad database number", map[string]string{"HERALD_REDIS_URL": "redis://127.0.0.1:6379/x"}, "redis", "error", []string{"fix HERALD_REDIS_URL"}},
 		{"database not migrated", map[string]string{"HERALD_DATABASE_URL": "postgres-fresh"}, "database", "warning", []string{"0 migrations applied", "herald migrate"}},
 		{"database file missing", map[string]string{"HERALD_DATABASE_URL": "sqlite:" + missingDB}, "database", "warning", []string{"does not exist yet", "herald migrate"}},

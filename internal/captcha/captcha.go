@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -175,6 +176,21 @@ func (g *Guard) Verify(ctx context.Context, action, token string, ip netip.Addr)
 		return apperr.New(apperr.CaptchaFailed).With("action", action)
 	}
 	return nil
+}
+
+// Check asks the provider to verify a token no one solved, for herald
+// check: an error when it cannot answer; its answer's error codes say
+// whether it accepted the secret (a refused token is the expected answer).
+func (g *Guard) Check(ctx context.Context) (Result, error) {
+	if !g.On() {
+		return Result{}, errors.New("captcha: no provider")
+	}
+	return g.siteverify(ctx, "herald-check", netip.Addr{})
+}
+
+// SecretRefused reports whether a siteverify answer refused the secret.
+func (r Result) SecretRefused() bool {
+	return slices.Contains(r.ErrorCodes, "invalid-input-secret") || slices.Contains(r.ErrorCodes, "missing-input-secret")
 }
 
 // Result is a siteverify answer (the fields Herald reads).
