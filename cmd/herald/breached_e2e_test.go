@@ -23,6 +23,7 @@ func TestBreachedPasswordsE2E(t *testing.T) {
 		h := startHerald(t, d, sessionEnv(map[string]string{
 			"HERALD_PWNED_PASSWORDS_URL":     corpus.URL,
 			"HERALD_PWNED_PASSWORDS_TIMEOUT": "200ms",
+			"HERALD_RESEND_COOLDOWN":         "1ms", // two resets of one address
 		}))
 		for _, dn := range doorNames {
 			t.Run(dn, func(t *testing.T) {
@@ -84,6 +85,30 @@ func TestBreachedPasswordsE2E(t *testing.T) {
 			expectOK(t, "change", call(t, h, "rest", opChangePassword, map[string]any{"currentPassword": silentlyBreached, "newPassword": newPassword}, withBearer(tok.access)), http.StatusOK)
 			if passwordChangeRequired(t, me(t, h, "graphql", tok.access)) {
 				t.Fatal("passwordChangeRequired still set after a password change")
+			}
+
+			// A reset clears the mark too: a breached password set through a
+			// reset while the corpus is silent, a login once it answers
+			// (marked), then a reset to a clean password (cleared).
+			const resetBreached = "Autumn2026#"
+			corpus.Add(resetBreached, 3)
+			corpus.Hang(true)
+			// The verification code and the change's notice are out.
+			mails := len(h.SMTP.WaitForMessages(t, email, 2, mailWait))
+			expectOK(t, "request reset", call(t, h, "rest", opRequestReset, map[string]any{"email": email}), http.StatusOK)
+			code := h.code(t, email, mails+1, accounts.PurposeReset)
+			expectOK(t, "reset to a breached password while the corpus is silent", call(t, h, "graphql", opResetPass, map[string]any{"email": email, "code": code, "newPassword": resetBreached}), http.StatusOK)
+			corpus.Hang(false)
+			tok = login(t, h, "graphql", email, resetBreached)
+			if !passwordChangeRequired(t, me(t, h, "rest", tok.access)) {
+				t.Fatal("me after a login with a breached password set by a reset: passwordChangeRequired false")
+			}
+			expectOK(t, "request reset", call(t, h, "graphql", opRequestReset, map[string]any{"email": email}), http.StatusOK)
+			code = h.code(t, email, mails+2, accounts.PurposeReset)
+			expectOK(t, "reset to a clean password", call(t, h, "rest", opResetPass, map[string]any{"email": email, "code": code, "newPassword": testPassword}), http.StatusOK)
+			tok = login(t, h, "rest", email, testPassword)
+			if passwordChangeRequired(t, me(t, h, "graphql", tok.access)) {
+				t.Fatal("passwordChangeRequired still set after a password reset")
 			}
 		})
 	})
