@@ -46,10 +46,15 @@ const (
 	AdminAction          Kind = "admin_action" // detail.action: ban, plan_set, delete, ...
 	PasskeyAdded         Kind = "passkey_added"
 	PasskeyRemoved       Kind = "passkey_removed"
-	IdentityLinked       Kind = "identity_linked"
-	IdentityUnlinked     Kind = "identity_unlinked"
-	GuestUpgraded        Kind = "guest_upgraded"
 	NewDeviceSignIn      Kind = "new_device_sign_in"
+)
+
+// Kinds kept for what is not built yet (Sign in with Apple and Google,
+// guest accounts): out of the catalogue until something records them.
+const (
+	IdentityLinked   Kind = "identity_linked"
+	IdentityUnlinked Kind = "identity_unlinked"
+	GuestUpgraded    Kind = "guest_upgraded"
 )
 
 // Kinds is the catalogue, in a stable order.
@@ -59,7 +64,7 @@ var Kinds = []Kind{
 	PasswordChanged, PasswordReset,
 	EmailChangeRequested, EmailChangeConfirmed, EmailChangeCancelled,
 	SessionRevoked, APIKeyCreated, APIKeyRevoked, AdminAction,
-	PasskeyAdded, PasskeyRemoved, IdentityLinked, IdentityUnlinked, GuestUpgraded,
+	PasskeyAdded, PasskeyRemoved,
 	NewDeviceSignIn,
 }
 

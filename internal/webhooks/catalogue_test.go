@@ -19,6 +19,7 @@ import (
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/mfa"
 	"github.com/herald-vpn/herald/internal/notifications"
+	"github.com/herald-vpn/herald/internal/securitylog"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/subscriptions"
 	"github.com/herald-vpn/herald/internal/view"
@@ -26,7 +27,7 @@ import (
 )
 
 // payloadTypes is the Go type of each event's data.
-var payloadTypes = map[string]webhooks.Payload{
+var payloadTypes = withSecurityLog(map[string]webhooks.Payload{
 	webhooks.UserCreated:               accounts.UserCreated{},
 	webhooks.UserVerified:              accounts.UserVerified{},
 	webhooks.UserPasswordReset:         accounts.UserPasswordReset{},
@@ -58,6 +59,32 @@ var payloadTypes = map[string]webhooks.Payload{
 	webhooks.MessengerBroadcastCompleted: view.MessengerBroadcastEvent{Status: messenger.BroadcastCompleted},
 	webhooks.MessengerBroadcastFailed:    view.MessengerBroadcastEvent{Status: messenger.BroadcastFailed},
 	webhooks.MessengerBroadcastCancelled: view.MessengerBroadcastEvent{Status: messenger.BroadcastCancelled},
+})
+
+// withSecurityLog adds the security log's payload to types, one per kind
+// (security.mfa_reset keeps mfa.Reset).
+func withSecurityLog(types map[string]webhooks.Payload) map[string]webhooks.Payload {
+	for _, k := range securitylog.Kinds {
+		if k != securitylog.MFAReset {
+			types[securitylog.WebhookType(k)] = securitylog.Payload{Kind: k}
+		}
+	}
+	return types
+}
+
+// Every kind of the security log is a webhook event, in the catalogue's
+// closing list in the log's order.
+func TestSecurityEventsAreTheLogsKinds(t *testing.T) {
+	var want []string
+	for _, k := range securitylog.Kinds {
+		want = append(want, securitylog.WebhookType(k))
+	}
+	if !slices.Equal(webhooks.SecurityEvents, want) {
+		t.Errorf("webhooks.SecurityEvents = %v\nthe security log's kinds make %v", webhooks.SecurityEvents, want)
+	}
+	if !slices.Equal(webhooks.Catalogue[len(webhooks.Catalogue)-len(want):], want) {
+		t.Errorf("the catalogue does not close with the security log's events")
+	}
 }
 
 // lifecycle is the payload of a subscription.* event.

@@ -60,15 +60,28 @@ const (
 
 // Catalogue is every event type an endpoint can subscribe to, in
 // documentation order.
-var Catalogue = []string{
+var Catalogue = slices.Concat([]string{
 	UserCreated, UserVerified, UserPasswordReset, UserPasswordChanged, UserEmailChanged, UserDisabled, UserDeleted, UserSubscriptionChanged,
 	SubscriptionStarted, SubscriptionRenewed, SubscriptionPaymentFailed, SubscriptionRecovered,
 	SubscriptionExpired, SubscriptionRefunded, SubscriptionCancelled, SubscriptionPlanChanged,
-	SessionReuseDetected, SecurityMFAReset,
+	SessionReuseDetected,
 	DeviceRegistered, DeviceRemoved, DeviceTokenInvalidated,
 	BroadcastCompleted, BroadcastFailed, BroadcastCancelled,
 	SubscriberSubscribed, SubscriberUnsubscribed, SubscriberBlocked,
 	MessengerBroadcastCompleted, MessengerBroadcastFailed, MessengerBroadcastCancelled,
+}, SecurityEvents)
+
+// SecurityEvents are the security log's events, security.<kind> for each
+// kind of package securitylog, in its order (a test holds the two lists
+// together); they close the catalogue.
+var SecurityEvents = []string{
+	"security.login_ok", "security.login_failed", "security.logout", "security.refresh_reuse_detected",
+	"security.mfa_enrolled", "security.mfa_removed", "security.recovery_codes_regenerated", "security.recovery_code_used", SecurityMFAReset,
+	"security.password_changed", "security.password_reset",
+	"security.email_change_requested", "security.email_change_confirmed", "security.email_change_cancelled",
+	"security.session_revoked", "security.api_key_created", "security.api_key_revoked", "security.admin_action",
+	"security.passkey_added", "security.passkey_removed",
+	"security.new_device_sign_in",
 }
 
 // Known reports whether t is in the catalogue.

@@ -1,0 +1,203 @@
+package securitylog
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/herald-vpn/herald/internal/webhooks"
+	"github.com/riverqueue/river"
+)
+
+// Store keeps the log (sqlstore.DB). RecordSecurityEvent joins the
+// transaction ctx carries, when it carries one.
+type Store interface {
+	storage.Transactor
+	RecordSecurityEvent(ctx context.Context, e Event) error
+	SecurityEvents(ctx context.Context, accountID, beforeID string, limit int) ([]Event, error)
+	SeenDeviceKeys(ctx context.Context, accountID string) ([]string, error)
+	PruneSecurityLog(ctx context.Context, retention time.Duration) (int64, error)
+	Emit(ctx context.Context, p webhooks.Payload) error
+	EnqueueJob(ctx context.Context, args river.JobArgs) error
+}
+
+// Log records security events: the entry, its security.<kind> webhook
+// and, for a sign-in from a device the account has not signed in from
+// before, a new_device_sign_in entry and the alert job. A nil *Log
+// records nothing (a service built without one, in a unit test).
+type Log struct {
+	store Store
+}
+
+// New returns the log kept in store.
+func New(store Store) *Log { return &Log{store: store} }
+
+// clientKey carries the client a door saw, for the entries recorded
+// while serving its request.
+type clientKey struct{}
+
+type client struct{ ip, userAgent string }
+
+// WithClient returns ctx carrying the request's client address and user
+// agent (the server's middleware sets them on every request).
+func WithClient(ctx context.Context, ip, userAgent string) context.Context {
+	return context.WithValue(ctx, clientKey{}, client{ip, userAgent})
+}
+
+// ClientOf is the client WithClient put in ctx ("" for none).
+func ClientOf(ctx context.Context) (ip, userAgent string) {
+	c, _ := ctx.Value(clientKey{}).(client)
+	return c.ip, c.userAgent
+}
+
+// Record writes e to its account's log, in the transaction ctx carries
+// when there is one (the entry commits or rolls back with the change it
+// records), with the IP and user agent of ctx's client where e names
+// none, and emits its webhook. A successful login (LoginOK) from a
+// device key the account has not signed in from before, when it has
+// signed in before, also records NewDeviceSignIn and enqueues the alert;
+// detail["sessionId"] names the session the alert offers to end.
+func (l *Log) Record(ctx context.Context, e Event) error {
+	if l == nil {
+		return nil
+	}
+	if e.AccountID == "" {
+		return fmt.Errorf("securitylog: an event of no account")
+	}
+	if e.Actor == "" {
+		e.Actor = ActorUser
+	}
+	if ip, ua := ClientOf(ctx); e.IP == "" && e.UserAgent == "" {
+		e.IP, e.UserAgent = ip, ua
+	}
+	if e.At.IsZero() {
+		e.At = l.store.TxTime(ctx)
+	}
+	if err := e.Normalize(); err != nil {
+		return err
+	}
+	return l.store.InTx(ctx, func(ctx context.Context) error {
+		var alert bool
+		if e.Kind == LoginOK && e.Outcome == OK {
+			seen, err := l.store.SeenDeviceKeys(ctx, e.AccountID)
+			if err != nil {
+				return err
+			}
+			alert = AlertsFor(DeviceKey(e.UserAgent, e.IP), seen)
+		}
+		if err := l.write(ctx, &e); err != nil {
+			return err
+		}
+		if !alert {
+			return nil
+		}
+		nd := Event{
+			AccountID: e.AccountID, Kind: NewDeviceSignIn, Outcome: OK, Actor: ActorSystem,
+			IP: e.IP, UserAgent: e.UserAgent, At: e.At, Detail: map[string]string{},
+		}
+		if sid := e.Detail["sessionId"]; sid != "" {
+			nd.Detail["sessionId"] = sid
+		}
+		if m := e.Detail["method"]; m != "" {
+			nd.Detail["method"] = m
+		}
+		if err := l.write(ctx, &nd); err != nil {
+			return err
+		}
+		return l.store.EnqueueJob(ctx, NewDeviceAlertArgs{
+			AccountID: e.AccountID, EventID: nd.ID, SessionID: nd.Detail["sessionId"],
+			IP: nd.IP, UserAgent: nd.UserAgent, At: nd.At,
+		})
+	})
+}
+
+func (l *Log) write(ctx context.Context, e *Event) error {
+	if e.ID == "" {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return err
+		}
+		e.ID = id.String()
+	}
+	if err := l.store.RecordSecurityEvent(ctx, *e); err != nil {
+		return err
+	}
+	if e.Kind == MFAReset {
+		return nil // mfa.Reset is its webhook, with the factors it removed
+	}
+	return l.store.Emit(ctx, PayloadOf(*e))
+}
+
+// Page is one page of an account's log, newest first; Next is the cursor
+// of the page after it ("" at the end).
+type Page struct {
+	Events []Event
+	Next   string
+}
+
+// MaxPage bounds a page of the log.
+const MaxPage = 100
+
+// Events reads a page of an account's log: at most limit (1..MaxPage)
+// entries older than the entry whose id is before ("" for the newest).
+func (l *Log) Events(ctx context.Context, accountID, before string, limit int) (Page, error) {
+	limit = min(max(limit, 1), MaxPage)
+	evs, err := l.store.SecurityEvents(ctx, accountID, before, limit+1)
+	if err != nil {
+		return Page{}, err
+	}
+	var p Page
+	if len(evs) > limit {
+		evs = evs[:limit]
+		p.Next = evs[limit-1].ID
+	}
+	p.Events = evs
+	return p, nil
+}
+
+// Prune deletes the entries older than retention (the housekeeping job's
+// call); it reports how many went.
+func (l *Log) Prune(ctx context.Context, retention time.Duration) (int64, error) {
+	return l.store.PruneSecurityLog(ctx, retention)
+}
+
+// Payload is the data of a security.<kind> webhook: the entry, without
+// the time (the event's timestamp is it).
+type Payload struct {
+	Actor     string            `json:"actor"`
+	Detail    map[string]string `json:"detail"`
+	EventID   string            `json:"eventId"`
+	IP        string            `json:"ip"`
+	Kind      Kind              `json:"-"`
+	Outcome   Outcome           `json:"outcome"`
+	UserAgent string            `json:"userAgent"`
+	UserID    string            `json:"userId"`
+}
+
+// EventType is security.<kind>.
+func (p Payload) EventType() string { return WebhookType(p.Kind) }
+
+// PayloadOf is e's webhook data.
+func PayloadOf(e Event) Payload {
+	d := e.Detail
+	if d == nil {
+		d = map[string]string{}
+	}
+	return Payload{Actor: e.Actor, Detail: d, EventID: e.ID, IP: e.IP, Kind: e.Kind, Outcome: e.Outcome, UserAgent: e.UserAgent, UserID: e.AccountID}
+}
+
+// NewDeviceAlertArgs is the job that tells an account's owner, by email,
+// push and Telegram, of a sign-in from a new device, with an action that
+// ends that session.
+type NewDeviceAlertArgs struct {
+	AccountID string    `json:"account_id"`
+	EventID   string    `json:"event_id"`
+	SessionID string    `json:"session_id"`
+	IP        string    `json:"ip"`
+	UserAgent string    `json:"user_agent"`
+	At        time.Time `json:"at"`
+}
+
+func (NewDeviceAlertArgs) Kind() string { return "security_new_device_alert" }
