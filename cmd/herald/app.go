@@ -5,22 +5,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/herald-vpn/herald/internal/billing"
-	"github.com/herald-vpn/herald/internal/billing/notices"
-	"github.com/herald-vpn/herald/internal/captcha"
-	"github.com/herald-vpn/herald/internal/pwned"
 	"log/slog"
 	"net/http"
 	"os"
 	"time"
 
-	"github.com/herald-vpn/herald/internal/texts"
-	"github.com/herald-vpn/herald/internal/tracing"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/apikeys"
 	"github.com/herald-vpn/herald/internal/auth"
+	"github.com/herald-vpn/herald/internal/billing"
+	"github.com/herald-vpn/herald/internal/billing/notices"
+	"github.com/herald-vpn/herald/internal/captcha"
 	"github.com/herald-vpn/herald/internal/config"
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/fanout"
@@ -38,12 +33,16 @@ import (
 	"github.com/herald-vpn/herald/internal/push"
 	"github.com/herald-vpn/herald/internal/push/apns"
 	"github.com/herald-vpn/herald/internal/push/fcm"
+	"github.com/herald-vpn/herald/internal/pwned"
 	"github.com/herald-vpn/herald/internal/seal"
+	"github.com/herald-vpn/herald/internal/securitylog"
 	"github.com/herald-vpn/herald/internal/services"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/shed"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/subscriptions"
+	"github.com/herald-vpn/herald/internal/texts"
+	"github.com/herald-vpn/herald/internal/tracing"
 	"github.com/herald-vpn/herald/internal/view"
 	"github.com/herald-vpn/herald/internal/webhooks"
 	"github.com/herald-vpn/herald/internal/webhooks/httpsend"
@@ -51,6 +50,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // App is Herald wired together: the one place that knows every concrete
@@ -184,6 +184,9 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 		return configError{err.Error()}
 	}
 	a.Accounts.SetStepUp(a.MFA)
+	a.SecurityLog = securitylog.New(a.db)
+	a.Accounts.SetSecurityLog(a.SecurityLog)
+	a.APIKeys.SetSecurityLog(a.SecurityLog)
 	if cfg.PwnedPasswordsURL != "" {
 		a.Accounts.SetBreachChecker(pwned.New(pwned.Config{URL: cfg.PwnedPasswordsURL, Timeout: cfg.PwnedPasswordsTimeout}))
 	}

@@ -119,6 +119,9 @@ type CodeEffect struct {
 	// while every other one ends.
 	NewEmail, OldEmail string
 	KeepSession        string
+	// Record writes the change's security log entry, inside the
+	// transaction (nil: none).
+	Record func(ctx context.Context) error
 }
 
 // Store is the persistence the accounts service needs. sqlstore implements

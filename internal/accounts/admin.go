@@ -12,6 +12,7 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/cursor"
+	"github.com/herald-vpn/herald/internal/securitylog"
 	"github.com/herald-vpn/herald/internal/shed"
 	"github.com/herald-vpn/herald/internal/storage"
 )
@@ -132,14 +133,14 @@ func (s *Service) Disable(ctx context.Context, by auth.Principal, id, reason str
 	if utf8.RuneCountInString(reason) > MaxReasonLen || !utf8.ValidString(reason) || strings.IndexFunc(reason, unicode.IsControl) >= 0 {
 		return Record{}, apperr.Invalid("reason", fmt.Sprintf("at most %d characters, no control characters", MaxReasonLen), "invalid")
 	}
-	return s.setDisabled(ctx, id, true, reason, removal(by))
+	return s.setDisabled(ctx, id, true, reason, AdminActor(by), removal(by))
 }
 
 // Enable lets a disabled account log in again (its old sessions stay
 // ended). Enabling an enabled account changes nothing. An account holding
 // admin needs a caller holding admin (MayManage).
 func (s *Service) Enable(ctx context.Context, by auth.Principal, id string) (Record, error) {
-	return s.setDisabled(ctx, id, false, "", func(st Standing) error { return MayManage(by, st.Account) })
+	return s.setDisabled(ctx, id, false, "", AdminActor(by), func(st Standing) error { return MayManage(by, st.Account) })
 }
 
 // EnableByEmail is Enable for the CLI, whose operator holds the
@@ -152,16 +153,36 @@ func (s *Service) EnableByEmail(ctx context.Context, email string) (Record, erro
 	if !found {
 		return Record{}, apperr.New(apperr.UserNotFound)
 	}
-	return s.setDisabled(ctx, acct.ID, false, "", nil)
+	return s.setDisabled(ctx, acct.ID, false, "", securitylog.ActorSystem, nil)
 }
 
-func (s *Service) setDisabled(ctx context.Context, id string, disabled bool, reason string, allow func(Standing) error) (Record, error) {
-	if _, err := SetDisabled(ctx, s.store, id, disabled, reason, allow); errors.Is(err, storage.ErrNotFound) {
+func (s *Service) setDisabled(ctx context.Context, id string, disabled bool, reason, actor string, allow func(Standing) error) (Record, error) {
+	err := s.store.InTx(ctx, func(ctx context.Context) error {
+		changed, err := SetDisabled(ctx, s.store, id, disabled, reason, allow)
+		if err != nil || !changed {
+			return err
+		}
+		e := securitylog.Event{AccountID: id, Kind: securitylog.AdminAction, Outcome: securitylog.OK, Actor: actor, Detail: map[string]string{"action": "enable"}}
+		if disabled {
+			e.Detail = map[string]string{"action": "disable", "reason": reason}
+		}
+		return s.seclog.Record(ctx, e)
+	})
+	if errors.Is(err, storage.ErrNotFound) {
 		return Record{}, apperr.New(apperr.UserNotFound)
 	} else if err != nil {
 		return Record{}, err
 	}
 	return s.User(ctx, id)
+}
+
+// AdminActor is the security log's actor of an operator's call: the admin
+// user's account id or the API key's id.
+func AdminActor(by auth.Principal) string {
+	if by.Kind == auth.APIKey {
+		return securitylog.AdminActor(by.KeyID)
+	}
+	return securitylog.AdminActor(by.AccountID)
 }
 
 // Delete deletes an account for good (see DeleteAccount): its

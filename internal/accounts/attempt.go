@@ -36,6 +36,11 @@ func AttemptCode(ctx context.Context, st Store, accountID string, p Purpose, mat
 
 // applyCodeEffect is what a right code does, inside its transaction.
 func applyCodeEffect(ctx context.Context, st Store, accountID string, e CodeEffect) error {
+	if e.Record != nil {
+		if err := e.Record(ctx); err != nil {
+			return err
+		}
+	}
 	if e.NewEmail != "" {
 		if err := applyEmailChange(ctx, st, accountID, e); err != nil {
 			return err

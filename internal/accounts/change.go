@@ -15,6 +15,7 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/mail"
+	"github.com/herald-vpn/herald/internal/securitylog"
 	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/riverqueue/river"
 )
@@ -75,6 +76,9 @@ func (s *Service) RequestEmailChange(ctx context.Context, by auth.Principal, raw
 		if err := s.store.DeleteCodes(ctx, acct.ID, PurposeEmailChange); err != nil {
 			return err
 		}
+		if err := s.seclog.Record(ctx, securitylog.Event{AccountID: acct.ID, Kind: securitylog.EmailChangeRequested, Outcome: securitylog.OK}); err != nil {
+			return err
+		}
 		return s.store.EnqueueJob(ctx, AccountNoticeArgs{AccountID: acct.ID, Email: mail.EmailChangeRequested, To: acct.Email, NewEmail: email})
 	})
 	if err != nil {
@@ -106,6 +110,7 @@ func (s *Service) ConfirmEmailChange(ctx context.Context, by auth.Principal, cod
 	matches := func(stored []byte) bool { return hmac.Equal(stored, want) }
 	res, err := AttemptCode(ctx, s.store, acct.ID, PurposeEmailChange, matches, CodeEffect{
 		NewEmail: pending, OldEmail: acct.Email, KeepSession: keepSession,
+		Record: s.recorder(securitylog.Event{AccountID: acct.ID, Kind: securitylog.EmailChangeConfirmed, Outcome: securitylog.OK}),
 	})
 	if errors.Is(err, storage.ErrConflict) {
 		return Account{}, apperr.New(apperr.EmailExists) // taken since it was asked for
@@ -144,7 +149,11 @@ func (s *Service) CancelEmailChange(ctx context.Context, token string) (bool, er
 			return err
 		}
 		cancelled = true
-		return s.store.DeleteCodes(ctx, accountID, PurposeEmailChange)
+		if err := s.store.DeleteCodes(ctx, accountID, PurposeEmailChange); err != nil {
+			return err
+		}
+		// The old address's link: no session, so no client but the link's.
+		return s.seclog.Record(ctx, securitylog.Event{AccountID: accountID, Kind: securitylog.EmailChangeCancelled, Outcome: securitylog.OK})
 	})
 	return cancelled, err
 }
@@ -184,6 +193,10 @@ func (s *Service) ChangePassword(ctx context.Context, by auth.Principal, current
 			return err
 		}
 		if err := s.store.Emit(ctx, UserPasswordChanged{UserID: accountID, SessionsEnded: ended}); err != nil {
+			return err
+		}
+		if err := s.seclog.Record(ctx, securitylog.Event{AccountID: accountID, Kind: securitylog.PasswordChanged, Outcome: securitylog.OK,
+			Detail: map[string]string{"sessionsEnded": strconv.Itoa(ended)}}); err != nil {
 			return err
 		}
 		return s.store.EnqueueJob(ctx, AccountNoticeArgs{AccountID: accountID, Email: mail.EmailPasswordChanged, To: acct.Email})

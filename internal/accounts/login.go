@@ -8,6 +8,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
+	"github.com/herald-vpn/herald/internal/securitylog"
 	"github.com/herald-vpn/herald/internal/shed"
 	"github.com/herald-vpn/herald/internal/storage"
 )
@@ -103,12 +104,15 @@ func (s *Service) checkCredentials(ctx context.Context, email, plain string) (Ac
 		if err != nil && ctx.Err() == nil {
 			s.logger.ErrorContext(ctx, "stored password hash unreadable", "account_id", acct.ID, "err", err)
 		}
+		s.recordFailure(ctx, loginFailed(acct.ID, securitylog.Failed, "password"))
 		return Account{}, badCredentials
 	}
 	if acct.Disabled() {
+		s.recordFailure(ctx, loginFailed(acct.ID, securitylog.Refused, "disabled"))
 		return Account{}, apperr.New(apperr.AccountDisabled)
 	}
 	if !acct.Verified() {
+		s.recordFailure(ctx, loginFailed(acct.ID, securitylog.Refused, "unverified"))
 		return Account{}, apperr.New(apperr.EmailNotVerified)
 	}
 	if rehash {
@@ -120,6 +124,12 @@ func (s *Service) checkCredentials(ctx context.Context, email, plain string) (Ac
 	}
 	s.markIfBreached(ctx, &acct, plain)
 	return acct, nil
+}
+
+// loginFailed is the entry of a password sign-in of a known account that
+// did not open a session, and why (detail.reason).
+func loginFailed(accountID string, o securitylog.Outcome, reason string) securitylog.Event {
+	return securitylog.Event{AccountID: accountID, Kind: securitylog.LoginFailed, Outcome: o, Detail: map[string]string{"method": "password", "reason": reason}}
 }
 
 // RequestPasswordReset emails a reset code when the account exists and the
@@ -163,7 +173,8 @@ func (s *Service) ResetPassword(ctx context.Context, email, code, newPassword st
 	if err != nil {
 		return err
 	}
-	return s.consumeCode(ctx, acct, PurposeReset, code, CodeEffect{MarkVerified: true, NewPasswordHash: hash, RevokeSessions: true})
+	return s.consumeCode(ctx, acct, PurposeReset, code, CodeEffect{MarkVerified: true, NewPasswordHash: hash, RevokeSessions: true,
+		Record: s.recorder(securitylog.Event{AccountID: acct.ID, Kind: securitylog.PasswordReset, Outcome: securitylog.OK, Detail: map[string]string{"sessionsRevoked": "true"}})})
 }
 
 // GrantAdmin makes the account an operator, creating it verified when it

@@ -14,6 +14,7 @@ import (
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/mail"
 	"github.com/herald-vpn/herald/internal/password"
+	"github.com/herald-vpn/herald/internal/securitylog"
 	"github.com/herald-vpn/herald/internal/storage"
 )
 
@@ -72,6 +73,8 @@ type Service struct {
 	// captcha guards signup, resend, reset requests and logins after
 	// repeated failures; nil: off.
 	captcha Captcha
+	// seclog is the security log; nil records nothing.
+	seclog *securitylog.Log
 }
 
 // Captcha is the CAPTCHA guard (captcha.Guard): Require checks the token
@@ -87,6 +90,31 @@ type Captcha interface {
 // SetCaptcha makes signup, resend, password reset requests and logins
 // after repeated failures need a CAPTCHA (set once, before serving).
 func (s *Service) SetCaptcha(c Captcha) { s.captcha = c }
+
+// SetSecurityLog makes the service (and those built on it: sessions,
+// second factors, passkeys) record security events in l (set once,
+// before serving).
+func (s *Service) SetSecurityLog(l *securitylog.Log) { s.seclog = l }
+
+// SecurityLog is the log set by SetSecurityLog (nil: none; its Record is
+// then a no-op).
+func (s *Service) SecurityLog() *securitylog.Log { return s.seclog }
+
+// recorder is a CodeEffect's Record of e (nil without a log).
+func (s *Service) recorder(e securitylog.Event) func(ctx context.Context) error {
+	if s.seclog == nil {
+		return nil
+	}
+	return func(ctx context.Context) error { return s.seclog.Record(ctx, e) }
+}
+
+// recordFailure writes an entry of a refused attempt in its own
+// transaction; a failure to write it is logged, never the caller's.
+func (s *Service) recordFailure(ctx context.Context, e securitylog.Event) {
+	if err := s.seclog.Record(context.WithoutCancel(ctx), e); err != nil {
+		s.logger.WarnContext(ctx, "security log entry not written", "kind", e.Kind, "account_id", e.AccountID, "err", err)
+	}
+}
 
 // requireCaptcha checks the request's CAPTCHA for action, if one is set.
 func (s *Service) requireCaptcha(ctx context.Context, action string) error {

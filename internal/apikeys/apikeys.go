@@ -23,6 +23,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
+	"github.com/herald-vpn/herald/internal/securitylog"
 	"github.com/herald-vpn/herald/internal/storage"
 )
 
@@ -84,6 +85,7 @@ type Service struct {
 	logger       *slog.Logger
 	now          func() time.Time
 	stepUp       auth.StepUp
+	seclog       *securitylog.Log
 }
 
 // NewService loads the hashing key (created once, kept in the database so
@@ -219,6 +221,24 @@ func (s *Service) hash(secret string) []byte {
 // serving).
 func (s *Service) SetStepUp(c auth.StepUp) { s.stepUp = c }
 
+// SetSecurityLog records each key's creation and revocation in the
+// security log of the admin user who made it (set once, before serving).
+func (s *Service) SetSecurityLog(l *securitylog.Log) { s.seclog = l }
+
+// record writes kind to the log of the user calling (none for another key
+// or the command line); the key's row is already written, so a failure
+// is logged, not returned.
+func (s *Service) record(ctx context.Context, kind securitylog.Kind, keyID string) {
+	by := auth.Caller(ctx)
+	if by.Kind != auth.User || by.AccountID == "" {
+		return
+	}
+	e := securitylog.Event{AccountID: by.AccountID, Kind: kind, Outcome: securitylog.OK, Detail: map[string]string{"keyId": keyID}}
+	if err := s.seclog.Record(context.WithoutCancel(ctx), e); err != nil {
+		s.logger.WarnContext(ctx, "security log entry not written", "kind", kind, "key_id", keyID, "err", err)
+	}
+}
+
 // Create makes a key for by and returns it with the key string, which is
 // shown this once and never again: MFA_STEP_UP_REQUIRED when by's account
 // has a second factor its session did not prove. The operator's command
@@ -255,6 +275,7 @@ func (s *Service) Create(ctx context.Context, by auth.Principal, n NewKey) (Key,
 		return Key{}, "", err
 	}
 	s.logger.InfoContext(ctx, "API key created", "key_id", k.ID, "name", k.Name, "scopes", strings.Join(k.Scopes, " "))
+	s.record(ctx, securitylog.APIKeyCreated, k.ID)
 	return k, Format(id, secret), nil
 }
 
@@ -278,6 +299,7 @@ func (s *Service) Revoke(ctx context.Context, id string) (Key, error) {
 	}
 	if err == nil {
 		s.logger.InfoContext(ctx, "API key revoked", "key_id", k.ID)
+		s.record(ctx, securitylog.APIKeyRevoked, k.ID)
 	}
 	return k, err
 }

@@ -9,6 +9,7 @@ import (
 	"image/png"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
+	"github.com/herald-vpn/herald/internal/securitylog"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/herald-vpn/herald/internal/webhooks"
@@ -252,7 +254,8 @@ func (s *Service) ConfirmTOTP(ctx context.Context, p auth.Principal, factorID, c
 			}
 		}
 		out.Factor = f
-		return true, nil
+		return true, s.accounts.SecurityLog().Record(ctx, securitylog.Event{AccountID: p.AccountID, Kind: securitylog.MFAEnrolled, Outcome: securitylog.OK,
+			Detail: map[string]string{"factorId": f.ID, "type": string(f.Kind)}})
 	})
 	if err != nil {
 		return Confirmed{}, err
@@ -307,6 +310,10 @@ func (s *Service) RemoveFactor(ctx context.Context, p auth.Principal, factorID s
 		if n == 0 {
 			return apperr.New(apperr.MFAFactorNotFound).With("factorId", factorID)
 		}
+		if err := s.accounts.SecurityLog().Record(ctx, securitylog.Event{AccountID: p.AccountID, Kind: securitylog.MFARemoved, Outcome: securitylog.OK,
+			Detail: map[string]string{"factorId": factorID}}); err != nil {
+			return err
+		}
 		active, err := s.store.HasActiveMFA(ctx, p.AccountID)
 		if err != nil || active {
 			return err
@@ -331,8 +338,10 @@ func (s *Service) RegenerateRecoveryCodes(ctx context.Context, p auth.Principal)
 		if !active {
 			return apperr.New(apperr.MFANotEnabled)
 		}
-		codes, err = s.replaceRecoveryCodes(ctx, p.AccountID)
-		return err
+		if codes, err = s.replaceRecoveryCodes(ctx, p.AccountID); err != nil {
+			return err
+		}
+		return s.accounts.SecurityLog().Record(ctx, securitylog.Event{AccountID: p.AccountID, Kind: securitylog.RecoveryCodesRegen, Outcome: securitylog.OK})
 	})
 	return codes, err
 }
@@ -522,6 +531,10 @@ func (s *Service) CompleteLoginWith(ctx context.Context, challengeToken string, 
 		}
 		return true, s.store.UseMFAChallenge(ctx, hash)
 	})
+	if apperr.Is(err, apperr.MFACodeInvalid) || apperr.Is(err, apperr.MFACodeReused) || apperr.Is(err, apperr.MFALocked) ||
+		apperr.Is(err, apperr.PasskeyAssertionFailed) || apperr.Is(err, apperr.PasskeyCounterRegression) {
+		s.recordLoginFailed(ctx, accountID, err)
+	}
 	if err != nil {
 		return sessions.Tokens{}, err
 	}
@@ -533,6 +546,19 @@ func (s *Service) CompleteLoginWith(ctx context.Context, challengeToken string, 
 		return sessions.Tokens{}, apperr.New(apperr.AccountDisabled)
 	}
 	return s.sessions.Open(ctx, acct, auth.AAL2, []string{auth.AMRPassword, method}, c)
+}
+
+// recordLoginFailed logs a login's second step refused: the proof was
+// wrong (reason second_factor) or the account is locked out
+// (second_factor_locked). A failure to write it is logged, not returned.
+func (s *Service) recordLoginFailed(ctx context.Context, accountID string, refusal error) {
+	e := securitylog.Event{AccountID: accountID, Kind: securitylog.LoginFailed, Outcome: securitylog.Failed, Detail: map[string]string{"reason": "second_factor"}}
+	if apperr.Is(refusal, apperr.MFALocked) {
+		e.Outcome, e.Detail["reason"] = securitylog.Refused, "second_factor_locked"
+	}
+	if err := s.accounts.SecurityLog().Record(context.WithoutCancel(ctx), e); err != nil {
+		s.cfg.Log.WarnContext(ctx, "security log entry not written", "kind", e.Kind, "account_id", accountID, "err", err)
+	}
 }
 
 // Verify steps the caller's session up to aal2 with a TOTP or recovery
@@ -582,6 +608,10 @@ func (s *Service) proveCode(ctx context.Context, accountID string, c Code, now t
 			return "", true, apperr.New(apperr.MFACodeInvalid)
 		}
 		if err := s.store.EnqueueJob(ctx, RecoveryCodeUsedArgs{AccountID: accountID, Left: left, UsedAt: now}); err != nil {
+			return "", false, err
+		}
+		if err := s.accounts.SecurityLog().Record(ctx, securitylog.Event{AccountID: accountID, Kind: securitylog.RecoveryCodeUsed, Outcome: securitylog.OK,
+			Detail: map[string]string{"left": strconv.Itoa(left)}}); err != nil {
 			return "", false, err
 		}
 		return auth.AMRRecovery, false, nil
@@ -674,7 +704,11 @@ func (s *Service) Reset(ctx context.Context, by auth.Principal, accountID string
 		if err := s.store.SaveMFAFailures(ctx, accountID, Failures{}); err != nil {
 			return err
 		}
-		return s.store.Emit(ctx, Reset{UserID: accountID, FactorsRemoved: n, ActorKind: actorKind(by), ActorID: actorID(by)})
+		if err := s.store.Emit(ctx, Reset{UserID: accountID, FactorsRemoved: n, ActorKind: actorKind(by), ActorID: actorID(by)}); err != nil {
+			return err
+		}
+		return s.accounts.SecurityLog().Record(ctx, securitylog.Event{AccountID: accountID, Kind: securitylog.MFAReset, Outcome: securitylog.OK,
+			Actor: accounts.AdminActor(by), Detail: map[string]string{"factorsRemoved": strconv.Itoa(n)}})
 	})
 	if err != nil {
 		return 0, err

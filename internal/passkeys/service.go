@@ -17,6 +17,7 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/mfa"
+	"github.com/herald-vpn/herald/internal/securitylog"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/storage"
 )
@@ -299,7 +300,8 @@ func (s *Service) FinishRegistration(ctx context.Context, p auth.Principal, chal
 		} else if err != nil {
 			return err
 		}
-		return nil
+		return s.accounts.SecurityLog().Record(ctx, securitylog.Event{AccountID: acct.ID, Kind: securitylog.PasskeyAdded, Outcome: securitylog.OK,
+			Detail: map[string]string{"passkeyId": out.ID, "name": out.Name}})
 	})
 	if err != nil {
 		return Credential{}, err
@@ -340,12 +342,19 @@ func (s *Service) Remove(ctx context.Context, p auth.Principal, id string) error
 	if err := s.mfa.RequireAAL2(ctx, p); err != nil {
 		return err
 	}
-	ok, err := s.store.DeletePasskey(ctx, p.AccountID, id)
+	err := s.store.InTx(ctx, func(ctx context.Context) error {
+		ok, err := s.store.DeletePasskey(ctx, p.AccountID, id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return apperr.New(apperr.PasskeyNotFound).With("passkeyId", id)
+		}
+		return s.accounts.SecurityLog().Record(ctx, securitylog.Event{AccountID: p.AccountID, Kind: securitylog.PasskeyRemoved, Outcome: securitylog.OK,
+			Detail: map[string]string{"passkeyId": id}})
+	})
 	if err != nil {
 		return err
-	}
-	if !ok {
-		return apperr.New(apperr.PasskeyNotFound).With("passkeyId", id)
 	}
 	s.log.InfoContext(ctx, "passkey removed", "account_id", p.AccountID, "passkey_id", id)
 	return nil
@@ -408,11 +417,13 @@ func (s *Service) FinishLogin(ctx context.Context, challengeID string, raw []byt
 			}
 			return u, nil
 		}, c.Session, parsed)
-		if failed, err = s.used(ctx, cred, rec, err); err != nil || failed != nil {
+		accountID = acct.ID
+		if failed, err = s.used(ctx, cred, rec, err); err != nil || failed == nil {
 			return err
 		}
-		accountID = acct.ID
-		return nil
+		// A known passkey's assertion refused: logged with the refusal.
+		return s.accounts.SecurityLog().Record(ctx, securitylog.Event{AccountID: acct.ID, Kind: securitylog.LoginFailed, Outcome: securitylog.Failed,
+			Detail: map[string]string{"method": auth.AMRWebAuthn, "reason": "passkey", "passkeyId": cred.ID}})
 	})
 	if err != nil {
 		return sessions.Tokens{}, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/api"
 	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/securitylog"
 	"github.com/herald-vpn/herald/internal/tracing"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -60,6 +61,11 @@ func withRequestInfo(d Deps, next http.Handler) http.Handler {
 			CaptchaToken:   r.Header.Get("X-Captcha-Token"),
 		}
 		ctx = api.WithInfo(ctx, info)
+		var ipText string
+		if ip.IsValid() {
+			ipText = ip.String()
+		}
+		ctx = securitylog.WithClient(ctx, ipText, info.UserAgent)
 		rec := &statusRecorder{ResponseWriter: w}
 		defer func() {
 			if p := recover(); p != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/herald-vpn/herald/internal/notifications"
 	"github.com/herald-vpn/herald/internal/overview"
 	"github.com/herald-vpn/herald/internal/passkeys"
+	"github.com/herald-vpn/herald/internal/securitylog"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/subscriptions"
 	"github.com/herald-vpn/herald/internal/webhooks"
@@ -54,6 +55,8 @@ type Services struct {
 	// Passkeys are WebAuthn credentials: registration, passwordless
 	// sign-in and the second step of a login.
 	Passkeys *passkeys.Service
+	// SecurityLog is every account's log of security events.
+	SecurityLog *securitylog.Log
 	// Captcha verifies the X-Captcha-Token of the requests that need one
 	// (Require(ctx, captcha.ActionGuest) for a door's own guard); nil
 	// when no provider is configured, and a nil guard demands nothing.

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
+	"github.com/herald-vpn/herald/internal/securitylog"
 	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/herald-vpn/herald/internal/webhooks"
 )
@@ -264,7 +266,15 @@ func (s *Service) Open(ctx context.Context, acct accounts.Account, aal string, a
 	now := s.now()
 	c = c.normalized()
 	sess := Session{ID: id.String(), AccountID: acct.ID, CreatedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL), UserAgent: c.UserAgent, IP: c.IP, AAL: aal, AMR: amr}
-	if err := s.store.CreateSession(ctx, sess, hash); errors.Is(err, ErrAccountClosed) {
+	err = s.store.InTx(ctx, func(ctx context.Context) error {
+		if err := s.store.CreateSession(ctx, sess, hash); err != nil {
+			return err
+		}
+		e := securitylog.Event{AccountID: acct.ID, Kind: securitylog.LoginOK, Outcome: securitylog.OK, IP: c.IP, UserAgent: c.UserAgent,
+			Detail: map[string]string{"method": strings.Join(amr, "+"), "aal": aal, "sessionId": sess.ID}}
+		return s.accounts.SecurityLog().Record(ctx, e)
+	})
+	if errors.Is(err, ErrAccountClosed) {
 		// Disabled (or deleted) between the password check and now.
 		return Tokens{}, apperr.New(apperr.AccountDisabled)
 	} else if err != nil {
@@ -334,7 +344,11 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string, c Client) (T
 		if res, err = s.store.RotateRefresh(ctx, s.hashRefresh(refreshToken), nextHash, s.cfg.Grace, c.normalized()); err != nil || res.Outcome != RefreshReused {
 			return err
 		}
-		return s.store.Emit(ctx, ReuseDetected{UserID: res.Session.AccountID, SessionID: res.Session.ID, SessionRevoked: true})
+		if err := s.store.Emit(ctx, ReuseDetected{UserID: res.Session.AccountID, SessionID: res.Session.ID, SessionRevoked: true}); err != nil {
+			return err
+		}
+		return s.accounts.SecurityLog().Record(ctx, securitylog.Event{AccountID: res.Session.AccountID, Kind: securitylog.RefreshReuseDetected, Outcome: securitylog.Refused,
+			Actor: securitylog.ActorSystem, Detail: map[string]string{"sessionId": res.Session.ID, "sessionRevoked": "true"}})
 	})
 	if err != nil {
 		return Tokens{}, err
@@ -371,7 +385,16 @@ func (s *Service) RevokeAll(ctx context.Context, by auth.Principal, accountID st
 	if err := accounts.MayManage(by, acct); err != nil {
 		return 0, err
 	}
-	return s.store.RevokeAccountSessions(ctx, accountID)
+	var n int
+	err = s.store.InTx(ctx, func(ctx context.Context) error {
+		var err error
+		if n, err = s.store.RevokeAccountSessions(ctx, accountID); err != nil {
+			return err
+		}
+		return s.accounts.SecurityLog().Record(ctx, securitylog.Event{AccountID: accountID, Kind: securitylog.AdminAction, Outcome: securitylog.OK,
+			Actor: accounts.AdminActor(by), Detail: map[string]string{"action": "sessions_revoked", "sessionsRevoked": strconv.Itoa(n)}})
+	})
+	return n, err
 }
 
 // List returns an account's live sessions, newest first.
@@ -395,13 +418,30 @@ func (s *Service) RevokeOwn(ctx context.Context, accountID, sessionID string) er
 	if err != nil {
 		return err
 	}
-	return s.store.RevokeSession(ctx, sessionID)
+	return s.revoke(ctx, accountID, sessionID, securitylog.SessionRevoked)
 }
 
 // Logout revokes a session: its refresh token and its access tokens stop
 // working at once.
 func (s *Service) Logout(ctx context.Context, sessionID string) error {
-	return s.store.RevokeSession(ctx, sessionID)
+	sess, err := s.store.SessionByID(ctx, sessionID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return s.store.RevokeSession(ctx, sessionID)
+	}
+	if err != nil {
+		return err
+	}
+	return s.revoke(ctx, sess.AccountID, sessionID, securitylog.Logout)
+}
+
+// revoke ends one session of the account, recording kind.
+func (s *Service) revoke(ctx context.Context, accountID, sessionID string, kind securitylog.Kind) error {
+	return s.store.InTx(ctx, func(ctx context.Context) error {
+		if err := s.store.RevokeSession(ctx, sessionID); err != nil {
+			return err
+		}
+		return s.accounts.SecurityLog().Record(ctx, securitylog.Event{AccountID: accountID, Kind: kind, Outcome: securitylog.OK, Detail: map[string]string{"sessionId": sessionID}})
+	})
 }
 
 // WatchRevocations keeps this replica's cache of live sessions in step
