@@ -162,7 +162,9 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 	}
 	river.AddWorker(a.workers, &accounts.CodeEmailWorker{Service: a.Accounts})
 	river.AddWorker(a.workers, &accounts.AccountNoticeWorker{Service: a.Accounts})
-	housekeeping := &jobs.HousekeepingWorker{DB: a.db, DeliveryRetention: cfg.DeliveryRetention, Logger: logger.With("component", "housekeeping")}
+	a.SecurityLog = securitylog.New(a.db)
+	housekeeping := &jobs.HousekeepingWorker{DB: a.db, DeliveryRetention: cfg.DeliveryRetention, SecurityLog: a.SecurityLog, SecurityLogRetention: cfg.SecurityLogRetention,
+		Logger: logger.With("component", "housekeeping")}
 	river.AddWorker(a.workers, housekeeping)
 	if a.Sessions, err = a.newSessions(ctx); err != nil {
 		return err
@@ -184,7 +186,6 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 		return configError{err.Error()}
 	}
 	a.Accounts.SetStepUp(a.MFA)
-	a.SecurityLog = securitylog.New(a.db)
 	a.Accounts.SetSecurityLog(a.SecurityLog)
 	a.APIKeys.SetSecurityLog(a.SecurityLog)
 	if cfg.PwnedPasswordsURL != "" {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/securitylog"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/webhooks"
 	"github.com/riverqueue/river"
@@ -22,6 +23,10 @@ type HousekeepingWorker struct {
 	river.WorkerDefaults[HousekeepingArgs]
 	DB                *sqlstore.DB
 	DeliveryRetention time.Duration
+	// SecurityLogRetention, when set, is how long security log entries
+	// are kept (securitylog.Log.Prune).
+	SecurityLogRetention time.Duration
+	SecurityLog          *securitylog.Log
 	// WebhookSlots, when set, are the rules by which parked webhook
 	// deliveries are handed free slots (sqlstore.DB.SweepWebhookSlots).
 	WebhookSlots *webhooks.Slots
@@ -38,13 +43,19 @@ func (w *HousekeepingWorker) Work(ctx context.Context, _ *river.Job[Housekeeping
 	if err != nil {
 		return fmt.Errorf("housekeeping: %w", err)
 	}
+	var security int64
+	if w.SecurityLog != nil && w.SecurityLogRetention > 0 {
+		if security, err = w.SecurityLog.Prune(ctx, w.SecurityLogRetention); err != nil {
+			return fmt.Errorf("housekeeping: security log: %w", err)
+		}
+	}
 	if w.WebhookSlots != nil {
 		if _, err := w.DB.SweepWebhookSlots(ctx, *w.WebhookSlots); err != nil {
 			return fmt.Errorf("housekeeping: webhook slots: %w", err)
 		}
 	}
 	w.Logger.InfoContext(ctx, "housekeeping", "deliveries", p.Deliveries, "sessions", p.Sessions, "codes", p.Codes, "pending_codes", p.PendingCodes, "leases", p.Leases,
-		"telegram_updates", p.TelegramUpdates, "webhook_events", p.WebhookEvents, "idempotency_keys", p.IdempotencyKeys)
+		"telegram_updates", p.TelegramUpdates, "webhook_events", p.WebhookEvents, "idempotency_keys", p.IdempotencyKeys, "security_events", security)
 	return nil
 }
 
