@@ -204,6 +204,11 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 		a.Accounts.SetCaptcha(guard)
 	}
 	a.APIKeys.SetStepUp(a.MFA)
+	if a.Identities, err = a.newIdentities(ctx, cfg); err != nil {
+		return err
+	}
+	a.Identities.SetSecondFactor(a.MFA)
+	a.Identities.SetStepUp(a.MFA)
 	river.AddWorker(a.workers, &mfa.NoticeWorker{Accounts: a.db, Templates: emails, Mail: sender, SendTimeout: 15 * time.Second, Log: logger.With("component", "mfa")})
 	a.Authenticator = auth.NewAuthenticator(a.Sessions, a.APIKeys)
 	a.Authenticator.RequireAdminMFA(cfg.AdminMFA == "required")

@@ -36,6 +36,10 @@ const (
 
 	// Its security log (issue 25).
 	EraseSecurityLog Erasure = "security_events" // its security events
+
+	// Its provider identities (issue 25): Apple's tokens are revoked
+	// (a job each), as Apple requires of an account deleted.
+	EraseIdentities Erasure = "identities"
 )
 
 // deletionSteps is what deleting an account does, in order: what hangs
@@ -51,7 +55,7 @@ var deletionSteps = []Erasure{
 	EraseOneTimeCodes, ErasePendingCodes, EraseCodeSends, EraseCodeSendLeases,
 	EraseMessengerLinks, UnlinkMessenger,
 	EraseMFAFactors, EraseMFARecoveryCodes, EraseMFAFailures, EraseMFAChallenges,
-	ErasePasskeys, ErasePasskeyCeremonies, EraseSecurityLog,
+	ErasePasskeys, ErasePasskeyCeremonies, EraseSecurityLog, EraseIdentities,
 	EraseGrants, UnlinkPurchaseHistory, UnlinkPurchases,
 	EraseToTombstone, ScrubEvents, AnnounceRevokedAccount,
 }

@@ -91,6 +91,15 @@ func (s *Service) checkCredentials(ctx context.Context, email, plain string) (Ac
 	if err != nil {
 		return Account{}, err
 	}
+	if acct.PasswordHash == "" {
+		// An account made by a provider's sign-in has no password until
+		// its owner sets one (a reset): refused as a wrong one is.
+		if err := s.hasher.VerifyDummy(ctx, plain); err != nil {
+			return Account{}, err
+		}
+		s.recordFailure(ctx, loginFailed(acct.ID, securitylog.Failed, "no_password"))
+		return Account{}, badCredentials
+	}
 	ok, rehash, err := s.hasher.Verify(ctx, plain, acct.PasswordHash)
 	if ctx.Err() != nil {
 		return Account{}, ctx.Err() // the caller went away

@@ -424,3 +424,27 @@ func (s *Service) consumeCode(ctx context.Context, acct Account, p Purpose, code
 func SignupMessage(email string) string {
 	return "Account created. We sent a verification code to " + email + "."
 }
+
+// Lookup is the account of an address, if any: found false for an
+// unknown one, INVALID_EMAIL for a malformed one.
+func (s *Service) Lookup(ctx context.Context, raw string) (Account, bool, error) {
+	acct, _, found, err := s.lookup(ctx, raw)
+	return acct, found, err
+}
+
+// CreateVerified creates a verified account without a password, for an
+// identity whose provider verified the address (its owner signs in with
+// that identity, or adds a password by a reset): EMAIL_EXISTS when the
+// address is taken.
+func (s *Service) CreateVerified(ctx context.Context, raw string, lang Language) (Account, error) {
+	email, err := NormalizeEmail(raw)
+	if err != nil {
+		return Account{}, err
+	}
+	locale, err := s.chooseLocale(lang)
+	if err != nil {
+		return Account{}, err
+	}
+	res, err := s.create(ctx, email, "", "", true, "", locale)
+	return res.Account, err
+}

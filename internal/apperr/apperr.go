@@ -114,6 +114,14 @@ const (
 	PasskeyNotFound           Code = "PASSKEY_NOT_FOUND"
 	PasskeyAlreadyRegistered  Code = "PASSKEY_ALREADY_REGISTERED"
 
+	// Sign in with Apple and Google.
+	IdentityProviderNotConfigured Code = "IDENTITY_PROVIDER_NOT_CONFIGURED"
+	IdentityTokenInvalid          Code = "IDENTITY_TOKEN_INVALID"
+	IdentityEmailUnverified       Code = "IDENTITY_EMAIL_UNVERIFIED"
+	IdentityInUse                 Code = "IDENTITY_IN_USE"
+	IdentityNotFound              Code = "IDENTITY_NOT_FOUND"
+	LastSignInMethod              Code = "LAST_SIGN_IN_METHOD"
+
 	// CAPTCHA (issue 25).
 	CaptchaRequired Code = "CAPTCHA_REQUIRED"
 	CaptchaFailed   Code = "CAPTCHA_FAILED"
@@ -218,6 +226,13 @@ var catalogue = map[Code]Entry{
 	PasskeyCounterRegression:  {PasskeyCounterRegression, http.StatusUnauthorized, "The passkey's signature counter went backwards: the authenticator may have been cloned, so the sign-in is refused."},
 	PasskeyNotFound:           {PasskeyNotFound, http.StatusNotFound, "No such passkey."},
 	PasskeyAlreadyRegistered:  {PasskeyAlreadyRegistered, http.StatusConflict, "This passkey is registered already."},
+
+	IdentityProviderNotConfigured: {IdentityProviderNotConfigured, http.StatusNotFound, "Sign-in with this provider is not set up on this server (HERALD_APPLE_CLIENT_IDS, HERALD_GOOGLE_CLIENT_IDS)."},
+	IdentityTokenInvalid:          {IdentityTokenInvalid, http.StatusUnauthorized, "The provider's id_token did not verify (details.reason: signature, issuer, audience, expired, nonce)."},
+	IdentityEmailUnverified:       {IdentityEmailUnverified, http.StatusConflict, "An account with this email exists, but the provider or the account has not verified the address: sign in with the password and link the provider from the account."},
+	IdentityInUse:                 {IdentityInUse, http.StatusConflict, "This provider identity belongs to another account."},
+	IdentityNotFound:              {IdentityNotFound, http.StatusNotFound, "No such identity on this account."},
+	LastSignInMethod:              {LastSignInMethod, http.StatusConflict, "This is the account's last way to sign in: add a password, a passkey or another identity first."},
 }
 
 // Lookup returns the catalogue entry of code. An unknown code is a

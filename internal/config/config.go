@@ -183,6 +183,19 @@ type Config struct {
 	WebAuthnRPID    string
 	WebAuthnRPName  string
 	WebAuthnOrigins []string
+
+	// Sign in with Apple and Google (issue 25): each off while its client
+	// ids are empty. The Apple key signs the client secret of the code
+	// exchange and the revocation.
+	AppleClientIDs     []string
+	AppleIssuer        string
+	AppleJWKSURL       string
+	AppleTokenURL      string
+	AppleTeamID        string
+	AppleSignInKeyID   string
+	AppleSignInKeyFile string
+	GoogleClientIDs    []string
+	GoogleIssuer       string
 }
 
 // Var documents one environment variable; docs/configuration.md's table and
@@ -298,7 +311,7 @@ func Vars() []Var {
 		{"HERALD_GOOGLE_PUSH_AUDIENCE", "", "https://api.example.com/api/v1/billing/google/rtdn", "the audience set on the Pub/Sub push subscription's authentication", str(func(c *Config) *string { return &c.GooglePushAudience })},
 		{"HERALD_GOOGLE_PUSH_SERVICE_ACCOUNT", "", "rtdn-push@my-project.iam.gserviceaccount.com", "the service account the Pub/Sub push subscription authenticates as", str(func(c *Config) *string { return &c.GooglePushServiceAccount })},
 		{"HERALD_GOOGLE_PUSH_ISSUER", "https://accounts.google.com", "https://accounts.google.com", "issuer of the push's OIDC token", httpURL(func(c *Config) *string { return &c.GooglePushIssuer })},
-		{"HERALD_GOOGLE_JWKS_URL", "https://www.googleapis.com/oauth2/v3/certs", "https://www.googleapis.com/oauth2/v3/certs", "keys of the push's OIDC token", httpURL(func(c *Config) *string { return &c.GoogleJWKSURL })},
+		{"HERALD_GOOGLE_JWKS_URL", "https://www.googleapis.com/oauth2/v3/certs", "https://www.googleapis.com/oauth2/v3/certs", "Google's signing keys: of the push's OIDC token and of Sign in with Google's id_tokens", httpURL(func(c *Config) *string { return &c.GoogleJWKSURL })},
 		{"HERALD_GOOGLE_API_URL", "https://androidpublisher.googleapis.com", "http://127.0.0.1:9091", "Google Play Developer API", httpURL(func(c *Config) *string { return &c.GoogleAPIURL })},
 		{"HERALD_STRIPE_SECRET_KEY", "", "sk_live_…", "Stripe secret (or restricted) key; with the webhook secret, connects Stripe (webhook at POST /api/v1/billing/stripe/webhook, Checkout and the customer portal)", str(func(c *Config) *string { return &c.StripeSecretKey })},
 		{"HERALD_STRIPE_WEBHOOK_SECRET", "", "whsec_…", "signing secret of the Stripe webhook endpoint", str(func(c *Config) *string { return &c.StripeWebhookSecret })},
@@ -344,6 +357,15 @@ func Vars() []Var {
 		{"HERALD_CAPTCHA_FAILURE_WINDOW", "15m", "1h", "window of HERALD_CAPTCHA_LOGIN_FAILURES, from an address's first failed login", duration(func(c *Config) *time.Duration { return &c.CaptchaFailureWindow })},
 		{"HERALD_WEBAUTHN_RP_ID", "", "example.com", "the WebAuthn relying party id of passkeys: the domain (no scheme, no port) the passkeys are bound to, the web origins' host or a parent of it; empty: passkeys are off and their operations answer 404 PASSKEYS_NOT_CONFIGURED", optional(rpID(func(c *Config) *string { return &c.WebAuthnRPID }))},
 		{"HERALD_WEBAUTHN_RP_NAME", "", "Herald VPN", "the relying party's name authenticators show beside a passkey; empty: HERALD_PRODUCT_NAME", str(func(c *Config) *string { return &c.WebAuthnRPName })},
+		{"HERALD_APPLE_CLIENT_IDS", "", "com.example.vpn,com.example.vpn.web", "Sign in with Apple: the client ids an id_token's audience may name, comma-separated (the iOS app's bundle id, the web service id); empty: off, and POST /api/v1/auth/oauth/apple answers 404 IDENTITY_PROVIDER_NOT_CONFIGURED", optional(names(func(c *Config) *[]string { return &c.AppleClientIDs }))},
+		{"HERALD_APPLE_ISSUER", "https://appleid.apple.com", "https://appleid.apple.com", "the iss Apple's id_tokens carry", httpURL(func(c *Config) *string { return &c.AppleIssuer })},
+		{"HERALD_APPLE_JWKS_URL", "https://appleid.apple.com/auth/keys", "https://appleid.apple.com/auth/keys", "where Apple's signing keys are", httpURL(func(c *Config) *string { return &c.AppleJWKSURL })},
+		{"HERALD_APPLE_TOKEN_URL", "https://appleid.apple.com", "https://appleid.apple.com", "the base of Apple's /auth/token (the authorization code's exchange) and /auth/revoke (an account's deletion revokes its token)", httpURL(func(c *Config) *string { return &c.AppleTokenURL })},
+		{"HERALD_APPLE_TEAM_ID", "", "ABCDE12345", "the Apple developer team id (the client secret's issuer); with HERALD_APPLE_SIGNIN_KEY_ID and HERALD_APPLE_SIGNIN_KEY_FILE, Sign in with Apple's authorization codes are exchanged for the refresh token Apple requires revoked when the account is deleted", str(func(c *Config) *string { return &c.AppleTeamID })},
+		{"HERALD_APPLE_SIGNIN_KEY_ID", "", "XYZ987ABCD", "the id of the Sign in with Apple key", str(func(c *Config) *string { return &c.AppleSignInKeyID })},
+		{"HERALD_APPLE_SIGNIN_KEY_FILE", "", "/etc/herald/AuthKey_XYZ987ABCD.p8", "the Sign in with Apple key (.p8, ES256)", str(func(c *Config) *string { return &c.AppleSignInKeyFile })},
+		{"HERALD_GOOGLE_CLIENT_IDS", "", "123-abc.apps.googleusercontent.com", "Sign in with Google: the OAuth client ids an id_token's audience may name, comma-separated (Android, iOS and web clients); empty: off", optional(names(func(c *Config) *[]string { return &c.GoogleClientIDs }))},
+		{"HERALD_GOOGLE_ISSUER", "https://accounts.google.com", "https://accounts.google.com", "the iss Google's id_tokens carry", httpURL(func(c *Config) *string { return &c.GoogleIssuer })},
 		{"HERALD_WEBAUTHN_ORIGINS", "", "https://example.com,android:apk-key-hash:AbC…", "origins a passkey ceremony may come from, comma-separated: https origins (web apps; an iOS app's associated domain answers with its https origin), http://localhost origins for development, and android:apk-key-hash:<base64url SHA-256 of the signing certificate> for an Android app; empty with HERALD_WEBAUTHN_RP_ID set: https://<rp id> alone", optional(webAuthnOrigins(func(c *Config) *[]string { return &c.WebAuthnOrigins }))},
 	}
 }

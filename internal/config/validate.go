@@ -40,6 +40,22 @@ func str(field func(*Config) *string) setter {
 	}
 }
 
+// names is a comma-separated list of non-empty names without spaces.
+func names(field func(*Config) *[]string) setter {
+	return func(c *Config, v string) error {
+		var out []string
+		for _, n := range strings.Split(v, ",") {
+			n = strings.TrimSpace(n)
+			if n == "" || strings.ContainsAny(n, " \t") || len(n) > 256 {
+				return fmt.Errorf("must be a comma-separated list of names, not %q", v)
+			}
+			out = append(out, n)
+		}
+		*field(c) = out
+		return nil
+	}
+}
+
 // oneOf accepts exactly one of the words given.
 func oneOf(field func(*Config) *string, words ...string) setter {
 	return func(c *Config, v string) error {

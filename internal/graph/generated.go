@@ -180,6 +180,20 @@ type ComplexityRoot struct {
 		To            func(childComplexity int) int
 	}
 
+	Identity struct {
+		CreatedAt    func(childComplexity int) int
+		Email        func(childComplexity int) int
+		ID           func(childComplexity int) int
+		LastUsedAt   func(childComplexity int) int
+		PrivateRelay func(childComplexity int) int
+		Provider     func(childComplexity int) int
+	}
+
+	IdentityRemoved struct {
+		IdentityID func(childComplexity int) int
+		Removed    func(childComplexity int) int
+	}
+
 	MessengerBotStatus struct {
 		BotName         func(childComplexity int) int
 		BotUsername     func(childComplexity int) int
@@ -293,6 +307,7 @@ type ComplexityRoot struct {
 		FinishPasskeyRegistration   func(childComplexity int, credential map[string]any, name *string, challengeID *string) int
 		GooglePurchase              func(childComplexity int, purchaseToken string, productID string) int
 		LiftBan                     func(childComplexity int, ip string) int
+		LinkIdentity                func(childComplexity int, provider IdentityProvider, idToken string, nonce string, authorizationCode *string) int
 		Login                       func(childComplexity int, email string, password string) int
 		Logout                      func(childComplexity int) int
 		MessengerLinkURL            func(childComplexity int) int
@@ -324,9 +339,11 @@ type ComplexityRoot struct {
 		SetSubscription             func(childComplexity int, userID string, plan string, expiresAt time.Time) int
 		SetUserLocale               func(childComplexity int, userID string, locale string) int
 		SetWebhookEndpointEnabled   func(childComplexity int, id string, enabled bool) int
+		SignInWithProvider          func(childComplexity int, provider IdentityProvider, idToken string, nonce string, authorizationCode *string) int
 		Signup                      func(childComplexity int, email string, password string, referral *string, locale *string) int
 		StripeCheckout              func(childComplexity int, productID string) int
 		StripePortal                func(childComplexity int) int
+		UnlinkIdentity              func(childComplexity int, identityID string) int
 		UnlinkMessenger             func(childComplexity int) int
 		UpdatePushToken             func(childComplexity int, deviceID string, pushToken string) int
 		VerifyEmail                 func(childComplexity int, email string, code string) int
@@ -392,6 +409,11 @@ type ComplexityRoot struct {
 		Platform func(childComplexity int) int
 	}
 
+	ProviderSignIn struct {
+		AccountCreated func(childComplexity int) int
+		Session        func(childComplexity int) int
+	}
+
 	Query struct {
 		APIKeys              func(childComplexity int) int
 		AdminOverview        func(childComplexity int) int
@@ -403,6 +425,7 @@ type ComplexityRoot struct {
 		MessengerBroadcast   func(childComplexity int, id string) int
 		MessengerPreview     func(childComplexity int, message string) int
 		MessengerSubscribers func(childComplexity int, first *int, after *string, status *string) int
+		MyIdentities         func(childComplexity int) int
 		MyMfa                func(childComplexity int) int
 		MyPasskeys           func(childComplexity int) int
 		MySessions           func(childComplexity int) int
@@ -648,6 +671,9 @@ type MutationResolver interface {
 	CompleteMfaLoginWithPasskey(ctx context.Context, challengeToken string, challengeID string, credential map[string]any) (*view.Tokens, error)
 	BeginPasskeyStepUp(ctx context.Context) (*view.PasskeyOptions, error)
 	VerifyMfaWithPasskey(ctx context.Context, challengeID string, credential map[string]any) (*view.Tokens, error)
+	SignInWithProvider(ctx context.Context, provider IdentityProvider, idToken string, nonce string, authorizationCode *string) (*view.ProviderSignIn, error)
+	LinkIdentity(ctx context.Context, provider IdentityProvider, idToken string, nonce string, authorizationCode *string) (*view.Identity, error)
+	UnlinkIdentity(ctx context.Context, identityID string) (*view.IdentityRemoved, error)
 }
 type QueryResolver interface {
 	Version(ctx context.Context) (string, error)
@@ -675,6 +701,7 @@ type QueryResolver interface {
 	MyMfa(ctx context.Context) (*view.MFAStatus, error)
 	UserMfa(ctx context.Context, userID string) (*view.MFAStatus, error)
 	MyPasskeys(ctx context.Context) ([]view.Passkey, error)
+	MyIdentities(ctx context.Context) ([]view.Identity, error)
 }
 type SubscriptionResolver interface {
 	NotificationJobUpdated(ctx context.Context, id string) (<-chan *view.NotificationJob, error)
@@ -1231,6 +1258,56 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.EntitlementChange.To(childComplexity), true
+
+	case "Identity.createdAt":
+		if e.ComplexityRoot.Identity.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Identity.CreatedAt(childComplexity), true
+	case "Identity.email":
+		if e.ComplexityRoot.Identity.Email == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Identity.Email(childComplexity), true
+	case "Identity.id":
+		if e.ComplexityRoot.Identity.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Identity.ID(childComplexity), true
+	case "Identity.lastUsedAt":
+		if e.ComplexityRoot.Identity.LastUsedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Identity.LastUsedAt(childComplexity), true
+	case "Identity.privateRelay":
+		if e.ComplexityRoot.Identity.PrivateRelay == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Identity.PrivateRelay(childComplexity), true
+	case "Identity.provider":
+		if e.ComplexityRoot.Identity.Provider == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Identity.Provider(childComplexity), true
+
+	case "IdentityRemoved.identityId":
+		if e.ComplexityRoot.IdentityRemoved.IdentityID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IdentityRemoved.IdentityID(childComplexity), true
+	case "IdentityRemoved.removed":
+		if e.ComplexityRoot.IdentityRemoved.Removed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IdentityRemoved.Removed(childComplexity), true
 
 	case "MessengerBotStatus.botName":
 		if e.ComplexityRoot.MessengerBotStatus.BotName == nil {
@@ -1820,6 +1897,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.LiftBan(childComplexity, args["ip"].(string)), true
+	case "Mutation.linkIdentity":
+		if e.ComplexityRoot.Mutation.LinkIdentity == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_linkIdentity_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.LinkIdentity(childComplexity, args["provider"].(IdentityProvider), args["idToken"].(string), args["nonce"].(string), args["authorizationCode"].(*string)), true
 	case "Mutation.login":
 		if e.ComplexityRoot.Mutation.Login == nil {
 			break
@@ -2146,6 +2234,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetWebhookEndpointEnabled(childComplexity, args["id"].(string), args["enabled"].(bool)), true
+	case "Mutation.signInWithProvider":
+		if e.ComplexityRoot.Mutation.SignInWithProvider == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_signInWithProvider_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SignInWithProvider(childComplexity, args["provider"].(IdentityProvider), args["idToken"].(string), args["nonce"].(string), args["authorizationCode"].(*string)), true
 	case "Mutation.signup":
 		if e.ComplexityRoot.Mutation.Signup == nil {
 			break
@@ -2174,6 +2273,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.StripePortal(childComplexity), true
+	case "Mutation.unlinkIdentity":
+		if e.ComplexityRoot.Mutation.UnlinkIdentity == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_unlinkIdentity_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UnlinkIdentity(childComplexity, args["identityId"].(string)), true
 	case "Mutation.unlinkMessenger":
 		if e.ComplexityRoot.Mutation.UnlinkMessenger == nil {
 			break
@@ -2437,6 +2547,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PlatformCount.Platform(childComplexity), true
 
+	case "ProviderSignIn.accountCreated":
+		if e.ComplexityRoot.ProviderSignIn.AccountCreated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderSignIn.AccountCreated(childComplexity), true
+	case "ProviderSignIn.session":
+		if e.ComplexityRoot.ProviderSignIn.Session == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ProviderSignIn.Session(childComplexity), true
+
 	case "Query.apiKeys":
 		if e.ComplexityRoot.Query.APIKeys == nil {
 			break
@@ -2523,6 +2646,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.MessengerSubscribers(childComplexity, args["first"].(*int), args["after"].(*string), args["status"].(*string)), true
+	case "Query.myIdentities":
+		if e.ComplexityRoot.Query.MyIdentities == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.MyIdentities(childComplexity), true
 	case "Query.myMfa":
 		if e.ComplexityRoot.Query.MyMfa == nil {
 			break
@@ -3682,6 +3811,34 @@ func (ec *executionContext) childFields_EntitlementChange(ctx context.Context, f
 	return nil, fmt.Errorf("no field named %q was found under type EntitlementChange", field.Name)
 }
 
+func (ec *executionContext) childFields_Identity(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Identity_id(ctx, field)
+	case "provider":
+		return ec.fieldContext_Identity_provider(ctx, field)
+	case "email":
+		return ec.fieldContext_Identity_email(ctx, field)
+	case "privateRelay":
+		return ec.fieldContext_Identity_privateRelay(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Identity_createdAt(ctx, field)
+	case "lastUsedAt":
+		return ec.fieldContext_Identity_lastUsedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Identity", field.Name)
+}
+
+func (ec *executionContext) childFields_IdentityRemoved(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "identityId":
+		return ec.fieldContext_IdentityRemoved_identityId(ctx, field)
+	case "removed":
+		return ec.fieldContext_IdentityRemoved_removed(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type IdentityRemoved", field.Name)
+}
+
 func (ec *executionContext) childFields_MessengerBotStatus(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "connected":
@@ -3966,6 +4123,16 @@ func (ec *executionContext) childFields_PlatformCount(ctx context.Context, field
 		return ec.fieldContext_PlatformCount_count(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PlatformCount", field.Name)
+}
+
+func (ec *executionContext) childFields_ProviderSignIn(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "session":
+		return ec.fieldContext_ProviderSignIn_session(ctx, field)
+	case "accountCreated":
+		return ec.fieldContext_ProviderSignIn_accountCreated(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ProviderSignIn", field.Name)
 }
 
 func (ec *executionContext) childFields_RateLimiterState(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4822,6 +4989,44 @@ func (ec *executionContext) field_Mutation_liftBan_args(ctx context.Context, raw
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_linkIdentity_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "provider",
+		func(ctx context.Context, v any) (IdentityProvider, error) {
+			return ec.unmarshalNIdentityProvider2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐIdentityProvider(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["provider"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "idToken",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["idToken"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "nonce",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["nonce"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "authorizationCode",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["authorizationCode"] = arg3
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_login_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5422,6 +5627,44 @@ func (ec *executionContext) field_Mutation_setWebhookEndpointEnabled_args(ctx co
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_signInWithProvider_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "provider",
+		func(ctx context.Context, v any) (IdentityProvider, error) {
+			return ec.unmarshalNIdentityProvider2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐIdentityProvider(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["provider"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "idToken",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["idToken"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "nonce",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["nonce"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "authorizationCode",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["authorizationCode"] = arg3
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_signup_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5471,6 +5714,20 @@ func (ec *executionContext) field_Mutation_stripeCheckout_args(ctx context.Conte
 		return nil, err
 	}
 	args["productId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_unlinkIdentity_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "identityId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["identityId"] = arg0
 	return args, nil
 }
 
@@ -8028,6 +8285,190 @@ func (ec *executionContext) _EntitlementChange_at(ctx context.Context, field gra
 }
 func (ec *executionContext) fieldContext_EntitlementChange_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("EntitlementChange", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _Identity_id(ctx context.Context, field graphql.CollectedField, obj *view.Identity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Identity_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Identity_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Identity", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Identity_provider(ctx context.Context, field graphql.CollectedField, obj *view.Identity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Identity_provider(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Provider, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Identity_provider(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Identity", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Identity_email(ctx context.Context, field graphql.CollectedField, obj *view.Identity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Identity_email(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Email, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Identity_email(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Identity", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Identity_privateRelay(ctx context.Context, field graphql.CollectedField, obj *view.Identity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Identity_privateRelay(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PrivateRelay, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Identity_privateRelay(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Identity", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _Identity_createdAt(ctx context.Context, field graphql.CollectedField, obj *view.Identity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Identity_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Identity_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Identity", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _Identity_lastUsedAt(ctx context.Context, field graphql.CollectedField, obj *view.Identity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Identity_lastUsedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastUsedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Identity_lastUsedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Identity", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _IdentityRemoved_identityId(ctx context.Context, field graphql.CollectedField, obj *view.IdentityRemoved) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IdentityRemoved_identityId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IdentityID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IdentityRemoved_identityId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IdentityRemoved", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _IdentityRemoved_removed(ctx context.Context, field graphql.CollectedField, obj *view.IdentityRemoved) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IdentityRemoved_removed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Removed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IdentityRemoved_removed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IdentityRemoved", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _MessengerBotStatus_connected(ctx context.Context, field graphql.CollectedField, obj *view.MessengerBotStatus) (ret graphql.Marshaler) {
@@ -12811,6 +13252,164 @@ func (ec *executionContext) fieldContext_Mutation_verifyMfaWithPasskey(ctx conte
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_signInWithProvider(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_signInWithProvider(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SignInWithProvider(ctx, fc.Args["provider"].(IdentityProvider), fc.Args["idToken"].(string), fc.Args["nonce"].(string), fc.Args["authorizationCode"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *view.ProviderSignIn) graphql.Marshaler {
+			return ec.marshalNProviderSignIn2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐProviderSignIn(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_signInWithProvider(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ProviderSignIn(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_signInWithProvider_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_linkIdentity(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_linkIdentity(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().LinkIdentity(ctx, fc.Args["provider"].(IdentityProvider), fc.Args["idToken"].(string), fc.Args["nonce"].(string), fc.Args["authorizationCode"].(*string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.Identity
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.Identity) graphql.Marshaler {
+			return ec.marshalNIdentity2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐIdentity(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_linkIdentity(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Identity(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_linkIdentity_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_unlinkIdentity(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_unlinkIdentity(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UnlinkIdentity(ctx, fc.Args["identityId"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.IdentityRemoved
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.IdentityRemoved) graphql.Marshaler {
+			return ec.marshalNIdentityRemoved2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐIdentityRemoved(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_unlinkIdentity(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IdentityRemoved(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_unlinkIdentity_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _NotificationJob_id(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -13609,6 +14208,61 @@ func (ec *executionContext) _PlatformCount_count(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_PlatformCount_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PlatformCount", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _ProviderSignIn_session(ctx context.Context, field graphql.CollectedField, obj *view.ProviderSignIn) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderSignIn_session(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Session, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v view.Tokens) graphql.Marshaler {
+			return ec.marshalNAuthPayload2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐTokens(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderSignIn_session(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ProviderSignIn",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuthPayload(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ProviderSignIn_accountCreated(ctx context.Context, field graphql.CollectedField, obj *view.ProviderSignIn) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ProviderSignIn_accountCreated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AccountCreated, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ProviderSignIn_accountCreated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ProviderSignIn", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _Query_version(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -14932,6 +15586,51 @@ func (ec *executionContext) fieldContext_Query_myPasskeys(_ context.Context, fie
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Passkey(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_myIdentities(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_myIdentities(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().MyIdentities(ctx)
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal []view.Identity
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v []view.Identity) graphql.Marshaler {
+			return ec.marshalNIdentity2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐIdentityᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_myIdentities(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Identity(ctx, field)
 		},
 	}
 	return fc, nil
@@ -19999,6 +20698,112 @@ func (ec *executionContext) _EntitlementChange(ctx context.Context, sel ast.Sele
 	return out
 }
 
+var identityImplementors = []string{"Identity"}
+
+func (ec *executionContext) _Identity(ctx context.Context, sel ast.SelectionSet, obj *view.Identity) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, identityImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Identity")
+		case "id":
+			out.Values[i] = ec._Identity_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "provider":
+			out.Values[i] = ec._Identity_provider(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "email":
+			out.Values[i] = ec._Identity_email(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "privateRelay":
+			out.Values[i] = ec._Identity_privateRelay(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._Identity_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastUsedAt":
+			out.Values[i] = ec._Identity_lastUsedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var identityRemovedImplementors = []string{"IdentityRemoved"}
+
+func (ec *executionContext) _IdentityRemoved(ctx context.Context, sel ast.SelectionSet, obj *view.IdentityRemoved) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, identityRemovedImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("IdentityRemoved")
+		case "identityId":
+			out.Values[i] = ec._IdentityRemoved_identityId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "removed":
+			out.Values[i] = ec._IdentityRemoved_removed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var messengerBotStatusImplementors = []string{"MessengerBotStatus"}
 
 func (ec *executionContext) _MessengerBotStatus(ctx context.Context, sel ast.SelectionSet, obj *view.MessengerBotStatus) graphql.Marshaler {
@@ -21122,6 +21927,27 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "signInWithProvider":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_signInWithProvider(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "linkIdentity":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_linkIdentity(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "unlinkIdentity":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_unlinkIdentity(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -21553,6 +22379,49 @@ func (ec *executionContext) _PlatformCount(ctx context.Context, sel ast.Selectio
 			}
 		case "count":
 			out.Values[i] = ec._PlatformCount_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var providerSignInImplementors = []string{"ProviderSignIn"}
+
+func (ec *executionContext) _ProviderSignIn(ctx context.Context, sel ast.SelectionSet, obj *view.ProviderSignIn) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, providerSignInImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ProviderSignIn")
+		case "session":
+			out.Values[i] = ec._ProviderSignIn_session(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "accountCreated":
+			out.Values[i] = ec._ProviderSignIn_accountCreated(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -22135,6 +23004,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_myPasskeys(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "myIdentities":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_myIdentities(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -24068,6 +24959,60 @@ func (ec *executionContext) marshalNID2string(ctx context.Context, sel ast.Selec
 	return res
 }
 
+func (ec *executionContext) marshalNIdentity2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐIdentity(ctx context.Context, sel ast.SelectionSet, v view.Identity) graphql.Marshaler {
+	return ec._Identity(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNIdentity2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐIdentityᚄ(ctx context.Context, sel ast.SelectionSet, v []view.Identity) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNIdentity2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐIdentity(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNIdentity2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐIdentity(ctx context.Context, sel ast.SelectionSet, v *view.Identity) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Identity(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNIdentityProvider2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐIdentityProvider(ctx context.Context, v any) (IdentityProvider, error) {
+	var res IdentityProvider
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNIdentityProvider2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐIdentityProvider(ctx context.Context, sel ast.SelectionSet, v IdentityProvider) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNIdentityRemoved2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐIdentityRemoved(ctx context.Context, sel ast.SelectionSet, v view.IdentityRemoved) graphql.Marshaler {
+	return ec._IdentityRemoved(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNIdentityRemoved2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐIdentityRemoved(ctx context.Context, sel ast.SelectionSet, v *view.IdentityRemoved) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._IdentityRemoved(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNInt2int(ctx context.Context, v any) (int, error) {
 	res, err := graphql.UnmarshalInt(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -24464,6 +25409,20 @@ func (ec *executionContext) marshalNPlatformCount2ᚕgithubᚗcomᚋheraldᚑvpn
 	}
 
 	return ret
+}
+
+func (ec *executionContext) marshalNProviderSignIn2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐProviderSignIn(ctx context.Context, sel ast.SelectionSet, v view.ProviderSignIn) graphql.Marshaler {
+	return ec._ProviderSignIn(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNProviderSignIn2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐProviderSignIn(ctx context.Context, sel ast.SelectionSet, v *view.ProviderSignIn) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._ProviderSignIn(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNRateLimiterState2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐRateLimiterState(ctx context.Context, sel ast.SelectionSet, v view.RateLimiterState) graphql.Marshaler {

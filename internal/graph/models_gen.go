@@ -3,6 +3,10 @@
 package graph
 
 import (
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
 	"time"
 
 	"github.com/herald-vpn/herald/internal/view"
@@ -135,4 +139,59 @@ type UserRecordConnection struct {
 type WebhookDeliveryConnection struct {
 	Nodes    []view.WebhookDelivery `json:"nodes"`
 	PageInfo *view.PageInfo         `json:"pageInfo"`
+}
+
+type IdentityProvider string
+
+const (
+	IdentityProviderApple  IdentityProvider = "apple"
+	IdentityProviderGoogle IdentityProvider = "google"
+)
+
+var AllIdentityProvider = []IdentityProvider{
+	IdentityProviderApple,
+	IdentityProviderGoogle,
+}
+
+func (e IdentityProvider) IsValid() bool {
+	switch e {
+	case IdentityProviderApple, IdentityProviderGoogle:
+		return true
+	}
+	return false
+}
+
+func (e IdentityProvider) String() string {
+	return string(e)
+}
+
+func (e *IdentityProvider) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = IdentityProvider(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid IdentityProvider", str)
+	}
+	return nil
+}
+
+func (e IdentityProvider) MarshalGQL(w io.Writer) {
+	fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *IdentityProvider) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e IdentityProvider) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
 }

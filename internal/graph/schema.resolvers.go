@@ -15,6 +15,7 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/billing"
+	"github.com/herald-vpn/herald/internal/identities"
 	"github.com/herald-vpn/herald/internal/notifications"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/subscriptions"
@@ -616,6 +617,32 @@ func (r *mutationResolver) VerifyMfaWithPasskey(ctx context.Context, challengeID
 	return ptr(view.NewTokens(t)), nil
 }
 
+// SignInWithProvider is the resolver for the signInWithProvider field.
+func (r *mutationResolver) SignInWithProvider(ctx context.Context, provider IdentityProvider, idToken string, nonce string, authorizationCode *string) (*view.ProviderSignIn, error) {
+	signedIn, err := r.Identities.SignIn(ctx, identities.Provider(provider), idToken, nonce, deref(authorizationCode), sessions.ClientAt(api.Info(ctx).UserAgent, api.Info(ctx).ClientIP))
+	if err != nil {
+		return nil, err
+	}
+	return &view.ProviderSignIn{AccountCreated: signedIn.Created, Session: view.NewTokens(signedIn.Tokens)}, nil
+}
+
+// LinkIdentity is the resolver for the linkIdentity field.
+func (r *mutationResolver) LinkIdentity(ctx context.Context, provider IdentityProvider, idToken string, nonce string, authorizationCode *string) (*view.Identity, error) {
+	i, err := r.Identities.Link(ctx, auth.Caller(ctx), identities.Provider(provider), idToken, nonce, deref(authorizationCode))
+	if err != nil {
+		return nil, err
+	}
+	return ptr(view.NewIdentity(i)), nil
+}
+
+// UnlinkIdentity is the resolver for the unlinkIdentity field.
+func (r *mutationResolver) UnlinkIdentity(ctx context.Context, identityID string) (*view.IdentityRemoved, error) {
+	if err := r.Identities.Unlink(ctx, auth.Caller(ctx), identityID); err != nil {
+		return nil, err
+	}
+	return &view.IdentityRemoved{IdentityID: identityID, Removed: true}, nil
+}
+
 // Version is the resolver for the version field.
 func (r *queryResolver) Version(ctx context.Context) (string, error) {
 	return r.Resolver.Version, nil
@@ -858,6 +885,15 @@ func (r *queryResolver) MyPasskeys(ctx context.Context) ([]view.Passkey, error) 
 		return nil, err
 	}
 	return view.All(list, view.NewPasskey), nil
+}
+
+// MyIdentities is the resolver for the myIdentities field.
+func (r *queryResolver) MyIdentities(ctx context.Context) ([]view.Identity, error) {
+	list, err := r.Identities.List(ctx, auth.Caller(ctx).AccountID)
+	if err != nil {
+		return nil, err
+	}
+	return view.All(list, view.NewIdentity), nil
 }
 
 // NotificationJobUpdated is the resolver for the notificationJobUpdated field.

@@ -47,15 +47,13 @@ const (
 	PasskeyAdded         Kind = "passkey_added"
 	PasskeyRemoved       Kind = "passkey_removed"
 	NewDeviceSignIn      Kind = "new_device_sign_in"
+	IdentityLinked       Kind = "identity_linked"
+	IdentityUnlinked     Kind = "identity_unlinked"
 )
 
-// Kinds kept for what is not built yet (Sign in with Apple and Google,
-// guest accounts): out of the catalogue until something records them.
-const (
-	IdentityLinked   Kind = "identity_linked"
-	IdentityUnlinked Kind = "identity_unlinked"
-	GuestUpgraded    Kind = "guest_upgraded"
-)
+// GuestUpgraded is kept for guest accounts, not built yet: out of the
+// catalogue until something records it.
+const GuestUpgraded Kind = "guest_upgraded"
 
 // Kinds is the catalogue, in a stable order.
 var Kinds = []Kind{
@@ -65,7 +63,7 @@ var Kinds = []Kind{
 	EmailChangeRequested, EmailChangeConfirmed, EmailChangeCancelled,
 	SessionRevoked, APIKeyCreated, APIKeyRevoked, AdminAction,
 	PasskeyAdded, PasskeyRemoved,
-	NewDeviceSignIn,
+	NewDeviceSignIn, IdentityLinked, IdentityUnlinked,
 }
 
 // Known reports whether k is in the catalogue.

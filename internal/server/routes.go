@@ -194,6 +194,11 @@ func restRoutes(h *rest.Handlers) []route {
 		{"POST", "/api/v1/auth/login/mfa/passkey/finish", auth.ForAuthTier, h.FinishPasskeyMFA()},
 		{"POST", "/api/v1/auth/mfa/passkey/begin", auth.Protected, h.BeginPasskeyStepUp()},
 		{"POST", "/api/v1/auth/mfa/passkey/verify", auth.Protected, h.VerifyPasskey()},
+		// Sign in with Apple and Google (issue 25).
+		{"POST", "/api/v1/auth/oauth/{provider}", auth.ForAuthTier, h.SignInWithProvider()},
+		{"GET", "/api/v1/users/me/identities", auth.Protected, h.MyIdentities()},
+		{"POST", "/api/v1/users/me/identities", auth.Protected, h.LinkIdentity()},
+		{"DELETE", "/api/v1/users/me/identities/{id}", auth.Protected, h.UnlinkIdentity()},
 		// The OpenAPI document of these routes: global tier only, as every
 		// request under /api/.
 		{"GET", "/api/v1/openapi.json", auth.Public, h.OpenAPI()},

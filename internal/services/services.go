@@ -15,6 +15,7 @@ import (
 	"github.com/herald-vpn/herald/internal/captcha"
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/idempotency"
+	"github.com/herald-vpn/herald/internal/identities"
 	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/mfa"
@@ -55,6 +56,9 @@ type Services struct {
 	// Passkeys are WebAuthn credentials: registration, passwordless
 	// sign-in and the second step of a login.
 	Passkeys *passkeys.Service
+	// Identities signs in with Apple and Google and keeps the identities
+	// accounts hold.
+	Identities *identities.Service
 	// SecurityLog is every account's log of security events.
 	SecurityLog *securitylog.Log
 	// Captcha verifies the X-Captcha-Token of the requests that need one

@@ -204,6 +204,12 @@ func (db *DB) EraseAccount(ctx context.Context, id string, step accounts.Erasure
 			_, err := tx.q.exec(ctx, `UPDATE accounts SET email = ?, password_hash = '', referral_code = ?, scope = '', email_verified_at = NULL,
 				disabled_at = NULL, disabled_reason = '', last_login_at = NULL, deleted_at = ? WHERE id = ?`, tomb, tomb, tx.now, id)
 			return err
+		case accounts.EraseIdentities:
+			if err := tx.revokeIdentityTokens(ctx, `account_id = ?`, id); err != nil {
+				return err
+			}
+			_, err := tx.q.exec(ctx, `DELETE FROM identities WHERE account_id = ?`, id)
+			return err
 		case accounts.ScrubEvents:
 			return tx.scrubAccountEvents(ctx, id)
 		case accounts.AnnounceRevokedAccount:

@@ -128,6 +128,25 @@ func (db *DB) storedSecrets(ctx context.Context) ([]storedSecret, error) {
 				return err
 			}})
 	}
+	type identity struct {
+		id     string
+		sealed []byte
+	}
+	rs, err = db.conn().query(ctx, `SELECT id, revoke_token FROM identities WHERE revoke_token IS NOT NULL ORDER BY id`)
+	held, err := collect(rs, err, func(r row) (identity, error) {
+		var i identity
+		return i, r.Scan(&i.id, &i.sealed)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range held {
+		out = append(out, storedSecret{what: "identity " + i.id + "'s Apple refresh token", context: identitySecretContext(i.id), value: i.sealed,
+			update: func(ctx context.Context, v []byte) error {
+				_, err := db.conn().exec(ctx, `UPDATE identities SET revoke_token = ? WHERE id = ? AND revoke_token = ?`, v, i.id, i.sealed)
+				return err
+			}})
+	}
 	return out, nil
 }
 

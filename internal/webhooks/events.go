@@ -81,7 +81,7 @@ var SecurityEvents = []string{
 	"security.email_change_requested", "security.email_change_confirmed", "security.email_change_cancelled",
 	"security.session_revoked", "security.api_key_created", "security.api_key_revoked", "security.admin_action",
 	"security.passkey_added", "security.passkey_removed",
-	"security.new_device_sign_in",
+	"security.new_device_sign_in", "security.identity_linked", "security.identity_unlinked",
 }
 
 // Known reports whether t is in the catalogue.
