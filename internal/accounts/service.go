@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -447,4 +448,22 @@ func (s *Service) CreateVerified(ctx context.Context, raw string, lang Language)
 	}
 	res, err := s.create(ctx, email, "", "", true, "", locale)
 	return res.Account, err
+}
+
+// SecurityEvents is a page of an account's security log (first 0: the
+// default; after: the last entry's id of the page before):
+// USER_NOT_FOUND for an unknown account, VALIDATION_ERROR for first out
+// of 1..100 or a malformed after.
+func (s *Service) SecurityEvents(ctx context.Context, accountID string, first int, after string) ([]securitylog.Event, bool, error) {
+	if _, err := s.ByID(ctx, accountID); err != nil {
+		return nil, false, err
+	}
+	page, more, err := s.seclog.Events(ctx, accountID, first, after)
+	switch {
+	case errors.Is(err, securitylog.ErrBadPage):
+		return nil, false, apperr.Invalid("first", fmt.Sprintf("between 1 and %d", securitylog.MaxPage), strconv.Itoa(first))
+	case errors.Is(err, securitylog.ErrBadCursor):
+		return nil, false, apperr.Invalid("after", "the endCursor of a page before", after)
+	}
+	return page, more, err
 }

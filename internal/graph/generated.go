@@ -32,6 +32,7 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 type ResolverRoot interface {
 	Mutation() MutationResolver
 	Query() QueryResolver
+	SecurityEvent() SecurityEventResolver
 	Subscription() SubscriptionResolver
 	UserRecord() UserRecordResolver
 }
@@ -428,12 +429,14 @@ type ComplexityRoot struct {
 		MyIdentities         func(childComplexity int) int
 		MyMfa                func(childComplexity int) int
 		MyPasskeys           func(childComplexity int) int
+		MySecurityLog        func(childComplexity int, first *int, after *string) int
 		MySessions           func(childComplexity int) int
 		MySubscription       func(childComplexity int) int
 		NotificationJob      func(childComplexity int, id string) int
 		NotificationJobs     func(childComplexity int, first *int, after *string) int
 		User                 func(childComplexity int, id *string, email *string) int
 		UserMfa              func(childComplexity int, userID string) int
+		UserSecurityLog      func(childComplexity int, userID string, first *int, after *string) int
 		UserSubscription     func(childComplexity int, id string) int
 		Users                func(childComplexity int, query *string, plan *string, status *string, verified *bool, disabled *bool, first *int, after *string) int
 		Version              func(childComplexity int) int
@@ -451,6 +454,22 @@ type ComplexityRoot struct {
 
 	RecoveryCodes struct {
 		RecoveryCodes func(childComplexity int) int
+	}
+
+	SecurityEvent struct {
+		Actor     func(childComplexity int) int
+		At        func(childComplexity int) int
+		Detail    func(childComplexity int) int
+		ID        func(childComplexity int) int
+		IP        func(childComplexity int) int
+		Kind      func(childComplexity int) int
+		Outcome   func(childComplexity int) int
+		UserAgent func(childComplexity int) int
+	}
+
+	SecurityEventConnection struct {
+		Nodes    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
 	}
 
 	SendMessengerMessageResult struct {
@@ -702,6 +721,11 @@ type QueryResolver interface {
 	UserMfa(ctx context.Context, userID string) (*view.MFAStatus, error)
 	MyPasskeys(ctx context.Context) ([]view.Passkey, error)
 	MyIdentities(ctx context.Context) ([]view.Identity, error)
+	MySecurityLog(ctx context.Context, first *int, after *string) (*SecurityEventConnection, error)
+	UserSecurityLog(ctx context.Context, userID string, first *int, after *string) (*SecurityEventConnection, error)
+}
+type SecurityEventResolver interface {
+	Detail(ctx context.Context, obj *view.SecurityEvent) (map[string]any, error)
 }
 type SubscriptionResolver interface {
 	NotificationJobUpdated(ctx context.Context, id string) (<-chan *view.NotificationJob, error)
@@ -2664,6 +2688,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.MyPasskeys(childComplexity), true
+	case "Query.mySecurityLog":
+		if e.ComplexityRoot.Query.MySecurityLog == nil {
+			break
+		}
+
+		args, err := ec.field_Query_mySecurityLog_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.MySecurityLog(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Query.mySessions":
 		if e.ComplexityRoot.Query.MySessions == nil {
 			break
@@ -2720,6 +2755,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.UserMfa(childComplexity, args["userId"].(string)), true
+	case "Query.userSecurityLog":
+		if e.ComplexityRoot.Query.UserSecurityLog == nil {
+			break
+		}
+
+		args, err := ec.field_Query_userSecurityLog_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.UserSecurityLog(childComplexity, args["userId"].(string), args["first"].(*int), args["after"].(*string)), true
 	case "Query.userSubscription":
 		if e.ComplexityRoot.Query.UserSubscription == nil {
 			break
@@ -2808,6 +2854,68 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RecoveryCodes.RecoveryCodes(childComplexity), true
+
+	case "SecurityEvent.actor":
+		if e.ComplexityRoot.SecurityEvent.Actor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SecurityEvent.Actor(childComplexity), true
+	case "SecurityEvent.at":
+		if e.ComplexityRoot.SecurityEvent.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SecurityEvent.At(childComplexity), true
+	case "SecurityEvent.detail":
+		if e.ComplexityRoot.SecurityEvent.Detail == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SecurityEvent.Detail(childComplexity), true
+	case "SecurityEvent.id":
+		if e.ComplexityRoot.SecurityEvent.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SecurityEvent.ID(childComplexity), true
+	case "SecurityEvent.ip":
+		if e.ComplexityRoot.SecurityEvent.IP == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SecurityEvent.IP(childComplexity), true
+	case "SecurityEvent.kind":
+		if e.ComplexityRoot.SecurityEvent.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SecurityEvent.Kind(childComplexity), true
+	case "SecurityEvent.outcome":
+		if e.ComplexityRoot.SecurityEvent.Outcome == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SecurityEvent.Outcome(childComplexity), true
+	case "SecurityEvent.userAgent":
+		if e.ComplexityRoot.SecurityEvent.UserAgent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SecurityEvent.UserAgent(childComplexity), true
+
+	case "SecurityEventConnection.nodes":
+		if e.ComplexityRoot.SecurityEventConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SecurityEventConnection.Nodes(childComplexity), true
+	case "SecurityEventConnection.pageInfo":
+		if e.ComplexityRoot.SecurityEventConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SecurityEventConnection.PageInfo(childComplexity), true
 
 	case "SendMessengerMessageResult.messageId":
 		if e.ComplexityRoot.SendMessengerMessageResult.MessageID == nil {
@@ -4153,6 +4261,38 @@ func (ec *executionContext) childFields_RecoveryCodes(ctx context.Context, field
 		return ec.fieldContext_RecoveryCodes_recoveryCodes(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RecoveryCodes", field.Name)
+}
+
+func (ec *executionContext) childFields_SecurityEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_SecurityEvent_id(ctx, field)
+	case "kind":
+		return ec.fieldContext_SecurityEvent_kind(ctx, field)
+	case "outcome":
+		return ec.fieldContext_SecurityEvent_outcome(ctx, field)
+	case "actor":
+		return ec.fieldContext_SecurityEvent_actor(ctx, field)
+	case "ip":
+		return ec.fieldContext_SecurityEvent_ip(ctx, field)
+	case "userAgent":
+		return ec.fieldContext_SecurityEvent_userAgent(ctx, field)
+	case "at":
+		return ec.fieldContext_SecurityEvent_at(ctx, field)
+	case "detail":
+		return ec.fieldContext_SecurityEvent_detail(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SecurityEvent", field.Name)
+}
+
+func (ec *executionContext) childFields_SecurityEventConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "nodes":
+		return ec.fieldContext_SecurityEventConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_SecurityEventConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SecurityEventConnection", field.Name)
 }
 
 func (ec *executionContext) childFields_SendMessengerMessageResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -5935,6 +6075,28 @@ func (ec *executionContext) field_Query_messengerSubscribers_args(ctx context.Co
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_mySecurityLog_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_notificationJob_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5982,6 +6144,36 @@ func (ec *executionContext) field_Query_userMfa_args(ctx context.Context, rawArg
 		return nil, err
 	}
 	args["userId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_userSecurityLog_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "userId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["userId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
 	return args, nil
 }
 
@@ -15636,6 +15828,125 @@ func (ec *executionContext) fieldContext_Query_myIdentities(_ context.Context, f
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_mySecurityLog(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_mySecurityLog(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().MySecurityLog(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *SecurityEventConnection
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *SecurityEventConnection) graphql.Marshaler {
+			return ec.marshalNSecurityEventConnection2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐSecurityEventConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_mySecurityLog(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SecurityEventConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_mySecurityLog_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_userSecurityLog(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_userSecurityLog(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().UserSecurityLog(ctx, fc.Args["userId"].(string), fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalOString2ᚖstring(ctx, "accounts:read")
+				if err != nil {
+					var zeroVal *SecurityEventConnection
+					return zeroVal, err
+				}
+				if ec.Directives.Auth == nil {
+					var zeroVal *SecurityEventConnection
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *SecurityEventConnection) graphql.Marshaler {
+			return ec.marshalNSecurityEventConnection2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐSecurityEventConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_userSecurityLog(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SecurityEventConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_userSecurityLog_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -15802,6 +16113,254 @@ func (ec *executionContext) _RecoveryCodes_recoveryCodes(ctx context.Context, fi
 }
 func (ec *executionContext) fieldContext_RecoveryCodes_recoveryCodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("RecoveryCodes", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SecurityEvent_id(ctx context.Context, field graphql.CollectedField, obj *view.SecurityEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SecurityEvent_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SecurityEvent_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SecurityEvent", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _SecurityEvent_kind(ctx context.Context, field graphql.CollectedField, obj *view.SecurityEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SecurityEvent_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SecurityEvent_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SecurityEvent", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SecurityEvent_outcome(ctx context.Context, field graphql.CollectedField, obj *view.SecurityEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SecurityEvent_outcome(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Outcome, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SecurityEvent_outcome(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SecurityEvent", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SecurityEvent_actor(ctx context.Context, field graphql.CollectedField, obj *view.SecurityEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SecurityEvent_actor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Actor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SecurityEvent_actor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SecurityEvent", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SecurityEvent_ip(ctx context.Context, field graphql.CollectedField, obj *view.SecurityEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SecurityEvent_ip(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IP, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SecurityEvent_ip(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SecurityEvent", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SecurityEvent_userAgent(ctx context.Context, field graphql.CollectedField, obj *view.SecurityEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SecurityEvent_userAgent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UserAgent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SecurityEvent_userAgent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SecurityEvent", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _SecurityEvent_at(ctx context.Context, field graphql.CollectedField, obj *view.SecurityEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SecurityEvent_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SecurityEvent_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SecurityEvent", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _SecurityEvent_detail(ctx context.Context, field graphql.CollectedField, obj *view.SecurityEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SecurityEvent_detail(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.SecurityEvent().Detail(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalNJSON2map(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SecurityEvent_detail(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SecurityEvent", field, true, true, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _SecurityEventConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *SecurityEventConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SecurityEventConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []view.SecurityEvent) graphql.Marshaler {
+			return ec.marshalNSecurityEvent2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSecurityEventᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SecurityEventConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SecurityEventConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SecurityEvent(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SecurityEventConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *SecurityEventConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SecurityEventConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *view.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SecurityEventConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SecurityEventConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _SendMessengerMessageResult_success(ctx context.Context, field graphql.CollectedField, obj *view.MessengerMessageResult) (ret graphql.Marshaler) {
@@ -23038,6 +23597,50 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "mySecurityLog":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_mySecurityLog(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "userSecurityLog":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_userSecurityLog(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -23135,6 +23738,155 @@ func (ec *executionContext) _RecoveryCodes(ctx context.Context, sel ast.Selectio
 			out.Values[i] = graphql.MarshalString("RecoveryCodes")
 		case "recoveryCodes":
 			out.Values[i] = ec._RecoveryCodes_recoveryCodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var securityEventImplementors = []string{"SecurityEvent"}
+
+func (ec *executionContext) _SecurityEvent(ctx context.Context, sel ast.SelectionSet, obj *view.SecurityEvent) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, securityEventImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SecurityEvent")
+		case "id":
+			out.Values[i] = ec._SecurityEvent_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "kind":
+			out.Values[i] = ec._SecurityEvent_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "outcome":
+			out.Values[i] = ec._SecurityEvent_outcome(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "actor":
+			out.Values[i] = ec._SecurityEvent_actor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "ip":
+			out.Values[i] = ec._SecurityEvent_ip(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "userAgent":
+			out.Values[i] = ec._SecurityEvent_userAgent(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "at":
+			out.Values[i] = ec._SecurityEvent_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "detail":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._SecurityEvent_detail(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var securityEventConnectionImplementors = []string{"SecurityEventConnection"}
+
+func (ec *executionContext) _SecurityEventConnection(ctx context.Context, sel ast.SelectionSet, obj *SecurityEventConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, securityEventConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SecurityEventConnection")
+		case "nodes":
+			out.Values[i] = ec._SecurityEventConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._SecurityEventConnection_pageInfo(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -25446,6 +26198,40 @@ func (ec *executionContext) marshalNRecoveryCodes2ᚖgithubᚗcomᚋheraldᚑvpn
 func (ec *executionContext) unmarshalNRegisterDeviceInput2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐRegisterDeviceInput(ctx context.Context, v any) (RegisterDeviceInput, error) {
 	res, err := ec.unmarshalInputRegisterDeviceInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNSecurityEvent2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSecurityEvent(ctx context.Context, sel ast.SelectionSet, v view.SecurityEvent) graphql.Marshaler {
+	return ec._SecurityEvent(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSecurityEvent2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSecurityEventᚄ(ctx context.Context, sel ast.SelectionSet, v []view.SecurityEvent) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNSecurityEvent2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSecurityEvent(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNSecurityEventConnection2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐSecurityEventConnection(ctx context.Context, sel ast.SelectionSet, v SecurityEventConnection) graphql.Marshaler {
+	return ec._SecurityEventConnection(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSecurityEventConnection2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐSecurityEventConnection(ctx context.Context, sel ast.SelectionSet, v *SecurityEventConnection) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._SecurityEventConnection(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNSendMessengerMessageResult2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerMessageResult(ctx context.Context, sel ast.SelectionSet, v view.MessengerMessageResult) graphql.Marshaler {

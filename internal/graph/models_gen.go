@@ -120,6 +120,11 @@ type RegisterDeviceInput struct {
 	Name      *string `json:"name,omitempty"`
 }
 
+type SecurityEventConnection struct {
+	Nodes    []view.SecurityEvent `json:"nodes"`
+	PageInfo *view.PageInfo       `json:"pageInfo"`
+}
+
 type SignupResult struct {
 	Message string `json:"message"`
 	Success bool   `json:"success"`

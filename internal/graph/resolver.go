@@ -101,3 +101,17 @@ func audienceInput(a *AudienceInput) audience.Audience {
 	}
 	return audience.Audience{Platforms: a.Platforms, Plans: a.Plans, SubscriptionStatus: deref(a.SubscriptionStatus)}
 }
+
+// securityLog is a page of an account's security log.
+func (r *queryResolver) securityLog(ctx context.Context, accountID string, first *int, after *string) (*SecurityEventConnection, error) {
+	page, more, err := r.Accounts.SecurityEvents(ctx, accountID, deref(first), deref(after))
+	if err != nil {
+		return nil, err
+	}
+	end := ""
+	if len(page) > 0 {
+		end = page[len(page)-1].ID
+	}
+	p := view.NewPage(page, view.NewSecurityEvent, end, more)
+	return &SecurityEventConnection{Nodes: p.Nodes, PageInfo: &p.PageInfo}, nil
+}

@@ -896,6 +896,25 @@ func (r *queryResolver) MyIdentities(ctx context.Context) ([]view.Identity, erro
 	return view.All(list, view.NewIdentity), nil
 }
 
+// MySecurityLog is the resolver for the mySecurityLog field.
+func (r *queryResolver) MySecurityLog(ctx context.Context, first *int, after *string) (*SecurityEventConnection, error) {
+	return r.securityLog(ctx, auth.Caller(ctx).AccountID, first, after)
+}
+
+// UserSecurityLog is the resolver for the userSecurityLog field.
+func (r *queryResolver) UserSecurityLog(ctx context.Context, userID string, first *int, after *string) (*SecurityEventConnection, error) {
+	return r.securityLog(ctx, userID, first, after)
+}
+
+// Detail is the resolver for the detail field.
+func (r *securityEventResolver) Detail(ctx context.Context, obj *view.SecurityEvent) (map[string]any, error) {
+	out := make(map[string]any, len(obj.Detail))
+	for k, v := range obj.Detail {
+		out[k] = v
+	}
+	return out, nil
+}
+
 // NotificationJobUpdated is the resolver for the notificationJobUpdated field.
 func (r *subscriptionResolver) NotificationJobUpdated(ctx context.Context, id string) (<-chan *view.NotificationJob, error) {
 	// -1: the subscriber has no state yet, so the first is sent whatever
@@ -979,6 +998,9 @@ func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }
 // Query returns QueryResolver implementation.
 func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
 
+// SecurityEvent returns SecurityEventResolver implementation.
+func (r *Resolver) SecurityEvent() SecurityEventResolver { return &securityEventResolver{r} }
+
 // Subscription returns SubscriptionResolver implementation.
 func (r *Resolver) Subscription() SubscriptionResolver { return &subscriptionResolver{r} }
 
@@ -986,8 +1008,9 @@ func (r *Resolver) Subscription() SubscriptionResolver { return &subscriptionRes
 func (r *Resolver) UserRecord() UserRecordResolver { return &userRecordResolver{r} }
 
 type (
-	mutationResolver     struct{ *Resolver }
-	queryResolver        struct{ *Resolver }
-	subscriptionResolver struct{ *Resolver }
-	userRecordResolver   struct{ *Resolver }
+	mutationResolver      struct{ *Resolver }
+	queryResolver         struct{ *Resolver }
+	securityEventResolver struct{ *Resolver }
+	subscriptionResolver  struct{ *Resolver }
+	userRecordResolver    struct{ *Resolver }
 )

@@ -2,6 +2,7 @@ package securitylog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -130,31 +131,44 @@ func (l *Log) write(ctx context.Context, e *Event) error {
 	return l.store.Emit(ctx, PayloadOf(*e))
 }
 
-// Page is one page of an account's log, newest first; Next is the cursor
-// of the page after it ("" at the end).
-type Page struct {
-	Events []Event
-	Next   string
-}
+// Paging of the log: DefaultPage entries unless asked, at most MaxPage.
+const (
+	DefaultPage = 20
+	MaxPage     = 100
+)
 
-// MaxPage bounds a page of the log.
-const MaxPage = 100
+// ErrBadPage is a page asked for with first out of 1..MaxPage.
+var ErrBadPage = errors.New("securitylog: first out of range")
 
-// Events reads a page of an account's log: at most limit (1..MaxPage)
-// entries older than the entry whose id is before ("" for the newest).
-func (l *Log) Events(ctx context.Context, accountID, before string, limit int) (Page, error) {
-	limit = min(max(limit, 1), MaxPage)
-	evs, err := l.store.SecurityEvents(ctx, accountID, before, limit+1)
+// ErrBadCursor is an after that is no entry's id.
+var ErrBadCursor = errors.New("securitylog: malformed cursor")
+
+// Events reads a page of an account's log, newest first: first entries
+// (0: DefaultPage) older than the entry whose id is after ("" for the
+// newest), and whether more follow.
+func (l *Log) Events(ctx context.Context, accountID string, first int, after string) (page []Event, more bool, err error) {
+	if l == nil {
+		return nil, false, nil
+	}
+	if first == 0 {
+		first = DefaultPage
+	}
+	if first < 1 || first > MaxPage {
+		return nil, false, ErrBadPage
+	}
+	if after != "" {
+		if _, err := uuid.Parse(after); err != nil {
+			return nil, false, ErrBadCursor
+		}
+	}
+	evs, err := l.store.SecurityEvents(ctx, accountID, after, first+1)
 	if err != nil {
-		return Page{}, err
+		return nil, false, err
 	}
-	var p Page
-	if len(evs) > limit {
-		evs = evs[:limit]
-		p.Next = evs[limit-1].ID
+	if len(evs) > first {
+		return evs[:first], true, nil
 	}
-	p.Events = evs
-	return p, nil
+	return evs, false, nil
 }
 
 // Prune deletes the entries older than retention (the housekeeping job's

@@ -194,6 +194,9 @@ func restRoutes(h *rest.Handlers) []route {
 		{"POST", "/api/v1/auth/login/mfa/passkey/finish", auth.ForAuthTier, h.FinishPasskeyMFA()},
 		{"POST", "/api/v1/auth/mfa/passkey/begin", auth.Protected, h.BeginPasskeyStepUp()},
 		{"POST", "/api/v1/auth/mfa/passkey/verify", auth.Protected, h.VerifyPasskey()},
+		// The security log (issue 25).
+		{"GET", "/api/v1/users/me/security-log", auth.Protected, h.MySecurityLog()},
+		{"GET", "/api/v1/admin/users/{id}/security-log", auth.Scoped(auth.ScopeAccountsRead), h.UserSecurityLog()},
 		// Sign in with Apple and Google (issue 25).
 		{"POST", "/api/v1/auth/oauth/{provider}", auth.ForAuthTier, h.SignInWithProvider()},
 		{"GET", "/api/v1/users/me/identities", auth.Protected, h.MyIdentities()},

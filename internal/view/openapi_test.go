@@ -94,6 +94,11 @@ var schemas = []struct {
 	{"Entitlement", typeOf[view.Entitlement](), false},
 	{"EntitlementChange", typeOf[view.EntitlementChange](), false},
 	{"RedirectURL", typeOf[view.RedirectURL](), false},
+	{"SecurityEvent", typeOf[view.SecurityEvent](), false},
+	{"SecurityEventPage", typeOf[view.Page[view.SecurityEvent]](), false},
+	{"Identity", typeOf[view.Identity](), false},
+	{"IdentityRemoved", typeOf[view.IdentityRemoved](), false},
+	{"ProviderSignIn", typeOf[view.ProviderSignIn](), false},
 }
 
 // inlineAnswers are the answers whose data schema is written in the

@@ -1,0 +1,46 @@
+package rest
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/herald-vpn/herald/internal/apperr"
+	"github.com/herald-vpn/herald/internal/auth"
+	"github.com/herald-vpn/herald/internal/securitylog"
+	"github.com/herald-vpn/herald/internal/view"
+)
+
+// MySecurityLog is GET /api/v1/users/me/security-log.
+func (h *Handlers) MySecurityLog() http.HandlerFunc {
+	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
+		return h.securityLog(r, auth.Caller(r.Context()).AccountID)
+	})
+}
+
+// UserSecurityLog is GET /api/v1/admin/users/{id}/security-log.
+func (h *Handlers) UserSecurityLog() http.HandlerFunc {
+	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
+		return h.securityLog(r, r.PathValue("id"))
+	})
+}
+
+// securityLog answers a page of an account's log (?first=&after=).
+func (h *Handlers) securityLog(r *http.Request, accountID string) (any, error) {
+	first := 0
+	if v := r.URL.Query().Get("first"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, apperr.Invalid("first", "a whole number between 1 and "+strconv.Itoa(securitylog.MaxPage), v)
+		}
+		first = n
+	}
+	page, more, err := h.Accounts.SecurityEvents(r.Context(), accountID, first, r.URL.Query().Get("after"))
+	if err != nil {
+		return nil, err
+	}
+	end := ""
+	if len(page) > 0 {
+		end = page[len(page)-1].ID
+	}
+	return view.NewPage(page, view.NewSecurityEvent, end, more), nil
+}
