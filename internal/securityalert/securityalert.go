@@ -236,6 +236,11 @@ func (w *Worker) push(ctx context.Context, a alert) (string, error) {
 	if apperr.Is(err, apperr.UserNotFound) {
 		return outcomeSkipped, nil
 	}
+	if apperr.Is(err, apperr.InvalidInput) {
+		// Too large a push (a very long public URL): no retry mends it.
+		w.deps.Log.WarnContext(ctx, "new-device alert push refused", "account_id", a.account.ID, "err", err)
+		return outcomeSkipped, nil
+	}
 	if err != nil {
 		return "", err
 	}
@@ -261,7 +266,7 @@ func (w *Worker) telegram(ctx context.Context, a alert) (string, error) {
 	title, body := w.words(a)
 	// The chat's text is Markdown: the client's words (its user agent)
 	// are escaped, the link is bare (left as it is).
-	text := "*" + escapeMarkdown(title) + "*\n\n" + escapeMarkdown(body)
+	text := "**" + escapeMarkdown(title) + "**\n\n" + escapeMarkdown(body)
 	if a.endURL != "" {
 		text += "\n\n" + a.endURL
 	}
