@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"time"
 
@@ -35,6 +36,7 @@ import (
 	"github.com/herald-vpn/herald/internal/push/fcm"
 	"github.com/herald-vpn/herald/internal/pwned"
 	"github.com/herald-vpn/herald/internal/seal"
+	"github.com/herald-vpn/herald/internal/securityalert"
 	"github.com/herald-vpn/herald/internal/securitylog"
 	"github.com/herald-vpn/herald/internal/services"
 	"github.com/herald-vpn/herald/internal/sessions"
@@ -249,6 +251,14 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 		return err
 	}
 	river.AddWorker(a.workers, noticeWorker)
+	alertWorker, err := securityalert.New(securityalert.Deps{
+		Accounts: a.db, Push: a.Notifications, Templates: emails, Mail: sender, Chats: a.Messenger,
+		EndURL: endSessionURL(cfg.PublicBase(), a.Sessions), Idempotency: a.Idempotency, Log: logger.With("component", "securityalert"),
+	}, securityalert.Config{Product: cfg.ProductName})
+	if err != nil {
+		return err
+	}
+	river.AddWorker(a.workers, alertWorker)
 	a.Webhooks = a.newWebhooks()
 	river.AddWorker(a.workers, &webhooks.DeliveryWorker{Service: a.Webhooks})
 	slots := a.Webhooks.Slots()
@@ -798,6 +808,17 @@ func (a *App) sharedChatPacer(gap time.Duration, logger *slog.Logger) func(limit
 	}
 	return func(local limits.ChatPacer) limits.ChatPacer {
 		return limits.NewSharedChatPace(a.redis, "herald:telegram:", limits.ChatGap, gap, local, logger.With("component", "messenger"))
+	}
+}
+
+// endSessionURL makes a new-device alert's link that ends its session
+// (nil without a public base URL: the alerts carry no link).
+func endSessionURL(base string, sess *sessions.Service) func(accountID, sessionID string) string {
+	if base == "" {
+		return nil
+	}
+	return func(accountID, sessionID string) string {
+		return base + "/api/v1/auth/sessions/end?token=" + url.QueryEscape(sess.EndLinkToken(accountID, sessionID))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -222,31 +223,53 @@ func applyEmailChange(ctx context.Context, st Store, accountID string, e CodeEff
 
 // The cancel link's token: the account, the pending address and the
 // expiry, with a keyed MAC. It needs no row: cancelling clears the pending
-// address, after which the token names nothing.
+// address, after which the token names nothing. It is a link token
+// (SignLinkToken) of two fields.
 
-// cancelKey is the MAC key of cancel tokens, derived from the code key so
-// that a token can never pass for a code's hash.
-func (s *Service) cancelKey() []byte {
+// LinkKey is the MAC key of the link tokens of purpose (each purpose has
+// its own, so that one link's token never passes for another's), derived
+// from the code key so that a token can never pass for a code's hash.
+func (s *Service) LinkKey(purpose string) []byte {
 	m := hmac.New(sha256.New, s.codeKey)
-	m.Write([]byte("email-change-cancel"))
+	m.Write([]byte(purpose))
 	return m.Sum(nil)
 }
+
+// cancelKey is the MAC key of cancel tokens.
+func (s *Service) cancelKey() []byte { return s.LinkKey("email-change-cancel") }
 
 // SignCancelToken returns the token that cancels the change of accountID's
 // email to email until expires.
 func SignCancelToken(key []byte, accountID, email string, expires time.Time) string {
-	payload := accountID + "\n" + email + "\n" + strconv.FormatInt(expires.Unix(), 10)
+	return SignLinkToken(key, expires, accountID, email)
+}
+
+// ParseCancelToken checks a cancel token's MAC and expiry and returns what
+// it names; VALIDATION_ERROR (field token) for anything else.
+func ParseCancelToken(key []byte, token string, now time.Time) (accountID, email string, err error) {
+	f, err := ParseLinkToken(key, token, now, 2)
+	if err != nil {
+		return "", "", err
+	}
+	return f[0], f[1], nil
+}
+
+// SignLinkToken returns a link's token: the fields (none empty, none with
+// a line break) and the expiry, with a keyed MAC. It needs no row; what it
+// names says whether it still does anything.
+func SignLinkToken(key []byte, expires time.Time, fields ...string) string {
+	payload := strings.Join(fields, "\n") + "\n" + strconv.FormatInt(expires.Unix(), 10)
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte(payload))
 	enc := base64.RawURLEncoding
 	return enc.EncodeToString([]byte(payload)) + "." + enc.EncodeToString(m.Sum(nil))
 }
 
-// ParseCancelToken checks a cancel token's MAC and expiry and returns what
-// it names; VALIDATION_ERROR (field token) for anything else.
-func ParseCancelToken(key []byte, token string, now time.Time) (accountID, email string, err error) {
-	bad := func(constraint string) (string, string, error) {
-		return "", "", apperr.Invalid("token", constraint, "")
+// ParseLinkToken checks a link token's MAC and expiry and returns its n
+// fields; VALIDATION_ERROR (field token) for anything else.
+func ParseLinkToken(key []byte, token string, now time.Time, n int) ([]string, error) {
+	bad := func(constraint string) ([]string, error) {
+		return nil, apperr.Invalid("token", constraint, "")
 	}
 	p64, m64, ok := strings.Cut(token, ".")
 	if !ok || len(token) > 1024 {
@@ -264,17 +287,17 @@ func ParseCancelToken(key []byte, token string, now time.Time) (accountID, email
 		return bad("signature")
 	}
 	parts := strings.Split(string(payload), "\n")
-	if len(parts) != 3 || parts[0] == "" || parts[1] == "" {
+	if len(parts) != n+1 || slices.Contains(parts[:n], "") {
 		return bad("format")
 	}
-	exp, err := strconv.ParseInt(parts[2], 10, 64)
+	exp, err := strconv.ParseInt(parts[n], 10, 64)
 	if err != nil {
 		return bad("format")
 	}
 	if !now.Before(time.Unix(exp, 0)) {
 		return bad("expired")
 	}
-	return parts[0], parts[1], nil
+	return parts[:n], nil
 }
 
 // AccountNoticeArgs is the durable job that emails an account's security

@@ -78,3 +78,34 @@ func FuzzParseCancelToken(f *testing.F) {
 		}
 	})
 }
+
+// A link token holds its fields; one of another field count, or of
+// another purpose's key, is refused.
+func TestLinkToken(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	tok := accounts.SignLinkToken(key, now.Add(7*24*time.Hour), "acct-1", "sess-1")
+	f, err := accounts.ParseLinkToken(key, tok, now.Add(7*24*time.Hour-time.Second), 2)
+	if err != nil || len(f) != 2 || f[0] != "acct-1" || f[1] != "sess-1" {
+		t.Fatalf("= %q, %v; want acct-1, sess-1", f, err)
+	}
+	for name, err := range map[string]error{
+		"expired":         func() error { _, err := accounts.ParseLinkToken(key, tok, now.Add(7*24*time.Hour), 2); return err }(),
+		"three fields":    func() error { _, err := accounts.ParseLinkToken(key, tok, now, 3); return err }(),
+		"one field":       func() error { _, err := accounts.ParseLinkToken(key, tok, now, 1); return err }(),
+		"another purpose": func() error { _, err := accounts.ParseLinkToken([]byte("another key"), tok, now, 2); return err }(),
+		"an empty field": func() error {
+			_, err := accounts.ParseLinkToken(key, accounts.SignLinkToken(key, now.Add(time.Hour), "acct-1", ""), now, 2)
+			return err
+		}(),
+	} {
+		if !apperr.Is(err, apperr.ValidationError) {
+			t.Errorf("%s: %v, want VALIDATION_ERROR", name, err)
+		}
+	}
+	// The cancel token is the link token of two fields: one signed before
+	// the generalization still parses.
+	if a, e, err := accounts.ParseCancelToken(key, accounts.SignLinkToken(key, now.Add(time.Hour), "acct-1", "new@example.com"), now); err != nil || a != "acct-1" || e != "new@example.com" {
+		t.Fatalf("cancel token as a link token: %q %q %v", a, e, err)
+	}
+}

@@ -49,6 +49,10 @@ const (
 // happened to it, with neither code nor link.
 const (
 	EmailRecoveryCodeUsed = "recovery_code_used" // a recovery code completed a sign-in or a step-up
+	// EmailNewDevice: a sign-in from a device the account had not signed
+	// in from, with when, the IP, the user agent and the link that ends
+	// that session.
+	EmailNewDevice = "new_device"
 )
 
 // codeEmails carry a one-time code; notices do not, nor security
@@ -56,7 +60,7 @@ const (
 var (
 	codeEmails = []string{EmailVerify, EmailReset, EmailChangeEmail}
 	notices    = []string{EmailPaymentFailed, EmailExpired, EmailRefunded, EmailTrialEnding}
-	security   = []string{EmailRecoveryCodeUsed, EmailChangeRequested, EmailChanged, EmailPasswordChanged}
+	security   = []string{EmailRecoveryCodeUsed, EmailChangeRequested, EmailChanged, EmailPasswordChanged, EmailNewDevice}
 	emails     = slices.Concat(codeEmails, notices, security)
 )
 
@@ -111,6 +115,9 @@ type Data struct {
 	NewEmail     string    // an email change's new address
 	CancelURL    string    // where the old address cancels an email change ("" when the server has no public URL)
 	Count        int       // a security notice's count (recovery codes left)
+	IP           string    // a new-device alert's client address
+	UserAgent    string    // a new-device alert's user agent ("" when none was sent)
+	EndURL       string    // where a new-device alert's reader ends that session ("" when the server has no public URL)
 }
 
 // Vars are what one email says besides the brand.
@@ -128,6 +135,11 @@ type Vars struct {
 	CancelURL string
 	// Count is a security notice's number (recovery codes left).
 	Count int
+	// A new-device alert's: the client's address and user agent, and
+	// the link that ends its session.
+	IP        string
+	UserAgent string
+	EndURL    string
 }
 
 // Templates renders Herald's emails: the embedded templates, any of which
@@ -350,9 +362,12 @@ func (t *Templates) check(files map[string]source, loc, email string) error {
 		sample, field, what = "", "", ""
 	case email == EmailRecoveryCodeUsed:
 		sample, field, what = "7", "{{.Count}}", "count"
+	case email == EmailNewDevice:
+		sample, field, what = "203.0.113.7", "{{.IP}}", "IP address"
 	}
 	v := Vars{Code: "123456", TTL: 15 * time.Minute, Plan: "premium", RenewURL: "https://renew.example.com/check", Date: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC),
-		NewEmail: "new-address@example.com", CancelURL: "https://cancel.example.com/check", Count: 7}
+		NewEmail: "new-address@example.com", CancelURL: "https://cancel.example.com/check", Count: 7,
+		IP: "203.0.113.7", UserAgent: "CheckBrowser/1.0", EndURL: "https://end.example.com/check"}
 	m, err := t.render(loc, email, "check@example.com", v)
 	if err != nil {
 		return err
@@ -428,6 +443,9 @@ func (t *Templates) render(loc, email, to string, v Vars) (Message, error) {
 		NewEmail:     v.NewEmail,
 		CancelURL:    v.CancelURL,
 		Count:        v.Count,
+		IP:           v.IP,
+		UserAgent:    v.UserAgent,
+		EndURL:       v.EndURL,
 	}
 	var subject, text, html bytes.Buffer
 	if err := set.text.ExecuteTemplate(&subject, "subject", d); err != nil {

@@ -300,8 +300,8 @@ Valable {{template "validity" .}}.{{end}}`
 		files["fr/"+e+".html"] = `{{define "preheader"}}{{.Product}}{{end}}{{define "body"}}<p>{{.Plan}} <a href="{{.RenewURL}}">{{.RenewURL}}</a></p>{{end}}`
 	}
 	for _, e := range mail.SecurityNotices() {
-		files["fr/"+e+".txt"] = `{{define "subject"}}{{.Product}}{{end}}{{define "body"}}{{.Count}} {{.NewEmail}} {{.CancelURL}}{{end}}`
-		files["fr/"+e+".html"] = `{{define "preheader"}}{{.Product}}{{end}}{{define "body"}}<p>{{.Count}} {{.NewEmail}} <a href="{{.CancelURL}}">{{.CancelURL}}</a></p>{{end}}`
+		files["fr/"+e+".txt"] = `{{define "subject"}}{{.Product}}{{end}}{{define "body"}}{{.Count}} {{.NewEmail}} {{.CancelURL}} {{.IP}}{{end}}`
+		files["fr/"+e+".html"] = `{{define "preheader"}}{{.Product}}{{end}}{{define "body"}}<p>{{.Count}} {{.NewEmail}} <a href="{{.CancelURL}}">{{.CancelURL}}</a> {{.IP}}</p>{{end}}`
 	}
 	tpl, err := mail.LoadTemplates(writeFiles(t, files), mail.Brand{})
 	if err != nil {

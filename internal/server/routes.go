@@ -118,6 +118,7 @@ func restRoutes(h *rest.Handlers) []route {
 		{"POST", "/api/v1/users/me/password", auth.Protected, h.ChangePassword()},
 		{"GET", "/api/v1/auth/email-change/cancel", auth.ForAuthTier, h.CancelEmailChangePage()},
 		{"POST", "/api/v1/auth/email-change/cancel", auth.ForAuthTier, h.CancelEmailChange()},
+		{"GET", "/api/v1/auth/sessions/end", auth.ForAuthTier, h.EndSessionByLink()},
 		{"PUT", "/api/v1/users/me/locale", auth.Protected, h.SetMyLocale()},
 		{"GET", "/api/v1/users/me/sessions", auth.Protected, h.MySessions()},
 		{"DELETE", "/api/v1/users/me/sessions/{id}", auth.Protected, h.RevokeMySession()},

@@ -508,3 +508,43 @@ func (s *Service) hashRefresh(tok string) []byte {
 	m.Write([]byte(tok))
 	return m.Sum(nil)
 }
+
+// EndLinkTTL is how long the link of a new-device alert ends its session.
+const EndLinkTTL = 7 * 24 * time.Hour
+
+// endLinkPurpose names the MAC key of end-session links
+// (accounts.Service.LinkKey).
+const endLinkPurpose = "session-end-link"
+
+// EndLinkToken returns the token of the link, sent with a new-device
+// alert, that ends sessionID of accountID (accounts.SignLinkToken: the
+// account, the session and the expiry, EndLinkTTL from now).
+func (s *Service) EndLinkToken(accountID, sessionID string) string {
+	return accounts.SignLinkToken(s.accounts.LinkKey(endLinkPurpose), s.now().Add(EndLinkTTL), accountID, sessionID)
+}
+
+// EndByLink ends the session an EndLinkToken names, recording
+// session_revoked as its owner's act. ended is false when the session had
+// ended already (revoked, expired, or the account is gone); a token that
+// is not the server's, or has expired, is VALIDATION_ERROR (field token).
+func (s *Service) EndByLink(ctx context.Context, token string) (ended bool, err error) {
+	f, err := accounts.ParseLinkToken(s.accounts.LinkKey(endLinkPurpose), token, s.now(), 2)
+	if err != nil {
+		return false, err
+	}
+	accountID, sessionID := f[0], f[1]
+	sess, err := s.store.SessionByID(ctx, sessionID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if sess.AccountID != accountID || sess.RevokedAt != nil || !s.now().Before(sess.ExpiresAt) {
+		return false, nil
+	}
+	if err := s.revoke(ctx, accountID, sessionID, securitylog.SessionRevoked); err != nil {
+		return false, err
+	}
+	return true, nil
+}

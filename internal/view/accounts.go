@@ -217,6 +217,12 @@ type EmailChangeCancel struct {
 	Cancelled bool `json:"cancelled"`
 }
 
+// SessionEnd answers a new-device alert's end-session link: whether the
+// session ended now (false: it had ended already).
+type SessionEnd struct {
+	Ended bool `json:"ended"`
+}
+
 // PasswordChange answers a password change: how many other sessions
 // ended.
 type PasswordChange struct {

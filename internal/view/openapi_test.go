@@ -46,6 +46,7 @@ var schemas = []struct {
 	{"Session", typeOf[view.Session](), false},
 	{"EmailChangeRequest", typeOf[view.EmailChangeRequest](), false},
 	{"EmailChangeCancel", typeOf[view.EmailChangeCancel](), false},
+	{"SessionEnd", typeOf[view.SessionEnd](), false},
 	{"PasswordChange", typeOf[view.PasswordChange](), false},
 	{"Tokens", typeOf[view.Tokens](), false},
 	{"MfaFactor", typeOf[view.MFAFactor](), false},
