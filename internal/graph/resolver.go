@@ -2,10 +2,12 @@ package graph
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/apikeys"
+	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/audience"
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/idempotency"
@@ -104,6 +106,9 @@ func audienceInput(a *AudienceInput) audience.Audience {
 
 // securityLog is a page of an account's security log.
 func (r *queryResolver) securityLog(ctx context.Context, accountID string, first *int, after *string) (*SecurityEventConnection, error) {
+	if first != nil && *first < 1 {
+		return nil, apperr.Invalid("first", "between 1 and 100", strconv.Itoa(*first))
+	}
 	page, more, err := r.Accounts.SecurityEvents(ctx, accountID, deref(first), deref(after))
 	if err != nil {
 		return nil, err

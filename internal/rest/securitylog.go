@@ -29,7 +29,7 @@ func (h *Handlers) securityLog(r *http.Request, accountID string) (any, error) {
 	first := 0
 	if v := r.URL.Query().Get("first"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil {
+		if err != nil || n < 1 {
 			return nil, apperr.Invalid("first", "a whole number between 1 and "+strconv.Itoa(securitylog.MaxPage), v)
 		}
 		first = n
