@@ -31,4 +31,3 @@ func NewSecurityEvent(e securitylog.Event) SecurityEvent {
 	}
 	return SecurityEvent{Actor: e.Actor, At: e.At.UTC(), Detail: d, ID: e.ID, IP: e.IP, Kind: string(e.Kind), Outcome: string(e.Outcome), UserAgent: e.UserAgent}
 }
-
