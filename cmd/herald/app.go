@@ -166,6 +166,7 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 	river.AddWorker(a.workers, &accounts.AccountNoticeWorker{Service: a.Accounts})
 	a.SecurityLog = securitylog.New(a.db)
 	housekeeping := &jobs.HousekeepingWorker{DB: a.db, DeliveryRetention: cfg.DeliveryRetention, SecurityLog: a.SecurityLog, SecurityLogRetention: cfg.SecurityLogRetention,
+		Guests: a.Accounts, GuestRetention: cfg.GuestRetention,
 		Logger: logger.With("component", "housekeeping")}
 	river.AddWorker(a.workers, housekeeping)
 	if a.Sessions, err = a.newSessions(ctx); err != nil {

@@ -258,7 +258,7 @@ func TestContractCheck(t *testing.T) {
 	bearer := http.Header{"Authorization": {"Bearer a.b.c"}}
 	jsonBody := http.Header{"Content-Type": {"application/json"}}
 	const (
-		user      = `{"id":"0197a3c2-5e1f-7c3a-9b2d-4f6e8a1c0d2b","email":"ann@example.com","emailVerified":true,"createdAt":"2026-11-29T10:00:00Z","referralCode":"ABCD2345","subscription":{"plan":"trial","status":"active","expiresAt":"2026-12-06T10:00:00Z","source":"trial","autoRenew":false,"graceEndsAt":null},"locale":null,"passwordChangeRequired":false}`
+		user      = `{"id":"0197a3c2-5e1f-7c3a-9b2d-4f6e8a1c0d2b","email":"ann@example.com","emailVerified":true,"createdAt":"2026-11-29T10:00:00Z","referralCode":"ABCD2345","subscription":{"plan":"trial","status":"active","expiresAt":"2026-12-06T10:00:00Z","source":"trial","autoRenew":false,"graceEndsAt":null},"locale":null,"passwordChangeRequired":false,"guest":false}`
 		tokens    = `{"token":"aaa.bbb.ccc","refreshToken":"0123456789abcdefghijABCDEFGHIJ0123456789_-x","tokenType":"Bearer","expiresIn":86400}`
 		authReq   = `{"success":false,"error":{"code":"AUTH_REQUIRED","message":"Authentication is required."}}`
 		banned    = `{"success":false,"error":{"code":"BANNED","message":"This address is banned; contact support."}}`

@@ -55,7 +55,7 @@ var sessionDocs = map[string]string{
 	opRefresh: `mutation Refresh($refreshToken: String!) {
   refreshToken(refreshToken: $refreshToken) { accessToken refreshToken tokenType expiresIn }
 }`,
-	opMe:           `query Me { me { id email emailVerified createdAt referralCode passwordChangeRequired subscription { plan status expiresAt } } }`,
+	opMe:           `query Me { me { id email emailVerified createdAt referralCode passwordChangeRequired guest subscription { plan status expiresAt } } }`,
 	opLogout:       `mutation Logout { logout }`,
 	opRequestReset: `mutation RequestReset($email: String!) { requestPasswordReset(email: $email) }`,
 	opResetPass: `mutation Reset($email: String!, $code: String!, $newPassword: String!) {

@@ -36,6 +36,9 @@ type Account struct {
 	// PasswordChangeRequired: a login found the password in a breach
 	// corpus; a new password (change or reset) clears it.
 	PasswordChangeRequired bool
+	// Guest: an account made for an app install, without an email of its
+	// own (a placeholder) or a password, until it upgrades.
+	Guest bool
 }
 
 // Disabled reports whether an operator has disabled the account.
@@ -70,6 +73,8 @@ type NewAccount struct {
 	Verified      bool   // operators' accounts are created verified
 	Scope         string // space-separated scopes
 	Locale        string // canonical BCP 47 tag, or ""
+	// GuestInstallID makes a guest account of that app install.
+	GuestInstallID string
 	// Job is inserted in the same transaction (the verification email).
 	Job river.JobArgs
 	// DeviceLimit ranks plans when the referrer holds several
@@ -127,6 +132,16 @@ type CodeEffect struct {
 // Store is the persistence the accounts service needs. sqlstore implements
 // it on SQLite and PostgreSQL; errors are the storage package's.
 type Store interface {
+	// GuestByInstall is the live guest of an app install:
+	// storage.ErrNotFound for none.
+	GuestByInstall(ctx context.Context, installID string) (Account, error)
+	// UpgradeGuest makes a guest an account of email and password hash
+	// (email "": the guest keeps its placeholder and only stops being
+	// one): false when it is no guest; storage.ErrConflict when the email
+	// is taken.
+	UpgradeGuest(ctx context.Context, accountID, email, hash string, verified bool) (bool, error)
+	// StaleGuests are guests made before `before` and unused since.
+	StaleGuests(ctx context.Context, before time.Time, limit int) ([]string, error)
 	// The unit of work signup runs in (Create): the methods below that
 	// say so must be called inside InTx.
 	storage.Transactor

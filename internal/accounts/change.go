@@ -56,6 +56,9 @@ func (s *Service) RequestEmailChange(ctx context.Context, by auth.Principal, raw
 	if err != nil {
 		return "", err
 	}
+	if acct.Guest {
+		return "", apperr.New(apperr.GuestNotAllowed)
+	}
 	if email == acct.Email {
 		return "", apperr.Invalid("email", "differs", "the account's current address")
 	}
@@ -177,6 +180,9 @@ func (s *Service) ChangePassword(ctx context.Context, by auth.Principal, current
 	acct, err := s.ByID(ctx, accountID)
 	if err != nil {
 		return 0, err
+	}
+	if acct.Guest {
+		return 0, apperr.New(apperr.GuestNotAllowed)
 	}
 	if err := s.confirmPassword(ctx, accountID, current); err != nil {
 		return 0, err
@@ -338,6 +344,9 @@ func (s *Service) sendNotice(ctx context.Context, args AccountNoticeArgs) error 
 	}
 	if err != nil {
 		return err
+	}
+	if IsGuestPlaceholder(args.To) {
+		return nil // a former guest's placeholder: no one reads it
 	}
 	v := mail.Vars{NewEmail: args.NewEmail}
 	if args.Email == mail.EmailChangeRequested && s.cfg.CancelEmailChangeURL != "" {

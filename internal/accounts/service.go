@@ -262,30 +262,44 @@ func (s *Service) Signup(ctx context.Context, email, plain, referral string, lan
 // race. Unverified accounts get their verification email queued in the
 // same transaction.
 func (s *Service) create(ctx context.Context, email, hash, referral string, verified bool, scope, locale string) (SignupResult, error) {
+	return s.createAccount(ctx, email, hash, referral, verified, scope, locale, "")
+}
+
+// createGuest stores a new guest account of an app install: a
+// placeholder address, no password, no verification email.
+func (s *Service) createGuest(ctx context.Context, installID, locale string) (SignupResult, error) {
+	return s.createAccount(ctx, "", "", "", false, "", locale, installID)
+}
+
+func (s *Service) createAccount(ctx context.Context, email, hash, referral string, verified bool, scope, locale, guestInstall string) (SignupResult, error) {
 	uid, err := uuid.NewV7()
 	if err != nil {
 		return SignupResult{}, err
 	}
 	id := uid.String()
+	if guestInstall != "" {
+		email = "guest-" + id + guestDomain
+	}
 	for attempt := 0; attempt < 5; attempt++ {
 		code, err := newReferralCode()
 		if err != nil {
 			return SignupResult{}, err
 		}
 		n := NewAccount{
-			ID:            id,
-			Email:         email,
-			PasswordHash:  hash,
-			ReferralCode:  code,
-			Trial:         s.cfg.TrialPeriod,
-			Referral:      normalizeReferral(referral),
-			ReferralBonus: s.cfg.ReferralBonus,
-			DeviceLimit:   s.cfg.DeviceLimit,
-			Verified:      verified,
-			Scope:         scope,
-			Locale:        locale,
+			ID:             id,
+			Email:          email,
+			PasswordHash:   hash,
+			ReferralCode:   code,
+			Trial:          s.cfg.TrialPeriod,
+			Referral:       normalizeReferral(referral),
+			ReferralBonus:  s.cfg.ReferralBonus,
+			DeviceLimit:    s.cfg.DeviceLimit,
+			Verified:       verified,
+			Scope:          scope,
+			Locale:         locale,
+			GuestInstallID: guestInstall,
 		}
-		if !verified {
+		if !verified && guestInstall == "" {
 			n.Job = CodeEmailArgs{AccountID: id, Purpose: PurposeVerify}
 		}
 		acct, applied, err := Create(ctx, s.store, n)

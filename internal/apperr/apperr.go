@@ -122,6 +122,10 @@ const (
 	IdentityNotFound              Code = "IDENTITY_NOT_FOUND"
 	LastSignInMethod              Code = "LAST_SIGN_IN_METHOD"
 
+	// Guest accounts.
+	GuestNotAllowed Code = "GUEST_NOT_ALLOWED"
+	NotAGuest       Code = "NOT_A_GUEST"
+
 	// CAPTCHA (issue 25).
 	CaptchaRequired Code = "CAPTCHA_REQUIRED"
 	CaptchaFailed   Code = "CAPTCHA_FAILED"
@@ -232,6 +236,8 @@ var catalogue = map[Code]Entry{
 	IdentityEmailUnverified:       {IdentityEmailUnverified, http.StatusConflict, "An account with this email exists, but the provider or the account has not verified the address: sign in with the password and link the provider from the account."},
 	IdentityInUse:                 {IdentityInUse, http.StatusConflict, "This provider identity belongs to another account."},
 	IdentityNotFound:              {IdentityNotFound, http.StatusNotFound, "No such identity on this account."},
+	GuestNotAllowed:               {GuestNotAllowed, http.StatusForbidden, "A guest account cannot do this: upgrade it first (an email and password, a passkey, or Apple or Google)."},
+	NotAGuest:                     {NotAGuest, http.StatusConflict, "This account is not a guest (it has upgraded already)."},
 	LastSignInMethod:              {LastSignInMethod, http.StatusConflict, "This is the account's last way to sign in: add a password, a passkey or another identity first."},
 }
 

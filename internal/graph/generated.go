@@ -340,6 +340,7 @@ type ComplexityRoot struct {
 		SetSubscription             func(childComplexity int, userID string, plan string, expiresAt time.Time) int
 		SetUserLocale               func(childComplexity int, userID string, locale string) int
 		SetWebhookEndpointEnabled   func(childComplexity int, id string, enabled bool) int
+		SignInAsGuest               func(childComplexity int, installID string) int
 		SignInWithProvider          func(childComplexity int, provider IdentityProvider, idToken string, nonce string, authorizationCode *string) int
 		Signup                      func(childComplexity int, email string, password string, referral *string, locale *string) int
 		StripeCheckout              func(childComplexity int, productID string) int
@@ -347,6 +348,7 @@ type ComplexityRoot struct {
 		UnlinkIdentity              func(childComplexity int, identityID string) int
 		UnlinkMessenger             func(childComplexity int) int
 		UpdatePushToken             func(childComplexity int, deviceID string, pushToken string) int
+		UpgradeGuest                func(childComplexity int, email string, password string) int
 		VerifyEmail                 func(childComplexity int, email string, code string) int
 		VerifyMfa                   func(childComplexity int, code string) int
 		VerifyMfaWithPasskey        func(childComplexity int, challengeID string, credential map[string]any) int
@@ -408,11 +410,6 @@ type ComplexityRoot struct {
 	PlatformCount struct {
 		Count    func(childComplexity int) int
 		Platform func(childComplexity int) int
-	}
-
-	ProviderSignIn struct {
-		AccountCreated func(childComplexity int) int
-		Session        func(childComplexity int) int
 	}
 
 	Query struct {
@@ -498,6 +495,11 @@ type ComplexityRoot struct {
 		UserAgent  func(childComplexity int) int
 	}
 
+	SignIn struct {
+		AccountCreated func(childComplexity int) int
+		Session        func(childComplexity int) int
+	}
+
 	SignupResult struct {
 		Message func(childComplexity int) int
 		Success func(childComplexity int) int
@@ -530,6 +532,7 @@ type ComplexityRoot struct {
 		CreatedAt              func(childComplexity int) int
 		Email                  func(childComplexity int) int
 		EmailVerified          func(childComplexity int) int
+		Guest                  func(childComplexity int) int
 		ID                     func(childComplexity int) int
 		Locale                 func(childComplexity int) int
 		PasswordChangeRequired func(childComplexity int) int
@@ -546,6 +549,7 @@ type ComplexityRoot struct {
 		Email                  func(childComplexity int) int
 		EmailVerified          func(childComplexity int) int
 		EmailVerifiedAt        func(childComplexity int) int
+		Guest                  func(childComplexity int) int
 		ID                     func(childComplexity int) int
 		LastLoginAt            func(childComplexity int) int
 		Locale                 func(childComplexity int) int
@@ -690,9 +694,11 @@ type MutationResolver interface {
 	CompleteMfaLoginWithPasskey(ctx context.Context, challengeToken string, challengeID string, credential map[string]any) (*view.Tokens, error)
 	BeginPasskeyStepUp(ctx context.Context) (*view.PasskeyOptions, error)
 	VerifyMfaWithPasskey(ctx context.Context, challengeID string, credential map[string]any) (*view.Tokens, error)
-	SignInWithProvider(ctx context.Context, provider IdentityProvider, idToken string, nonce string, authorizationCode *string) (*view.ProviderSignIn, error)
+	SignInWithProvider(ctx context.Context, provider IdentityProvider, idToken string, nonce string, authorizationCode *string) (*view.SignIn, error)
 	LinkIdentity(ctx context.Context, provider IdentityProvider, idToken string, nonce string, authorizationCode *string) (*view.Identity, error)
 	UnlinkIdentity(ctx context.Context, identityID string) (*view.IdentityRemoved, error)
+	SignInAsGuest(ctx context.Context, installID string) (*view.SignIn, error)
+	UpgradeGuest(ctx context.Context, email string, password string) (*view.User, error)
 }
 type QueryResolver interface {
 	Version(ctx context.Context) (string, error)
@@ -2258,6 +2264,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetWebhookEndpointEnabled(childComplexity, args["id"].(string), args["enabled"].(bool)), true
+	case "Mutation.signInAsGuest":
+		if e.ComplexityRoot.Mutation.SignInAsGuest == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_signInAsGuest_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SignInAsGuest(childComplexity, args["installId"].(string)), true
 	case "Mutation.signInWithProvider":
 		if e.ComplexityRoot.Mutation.SignInWithProvider == nil {
 			break
@@ -2325,6 +2342,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UpdatePushToken(childComplexity, args["deviceId"].(string), args["pushToken"].(string)), true
+	case "Mutation.upgradeGuest":
+		if e.ComplexityRoot.Mutation.UpgradeGuest == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_upgradeGuest_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpgradeGuest(childComplexity, args["email"].(string), args["password"].(string)), true
 	case "Mutation.verifyEmail":
 		if e.ComplexityRoot.Mutation.VerifyEmail == nil {
 			break
@@ -2570,19 +2598,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PlatformCount.Platform(childComplexity), true
-
-	case "ProviderSignIn.accountCreated":
-		if e.ComplexityRoot.ProviderSignIn.AccountCreated == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ProviderSignIn.AccountCreated(childComplexity), true
-	case "ProviderSignIn.session":
-		if e.ComplexityRoot.ProviderSignIn.Session == nil {
-			break
-		}
-
-		return e.ComplexityRoot.ProviderSignIn.Session(childComplexity), true
 
 	case "Query.apiKeys":
 		if e.ComplexityRoot.Query.APIKeys == nil {
@@ -3005,6 +3020,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Session.UserAgent(childComplexity), true
 
+	case "SignIn.accountCreated":
+		if e.ComplexityRoot.SignIn.AccountCreated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SignIn.AccountCreated(childComplexity), true
+	case "SignIn.session":
+		if e.ComplexityRoot.SignIn.Session == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SignIn.Session(childComplexity), true
+
 	case "SignupResult.message":
 		if e.ComplexityRoot.SignupResult.Message == nil {
 			break
@@ -3133,6 +3161,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.User.EmailVerified(childComplexity), true
+	case "User.guest":
+		if e.ComplexityRoot.User.Guest == nil {
+			break
+		}
+
+		return e.ComplexityRoot.User.Guest(childComplexity), true
 	case "User.id":
 		if e.ComplexityRoot.User.ID == nil {
 			break
@@ -3212,6 +3246,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.UserRecord.EmailVerifiedAt(childComplexity), true
+	case "UserRecord.guest":
+		if e.ComplexityRoot.UserRecord.Guest == nil {
+			break
+		}
+
+		return e.ComplexityRoot.UserRecord.Guest(childComplexity), true
 	case "UserRecord.id":
 		if e.ComplexityRoot.UserRecord.ID == nil {
 			break
@@ -4233,16 +4273,6 @@ func (ec *executionContext) childFields_PlatformCount(ctx context.Context, field
 	return nil, fmt.Errorf("no field named %q was found under type PlatformCount", field.Name)
 }
 
-func (ec *executionContext) childFields_ProviderSignIn(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-	switch field.Name {
-	case "session":
-		return ec.fieldContext_ProviderSignIn_session(ctx, field)
-	case "accountCreated":
-		return ec.fieldContext_ProviderSignIn_accountCreated(ctx, field)
-	}
-	return nil, fmt.Errorf("no field named %q was found under type ProviderSignIn", field.Name)
-}
-
 func (ec *executionContext) childFields_RateLimiterState(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "backend":
@@ -4347,6 +4377,16 @@ func (ec *executionContext) childFields_Session(ctx context.Context, field graph
 	return nil, fmt.Errorf("no field named %q was found under type Session", field.Name)
 }
 
+func (ec *executionContext) childFields_SignIn(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "session":
+		return ec.fieldContext_SignIn_session(ctx, field)
+	case "accountCreated":
+		return ec.fieldContext_SignIn_accountCreated(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SignIn", field.Name)
+}
+
 func (ec *executionContext) childFields_SignupResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "message":
@@ -4409,6 +4449,8 @@ func (ec *executionContext) childFields_User(ctx context.Context, field graphql.
 		return ec.fieldContext_User_locale(ctx, field)
 	case "passwordChangeRequired":
 		return ec.fieldContext_User_passwordChangeRequired(ctx, field)
+	case "guest":
+		return ec.fieldContext_User_guest(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type User", field.Name)
 }
@@ -4431,6 +4473,8 @@ func (ec *executionContext) childFields_UserRecord(ctx context.Context, field gr
 		return ec.fieldContext_UserRecord_locale(ctx, field)
 	case "passwordChangeRequired":
 		return ec.fieldContext_UserRecord_passwordChangeRequired(ctx, field)
+	case "guest":
+		return ec.fieldContext_UserRecord_guest(ctx, field)
 	case "emailVerifiedAt":
 		return ec.fieldContext_UserRecord_emailVerifiedAt(ctx, field)
 	case "disabled":
@@ -5767,6 +5811,20 @@ func (ec *executionContext) field_Mutation_setWebhookEndpointEnabled_args(ctx co
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_signInAsGuest_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "installId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["installId"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_signInWithProvider_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5890,6 +5948,28 @@ func (ec *executionContext) field_Mutation_updatePushToken_args(ctx context.Cont
 		return nil, err
 	}
 	args["pushToken"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_upgradeGuest_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "email",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["email"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "password",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["password"] = arg1
 	return args, nil
 }
 
@@ -13457,8 +13537,8 @@ func (ec *executionContext) _Mutation_signInWithProvider(ctx context.Context, fi
 			return ec.Resolvers.Mutation().SignInWithProvider(ctx, fc.Args["provider"].(IdentityProvider), fc.Args["idToken"].(string), fc.Args["nonce"].(string), fc.Args["authorizationCode"].(*string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *view.ProviderSignIn) graphql.Marshaler {
-			return ec.marshalNProviderSignIn2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐProviderSignIn(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *view.SignIn) graphql.Marshaler {
+			return ec.marshalNSignIn2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSignIn(ctx, selections, v)
 		},
 		true,
 		true,
@@ -13471,7 +13551,7 @@ func (ec *executionContext) fieldContext_Mutation_signInWithProvider(ctx context
 		IsMethod:   true,
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_ProviderSignIn(ctx, field)
+			return ec.childFields_SignIn(ctx, field)
 		},
 	}
 	defer func() {
@@ -13596,6 +13676,107 @@ func (ec *executionContext) fieldContext_Mutation_unlinkIdentity(ctx context.Con
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_unlinkIdentity_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_signInAsGuest(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_signInAsGuest(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SignInAsGuest(ctx, fc.Args["installId"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *view.SignIn) graphql.Marshaler {
+			return ec.marshalNSignIn2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSignIn(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_signInAsGuest(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SignIn(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_signInAsGuest_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_upgradeGuest(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_upgradeGuest(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpgradeGuest(ctx, fc.Args["email"].(string), fc.Args["password"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.User
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.User) graphql.Marshaler {
+			return ec.marshalNUser2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_upgradeGuest(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_User(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_upgradeGuest_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -14400,61 +14581,6 @@ func (ec *executionContext) _PlatformCount_count(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_PlatformCount_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PlatformCount", field, false, false, errors.New("field of type Int does not have child fields"))
-}
-
-func (ec *executionContext) _ProviderSignIn_session(ctx context.Context, field graphql.CollectedField, obj *view.ProviderSignIn) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ProviderSignIn_session(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Session, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v view.Tokens) graphql.Marshaler {
-			return ec.marshalNAuthPayload2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐTokens(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_ProviderSignIn_session(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	fc = &graphql.FieldContext{
-		Object:     "ProviderSignIn",
-		Field:      field,
-		IsMethod:   false,
-		IsResolver: false,
-		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.childFields_AuthPayload(ctx, field)
-		},
-	}
-	return fc, nil
-}
-
-func (ec *executionContext) _ProviderSignIn_accountCreated(ctx context.Context, field graphql.CollectedField, obj *view.ProviderSignIn) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ProviderSignIn_accountCreated(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.AccountCreated, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
-			return ec.marshalNBoolean2bool(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_ProviderSignIn_accountCreated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("ProviderSignIn", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _Query_version(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -16694,6 +16820,61 @@ func (ec *executionContext) fieldContext_Session_current(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("Session", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
+func (ec *executionContext) _SignIn_session(ctx context.Context, field graphql.CollectedField, obj *view.SignIn) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SignIn_session(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Session, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v view.Tokens) graphql.Marshaler {
+			return ec.marshalNAuthPayload2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐTokens(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SignIn_session(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SignIn",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuthPayload(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _SignIn_accountCreated(ctx context.Context, field graphql.CollectedField, obj *view.SignIn) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SignIn_accountCreated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AccountCreated, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SignIn_accountCreated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SignIn", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
 func (ec *executionContext) _SignupResult_message(ctx context.Context, field graphql.CollectedField, obj *SignupResult) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -17378,6 +17559,29 @@ func (ec *executionContext) fieldContext_User_passwordChangeRequired(_ context.C
 	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
+func (ec *executionContext) _User_guest(ctx context.Context, field graphql.CollectedField, obj *view.User) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_User_guest(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Guest, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_User_guest(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("User", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
 func (ec *executionContext) _UserRecord_id(ctx context.Context, field graphql.CollectedField, obj *view.UserRecord) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -17568,6 +17772,29 @@ func (ec *executionContext) _UserRecord_passwordChangeRequired(ctx context.Conte
 	)
 }
 func (ec *executionContext) fieldContext_UserRecord_passwordChangeRequired(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("UserRecord", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _UserRecord_guest(ctx context.Context, field graphql.CollectedField, obj *view.UserRecord) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_UserRecord_guest(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Guest, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_UserRecord_guest(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("UserRecord", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
@@ -22507,6 +22734,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "signInAsGuest":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_signInAsGuest(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "upgradeGuest":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_upgradeGuest(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -22938,49 +23179,6 @@ func (ec *executionContext) _PlatformCount(ctx context.Context, sel ast.Selectio
 			}
 		case "count":
 			out.Values[i] = ec._PlatformCount_count(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		default:
-			panic("unknown field " + strconv.Quote(field.Name))
-		}
-	}
-	out.Dispatch(ctx)
-	if out.Invalids > 0 {
-		return graphql.Null
-	}
-
-	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
-
-	ec.ProcessDeferredGroup(graphql.DeferredGroup{
-		Defers:   deferLabelToView,
-		Path:     graphql.GetPath(ctx),
-		FieldSet: deferredFieldSet,
-		Context:  ctx,
-	})
-
-	return out
-}
-
-var providerSignInImplementors = []string{"ProviderSignIn"}
-
-func (ec *executionContext) _ProviderSignIn(ctx context.Context, sel ast.SelectionSet, obj *view.ProviderSignIn) graphql.Marshaler {
-	fields := graphql.CollectFields(ec.OperationContext, sel, providerSignInImplementors)
-
-	out := graphql.NewFieldSet(fields)
-	deferredFieldSet := graphql.NewFieldSet(nil)
-	deferLabelToView := make(map[string]*graphql.FieldSetView)
-	for i, field := range fields {
-		switch field.Name {
-		case "__typename":
-			out.Values[i] = graphql.MarshalString("ProviderSignIn")
-		case "session":
-			out.Values[i] = ec._ProviderSignIn_session(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
-		case "accountCreated":
-			out.Values[i] = ec._ProviderSignIn_accountCreated(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -24113,6 +24311,49 @@ func (ec *executionContext) _Session(ctx context.Context, sel ast.SelectionSet, 
 	return out
 }
 
+var signInImplementors = []string{"SignIn"}
+
+func (ec *executionContext) _SignIn(ctx context.Context, sel ast.SelectionSet, obj *view.SignIn) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, signInImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SignIn")
+		case "session":
+			out.Values[i] = ec._SignIn_session(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "accountCreated":
+			out.Values[i] = ec._SignIn_accountCreated(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var signupResultImplementors = []string{"SignupResult"}
 
 func (ec *executionContext) _SignupResult(ctx context.Context, sel ast.SelectionSet, obj *SignupResult) graphql.Marshaler {
@@ -24353,6 +24594,11 @@ func (ec *executionContext) _User(ctx context.Context, sel ast.SelectionSet, obj
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "guest":
+			out.Values[i] = ec._User_guest(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -24423,6 +24669,11 @@ func (ec *executionContext) _UserRecord(ctx context.Context, sel ast.SelectionSe
 			}
 		case "passwordChangeRequired":
 			out.Values[i] = ec._UserRecord_passwordChangeRequired(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "guest":
+			out.Values[i] = ec._UserRecord_guest(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -26163,20 +26414,6 @@ func (ec *executionContext) marshalNPlatformCount2ᚕgithubᚗcomᚋheraldᚑvpn
 	return ret
 }
 
-func (ec *executionContext) marshalNProviderSignIn2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐProviderSignIn(ctx context.Context, sel ast.SelectionSet, v view.ProviderSignIn) graphql.Marshaler {
-	return ec._ProviderSignIn(ctx, sel, &v)
-}
-
-func (ec *executionContext) marshalNProviderSignIn2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐProviderSignIn(ctx context.Context, sel ast.SelectionSet, v *view.ProviderSignIn) graphql.Marshaler {
-	if v == nil {
-		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
-			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
-		}
-		return graphql.Null
-	}
-	return ec._ProviderSignIn(ctx, sel, v)
-}
-
 func (ec *executionContext) marshalNRateLimiterState2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐRateLimiterState(ctx context.Context, sel ast.SelectionSet, v view.RateLimiterState) graphql.Marshaler {
 	return ec._RateLimiterState(ctx, sel, &v)
 }
@@ -26294,6 +26531,20 @@ func (ec *executionContext) marshalNSession2ᚕgithubᚗcomᚋheraldᚑvpnᚋher
 	}
 
 	return ret
+}
+
+func (ec *executionContext) marshalNSignIn2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSignIn(ctx context.Context, sel ast.SelectionSet, v view.SignIn) graphql.Marshaler {
+	return ec._SignIn(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNSignIn2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSignIn(ctx context.Context, sel ast.SelectionSet, v *view.SignIn) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._SignIn(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNSignupResult2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐSignupResult(ctx context.Context, sel ast.SelectionSet, v SignupResult) graphql.Marshaler {

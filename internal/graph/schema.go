@@ -13,6 +13,7 @@ import (
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/notifications"
 	"github.com/herald-vpn/herald/internal/policy"
+	"github.com/herald-vpn/herald/internal/securitylog"
 	"github.com/herald-vpn/herald/internal/webhooks"
 	"github.com/vektah/gqlparser/v2/ast"
 )
@@ -69,6 +70,8 @@ var pageSizes = map[string]PageSize{
 	"Query.notificationJobs":     {notifications.DefaultPageSize, notifications.MaxPageSize},
 	"Query.messengerSubscribers": {messenger.DefaultPageSize, messenger.MaxPageSize},
 	"Query.webhookDeliveries":    {webhooks.DefaultPageSize, webhooks.MaxPageSize},
+	"Query.mySecurityLog":        {securitylog.DefaultPage, securitylog.MaxPage},
+	"Query.userSecurityLog":      {securitylog.DefaultPage, securitylog.MaxPage},
 	"Query.bans":                 {limits.DefaultBansPage, limits.MaxBansPage},
 }
 

@@ -618,12 +618,12 @@ func (r *mutationResolver) VerifyMfaWithPasskey(ctx context.Context, challengeID
 }
 
 // SignInWithProvider is the resolver for the signInWithProvider field.
-func (r *mutationResolver) SignInWithProvider(ctx context.Context, provider IdentityProvider, idToken string, nonce string, authorizationCode *string) (*view.ProviderSignIn, error) {
+func (r *mutationResolver) SignInWithProvider(ctx context.Context, provider IdentityProvider, idToken string, nonce string, authorizationCode *string) (*view.SignIn, error) {
 	signedIn, err := r.Identities.SignIn(ctx, identities.Provider(provider), idToken, nonce, deref(authorizationCode), sessions.ClientAt(api.Info(ctx).UserAgent, api.Info(ctx).ClientIP))
 	if err != nil {
 		return nil, err
 	}
-	return &view.ProviderSignIn{AccountCreated: signedIn.Created, Session: view.NewTokens(signedIn.Tokens)}, nil
+	return &view.SignIn{AccountCreated: signedIn.Created, Session: view.NewTokens(signedIn.Tokens)}, nil
 }
 
 // LinkIdentity is the resolver for the linkIdentity field.
@@ -641,6 +641,24 @@ func (r *mutationResolver) UnlinkIdentity(ctx context.Context, identityID string
 		return nil, err
 	}
 	return &view.IdentityRemoved{IdentityID: identityID, Removed: true}, nil
+}
+
+// SignInAsGuest is the resolver for the signInAsGuest field.
+func (r *mutationResolver) SignInAsGuest(ctx context.Context, installID string) (*view.SignIn, error) {
+	t, created, err := r.Sessions.SignInGuest(ctx, installID, accounts.Language{Accepted: api.Accepted(api.Info(ctx))}, sessions.ClientAt(api.Info(ctx).UserAgent, api.Info(ctx).ClientIP))
+	if err != nil {
+		return nil, err
+	}
+	return &view.SignIn{AccountCreated: created, Session: view.NewTokens(t)}, nil
+}
+
+// UpgradeGuest is the resolver for the upgradeGuest field.
+func (r *mutationResolver) UpgradeGuest(ctx context.Context, email string, password string) (*view.User, error) {
+	acct, err := r.Accounts.UpgradeGuest(ctx, auth.Caller(ctx).AccountID, email, password)
+	if err != nil {
+		return nil, err
+	}
+	return ptr(view.NewUser(acct, r.Accounts.Now())), nil
 }
 
 // Version is the resolver for the version field.

@@ -267,8 +267,15 @@ func (s *Service) Link(ctx context.Context, by auth.Principal, p Provider, idTok
 		if !errors.Is(err, storage.ErrNotFound) {
 			return err
 		}
-		ident, err = s.insert(ctx, by.AccountID, p, claims, s.store.TxTime(ctx))
-		return err
+		if ident, err = s.insert(ctx, by.AccountID, p, claims, s.store.TxTime(ctx)); err != nil {
+			return err
+		}
+		// A guest upgrades: it takes the provider's address when verified and free.
+		email := ""
+		if claims.EmailVerified {
+			email = claims.Email
+		}
+		return s.accounts.EndGuest(ctx, by.AccountID, string(p), email)
 	})
 	if err != nil {
 		return Identity{}, err

@@ -27,6 +27,11 @@ type HousekeepingWorker struct {
 	// are kept (securitylog.Log.Prune).
 	SecurityLogRetention time.Duration
 	SecurityLog          *securitylog.Log
+	// Guests, when set, are purged once unused for GuestRetention.
+	Guests interface {
+		PurgeGuests(ctx context.Context, retention time.Duration) (int, error)
+	}
+	GuestRetention time.Duration
 	// WebhookSlots, when set, are the rules by which parked webhook
 	// deliveries are handed free slots (sqlstore.DB.SweepWebhookSlots).
 	WebhookSlots *webhooks.Slots
@@ -49,13 +54,19 @@ func (w *HousekeepingWorker) Work(ctx context.Context, _ *river.Job[Housekeeping
 			return fmt.Errorf("housekeeping: security log: %w", err)
 		}
 	}
+	var guests int
+	if w.Guests != nil && w.GuestRetention > 0 {
+		if guests, err = w.Guests.PurgeGuests(ctx, w.GuestRetention); err != nil {
+			return fmt.Errorf("housekeeping: guests: %w", err)
+		}
+	}
 	if w.WebhookSlots != nil {
 		if _, err := w.DB.SweepWebhookSlots(ctx, *w.WebhookSlots); err != nil {
 			return fmt.Errorf("housekeeping: webhook slots: %w", err)
 		}
 	}
 	w.Logger.InfoContext(ctx, "housekeeping", "deliveries", p.Deliveries, "sessions", p.Sessions, "codes", p.Codes, "pending_codes", p.PendingCodes, "leases", p.Leases,
-		"telegram_updates", p.TelegramUpdates, "webhook_events", p.WebhookEvents, "idempotency_keys", p.IdempotencyKeys, "security_events", security)
+		"telegram_updates", p.TelegramUpdates, "webhook_events", p.WebhookEvents, "idempotency_keys", p.IdempotencyKeys, "security_events", security, "guests", guests)
 	return nil
 }
 

@@ -300,8 +300,11 @@ func (s *Service) FinishRegistration(ctx context.Context, p auth.Principal, chal
 		} else if err != nil {
 			return err
 		}
-		return s.accounts.SecurityLog().Record(ctx, securitylog.Event{AccountID: acct.ID, Kind: securitylog.PasskeyAdded, Outcome: securitylog.OK,
-			Detail: map[string]string{"passkeyId": out.ID, "name": out.Name}})
+		if err := s.accounts.SecurityLog().Record(ctx, securitylog.Event{AccountID: acct.ID, Kind: securitylog.PasskeyAdded, Outcome: securitylog.OK,
+			Detail: map[string]string{"passkeyId": out.ID, "name": out.Name}}); err != nil {
+			return err
+		}
+		return s.accounts.EndGuest(ctx, acct.ID, "passkey", "") // a guest upgrades
 	})
 	if err != nil {
 		return Credential{}, err

@@ -3,6 +3,7 @@ package rest
 import (
 	"net/http"
 
+	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/api"
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/identities"
@@ -43,7 +44,7 @@ func (h *Handlers) SignInWithProvider() http.HandlerFunc {
 		if s.Created {
 			status = http.StatusCreated
 		}
-		api.WriteData(w, status, view.ProviderSignIn{AccountCreated: s.Created, Session: view.NewTokens(s.Tokens)})
+		api.WriteData(w, status, view.SignIn{AccountCreated: s.Created, Session: view.NewTokens(s.Tokens)})
 	}
 }
 
@@ -87,5 +88,50 @@ func (h *Handlers) UnlinkIdentity() http.HandlerFunc {
 			return nil, err
 		}
 		return view.IdentityRemoved{IdentityID: id, Removed: true}, nil
+	})
+}
+
+// guestBody is the body of SignInAsGuest.
+type guestBody struct {
+	InstallID string `json:"installId"`
+}
+
+// SignInAsGuest is POST /api/v1/auth/guest: 201 with the session of a new
+// guest, 200 with the install's guest again.
+func (h *Handlers) SignInAsGuest() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var in guestBody
+		if err := api.DecodeJSON(w, r, &in); err != nil {
+			api.WriteError(w, r, err)
+			return
+		}
+		info := api.Info(r.Context())
+		t, created, err := h.Sessions.SignInGuest(r.Context(), in.InstallID, accounts.Language{Accepted: api.Accepted(info)}, sessions.ClientAt(info.UserAgent, info.ClientIP))
+		if err != nil {
+			api.WriteError(w, r, err)
+			return
+		}
+		status := http.StatusOK
+		if created {
+			status = http.StatusCreated
+		}
+		api.WriteData(w, status, view.SignIn{AccountCreated: created, Session: view.NewTokens(t)})
+	}
+}
+
+// upgradeGuestBody is the body of UpgradeGuest.
+type upgradeGuestBody struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+}
+
+// UpgradeGuest is POST /api/v1/users/me/upgrade: the upgraded account.
+func (h *Handlers) UpgradeGuest() http.HandlerFunc {
+	return handle(http.StatusOK, func(r *http.Request, in upgradeGuestBody) (any, error) {
+		acct, err := h.Accounts.UpgradeGuest(r.Context(), auth.Caller(r.Context()).AccountID, in.Email, in.Password)
+		if err != nil {
+			return nil, err
+		}
+		return view.NewUser(acct, h.Accounts.Now()), nil
 	})
 }

@@ -49,11 +49,8 @@ const (
 	NewDeviceSignIn      Kind = "new_device_sign_in"
 	IdentityLinked       Kind = "identity_linked"
 	IdentityUnlinked     Kind = "identity_unlinked"
+	GuestUpgraded        Kind = "guest_upgraded" // detail.method: password, passkey, apple, google
 )
-
-// GuestUpgraded is kept for guest accounts, not built yet: out of the
-// catalogue until something records it.
-const GuestUpgraded Kind = "guest_upgraded"
 
 // Kinds is the catalogue, in a stable order.
 var Kinds = []Kind{
@@ -63,7 +60,7 @@ var Kinds = []Kind{
 	EmailChangeRequested, EmailChangeConfirmed, EmailChangeCancelled,
 	SessionRevoked, APIKeyCreated, APIKeyRevoked, AdminAction,
 	PasskeyAdded, PasskeyRemoved,
-	NewDeviceSignIn, IdentityLinked, IdentityUnlinked,
+	NewDeviceSignIn, IdentityLinked, IdentityUnlinked, GuestUpgraded,
 }
 
 // Known reports whether k is in the catalogue.

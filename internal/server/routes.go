@@ -198,6 +198,9 @@ func restRoutes(h *rest.Handlers) []route {
 		// The security log (issue 25).
 		{"GET", "/api/v1/users/me/security-log", auth.Protected, h.MySecurityLog()},
 		{"GET", "/api/v1/admin/users/{id}/security-log", auth.Scoped(auth.ScopeAccountsRead), h.UserSecurityLog()},
+		// Guest accounts (issue 25).
+		{"POST", "/api/v1/auth/guest", auth.ForAuthTier, h.SignInAsGuest()},
+		{"POST", "/api/v1/users/me/upgrade", auth.Protected, h.UpgradeGuest()},
 		// Sign in with Apple and Google (issue 25).
 		{"POST", "/api/v1/auth/oauth/{provider}", auth.ForAuthTier, h.SignInWithProvider()},
 		{"GET", "/api/v1/users/me/identities", auth.Protected, h.MyIdentities()},

@@ -548,3 +548,17 @@ func (s *Service) EndByLink(ctx context.Context, token string) (ended bool, err 
 	}
 	return true, nil
 }
+
+// SignInGuest opens a session for the guest of an app install, made now
+// (created) or made before (accounts.Service.Guest): aal1, amr guest.
+func (s *Service) SignInGuest(ctx context.Context, installID string, lang accounts.Language, c Client) (Tokens, bool, error) {
+	acct, created, err := s.accounts.Guest(ctx, installID, lang)
+	if err != nil {
+		return Tokens{}, false, err
+	}
+	t, err := s.Open(ctx, acct, auth.AAL1, []string{AMRGuest}, c)
+	return t, created, err
+}
+
+// AMRGuest is the amr of a guest's session.
+const AMRGuest = "guest"

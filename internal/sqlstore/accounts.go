@@ -14,7 +14,7 @@ import (
 
 // profileColumns are what an account's owner sees of it (users/me), and
 // the first columns of every account read.
-const profileColumns = `a.id, a.email, a.email_verified_at, a.referral_code, a.created_at, a.subscription_plan, a.subscription_expires_at, a.locale, a.subscription_source, a.subscription_auto_renew, a.subscription_grace_ends_at, a.password_change_required`
+const profileColumns = `a.id, a.email, a.email_verified_at, a.referral_code, a.created_at, a.subscription_plan, a.subscription_expires_at, a.locale, a.subscription_source, a.subscription_auto_renew, a.subscription_grace_ends_at, a.password_change_required, a.guest_install_id IS NOT NULL`
 
 // accountColumns are what the other account reads return. The password
 // hash is not among them: only the reads that check a password select it,
@@ -28,7 +28,7 @@ const accountFrom = ` FROM accounts a WHERE a.deleted_at IS NULL AND `
 // profileDest is where profileColumns scan to; accountDest where
 // accountColumns do.
 func profileDest(a *accounts.Account) []any {
-	return []any{&a.ID, &a.Email, &a.EmailVerifiedAt, &a.ReferralCode, &a.CreatedAt, &a.Subscription.Plan, &a.Subscription.ExpiresAt, &a.Locale, &a.Subscription.Source, &a.Subscription.AutoRenew, &a.Subscription.GraceEndsAt, &a.PasswordChangeRequired}
+	return []any{&a.ID, &a.Email, &a.EmailVerifiedAt, &a.ReferralCode, &a.CreatedAt, &a.Subscription.Plan, &a.Subscription.ExpiresAt, &a.Locale, &a.Subscription.Source, &a.Subscription.AutoRenew, &a.Subscription.GraceEndsAt, &a.PasswordChangeRequired, &a.Guest}
 }
 
 func accountDest(a *accounts.Account) []any {
@@ -69,9 +69,13 @@ func (db *DB) InsertAccount(ctx context.Context, n accounts.NewAccount, sub subs
 		if n.Verified {
 			verifiedAt = &tx.now
 		}
+		var guest *string
+		if n.GuestInstallID != "" {
+			guest = &n.GuestInstallID
+		}
 		_, err := tx.q.exec(ctx, `INSERT INTO accounts (id, email, password_hash, referral_code, scope, locale, email_verified_at, created_at,
-			subscription_plan, subscription_expires_at, subscription_source, subscription_updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			n.ID, n.Email, n.PasswordHash, n.ReferralCode, n.Scope, n.Locale, verifiedAt, tx.now, sub.Plan, sub.ExpiresAt, string(sub.Source), tx.now)
+			subscription_plan, subscription_expires_at, subscription_source, subscription_updated_at, guest_install_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			n.ID, n.Email, n.PasswordHash, n.ReferralCode, n.Scope, n.Locale, verifiedAt, tx.now, sub.Plan, sub.ExpiresAt, string(sub.Source), tx.now, guest)
 		return err
 	})
 }
@@ -453,4 +457,46 @@ func (db *DB) RevokeOtherSessions(ctx context.Context, accountID, keep string) (
 		return nil
 	})
 	return ended, err
+}
+
+// GuestByInstall implements accounts.Store: the live guest of an app
+// install; storage.ErrNotFound for none.
+func (db *DB) GuestByInstall(ctx context.Context, installID string) (accounts.Account, error) {
+	return scanAccount(db.conn().queryRow(ctx, `SELECT `+accountColumns+accountFrom+`a.guest_install_id = ?`, installID))
+}
+
+// UpgradeGuest implements accounts.Store: the guest becomes an account
+// of email (verified or not) and password hash ("" keeps none): false
+// when it is no longer a guest. storage.ErrConflict when the email is
+// taken.
+func (db *DB) UpgradeGuest(ctx context.Context, accountID, email, hash string, verified bool) (bool, error) {
+	var n int64
+	err := db.inTx(ctx, func(tx *Tx) error {
+		var verifiedAt *time.Time
+		if verified {
+			verifiedAt = &tx.now
+		}
+		var err error
+		if email == "" {
+			n, err = tx.q.exec(ctx, `UPDATE accounts SET guest_install_id = NULL WHERE id = ? AND guest_install_id IS NOT NULL AND deleted_at IS NULL`, accountID)
+			return err
+		}
+		n, err = tx.q.exec(ctx, `UPDATE accounts SET guest_install_id = NULL, email = ?, password_hash = ?, email_verified_at = ? WHERE id = ? AND guest_install_id IS NOT NULL AND deleted_at IS NULL`,
+			email, hash, verifiedAt, accountID)
+		return err
+	})
+	return n > 0, err
+}
+
+// StaleGuests implements accounts.Store: guests made before `before`
+// none of whose sessions was used (signed in or refreshed) since, at most
+// limit.
+func (db *DB) StaleGuests(ctx context.Context, before time.Time, limit int) ([]string, error) {
+	rs, err := db.conn().query(ctx, `SELECT a.id FROM accounts a WHERE a.guest_install_id IS NOT NULL AND a.deleted_at IS NULL AND a.created_at < ?
+		AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.account_id = a.id AND (s.created_at >= ? OR s.last_used_at >= ?))
+		ORDER BY a.created_at LIMIT ?`, before, before, before, limit)
+	return collect(rs, err, func(r row) (string, error) {
+		var id string
+		return id, r.Scan(&id)
+	})
 }

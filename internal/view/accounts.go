@@ -22,6 +22,9 @@ type User struct {
 	// PasswordChangeRequired: a login found the password in a breach
 	// corpus; apps should ask for a new one (a change or reset clears it).
 	PasswordChangeRequired bool `json:"passwordChangeRequired"`
+	// Guest: an account made for an app install (POST /api/v1/auth/guest)
+	// with a placeholder email and no password, until it upgrades.
+	Guest bool `json:"guest"`
 }
 
 // UserSubscription is the account's plan (OpenAPI Subscription): what
@@ -65,6 +68,7 @@ func NewUser(a accounts.Account, now time.Time) User {
 		Locale:        nonEmpty(a.Locale),
 
 		PasswordChangeRequired: a.PasswordChangeRequired,
+		Guest:                  a.Guest,
 	}
 }
 

@@ -29,10 +29,10 @@ type IdentityRemoved struct {
 	Removed    bool   `json:"removed"`
 }
 
-// ProviderSignIn answers a sign-in with a provider's id_token (GraphQL
-// ProviderSignIn): the session, and whether the sign-in created the
-// account.
-type ProviderSignIn struct {
+// SignIn answers a sign-in that may create the account (GraphQL
+// SignIn): with a provider's id_token, or as a guest. The session, and
+// whether the sign-in created the account.
+type SignIn struct {
 	AccountCreated bool   `json:"accountCreated"`
 	Session        Tokens `json:"session"`
 }

@@ -99,7 +99,7 @@ var schemas = []struct {
 	{"SecurityEventPage", typeOf[view.Page[view.SecurityEvent]](), false},
 	{"Identity", typeOf[view.Identity](), false},
 	{"IdentityRemoved", typeOf[view.IdentityRemoved](), false},
-	{"ProviderSignIn", typeOf[view.ProviderSignIn](), false},
+	{"SignIn", typeOf[view.SignIn](), false},
 }
 
 // inlineAnswers are the answers whose data schema is written in the

@@ -82,6 +82,7 @@ var SecurityEvents = []string{
 	"security.session_revoked", "security.api_key_created", "security.api_key_revoked", "security.admin_action",
 	"security.passkey_added", "security.passkey_removed",
 	"security.new_device_sign_in", "security.identity_linked", "security.identity_unlinked",
+	"security.guest_upgraded",
 }
 
 // Known reports whether t is in the catalogue.

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/identities/provider/providertest"
+	"github.com/herald-vpn/herald/internal/passkeys/passkeystest"
+	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
+)
+
+var guestDocs = map[string]string{
+	"signInAsGuest": `mutation($installId: String!) { signInAsGuest(installId: $installId) { accountCreated session { accessToken refreshToken tokenType expiresIn } } }`,
+	"upgradeGuest":  `mutation($email: String!, $password: String!) { upgradeGuest(email: $email, password: $password) { id email emailVerified guest } }`,
+}
+
+// guestOp runs a guest operation through the door.
+func guestOp(t testing.TB, h *herald, dn, op string, args map[string]any, opts ...reqOption) result {
+	t.Helper()
+	if dn == graphQLDoor.name {
+		return gql(t, h, op, guestDocs[op], args, opts...)
+	}
+	path := map[string]string{"signInAsGuest": "/api/v1/auth/guest", "upgradeGuest": "/api/v1/users/me/upgrade"}[op]
+	status, env, hdr := h.rest(t, http.MethodPost, path, args, opts...)
+	return envelopeResult(t, op, status, env, hdr)
+}
+
+// guestSignIn signs in as the guest of installID, checking whether it
+// created the account.
+func guestSignIn(t testing.TB, h *herald, dn, installID string, created bool) tokens {
+	t.Helper()
+	r := guestOp(t, h, dn, "signInAsGuest", map[string]any{"installId": installID})
+	want := http.StatusOK
+	if created && dn == restDoor.name {
+		want = http.StatusCreated
+	}
+	expectOK(t, "guest sign-in", r, want)
+	if jsonPath(r.data, "accountCreated") != created {
+		t.Fatalf("guest sign-in of %s: accountCreated %v, want %v", installID, jsonPath(r.data, "accountCreated"), created)
+	}
+	return tokensOf(t, "guest session", result{status: http.StatusOK, data: jsonPath(r.data, "session")})
+}
+
+func TestGuestsE2E(t *testing.T) {
+	google := providertest.NewIssuer(t)
+	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
+		h := startHerald(t, d, sessionEnv(map[string]string{
+			"HERALD_WEBAUTHN_RP_ID":    passkeyRPID,
+			"HERALD_WEBAUTHN_RP_NAME":  "Herald Test",
+			"HERALD_WEBAUTHN_ORIGINS":  passkeyOrigin,
+			"HERALD_GOOGLE_CLIENT_IDS": googleClientID,
+			"HERALD_GOOGLE_ISSUER":     google.URL,
+			"HERALD_GOOGLE_JWKS_URL":   google.JWKSURL(),
+		}))
+		for _, dn := range doorNames {
+			t.Run(dn, func(t *testing.T) { testGuests(t, h, dn, google) })
+		}
+		t.Run("Purge", func(t *testing.T) { testGuestPurge(t, h, d) })
+	})
+}
+
+func testGuests(t *testing.T, h *herald, dn string, google *providertest.Issuer) {
+	install := "install-" + dn + "-0001"
+	s := guestSignIn(t, h, dn, install, true)
+	guestID := jwtSub(t, s.access)
+	expectAAL(t, "a guest's session", s.access, "aal1", "guest")
+	m := me(t, h, dn, s.access)
+	expectOK(t, "me of a guest", m, http.StatusOK)
+	email, _ := jsonPath(m.data, "email").(string)
+	if jsonPath(m.data, "guest") != true || !strings.HasSuffix(email, "@guest.invalid") || jsonPath(m.data, "subscription", "plan") != "trial" {
+		t.Fatalf("a guest's me: %v", m.data)
+	}
+	mustRegister(t, h, dn, s.access, "android", "guest-token-"+dn, "Pixel")
+	// The same install: the same guest, signed in again.
+	if again := guestSignIn(t, h, dn, install, false); jwtSub(t, again.access) != guestID {
+		t.Fatal("the same install got another guest")
+	}
+	expectError(t, "a short install id", guestOp(t, h, dn, "signInAsGuest", map[string]any{"installId": "short"}), 400, "VALIDATION_ERROR")
+	expectError(t, "an install id of other characters", guestOp(t, h, dn, "signInAsGuest", map[string]any{"installId": "install id with spaces"}), 400, "VALIDATION_ERROR")
+	// What a guest cannot do.
+	expectError(t, "a password login as the placeholder", call(t, h, dn, opLogin, map[string]any{"email": email, "password": testPassword}), 401, "INVALID_CREDENTIALS")
+	expectError(t, "an email change of a guest", call(t, h, dn, opChangeEmail, map[string]any{"email": dn + "-guest-change@example.com"}, withBearer(s.access)), 403, "GUEST_NOT_ALLOWED")
+
+	// Upgrade with an email and password: the same account, its device kept.
+	upgraded := dn + "-upgraded@example.com"
+	r := guestOp(t, h, dn, "upgradeGuest", map[string]any{"email": upgraded, "password": testPassword}, withBearer(s.access))
+	expectOK(t, "upgrade", r, http.StatusOK)
+	if jsonPath(r.data, "guest") != false || jsonPath(r.data, "email") != upgraded || jsonPath(r.data, "emailVerified") != false || jsonPath(r.data, "id") != guestID {
+		t.Fatalf("the upgraded account: %v", r.data)
+	}
+	expectError(t, "a password login before the address is verified", call(t, h, dn, opLogin, map[string]any{"email": upgraded, "password": testPassword}), 403, "EMAIL_NOT_VERIFIED")
+	code := h.code(t, upgraded, 1, accounts.PurposeVerify)
+	expectOK(t, "verify", call(t, h, dn, opVerify, map[string]any{"email": upgraded, "code": code}), http.StatusOK)
+	after := login(t, h, dn, upgraded, testPassword)
+	if jwtSub(t, after.access) != guestID {
+		t.Fatal("the upgraded account's login is another account")
+	}
+	if devices := listDevices(t, h, dn, after.access); len(devices) != 1 {
+		t.Errorf("the upgraded account has %d devices, want the guest's one", len(devices))
+	}
+	expectError(t, "upgrade again", guestOp(t, h, dn, "upgradeGuest", map[string]any{"email": dn + "-again@example.com", "password": testPassword}, withBearer(after.access)), 409, "NOT_A_GUEST")
+	// The install may be a guest again: a new one.
+	if fresh := guestSignIn(t, h, dn, install, true); jwtSub(t, fresh.access) == guestID {
+		t.Fatal("the install's new guest is the upgraded account")
+	}
+
+	// Upgrade with a passkey: no longer a guest (its placeholder stays).
+	pk := guestSignIn(t, h, dn, "install-"+dn+"-0002", true)
+	registerPasskey(t, h, dn, pk.access, &passkeystest.Authenticator{}, "Phone")
+	if g := jsonPath(me(t, h, dn, pk.access).data, "guest"); g != false {
+		t.Errorf("a guest with a passkey: guest %v", g)
+	}
+
+	// Upgrade with Google: the provider's verified address becomes the account's.
+	gg := guestSignIn(t, h, dn, "install-"+dn+"-0003", true)
+	addr := dn + "-guest-google@example.com"
+	tok := google.Mint(t, providertest.Token{Audience: googleClientID, Subject: dn + "-guest-google", Email: addr, EmailVerified: true, Nonce: "n"})
+	expectOK(t, "link Google to a guest", identityOp(t, h, dn, "linkIdentity", map[string]any{"provider": "google", "idToken": tok, "nonce": "n"}, withBearer(gg.access)),
+		map[string]int{"rest": 201, "graphql": 200}[dn])
+	if m := me(t, h, dn, gg.access); jsonPath(m.data, "guest") != false || jsonPath(m.data, "email") != addr || jsonPath(m.data, "emailVerified") != true {
+		t.Errorf("a guest upgraded with Google: %v", m.data)
+	}
+	log := strings.Join(sqlstoretest.RawColumn(t, h.Env["HERALD_DATABASE_URL"], `SELECT detail FROM security_events WHERE kind = 'guest_upgraded' AND account_id IN ('`+guestID+`', '`+jwtSub(t, pk.access)+`', '`+jwtSub(t, gg.access)+`')`), " ")
+	for _, method := range []string{`"password"`, `"passkey"`, `"google"`} {
+		if !strings.Contains(log, method) {
+			t.Errorf("no guest_upgraded entry by %s: %s", method, log)
+		}
+	}
+}
+
+// A guest unused for HERALD_GUEST_RETENTION is deleted by the
+// housekeeping, which runs as the server starts.
+func testGuestPurge(t *testing.T, h *herald, d sqlstoretest.Dialect) {
+	stale := guestSignIn(t, h, restDoor.name, "install-purge-stale", true)
+	staleID := jwtSub(t, stale.access)
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // older than the retention below
+	h2 := startHerald(t, d, sessionEnv(map[string]string{"HERALD_DATABASE_URL": h.DBURL, "HERALD_GUEST_RETENTION": "1s"}))
+	eventually(t, func() bool {
+		_, _, deleted, err := h2.store(t).AccountTombstone(context.Background(), staleID)
+		return err == nil && deleted
+	}, "the unused guest %s was not purged", staleID)
+	expectError(t, "the purged guest's refresh token", call(t, h2, restDoor.name, opRefresh, map[string]any{"refreshToken": stale.refresh}), 401, "TOKEN_INVALID")
+}
