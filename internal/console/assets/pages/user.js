@@ -1,6 +1,6 @@
 // One account: its subscription with the entitlements it comes from and
-// their history, devices, sessions, second factors and linked Telegram
-// chat, with the operator's actions on it (a manual grant, reconcile now,
+// their history, devices, sessions, second factors, security log and
+// linked Telegram chat, with the operator's actions on it (a manual grant, reconcile now,
 // disable and enable, end sessions, reset second factors, a test
 // notification, deletion).
 import * as api from "../api.js";
@@ -24,6 +24,18 @@ const DETAIL = `plan status expiresAt source autoRenew graceEndsAt
 const SUBSCRIPTION = `query ($id: ID!) { userSubscription(id: $id) { ${DETAIL} } }`;
 
 const MFA = `query ($userId: ID!) { userMfa(userId: $userId) { enabled recoveryCodesLeft passkeys factors { id kind name status createdAt lastUsedAt } } }`;
+
+const SECURITY_LOG = `query ($userId: ID!, $first: Int, $after: String) {
+  userSecurityLog(userId: $userId, first: $first, after: $after) {
+    nodes { id kind outcome actor ip userAgent at }
+    pageInfo { endCursor hasNextPage }
+  }
+}`;
+
+// outcomeBadge shows a security log entry's outcome.
+function outcomeBadge(o) {
+  return badge(o, o === "ok" ? "ok" : o === "failed" ? "warn" : "bad");
+}
 
 // GRANTING are the entitlement states that give access (the others do not).
 const GRANTING = new Set(["trial", "active", "grace", "cancelled"]);
@@ -225,6 +237,7 @@ export async function render(main, params) {
     const { revokeSessions } = await api.gql(`mutation ($userId: ID!) { revokeSessions(userId: $userId) }`, { userId: id });
     const { user: u } = await api.gql(USER, { id });
     show(u);
+    securityLog.reload();
     say(`${revokeSessions} session${revokeSessions === 1 ? "" : "s"} ended.`);
   }, endSessions));
 
@@ -252,6 +265,7 @@ export async function render(main, params) {
   resetMfa.addEventListener("click", () => guard(async () => {
     const { resetUserMfa } = await api.gql(`mutation ($userId: ID!) { resetUserMfa(userId: $userId) { factorsRemoved } }`, { userId: id });
     showMfa((await api.gql(MFA, { userId: id })).userMfa);
+    securityLog.reload();
     say(`${resetUserMfa.factorsRemoved} factor${resetUserMfa.factorsRemoved === 1 ? "" : "s"} removed: the user signs in with the password alone and may enroll again.`);
   }, resetMfa));
 
@@ -266,6 +280,7 @@ export async function render(main, params) {
         { userId: id, reason: reasonIn.value.trim() || null });
       reasonIn.value = "";
       show(disableUser);
+      securityLog.reload();
       say("Account disabled: its sessions ended and its devices get no pushes.");
     }, disableButton);
   });
@@ -273,6 +288,7 @@ export async function render(main, params) {
   enableButton.addEventListener("click", () => guard(async () => {
     const { enableUser } = await api.gql(`mutation ($userId: ID!) { enableUser(userId: $userId) { ${RECORD} } }`, { userId: id });
     show(enableUser);
+    securityLog.reload();
     say("Account enabled: it can sign in again.");
   }, enableButton));
 
@@ -290,6 +306,20 @@ export async function render(main, params) {
     return { items: page.nodes, pageInfo: page.pageInfo };
   }, { empty: "No device." });
   devices.id = "devices";
+
+  // The security log, newest first, paged.
+  const securityLog = pagedTable([
+    ["Time", (e) => fmtTime(e.at)],
+    ["Kind", (e) => h("code", {}, e.kind)],
+    ["Outcome", (e) => outcomeBadge(e.outcome)],
+    ["Actor", (e) => e.actor],
+    ["IP", (e) => e.ip || "—"],
+    ["User agent", (e) => h("span", { class: "wrap" }, e.userAgent || "—")],
+  ], async (after) => {
+    const { userSecurityLog: page } = await api.gql(SECURITY_LOG, { userId: id, first: 50, after });
+    return { items: page.nodes, pageInfo: page.pageInfo };
+  }, { empty: "Nothing recorded yet." });
+  securityLog.id = "security-log";
 
   // A test notification to the user's devices (and linked chat).
   const subjectIn = h("input", { name: "subject", required: true, maxlength: "512", value: "Test from Herald" });
@@ -360,6 +390,7 @@ export async function render(main, params) {
       section("Sessions", sessions, h("div", { class: "actions" }, endSessions)),
       section("Telegram", chat)),
     section("Second factors", factors, h("div", { class: "actions" }, resetMfa)),
+    section("Security log", securityLog),
     section("Test notification", testForm, outcomes),
     h("div", { class: "row" },
       section("Access", access),
