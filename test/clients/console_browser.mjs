@@ -199,6 +199,11 @@ try {
   ({ user: state } = await gql("query ($id: ID!) { user(id: $id) { disabled } }", { id: userId }));
   assert.equal(state.disabled, false, "after enabling");
   console.log("ok: sessions ended, account disabled with its reason and enabled again, as the API says");
+  // The security log shows those three admin actions, newest first, as the API reads it.
+  await page.locator("#security-log tbody tr", { hasText: "admin_action" }).nth(2).waitFor();
+  const { userSecurityLog: seclog } = await gql("query ($userId: ID!) { userSecurityLog(userId: $userId, first: 50) { nodes { kind } } }", { userId });
+  assert.deepEqual(await page.locator("#security-log tbody tr td:nth-child(2)").allInnerTexts(), seclog.nodes.map((e) => e.kind), "security log kinds as the API says");
+  console.log(`ok: the security log shows ${seclog.nodes.length} entries, as the API says`);
 
   // Deletion waits for the email to be typed.
   const del = page.getByRole("button", { name: "Delete account" });
