@@ -253,6 +253,11 @@ func testSetSubscription(t *testing.T, h *herald, dn, id, access, writer, reader
 
 func testMySessions(t *testing.T, h *herald, dn, email, access string) {
 	second := login(t, h, dn, email, testPassword, withHeader("User-Agent", "HeraldApp/2.0 (iOS)"))
+	// A new device: its alert is the address's second email (after the
+	// signup's code), waited for here so later counts are fixed.
+	if alert := h.SMTP.WaitForMessages(t, email, 2, mailWait)[1]; !strings.Contains(alert.Text, "HeraldApp/2.0 (iOS)") {
+		t.Fatalf("the second email to %s is not the new-device alert:\n%s", email, alert.Text)
+	}
 	r := adminOp(t, h, dn, "mySessions", nil, withBearer(access))
 	expectOK(t, "mySessions", r, http.StatusOK)
 	list, _ := r.data.([]any)
@@ -348,8 +353,9 @@ func testDeleteAccount(t *testing.T, h *herald, dn, id, email string) {
 
 func testDeleteUser(t *testing.T, h *herald, dn, email, writer, reader string) {
 	// The deleted account's email signed up again (expectDeleted): a new
-	// account, verified with the second code mailed to the address.
-	code := h.code(t, email, 2, accounts.PurposeVerify)
+	// account, verified with the code of the address's third email (after
+	// the first signup's code and the new-device alert of MySessions).
+	code := h.code(t, email, 3, accounts.PurposeVerify)
 	expectOK(t, "verify again", call(t, h, dn, opVerify, map[string]any{"email": email, "code": code}), http.StatusOK)
 	tok := login(t, h, dn, email, testPassword)
 	id := fmt.Sprint(jsonPath(me(t, h, dn, tok.access).data, "id"))
