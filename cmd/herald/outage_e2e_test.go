@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
+	"github.com/herald-vpn/herald/internal/testsupport"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -488,7 +489,11 @@ func TestDatabaseSilence(t *testing.T) {
 	}
 	defer admin.Close(context.Background())
 	var stuck []string
-	eventually(t, func() bool {
+	// River's own queries (its fetch of available jobs) run under River's
+	// timeouts, not Herald's query deadline: one caught in the silence
+	// lets go of its connection only when River's wait ends, which took
+	// more than pollWait once under the whole suite with -race.
+	testsupport.Eventually(t, 3*pollWait, func() bool {
 		stuck = stuck[:0]
 		for _, port := range proxy.taintedPorts() {
 			var query string
