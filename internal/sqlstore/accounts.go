@@ -126,7 +126,7 @@ func (db *DB) AccountProfile(ctx context.Context, id string) (accounts.Account, 
 // AccountByEmail implements accounts.Store; email is already normalized.
 func (db *DB) AccountByEmail(ctx context.Context, email string) (accounts.Account, error) {
 	var hash string
-	a, err := scanAccount(db.conn().queryRow(ctx, `SELECT `+accountColumns+`, a.password_hash`+accountFrom+`a.email = ?`, email), &hash)
+	a, err := scanAccount(db.txOrConn(ctx).queryRow(ctx, `SELECT `+accountColumns+`, a.password_hash`+accountFrom+`a.email = ?`, email), &hash)
 	a.PasswordHash = hash
 	return a, err
 }
@@ -140,7 +140,7 @@ func (db *DB) AccountPasswordHash(ctx context.Context, id string) (string, error
 
 // AccountByID implements accounts.Store.
 func (db *DB) AccountByID(ctx context.Context, id string) (accounts.Account, error) {
-	return scanAccount(db.conn().queryRow(ctx, `SELECT `+accountColumns+accountFrom+`a.id = ?`, id))
+	return scanAccount(db.txOrConn(ctx).queryRow(ctx, `SELECT `+accountColumns+accountFrom+`a.id = ?`, id))
 }
 
 // AcquireSendLease implements accounts.Store: one conditional upsert, so
@@ -462,7 +462,7 @@ func (db *DB) RevokeOtherSessions(ctx context.Context, accountID, keep string) (
 // GuestByInstall implements accounts.Store: the live guest of an app
 // install; storage.ErrNotFound for none.
 func (db *DB) GuestByInstall(ctx context.Context, installID string) (accounts.Account, error) {
-	return scanAccount(db.conn().queryRow(ctx, `SELECT `+accountColumns+accountFrom+`a.guest_install_id = ?`, installID))
+	return scanAccount(db.txOrConn(ctx).queryRow(ctx, `SELECT `+accountColumns+accountFrom+`a.guest_install_id = ?`, installID))
 }
 
 // UpgradeGuest implements accounts.Store: the guest becomes an account

@@ -40,7 +40,11 @@ func (db *DB) scanMFAFactor(r row) (mfa.Factor, error) {
 }
 
 // mfaReader is the transaction ctx carries, else a connection.
-func (db *DB) mfaReader(ctx context.Context) querier {
+func (db *DB) mfaReader(ctx context.Context) querier { return db.txOrConn(ctx) }
+
+// txOrConn is the transaction ctx carries, or the pool outside one: reads
+// inside a unit of work stay on its connection.
+func (db *DB) txOrConn(ctx context.Context) querier {
 	if tx, ok := db.txOf(ctx); ok {
 		return tx.q
 	}

@@ -46,47 +46,31 @@ func (db *DB) SecurityEvents(ctx context.Context, accountID, beforeID string, li
 	}
 	q += ` ORDER BY id DESC LIMIT ?`
 	args = append(args, limit)
-	rs, err := db.conn().query(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rs.Close()
-	var out []securitylog.Event
-	for rs.Next() {
+	rs, err := db.txOrConn(ctx).query(ctx, q, args...)
+	return collect(rs, err, func(r row) (securitylog.Event, error) {
 		var e securitylog.Event
 		var kind, outcome, detail string
-		if err := rs.Scan(&e.ID, &e.AccountID, &kind, &outcome, &e.Actor, &e.IP, &e.UserAgent, &detail, &e.At); err != nil {
-			return nil, err
+		if err := r.Scan(&e.ID, &e.AccountID, &kind, &outcome, &e.Actor, &e.IP, &e.UserAgent, &detail, &e.At); err != nil {
+			return e, err
 		}
 		e.Kind, e.Outcome = securitylog.Kind(kind), securitylog.Outcome(outcome)
 		if detail != "" && detail != "{}" {
 			if err := json.Unmarshal([]byte(detail), &e.Detail); err != nil {
-				return nil, err
+				return e, err
 			}
 		}
-		out = append(out, e)
-	}
-	return out, rs.Err()
+		return e, nil
+	})
 }
 
 // SeenDeviceKeys lists the device keys of an account's earlier
 // successful sign-ins, for securitylog.AlertsFor.
 func (db *DB) SeenDeviceKeys(ctx context.Context, accountID string) ([]string, error) {
-	rs, err := db.conn().query(ctx, `SELECT DISTINCT device_key FROM security_events WHERE account_id = ? AND kind = ? AND outcome = ?`,
+	// Inside the sign-in's transaction, on its connection: a second one
+	// from the pool while it holds one could wait on its peers for good.
+	rs, err := db.txOrConn(ctx).query(ctx, `SELECT DISTINCT device_key FROM security_events WHERE account_id = ? AND kind = ? AND outcome = ?`,
 		accountID, string(securitylog.LoginOK), string(securitylog.OK))
-	if err != nil {
-		return nil, err
-	}
-	defer rs.Close()
-	var out []string
-	for rs.Next() {
-		var k string
-		if err := rs.Scan(&k); err != nil {
-			return nil, err
-		}
-		out = append(out, k)
-	}
-	return out, rs.Err()
+	return collect(rs, err, scanString)
 }
 
 // PruneSecurityLog deletes the entries older than retention.

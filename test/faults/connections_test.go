@@ -98,6 +98,11 @@ func TestConnectionsExhausted(t *testing.T) {
 	for _, r := range c.Replicas() {
 		for _, e := range r.Logged("request", map[string]string{"status": "500"}) {
 			t.Errorf("%s answered 500: %v", r.Name, e)
+			for _, l := range r.LogEntries() {
+				if l["request_id"] == e["request_id"] && l.Msg() != "request" {
+					t.Errorf("  its log: %v", l)
+				}
+			}
 		}
 	}
 }
