@@ -29,6 +29,7 @@ import (
 	"github.com/herald-vpn/herald/internal/metrics"
 	"github.com/herald-vpn/herald/internal/mfa"
 	"github.com/herald-vpn/herald/internal/notifications"
+	"github.com/herald-vpn/herald/internal/ownernotice"
 	"github.com/herald-vpn/herald/internal/passkeys"
 	"github.com/herald-vpn/herald/internal/password"
 	"github.com/herald-vpn/herald/internal/push"
@@ -244,18 +245,19 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 	a.Notifications = a.newNotifications(provider)
 	river.AddWorker(a.workers, &notifications.BroadcastWorker{Service: a.Notifications})
 	a.Idempotency = idempotency.New(a.db, logger.With("component", "idempotency"))
-	noticeWorker, err := notices.New(notices.Deps{
-		Accounts: a.db, Entitlements: a.db, Push: a.Notifications, Templates: emails, Mail: sender, Chats: a.Messenger,
-		Idempotency: a.Idempotency, Log: logger.With("component", "notices"),
-	}, notices.Config{Product: cfg.ProductName, RenewURL: a.Plans.RenewURL})
+	// What tells an account's owner on every channel: the subscription
+	// notices and the new-device alerts.
+	owner := ownernotice.Deps{Accounts: a.db, Push: a.Notifications, Templates: emails, Mail: sender, Chats: a.Messenger, Idempotency: a.Idempotency}
+	owner.Log = logger.With("component", "notices")
+	noticeWorker, err := notices.New(notices.Deps{Deps: owner, Entitlements: a.db},
+		notices.Config{Product: cfg.ProductName, RenewURL: a.Plans.RenewURL})
 	if err != nil {
 		return err
 	}
 	river.AddWorker(a.workers, noticeWorker)
-	alertWorker, err := securityalert.New(securityalert.Deps{
-		Accounts: a.db, Push: a.Notifications, Templates: emails, Mail: sender, Chats: a.Messenger,
-		EndURL: endSessionURL(cfg.PublicBase(), a.Sessions), Idempotency: a.Idempotency, Log: logger.With("component", "securityalert"),
-	}, securityalert.Config{Product: cfg.ProductName})
+	owner.Log = logger.With("component", "securityalert")
+	alertWorker, err := securityalert.New(securityalert.Deps{Deps: owner, EndURL: endSessionURL(cfg.PublicBase(), a.Sessions)},
+		securityalert.Config{Product: cfg.ProductName})
 	if err != nil {
 		return err
 	}

@@ -3,38 +3,23 @@ package notices
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net/textproto"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/apperr"
-	"github.com/herald-vpn/herald/internal/idempotency"
 	"github.com/herald-vpn/herald/internal/mail"
 	"github.com/herald-vpn/herald/internal/notifications"
+	"github.com/herald-vpn/herald/internal/ownernotice"
+	"github.com/herald-vpn/herald/internal/ownernotice/ownernoticetest"
 	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/herald-vpn/herald/internal/subscriptions"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 )
 
-// Fakes of the worker's interfaces. Each send records what it was given
-// and answers the next scripted error (none once the script is spent).
-
-type fakeAccounts map[string]accounts.Account
-
-func (f fakeAccounts) AccountByID(_ context.Context, id string) (accounts.Account, error) {
-	a, ok := f[id]
-	if !ok {
-		return accounts.Account{}, storage.ErrNotFound
-	}
-	return a, nil
-}
-
+// fakeEntitlements reads entitlements from a map.
 type fakeEntitlements map[string]subscriptions.Entitlement
 
 func (f fakeEntitlements) EntitlementByID(_ context.Context, id string) (subscriptions.Entitlement, error) {
@@ -43,127 +28,6 @@ func (f fakeEntitlements) EntitlementByID(_ context.Context, id string) (subscri
 		return subscriptions.Entitlement{}, storage.ErrNotFound
 	}
 	return e, nil
-}
-
-// script pops the next scripted error.
-type script struct {
-	mu   sync.Mutex
-	errs []error
-}
-
-func (s *script) next() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.errs) == 0 {
-		return nil
-	}
-	err := s.errs[0]
-	s.errs = s.errs[1:]
-	return err
-}
-
-type fakePush struct {
-	script
-	status   string // the answer's status; sent when ""
-	outcomes []notifications.DeviceOutcome
-	sent     []notifications.Notification
-}
-
-func (f *fakePush) SendToUser(_ context.Context, userID string, n notifications.Notification, channels []string) (notifications.UserSendResult, error) {
-	if !slices.Equal(channels, []string{notifications.ChannelPush}) {
-		return notifications.UserSendResult{}, errors.New("push only, please")
-	}
-	if err := f.next(); err != nil {
-		return notifications.UserSendResult{}, err
-	}
-	status := f.status
-	if status == "" {
-		status = notifications.UserSent
-	}
-	if status == notifications.UserSent || status == notifications.UserPartial {
-		f.sent = append(f.sent, n)
-	}
-	return notifications.UserSendResult{UserID: userID, Status: status, Outcomes: f.outcomes}, nil
-}
-
-type fakeMail struct {
-	script
-	sent []mail.Message
-}
-
-func (f *fakeMail) Send(_ context.Context, m mail.Message) error {
-	if err := f.next(); err != nil {
-		return err
-	}
-	f.sent = append(f.sent, m)
-	return nil
-}
-
-type fakeChats struct {
-	script
-	unlinked bool
-	sent     []string
-}
-
-func (f *fakeChats) SendToLinkedChat(_ context.Context, _ string, text string) (string, bool, error) {
-	if f.unlinked {
-		return "", false, nil
-	}
-	if err := f.next(); err != nil {
-		return "42", true, err
-	}
-	f.sent = append(f.sent, text)
-	return "42", true, nil
-}
-
-// memKeys is an idempotency.Store in memory.
-type memKeys struct {
-	mu   sync.Mutex
-	rows map[[2]string]*memRow
-}
-
-type memRow struct {
-	idempotency.Record
-	token string
-}
-
-func (m *memKeys) ClaimIdempotencyKey(_ context.Context, c idempotency.Claim) (bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	k := [2]string{c.Caller, c.Key}
-	if _, ok := m.rows[k]; ok {
-		return false, nil
-	}
-	m.rows[k] = &memRow{Record: idempotency.Record{Operation: c.Operation, RequestHash: c.RequestHash, Status: idempotency.StatusPending, ClaimedUntil: c.ClaimedUntil}, token: c.Token}
-	return true, nil
-}
-
-func (m *memKeys) IdempotencyRecord(_ context.Context, caller, key string) (idempotency.Record, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r, ok := m.rows[[2]string{caller, key}]
-	if !ok {
-		return idempotency.Record{}, storage.ErrNotFound
-	}
-	return r.Record, nil
-}
-
-func (m *memKeys) CompleteIdempotencyKey(_ context.Context, caller, key, token string, response []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if r, ok := m.rows[[2]string{caller, key}]; ok && r.token == token {
-		r.Status, r.Response = idempotency.StatusDone, response
-	}
-	return nil
-}
-
-func (m *memKeys) ReleaseIdempotencyKey(_ context.Context, caller, key, token string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if r, ok := m.rows[[2]string{caller, key}]; ok && r.token == token {
-		delete(m.rows, [2]string{caller, key})
-	}
-	return nil
 }
 
 var (
@@ -175,11 +39,12 @@ var (
 // entitlement per source.
 type rig struct {
 	w     *Worker
-	push  *fakePush
-	mail  *fakeMail
-	chats *fakeChats
-	accts fakeAccounts
+	push  *ownernoticetest.Push
+	mail  *ownernoticetest.Mail
+	chats *ownernoticetest.Chats
+	accts ownernoticetest.Accounts
 	ents  fakeEntitlements
+	cfg   Config
 }
 
 func newRig(t *testing.T) *rig {
@@ -189,18 +54,18 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	r := &rig{
-		push: &fakePush{}, mail: &fakeMail{}, chats: &fakeChats{},
-		accts: fakeAccounts{"acc-1": {ID: "acc-1", Email: "kim@example.com", Locale: "de-AT"}},
+		push: &ownernoticetest.Push{}, mail: &ownernoticetest.Mail{}, chats: &ownernoticetest.Chats{},
+		accts: ownernoticetest.Accounts{"acc-1": {ID: "acc-1", Email: "kim@example.com", Locale: "de-AT"}},
 		ents:  fakeEntitlements{},
 	}
 	for _, src := range []subscriptions.Source{subscriptions.AppStore, subscriptions.GooglePlay, subscriptions.Stripe, subscriptions.TrialGrant} {
 		g := grace
 		r.ents["ent-"+string(src)] = subscriptions.Entitlement{ID: "ent-" + string(src), AccountID: "acc-1", Source: src, Plan: "premium", State: subscriptions.StateGrace, ExpiresAt: expires, GraceEndsAt: &g}
 	}
-	r.w, err = New(Deps{
-		Accounts: r.accts, Entitlements: r.ents, Push: r.push, Templates: tpl, Mail: r.mail, Chats: r.chats,
-		Idempotency: idempotency.New(&memKeys{rows: map[[2]string]*memRow{}}, slog.New(slog.DiscardHandler)),
-	}, Config{Product: "Acme VPN", RenewURL: subscriptions.NewService(nil, subscriptions.Config{RenewURL: "https://acme.test/renew", RenewURLs: map[subscriptions.Source]string{subscriptions.Stripe: "https://acme.test/billing", subscriptions.AppStore: "https://apps.apple.com/account/subscriptions", subscriptions.GooglePlay: "https://play.google.com/store/account/subscriptions"}}).RenewURL})
+	r.cfg = Config{Product: "Acme VPN", RenewURL: subscriptions.NewService(nil, subscriptions.Config{RenewURL: "https://acme.test/renew", RenewURLs: map[subscriptions.Source]string{subscriptions.Stripe: "https://acme.test/billing", subscriptions.AppStore: "https://apps.apple.com/account/subscriptions", subscriptions.GooglePlay: "https://play.google.com/store/account/subscriptions"}}).RenewURL}
+	r.w, err = New(Deps{Entitlements: r.ents, Deps: ownernotice.Deps{
+		Accounts: r.accts, Push: r.push, Templates: tpl, Mail: r.mail, Chats: r.chats, Idempotency: ownernoticetest.Idempotency(),
+	}}, r.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,10 +105,10 @@ func TestEveryNoticeOnEveryChannel(t *testing.T) {
 			if err := r.w.Work(t.Context(), job(1, 1, args)); err != nil {
 				t.Fatal(err)
 			}
-			if len(r.push.sent) != 1 || len(r.mail.sent) != 1 || len(r.chats.sent) != 1 {
-				t.Fatalf("sent push %d, email %d, telegram %d; want one each", len(r.push.sent), len(r.mail.sent), len(r.chats.sent))
+			if len(r.push.Sent) != 1 || len(r.mail.Sent) != 1 || len(r.chats.Sent) != 1 {
+				t.Fatalf("sent push %d, email %d, telegram %d; want one each", len(r.push.Sent), len(r.mail.Sent), len(r.chats.Sent))
 			}
-			p := r.push.sent[0]
+			p := r.push.Sent[0]
 			want := map[string]any{"type": "subscription", "event": tc.event, "plan": "premium", "renewUrl": tc.renew}
 			if tc.code != "" {
 				want["code"] = tc.code
@@ -262,11 +127,11 @@ func TestEveryNoticeOnEveryChannel(t *testing.T) {
 			if !strings.Contains(p.Subject, "Acme VPN") || !strings.Contains(p.Content, "premium") || !strings.Contains(p.Subject+p.Content, tc.email) {
 				t.Errorf("push %q / %q: want German words naming the product and the plan", p.Subject, p.Content)
 			}
-			m := r.mail.sent[0]
+			m := r.mail.Sent[0]
 			if m.To != "kim@example.com" || m.Locale != "de" || !strings.Contains(m.Text, tc.renew) || !strings.Contains(m.Subject+m.Text, tc.email) || !strings.Contains(m.Text, tc.date) {
 				t.Errorf("email to %s in %s: %q\n%s", m.To, m.Locale, m.Subject, m.Text)
 			}
-			tg := r.chats.sent[0]
+			tg := r.chats.Sent[0]
 			if !strings.Contains(tg, tc.renew) || !strings.Contains(tg, p.Subject) || !strings.Contains(tg, tc.date) {
 				t.Errorf("telegram text %q: want the title, the date %q and the link %s", tg, tc.date, tc.renew)
 			}
@@ -285,19 +150,25 @@ func TestChannelsSkipped(t *testing.T) {
 		email int
 		chat  int
 	}{
-		{"no device", func(r *rig) { r.push.status = notifications.UserNoRecipients }, 0, 1, 1},
+		{"no device", func(r *rig) { r.push.Status = notifications.UserNoRecipients }, 0, 1, 1},
 		{"only dead tokens", func(r *rig) {
-			r.push.status = notifications.UserFailed
-			r.push.outcomes = []notifications.DeviceOutcome{{Status: notifications.OutcomeInvalidToken}}
+			r.push.Status = notifications.UserFailed
+			r.push.Outcomes = []notifications.DeviceOutcome{{Status: notifications.OutcomeInvalidToken}}
 		}, 0, 1, 1},
-		{"user gone from push", func(r *rig) { r.push.errs = []error{apperr.Newf(apperr.UserNotFound, "gone")} }, 0, 1, 1},
+		{"user gone from push", func(r *rig) { r.push.Errs = []error{apperr.Newf(apperr.UserNotFound, "gone")} }, 0, 1, 1},
 		{"no email address", func(r *rig) { a := r.accts["acc-1"]; a.Email = ""; r.accts["acc-1"] = a }, 1, 0, 1},
 		{"unverified email is told", func(r *rig) { a := r.accts["acc-1"]; a.EmailVerifiedAt = nil; r.accts["acc-1"] = a }, 1, 1, 1},
-		{"mail refused for good", func(r *rig) { r.mail.errs = []error{&textproto.Error{Code: 550, Msg: "no such user"}} }, 1, 0, 1},
-		{"no linked chat", func(r *rig) { r.chats.unlinked = true }, 1, 1, 0},
-		{"bot blocked", func(r *rig) { r.chats.errs = []error{apperr.Newf(apperr.ChatBlocked, "blocked")} }, 1, 1, 0},
-		{"no bot", func(r *rig) { r.chats.errs = []error{apperr.Newf(apperr.MessengerNotConnected, "no bot")} }, 1, 1, 0},
-		{"no channels configured", func(r *rig) { r.w.deps.Push, r.w.deps.Mail, r.w.deps.Templates, r.w.deps.Chats = nil, nil, nil, nil }, 0, 0, 0},
+		{"mail refused for good", func(r *rig) { r.mail.Errs = []error{&textproto.Error{Code: 550, Msg: "no such user"}} }, 1, 0, 1},
+		{"no linked chat", func(r *rig) { r.chats.Unlinked = true }, 1, 1, 0},
+		{"bot blocked", func(r *rig) { r.chats.Errs = []error{apperr.Newf(apperr.ChatBlocked, "blocked")} }, 1, 1, 0},
+		{"no bot", func(r *rig) { r.chats.Errs = []error{apperr.Newf(apperr.MessengerNotConnected, "no bot")} }, 1, 1, 0},
+		{"no channels configured", func(r *rig) {
+			w, err := New(Deps{Deps: ownernotice.Deps{Accounts: r.accts}, Entitlements: r.ents}, r.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.w = w
+		}, 0, 0, 0},
 		{"disabled account", func(r *rig) { a := r.accts["acc-1"]; now := expires; a.DisabledAt = &now; r.accts["acc-1"] = a }, 0, 0, 0},
 		{"recovered before the job ran", func(r *rig) { r.setState("ent-app_store", subscriptions.StateActive) }, 0, 0, 0},
 		{"entitlement gone: told with the default link", func(r *rig) { delete(r.ents, "ent-app_store") }, 1, 1, 1},
@@ -308,8 +179,8 @@ func TestChannelsSkipped(t *testing.T) {
 			if err := r.w.Work(t.Context(), job(1, 1, args)); err != nil {
 				t.Fatal(err)
 			}
-			if len(r.push.sent) != tc.push || len(r.mail.sent) != tc.email || len(r.chats.sent) != tc.chat {
-				t.Errorf("sent push %d, email %d, telegram %d; want %d, %d, %d", len(r.push.sent), len(r.mail.sent), len(r.chats.sent), tc.push, tc.email, tc.chat)
+			if len(r.push.Sent) != tc.push || len(r.mail.Sent) != tc.email || len(r.chats.Sent) != tc.chat {
+				t.Errorf("sent push %d, email %d, telegram %d; want %d, %d, %d", len(r.push.Sent), len(r.mail.Sent), len(r.chats.Sent), tc.push, tc.email, tc.chat)
 			}
 		})
 	}
@@ -324,15 +195,15 @@ func TestRetrySendsOnlyWhatFailed(t *testing.T) {
 		name  string
 		setup func(*rig)
 	}{
-		{"push", func(r *rig) { r.push.errs = []error{transient} }},
+		{"push", func(r *rig) { r.push.Errs = []error{transient} }},
 		{"push reached no device", func(r *rig) {
-			r.push.status = notifications.UserFailed
-			r.push.outcomes = []notifications.DeviceOutcome{{Status: notifications.OutcomeFailed, Error: "UPSTREAM_ERROR"}}
+			r.push.Status = notifications.UserFailed
+			r.push.Outcomes = []notifications.DeviceOutcome{{Status: notifications.OutcomeFailed, Error: "UPSTREAM_ERROR"}}
 		}},
-		{"email", func(r *rig) { r.mail.errs = []error{&textproto.Error{Code: 451, Msg: "try later"}} }},
-		{"telegram", func(r *rig) { r.chats.errs = []error{apperr.Newf(apperr.UpstreamError, "telegram is down")} }},
+		{"email", func(r *rig) { r.mail.Errs = []error{&textproto.Error{Code: 451, Msg: "try later"}} }},
+		{"telegram", func(r *rig) { r.chats.Errs = []error{apperr.Newf(apperr.UpstreamError, "telegram is down")} }},
 		{"all three", func(r *rig) {
-			r.push.errs, r.mail.errs, r.chats.errs = []error{transient}, []error{transient}, []error{transient}
+			r.push.Errs, r.mail.Errs, r.chats.Errs = []error{transient}, []error{transient}, []error{transient}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -345,23 +216,23 @@ func TestRetrySendsOnlyWhatFailed(t *testing.T) {
 			if errors.As(err, new(*river.JobCancelError)) {
 				t.Fatalf("a transient failure cancels the job: %v", err)
 			}
-			r.push.status, r.push.outcomes = "", nil
+			r.push.Status, r.push.Outcomes = "", nil
 			if err := r.w.Work(t.Context(), job(9, 2, args)); err != nil {
 				t.Fatalf("the retry: %v", err)
 			}
 			if err := r.w.Work(t.Context(), job(9, 3, args)); err != nil {
 				t.Fatalf("a third attempt: %v", err)
 			}
-			if len(r.push.sent) != 1 || len(r.mail.sent) != 1 || len(r.chats.sent) != 1 {
-				t.Errorf("sent push %d, email %d, telegram %d; want one each", len(r.push.sent), len(r.mail.sent), len(r.chats.sent))
+			if len(r.push.Sent) != 1 || len(r.mail.Sent) != 1 || len(r.chats.Sent) != 1 {
+				t.Errorf("sent push %d, email %d, telegram %d; want one each", len(r.push.Sent), len(r.mail.Sent), len(r.chats.Sent))
 			}
 			// Another job of the same notice (a second failure) is
 			// told again: keys are per job.
 			if err := r.w.Work(t.Context(), job(10, 1, args)); err != nil {
 				t.Fatal(err)
 			}
-			if len(r.push.sent) != 2 || len(r.mail.sent) != 2 || len(r.chats.sent) != 2 {
-				t.Errorf("after a second job: sent push %d, email %d, telegram %d; want two each", len(r.push.sent), len(r.mail.sent), len(r.chats.sent))
+			if len(r.push.Sent) != 2 || len(r.mail.Sent) != 2 || len(r.chats.Sent) != 2 {
+				t.Errorf("after a second job: sent push %d, email %d, telegram %d; want two each", len(r.push.Sent), len(r.mail.Sent), len(r.chats.Sent))
 			}
 		})
 	}
@@ -379,7 +250,7 @@ func TestCancelled(t *testing.T) {
 			if !errors.As(err, new(*river.JobCancelError)) {
 				t.Errorf("Work = %v, want a cancel", err)
 			}
-			if len(r.push.sent)+len(r.mail.sent)+len(r.chats.sent) != 0 {
+			if len(r.push.Sent)+len(r.mail.Sent)+len(r.chats.Sent) != 0 {
 				t.Error("something was sent")
 			}
 		})
@@ -387,14 +258,14 @@ func TestCancelled(t *testing.T) {
 }
 
 func TestNewRefuses(t *testing.T) {
-	ok := Deps{Accounts: fakeAccounts{}, Entitlements: fakeEntitlements{}}
+	ok := Deps{Deps: ownernotice.Deps{Accounts: ownernoticetest.Accounts{}}, Entitlements: fakeEntitlements{}}
 	for name, tc := range map[string]struct {
 		deps Deps
 		cfg  Config
 	}{
 		"no accounts":         {Deps{Entitlements: fakeEntitlements{}}, Config{RenewURL: func(subscriptions.Source) string { return "https://a.test" }}},
 		"no default link":     {ok, Config{}},
-		"mail sans templates": {Deps{Accounts: fakeAccounts{}, Entitlements: fakeEntitlements{}, Mail: &fakeMail{}}, Config{RenewURL: func(subscriptions.Source) string { return "https://a.test" }}},
+		"mail sans templates": {Deps{Deps: ownernotice.Deps{Accounts: ownernoticetest.Accounts{}, Mail: &ownernoticetest.Mail{}}, Entitlements: fakeEntitlements{}}, Config{RenewURL: func(subscriptions.Source) string { return "https://a.test" }}},
 	} {
 		if _, err := New(tc.deps, tc.cfg); err == nil {
 			t.Errorf("%s: New accepted it", name)
