@@ -76,7 +76,7 @@ func (r *mutationResolver) RefreshToken(ctx context.Context, refreshToken string
 
 // Logout is the resolver for the logout field.
 func (r *mutationResolver) Logout(ctx context.Context) (bool, error) {
-	if err := r.Sessions.Logout(ctx, auth.Caller(ctx).SessionID); err != nil {
+	if err := r.Sessions.Logout(ctx, auth.Caller(ctx)); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -48,7 +48,7 @@ func (h *Handlers) Refresh() http.HandlerFunc {
 // Logout is POST /api/v1/auth/logout.
 func (h *Handlers) Logout() http.HandlerFunc {
 	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
-		if err := h.Sessions.Logout(r.Context(), auth.Caller(r.Context()).SessionID); err != nil {
+		if err := h.Sessions.Logout(r.Context(), auth.Caller(r.Context())); err != nil {
 			return nil, err
 		}
 		return view.LoggedOut{LoggedOut: true}, nil

@@ -43,7 +43,7 @@ func TestLogoutReachesOtherReplicas(t *testing.T) {
 		p := a.identity(t, tok.AccessToken)
 		// (A logout before the watcher listens is not missed: the watcher
 		// forgets everything once it listens, or reads the epoch first.)
-		if err := a.sess.Logout(ctx, p.SessionID); err != nil {
+		if err := a.sess.Logout(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := a.sess.VerifyAccessToken(ctx, tok.AccessToken); !apperr.Is(err, apperr.TokenInvalid) {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -154,6 +155,7 @@ func TestService(t *testing.T) {
 		t.Run("ReuseAfterGraceRevokes", f.testReuseAfterGrace)
 		t.Run("ConcurrentRefreshWithinGrace", f.testConcurrentRefresh)
 		t.Run("Logout", f.testLogout)
+		t.Run("EndByLinkOnce", f.testEndByLinkOnce)
 		t.Run("Require", f.testRequire)
 		t.Run("AccessTokenExpires", f.testExpiry)
 	})
@@ -322,7 +324,7 @@ func (f *fixture) testLogout(t *testing.T) {
 	f.verifiedUser(t, f.accts, "logout@example.com")
 	tok := f.login(t, "logout@example.com")
 	other := f.login(t, "logout@example.com")
-	if err := f.sess.Logout(ctx, f.identity(t, tok.AccessToken).SessionID); err != nil {
+	if err := f.sess.Logout(ctx, f.identity(t, tok.AccessToken)); err != nil {
 		t.Fatal(err)
 	}
 	_, err := f.sess.VerifyAccessToken(ctx, tok.AccessToken)
@@ -330,6 +332,38 @@ func (f *fixture) testLogout(t *testing.T) {
 	_, err = f.sess.Refresh(ctx, tok.RefreshToken, sessions.Client{})
 	wantCode(t, "refresh token after logout", err, apperr.TokenInvalid)
 	f.identity(t, other.AccessToken) // another session of the account lives on
+}
+
+// The link of a new-device alert followed twice at once (a double click,
+// a mail scanner and its user) ends the session once: one follow says it
+// ended it, the other that it had ended.
+func (f *fixture) testEndByLinkOnce(t *testing.T) {
+	ctx := context.Background()
+	f.verifiedUser(t, f.accts, "endlink@example.com")
+	p := f.identity(t, f.login(t, "endlink@example.com").AccessToken)
+	tok := f.sess.EndLinkToken(p.AccountID, p.SessionID)
+	results := make(chan error, 2)
+	var ended atomic.Int32
+	for range 2 {
+		go func() {
+			ok, err := f.sess.EndByLink(ctx, tok)
+			if ok {
+				ended.Add(1)
+			}
+			results <- err
+		}()
+	}
+	for range 2 {
+		if err := <-results; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := ended.Load(); n != 1 {
+		t.Fatalf("%d of two follows of one link said they ended the session, want 1", n)
+	}
+	if ok, err := f.sess.EndByLink(ctx, tok); ok || err != nil {
+		t.Fatalf("the link once more: ended %v, %v; want false", ok, err)
+	}
 }
 
 func (f *fixture) testRequire(t *testing.T) {
@@ -344,7 +378,7 @@ func (f *fixture) testRequire(t *testing.T) {
 		t.Fatal("admin token without the admin scope")
 	}
 	loggedOut := f.login(t, "require@example.com")
-	if err := f.sess.Logout(ctx, f.identity(t, loggedOut.AccessToken).SessionID); err != nil {
+	if err := f.sess.Logout(ctx, f.identity(t, loggedOut.AccessToken)); err != nil {
 		t.Fatal(err)
 	}
 

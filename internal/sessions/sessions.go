@@ -120,7 +120,8 @@ type Store interface {
 	// within grace, or revokes the session on reuse after grace.
 	// The session's last use becomes now and seen.
 	RotateRefresh(ctx context.Context, oldHash, newHash []byte, grace time.Duration, seen Client) (RotateResult, error)
-	RevokeSession(ctx context.Context, id string) error
+	// RevokeSession ends a session: false when it had ended already.
+	RevokeSession(ctx context.Context, id string) (bool, error)
 	// StepUpSession sets a live session's aal and amr, marks its live
 	// refresh tokens rotated and issues newHash in their place, in one
 	// transaction: storage.ErrNotFound for a session revoked or expired.
@@ -418,30 +419,29 @@ func (s *Service) RevokeOwn(ctx context.Context, accountID, sessionID string) er
 	if err != nil {
 		return err
 	}
-	return s.revoke(ctx, accountID, sessionID, securitylog.SessionRevoked)
+	_, err = s.revoke(ctx, accountID, sessionID, securitylog.SessionRevoked)
+	return err
 }
 
-// Logout revokes a session: its refresh token and its access tokens stop
-// working at once.
-func (s *Service) Logout(ctx context.Context, sessionID string) error {
-	sess, err := s.store.SessionByID(ctx, sessionID)
-	if errors.Is(err, storage.ErrNotFound) {
-		return s.store.RevokeSession(ctx, sessionID)
-	}
-	if err != nil {
-		return err
-	}
-	return s.revoke(ctx, sess.AccountID, sessionID, securitylog.Logout)
+// Logout revokes the caller's session: its refresh token and its access
+// tokens stop working at once.
+func (s *Service) Logout(ctx context.Context, by auth.Principal) error {
+	_, err := s.revoke(ctx, by.AccountID, by.SessionID, securitylog.Logout)
+	return err
 }
 
-// revoke ends one session of the account, recording kind.
-func (s *Service) revoke(ctx context.Context, accountID, sessionID string, kind securitylog.Kind) error {
-	return s.store.InTx(ctx, func(ctx context.Context) error {
-		if err := s.store.RevokeSession(ctx, sessionID); err != nil {
+// revoke ends one session of the account, recording kind when it ended
+// it (false: it had ended already, and nothing is recorded).
+func (s *Service) revoke(ctx context.Context, accountID, sessionID string, kind securitylog.Kind) (bool, error) {
+	var ended bool
+	err := s.store.InTx(ctx, func(ctx context.Context) error {
+		var err error
+		if ended, err = s.store.RevokeSession(ctx, sessionID); err != nil || !ended {
 			return err
 		}
 		return s.accounts.SecurityLog().Record(ctx, securitylog.Event{AccountID: accountID, Kind: kind, Outcome: securitylog.OK, Detail: map[string]string{"sessionId": sessionID}})
 	})
+	return ended, err
 }
 
 // WatchRevocations keeps this replica's cache of live sessions in step
@@ -543,10 +543,8 @@ func (s *Service) EndByLink(ctx context.Context, token string) (ended bool, err 
 	if sess.AccountID != accountID || sess.RevokedAt != nil || !s.now().Before(sess.ExpiresAt) {
 		return false, nil
 	}
-	if err := s.revoke(ctx, accountID, sessionID, securitylog.SessionRevoked); err != nil {
-		return false, err
-	}
-	return true, nil
+	// Two clicks at once: the one that ends it says so.
+	return s.revoke(ctx, accountID, sessionID, securitylog.SessionRevoked)
 }
 
 // SignInGuest opens a session for the guest of an app install, made now

@@ -297,7 +297,7 @@ func testPerRecordFieldsOfMany(t *testing.T, db *sqlstore.DB, clk *testsupport.C
 	session("s3", "a1", time.Hour)
 	session("s4", "a1", time.Minute)
 	session("s5", "a2", time.Hour)
-	if err := db.RevokeSession(ctx, "s3"); err != nil {
+	if _, err := db.RevokeSession(ctx, "s3"); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(2 * time.Minute) // s4 expires

@@ -176,13 +176,16 @@ func (db *DB) LiveSessionsOf(ctx context.Context, accountIDs []string) (map[stri
 }
 
 // RevokeSession implements sessions.Store.
-func (db *DB) RevokeSession(ctx context.Context, id string) error {
-	return db.inTx(ctx, func(tx *Tx) error {
-		if _, err := tx.q.exec(ctx, `UPDATE sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, tx.now, id); err != nil {
+func (db *DB) RevokeSession(ctx context.Context, id string) (bool, error) {
+	var n int64
+	err := db.inTx(ctx, func(tx *Tx) error {
+		var err error
+		if n, err = tx.q.exec(ctx, `UPDATE sessions SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, tx.now, id); err != nil {
 			return err
 		}
 		return tx.revoked(ctx, sessions.RevokedSession, id)
 	})
+	return n > 0, err
 }
 
 // RevokeAccountSessions implements sessions.Store.
