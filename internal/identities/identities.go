@@ -160,9 +160,10 @@ type WaysIn struct {
 	Identities int
 }
 
-// CanUnlink reports whether one identity may go: another way in remains.
-func (w WaysIn) CanUnlink() error {
-	if w.Password || w.Passkeys > 0 || w.Identities > 1 {
+// Remain is the rule on the ways left after one went: LAST_SIGN_IN_METHOD
+// when none is.
+func (w WaysIn) Remain() error {
+	if w.Password || w.Passkeys > 0 || w.Identities > 0 {
 		return nil
 	}
 	return apperr.New(apperr.LastSignInMethod)

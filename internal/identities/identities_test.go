@@ -62,17 +62,18 @@ func TestNonceMatches(t *testing.T) {
 	}
 }
 
-func TestCanUnlink(t *testing.T) {
+// The ways left after an identity went.
+func TestRemain(t *testing.T) {
 	for _, c := range []struct {
 		w  identities.WaysIn
 		ok bool
 	}{
-		{identities.WaysIn{Identities: 1}, false},
-		{identities.WaysIn{Identities: 2}, true},
-		{identities.WaysIn{Password: true, Identities: 1}, true},
-		{identities.WaysIn{Passkeys: 1, Identities: 1}, true},
+		{identities.WaysIn{}, false},
+		{identities.WaysIn{Identities: 1}, true},
+		{identities.WaysIn{Password: true}, true},
+		{identities.WaysIn{Passkeys: 1}, true},
 	} {
-		if err := c.w.CanUnlink(); (err == nil) != c.ok {
+		if err := c.w.Remain(); (err == nil) != c.ok {
 			t.Errorf("%+v: %v, want ok %v", c.w, err, c.ok)
 		}
 	}

@@ -93,9 +93,6 @@ func (s *Service) SetSecondFactor(f SecondFactor) { s.second = f }
 // second factor (set once).
 func (s *Service) SetStepUp(c auth.StepUp) { s.stepUp = c }
 
-// Enabled reports whether p is configured.
-func (s *Service) Enabled(p Provider) bool { return s.verifiers[p] != nil }
-
 func (s *Service) verify(ctx context.Context, p Provider, idToken, nonce string) (Claims, error) {
 	v := s.verifiers[p]
 	if v == nil {
@@ -299,18 +296,21 @@ func (s *Service) Unlink(ctx context.Context, by auth.Principal, id string) erro
 		}
 	}
 	return s.store.InTx(ctx, func(ctx context.Context) error {
-		ways, err := s.store.WaysIn(ctx, by.AccountID)
-		if err != nil {
-			return err
-		}
-		if err := ways.CanUnlink(); err != nil {
-			return err
-		}
 		gone, err := s.store.DeleteIdentity(ctx, by.AccountID, id)
 		if errors.Is(err, storage.ErrNotFound) {
 			return apperr.New(apperr.IdentityNotFound).With("identityId", id)
 		}
 		if err != nil {
+			return err
+		}
+		// Counted with the account's row locked, after the deletion: of two
+		// unlinks at once, the second sees the first's, and rolls back
+		// (its revocation job with it) when nothing would be left.
+		ways, err := s.store.WaysIn(ctx, by.AccountID)
+		if err != nil {
+			return err
+		}
+		if err := ways.Remain(); err != nil {
 			return err
 		}
 		return s.accounts.SecurityLog().Record(ctx, securitylog.Event{AccountID: by.AccountID, Kind: securitylog.IdentityUnlinked, Outcome: securitylog.OK,
