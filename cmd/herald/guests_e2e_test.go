@@ -79,6 +79,32 @@ func testGuests(t *testing.T, h *herald, dn string, google *providertest.Issuer)
 	if again := guestSignIn(t, h, dn, install, false); jwtSub(t, again.access) != guestID {
 		t.Fatal("the same install got another guest")
 	}
+	// One install signing in at once from several places (a retry racing
+	// its first try): one guest, every answer a session of it.
+	race := "install-" + dn + "-race"
+	answers := make(chan answer, 4)
+	for range 4 {
+		go func() {
+			a := rawDo(h, http.MethodPost, map[string]string{"rest": "/api/v1/auth/guest", "graphql": "/graphql"}[dn],
+				map[string]any{"rest": map[string]any{"installId": race}, "graphql": map[string]any{"query": guestDocs["signInAsGuest"], "variables": map[string]any{"installId": race}}}[dn])
+			answers <- a
+		}()
+	}
+	raced := map[string]bool{}
+	for range 4 {
+		a := <-answers
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		r := reduceAnswer(t, dn, "signInAsGuest", a)
+		if r.code != "" || (r.status != http.StatusOK && r.status != http.StatusCreated) {
+			t.Fatalf("a racing guest sign-in: %d %s %s", r.status, r.code, r.message)
+		}
+		raced[jwtSub(t, tokensOf(t, "raced session", result{status: http.StatusOK, data: jsonPath(r.data, "session")}).access)] = true
+	}
+	if len(raced) != 1 {
+		t.Fatalf("four racing sign-ins of one install made %d guests, want 1", len(raced))
+	}
 	expectError(t, "a short install id", guestOp(t, h, dn, "signInAsGuest", map[string]any{"installId": "short"}), 400, "VALIDATION_ERROR")
 	expectError(t, "an install id of other characters", guestOp(t, h, dn, "signInAsGuest", map[string]any{"installId": "install id with spaces"}), 400, "VALIDATION_ERROR")
 	// What a guest cannot do.

@@ -67,7 +67,7 @@ func (s *Service) Guest(ctx context.Context, installID string, lang Language) (A
 		return Account{}, false, err
 	}
 	res, err := s.createGuest(ctx, installID, locale)
-	if apperr.Is(err, apperr.EmailExists) || errors.Is(err, storage.ErrConflict) {
+	if errors.Is(err, storage.ErrConflict) {
 		// Another call for this install won the race: its guest.
 		acct, err := s.store.GuestByInstall(ctx, installID)
 		return acct, false, err

@@ -309,7 +309,13 @@ func (s *Service) createAccount(ctx context.Context, email, hash, referral strin
 		if !errors.Is(err, storage.ErrConflict) {
 			return SignupResult{}, err
 		}
-		if _, err := s.store.AccountByEmail(ctx, email); err == nil {
+		if guestInstall != "" {
+			// The install's one live guest was made by a racing call:
+			// the caller takes that one (Guest), not another try.
+			if _, err := s.store.GuestByInstall(ctx, guestInstall); err == nil {
+				return SignupResult{}, storage.ErrConflict
+			}
+		} else if _, err := s.store.AccountByEmail(ctx, email); err == nil {
 			return SignupResult{}, apperr.New(apperr.EmailExists)
 		}
 	}
