@@ -32,6 +32,7 @@ import (
 	"github.com/herald-vpn/herald/internal/ownernotice"
 	"github.com/herald-vpn/herald/internal/passkeys"
 	"github.com/herald-vpn/herald/internal/password"
+	"github.com/herald-vpn/herald/internal/preferences"
 	"github.com/herald-vpn/herald/internal/push"
 	"github.com/herald-vpn/herald/internal/push/apns"
 	"github.com/herald-vpn/herald/internal/push/fcm"
@@ -166,6 +167,11 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 	river.AddWorker(a.workers, &accounts.CodeEmailWorker{Service: a.Accounts})
 	river.AddWorker(a.workers, &accounts.AccountNoticeWorker{Service: a.Accounts})
 	a.SecurityLog = securitylog.New(a.db)
+	categories, err := preferences.NewCatalogue(cfg.NotificationCategories)
+	if err != nil {
+		return err
+	}
+	a.Preferences = preferences.NewService(a.db, categories)
 	housekeeping := &jobs.HousekeepingWorker{DB: a.db, DeliveryRetention: cfg.DeliveryRetention, SecurityLog: a.SecurityLog, SecurityLogRetention: cfg.SecurityLogRetention,
 		Guests: a.Accounts, GuestRetention: cfg.GuestRetention,
 		Logger: logger.With("component", "housekeeping")}
@@ -461,6 +467,7 @@ func (a *App) newNotifications(provider push.Provider) *notifications.Service {
 		Live:        a.live,
 		Delivered:   a.metrics.BroadcastDelivered,
 		Chats:       a.Messenger,
+		Categories:  a.Preferences.Catalogue(),
 		Logger:      a.logger.With("component", "push"),
 		Wire:        view.NotificationJobWire(),
 	})

@@ -40,6 +40,9 @@ const (
 	// Its provider identities (issue 25): Apple's tokens are revoked
 	// (a job each), as Apple requires of an account deleted.
 	EraseIdentities Erasure = "identities"
+
+	// Its notification preferences (issue 26).
+	EraseNotificationPreferences Erasure = "notification_preferences"
 )
 
 // deletionSteps is what deleting an account does, in order: what hangs
@@ -56,6 +59,7 @@ var deletionSteps = []Erasure{
 	EraseMessengerLinks, UnlinkMessenger,
 	EraseMFAFactors, EraseMFARecoveryCodes, EraseMFAFailures, EraseMFAChallenges,
 	ErasePasskeys, ErasePasskeyCeremonies, EraseSecurityLog, EraseIdentities,
+	EraseNotificationPreferences,
 	EraseGrants, UnlinkPurchaseHistory, UnlinkPurchases,
 	EraseToTombstone, ScrubEvents, AnnounceRevokedAccount,
 }

@@ -113,10 +113,13 @@ type Config struct {
 	// SecurityLogRetention is how long security log entries are kept.
 	SecurityLogRetention time.Duration
 	// GuestRetention is how long an unused guest account is kept.
-	GuestRetention   time.Duration
-	PlanDeviceLimits map[string]int
-	UpgradeURL       string
-	RenewURL         string
+	GuestRetention time.Duration
+	// NotificationCategories are the operator's notification categories,
+	// after the built-in ones (preferences.NewCatalogue).
+	NotificationCategories []string
+	PlanDeviceLimits       map[string]int
+	UpgradeURL             string
+	RenewURL               string
 
 	// Store subscriptions (docs/billing.md).
 	BillingProductsFile      string
@@ -294,6 +297,7 @@ func Vars() []Var {
 		{"HERALD_PUSH_DELIVERY_RETENTION", "720h", "168h", "how long the per-device delivery records of a finished broadcast (failures, retries, dead tokens, and outcomes written before their batch settled) are kept (its counters stay)", duration(func(c *Config) *time.Duration { return &c.DeliveryRetention })},
 		{"HERALD_SECURITY_LOG_RETENTION", "8760h", "2160h", "how long an account's security log entries (sign-ins, factor, password, email, session and key changes, admins' actions) are kept; older ones are deleted by the hourly housekeeping", duration(func(c *Config) *time.Duration { return &c.SecurityLogRetention })},
 		{"HERALD_GUEST_RETENTION", "720h", "168h", "how long a guest account (POST /api/v1/auth/guest) is kept once unused: made longer ago and none of its sessions opened or refreshed since, it is deleted by the hourly housekeeping as an account is", duration(func(c *Config) *time.Duration { return &c.GuestRetention })},
+		{"HERALD_NOTIFICATION_CATEGORIES", "", "promotions,vpn-tips", "notification categories beside the built-in security, billing (which no one can turn off), service, product and messages: comma-separated names of 1 to 32 lowercase letters, digits, '-' or '_'; a send names its category, and users turn each on or off per channel", optional(categories(func(c *Config) *[]string { return &c.NotificationCategories }))},
 		{"HERALD_PLAN_DEVICE_LIMITS", "trial=3,basic=5,premium=10", "trial=2,basic=5,premium=20", "active devices allowed per plan", planLimits(func(c *Config) *map[string]int { return &c.PlanDeviceLimits })},
 		{"HERALD_UPGRADE_URL", "https://example.com/upgrade", "https://vpn.example.com/upgrade", "shown with DEVICE_LIMIT_REACHED", httpURL(func(c *Config) *string { return &c.UpgradeURL })},
 		{"HERALD_RENEW_URL", "https://example.com/renew", "https://vpn.example.com/renew", "shown with SUBSCRIPTION_EXPIRED (and in the renewal notices) when the plan's source has no renew URL of its own", httpURL(func(c *Config) *string { return &c.RenewURL })},

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/preferences"
 	"github.com/herald-vpn/herald/internal/seal"
 	"github.com/herald-vpn/herald/internal/storage"
 )
@@ -36,6 +37,22 @@ func optional(set setter) setter {
 func str(field func(*Config) *string) setter {
 	return func(c *Config, v string) error {
 		*field(c) = v
+		return nil
+	}
+}
+
+// categories is a comma-separated list of notification categories the
+// catalogue takes.
+func categories(field func(*Config) *[]string) setter {
+	return func(c *Config, v string) error {
+		var list []string
+		for _, n := range strings.Split(v, ",") {
+			list = append(list, strings.TrimSpace(n))
+		}
+		if _, err := preferences.NewCatalogue(list); err != nil {
+			return err
+		}
+		*field(c) = list
 		return nil
 	}
 }

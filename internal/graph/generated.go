@@ -102,6 +102,20 @@ type ComplexityRoot struct {
 		TotalRecipients func(childComplexity int) int
 	}
 
+	CategoryPreferences struct {
+		Category func(childComplexity int) int
+		Channels func(childComplexity int) int
+		Critical func(childComplexity int) int
+	}
+
+	ChannelSwitches struct {
+		Email    func(childComplexity int) int
+		Inbox    func(childComplexity int) int
+		Push     func(childComplexity int) int
+		Telegram func(childComplexity int) int
+		WebPush  func(childComplexity int) int
+	}
+
 	CreatedApiKey struct {
 		APIKey func(childComplexity int) int
 		Key    func(childComplexity int) int
@@ -281,80 +295,83 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
-		AppleTransaction            func(childComplexity int, signedTransaction string) int
-		BanAddress                  func(childComplexity int, ip string, reason *string) int
-		BeginPasskeyLogin           func(childComplexity int) int
-		BeginPasskeyMfa             func(childComplexity int, challengeToken string) int
-		BeginPasskeyRegistration    func(childComplexity int) int
-		BeginPasskeyStepUp          func(childComplexity int) int
-		CancelEmailChange           func(childComplexity int, token string) int
-		CancelMessengerBroadcast    func(childComplexity int, id string) int
-		CancelNotificationJob       func(childComplexity int, id string) int
-		ChangeEmail                 func(childComplexity int, email string) int
-		ChangePassword              func(childComplexity int, currentPassword string, newPassword string) int
-		CompleteMfaLogin            func(childComplexity int, challengeToken string, code string) int
-		CompleteMfaLoginWithPasskey func(childComplexity int, challengeToken string, challengeID string, credential map[string]any) int
-		ConfirmEmailChange          func(childComplexity int, code string) int
-		ConfirmTotp                 func(childComplexity int, factorID string, code string) int
-		CreateAPIKey                func(childComplexity int, input CreateAPIKeyInput) int
-		CreateWebhookEndpoint       func(childComplexity int, input CreateWebhookEndpointInput) int
-		DeleteAccount               func(childComplexity int, password string) int
-		DeleteUser                  func(childComplexity int, userID string) int
-		DeleteWebhookEndpoint       func(childComplexity int, id string) int
-		DisableUser                 func(childComplexity int, userID string, reason *string) int
-		EnableUser                  func(childComplexity int, userID string) int
-		EnrollTotp                  func(childComplexity int, name *string) int
-		FinishPasskeyLogin          func(childComplexity int, challengeID string, credential map[string]any) int
-		FinishPasskeyRegistration   func(childComplexity int, credential map[string]any, name *string, challengeID *string) int
-		GooglePurchase              func(childComplexity int, purchaseToken string, productID string) int
-		LiftBan                     func(childComplexity int, ip string) int
-		LinkIdentity                func(childComplexity int, provider IdentityProvider, idToken string, nonce string, authorizationCode *string) int
-		Login                       func(childComplexity int, email string, password string) int
-		Logout                      func(childComplexity int) int
-		MessengerLinkURL            func(childComplexity int) int
-		ReconcileSubscription       func(childComplexity int, userID string) int
-		RedeliverWebhookEvent       func(childComplexity int, endpointID string, eventID string) int
-		RefreshToken                func(childComplexity int, refreshToken string) int
-		RegenerateRecoveryCodes     func(childComplexity int) int
-		RegisterDevice              func(childComplexity int, input RegisterDeviceInput) int
-		RemoveDevice                func(childComplexity int, deviceID string) int
-		RemoveMfaFactor             func(childComplexity int, factorID string) int
-		RemovePasskey               func(childComplexity int, passkeyID string) int
-		RenamePasskey               func(childComplexity int, passkeyID string, name string) int
-		RequestPasswordReset        func(childComplexity int, email string) int
-		ResendVerificationEmail     func(childComplexity int, email string) int
-		ResetPassword               func(childComplexity int, email string, code string, newPassword string) int
-		ResetUserMfa                func(childComplexity int, userID string) int
-		RevokeAPIKey                func(childComplexity int, id string) int
-		RevokeSession               func(childComplexity int, id string) int
-		RevokeSessions              func(childComplexity int, userID string) int
-		RotateWebhookSecret         func(childComplexity int, id string) int
-		SendMessengerBroadcast      func(childComplexity int, message string, options *view.MessengerOptions, audience *AudienceInput, idempotencyKey *string) int
-		SendMessengerMessage        func(childComplexity int, chatID string, message string, options *view.MessengerOptions, idempotencyKey *string) int
-		SendNotificationByDeviceID  func(childComplexity int, deviceID string, notification NotificationInput, idempotencyKey *string) int
-		SendNotificationByToken     func(childComplexity int, platform string, pushToken string, notification NotificationInput, idempotencyKey *string) int
-		SendNotificationToAll       func(childComplexity int, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, idempotencyKey *string) int
-		SendNotificationToUser      func(childComplexity int, userID string, notification NotificationInput, channels []string, idempotencyKey *string) int
-		SendWebhookPing             func(childComplexity int, endpointID string) int
-		SetLocale                   func(childComplexity int, locale string) int
-		SetSubscription             func(childComplexity int, userID string, plan string, expiresAt time.Time) int
-		SetUserLocale               func(childComplexity int, userID string, locale string) int
-		SetWebhookEndpointEnabled   func(childComplexity int, id string, enabled bool) int
-		SignInAsGuest               func(childComplexity int, installID string) int
-		SignInWithProvider          func(childComplexity int, provider IdentityProvider, idToken string, nonce string, authorizationCode *string) int
-		Signup                      func(childComplexity int, email string, password string, referral *string, locale *string) int
-		StripeCheckout              func(childComplexity int, productID string) int
-		StripePortal                func(childComplexity int) int
-		UnlinkIdentity              func(childComplexity int, identityID string) int
-		UnlinkMessenger             func(childComplexity int) int
-		UpdatePushToken             func(childComplexity int, deviceID string, pushToken string) int
-		UpgradeGuest                func(childComplexity int, email string, password string) int
-		VerifyEmail                 func(childComplexity int, email string, code string) int
-		VerifyMfa                   func(childComplexity int, code string) int
-		VerifyMfaWithPasskey        func(childComplexity int, challengeID string, credential map[string]any) int
+		AppleTransaction                  func(childComplexity int, signedTransaction string) int
+		BanAddress                        func(childComplexity int, ip string, reason *string) int
+		BeginPasskeyLogin                 func(childComplexity int) int
+		BeginPasskeyMfa                   func(childComplexity int, challengeToken string) int
+		BeginPasskeyRegistration          func(childComplexity int) int
+		BeginPasskeyStepUp                func(childComplexity int) int
+		CancelEmailChange                 func(childComplexity int, token string) int
+		CancelMessengerBroadcast          func(childComplexity int, id string) int
+		CancelNotificationJob             func(childComplexity int, id string) int
+		ChangeEmail                       func(childComplexity int, email string) int
+		ChangePassword                    func(childComplexity int, currentPassword string, newPassword string) int
+		CompleteMfaLogin                  func(childComplexity int, challengeToken string, code string) int
+		CompleteMfaLoginWithPasskey       func(childComplexity int, challengeToken string, challengeID string, credential map[string]any) int
+		ConfirmEmailChange                func(childComplexity int, code string) int
+		ConfirmTotp                       func(childComplexity int, factorID string, code string) int
+		CreateAPIKey                      func(childComplexity int, input CreateAPIKeyInput) int
+		CreateWebhookEndpoint             func(childComplexity int, input CreateWebhookEndpointInput) int
+		DeleteAccount                     func(childComplexity int, password string) int
+		DeleteUser                        func(childComplexity int, userID string) int
+		DeleteWebhookEndpoint             func(childComplexity int, id string) int
+		DisableUser                       func(childComplexity int, userID string, reason *string) int
+		EnableUser                        func(childComplexity int, userID string) int
+		EnrollTotp                        func(childComplexity int, name *string) int
+		FinishPasskeyLogin                func(childComplexity int, challengeID string, credential map[string]any) int
+		FinishPasskeyRegistration         func(childComplexity int, credential map[string]any, name *string, challengeID *string) int
+		GooglePurchase                    func(childComplexity int, purchaseToken string, productID string) int
+		LiftBan                           func(childComplexity int, ip string) int
+		LinkIdentity                      func(childComplexity int, provider IdentityProvider, idToken string, nonce string, authorizationCode *string) int
+		Login                             func(childComplexity int, email string, password string) int
+		Logout                            func(childComplexity int) int
+		MessengerLinkURL                  func(childComplexity int) int
+		ReconcileSubscription             func(childComplexity int, userID string) int
+		RedeliverWebhookEvent             func(childComplexity int, endpointID string, eventID string) int
+		RefreshToken                      func(childComplexity int, refreshToken string) int
+		RegenerateRecoveryCodes           func(childComplexity int) int
+		RegisterDevice                    func(childComplexity int, input RegisterDeviceInput) int
+		RemoveDevice                      func(childComplexity int, deviceID string) int
+		RemoveMfaFactor                   func(childComplexity int, factorID string) int
+		RemovePasskey                     func(childComplexity int, passkeyID string) int
+		RenamePasskey                     func(childComplexity int, passkeyID string, name string) int
+		RequestPasswordReset              func(childComplexity int, email string) int
+		ResendVerificationEmail           func(childComplexity int, email string) int
+		ResetPassword                     func(childComplexity int, email string, code string, newPassword string) int
+		ResetUserMfa                      func(childComplexity int, userID string) int
+		RevokeAPIKey                      func(childComplexity int, id string) int
+		RevokeSession                     func(childComplexity int, id string) int
+		RevokeSessions                    func(childComplexity int, userID string) int
+		RotateWebhookSecret               func(childComplexity int, id string) int
+		SendMessengerBroadcast            func(childComplexity int, message string, options *view.MessengerOptions, audience *AudienceInput, idempotencyKey *string) int
+		SendMessengerMessage              func(childComplexity int, chatID string, message string, options *view.MessengerOptions, idempotencyKey *string) int
+		SendNotificationByDeviceID        func(childComplexity int, deviceID string, notification NotificationInput, idempotencyKey *string) int
+		SendNotificationByToken           func(childComplexity int, platform string, pushToken string, notification NotificationInput, idempotencyKey *string) int
+		SendNotificationToAll             func(childComplexity int, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, category *string, idempotencyKey *string) int
+		SendNotificationToUser            func(childComplexity int, userID string, notification NotificationInput, channels []string, category *string, idempotencyKey *string) int
+		SendWebhookPing                   func(childComplexity int, endpointID string) int
+		SetLocale                         func(childComplexity int, locale string) int
+		SetSubscription                   func(childComplexity int, userID string, plan string, expiresAt time.Time) int
+		SetUserLocale                     func(childComplexity int, userID string, locale string) int
+		SetWebhookEndpointEnabled         func(childComplexity int, id string, enabled bool) int
+		SignInAsGuest                     func(childComplexity int, installID string) int
+		SignInWithProvider                func(childComplexity int, provider IdentityProvider, idToken string, nonce string, authorizationCode *string) int
+		Signup                            func(childComplexity int, email string, password string, referral *string, locale *string) int
+		StripeCheckout                    func(childComplexity int, productID string) int
+		StripePortal                      func(childComplexity int) int
+		UnlinkIdentity                    func(childComplexity int, identityID string) int
+		UnlinkMessenger                   func(childComplexity int) int
+		UpdateMyNotificationPreferences   func(childComplexity int, settings []view.NotificationSetting) int
+		UpdatePushToken                   func(childComplexity int, deviceID string, pushToken string) int
+		UpdateUserNotificationPreferences func(childComplexity int, userID string, settings []view.NotificationSetting) int
+		UpgradeGuest                      func(childComplexity int, email string, password string) int
+		VerifyEmail                       func(childComplexity int, email string, code string) int
+		VerifyMfa                         func(childComplexity int, code string) int
+		VerifyMfaWithPasskey              func(childComplexity int, challengeID string, credential map[string]any) int
 	}
 
 	NotificationJob struct {
+		Category        func(childComplexity int) int
 		CreatedAt       func(childComplexity int) int
 		Error           func(childComplexity int) int
 		Failed          func(childComplexity int) int
@@ -363,6 +380,7 @@ type ComplexityRoot struct {
 		InvalidTokens   func(childComplexity int) int
 		SendAt          func(childComplexity int) int
 		Sent            func(childComplexity int) int
+		Skipped         func(childComplexity int) int
 		StartedAt       func(childComplexity int) int
 		Status          func(childComplexity int) int
 		Subject         func(childComplexity int) int
@@ -372,6 +390,10 @@ type ComplexityRoot struct {
 	NotificationJobConnection struct {
 		Nodes    func(childComplexity int) int
 		PageInfo func(childComplexity int) int
+	}
+
+	NotificationPreferences struct {
+		Categories func(childComplexity int) int
 	}
 
 	PageInfo struct {
@@ -413,34 +435,36 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		APIKeys              func(childComplexity int) int
-		AdminOverview        func(childComplexity int) int
-		Bans                 func(childComplexity int, first *int, after *string) int
-		Devices              func(childComplexity int, userID *string, first *int, after *string) int
-		GetReferralCode      func(childComplexity int) int
-		Me                   func(childComplexity int) int
-		MessengerBotStatus   func(childComplexity int) int
-		MessengerBroadcast   func(childComplexity int, id string) int
-		MessengerPreview     func(childComplexity int, message string) int
-		MessengerSubscribers func(childComplexity int, first *int, after *string, status *string) int
-		MyIdentities         func(childComplexity int) int
-		MyMfa                func(childComplexity int) int
-		MyPasskeys           func(childComplexity int) int
-		MySecurityLog        func(childComplexity int, first *int, after *string) int
-		MySessions           func(childComplexity int) int
-		MySubscription       func(childComplexity int) int
-		NotificationJob      func(childComplexity int, id string) int
-		NotificationJobs     func(childComplexity int, first *int, after *string) int
-		User                 func(childComplexity int, id *string, email *string) int
-		UserMfa              func(childComplexity int, userID string) int
-		UserSecurityLog      func(childComplexity int, userID string, first *int, after *string) int
-		UserSubscription     func(childComplexity int, id string) int
-		Users                func(childComplexity int, query *string, plan *string, status *string, verified *bool, disabled *bool, first *int, after *string) int
-		Version              func(childComplexity int) int
-		WebhookDeliveries    func(childComplexity int, endpointID string, first *int, after *string) int
-		WebhookEndpoint      func(childComplexity int, id string) int
-		WebhookEndpoints     func(childComplexity int) int
-		WebhookEventTypes    func(childComplexity int) int
+		APIKeys                     func(childComplexity int) int
+		AdminOverview               func(childComplexity int) int
+		Bans                        func(childComplexity int, first *int, after *string) int
+		Devices                     func(childComplexity int, userID *string, first *int, after *string) int
+		GetReferralCode             func(childComplexity int) int
+		Me                          func(childComplexity int) int
+		MessengerBotStatus          func(childComplexity int) int
+		MessengerBroadcast          func(childComplexity int, id string) int
+		MessengerPreview            func(childComplexity int, message string) int
+		MessengerSubscribers        func(childComplexity int, first *int, after *string, status *string) int
+		MyIdentities                func(childComplexity int) int
+		MyMfa                       func(childComplexity int) int
+		MyNotificationPreferences   func(childComplexity int) int
+		MyPasskeys                  func(childComplexity int) int
+		MySecurityLog               func(childComplexity int, first *int, after *string) int
+		MySessions                  func(childComplexity int) int
+		MySubscription              func(childComplexity int) int
+		NotificationJob             func(childComplexity int, id string) int
+		NotificationJobs            func(childComplexity int, first *int, after *string) int
+		User                        func(childComplexity int, id *string, email *string) int
+		UserMfa                     func(childComplexity int, userID string) int
+		UserNotificationPreferences func(childComplexity int, userID string) int
+		UserSecurityLog             func(childComplexity int, userID string, first *int, after *string) int
+		UserSubscription            func(childComplexity int, id string) int
+		Users                       func(childComplexity int, query *string, plan *string, status *string, verified *bool, disabled *bool, first *int, after *string) int
+		Version                     func(childComplexity int) int
+		WebhookDeliveries           func(childComplexity int, endpointID string, first *int, after *string) int
+		WebhookEndpoint             func(childComplexity int, id string) int
+		WebhookEndpoints            func(childComplexity int) int
+		WebhookEventTypes           func(childComplexity int) int
 	}
 
 	RateLimiterState struct {
@@ -482,6 +506,7 @@ type ComplexityRoot struct {
 	SendToUserResult struct {
 		Message  func(childComplexity int) int
 		Outcomes func(childComplexity int) int
+		Skipped  func(childComplexity int) int
 		Status   func(childComplexity int) int
 		UserID   func(childComplexity int) int
 	}
@@ -503,6 +528,10 @@ type ComplexityRoot struct {
 	SignupResult struct {
 		Message func(childComplexity int) int
 		Success func(childComplexity int) int
+	}
+
+	SkipCounts struct {
+		OptedOut func(childComplexity int) int
 	}
 
 	Subscription struct {
@@ -640,8 +669,8 @@ type MutationResolver interface {
 	UpdatePushToken(ctx context.Context, deviceID string, pushToken string) (*view.Device, error)
 	RemoveDevice(ctx context.Context, deviceID string) (bool, error)
 	SendNotificationByDeviceID(ctx context.Context, deviceID string, notification NotificationInput, idempotencyKey *string) (*view.SendNotificationResult, error)
-	SendNotificationToUser(ctx context.Context, userID string, notification NotificationInput, channels []string, idempotencyKey *string) (*view.SendToUserResult, error)
-	SendNotificationToAll(ctx context.Context, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, idempotencyKey *string) (*view.BroadcastResult, error)
+	SendNotificationToUser(ctx context.Context, userID string, notification NotificationInput, channels []string, category *string, idempotencyKey *string) (*view.SendToUserResult, error)
+	SendNotificationToAll(ctx context.Context, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, category *string, idempotencyKey *string) (*view.BroadcastResult, error)
 	SendNotificationByToken(ctx context.Context, platform string, pushToken string, notification NotificationInput, idempotencyKey *string) (*view.SendNotificationResult, error)
 	CancelNotificationJob(ctx context.Context, id string) (*view.NotificationJob, error)
 	MessengerLinkURL(ctx context.Context) (*view.MessengerLink, error)
@@ -699,6 +728,8 @@ type MutationResolver interface {
 	UnlinkIdentity(ctx context.Context, identityID string) (*view.IdentityRemoved, error)
 	SignInAsGuest(ctx context.Context, installID string) (*view.SignIn, error)
 	UpgradeGuest(ctx context.Context, email string, password string) (*view.User, error)
+	UpdateMyNotificationPreferences(ctx context.Context, settings []view.NotificationSetting) (*view.NotificationPreferences, error)
+	UpdateUserNotificationPreferences(ctx context.Context, userID string, settings []view.NotificationSetting) (*view.NotificationPreferences, error)
 }
 type QueryResolver interface {
 	Version(ctx context.Context) (string, error)
@@ -729,6 +760,8 @@ type QueryResolver interface {
 	MyIdentities(ctx context.Context) ([]view.Identity, error)
 	MySecurityLog(ctx context.Context, first *int, after *string) (*SecurityEventConnection, error)
 	UserSecurityLog(ctx context.Context, userID string, first *int, after *string) (*SecurityEventConnection, error)
+	MyNotificationPreferences(ctx context.Context) (*view.NotificationPreferences, error)
+	UserNotificationPreferences(ctx context.Context, userID string) (*view.NotificationPreferences, error)
 }
 type SecurityEventResolver interface {
 	Detail(ctx context.Context, obj *view.SecurityEvent) (map[string]any, error)
@@ -984,6 +1017,56 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.BroadcastResult.TotalRecipients(childComplexity), true
+
+	case "CategoryPreferences.category":
+		if e.ComplexityRoot.CategoryPreferences.Category == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CategoryPreferences.Category(childComplexity), true
+	case "CategoryPreferences.channels":
+		if e.ComplexityRoot.CategoryPreferences.Channels == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CategoryPreferences.Channels(childComplexity), true
+	case "CategoryPreferences.critical":
+		if e.ComplexityRoot.CategoryPreferences.Critical == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CategoryPreferences.Critical(childComplexity), true
+
+	case "ChannelSwitches.email":
+		if e.ComplexityRoot.ChannelSwitches.Email == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChannelSwitches.Email(childComplexity), true
+	case "ChannelSwitches.inbox":
+		if e.ComplexityRoot.ChannelSwitches.Inbox == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChannelSwitches.Inbox(childComplexity), true
+	case "ChannelSwitches.push":
+		if e.ComplexityRoot.ChannelSwitches.Push == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChannelSwitches.Push(childComplexity), true
+	case "ChannelSwitches.telegram":
+		if e.ComplexityRoot.ChannelSwitches.Telegram == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChannelSwitches.Telegram(childComplexity), true
+	case "ChannelSwitches.webPush":
+		if e.ComplexityRoot.ChannelSwitches.WebPush == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChannelSwitches.WebPush(childComplexity), true
 
 	case "CreatedApiKey.apiKey":
 		if e.ComplexityRoot.CreatedApiKey.APIKey == nil {
@@ -2197,7 +2280,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.SendNotificationToAll(childComplexity, args["notification"].(NotificationInput), args["audience"].(*AudienceInput), args["sendAt"].(*time.Time), args["idempotencyKey"].(*string)), true
+		return e.ComplexityRoot.Mutation.SendNotificationToAll(childComplexity, args["notification"].(NotificationInput), args["audience"].(*AudienceInput), args["sendAt"].(*time.Time), args["category"].(*string), args["idempotencyKey"].(*string)), true
 	case "Mutation.sendNotificationToUser":
 		if e.ComplexityRoot.Mutation.SendNotificationToUser == nil {
 			break
@@ -2208,7 +2291,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.SendNotificationToUser(childComplexity, args["userId"].(string), args["notification"].(NotificationInput), args["channels"].([]string), args["idempotencyKey"].(*string)), true
+		return e.ComplexityRoot.Mutation.SendNotificationToUser(childComplexity, args["userId"].(string), args["notification"].(NotificationInput), args["channels"].([]string), args["category"].(*string), args["idempotencyKey"].(*string)), true
 	case "Mutation.sendWebhookPing":
 		if e.ComplexityRoot.Mutation.SendWebhookPing == nil {
 			break
@@ -2331,6 +2414,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UnlinkMessenger(childComplexity), true
+	case "Mutation.updateMyNotificationPreferences":
+		if e.ComplexityRoot.Mutation.UpdateMyNotificationPreferences == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateMyNotificationPreferences_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateMyNotificationPreferences(childComplexity, args["settings"].([]view.NotificationSetting)), true
 	case "Mutation.updatePushToken":
 		if e.ComplexityRoot.Mutation.UpdatePushToken == nil {
 			break
@@ -2342,6 +2436,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.UpdatePushToken(childComplexity, args["deviceId"].(string), args["pushToken"].(string)), true
+	case "Mutation.updateUserNotificationPreferences":
+		if e.ComplexityRoot.Mutation.UpdateUserNotificationPreferences == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_updateUserNotificationPreferences_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.UpdateUserNotificationPreferences(childComplexity, args["userId"].(string), args["settings"].([]view.NotificationSetting)), true
 	case "Mutation.upgradeGuest":
 		if e.ComplexityRoot.Mutation.UpgradeGuest == nil {
 			break
@@ -2387,6 +2492,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Mutation.VerifyMfaWithPasskey(childComplexity, args["challengeId"].(string), args["credential"].(map[string]any)), true
 
+	case "NotificationJob.category":
+		if e.ComplexityRoot.NotificationJob.Category == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationJob.Category(childComplexity), true
 	case "NotificationJob.createdAt":
 		if e.ComplexityRoot.NotificationJob.CreatedAt == nil {
 			break
@@ -2435,6 +2546,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NotificationJob.Sent(childComplexity), true
+	case "NotificationJob.skipped":
+		if e.ComplexityRoot.NotificationJob.Skipped == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationJob.Skipped(childComplexity), true
 	case "NotificationJob.startedAt":
 		if e.ComplexityRoot.NotificationJob.StartedAt == nil {
 			break
@@ -2472,6 +2589,13 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NotificationJobConnection.PageInfo(childComplexity), true
+
+	case "NotificationPreferences.categories":
+		if e.ComplexityRoot.NotificationPreferences.Categories == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationPreferences.Categories(childComplexity), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -2697,6 +2821,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.MyMfa(childComplexity), true
+	case "Query.myNotificationPreferences":
+		if e.ComplexityRoot.Query.MyNotificationPreferences == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.MyNotificationPreferences(childComplexity), true
 	case "Query.myPasskeys":
 		if e.ComplexityRoot.Query.MyPasskeys == nil {
 			break
@@ -2770,6 +2900,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.UserMfa(childComplexity, args["userId"].(string)), true
+	case "Query.userNotificationPreferences":
+		if e.ComplexityRoot.Query.UserNotificationPreferences == nil {
+			break
+		}
+
+		args, err := ec.field_Query_userNotificationPreferences_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.UserNotificationPreferences(childComplexity, args["userId"].(string)), true
 	case "Query.userSecurityLog":
 		if e.ComplexityRoot.Query.UserSecurityLog == nil {
 			break
@@ -2970,6 +3111,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SendToUserResult.Outcomes(childComplexity), true
+	case "SendToUserResult.skipped":
+		if e.ComplexityRoot.SendToUserResult.Skipped == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SendToUserResult.Skipped(childComplexity), true
 	case "SendToUserResult.status":
 		if e.ComplexityRoot.SendToUserResult.Status == nil {
 			break
@@ -3045,6 +3192,13 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SignupResult.Success(childComplexity), true
+
+	case "SkipCounts.optedOut":
+		if e.ComplexityRoot.SkipCounts.OptedOut == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SkipCounts.OptedOut(childComplexity), true
 
 	case "Subscription.messengerBroadcastUpdated":
 		if e.ComplexityRoot.Subscription.MessengerBroadcastUpdated == nil {
@@ -3568,6 +3722,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputMessengerButton,
 		ec.unmarshalInputMessengerMessageOptions,
 		ec.unmarshalInputNotificationInput,
+		ec.unmarshalInputNotificationSettingInput,
 		ec.unmarshalInputPushOptionsInput,
 		ec.unmarshalInputRegisterDeviceInput,
 	)
@@ -3799,6 +3954,34 @@ func (ec *executionContext) childFields_BroadcastResult(ctx context.Context, fie
 		return ec.fieldContext_BroadcastResult_jobId(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type BroadcastResult", field.Name)
+}
+
+func (ec *executionContext) childFields_CategoryPreferences(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "category":
+		return ec.fieldContext_CategoryPreferences_category(ctx, field)
+	case "critical":
+		return ec.fieldContext_CategoryPreferences_critical(ctx, field)
+	case "channels":
+		return ec.fieldContext_CategoryPreferences_channels(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CategoryPreferences", field.Name)
+}
+
+func (ec *executionContext) childFields_ChannelSwitches(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "push":
+		return ec.fieldContext_ChannelSwitches_push(ctx, field)
+	case "telegram":
+		return ec.fieldContext_ChannelSwitches_telegram(ctx, field)
+	case "email":
+		return ec.fieldContext_ChannelSwitches_email(ctx, field)
+	case "webPush":
+		return ec.fieldContext_ChannelSwitches_webPush(ctx, field)
+	case "inbox":
+		return ec.fieldContext_ChannelSwitches_inbox(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ChannelSwitches", field.Name)
 }
 
 func (ec *executionContext) childFields_CreatedApiKey(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4173,6 +4356,10 @@ func (ec *executionContext) childFields_NotificationJob(ctx context.Context, fie
 		return ec.fieldContext_NotificationJob_failed(ctx, field)
 	case "invalidTokens":
 		return ec.fieldContext_NotificationJob_invalidTokens(ctx, field)
+	case "skipped":
+		return ec.fieldContext_NotificationJob_skipped(ctx, field)
+	case "category":
+		return ec.fieldContext_NotificationJob_category(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_NotificationJob_createdAt(ctx, field)
 	case "startedAt":
@@ -4195,6 +4382,14 @@ func (ec *executionContext) childFields_NotificationJobConnection(ctx context.Co
 		return ec.fieldContext_NotificationJobConnection_pageInfo(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type NotificationJobConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_NotificationPreferences(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "categories":
+		return ec.fieldContext_NotificationPreferences_categories(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NotificationPreferences", field.Name)
 }
 
 func (ec *executionContext) childFields_PageInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4355,6 +4550,8 @@ func (ec *executionContext) childFields_SendToUserResult(ctx context.Context, fi
 		return ec.fieldContext_SendToUserResult_message(ctx, field)
 	case "outcomes":
 		return ec.fieldContext_SendToUserResult_outcomes(ctx, field)
+	case "skipped":
+		return ec.fieldContext_SendToUserResult_skipped(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SendToUserResult", field.Name)
 }
@@ -4395,6 +4592,14 @@ func (ec *executionContext) childFields_SignupResult(ctx context.Context, field 
 		return ec.fieldContext_SignupResult_success(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SignupResult", field.Name)
+}
+
+func (ec *executionContext) childFields_SkipCounts(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "optedOut":
+		return ec.fieldContext_SkipCounts_optedOut(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type SkipCounts", field.Name)
 }
 
 func (ec *executionContext) childFields_SubscriptionDetail(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -5660,14 +5865,22 @@ func (ec *executionContext) field_Mutation_sendNotificationToAll_args(ctx contex
 		return nil, err
 	}
 	args["sendAt"] = arg2
-	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "category",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["idempotencyKey"] = arg3
+	args["category"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["idempotencyKey"] = arg4
 	return args, nil
 }
 
@@ -5698,14 +5911,22 @@ func (ec *executionContext) field_Mutation_sendNotificationToUser_args(ctx conte
 		return nil, err
 	}
 	args["channels"] = arg2
-	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "category",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["idempotencyKey"] = arg3
+	args["category"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["idempotencyKey"] = arg4
 	return args, nil
 }
 
@@ -5929,6 +6150,20 @@ func (ec *executionContext) field_Mutation_unlinkIdentity_args(ctx context.Conte
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_updateMyNotificationPreferences_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "settings",
+		func(ctx context.Context, v any) ([]view.NotificationSetting, error) {
+			return ec.unmarshalNNotificationSettingInput2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationSettingᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["settings"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_updatePushToken_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5948,6 +6183,28 @@ func (ec *executionContext) field_Mutation_updatePushToken_args(ctx context.Cont
 		return nil, err
 	}
 	args["pushToken"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_updateUserNotificationPreferences_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "userId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["userId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "settings",
+		func(ctx context.Context, v any) ([]view.NotificationSetting, error) {
+			return ec.unmarshalNNotificationSettingInput2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationSettingᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["settings"] = arg1
 	return args, nil
 }
 
@@ -6214,6 +6471,20 @@ func (ec *executionContext) field_Query_notificationJobs_args(ctx context.Contex
 }
 
 func (ec *executionContext) field_Query_userMfa_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "userId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["userId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_userNotificationPreferences_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "userId",
@@ -7385,6 +7656,199 @@ func (ec *executionContext) _BroadcastResult_jobId(ctx context.Context, field gr
 }
 func (ec *executionContext) fieldContext_BroadcastResult_jobId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("BroadcastResult", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CategoryPreferences_category(ctx context.Context, field graphql.CollectedField, obj *view.CategoryPreferences) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CategoryPreferences_category(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Category, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CategoryPreferences_category(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CategoryPreferences", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CategoryPreferences_critical(ctx context.Context, field graphql.CollectedField, obj *view.CategoryPreferences) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CategoryPreferences_critical(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Critical, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CategoryPreferences_critical(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CategoryPreferences", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _CategoryPreferences_channels(ctx context.Context, field graphql.CollectedField, obj *view.CategoryPreferences) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CategoryPreferences_channels(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Channels, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v view.ChannelSwitches) graphql.Marshaler {
+			return ec.marshalNChannelSwitches2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐChannelSwitches(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CategoryPreferences_channels(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CategoryPreferences",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ChannelSwitches(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ChannelSwitches_push(ctx context.Context, field graphql.CollectedField, obj *view.ChannelSwitches) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChannelSwitches_push(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Push, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ChannelSwitches_push(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChannelSwitches", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _ChannelSwitches_telegram(ctx context.Context, field graphql.CollectedField, obj *view.ChannelSwitches) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChannelSwitches_telegram(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Telegram, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ChannelSwitches_telegram(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChannelSwitches", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _ChannelSwitches_email(ctx context.Context, field graphql.CollectedField, obj *view.ChannelSwitches) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChannelSwitches_email(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Email, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ChannelSwitches_email(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChannelSwitches", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _ChannelSwitches_webPush(ctx context.Context, field graphql.CollectedField, obj *view.ChannelSwitches) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChannelSwitches_webPush(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WebPush, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ChannelSwitches_webPush(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChannelSwitches", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _ChannelSwitches_inbox(ctx context.Context, field graphql.CollectedField, obj *view.ChannelSwitches) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChannelSwitches_inbox(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Inbox, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ChannelSwitches_inbox(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChannelSwitches", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _CreatedApiKey_key(ctx context.Context, field graphql.CollectedField, obj *view.CreatedAPIKey) (ret graphql.Marshaler) {
@@ -10511,7 +10975,7 @@ func (ec *executionContext) _Mutation_sendNotificationToUser(ctx context.Context
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().SendNotificationToUser(ctx, fc.Args["userId"].(string), fc.Args["notification"].(NotificationInput), fc.Args["channels"].([]string), fc.Args["idempotencyKey"].(*string))
+			return ec.Resolvers.Mutation().SendNotificationToUser(ctx, fc.Args["userId"].(string), fc.Args["notification"].(NotificationInput), fc.Args["channels"].([]string), fc.Args["category"].(*string), fc.Args["idempotencyKey"].(*string))
 		},
 		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
 			directive0 := next
@@ -10573,7 +11037,7 @@ func (ec *executionContext) _Mutation_sendNotificationToAll(ctx context.Context,
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().SendNotificationToAll(ctx, fc.Args["notification"].(NotificationInput), fc.Args["audience"].(*AudienceInput), fc.Args["sendAt"].(*time.Time), fc.Args["idempotencyKey"].(*string))
+			return ec.Resolvers.Mutation().SendNotificationToAll(ctx, fc.Args["notification"].(NotificationInput), fc.Args["audience"].(*AudienceInput), fc.Args["sendAt"].(*time.Time), fc.Args["category"].(*string), fc.Args["idempotencyKey"].(*string))
 		},
 		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
 			directive0 := next
@@ -13783,6 +14247,125 @@ func (ec *executionContext) fieldContext_Mutation_upgradeGuest(ctx context.Conte
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_updateMyNotificationPreferences(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updateMyNotificationPreferences(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdateMyNotificationPreferences(ctx, fc.Args["settings"].([]view.NotificationSetting))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.NotificationPreferences
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.NotificationPreferences) graphql.Marshaler {
+			return ec.marshalNNotificationPreferences2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationPreferences(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updateMyNotificationPreferences(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NotificationPreferences(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updateMyNotificationPreferences_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_updateUserNotificationPreferences(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_updateUserNotificationPreferences(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().UpdateUserNotificationPreferences(ctx, fc.Args["userId"].(string), fc.Args["settings"].([]view.NotificationSetting))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalOString2ᚖstring(ctx, "accounts:write")
+				if err != nil {
+					var zeroVal *view.NotificationPreferences
+					return zeroVal, err
+				}
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.NotificationPreferences
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.NotificationPreferences) graphql.Marshaler {
+			return ec.marshalNNotificationPreferences2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationPreferences(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_updateUserNotificationPreferences(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NotificationPreferences(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_updateUserNotificationPreferences_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _NotificationJob_id(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -13942,6 +14525,61 @@ func (ec *executionContext) _NotificationJob_invalidTokens(ctx context.Context, 
 }
 func (ec *executionContext) fieldContext_NotificationJob_invalidTokens(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationJob_skipped(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationJob_skipped(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Skipped, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v view.SkipCounts) graphql.Marshaler {
+			return ec.marshalNSkipCounts2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSkipCounts(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationJob_skipped(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NotificationJob",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SkipCounts(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NotificationJob_category(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationJob_category(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Category, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationJob_category(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
 func (ec *executionContext) _NotificationJob_createdAt(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
@@ -14118,6 +14756,38 @@ func (ec *executionContext) fieldContext_NotificationJobConnection_pageInfo(_ co
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NotificationPreferences_categories(ctx context.Context, field graphql.CollectedField, obj *view.NotificationPreferences) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationPreferences_categories(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Categories, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []view.CategoryPreferences) graphql.Marshaler {
+			return ec.marshalNCategoryPreferences2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐCategoryPreferencesᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationPreferences_categories(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NotificationPreferences",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CategoryPreferences(ctx, field)
 		},
 	}
 	return fc, nil
@@ -16073,6 +16743,113 @@ func (ec *executionContext) fieldContext_Query_userSecurityLog(ctx context.Conte
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_myNotificationPreferences(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_myNotificationPreferences(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().MyNotificationPreferences(ctx)
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.NotificationPreferences
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.NotificationPreferences) graphql.Marshaler {
+			return ec.marshalNNotificationPreferences2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationPreferences(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_myNotificationPreferences(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NotificationPreferences(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_userNotificationPreferences(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_userNotificationPreferences(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().UserNotificationPreferences(ctx, fc.Args["userId"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalOString2ᚖstring(ctx, "accounts:read")
+				if err != nil {
+					var zeroVal *view.NotificationPreferences
+					return zeroVal, err
+				}
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.NotificationPreferences
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.NotificationPreferences) graphql.Marshaler {
+			return ec.marshalNNotificationPreferences2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationPreferences(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_userNotificationPreferences(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NotificationPreferences(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_userNotificationPreferences_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -16682,6 +17459,38 @@ func (ec *executionContext) fieldContext_SendToUserResult_outcomes(_ context.Con
 	return fc, nil
 }
 
+func (ec *executionContext) _SendToUserResult_skipped(ctx context.Context, field graphql.CollectedField, obj *view.SendToUserResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SendToUserResult_skipped(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Skipped, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v view.SkipCounts) graphql.Marshaler {
+			return ec.marshalNSkipCounts2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSkipCounts(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SendToUserResult_skipped(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "SendToUserResult",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SkipCounts(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Session_id(ctx context.Context, field graphql.CollectedField, obj *view.Session) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -16919,6 +17728,29 @@ func (ec *executionContext) _SignupResult_success(ctx context.Context, field gra
 }
 func (ec *executionContext) fieldContext_SignupResult_success(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SignupResult", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _SkipCounts_optedOut(ctx context.Context, field graphql.CollectedField, obj *view.SkipCounts) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SkipCounts_optedOut(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OptedOut, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SkipCounts_optedOut(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SkipCounts", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _Subscription_notificationJobUpdated(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
@@ -20334,6 +21166,50 @@ func (ec *executionContext) unmarshalInputNotificationInput(ctx context.Context,
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputNotificationSettingInput(ctx context.Context, obj any) (view.NotificationSetting, error) {
+	var it view.NotificationSetting
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"category", "channel", "enabled"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "category":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("category"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Category = data
+		case "channel":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("channel"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Channel = data
+		case "enabled":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("enabled"))
+			data, err := ec.unmarshalNBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Enabled = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputPushOptionsInput(ctx context.Context, obj any) (PushOptionsInput, error) {
 	var it PushOptionsInput
 	if obj == nil {
@@ -20885,6 +21761,112 @@ func (ec *executionContext) _BroadcastResult(ctx context.Context, sel ast.Select
 			}
 		case "jobId":
 			out.Values[i] = ec._BroadcastResult_jobId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var categoryPreferencesImplementors = []string{"CategoryPreferences"}
+
+func (ec *executionContext) _CategoryPreferences(ctx context.Context, sel ast.SelectionSet, obj *view.CategoryPreferences) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, categoryPreferencesImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CategoryPreferences")
+		case "category":
+			out.Values[i] = ec._CategoryPreferences_category(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "critical":
+			out.Values[i] = ec._CategoryPreferences_critical(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "channels":
+			out.Values[i] = ec._CategoryPreferences_channels(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var channelSwitchesImplementors = []string{"ChannelSwitches"}
+
+func (ec *executionContext) _ChannelSwitches(ctx context.Context, sel ast.SelectionSet, obj *view.ChannelSwitches) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, channelSwitchesImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ChannelSwitches")
+		case "push":
+			out.Values[i] = ec._ChannelSwitches_push(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "telegram":
+			out.Values[i] = ec._ChannelSwitches_telegram(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "email":
+			out.Values[i] = ec._ChannelSwitches_email(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "webPush":
+			out.Values[i] = ec._ChannelSwitches_webPush(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "inbox":
+			out.Values[i] = ec._ChannelSwitches_inbox(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -22748,6 +23730,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "updateMyNotificationPreferences":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updateMyNotificationPreferences(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updateUserNotificationPreferences":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_updateUserNotificationPreferences(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -22816,6 +23812,16 @@ func (ec *executionContext) _NotificationJob(ctx context.Context, sel ast.Select
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "skipped":
+			out.Values[i] = ec._NotificationJob_skipped(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "category":
+			out.Values[i] = ec._NotificationJob_category(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "createdAt":
 			out.Values[i] = ec._NotificationJob_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -22881,6 +23887,44 @@ func (ec *executionContext) _NotificationJobConnection(ctx context.Context, sel 
 			}
 		case "pageInfo":
 			out.Values[i] = ec._NotificationJobConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var notificationPreferencesImplementors = []string{"NotificationPreferences"}
+
+func (ec *executionContext) _NotificationPreferences(ctx context.Context, sel ast.SelectionSet, obj *view.NotificationPreferences) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, notificationPreferencesImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NotificationPreferences")
+		case "categories":
+			out.Values[i] = ec._NotificationPreferences_categories(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -23839,6 +24883,50 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "myNotificationPreferences":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_myNotificationPreferences(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "userNotificationPreferences":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_userNotificationPreferences(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -24227,6 +25315,11 @@ func (ec *executionContext) _SendToUserResult(ctx context.Context, sel ast.Selec
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "skipped":
+			out.Values[i] = ec._SendToUserResult_skipped(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -24373,6 +25466,44 @@ func (ec *executionContext) _SignupResult(ctx context.Context, sel ast.Selection
 			}
 		case "success":
 			out.Values[i] = ec._SignupResult_success(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var skipCountsImplementors = []string{"SkipCounts"}
+
+func (ec *executionContext) _SkipCounts(ctx context.Context, sel ast.SelectionSet, obj *view.SkipCounts) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, skipCountsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("SkipCounts")
+		case "optedOut":
+			out.Values[i] = ec._SkipCounts_optedOut(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -25754,6 +26885,28 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 	return res
 }
 
+func (ec *executionContext) unmarshalNBoolean2ᚖbool(ctx context.Context, v any) (*bool, error) {
+	res, err := graphql.UnmarshalBoolean(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNBoolean2ᚖbool(ctx context.Context, sel ast.SelectionSet, v *bool) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	_ = sel
+	res := graphql.MarshalBoolean(*v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
 func (ec *executionContext) marshalNBroadcastCounts2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐBroadcastCounts(ctx context.Context, sel ast.SelectionSet, v view.BroadcastCounts) graphql.Marshaler {
 	return ec._BroadcastCounts(ctx, sel, &v)
 }
@@ -25770,6 +26923,30 @@ func (ec *executionContext) marshalNBroadcastResult2ᚖgithubᚗcomᚋheraldᚑv
 		return graphql.Null
 	}
 	return ec._BroadcastResult(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNCategoryPreferences2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐCategoryPreferences(ctx context.Context, sel ast.SelectionSet, v view.CategoryPreferences) graphql.Marshaler {
+	return ec._CategoryPreferences(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNCategoryPreferences2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐCategoryPreferencesᚄ(ctx context.Context, sel ast.SelectionSet, v []view.CategoryPreferences) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNCategoryPreferences2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐCategoryPreferences(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNChannelSwitches2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐChannelSwitches(ctx context.Context, sel ast.SelectionSet, v view.ChannelSwitches) graphql.Marshaler {
+	return ec._ChannelSwitches(ctx, sel, &v)
 }
 
 func (ec *executionContext) unmarshalNCreateApiKeyInput2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐCreateAPIKeyInput(ctx context.Context, v any) (CreateAPIKeyInput, error) {
@@ -26312,6 +27489,39 @@ func (ec *executionContext) marshalNNotificationJobConnection2ᚖgithubᚗcomᚋ
 	return ec._NotificationJobConnection(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNNotificationPreferences2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationPreferences(ctx context.Context, sel ast.SelectionSet, v view.NotificationPreferences) graphql.Marshaler {
+	return ec._NotificationPreferences(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNNotificationPreferences2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationPreferences(ctx context.Context, sel ast.SelectionSet, v *view.NotificationPreferences) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._NotificationPreferences(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNNotificationSettingInput2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationSetting(ctx context.Context, v any) (view.NotificationSetting, error) {
+	res, err := ec.unmarshalInputNotificationSettingInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNNotificationSettingInput2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationSettingᚄ(ctx context.Context, v any) ([]view.NotificationSetting, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]view.NotificationSetting, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNNotificationSettingInput2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationSetting(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
 func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *view.PageInfo) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -26559,6 +27769,10 @@ func (ec *executionContext) marshalNSignupResult2ᚖgithubᚗcomᚋheraldᚑvpn�
 		return graphql.Null
 	}
 	return ec._SignupResult(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNSkipCounts2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐSkipCounts(ctx context.Context, sel ast.SelectionSet, v view.SkipCounts) graphql.Marshaler {
+	return ec._SkipCounts(ctx, sel, &v)
 }
 
 func (ec *executionContext) unmarshalNString2string(ctx context.Context, v any) (string, error) {

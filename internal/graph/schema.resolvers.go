@@ -137,8 +137,8 @@ func (r *mutationResolver) SendNotificationByDeviceID(ctx context.Context, devic
 }
 
 // SendNotificationToUser is the resolver for the sendNotificationToUser field.
-func (r *mutationResolver) SendNotificationToUser(ctx context.Context, userID string, notification NotificationInput, channels []string, idempotencyKey *string) (*view.SendToUserResult, error) {
-	res, err := r.Notifications.SendToUserIdempotent(ctx, r.idempotencyKey(idempotencyKey), userID, notificationInput(notification), channels)
+func (r *mutationResolver) SendNotificationToUser(ctx context.Context, userID string, notification NotificationInput, channels []string, category *string, idempotencyKey *string) (*view.SendToUserResult, error) {
+	res, err := r.Notifications.SendToUserIdempotent(ctx, r.idempotencyKey(idempotencyKey), userID, notificationInput(notification), notifications.UserSendOptions{Channels: channels, Category: deref(category)})
 	if err != nil {
 		return nil, err
 	}
@@ -146,8 +146,8 @@ func (r *mutationResolver) SendNotificationToUser(ctx context.Context, userID st
 }
 
 // SendNotificationToAll is the resolver for the sendNotificationToAll field.
-func (r *mutationResolver) SendNotificationToAll(ctx context.Context, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, idempotencyKey *string) (*view.BroadcastResult, error) {
-	job, err := r.Notifications.BroadcastIdempotent(ctx, r.idempotencyKey(idempotencyKey), notificationInput(notification), notifications.BroadcastOptions{SendAt: sendAt, Audience: audienceInput(audience)})
+func (r *mutationResolver) SendNotificationToAll(ctx context.Context, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, category *string, idempotencyKey *string) (*view.BroadcastResult, error) {
+	job, err := r.Notifications.BroadcastIdempotent(ctx, r.idempotencyKey(idempotencyKey), notificationInput(notification), notifications.BroadcastOptions{SendAt: sendAt, Audience: audienceInput(audience), Category: deref(category)})
 	if err != nil {
 		return nil, err
 	}
@@ -661,6 +661,16 @@ func (r *mutationResolver) UpgradeGuest(ctx context.Context, email string, passw
 	return ptr(view.NewUser(acct, r.Accounts.Now())), nil
 }
 
+// UpdateMyNotificationPreferences is the resolver for the updateMyNotificationPreferences field.
+func (r *mutationResolver) UpdateMyNotificationPreferences(ctx context.Context, settings []view.NotificationSetting) (*view.NotificationPreferences, error) {
+	return r.updatePreferences(ctx, auth.Caller(ctx).AccountID, settings)
+}
+
+// UpdateUserNotificationPreferences is the resolver for the updateUserNotificationPreferences field.
+func (r *mutationResolver) UpdateUserNotificationPreferences(ctx context.Context, userID string, settings []view.NotificationSetting) (*view.NotificationPreferences, error) {
+	return r.updatePreferences(ctx, userID, settings)
+}
+
 // Version is the resolver for the version field.
 func (r *queryResolver) Version(ctx context.Context) (string, error) {
 	return r.Resolver.Version, nil
@@ -922,6 +932,16 @@ func (r *queryResolver) MySecurityLog(ctx context.Context, first *int, after *st
 // UserSecurityLog is the resolver for the userSecurityLog field.
 func (r *queryResolver) UserSecurityLog(ctx context.Context, userID string, first *int, after *string) (*SecurityEventConnection, error) {
 	return r.securityLog(ctx, userID, first, after)
+}
+
+// MyNotificationPreferences is the resolver for the myNotificationPreferences field.
+func (r *queryResolver) MyNotificationPreferences(ctx context.Context) (*view.NotificationPreferences, error) {
+	return r.preferences(ctx, auth.Caller(ctx).AccountID)
+}
+
+// UserNotificationPreferences is the resolver for the userNotificationPreferences field.
+func (r *queryResolver) UserNotificationPreferences(ctx context.Context, userID string) (*view.NotificationPreferences, error) {
+	return r.preferences(ctx, userID)
 }
 
 // Detail is the resolver for the detail field.

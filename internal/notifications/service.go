@@ -15,6 +15,7 @@ import (
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/fanout"
 	"github.com/herald-vpn/herald/internal/live"
+	"github.com/herald-vpn/herald/internal/preferences"
 	"github.com/herald-vpn/herald/internal/push"
 	"github.com/herald-vpn/herald/internal/storage"
 )
@@ -75,6 +76,9 @@ type Config struct {
 	// Chats delivers the telegram channel of SendToUser; nil: the channel
 	// has no chat to reach.
 	Chats ChatSender
+	// Categories are the notification categories sends name (default the
+	// built-in ones).
+	Categories preferences.Catalogue
 	// Now is the clock (default time.Now in UTC).
 	Now func() time.Time
 }
@@ -118,6 +122,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Now == nil {
 		c.Now = func() time.Time { return time.Now().UTC() }
+	}
+	if c.Categories.Empty() {
+		c.Categories, _ = preferences.NewCatalogue(nil)
 	}
 	return c
 }
@@ -265,6 +272,10 @@ type BroadcastOptions struct {
 	// Audience narrows the recipients (see Audience); totalRecipients
 	// counts it.
 	Audience Audience
+	// Category is the notification category ("" is
+	// preferences.DefaultCategory); a recipient who turned it off on the
+	// device's channel is skipped when the walk reaches it.
+	Category string
 }
 
 // BroadcastWith is Broadcast with options. VALIDATION_ERROR (field sendAt)
@@ -275,6 +286,10 @@ func (s *Service) BroadcastWith(ctx context.Context, n Notification, opts Broadc
 		return Job{}, err
 	}
 	if err := opts.Audience.Validate(); err != nil {
+		return Job{}, err
+	}
+	category, err := s.category(opts.Category)
+	if err != nil {
 		return Job{}, err
 	}
 	var sendAt *time.Time
@@ -293,13 +308,23 @@ func (s *Service) BroadcastWith(ctx context.Context, n Notification, opts Broadc
 	if err != nil {
 		return Job{}, err
 	}
-	b := NewBroadcast{ID: id.String(), Subject: n.Subject, Content: n.Content, Data: data, SendAt: sendAt, Audience: opts.Audience}
+	b := NewBroadcast{ID: id.String(), Subject: n.Subject, Content: n.Content, Data: data, SendAt: sendAt, Audience: opts.Audience, Category: category}
 	if n.Options != (PushOptions{}) {
 		if b.Options, err = json.Marshal(n.Options); err != nil {
 			return Job{}, err
 		}
 	}
 	return s.store.CreateBroadcast(ctx, b, BroadcastArgs{JobID: id.String()})
+}
+
+// category resolves the category a send names: INVALID_INPUT (field
+// category) for one the catalogue does not have.
+func (s *Service) category(name string) (string, error) {
+	c, ok := s.cfg.Categories.Resolve(name)
+	if !ok {
+		return "", invalidInput("category", fmt.Sprintf("Unknown category %q; the categories are %s.", name, s.cfg.Categories.Names()))
+	}
+	return c, nil
 }
 
 // QueuedMessage is the message sendNotificationToAll shows.

@@ -8,6 +8,7 @@ import (
 	"github.com/herald-vpn/herald/internal/audience"
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/fanout"
+	"github.com/herald-vpn/herald/internal/preferences"
 	"github.com/riverqueue/river"
 )
 
@@ -52,9 +53,12 @@ type Job struct {
 	Sent            int
 	Failed          int
 	InvalidTokens   int
-	CreatedAt       time.Time
-	StartedAt       *time.Time
-	FinishedAt      *time.Time
+	// OptedOut counts the recipients skipped because their owner turned
+	// the job's category off on the device's channel (at its claim).
+	OptedOut   int
+	CreatedAt  time.Time
+	StartedAt  *time.Time
+	FinishedAt *time.Time
 	// Error says why a failed job failed.
 	Error string
 	// Options are the push options every device is sent with.
@@ -63,6 +67,9 @@ type Job struct {
 	SendAt *time.Time
 	// Audience is who it is sent to; the zero value is everyone.
 	Audience Audience
+	// Category is the notification category it is sent in
+	// (preferences.Catalogue); recipients who turned it off are skipped.
+	Category string
 }
 
 // Finished reports whether the job reached a final status.
@@ -80,6 +87,8 @@ type NewBroadcast struct {
 	SendAt *time.Time
 	// Audience narrows the recipients; the zero value is everyone.
 	Audience Audience
+	// Category is the notification category (resolved: never "").
+	Category string
 }
 
 // Audience narrows a broadcast's recipients (the zero value is everyone).
@@ -139,6 +148,9 @@ type Store interface {
 	ListDevices(ctx context.Context, accountID string) ([]devices.Device, error)
 	// DeviceByID returns any device, active or not. ErrNotFound when unknown.
 	DeviceByID(ctx context.Context, id string) (devices.Device, error)
+	// NotificationSettings are the account's stored notification
+	// preferences (preferences.Store).
+	NotificationSettings(ctx context.Context, accountID string) ([]preferences.Setting, error)
 	// AccountDisabled reports whether an operator disabled the account:
 	// its devices get no pushes.
 	AccountDisabled(ctx context.Context, accountID string) (bool, error)
@@ -179,7 +191,10 @@ type Store interface {
 	ReclaimDeliveries(ctx context.Context, id, owner string, retriesOnly bool, after string, limit int, until time.Time) (Claims, error)
 	// ClaimNextBatch claims, after the job's cursor, up to limit active
 	// devices with a valid token created no later than the job, and moves
-	// the cursor past them, in one transaction; it renews the lease. It
+	// the cursor past them, in one transaction; it renews the lease. The
+	// devices whose owner turned the job's category off on the device's
+	// channel are not claimed but counted in the job's OptedOut (Last
+	// still moves past them). It
 	// writes nothing per device: until RecordDeliveries settles the walk
 	// past them, claimed devices without a delivery row are the ones whose
 	// outcome is unknown.

@@ -11,6 +11,7 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/idempotency"
+	"github.com/herald-vpn/herald/internal/preferences"
 	"github.com/herald-vpn/herald/internal/storage"
 )
 
@@ -70,7 +71,36 @@ type UserSendResult struct {
 	Status   string          `json:"status"`
 	Message  string          `json:"message"`
 	Outcomes []DeviceOutcome `json:"outcomes"`
+	// Skipped counts the devices and the chat not sent to, per reason.
+	Skipped SkipCounts `json:"skipped"`
 }
+
+// SkipCounts counts the recipients of a send skipped, per reason.
+type SkipCounts struct {
+	// OptedOut: the user turned the send's category off on that channel.
+	OptedOut int `json:"optedOut"`
+}
+
+// UserSendOptions are sendNotificationToUser's optional arguments.
+type UserSendOptions struct {
+	// Channels are ChannelPush (the default) and ChannelTelegram.
+	Channels []string
+	// Category is the notification category ("" is
+	// preferences.DefaultCategory).
+	Category string
+}
+
+// DeviceChannel is the preference channel of a device of platform: a
+// browser's push subscription is web push, any other device push.
+func DeviceChannel(platform string) string {
+	if platform == PlatformWeb {
+		return preferences.ChannelWebPush
+	}
+	return preferences.ChannelPush
+}
+
+// PlatformWeb is a browser's push subscription's platform.
+const PlatformWeb = "web"
 
 // SendToUser pushes n now to every active device of the user that has a
 // valid push token, at once, and answers one outcome per such device.
@@ -79,11 +109,16 @@ type UserSendResult struct {
 // Another channel is INVALID_INPUT (field channels). USER_NOT_FOUND for an
 // unknown user; a user without such a device or chat, or whose account is
 // disabled, is status no_recipients, not an error.
-func (s *Service) SendToUser(ctx context.Context, userID string, n Notification, channels []string) (UserSendResult, error) {
+func (s *Service) SendToUser(ctx context.Context, userID string, n Notification, opts UserSendOptions) (UserSendResult, error) {
 	if err := n.Validate(); err != nil {
 		return UserSendResult{}, err
 	}
+	channels := opts.Channels
 	if err := checkChannels(channels); err != nil {
+		return UserSendResult{}, err
+	}
+	category, err := s.category(opts.Category)
+	if err != nil {
 		return UserSendResult{}, err
 	}
 	if _, err := s.store.AccountByID(ctx, userID); errors.Is(err, storage.ErrNotFound) {
@@ -98,6 +133,12 @@ func (s *Service) SendToUser(ctx context.Context, userID string, n Notification,
 	if disabled {
 		return UserSendResult{UserID: userID, Status: UserNoRecipients, Message: "The account is disabled; it gets no notifications.", Outcomes: []DeviceOutcome{}}, nil
 	}
+	settings, err := s.store.NotificationSettings(ctx, userID)
+	if err != nil {
+		return UserSendResult{}, err
+	}
+	allows := func(channel string) bool { return s.cfg.Categories.Allows(settings, category, channel) }
+	var skipped SkipCounts
 	push, telegram := channelSet(channels)
 	var list []devices.Device
 	if push {
@@ -105,10 +146,22 @@ func (s *Service) SendToUser(ctx context.Context, userID string, n Notification,
 			return UserSendResult{}, err
 		}
 		list = slices.DeleteFunc(list, func(d devices.Device) bool {
-			return d.PushTokenStatus != devices.TokenValid || d.PushToken == ""
+			if d.PushTokenStatus != devices.TokenValid || d.PushToken == "" {
+				return true
+			}
+			if !allows(DeviceChannel(d.Platform)) {
+				skipped.OptedOut++
+				return true
+			}
+			return false
 		})
 	}
-	res := UserSendResult{UserID: userID, Outcomes: make([]DeviceOutcome, len(list))}
+	if telegram && !allows(preferences.ChannelTelegram) {
+		// Whether a chat is linked is not asked: the user said no.
+		telegram = false
+		skipped.OptedOut++
+	}
+	res := UserSendResult{UserID: userID, Outcomes: make([]DeviceOutcome, len(list)), Skipped: skipped}
 	var chat *DeviceOutcome
 	var wg sync.WaitGroup
 	if telegram && s.cfg.Chats != nil {
@@ -157,6 +210,8 @@ func (s *Service) SendToUser(ctx context.Context, userID string, n Notification,
 		what = "recipients"
 	}
 	switch {
+	case total == 0 && skipped.OptedOut > 0:
+		res.Status, res.Message = UserNoRecipients, fmt.Sprintf("The user turned %s notifications off on the channels asked; nothing was sent.", category)
 	case total == 0 && telegram:
 		res.Status, res.Message = UserNoRecipients, "The user has no device with a valid push token and no linked Telegram chat; nothing was sent."
 	case total == 0:
@@ -208,9 +263,9 @@ func (s *Service) SendToDeviceIdempotent(ctx context.Context, k idempotency.Key,
 }
 
 // SendToUserIdempotent is SendToUser under the idempotency key k.
-func (s *Service) SendToUserIdempotent(ctx context.Context, k idempotency.Key, userID string, n Notification, channels []string) (UserSendResult, error) {
-	return idempotency.Do(ctx, k, "sendNotificationToUser", []any{userID, n, channels}, func(ctx context.Context) (UserSendResult, error) {
-		return s.SendToUser(ctx, userID, n, channels)
+func (s *Service) SendToUserIdempotent(ctx context.Context, k idempotency.Key, userID string, n Notification, opts UserSendOptions) (UserSendResult, error) {
+	return idempotency.Do(ctx, k, "sendNotificationToUser", []any{userID, n, opts}, func(ctx context.Context) (UserSendResult, error) {
+		return s.SendToUser(ctx, userID, n, opts)
 	})
 }
 

@@ -57,7 +57,7 @@ func TestSendToUserTelegramChannel(t *testing.T) {
 		}
 		for _, tc := range cases {
 			c.err = tc.chatErr
-			res, err := e.svc.SendToUser(ctx, tc.user, hello, tc.channels)
+			res, err := e.svc.SendToUser(ctx, tc.user, hello, notifications.UserSendOptions{Channels: tc.channels})
 			if err != nil {
 				t.Fatalf("%s: %v", tc.name, err)
 			}

@@ -53,7 +53,7 @@ type Accounts interface {
 
 // Pusher pushes to a user's devices (*notifications.Service).
 type Pusher interface {
-	SendToUser(ctx context.Context, userID string, n notifications.Notification, channels []string) (notifications.UserSendResult, error)
+	SendToUser(ctx context.Context, userID string, n notifications.Notification, opts notifications.UserSendOptions) (notifications.UserSendResult, error)
 }
 
 // Renderer composes an email (*mail.Templates).
@@ -138,6 +138,9 @@ func (s *Sender) Recipient(ctx context.Context, accountID string) (acct accounts
 // Notice is what every channel says to the account's owner.
 type Notice struct {
 	Account accounts.Account
+	// Category is the notification category (preferences): security and
+	// billing, which no preference turns off.
+	Category string
 	// Title and Body are the push's; PushData its data.
 	Title, Body string
 	PushData    map[string]any
@@ -209,7 +212,8 @@ func (s *Sender) push(ctx context.Context, n Notice) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	res, err := s.deps.Push.SendToUser(ctx, n.Account.ID, notifications.Notification{Subject: n.Title, Content: n.Body, Data: n.PushData}, []string{notifications.ChannelPush})
+	res, err := s.deps.Push.SendToUser(ctx, n.Account.ID, notifications.Notification{Subject: n.Title, Content: n.Body, Data: n.PushData},
+		notifications.UserSendOptions{Channels: []string{notifications.ChannelPush}, Category: n.Category})
 	if apperr.Is(err, apperr.UserNotFound) {
 		return outcomeSkipped, nil
 	}

@@ -52,6 +52,7 @@ var restBodies = []bodyCheck{
 	bodyOf[sendToUserBody](),
 	bodyOf[sendToDeviceBody](),
 	bodyOf[broadcastBody](),
+	bodyOf[preferencesBody](),
 	bodyOf[sendMessengerMessageBody](),
 	bodyOf[sendMessengerBroadcastBody](),
 	bodyOf[createAPIKeyBody](),

@@ -74,6 +74,7 @@ type broadcastBody struct {
 	SendAt       *time.Time         `json:"sendAt"`
 	// Audience decodes straight into the domain type: the same names.
 	Audience *notifications.Audience `json:"audience"`
+	Category string                  `json:"category"`
 }
 
 // Broadcast is POST /api/v1/notifications/broadcasts: 202, the job is
@@ -84,7 +85,7 @@ func (h *Handlers) Broadcast() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		j, err := h.Notifications.BroadcastIdempotent(r.Context(), h.idempotencyKey(r), n, notifications.BroadcastOptions{SendAt: in.SendAt, Audience: deref(in.Audience)})
+		j, err := h.Notifications.BroadcastIdempotent(r.Context(), h.idempotencyKey(r), n, notifications.BroadcastOptions{SendAt: in.SendAt, Audience: deref(in.Audience), Category: in.Category})
 		if err != nil {
 			return nil, err
 		}
@@ -162,6 +163,7 @@ func (h *Handlers) SendMessengerMessage() http.HandlerFunc {
 type sendToUserBody struct {
 	Notification *notificationInput `json:"notification"`
 	Channels     []string           `json:"channels"`
+	Category     string             `json:"category"`
 }
 
 // SendToUser is POST /api/v1/notifications/users/{id}.
@@ -171,7 +173,7 @@ func (h *Handlers) SendToUser() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		res, err := h.Notifications.SendToUserIdempotent(r.Context(), h.idempotencyKey(r), r.PathValue("id"), n, in.Channels)
+		res, err := h.Notifications.SendToUserIdempotent(r.Context(), h.idempotencyKey(r), r.PathValue("id"), n, notifications.UserSendOptions{Channels: in.Channels, Category: in.Category})
 		if err != nil {
 			return nil, err
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/mail"
 	"github.com/herald-vpn/herald/internal/ownernotice"
+	"github.com/herald-vpn/herald/internal/preferences"
 	"github.com/herald-vpn/herald/internal/securitylog"
 	"github.com/herald-vpn/herald/internal/texts"
 	"github.com/riverqueue/river"
@@ -100,7 +101,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[securitylog.NewDeviceA
 	}
 	return w.send.Send(ctx, ownernotice.Job{KeyPrefix: args.Kind(), ID: job.ID, Attempt: job.Attempt, Operation: "newDeviceAlert", Request: args},
 		ownernotice.Notice{
-			Account: acct, Title: title, Body: body, PushData: data,
+			Account: acct, Category: preferences.CategorySecurity, Title: title, Body: body, PushData: data,
 			Email: mail.EmailNewDevice, EmailVars: mail.Vars{Date: args.At, IP: args.IP, UserAgent: args.UserAgent, EndURL: endURL},
 			Telegram: chat,
 		})

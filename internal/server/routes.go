@@ -198,6 +198,10 @@ func restRoutes(h *rest.Handlers) []route {
 		// The security log (issue 25).
 		{"GET", "/api/v1/users/me/security-log", auth.Protected, h.MySecurityLog()},
 		{"GET", "/api/v1/admin/users/{id}/security-log", auth.Scoped(auth.ScopeAccountsRead), h.UserSecurityLog()},
+		{"GET", "/api/v1/users/me/notification-preferences", auth.Protected, h.MyPreferences()},
+		{"PATCH", "/api/v1/users/me/notification-preferences", auth.Protected, h.UpdateMyPreferences()},
+		{"GET", "/api/v1/admin/users/{id}/notification-preferences", auth.Scoped(auth.ScopeAccountsRead), h.UserPreferences()},
+		{"PATCH", "/api/v1/admin/users/{id}/notification-preferences", auth.Scoped(auth.ScopeAccountsWrite), h.UpdateUserPreferences()},
 		// Guest accounts (issue 25).
 		{"POST", "/api/v1/auth/guest", auth.ForAuthTier, h.SignInAsGuest()},
 		{"POST", "/api/v1/users/me/upgrade", auth.Protected, h.UpgradeGuest()},

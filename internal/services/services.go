@@ -22,6 +22,7 @@ import (
 	"github.com/herald-vpn/herald/internal/notifications"
 	"github.com/herald-vpn/herald/internal/overview"
 	"github.com/herald-vpn/herald/internal/passkeys"
+	"github.com/herald-vpn/herald/internal/preferences"
 	"github.com/herald-vpn/herald/internal/securitylog"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/subscriptions"
@@ -61,6 +62,9 @@ type Services struct {
 	Identities *identities.Service
 	// SecurityLog is every account's log of security events.
 	SecurityLog *securitylog.Log
+	// Preferences are how each user wants to be reached: notification
+	// categories and channels on or off.
+	Preferences *preferences.Service
 	// Captcha verifies the X-Captcha-Token of the requests that need one
 	// (Require(ctx, captcha.ActionGuest) for a door's own guard); nil
 	// when no provider is configured, and a nil guard demands nothing.

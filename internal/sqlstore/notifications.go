@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/herald-vpn/herald/internal/notifications"
+	"github.com/herald-vpn/herald/internal/preferences"
 	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/herald-vpn/herald/internal/view"
 	"github.com/herald-vpn/herald/internal/webhooks"
@@ -24,7 +25,7 @@ var pushJobs = fanoutJobs[notifications.Job]{
 	event: func(j notifications.Job) webhooks.Payload { return view.NewNotificationJobEvent(j) },
 }
 
-const jobColumns = `id, status, subject, content, data, total_recipients, sent, failed, invalid_tokens, created_at, started_at, finished_at, last_error, push_options, send_at, audience_platforms, audience_plans, audience_status`
+const jobColumns = `id, status, subject, content, data, total_recipients, sent, failed, invalid_tokens, created_at, started_at, finished_at, last_error, push_options, send_at, audience_platforms, audience_plans, audience_status, category, opted_out`
 
 func scanJob(r row, extra ...any) (notifications.Job, error) {
 	var j notifications.Job
@@ -32,7 +33,7 @@ func scanJob(r row, extra ...any) (notifications.Job, error) {
 	var platforms, plans string
 	var started, finished, sendAt *time.Time
 	dest := append([]any{&j.ID, &j.Status, &j.Subject, &j.Content, &data, &j.TotalRecipients, &j.Sent, &j.Failed, &j.InvalidTokens,
-		&j.CreatedAt, &started, &finished, &j.Error, &opts, &sendAt, &platforms, &plans, &j.Audience.SubscriptionStatus}, extra...)
+		&j.CreatedAt, &started, &finished, &j.Error, &opts, &sendAt, &platforms, &plans, &j.Audience.SubscriptionStatus, &j.Category, &j.OptedOut}, extra...)
 	if err := r.Scan(dest...); err != nil {
 		return notifications.Job{}, err
 	}
@@ -98,6 +99,14 @@ func splitList(s string) []string {
 // matches the predicate of the devices_recipients partial index word for
 // word; then the devices of disabled accounts are left out (an account's
 // row by primary key; the accounts of devices are almost never disabled).
+// optedOut is the condition that the owner of a device turned the
+// category of the job row (or CTE) j off on the device's channel
+// (notifications.DeviceChannel); a critical category is never stored
+// off (preferences.Catalogue.Check).
+const optedOut = `EXISTS (SELECT 1 FROM notification_preferences np WHERE np.account_id = devices.account_id AND np.category = j.category
+	AND np.channel = CASE WHEN devices.platform = '` + notifications.PlatformWeb + `' THEN '` + preferences.ChannelWebPush + `' ELSE '` + preferences.ChannelPush + `' END
+	AND np.enabled = FALSE)`
+
 const recipients = `active = TRUE AND push_token_status = 'valid' AND NOT EXISTS (SELECT 1 FROM accounts acct WHERE acct.id = devices.account_id AND acct.disabled_at IS NOT NULL)`
 
 // AccountDisabled implements notifications.Store.
@@ -127,8 +136,8 @@ func (db *DB) CreateBroadcast(ctx context.Context, b notifications.NewBroadcast,
 		}
 		a := b.Audience
 		if _, err := tx.q.exec(ctx, `INSERT INTO notification_jobs (id, subject, content, data, status, total_recipients, created_at, push_options, send_at,
-			audience_platforms, audience_plans, audience_status) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)`,
-			b.ID, b.Subject, b.Content, data, status, tx.now, opts, b.SendAt, joinList(a.Platforms), joinList(a.Plans), a.SubscriptionStatus); err != nil {
+			audience_platforms, audience_plans, audience_status, category) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)`,
+			b.ID, b.Subject, b.Content, data, status, tx.now, opts, b.SendAt, joinList(a.Platforms), joinList(a.Plans), a.SubscriptionStatus, b.Category); err != nil {
 			return err
 		}
 		// Counted with the walk's own condition, read from the job row.
@@ -147,7 +156,7 @@ func (db *DB) CreateBroadcast(ctx context.Context, b notifications.NewBroadcast,
 		if err != nil {
 			return err
 		}
-		j = notifications.Job{ID: b.ID, Status: status, Subject: b.Subject, Content: b.Content, Data: m, TotalRecipients: total, CreatedAt: tx.now, SendAt: utcPtr(b.SendAt), Audience: b.Audience}
+		j = notifications.Job{ID: b.ID, Status: status, Subject: b.Subject, Content: b.Content, Data: m, TotalRecipients: total, CreatedAt: tx.now, SendAt: utcPtr(b.SendAt), Audience: b.Audience, Category: b.Category}
 		if b.Options != nil {
 			if err := json.Unmarshal(b.Options, &j.Options); err != nil {
 				return err
@@ -225,27 +234,34 @@ func (db *DB) ClaimNextBatch(ctx context.Context, id, owner string, limit int, u
 			c.Done = true
 			return nil
 		}
-		rs, err := tx.q.query(ctx, `SELECT devices.id, devices.platform, devices.push_token FROM devices, notification_jobs j
+		type found struct {
+			notifications.Claim
+			optedOut bool
+		}
+		rs, err := tx.q.query(ctx, `SELECT devices.id, devices.platform, devices.push_token, `+optedOut+` FROM devices, notification_jobs j
 			WHERE j.id = ? AND `+recipients+` AND `+inAudience+` AND devices.id > ? AND devices.created_at <= ? AND devices.push_token IS NOT NULL
 			ORDER BY devices.id LIMIT ?`,
 			id, cursor, created, limit)
-		found, err := collect(rs, err, func(r row) (notifications.Claim, error) {
-			var cl notifications.Claim
-			err := r.Scan(&cl.DeviceID, &cl.Platform, &cl.Token)
-			return cl, err
+		page, err := collect(rs, err, func(r row) (found, error) {
+			var f found
+			err := r.Scan(&f.DeviceID, &f.Platform, &f.Token, &f.optedOut)
+			return f, err
 		})
 		if err != nil {
 			return err
 		}
-		c.Done = len(found) < limit
-		next := cursor
-		if len(found) > 0 {
-			c.Last = found[len(found)-1].DeviceID
-			next = c.Last
-			c.Claims = found
+		c.Done = len(page) < limit
+		next, skipped := cursor, 0
+		for _, f := range page {
+			if f.optedOut {
+				skipped++
+			} else {
+				c.Claims = append(c.Claims, f.Claim)
+			}
+			c.Last, next = f.DeviceID, f.DeviceID
 		}
-		n, err := tx.q.exec(ctx, `UPDATE notification_jobs SET walk_cursor = ?, walk_done = ?, lease_until = ?
-			WHERE id = ? AND status = 'running' AND lease_owner = ? AND walk_cursor = ?`, next, c.Done, until, id, owner, cursor)
+		n, err := tx.q.exec(ctx, `UPDATE notification_jobs SET walk_cursor = ?, walk_done = ?, lease_until = ?, opted_out = opted_out + ?
+			WHERE id = ? AND status = 'running' AND lease_owner = ? AND walk_cursor = ?`, next, c.Done, until, skipped, id, owner, cursor)
 		if err != nil {
 			return err
 		}
@@ -271,23 +287,24 @@ func (db *DB) ClaimNextBatch(ctx context.Context, id, owner string, limit int, u
 // locked by upd alone, until the statement's implicit commit. One row per
 // device found (or one row of NULLs when none is).
 var claimStatement = `WITH j AS (
-	SELECT status, lease_owner, walk_cursor, walk_done, created_at AS job_created, audience_platforms, audience_plans, audience_status
+	SELECT status, lease_owner, walk_cursor, walk_done, created_at AS job_created, audience_platforms, audience_plans, audience_status, category
 	FROM notification_jobs WHERE id = $1
 ),
 found AS (
-	SELECT devices.id, devices.platform, devices.push_token FROM devices, j
+	SELECT devices.id, devices.platform, devices.push_token, ` + optedOut + ` AS opted_out FROM devices, j
 	WHERE j.status = 'running' AND j.lease_owner = $2 AND NOT j.walk_done
 		AND ` + recipients + ` AND ` + inAudienceOfCTE + ` AND devices.id > (SELECT walk_cursor FROM j) AND devices.created_at <= j.job_created AND devices.push_token IS NOT NULL
 	ORDER BY devices.id LIMIT $3
 ),
 upd AS (
 	UPDATE notification_jobs n SET walk_cursor = COALESCE((SELECT max(id) FROM found), j.walk_cursor),
-		walk_done = (SELECT count(*) FROM found) < $3, lease_until = $4
+		walk_done = (SELECT count(*) FROM found) < $3, lease_until = $4,
+		opted_out = n.opted_out + (SELECT count(*) FROM found WHERE found.opted_out)
 	FROM j WHERE n.id = $1 AND j.status = 'running' AND j.lease_owner = $2 AND NOT j.walk_done
 		AND n.status = 'running' AND n.lease_owner = $2 AND n.walk_cursor = j.walk_cursor
 	RETURNING n.walk_done
 )
-SELECT j.status, j.lease_owner, j.walk_done, (SELECT walk_done FROM upd), f.id, f.platform, f.push_token
+SELECT j.status, j.lease_owner, j.walk_done, (SELECT walk_done FROM upd), f.id, f.platform, f.push_token, f.opted_out
 FROM j LEFT JOIN found f ON TRUE
 ORDER BY f.id`
 
@@ -313,8 +330,8 @@ func (db *DB) claimPostgres(ctx context.Context, id, owner string, limit int, un
 			var status string
 			var holder, deviceID, platform, token *string
 			var done bool
-			var moved *bool
-			if err := r.Scan(&status, &holder, &done, &moved, &deviceID, &platform, &token); err != nil {
+			var moved, skip *bool
+			if err := r.Scan(&status, &holder, &done, &moved, &deviceID, &platform, &token, &skip); err != nil {
 				return err
 			}
 			switch {
@@ -328,7 +345,9 @@ func (db *DB) claimPostgres(ctx context.Context, id, owner string, limit int, un
 				c.Done = *moved
 				if deviceID != nil {
 					c.Last = *deviceID
-					c.Claims = append(c.Claims, notifications.Claim{DeviceID: *deviceID, Platform: *platform, Token: *token})
+					if !*skip { // an opted-out device is counted, not claimed
+						c.Claims = append(c.Claims, notifications.Claim{DeviceID: *deviceID, Platform: *platform, Token: *token})
+					}
 				}
 			}
 		}
@@ -561,6 +580,7 @@ func (db *DB) ResumeWalk(ctx context.Context, id, owner, after string, limit int
 			WHERE j.id = ? AND `+recipients+` AND `+inAudience+` AND devices.id > ? AND devices.id <= ?
 				AND devices.created_at <= j.created_at AND devices.push_token IS NOT NULL
 				AND NOT EXISTS (SELECT 1 FROM notification_deliveries d WHERE d.job_id = j.id AND d.device_id = devices.id)
+				AND NOT `+optedOut+`
 			ORDER BY devices.id LIMIT ?`, id, from, cursor, limit)
 		c.Claims, err = collect(rs, err, func(r row) (notifications.Claim, error) {
 			var cl notifications.Claim

@@ -13,16 +13,20 @@ import (
 // what the progress stream (SSE) and subscription (WebSocket) send, and
 // what one replica publishes to the others (NotificationJobWire).
 type NotificationJob struct {
-	ID              string     `json:"id"`
-	Status          string     `json:"status"`
-	Subject         string     `json:"subject"`
-	TotalRecipients int        `json:"totalRecipients"`
-	Sent            int        `json:"sent"`
-	Failed          int        `json:"failed"`
-	InvalidTokens   int        `json:"invalidTokens"`
-	CreatedAt       time.Time  `json:"createdAt"`
-	StartedAt       *time.Time `json:"startedAt"`
-	FinishedAt      *time.Time `json:"finishedAt"`
+	ID              string `json:"id"`
+	Status          string `json:"status"`
+	Subject         string `json:"subject"`
+	TotalRecipients int    `json:"totalRecipients"`
+	Sent            int    `json:"sent"`
+	Failed          int    `json:"failed"`
+	InvalidTokens   int    `json:"invalidTokens"`
+	// Skipped counts the recipients not sent to, per reason.
+	Skipped SkipCounts `json:"skipped"`
+	// Category is the notification category it is sent in.
+	Category   string     `json:"category"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	StartedAt  *time.Time `json:"startedAt"`
+	FinishedAt *time.Time `json:"finishedAt"`
 	// SendAt is when a scheduled job starts; nil for one queued at once.
 	SendAt *time.Time `json:"sendAt"`
 	// Error says why a failed job failed.
@@ -39,6 +43,8 @@ func NewNotificationJob(j notifications.Job) NotificationJob {
 		Sent:            j.Sent,
 		Failed:          j.Failed,
 		InvalidTokens:   j.InvalidTokens,
+		Skipped:         SkipCounts{OptedOut: j.OptedOut},
+		Category:        j.Category,
 		CreatedAt:       seconds(j.CreatedAt),
 		StartedAt:       optionalSeconds(j.StartedAt),
 		FinishedAt:      optionalSeconds(j.FinishedAt),
@@ -51,7 +57,7 @@ func NewNotificationJob(j notifications.Job) NotificationJob {
 // does not carry).
 func (v NotificationJob) job() notifications.Job {
 	return notifications.Job{ID: v.ID, Status: v.Status, Subject: v.Subject, TotalRecipients: v.TotalRecipients, Sent: v.Sent, Failed: v.Failed,
-		InvalidTokens: v.InvalidTokens, CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, FinishedAt: v.FinishedAt, SendAt: v.SendAt, Error: deref(v.Error)}
+		InvalidTokens: v.InvalidTokens, OptedOut: v.Skipped.OptedOut, Category: v.Category, CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, FinishedAt: v.FinishedAt, SendAt: v.SendAt, Error: deref(v.Error)}
 }
 
 // NotificationJobWire writes a job's state into a live progress event, as
@@ -95,6 +101,15 @@ type SendToUserResult struct {
 	Status   string              `json:"status"`
 	Message  string              `json:"message"`
 	Outcomes []DeviceSendOutcome `json:"outcomes"`
+	// Skipped counts the devices and the chat not sent to, per reason.
+	Skipped SkipCounts `json:"skipped"`
+}
+
+// SkipCounts counts the recipients of a send or a broadcast skipped, per
+// reason.
+type SkipCounts struct {
+	// OptedOut: the user turned the category off on that channel.
+	OptedOut int `json:"optedOut"`
 }
 
 // DeviceSendOutcome is how the send to one device, or to the linked
@@ -112,7 +127,7 @@ type DeviceSendOutcome struct {
 
 // NewSendToUserResult renders a send to a user.
 func NewSendToUserResult(r notifications.UserSendResult) SendToUserResult {
-	return SendToUserResult{UserID: r.UserID, Status: r.Status, Message: r.Message,
+	return SendToUserResult{UserID: r.UserID, Status: r.Status, Message: r.Message, Skipped: SkipCounts(r.Skipped),
 		Outcomes: All(r.Outcomes, func(o notifications.DeviceOutcome) DeviceSendOutcome {
 			return DeviceSendOutcome{DeviceID: nonEmpty(o.DeviceID), ChatID: nonEmpty(o.ChatID), Platform: o.Platform, Channel: o.Channel,
 				Status: o.Status, Error: nonEmpty(o.Error)}

@@ -100,6 +100,11 @@ var schemas = []struct {
 	{"Identity", typeOf[view.Identity](), false},
 	{"IdentityRemoved", typeOf[view.IdentityRemoved](), false},
 	{"SignIn", typeOf[view.SignIn](), false},
+	{"NotificationPreferences", typeOf[view.NotificationPreferences](), false},
+	{"CategoryPreferences", typeOf[view.CategoryPreferences](), false},
+	{"ChannelSwitches", typeOf[view.ChannelSwitches](), false},
+	{"SkipCounts", typeOf[view.SkipCounts](), false},
+	{"NotificationSetting", typeOf[view.NotificationSetting](), true},
 }
 
 // inlineAnswers are the answers whose data schema is written in the

@@ -25,6 +25,7 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/mail"
 	"github.com/herald-vpn/herald/internal/ownernotice"
+	"github.com/herald-vpn/herald/internal/preferences"
 	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/herald-vpn/herald/internal/subscriptions"
 	"github.com/herald-vpn/herald/internal/texts"
@@ -161,7 +162,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[subscriptions.NoticeAr
 		KeyPrefix: "subscription_notice", ID: job.ID, Attempt: job.Attempt, Operation: "subscriptionNotice", Request: args,
 		LogAttrs: []any{"event", args.Event},
 	}, ownernotice.Notice{
-		Account: acct, Title: title, Body: body, PushData: data,
+		Account: acct, Category: preferences.CategoryBilling, Title: title, Body: body, PushData: data,
 		Email: emailOf(args.Event), EmailVars: mail.Vars{Plan: args.Plan, RenewURL: renewURL, Date: date},
 		Telegram: title + "\n\n" + body + "\n\n" + renewURL,
 	})

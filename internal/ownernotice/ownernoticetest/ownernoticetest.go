@@ -55,8 +55,8 @@ type Push struct {
 	Sent     []notifications.Notification
 }
 
-func (f *Push) SendToUser(_ context.Context, userID string, n notifications.Notification, channels []string) (notifications.UserSendResult, error) {
-	if !slices.Equal(channels, []string{notifications.ChannelPush}) {
+func (f *Push) SendToUser(_ context.Context, userID string, n notifications.Notification, opts notifications.UserSendOptions) (notifications.UserSendResult, error) {
+	if !slices.Equal(opts.Channels, []string{notifications.ChannelPush}) {
 		return notifications.UserSendResult{}, errors.New("push only, please")
 	}
 	if err := f.next(); err != nil {

@@ -1,0 +1,30 @@
+package graph
+
+import (
+	"context"
+
+	"github.com/herald-vpn/herald/internal/view"
+)
+
+// preferences answers an account's notification preferences.
+func (r *Resolver) preferences(ctx context.Context, accountID string) (*view.NotificationPreferences, error) {
+	p, err := r.Preferences.Get(ctx, accountID)
+	if err != nil {
+		return nil, err
+	}
+	return ptr(view.NewNotificationPreferences(p)), nil
+}
+
+// updatePreferences changes an account's notification preferences and
+// answers them after the change.
+func (r *Resolver) updatePreferences(ctx context.Context, accountID string, in []view.NotificationSetting) (*view.NotificationPreferences, error) {
+	settings, err := view.Settings(in)
+	if err != nil {
+		return nil, err
+	}
+	p, err := r.Preferences.Update(ctx, accountID, settings)
+	if err != nil {
+		return nil, err
+	}
+	return ptr(view.NewNotificationPreferences(p)), nil
+}

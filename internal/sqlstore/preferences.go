@@ -1,0 +1,39 @@
+package sqlstore
+
+import (
+	"context"
+
+	"github.com/herald-vpn/herald/internal/preferences"
+)
+
+// NotificationSettings implements preferences.Store.
+func (db *DB) NotificationSettings(ctx context.Context, accountID string) ([]preferences.Setting, error) {
+	rs, err := db.txOrConn(ctx).query(ctx, `SELECT category, channel, enabled FROM notification_preferences WHERE account_id = ? ORDER BY category, channel`, accountID)
+	return collect(rs, err, func(r row) (preferences.Setting, error) {
+		var s preferences.Setting
+		err := r.Scan(&s.Category, &s.Channel, &s.Enabled)
+		return s, err
+	})
+}
+
+// SetNotificationSettings implements preferences.Store (inside InTx).
+func (db *DB) SetNotificationSettings(ctx context.Context, accountID string, settings []preferences.Setting) error {
+	return db.inCallersTx(ctx, func(tx *Tx) error {
+		for _, s := range settings {
+			if _, err := tx.q.exec(ctx, `INSERT INTO notification_preferences (account_id, category, channel, enabled, updated_at) VALUES (?, ?, ?, ?, ?)
+				ON CONFLICT (account_id, category, channel) DO UPDATE SET enabled = excluded.enabled, updated_at = excluded.updated_at`,
+				accountID, s.Category, s.Channel, s.Enabled, tx.now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// AccountExists implements preferences.Store: a live account, deleted
+// ones not.
+func (db *DB) AccountExists(ctx context.Context, accountID string) (bool, error) {
+	var n int
+	err := db.txOrConn(ctx).queryRow(ctx, `SELECT COUNT(*) FROM accounts WHERE id = ? AND deleted_at IS NULL`, accountID).Scan(&n)
+	return n > 0, err
+}
