@@ -40,6 +40,10 @@ const (
 	// DeliverySkipped: no longer a recipient (removed, or its token died
 	// or moved) when an unresolved delivery was taken up again.
 	DeliverySkipped = "skipped"
+	// DeliveryOptedOut: the walk reached the device when its owner had
+	// the broadcast's category turned off on its channel; counted in the
+	// job's OptedOut, never sent, not even by a resumed walk.
+	DeliveryOptedOut = "opted_out"
 )
 
 // Job is a broadcast job.

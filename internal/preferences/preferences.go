@@ -192,7 +192,7 @@ func (c Catalogue) Check(changes []Setting) error {
 		}
 		if k.Critical && !s.Enabled {
 			return apperr.Newf(apperr.ValidationError, "The category %q cannot be turned off: it carries security and billing notices.", k.Name).
-				With("field", "category").With("category", k.Name).With("constraint", "a critical category stays on").With("received", "off")
+				With("field", "category").With("constraint", "a category that can be turned off").With("received", k.Name+" off")
 		}
 		key := [2]string{s.Category, s.Channel}
 		if seen[key] {

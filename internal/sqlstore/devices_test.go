@@ -14,6 +14,7 @@ import (
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/jobs"
 	"github.com/herald-vpn/herald/internal/notifications"
+	"github.com/herald-vpn/herald/internal/preferences"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/herald-vpn/herald/internal/subscriptions"
@@ -33,6 +34,7 @@ func TestDevicesConformance(t *testing.T) {
 		{"SetSubscription", testSetSubscription},
 		{"ImportRows", testImportRows},
 		{"BroadcastLifecycle", testBroadcastLifecycle},
+		{"BroadcastPreferences", testBroadcastPreferences},
 		{"BroadcastLease", testBroadcastLease},
 		{"BroadcastReclaimAndRetry", testBroadcastReclaim},
 		{"BroadcastCancelAndList", testBroadcastCancelAndList},
@@ -625,5 +627,62 @@ func testBroadcastCancelAndList(t *testing.T, db *sqlstore.DB, clk *testsupport.
 	}
 	if got := page("job2", 2); !slices.Equal(got, []string{"job1"}) {
 		t.Fatalf("page 2 %v", got)
+	}
+}
+
+// setPreference stores one notification setting of an account.
+func setPreference(t *testing.T, db *sqlstore.DB, account, category, channel string, on bool) {
+	t.Helper()
+	ctx := context.Background()
+	if err := db.InTx(ctx, func(ctx context.Context) error {
+		return db.SetNotificationSettings(ctx, account, []preferences.Setting{{Category: category, Channel: channel, Enabled: on}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A broadcast's walk skips, and counts, the devices whose owner turned
+// its category off on push when the walk reaches them: a preference
+// changed while the broadcast runs is obeyed for the devices not yet
+// claimed; another category or channel is not affected; a resumed walk
+// does not send to a device skipped.
+func testBroadcastPreferences(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
+	ctx := context.Background()
+	seedRecipients(t, db, 4) // a1: d000..d003
+	mustAccount(t, db, "a2")
+	mustRegister(t, db, "e000", "a2", "u000")
+	setPreference(t, db, "a2", "product", "telegram", false) // another channel
+	setPreference(t, db, "a2", "service", "push", false)     // another category
+	j, err := db.CreateBroadcast(ctx, notifications.NewBroadcast{ID: "job1", Subject: "Hi", Content: "Body", Category: "product"}, notifications.BroadcastArgs{JobID: "job1"})
+	if err != nil || j.Category != "product" || j.TotalRecipients != 5 {
+		t.Fatalf("created %+v, %v", j, err)
+	}
+	until := clk.Now().Add(time.Minute)
+	if l, err := db.AcquireBroadcast(ctx, "job1", "w1", until); err != nil || !l.Acquired {
+		t.Fatalf("acquire %+v, %v", l, err)
+	}
+	c, err := db.ClaimNextBatch(ctx, "job1", "w1", 2, until)
+	if err != nil || !slices.Equal(claimIDs(c.Claims), []string{"d000", "d001"}) || c.Last != "d001" {
+		t.Fatalf("first batch %+v, %v", c, err)
+	}
+	// a1 turns product push off while the broadcast runs.
+	setPreference(t, db, "a1", "product", "push", false)
+	c, err = db.ClaimNextBatch(ctx, "job1", "w1", 2, until)
+	if err != nil || len(c.Claims) != 0 || c.Last != "d003" || c.Done {
+		t.Fatalf("second batch, both devices opted out: %+v, %v", c, err)
+	}
+	c, err = db.ClaimNextBatch(ctx, "job1", "w1", 2, until)
+	if err != nil || !slices.Equal(claimIDs(c.Claims), []string{"e000"}) || !c.Done {
+		t.Fatalf("last batch %+v, %v", c, err)
+	}
+	if j, _ := db.BroadcastJob(ctx, "job1"); j.OptedOut != 2 {
+		t.Fatalf("opted out %d, want 2", j.OptedOut)
+	}
+	// Nothing is settled: a new run resumes the walk's claims, and not the
+	// skipped devices, even with the preference turned back on.
+	setPreference(t, db, "a1", "product", "push", true)
+	r, err := db.ResumeWalk(ctx, "job1", "w1", "", 10, until)
+	if err != nil || !slices.Equal(claimIDs(r.Claims), []string{"d000", "d001", "e000"}) {
+		t.Fatalf("resume %+v, %v", r, err)
 	}
 }

@@ -268,6 +268,16 @@ func (db *DB) ClaimNextBatch(ctx context.Context, id, owner string, limit int, u
 		if n == 0 {
 			return errClaimLost
 		}
+		// A skipped device's row says so, so that a resumed walk does not
+		// take it for a claim whose outcome is unknown.
+		for _, f := range page {
+			if f.optedOut {
+				if _, err := tx.q.exec(ctx, `INSERT INTO notification_deliveries (job_id, device_id, status, claimed_by, updated_at) VALUES (?, ?, ?, ?, ?)`,
+					id, f.DeviceID, notifications.DeliveryOptedOut, owner, tx.now); err != nil {
+					return err
+				}
+			}
+		}
 		return nil
 	})
 	if errors.Is(err, errClaimLost) {
@@ -283,7 +293,8 @@ func (db *DB) ClaimNextBatch(ctx context.Context, id, owner string, limit int, u
 //
 // claimStatement is ClaimNextBatch on PostgreSQL in one statement: read
 // the job, take the next devices after its cursor and move the cursor —
-// only if nobody moved it since (upd is empty otherwise). The job row is
+// only if nobody moved it since (upd is empty otherwise) — and write a
+// row for each device skipped because its owner opted out (skips). The job row is
 // locked by upd alone, until the statement's implicit commit. One row per
 // device found (or one row of NULLs when none is).
 var claimStatement = `WITH j AS (
@@ -303,6 +314,10 @@ upd AS (
 	FROM j WHERE n.id = $1 AND j.status = 'running' AND j.lease_owner = $2 AND NOT j.walk_done
 		AND n.status = 'running' AND n.lease_owner = $2 AND n.walk_cursor = j.walk_cursor
 	RETURNING n.walk_done
+),
+skips AS (
+	INSERT INTO notification_deliveries (job_id, device_id, status, claimed_by, updated_at)
+	SELECT $1, found.id, '` + notifications.DeliveryOptedOut + `', $2, $5 FROM found, upd WHERE found.opted_out
 )
 SELECT j.status, j.lease_owner, j.walk_done, (SELECT walk_done FROM upd), f.id, f.platform, f.push_token, f.opted_out
 FROM j LEFT JOIN found f ON TRUE
@@ -324,7 +339,7 @@ func (db *DB) claimPostgres(ctx context.Context, id, owner string, limit int, un
 	var rows, lost int
 	var b pgx.Batch
 	b.Queue(`SET LOCAL synchronous_commit TO OFF`)
-	b.Queue(claimStatement, id, owner, limit, until).Query(func(r pgx.Rows) error {
+	b.Queue(claimStatement, id, owner, limit, until, db.Now()).Query(func(r pgx.Rows) error {
 		for r.Next() {
 			rows++
 			var status string
@@ -580,7 +595,6 @@ func (db *DB) ResumeWalk(ctx context.Context, id, owner, after string, limit int
 			WHERE j.id = ? AND `+recipients+` AND `+inAudience+` AND devices.id > ? AND devices.id <= ?
 				AND devices.created_at <= j.created_at AND devices.push_token IS NOT NULL
 				AND NOT EXISTS (SELECT 1 FROM notification_deliveries d WHERE d.job_id = j.id AND d.device_id = devices.id)
-				AND NOT `+optedOut+`
 			ORDER BY devices.id LIMIT ?`, id, from, cursor, limit)
 		c.Claims, err = collect(rs, err, func(r row) (notifications.Claim, error) {
 			var cl notifications.Claim

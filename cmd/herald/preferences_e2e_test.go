@@ -1,0 +1,212 @@
+package main
+
+// Notification preferences (issue 26) end to end: read and changed on
+// both doors and through the admin API, refused where they must be, and
+// obeyed by sends to a user and by broadcasts, on both databases.
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
+)
+
+const preferencesFields = `categories { category critical channels { push telegram email webPush inbox } }`
+
+var preferenceDocs = map[string]string{
+	"myNotificationPreferences":         `query { myNotificationPreferences { ` + preferencesFields + ` } }`,
+	"updateMyNotificationPreferences":   `mutation ($s: [NotificationSettingInput!]!) { updateMyNotificationPreferences(settings: $s) { ` + preferencesFields + ` } }`,
+	"userNotificationPreferences":       `query ($id: ID!) { userNotificationPreferences(userId: $id) { ` + preferencesFields + ` } }`,
+	"updateUserNotificationPreferences": `mutation ($id: ID!, $s: [NotificationSettingInput!]!) { updateUserNotificationPreferences(userId: $id, settings: $s) { ` + preferencesFields + ` } }`,
+	"sendNotificationToUser": `mutation ($id: ID!, $n: NotificationInput!, $c: String) {
+  sendNotificationToUser(userId: $id, notification: $n, category: $c) { userId status message skipped { optedOut } outcomes { deviceId status } } }`,
+	"sendNotificationToAll": `mutation ($n: NotificationInput!, $c: String) { sendNotificationToAll(notification: $n, category: $c) { jobId status totalRecipients } }`,
+}
+
+// preferencesOp calls one preferences operation through the door: the
+// caller's own with token, a user's (userID set) as an operator.
+func preferencesOp(t *testing.T, h *herald, dn, op, userID string, settings []map[string]any, token string) result {
+	t.Helper()
+	if dn == graphQLDoor.name {
+		vars := map[string]any{}
+		if userID != "" {
+			vars["id"] = userID
+		}
+		if settings != nil {
+			vars["s"] = settings
+		}
+		return gql(t, h, op, preferenceDocs[op], vars, withBearer(token))
+	}
+	path := "/api/v1/users/me/notification-preferences"
+	if userID != "" {
+		path = "/api/v1/admin/users/" + userID + "/notification-preferences"
+	}
+	if settings == nil {
+		return restCall(t, h, http.MethodGet, path, nil, withBearer(token))
+	}
+	return restCall(t, h, http.MethodPatch, path, map[string]any{"settings": settings}, withBearer(token))
+}
+
+func setting(category, channel string, on bool) map[string]any {
+	return map[string]any{"category": category, "channel": channel, "enabled": on}
+}
+
+// channelOf reads one category's channel from a preferences answer.
+func channelOf(t *testing.T, data any, category, channel string) bool {
+	t.Helper()
+	list, _ := jsonPath(data, "categories").([]any)
+	for _, c := range list {
+		if jsonPath(c, "category") == category {
+			on, ok := jsonPath(c, "channels", channel).(bool)
+			if !ok {
+				t.Fatalf("no channel %s in %v", channel, c)
+			}
+			return on
+		}
+	}
+	t.Fatalf("no category %s in %v", category, data)
+	return false
+}
+
+func TestNotificationPreferencesE2E(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
+		f := newSendsFixture(t, d, map[string]string{"HERALD_NOTIFICATION_CATEGORIES": "vpn-tips"})
+		h := f.h
+		optedOut := 0 // devices whose owner turned product push off so far
+		for _, dn := range doorNames {
+			t.Run(dn, func(t *testing.T) {
+				access, userID := newUserToken(t, h, dn, "prefs-"+dn+"@example.com")
+				token := dn + "-prefs-phone"
+				mustRegister(t, h, dn, access, "android", token, "")
+
+				// A user who never chose has everything on.
+				r := preferencesOp(t, h, dn, "myNotificationPreferences", "", nil, access)
+				expectOK(t, "read preferences", r, http.StatusOK)
+				list, _ := jsonPath(r.data, "categories").([]any)
+				want := []string{"security", "billing", "service", "product", "messages", "vpn-tips"}
+				if len(list) != len(want) {
+					t.Fatalf("categories %v, want %v", r.data, want)
+				}
+				for i, c := range list {
+					critical := want[i] == "security" || want[i] == "billing"
+					if jsonPath(c, "category") != want[i] || jsonPath(c, "critical") != critical {
+						t.Fatalf("category %d = %v, want %s (critical %v)", i, c, want[i], critical)
+					}
+					for _, ch := range []string{"push", "telegram", "email", "webPush", "inbox"} {
+						if !channelOf(t, r.data, want[i], ch) {
+							t.Fatalf("%s/%s is off for a user who never chose", want[i], ch)
+						}
+					}
+				}
+
+				// The user turns product push and vpn-tips email off.
+				r = preferencesOp(t, h, dn, "updateMyNotificationPreferences", "", []map[string]any{setting("product", "push", false), setting("vpn-tips", "email", false)}, access)
+				expectOK(t, "turn product push off", r, http.StatusOK)
+				if channelOf(t, r.data, "product", "push") || channelOf(t, r.data, "vpn-tips", "email") || !channelOf(t, r.data, "product", "telegram") || !channelOf(t, r.data, "service", "push") {
+					t.Fatalf("after the change: %v", r.data)
+				}
+				optedOut++
+
+				// What is refused, and naming what.
+				for _, tc := range []struct {
+					what     string
+					settings []map[string]any
+					field    string
+				}{
+					{"security off", []map[string]any{setting("security", "push", false)}, "category"},
+					{"billing off", []map[string]any{setting("product", "email", false), setting("billing", "email", false)}, "category"},
+					{"an unknown category", []map[string]any{setting("promotions", "push", false)}, "category"},
+					{"an unknown channel", []map[string]any{setting("product", "sms", false)}, "channel"},
+					{"nothing", []map[string]any{}, "categories"},
+				} {
+					r := preferencesOp(t, h, dn, "updateMyNotificationPreferences", "", tc.settings, access)
+					expectError(t, tc.what, r, http.StatusBadRequest, "VALIDATION_ERROR")
+					if r.details["field"] != tc.field {
+						t.Fatalf("%s: details %v, want field %s", tc.what, r.details, tc.field)
+					}
+				}
+				if dn == restDoor.name { // GraphQL's Boolean! cannot be left out
+					r := restCall(t, h, http.MethodPatch, "/api/v1/users/me/notification-preferences", map[string]any{"settings": []map[string]any{{"category": "product", "channel": "push"}}}, withBearer(access))
+					expectError(t, "a setting without enabled", r, http.StatusBadRequest, "VALIDATION_ERROR")
+				}
+				r = preferencesOp(t, h, dn, "myNotificationPreferences", "", nil, access)
+				// "billing off" was refused whole: its product email change did not land either.
+				if !channelOf(t, r.data, "product", "email") || !channelOf(t, r.data, "billing", "email") {
+					t.Fatalf("a refused change landed in part, or billing went off: %v", r.data)
+				}
+
+				// Sends obey: product skips the device, service reaches it.
+				send := func(category any) result {
+					n := notify("News", "Something new", nil)
+					if dn == graphQLDoor.name {
+						return gql(t, h, "sendNotificationToUser", preferenceDocs["sendNotificationToUser"], map[string]any{"id": userID, "n": n, "c": category}, withBearer(f.admin))
+					}
+					body := map[string]any{"notification": n}
+					if category != nil {
+						body["category"] = category
+					}
+					return restCall(t, h, http.MethodPost, "/api/v1/notifications/users/"+userID, body, withAPIKey(f.key))
+				}
+				r = send("product")
+				expectOK(t, "a product send", r, http.StatusOK)
+				if jsonPath(r.data, "status") != "no_recipients" || asInt(t, jsonPath(r.data, "skipped", "optedOut")) != 1 || f.fake.Delivered(token) != 0 {
+					t.Fatalf("a product send to a user who turned it off = %v; the device got %d", r.data, f.fake.Delivered(token))
+				}
+				r = send(nil) // no category: service
+				expectOK(t, "a send without a category", r, http.StatusOK)
+				if jsonPath(r.data, "status") != "sent" || asInt(t, jsonPath(r.data, "skipped", "optedOut")) != 0 || f.fake.Delivered(token) != 1 {
+					t.Fatalf("a service send = %v; the device got %d", r.data, f.fake.Delivered(token))
+				}
+				r = send("promotions")
+				expectError(t, "an unknown category", r, http.StatusBadRequest, "INVALID_INPUT")
+				if r.details["field"] != "category" {
+					t.Fatalf("an unknown category: details %v", r.details)
+				}
+
+				// A product broadcast skips every device whose owner turned
+				// product push off, and counts them.
+				var b result
+				if dn == graphQLDoor.name {
+					b = gql(t, h, "sendNotificationToAll", preferenceDocs["sendNotificationToAll"], map[string]any{"n": notify("Sale", "Half price", nil), "c": "product"}, withBearer(f.admin))
+				} else {
+					b = restCall(t, h, http.MethodPost, "/api/v1/notifications/broadcasts", map[string]any{"notification": notify("Sale", "Half price", nil), "category": "product"}, withAPIKey(f.key))
+				}
+				expectOK(t, "a product broadcast", b, map[string]int{"rest": http.StatusAccepted, "graphql": http.StatusOK}[dn])
+				jobID, _ := jsonPath(b.data, "jobId").(string)
+				total := asInt(t, jsonPath(b.data, "totalRecipients"))
+				var job map[string]any
+				eventually(t, func() bool {
+					r := restCall(t, h, http.MethodGet, "/api/v1/notifications/broadcasts/"+jobID, nil, withAPIKey(f.key))
+					expectOK(t, "get job", r, http.StatusOK)
+					job = r.data.(map[string]any)
+					return job["status"] == "completed"
+				}, "broadcast %s never completed", jobID)
+				if job["category"] != "product" || asInt(t, jsonPath(job, "skipped", "optedOut")) != optedOut || asInt(t, job["sent"]) != total-optedOut {
+					t.Fatalf("product broadcast %v: want category product, %d opted out and %d sent of %d", job, optedOut, total-optedOut, total)
+				}
+				if f.fake.Delivered(token) != 1 {
+					t.Fatalf("the opted-out device got the product broadcast (%d pushes)", f.fake.Delivered(token))
+				}
+
+				// An operator reads and changes the user's preferences.
+				expectError(t, "a user on the admin door", preferencesOp(t, h, dn, "userNotificationPreferences", userID, nil, access), http.StatusForbidden, "INSUFFICIENT_PERMISSIONS")
+				expectError(t, "an unknown user", preferencesOp(t, h, dn, "userNotificationPreferences", "0197a3c2-5e1f-7c3a-9b2d-4f6e8a1c0d2b", nil, f.admin), http.StatusNotFound, "USER_NOT_FOUND")
+				r = preferencesOp(t, h, dn, "userNotificationPreferences", userID, nil, f.admin)
+				expectOK(t, "an operator reads", r, http.StatusOK)
+				if channelOf(t, r.data, "product", "push") {
+					t.Fatalf("the operator reads product push on: %v", r.data)
+				}
+				r = preferencesOp(t, h, dn, "updateUserNotificationPreferences", userID, []map[string]any{setting("product", "push", true)}, f.admin)
+				expectOK(t, "an operator turns it back on", r, http.StatusOK)
+				if !channelOf(t, r.data, "product", "push") {
+					t.Fatalf("after the operator's change: %v", r.data)
+				}
+				optedOut--
+				r = send("product")
+				if jsonPath(r.data, "status") != "sent" || f.fake.Delivered(token) != 2 {
+					t.Fatalf("a product send after the operator's change = %v; the device got %d", r.data, f.fake.Delivered(token))
+				}
+			})
+		}
+	})
+}
