@@ -89,8 +89,8 @@ type Config struct {
 	// path /v1/{appId}/messages:send is appended) to DefaultSendURL.
 	TokenURL string
 	SendURL  string
-	// HTTPClient sends both token and send requests; nil is a client with
-	// a 30 s timeout.
+	// HTTPClient sends both token and send requests; nil is a client of
+	// its own (not sharing http.DefaultTransport) with a 30 s timeout.
 	HTTPClient *http.Client
 }
 
@@ -129,7 +129,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
+		hc = &http.Client{Timeout: 30 * time.Second, Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
 	return &Client{
 		httpClient: hc,
@@ -139,6 +139,7 @@ func New(cfg Config) (*Client, error) {
 			url:          cfg.TokenURL,
 			clientID:     cfg.ClientID,
 			clientSecret: cfg.ClientSecret,
+			timeout:      tokenFetchTimeout,
 			now:          time.Now,
 		},
 	}, nil

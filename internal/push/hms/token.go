@@ -22,6 +22,7 @@ type tokenSource struct {
 	url          string
 	clientID     string
 	clientSecret string
+	timeout      time.Duration // bounds one fetch
 	now          func() time.Time
 
 	mu       sync.Mutex
@@ -29,6 +30,9 @@ type tokenSource struct {
 	renewAt  time.Time  // when token is to be replaced
 	inFlight *tokenCall // the fetch under way, nil when none
 }
+
+// maxTokenLifetime caps expires_in (seconds); Huawei's tokens last an hour.
+const maxTokenLifetime = 24 * 60 * 60
 
 type tokenCall struct {
 	done  chan struct{}
@@ -74,7 +78,7 @@ func (s *tokenSource) get(ctx context.Context, stale string) (string, error) {
 }
 
 func (s *tokenSource) fetch(ctx context.Context, call *tokenCall) {
-	ctx, cancel := context.WithTimeout(ctx, tokenFetchTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	start := s.now()
 	tok, lifetime, err := s.request(ctx)
@@ -115,7 +119,9 @@ func (s *tokenSource) request(ctx context.Context) (string, time.Duration, error
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	resp, err := s.httpClient.Do(req)
 	if err != nil {
-		pe := push.TransportError(ctx, providerName, err)
+		// Not ctx: it is never cancelled (see get), and the fetch timing
+		// out is a transient failure, not a caller giving up.
+		pe := push.TransportError(context.Background(), providerName, err)
 		pe.Reason = "TOKEN_ENDPOINT"
 		return "", 0, pe
 	}
@@ -124,7 +130,8 @@ func (s *tokenSource) request(ctx context.Context) (string, time.Duration, error
 	var ans tokenAnswer
 	decodeErr := json.Unmarshal(raw, &ans)
 	if resp.StatusCode == http.StatusOK && decodeErr == nil && ans.AccessToken != "" && ans.ExpiresIn > 0 {
-		return ans.AccessToken, time.Duration(ans.ExpiresIn) * time.Second, nil
+		// Capped, so that a nonsensical lifetime cannot overflow.
+		return ans.AccessToken, time.Duration(min(ans.ExpiresIn, maxTokenLifetime)) * time.Second, nil
 	}
 	pe := &push.Error{Kind: push.Fatal, Provider: providerName, Reason: "TOKEN_ENDPOINT", Status: resp.StatusCode}
 	switch {
