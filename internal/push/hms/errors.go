@@ -30,9 +30,10 @@ import (
 //   - Huawei's FAQ on server error codes (HMS Core blog, also on
 //     segmentfault.com/a/1190000042188975): 80300007 "Token invalid" for a
 //     malformed token or one of another app; 80200003 "OAuth token expired";
-//   - Huawei's Push Kit API reference ("HTTP response codes"): 401
-//     authentication failed, 500 internal error, 502 connection error
-//     (retry later), 503 traffic control;
+//   - Huawei's Push Kit response-code page for its newer (v3, HarmonyOS)
+//     send API, push-scenariozed-api-response, whose HTTP table is the one
+//     used here for v1 too: 401 authentication failed, 500 internal error,
+//     502 connection error (retry later), 503 traffic control;
 //   - the partial-success msg is itself JSON, e.g.
 //     {"success":1,"failure":1,"illegal_tokens":["..."]} (as parsed by
 //     several open-source senders).

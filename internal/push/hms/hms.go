@@ -5,11 +5,15 @@
 // client_secret).
 //
 // Wire format used (checked against Huawei's own Go server demo,
-// github.com/HMS-Core/hms-push-serverdemo-go src/push/model, and the
-// request shown in Huawei's API reference "https-send-api"): one token per
-// request in message.token (a list); title and body in
-// message.android.notification, which always carries click_action
-// {"type":3} (open the app); validate_only false.
+// github.com/HMS-Core/hms-push-serverdemo-go: src/push/model for the
+// fields, src/push/verify for the values it allows (urgency HIGH/NORMAL,
+// importance HIGH/NORMAL/LOW, click_action type 1-4, collapse_key an
+// integer), src/push/authention for the token request; and the request
+// example in github.com/alvareztech/android-notifications README, which
+// cites Huawei's "https-send-api" reference): one token per request in
+// message.token (a list); title and body in message.android.notification,
+// which always carries click_action {"type":3} (open the app);
+// validate_only false.
 //
 // # Options
 //
