@@ -14,11 +14,13 @@ import { chromium } from "playwright-core";
 
 const base = process.env.HERALD_URL;
 const { ADMIN_EMAIL, ADMIN_TOKEN, USER_EMAIL, GONE_EMAIL, PASSWORD, SCREENSHOT_DIR } = process.env;
+// Ann's Apple identity's address (a private relay one).
+const { APPLE_RELAY } = process.env;
 // The console at http://localhost:<port>: WebAuthn needs a secure context
 // and a relying party id that is a domain (HERALD_WEBAUTHN_RP_ID=localhost).
 const passkeyBase = process.env.PASSKEY_URL;
 const androidCount = Number(process.env.ANDROID_COUNT);
-for (const [k, v] of Object.entries({ base, ADMIN_EMAIL, ADMIN_TOKEN, USER_EMAIL, GONE_EMAIL, PASSWORD, SCREENSHOT_DIR, androidCount, passkeyBase })) assert.ok(v, `${k} not set`);
+for (const [k, v] of Object.entries({ base, ADMIN_EMAIL, ADMIN_TOKEN, USER_EMAIL, GONE_EMAIL, PASSWORD, SCREENSHOT_DIR, androidCount, passkeyBase, APPLE_RELAY })) assert.ok(v, `${k} not set`);
 
 const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
 // The background-networking flags keep Chromium from calling out: on a
@@ -204,6 +206,21 @@ try {
   const { userSecurityLog: seclog } = await gql("query ($userId: ID!) { userSecurityLog(userId: $userId, first: 50) { nodes { kind } } }", { userId });
   assert.deepEqual(await page.locator("#security-log tbody tr td:nth-child(2)").allInnerTexts(), seclog.nodes.map((e) => e.kind), "security log kinds as the API says");
   console.log(`ok: the security log shows ${seclog.nodes.length} entries, as the API says`);
+
+  // Sign-in identities: Google (linked by the verified address) and Apple
+  // (a private relay address), in the order linked, as the API reads them.
+  const { userIdentities: idents } = await gql(`query ($userId: ID!) { userIdentities(userId: $userId) { provider email privateRelay createdAt lastUsedAt } }`, { userId });
+  assert.deepEqual(idents.map((i) => [i.provider, i.email, i.privateRelay]), [["google", USER_EMAIL, false], ["apple", APPLE_RELAY, true]], "the identities through the API");
+  const identityRows = page.locator("#identities tbody tr");
+  await shown(identityRows.nth(1), "two rows in the user's sign-in identities");
+  const cells = await identityRows.evaluateAll((trs) => trs.map((tr) => [...tr.cells].map((td) => td.innerText.trim())));
+  const times = await page.evaluate((list) => list.map((i) => [new Date(i.createdAt).toLocaleString(), i.lastUsedAt ? new Date(i.lastUsedAt).toLocaleString() : "never"]), idents);
+  assert.deepEqual(cells.map((c) => [c[0], c[2], c[3]]), [["Google", ...times[0]], ["Apple", ...times[1]]], "the identities' provider, linked and last used times");
+  for (const [n, i] of idents.entries()) {
+    assert.ok(cells[n][1].includes(i.email), `identity ${n}: the email cell ${cells[n][1]} lacks ${i.email}`);
+    assert.equal(cells[n][1].includes("private relay"), i.privateRelay, `identity ${n}: the email cell ${cells[n][1]} says private relay: want ${i.privateRelay}`);
+  }
+  console.log(`ok: the user's sign-in identities are shown as the API reads them: ${cells.map((c) => c.slice(0, 2).join(" ")).join("; ")}`);
 
   // Deletion waits for the email to be typed.
   const del = page.getByRole("button", { name: "Delete account" });
@@ -444,6 +461,18 @@ async function signIn(page, email) {
   await page.getByLabel("Email").fill(email);
   await page.getByLabel("Password").fill(PASSWORD);
   await page.getByRole("button", { name: "Sign in", exact: true }).click();
+}
+
+// shown waits, at most 15 s, for a locator to be visible, and fails saying
+// what was awaited, with the page's error if it shows one.
+async function shown(locator, what) {
+  try {
+    await locator.waitFor({ state: "visible", timeout: 15_000 });
+  } catch (e) {
+    const box = locator.page().locator("#error");
+    const err = (await box.isVisible()) ? ` (the page shows: ${await box.innerText()})` : "";
+    assert.fail(`not shown within 15 s: ${what}${err}: ${e.message.split("\n")[0]}`);
+  }
 }
 
 // noError fails when the page shows an API error, or a value the code

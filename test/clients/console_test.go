@@ -2,10 +2,13 @@ package clients
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/herald-vpn/herald/internal/identities/provider/providertest"
 )
 
 // consoleShotNames are the pages TestConsole photographs.
@@ -22,7 +25,9 @@ var consoleShotNames = []string{"overview", "users", "user", "broadcasts"}
 // the session's refresh token is refused; then passkeys with Chromium's
 // virtual authenticator (DevTools WebAuthn domain): one registered from
 // the page, a sign-in with it alone, a password sign-in completed with it
-// (MFA_REQUIRED), and its removal, each read back through the API. Every page is also laid out at
+// (MFA_REQUIRED), and its removal, each read back through the API; the
+// user's Apple and Google identities on their page, as the API reads
+// them. Every page is also laid out at
 // 390 px, and any Content Security Policy violation or uncaught error
 // fails the test. Pushes go to the development provider (no FCM or APNs
 // configured), paced so that a broadcast lasts a few seconds.
@@ -36,6 +41,9 @@ func TestConsole(t *testing.T) {
 	// Passkeys need the page at a domain: the browser opens the console at
 	// http://localhost:<port> for them, so the port is chosen here.
 	port := freePort(t)
+	// Fake Apple and Google issuers: Ann's account gets one identity of
+	// each, which her page shows.
+	apple, google := providertest.NewIssuer(t), providertest.NewIssuer(t)
 	s := startServer(t, map[string]string{
 		"HERALD_ADDR":                 "127.0.0.1:" + port,
 		"HERALD_WEBAUTHN_RP_ID":       "localhost",
@@ -45,9 +53,26 @@ func TestConsole(t *testing.T) {
 		"HERALD_RATE_LIMIT_GLOBAL":    "5000", // the browser and this test share one address
 		"HERALD_RATE_LIMIT_AUTH":      "200",
 		"HERALD_RATE_LIMIT_PROTECTED": "5000",
+		"HERALD_APPLE_CLIENT_IDS":     consoleAppleClient,
+		"HERALD_APPLE_ISSUER":         apple.URL,
+		"HERALD_APPLE_JWKS_URL":       apple.JWKSURL(),
+		"HERALD_GOOGLE_CLIENT_IDS":    consoleGoogleClient,
+		"HERALD_GOOGLE_ISSUER":        google.URL,
+		"HERALD_GOOGLE_JWKS_URL":      google.JWKSURL(),
 	})
 	admin := s.adminToken(t, "ops@example.com")
-	s.userToken(t, "ann@example.com") // not an admin: refused by the console
+	ann := s.userToken(t, "ann@example.com") // not an admin: refused by the console
+	// Ann signs in with Google (the same verified address: linked), then
+	// links her Apple account, which hides her address.
+	const annRelay = "x7k2ann@privaterelay.appleid.com"
+	gtok := google.Mint(t, providertest.Token{Audience: consoleGoogleClient, Subject: "g-ann", Email: "ann@example.com", EmailVerified: true, Nonce: "n-g"})
+	if status, body := s.call(t, http.MethodPost, "/api/v1/auth/oauth/google", "", map[string]any{"idToken": gtok, "nonce": "n-g"}); status != http.StatusOK {
+		t.Fatalf("Ann's Google sign-in: %d %v", status, body)
+	}
+	atok := apple.Mint(t, providertest.Token{Audience: consoleAppleClient, Subject: "a-ann", Email: annRelay, EmailVerified: "true", PrivateEmail: "true", Nonce: providertest.AppleNonce("n-a")})
+	if status, body := s.call(t, http.MethodPost, "/api/v1/users/me/identities", ann, map[string]any{"provider": "apple", "idToken": atok, "nonce": "n-a"}); status != http.StatusCreated {
+		t.Fatalf("Ann links her Apple account: %d %v", status, body)
+	}
 	s.userToken(t, "fleet@example.com")
 	s.userToken(t, "gone@example.com") // deleted in the page
 	var rows strings.Builder
@@ -84,6 +109,7 @@ func TestConsole(t *testing.T) {
 		"ANDROID_COUNT":  fmt.Sprint(android + 1), // the fleet's and Ann's Pixel
 		"SCREENSHOT_DIR": shots,
 		"PASSKEY_URL":    "http://localhost:" + port,
+		"APPLE_RELAY":    annRelay,
 	})
 	t.Logf("console_browser.mjs:\n%s", out)
 	for _, name := range consoleShotNames {
@@ -92,3 +118,9 @@ func TestConsole(t *testing.T) {
 		}
 	}
 }
+
+// The audiences of the fake providers' id_tokens.
+const (
+	consoleAppleClient  = "com.example.vpn"
+	consoleGoogleClient = "1234-web.apps.googleusercontent.com"
+)
