@@ -7,6 +7,7 @@
 // the run, as does any uncaught error in the page. Exits non-zero, saying
 // why, otherwise.
 import assert from "node:assert/strict";
+import { createHmac } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,13 +15,14 @@ import { chromium } from "playwright-core";
 
 const base = process.env.HERALD_URL;
 const { ADMIN_EMAIL, ADMIN_TOKEN, USER_EMAIL, GONE_EMAIL, PASSWORD, SCREENSHOT_DIR } = process.env;
-// Ann's Apple identity's address (a private relay one).
-const { APPLE_RELAY } = process.env;
+// Ann's Apple identity's address (a private relay one); the operator with
+// an authenticator app, its secret (base32) and one of its recovery codes.
+const { APPLE_RELAY, TOTP_EMAIL, TOTP_SECRET, RECOVERY_CODE } = process.env;
 // The console at http://localhost:<port>: WebAuthn needs a secure context
 // and a relying party id that is a domain (HERALD_WEBAUTHN_RP_ID=localhost).
 const passkeyBase = process.env.PASSKEY_URL;
 const androidCount = Number(process.env.ANDROID_COUNT);
-for (const [k, v] of Object.entries({ base, ADMIN_EMAIL, ADMIN_TOKEN, USER_EMAIL, GONE_EMAIL, PASSWORD, SCREENSHOT_DIR, androidCount, passkeyBase, APPLE_RELAY })) assert.ok(v, `${k} not set`);
+for (const [k, v] of Object.entries({ base, ADMIN_EMAIL, ADMIN_TOKEN, USER_EMAIL, GONE_EMAIL, PASSWORD, SCREENSHOT_DIR, androidCount, passkeyBase, APPLE_RELAY, TOTP_EMAIL, TOTP_SECRET, RECOVERY_CODE })) assert.ok(v, `${k} not set`);
 
 const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
 // The background-networking flags keep Chromium from calling out: on a
@@ -66,6 +68,41 @@ async function refresh(token) {
 
 const JOB = "id status totalRecipients sent failed invalidTokens sendAt";
 
+// ---- TOTP (RFC 6238: HMAC-SHA1, 6 digits, 30 s), as an authenticator app ----
+function base32(s) {
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+  let bits = 0, value = 0;
+  const out = [];
+  for (const c of s.replace(/=+$/, "").toUpperCase()) {
+    const i = alphabet.indexOf(c);
+    assert.ok(i >= 0, `not base32: ${s}`);
+    value = (value << 5) | i;
+    bits += 5;
+    if (bits >= 8) {
+      out.push((value >>> (bits - 8)) & 0xff);
+      bits -= 8;
+    }
+  }
+  return Buffer.from(out);
+}
+
+function totp(secret, atMillis) {
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(Math.floor(atMillis / 30_000)));
+  const mac = createHmac("sha1", base32(secret)).update(counter).digest();
+  const off = mac[mac.length - 1] & 0x0f;
+  const bin = ((mac[off] & 0x7f) << 24) | (mac[off + 1] << 16) | (mac[off + 2] << 8) | mac[off + 3];
+  return String(bin % 1_000_000).padStart(6, "0");
+}
+// RFC 6238's SHA-1 vector (secret "12345678901234567890", T = 59 s:
+// 94287082, of which six digits).
+assert.equal(totp("GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ", 59_000), "287082", "the script's TOTP against RFC 6238");
+
+// claims decodes a JWT's payload.
+function claims(jwt) {
+  return JSON.parse(Buffer.from(jwt.split(".")[1], "base64url").toString());
+}
+
 // ---- What the browser reports ----
 const violations = []; // securitypolicyviolation events and CSP console messages
 const pageErrors = [];
@@ -100,6 +137,13 @@ try {
   page.on("response", (r) => {
     if (/\/api\/v1\/auth\/(login|refresh)$/.test(r.url()) && r.status() === 200) {
       refreshTokens.push(r.json().then((b) => b.data.refreshToken));
+    }
+  });
+  // The sessions a second step (a code) gave, in order.
+  const secondSteps = [];
+  page.on("response", (r) => {
+    if (/\/api\/v1\/auth\/login\/mfa$/.test(r.url()) && r.status() === 200) {
+      secondSteps.push(r.json().then((b) => b.data.token));
     }
   });
 
@@ -442,6 +486,53 @@ try {
   await page.locator("form.signin", { hasText: "You are signed out." }).waitFor();
   await cdp.send("WebAuthn.removeVirtualAuthenticator", { authenticatorId });
   console.log("ok: the passkey removed from the page; none left");
+
+  // ---- An operator with an authenticator app: the code after the password ----
+  await signIn(page, TOTP_EMAIL);
+  const codeIn = page.getByLabel("Code", { exact: true });
+  await shown(codeIn, "the second step's code field after the password of an operator with TOTP");
+  assert.ok(await page.locator("#nav").isHidden(), "navigation shown before the second step");
+  // A wrong code (none of the three steps the server accepts): refused, the step stays.
+  const now = Date.now();
+  const near = new Set([-1, 0, 1].map((k) => totp(TOTP_SECRET, now + k * 30_000)));
+  let wrong = 0;
+  while (near.has(String(wrong).padStart(6, "0"))) wrong++;
+  await codeIn.fill(String(wrong).padStart(6, "0"));
+  await page.getByRole("button", { name: "Verify" }).click();
+  await shown(page.locator('#error[data-code="MFA_CODE_INVALID"]'), "MFA_CODE_INVALID shown for a wrong code");
+  await shown(codeIn, "the code field still there after a wrong code");
+  assert.equal(await codeIn.inputValue(), "", "the wrong code left in the field");
+  assert.equal(secondSteps.length, 0, "a wrong code gave a session");
+  // The code of now, computed here as an app would.
+  await codeIn.fill(totp(TOTP_SECRET, Date.now()));
+  await page.getByRole("button", { name: "Verify" }).click();
+  await shown(page.locator("#overview[data-loaded]"), "the overview after the TOTP code");
+  await noError(page, "TOTP sign-in");
+  assert.equal(await page.locator("#who").innerText(), TOTP_EMAIL, "signed in as the TOTP operator");
+  assert.equal(secondSteps.length, 1, "sessions from the second step");
+  let c = claims(await secondSteps[0]);
+  assert.equal(c.aal, "aal2", `the TOTP session's aal: ${JSON.stringify(c)}`);
+  assert.deepEqual(c.amr, ["pwd", "otp"], `the TOTP session's amr: ${JSON.stringify(c)}`);
+  console.log(`ok: ${TOTP_EMAIL} signed in with the password and an authenticator code (a wrong one refused first): ${c.aal}, amr ${c.amr}`);
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await shown(page.locator("form.signin", { hasText: "You are signed out." }), "the sign-in form after signing out");
+  // A recovery code instead: used once, one fewer left.
+  await signIn(page, TOTP_EMAIL);
+  await shown(codeIn, "the second step's code field again");
+  await codeIn.fill(RECOVERY_CODE);
+  await page.getByRole("button", { name: "Verify" }).click();
+  await shown(page.locator("#overview[data-loaded]"), "the overview after the recovery code");
+  await noError(page, "recovery code sign-in");
+  assert.equal(secondSteps.length, 2, "sessions from the second step");
+  c = claims(await secondSteps[1]);
+  assert.equal(c.aal, "aal2", `the recovery session's aal: ${JSON.stringify(c)}`);
+  assert.deepEqual(c.amr, ["pwd", "recovery"], `the recovery session's amr: ${JSON.stringify(c)}`);
+  const { user: totpUser } = await gql("query ($email: String!) { user(email: $email) { id } }", { email: TOTP_EMAIL });
+  const { userMfa } = await gql("query ($userId: ID!) { userMfa(userId: $userId) { enabled recoveryCodesLeft } }", { userId: totpUser.id });
+  assert.deepEqual(userMfa, { enabled: true, recoveryCodesLeft: 9 }, "the TOTP operator's factors after a recovery code");
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await shown(page.locator("form.signin", { hasText: "You are signed out." }), "the sign-in form after signing out");
+  console.log(`ok: ${TOTP_EMAIL} signed in with a recovery code (${c.amr}); ${userMfa.recoveryCodesLeft} left, as the API says`);
 
   // ---- No CSP violation, no uncaught error, all along ----
   assert.deepEqual(pageErrors, [], "uncaught errors in the page");

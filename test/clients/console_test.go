@@ -7,8 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/herald-vpn/herald/internal/identities/provider/providertest"
+	"github.com/herald-vpn/herald/internal/testsupport"
+	"github.com/pquerna/otp"
+	"github.com/pquerna/otp/totp"
 )
 
 // consoleShotNames are the pages TestConsole photographs.
@@ -27,7 +31,9 @@ var consoleShotNames = []string{"overview", "users", "user", "broadcasts"}
 // the page, a sign-in with it alone, a password sign-in completed with it
 // (MFA_REQUIRED), and its removal, each read back through the API; the
 // user's Apple and Google identities on their page, as the API reads
-// them. Every page is also laid out at
+// them; an operator with an authenticator app signing in with the code
+// computed in the script (a wrong one refused first), then with a recovery
+// code, each session's aal and amr checked. Every page is also laid out at
 // 390 px, and any Content Security Policy violation or uncaught error
 // fails the test. Pushes go to the development provider (no FCM or APNs
 // configured), paced so that a broadcast lasts a few seconds.
@@ -73,6 +79,12 @@ func TestConsole(t *testing.T) {
 	if status, body := s.call(t, http.MethodPost, "/api/v1/users/me/identities", ann, map[string]any{"provider": "apple", "idToken": atok, "nonce": "n-a"}); status != http.StatusCreated {
 		t.Fatalf("Ann links her Apple account: %d %v", status, body)
 	}
+	// An operator with an authenticator app (TOTP): the console asks for
+	// its code after the password. The factor is confirmed with the code
+	// of the step before this one, so that the browser's code (this step
+	// or a later one) is not refused as reused.
+	totpOps := s.adminToken(t, "totp-ops@example.com")
+	secret, recovery := enrollTOTP(t, s, totpOps)
 	s.userToken(t, "fleet@example.com")
 	s.userToken(t, "gone@example.com") // deleted in the page
 	var rows strings.Builder
@@ -110,6 +122,9 @@ func TestConsole(t *testing.T) {
 		"SCREENSHOT_DIR": shots,
 		"PASSKEY_URL":    "http://localhost:" + port,
 		"APPLE_RELAY":    annRelay,
+		"TOTP_EMAIL":     "totp-ops@example.com",
+		"TOTP_SECRET":    secret,
+		"RECOVERY_CODE":  recovery,
 	})
 	t.Logf("console_browser.mjs:\n%s", out)
 	for _, name := range consoleShotNames {
@@ -124,3 +139,27 @@ const (
 	consoleAppleClient  = "com.example.vpn"
 	consoleGoogleClient = "1234-web.apps.googleusercontent.com"
 )
+
+// enrollTOTP gives the bearer's account an active authenticator app and
+// returns its secret and one of its recovery codes. The confirming code is
+// the previous step's (accepted: one step of drift either side).
+func enrollTOTP(t *testing.T, s *server, bearer string) (secret, recoveryCode string) {
+	t.Helper()
+	status, body := s.call(t, http.MethodPost, "/api/v1/users/me/mfa/totp", bearer, map[string]any{"name": "Authenticator"})
+	secret, _ = testsupport.JSONPath(body, "data", "secret").(string)
+	factorID, _ := testsupport.JSONPath(body, "data", "factor", "id").(string)
+	if status != http.StatusCreated && status != http.StatusOK || secret == "" || factorID == "" {
+		t.Fatalf("enroll TOTP: %d %v", status, body)
+	}
+	code, err := totp.GenerateCodeCustom(secret, time.Now().Add(-30*time.Second), totp.ValidateOpts{Period: 30, Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, body = s.call(t, http.MethodPost, "/api/v1/users/me/mfa/totp/"+factorID+"/confirm", bearer, map[string]any{"code": code})
+	codes, _ := testsupport.JSONPath(body, "data", "recoveryCodes").([]any)
+	if status != http.StatusOK || len(codes) == 0 {
+		t.Fatalf("confirm TOTP: %d %v", status, body)
+	}
+	recoveryCode, _ = codes[0].(string)
+	return secret, recoveryCode
+}
