@@ -16,13 +16,14 @@ import { chromium } from "playwright-core";
 const base = process.env.HERALD_URL;
 const { ADMIN_EMAIL, ADMIN_TOKEN, USER_EMAIL, GONE_EMAIL, PASSWORD, SCREENSHOT_DIR } = process.env;
 // Ann's Apple identity's address (a private relay one); the operator with
-// an authenticator app, its secret (base32) and one of its recovery codes.
-const { APPLE_RELAY, TOTP_EMAIL, TOTP_SECRET, RECOVERY_CODE } = process.env;
+// an authenticator app, its secret (base32) and two of its recovery codes.
+const { APPLE_RELAY, TOTP_EMAIL, TOTP_SECRET, RECOVERY_CODES } = process.env;
 // The console at http://localhost:<port>: WebAuthn needs a secure context
 // and a relying party id that is a domain (HERALD_WEBAUTHN_RP_ID=localhost).
 const passkeyBase = process.env.PASSKEY_URL;
+const recoveryCodes = (RECOVERY_CODES ?? "").split(",");
 const androidCount = Number(process.env.ANDROID_COUNT);
-for (const [k, v] of Object.entries({ base, ADMIN_EMAIL, ADMIN_TOKEN, USER_EMAIL, GONE_EMAIL, PASSWORD, SCREENSHOT_DIR, androidCount, passkeyBase, APPLE_RELAY, TOTP_EMAIL, TOTP_SECRET, RECOVERY_CODE })) assert.ok(v, `${k} not set`);
+for (const [k, v] of Object.entries({ base, ADMIN_EMAIL, ADMIN_TOKEN, USER_EMAIL, GONE_EMAIL, PASSWORD, SCREENSHOT_DIR, androidCount, passkeyBase, APPLE_RELAY, TOTP_EMAIL, TOTP_SECRET, RECOVERY_CODES })) assert.ok(v, `${k} not set`);
 
 const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
 // The background-networking flags keep Chromium from calling out: on a
@@ -139,10 +140,10 @@ try {
       refreshTokens.push(r.json().then((b) => b.data.refreshToken));
     }
   });
-  // The sessions a second step (a code) gave, in order.
+  // The sessions a second step (a code or a passkey) gave, in order.
   const secondSteps = [];
   page.on("response", (r) => {
-    if (/\/api\/v1\/auth\/login\/mfa$/.test(r.url()) && r.status() === 200) {
+    if (/\/api\/v1\/auth\/login\/mfa(\/passkey\/finish)?$/.test(r.url()) && r.status() === 200) {
       secondSteps.push(r.json().then((b) => b.data.token));
     }
   });
@@ -488,6 +489,7 @@ try {
   console.log("ok: the passkey removed from the page; none left");
 
   // ---- An operator with an authenticator app: the code after the password ----
+  secondSteps.splice(0); // the passkey second step above was another operator's
   await signIn(page, TOTP_EMAIL);
   const codeIn = page.getByLabel("Code", { exact: true });
   await shown(codeIn, "the second step's code field after the password of an operator with TOTP");
@@ -519,7 +521,7 @@ try {
   // A recovery code instead: used once, one fewer left.
   await signIn(page, TOTP_EMAIL);
   await shown(codeIn, "the second step's code field again");
-  await codeIn.fill(RECOVERY_CODE);
+  await codeIn.fill(recoveryCodes[0]);
   await page.getByRole("button", { name: "Verify" }).click();
   await shown(page.locator("#overview[data-loaded]"), "the overview after the recovery code");
   await noError(page, "recovery code sign-in");
@@ -530,9 +532,49 @@ try {
   const { user: totpUser } = await gql("query ($email: String!) { user(email: $email) { id } }", { email: TOTP_EMAIL });
   const { userMfa } = await gql("query ($userId: ID!) { userMfa(userId: $userId) { enabled recoveryCodesLeft } }", { userId: totpUser.id });
   assert.deepEqual(userMfa, { enabled: true, recoveryCodesLeft: 9 }, "the TOTP operator's factors after a recovery code");
+  console.log(`ok: ${TOTP_EMAIL} signed in with a recovery code (${c.amr}); ${userMfa.recoveryCodesLeft} left, as the API says`);
+  // A passkey too (the session is at aal2): the second step offers it
+  // beside the code, and it completes the sign-in.
+  const { authenticatorId: totpAuthenticator } = await cdp.send("WebAuthn.addVirtualAuthenticator", {
+    options: { protocol: "ctap2", transport: "internal", hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+  });
+  await page.getByRole("link", { name: "My account", exact: true }).click();
+  await shown(page.locator('#passkeys[data-loaded="0"]'), "the TOTP operator's passkeys (none yet)");
+  await page.getByLabel("Passkey name").fill("TOTP operator's key");
+  await page.getByRole("button", { name: "Register a passkey" }).click();
+  await shown(page.locator('#passkeys[data-loaded="1"]'), "the TOTP operator's passkey, registered");
   await page.getByRole("button", { name: "Sign out" }).click();
   await shown(page.locator("form.signin", { hasText: "You are signed out." }), "the sign-in form after signing out");
-  console.log(`ok: ${TOTP_EMAIL} signed in with a recovery code (${c.amr}); ${userMfa.recoveryCodesLeft} left, as the API says`);
+  await signIn(page, TOTP_EMAIL);
+  await shown(codeIn, "the code field for an account with TOTP and a passkey");
+  await page.getByRole("button", { name: "Use a passkey instead" }).click();
+  await shown(page.locator("#overview[data-loaded]"), "the overview after the passkey instead of a code");
+  await noError(page, "passkey instead of a code");
+  assert.equal(secondSteps.length, 3, "sessions from the second step");
+  c = claims(await secondSteps[2]);
+  assert.deepEqual([c.aal, c.amr], ["aal2", ["pwd", "webauthn"]], `the passkey second step's session: ${JSON.stringify(c)}`);
+  console.log(`ok: ${TOTP_EMAIL}, with a passkey too, completed the second step with it instead of a code (${c.amr})`);
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await shown(page.locator("form.signin", { hasText: "You are signed out." }), "the sign-in form after signing out");
+
+  // A second step whose challenge another client used first: back to the password.
+  const loginAnswer = page.waitForResponse((r) => r.url().endsWith("/api/v1/auth/login"), { timeout: 15_000 });
+  await signIn(page, TOTP_EMAIL);
+  const challengeToken = (await (await loginAnswer).json()).error?.details?.challengeToken;
+  assert.ok(challengeToken, "the login's MFA_REQUIRED carries no challengeToken");
+  await shown(codeIn, "the code field before the challenge is used elsewhere");
+  const elsewhere = await fetch(`${base}/api/v1/auth/login/mfa`, {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ challengeToken, code: recoveryCodes[1] }),
+  });
+  assert.equal(elsewhere.status, 200, `another client completing the challenge: ${JSON.stringify(await elsewhere.json())}`);
+  await codeIn.fill(totp(TOTP_SECRET, Date.now()));
+  await page.getByRole("button", { name: "Verify" }).click();
+  await shown(page.locator('#error[data-code="MFA_CHALLENGE_INVALID"]'), "MFA_CHALLENGE_INVALID shown for a used challenge");
+  await shown(page.locator("form.signin", { hasText: "That second step has ended" }), "the password form again, saying why");
+  assert.ok(await page.locator("#nav").isHidden(), "navigation shown after a used challenge");
+  assert.equal(secondSteps.length, 3, "the page got a session from a used challenge");
+  await cdp.send("WebAuthn.removeVirtualAuthenticator", { authenticatorId: totpAuthenticator });
+  console.log("ok: a second step whose challenge was used elsewhere is refused (MFA_CHALLENGE_INVALID) and goes back to the password");
 
   // ---- No CSP violation, no uncaught error, all along ----
   assert.deepEqual(pageErrors, [], "uncaught errors in the page");

@@ -33,7 +33,9 @@ var consoleShotNames = []string{"overview", "users", "user", "broadcasts"}
 // user's Apple and Google identities on their page, as the API reads
 // them; an operator with an authenticator app signing in with the code
 // computed in the script (a wrong one refused first), then with a recovery
-// code, each session's aal and amr checked. Every page is also laid out at
+// code, then, with a passkey added, with the passkey instead of a code,
+// each session's aal and amr checked; and a second step whose challenge
+// another client used sent back to the password. Every page is also laid out at
 // 390 px, and any Content Security Policy violation or uncaught error
 // fails the test. Pushes go to the development provider (no FCM or APNs
 // configured), paced so that a broadcast lasts a few seconds.
@@ -124,7 +126,7 @@ func TestConsole(t *testing.T) {
 		"APPLE_RELAY":    annRelay,
 		"TOTP_EMAIL":     "totp-ops@example.com",
 		"TOTP_SECRET":    secret,
-		"RECOVERY_CODE":  recovery,
+		"RECOVERY_CODES": strings.Join(recovery[:2], ","),
 	})
 	t.Logf("console_browser.mjs:\n%s", out)
 	for _, name := range consoleShotNames {
@@ -141,9 +143,9 @@ const (
 )
 
 // enrollTOTP gives the bearer's account an active authenticator app and
-// returns its secret and one of its recovery codes. The confirming code is
-// the previous step's (accepted: one step of drift either side).
-func enrollTOTP(t *testing.T, s *server, bearer string) (secret, recoveryCode string) {
+// returns its secret and its recovery codes. The confirming code is the
+// previous step's (accepted: one step of drift either side).
+func enrollTOTP(t *testing.T, s *server, bearer string) (secret string, recoveryCodes []string) {
 	t.Helper()
 	status, body := s.call(t, http.MethodPost, "/api/v1/users/me/mfa/totp", bearer, map[string]any{"name": "Authenticator"})
 	secret, _ = testsupport.JSONPath(body, "data", "secret").(string)
@@ -157,9 +159,12 @@ func enrollTOTP(t *testing.T, s *server, bearer string) (secret, recoveryCode st
 	}
 	status, body = s.call(t, http.MethodPost, "/api/v1/users/me/mfa/totp/"+factorID+"/confirm", bearer, map[string]any{"code": code})
 	codes, _ := testsupport.JSONPath(body, "data", "recoveryCodes").([]any)
-	if status != http.StatusOK || len(codes) == 0 {
+	if status != http.StatusOK || len(codes) != 10 {
 		t.Fatalf("confirm TOTP: %d %v", status, body)
 	}
-	recoveryCode, _ = codes[0].(string)
-	return secret, recoveryCode
+	for _, c := range codes {
+		code, _ := c.(string)
+		recoveryCodes = append(recoveryCodes, code)
+	}
+	return secret, recoveryCodes
 }
