@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -30,6 +31,7 @@ var identityDocs = map[string]string{
 }`,
 	"unlinkIdentity": `mutation($id: ID!) { unlinkIdentity(identityId: $id) { identityId removed } }`,
 	"myIdentities":   `query { myIdentities { id provider email privateRelay createdAt lastUsedAt } }`,
+	"userIdentities": `query($id: ID!) { userIdentities(userId: $id) { id provider email privateRelay createdAt lastUsedAt } }`,
 }
 
 // identityOp runs an identity operation through the door.
@@ -51,6 +53,8 @@ func identityOp(t testing.TB, h *herald, dn, op string, args map[string]any, opt
 		method, path, body = http.MethodDelete, "/api/v1/users/me/identities/"+url.PathEscape(str("id")), nil
 	case "myIdentities":
 		method, path, body = http.MethodGet, "/api/v1/users/me/identities", nil
+	case "userIdentities":
+		method, path, body = http.MethodGet, "/api/v1/admin/users/"+url.PathEscape(str("id"))+"/identities", nil
 	default:
 		t.Fatalf("no REST route for %s", op)
 	}
@@ -175,6 +179,21 @@ func testIdentities(t *testing.T, h *herald, dn string, apple, google *providert
 		if l := asList(list.data); len(l) != 1 || jsonPath(l[0], "provider") != "google" || jsonPath(l[0], "email") != bob {
 			t.Fatalf("bob's identities: %v", list.data)
 		}
+		// An operator (accounts:read) reads the same list; a user, a key
+		// without the scope and an unknown user are refused.
+		read := identityOp(t, h, dn, "userIdentities", map[string]any{"id": bobID}, withBearer(admin))
+		expectOK(t, "userIdentities", read, 200)
+		if !reflect.DeepEqual(read.data, list.data) {
+			t.Fatalf("the operator's read of bob's identities %v, bob's own %v", read.data, list.data)
+		}
+		expectError(t, "a user reading another's identities", identityOp(t, h, dn, "userIdentities", map[string]any{"id": bobID}, withBearer(s.access)), 403, "INSUFFICIENT_PERMISSIONS")
+		sender, _ := createKey(t, h, dn, admin, map[string]any{"name": "identities-sender-" + dn, "scopes": []string{"notifications:send"}})
+		r := identityOp(t, h, dn, "userIdentities", map[string]any{"id": bobID}, withAPIKey(sender))
+		expectError(t, "a key without accounts:read", r, 403, "INSUFFICIENT_PERMISSIONS")
+		if r.details["scope"] != "accounts:read" {
+			t.Fatalf("the refusal must name the scope: %v", r.details)
+		}
+		expectError(t, "an unknown user's identities", identityOp(t, h, dn, "userIdentities", map[string]any{"id": "no-such-user"}, withBearer(admin)), 404, "USER_NOT_FOUND")
 		// The same address unverified on either side: refused.
 		carol := email("carol")
 		expectOK(t, "signup "+carol, call(t, h, dn, opSignup, map[string]any{"email": carol, "password": testPassword}), map[string]int{"graphql": 200, "rest": 201}[dn])
@@ -182,7 +201,7 @@ func testIdentities(t *testing.T, h *herald, dn string, apple, google *providert
 		expectError(t, "a verified account, the provider unverified", signIn("google", googleToken(sub("g-bob2"), bob, false, "n"), "n"), 409, "IDENTITY_EMAIL_UNVERIFIED")
 		// An identity another account holds cannot be linked.
 		bobSession := login(t, h, dn, bob, testPassword)
-		r := identityOp(t, h, dn, "linkIdentity", map[string]any{"provider": "google", "idToken": googleToken(sub("g-ann"), ann, true, "n"), "nonce": "n"}, withBearer(bobSession.access))
+		r = identityOp(t, h, dn, "linkIdentity", map[string]any{"provider": "google", "idToken": googleToken(sub("g-ann"), ann, true, "n"), "nonce": "n"}, withBearer(bobSession.access))
 		expectError(t, "linking ann's identity to bob", r, 409, "IDENTITY_IN_USE")
 	})
 

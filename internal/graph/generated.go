@@ -455,6 +455,7 @@ type ComplexityRoot struct {
 		NotificationJob             func(childComplexity int, id string) int
 		NotificationJobs            func(childComplexity int, first *int, after *string) int
 		User                        func(childComplexity int, id *string, email *string) int
+		UserIdentities              func(childComplexity int, userID string) int
 		UserMfa                     func(childComplexity int, userID string) int
 		UserNotificationPreferences func(childComplexity int, userID string) int
 		UserSecurityLog             func(childComplexity int, userID string, first *int, after *string) int
@@ -758,6 +759,7 @@ type QueryResolver interface {
 	UserMfa(ctx context.Context, userID string) (*view.MFAStatus, error)
 	MyPasskeys(ctx context.Context) ([]view.Passkey, error)
 	MyIdentities(ctx context.Context) ([]view.Identity, error)
+	UserIdentities(ctx context.Context, userID string) ([]view.Identity, error)
 	MySecurityLog(ctx context.Context, first *int, after *string) (*SecurityEventConnection, error)
 	UserSecurityLog(ctx context.Context, userID string, first *int, after *string) (*SecurityEventConnection, error)
 	MyNotificationPreferences(ctx context.Context) (*view.NotificationPreferences, error)
@@ -2889,6 +2891,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.User(childComplexity, args["id"].(*string), args["email"].(*string)), true
+	case "Query.userIdentities":
+		if e.ComplexityRoot.Query.UserIdentities == nil {
+			break
+		}
+
+		args, err := ec.field_Query_userIdentities_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.UserIdentities(childComplexity, args["userId"].(string)), true
 	case "Query.userMfa":
 		if e.ComplexityRoot.Query.UserMfa == nil {
 			break
@@ -6467,6 +6480,20 @@ func (ec *executionContext) field_Query_notificationJobs_args(ctx context.Contex
 		return nil, err
 	}
 	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_userIdentities_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "userId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["userId"] = arg0
 	return args, nil
 }
 
@@ -16624,6 +16651,68 @@ func (ec *executionContext) fieldContext_Query_myIdentities(_ context.Context, f
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_userIdentities(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_userIdentities(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().UserIdentities(ctx, fc.Args["userId"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalOString2ᚖstring(ctx, "accounts:read")
+				if err != nil {
+					var zeroVal []view.Identity
+					return zeroVal, err
+				}
+				if ec.Directives.Auth == nil {
+					var zeroVal []view.Identity
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v []view.Identity) graphql.Marshaler {
+			return ec.marshalNIdentity2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐIdentityᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_userIdentities(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Identity(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_userIdentities_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_mySecurityLog(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -24827,6 +24916,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_myIdentities(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "userIdentities":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_userIdentities(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}

@@ -924,6 +924,15 @@ func (r *queryResolver) MyIdentities(ctx context.Context) ([]view.Identity, erro
 	return view.All(list, view.NewIdentity), nil
 }
 
+// UserIdentities is the resolver for the userIdentities field.
+func (r *queryResolver) UserIdentities(ctx context.Context, userID string) ([]view.Identity, error) {
+	list, err := r.Identities.ListOf(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	return view.All(list, view.NewIdentity), nil
+}
+
 // MySecurityLog is the resolver for the mySecurityLog field.
 func (r *queryResolver) MySecurityLog(ctx context.Context, first *int, after *string) (*SecurityEventConnection, error) {
 	return r.securityLog(ctx, auth.Caller(ctx).AccountID, first, after)

@@ -286,6 +286,15 @@ func (s *Service) List(ctx context.Context, accountID string) ([]Identity, error
 	return s.store.Identities(ctx, accountID)
 }
 
+// ListOf is a user's identities, oldest first, as an operator reads them:
+// USER_NOT_FOUND for an unknown account.
+func (s *Service) ListOf(ctx context.Context, accountID string) ([]Identity, error) {
+	if _, err := s.accounts.ByID(ctx, accountID); err != nil {
+		return nil, err
+	}
+	return s.store.Identities(ctx, accountID)
+}
+
 // Unlink removes one of the caller's identities: IDENTITY_NOT_FOUND for
 // another's or an unknown one, LAST_SIGN_IN_METHOD when nothing else
 // signs in to the account. Apple's token is revoked (a job).

@@ -16,6 +16,7 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/notifications"
+	"github.com/herald-vpn/herald/internal/preferences"
 	"github.com/herald-vpn/herald/internal/push"
 	"github.com/herald-vpn/herald/internal/push/apns/apnstest"
 	"github.com/herald-vpn/herald/internal/push/fcm/fcmtest"
@@ -480,6 +481,12 @@ func TestJobsList(t *testing.T) {
 // The audience case has 150,000 devices, every third one iOS, and
 // broadcasts to the Android ones with an active subscription: the same
 // 100,000 deliveries, found through the audience filter.
+//
+// The preferences case is everyone's broadcast in category product where
+// every owner has stored preferences (service push off, product telegram
+// off): each device's owner is looked up, and none turned product push
+// off, so the same 100,000 deliveries; against everyone (no preference
+// stored) it is the cost of obeying preferences.
 func BenchmarkBroadcast100k(b *testing.B) {
 	const n = 100_000
 	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
@@ -489,31 +496,52 @@ func BenchmarkBroadcast100k(b *testing.B) {
 		devices  int
 		platform func(i int) string
 		audience notifications.Audience
+		prefs    bool
 	}{
-		{"everyone", n, func(int) string { return "android" }, notifications.Audience{}},
+		{"everyone", n, func(int) string { return "android" }, notifications.Audience{}, false},
+		{"preferences", n, func(int) string { return "android" }, notifications.Audience{}, true},
 		{"audience", n * 3 / 2, func(i int) string {
 			if i%3 == 2 {
 				return "ios"
 			}
 			return "android"
-		}, notifications.Audience{Platforms: []string{"android"}, SubscriptionStatus: "active"}},
+		}, notifications.Audience{Platforms: []string{"android"}, SubscriptionStatus: "active"}, false},
 	}
 	for _, d := range sqlstoretest.Dialects() {
 		for _, c := range cases {
 			b.Run(string(d)+"/"+c.name, func(b *testing.B) {
-				benchmarkBroadcast(b, d, n, c.devices, c.platform, c.audience)
+				benchmarkBroadcast(b, d, n, c.devices, c.platform, c.audience, c.prefs)
 			})
 		}
 	}
 }
 
-func benchmarkBroadcast(b *testing.B, d sqlstoretest.Dialect, n, devices int, platform func(int) string, aud notifications.Audience) {
+func benchmarkBroadcast(b *testing.B, d sqlstoretest.Dialect, n, devices int, platform func(int) string, aud notifications.Audience, prefs bool) {
 	e := newEnv(b, sqlstoretest.NewURL(b, d), withConfig(func(c *notifications.Config) {
 		c.BroadcastRetry = push.RetryPolicy{}
 		c.SendRetry = push.RetryPolicy{}
 	}))
 	ctx := context.Background()
-	e.importDevices(b, devices, 1000, func(i int) string { return fmt.Sprintf("bench-token-%07d-abcdefghijklmnopqrstuvwxyz0123456789", i) }, platform)
+	const owners = 1000
+	e.importDevices(b, devices, owners, func(i int) string { return fmt.Sprintf("bench-token-%07d-abcdefghijklmnopqrstuvwxyz0123456789", i) }, platform)
+	opts := notifications.BroadcastOptions{Audience: aud}
+	if prefs {
+		opts.Category = preferences.CategoryProduct
+		for a := range owners {
+			acct, err := e.db.AccountByEmail(ctx, fmt.Sprintf("owner%d@example.com", a))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := e.db.InTx(ctx, func(ctx context.Context) error {
+				return e.db.SetNotificationSettings(ctx, acct.ID, []preferences.Setting{
+					{Category: preferences.CategoryService, Channel: preferences.ChannelPush, Enabled: false},
+					{Category: preferences.CategoryProduct, Channel: preferences.ChannelTelegram, Enabled: false},
+				})
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 	e.start(b)
 	var peak atomic.Uint64
 	var own float64
@@ -552,13 +580,13 @@ func benchmarkBroadcast(b *testing.B, d sqlstoretest.Dialect, n, devices int, pl
 	var elapsed time.Duration
 	for b.Loop() {
 		start := time.Now()
-		job, err := e.svc.BroadcastWith(ctx, hello, notifications.BroadcastOptions{Audience: aud})
+		job, err := e.svc.BroadcastWith(ctx, hello, opts)
 		if err != nil {
 			b.Fatal(err)
 		}
 		j := e.waitJob(b, job.ID, 30*time.Minute)
 		elapsed += time.Since(start)
-		if j.Sent != n || j.TotalRecipients != n {
+		if j.Sent != n || j.TotalRecipients != n || j.OptedOut != 0 {
 			b.Fatalf("job %+v", j)
 		}
 		delivered += j.Sent

@@ -59,6 +59,17 @@ func (h *Handlers) MyIdentities() http.HandlerFunc {
 	})
 }
 
+// UserIdentities is GET /api/v1/admin/users/{id}/identities.
+func (h *Handlers) UserIdentities() http.HandlerFunc {
+	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
+		list, err := h.Identities.ListOf(r.Context(), r.PathValue("id"))
+		if err != nil {
+			return nil, err
+		}
+		return view.All(list, view.NewIdentity), nil
+	})
+}
+
 // linkIdentityBody is the body of LinkIdentity: the provider's token.
 type linkIdentityBody struct {
 	Provider string `json:"provider"`

@@ -210,6 +210,7 @@ func restRoutes(h *rest.Handlers) []route {
 		{"GET", "/api/v1/users/me/identities", auth.Protected, h.MyIdentities()},
 		{"POST", "/api/v1/users/me/identities", auth.Protected, h.LinkIdentity()},
 		{"DELETE", "/api/v1/users/me/identities/{id}", auth.Protected, h.UnlinkIdentity()},
+		{"GET", "/api/v1/admin/users/{id}/identities", auth.Scoped(auth.ScopeAccountsRead), h.UserIdentities()},
 		// The OpenAPI document of these routes: global tier only, as every
 		// request under /api/.
 		{"GET", "/api/v1/openapi.json", auth.Public, h.OpenAPI()},

@@ -7,6 +7,7 @@
 // the run, as does any uncaught error in the page. Exits non-zero, saying
 // why, otherwise.
 import assert from "node:assert/strict";
+import { createHmac } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,11 +15,15 @@ import { chromium } from "playwright-core";
 
 const base = process.env.HERALD_URL;
 const { ADMIN_EMAIL, ADMIN_TOKEN, USER_EMAIL, GONE_EMAIL, PASSWORD, SCREENSHOT_DIR } = process.env;
+// Ann's Apple identity's address (a private relay one); the operator with
+// an authenticator app, its secret (base32) and two of its recovery codes.
+const { APPLE_RELAY, TOTP_EMAIL, TOTP_SECRET, RECOVERY_CODES } = process.env;
 // The console at http://localhost:<port>: WebAuthn needs a secure context
 // and a relying party id that is a domain (HERALD_WEBAUTHN_RP_ID=localhost).
 const passkeyBase = process.env.PASSKEY_URL;
+const recoveryCodes = (RECOVERY_CODES ?? "").split(",");
 const androidCount = Number(process.env.ANDROID_COUNT);
-for (const [k, v] of Object.entries({ base, ADMIN_EMAIL, ADMIN_TOKEN, USER_EMAIL, GONE_EMAIL, PASSWORD, SCREENSHOT_DIR, androidCount, passkeyBase })) assert.ok(v, `${k} not set`);
+for (const [k, v] of Object.entries({ base, ADMIN_EMAIL, ADMIN_TOKEN, USER_EMAIL, GONE_EMAIL, PASSWORD, SCREENSHOT_DIR, androidCount, passkeyBase, APPLE_RELAY, TOTP_EMAIL, TOTP_SECRET, RECOVERY_CODES })) assert.ok(v, `${k} not set`);
 
 const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
 // The background-networking flags keep Chromium from calling out: on a
@@ -64,6 +69,41 @@ async function refresh(token) {
 
 const JOB = "id status totalRecipients sent failed invalidTokens sendAt";
 
+// ---- TOTP (RFC 6238: HMAC-SHA1, 6 digits, 30 s), as an authenticator app ----
+function base32(s) {
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+  let bits = 0, value = 0;
+  const out = [];
+  for (const c of s.replace(/=+$/, "").toUpperCase()) {
+    const i = alphabet.indexOf(c);
+    assert.ok(i >= 0, `not base32: ${s}`);
+    value = (value << 5) | i;
+    bits += 5;
+    if (bits >= 8) {
+      out.push((value >>> (bits - 8)) & 0xff);
+      bits -= 8;
+    }
+  }
+  return Buffer.from(out);
+}
+
+function totp(secret, atMillis) {
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(Math.floor(atMillis / 30_000)));
+  const mac = createHmac("sha1", base32(secret)).update(counter).digest();
+  const off = mac[mac.length - 1] & 0x0f;
+  const bin = ((mac[off] & 0x7f) << 24) | (mac[off + 1] << 16) | (mac[off + 2] << 8) | mac[off + 3];
+  return String(bin % 1_000_000).padStart(6, "0");
+}
+// RFC 6238's SHA-1 vector (secret "12345678901234567890", T = 59 s:
+// 94287082, of which six digits).
+assert.equal(totp("GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ", 59_000), "287082", "the script's TOTP against RFC 6238");
+
+// claims decodes a JWT's payload.
+function claims(jwt) {
+  return JSON.parse(Buffer.from(jwt.split(".")[1], "base64url").toString());
+}
+
 // ---- What the browser reports ----
 const violations = []; // securitypolicyviolation events and CSP console messages
 const pageErrors = [];
@@ -98,6 +138,13 @@ try {
   page.on("response", (r) => {
     if (/\/api\/v1\/auth\/(login|refresh)$/.test(r.url()) && r.status() === 200) {
       refreshTokens.push(r.json().then((b) => b.data.refreshToken));
+    }
+  });
+  // The sessions a second step (a code or a passkey) gave, in order.
+  const secondSteps = [];
+  page.on("response", (r) => {
+    if (/\/api\/v1\/auth\/login\/mfa(\/passkey\/finish)?$/.test(r.url()) && r.status() === 200) {
+      secondSteps.push(r.json().then((b) => b.data.token));
     }
   });
 
@@ -204,6 +251,21 @@ try {
   const { userSecurityLog: seclog } = await gql("query ($userId: ID!) { userSecurityLog(userId: $userId, first: 50) { nodes { kind } } }", { userId });
   assert.deepEqual(await page.locator("#security-log tbody tr td:nth-child(2)").allInnerTexts(), seclog.nodes.map((e) => e.kind), "security log kinds as the API says");
   console.log(`ok: the security log shows ${seclog.nodes.length} entries, as the API says`);
+
+  // Sign-in identities: Google (linked by the verified address) and Apple
+  // (a private relay address), in the order linked, as the API reads them.
+  const { userIdentities: idents } = await gql(`query ($userId: ID!) { userIdentities(userId: $userId) { provider email privateRelay createdAt lastUsedAt } }`, { userId });
+  assert.deepEqual(idents.map((i) => [i.provider, i.email, i.privateRelay]), [["google", USER_EMAIL, false], ["apple", APPLE_RELAY, true]], "the identities through the API");
+  const identityRows = page.locator("#identities tbody tr");
+  await shown(identityRows.nth(1), "two rows in the user's sign-in identities");
+  const cells = await identityRows.evaluateAll((trs) => trs.map((tr) => [...tr.cells].map((td) => td.innerText.trim())));
+  const times = await page.evaluate((list) => list.map((i) => [new Date(i.createdAt).toLocaleString(), i.lastUsedAt ? new Date(i.lastUsedAt).toLocaleString() : "never"]), idents);
+  assert.deepEqual(cells.map((c) => [c[0], c[2], c[3]]), [["Google", ...times[0]], ["Apple", ...times[1]]], "the identities' provider, linked and last used times");
+  for (const [n, i] of idents.entries()) {
+    assert.ok(cells[n][1].includes(i.email), `identity ${n}: the email cell ${cells[n][1]} lacks ${i.email}`);
+    assert.equal(cells[n][1].includes("private relay"), i.privateRelay, `identity ${n}: the email cell ${cells[n][1]} says private relay: want ${i.privateRelay}`);
+  }
+  console.log(`ok: the user's sign-in identities are shown as the API reads them: ${cells.map((c) => c.slice(0, 2).join(" ")).join("; ")}`);
 
   // Deletion waits for the email to be typed.
   const del = page.getByRole("button", { name: "Delete account" });
@@ -426,6 +488,94 @@ try {
   await cdp.send("WebAuthn.removeVirtualAuthenticator", { authenticatorId });
   console.log("ok: the passkey removed from the page; none left");
 
+  // ---- An operator with an authenticator app: the code after the password ----
+  secondSteps.splice(0); // the passkey second step above was another operator's
+  await signIn(page, TOTP_EMAIL);
+  const codeIn = page.getByLabel("Code", { exact: true });
+  await shown(codeIn, "the second step's code field after the password of an operator with TOTP");
+  assert.ok(await page.locator("#nav").isHidden(), "navigation shown before the second step");
+  // A wrong code (none of the three steps the server accepts): refused, the step stays.
+  const now = Date.now();
+  const near = new Set([-1, 0, 1].map((k) => totp(TOTP_SECRET, now + k * 30_000)));
+  let wrong = 0;
+  while (near.has(String(wrong).padStart(6, "0"))) wrong++;
+  await codeIn.fill(String(wrong).padStart(6, "0"));
+  await page.getByRole("button", { name: "Verify" }).click();
+  await shown(page.locator('#error[data-code="MFA_CODE_INVALID"]'), "MFA_CODE_INVALID shown for a wrong code");
+  await shown(codeIn, "the code field still there after a wrong code");
+  assert.equal(await codeIn.inputValue(), "", "the wrong code left in the field");
+  assert.equal(secondSteps.length, 0, "a wrong code gave a session");
+  // The code of now, computed here as an app would.
+  await codeIn.fill(totp(TOTP_SECRET, Date.now()));
+  await page.getByRole("button", { name: "Verify" }).click();
+  await shown(page.locator("#overview[data-loaded]"), "the overview after the TOTP code");
+  await noError(page, "TOTP sign-in");
+  assert.equal(await page.locator("#who").innerText(), TOTP_EMAIL, "signed in as the TOTP operator");
+  assert.equal(secondSteps.length, 1, "sessions from the second step");
+  let c = claims(await secondSteps[0]);
+  assert.equal(c.aal, "aal2", `the TOTP session's aal: ${JSON.stringify(c)}`);
+  assert.deepEqual(c.amr, ["pwd", "otp"], `the TOTP session's amr: ${JSON.stringify(c)}`);
+  console.log(`ok: ${TOTP_EMAIL} signed in with the password and an authenticator code (a wrong one refused first): ${c.aal}, amr ${c.amr}`);
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await shown(page.locator("form.signin", { hasText: "You are signed out." }), "the sign-in form after signing out");
+  // A recovery code instead: used once, one fewer left.
+  await signIn(page, TOTP_EMAIL);
+  await shown(codeIn, "the second step's code field again");
+  await codeIn.fill(recoveryCodes[0]);
+  await page.getByRole("button", { name: "Verify" }).click();
+  await shown(page.locator("#overview[data-loaded]"), "the overview after the recovery code");
+  await noError(page, "recovery code sign-in");
+  assert.equal(secondSteps.length, 2, "sessions from the second step");
+  c = claims(await secondSteps[1]);
+  assert.equal(c.aal, "aal2", `the recovery session's aal: ${JSON.stringify(c)}`);
+  assert.deepEqual(c.amr, ["pwd", "recovery"], `the recovery session's amr: ${JSON.stringify(c)}`);
+  const { user: totpUser } = await gql("query ($email: String!) { user(email: $email) { id } }", { email: TOTP_EMAIL });
+  const { userMfa } = await gql("query ($userId: ID!) { userMfa(userId: $userId) { enabled recoveryCodesLeft } }", { userId: totpUser.id });
+  assert.deepEqual(userMfa, { enabled: true, recoveryCodesLeft: 9 }, "the TOTP operator's factors after a recovery code");
+  console.log(`ok: ${TOTP_EMAIL} signed in with a recovery code (${c.amr}); ${userMfa.recoveryCodesLeft} left, as the API says`);
+  // A passkey too (the session is at aal2): the second step offers it
+  // beside the code, and it completes the sign-in.
+  const { authenticatorId: totpAuthenticator } = await cdp.send("WebAuthn.addVirtualAuthenticator", {
+    options: { protocol: "ctap2", transport: "internal", hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+  });
+  await page.getByRole("link", { name: "My account", exact: true }).click();
+  await shown(page.locator('#passkeys[data-loaded="0"]'), "the TOTP operator's passkeys (none yet)");
+  await page.getByLabel("Passkey name").fill("TOTP operator's key");
+  await page.getByRole("button", { name: "Register a passkey" }).click();
+  await shown(page.locator('#passkeys[data-loaded="1"]'), "the TOTP operator's passkey, registered");
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await shown(page.locator("form.signin", { hasText: "You are signed out." }), "the sign-in form after signing out");
+  await signIn(page, TOTP_EMAIL);
+  await shown(codeIn, "the code field for an account with TOTP and a passkey");
+  await page.getByRole("button", { name: "Use a passkey instead" }).click();
+  await shown(page.locator("#overview[data-loaded]"), "the overview after the passkey instead of a code");
+  await noError(page, "passkey instead of a code");
+  assert.equal(secondSteps.length, 3, "sessions from the second step");
+  c = claims(await secondSteps[2]);
+  assert.deepEqual([c.aal, c.amr], ["aal2", ["pwd", "webauthn"]], `the passkey second step's session: ${JSON.stringify(c)}`);
+  console.log(`ok: ${TOTP_EMAIL}, with a passkey too, completed the second step with it instead of a code (${c.amr})`);
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await shown(page.locator("form.signin", { hasText: "You are signed out." }), "the sign-in form after signing out");
+
+  // A second step whose challenge another client used first: back to the password.
+  const loginAnswer = page.waitForResponse((r) => r.url().endsWith("/api/v1/auth/login"), { timeout: 15_000 });
+  await signIn(page, TOTP_EMAIL);
+  const challengeToken = (await (await loginAnswer).json()).error?.details?.challengeToken;
+  assert.ok(challengeToken, "the login's MFA_REQUIRED carries no challengeToken");
+  await shown(codeIn, "the code field before the challenge is used elsewhere");
+  const elsewhere = await fetch(`${base}/api/v1/auth/login/mfa`, {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ challengeToken, code: recoveryCodes[1] }),
+  });
+  assert.equal(elsewhere.status, 200, `another client completing the challenge: ${JSON.stringify(await elsewhere.json())}`);
+  await codeIn.fill(totp(TOTP_SECRET, Date.now()));
+  await page.getByRole("button", { name: "Verify" }).click();
+  await shown(page.locator('#error[data-code="MFA_CHALLENGE_INVALID"]'), "MFA_CHALLENGE_INVALID shown for a used challenge");
+  await shown(page.locator("form.signin", { hasText: "That second step has ended" }), "the password form again, saying why");
+  assert.ok(await page.locator("#nav").isHidden(), "navigation shown after a used challenge");
+  assert.equal(secondSteps.length, 3, "the page got a session from a used challenge");
+  await cdp.send("WebAuthn.removeVirtualAuthenticator", { authenticatorId: totpAuthenticator });
+  console.log("ok: a second step whose challenge was used elsewhere is refused (MFA_CHALLENGE_INVALID) and goes back to the password");
+
   // ---- No CSP violation, no uncaught error, all along ----
   assert.deepEqual(pageErrors, [], "uncaught errors in the page");
   assert.deepEqual(violations, [], "CSP violations");
@@ -444,6 +594,18 @@ async function signIn(page, email) {
   await page.getByLabel("Email").fill(email);
   await page.getByLabel("Password").fill(PASSWORD);
   await page.getByRole("button", { name: "Sign in", exact: true }).click();
+}
+
+// shown waits, at most 15 s, for a locator to be visible, and fails saying
+// what was awaited, with the page's error if it shows one.
+async function shown(locator, what) {
+  try {
+    await locator.waitFor({ state: "visible", timeout: 15_000 });
+  } catch (e) {
+    const box = locator.page().locator("#error");
+    const err = (await box.isVisible()) ? ` (the page shows: ${await box.innerText()})` : "";
+    assert.fail(`not shown within 15 s: ${what}${err}: ${e.message.split("\n")[0]}`);
+  }
 }
 
 // noError fails when the page shows an API error, or a value the code

@@ -2,10 +2,17 @@ package clients
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/identities/provider/providertest"
+	"github.com/herald-vpn/herald/internal/testsupport"
+	"github.com/pquerna/otp"
+	"github.com/pquerna/otp/totp"
 )
 
 // consoleShotNames are the pages TestConsole photographs.
@@ -22,7 +29,13 @@ var consoleShotNames = []string{"overview", "users", "user", "broadcasts"}
 // the session's refresh token is refused; then passkeys with Chromium's
 // virtual authenticator (DevTools WebAuthn domain): one registered from
 // the page, a sign-in with it alone, a password sign-in completed with it
-// (MFA_REQUIRED), and its removal, each read back through the API. Every page is also laid out at
+// (MFA_REQUIRED), and its removal, each read back through the API; the
+// user's Apple and Google identities on their page, as the API reads
+// them; an operator with an authenticator app signing in with the code
+// computed in the script (a wrong one refused first), then with a recovery
+// code, then, with a passkey added, with the passkey instead of a code,
+// each session's aal and amr checked; and a second step whose challenge
+// another client used sent back to the password. Every page is also laid out at
 // 390 px, and any Content Security Policy violation or uncaught error
 // fails the test. Pushes go to the development provider (no FCM or APNs
 // configured), paced so that a broadcast lasts a few seconds.
@@ -36,6 +49,9 @@ func TestConsole(t *testing.T) {
 	// Passkeys need the page at a domain: the browser opens the console at
 	// http://localhost:<port> for them, so the port is chosen here.
 	port := freePort(t)
+	// Fake Apple and Google issuers: Ann's account gets one identity of
+	// each, which her page shows.
+	apple, google := providertest.NewIssuer(t), providertest.NewIssuer(t)
 	s := startServer(t, map[string]string{
 		"HERALD_ADDR":                 "127.0.0.1:" + port,
 		"HERALD_WEBAUTHN_RP_ID":       "localhost",
@@ -45,9 +61,32 @@ func TestConsole(t *testing.T) {
 		"HERALD_RATE_LIMIT_GLOBAL":    "5000", // the browser and this test share one address
 		"HERALD_RATE_LIMIT_AUTH":      "200",
 		"HERALD_RATE_LIMIT_PROTECTED": "5000",
+		"HERALD_APPLE_CLIENT_IDS":     consoleAppleClient,
+		"HERALD_APPLE_ISSUER":         apple.URL,
+		"HERALD_APPLE_JWKS_URL":       apple.JWKSURL(),
+		"HERALD_GOOGLE_CLIENT_IDS":    consoleGoogleClient,
+		"HERALD_GOOGLE_ISSUER":        google.URL,
+		"HERALD_GOOGLE_JWKS_URL":      google.JWKSURL(),
 	})
 	admin := s.adminToken(t, "ops@example.com")
-	s.userToken(t, "ann@example.com") // not an admin: refused by the console
+	ann := s.userToken(t, "ann@example.com") // not an admin: refused by the console
+	// Ann signs in with Google (the same verified address: linked), then
+	// links her Apple account, which hides her address.
+	const annRelay = "x7k2ann@privaterelay.appleid.com"
+	gtok := google.Mint(t, providertest.Token{Audience: consoleGoogleClient, Subject: "g-ann", Email: "ann@example.com", EmailVerified: true, Nonce: "n-g"})
+	if status, body := s.call(t, http.MethodPost, "/api/v1/auth/oauth/google", "", map[string]any{"idToken": gtok, "nonce": "n-g"}); status != http.StatusOK {
+		t.Fatalf("Ann's Google sign-in: %d %v", status, body)
+	}
+	atok := apple.Mint(t, providertest.Token{Audience: consoleAppleClient, Subject: "a-ann", Email: annRelay, EmailVerified: "true", PrivateEmail: "true", Nonce: providertest.AppleNonce("n-a")})
+	if status, body := s.call(t, http.MethodPost, "/api/v1/users/me/identities", ann, map[string]any{"provider": "apple", "idToken": atok, "nonce": "n-a"}); status != http.StatusCreated {
+		t.Fatalf("Ann links her Apple account: %d %v", status, body)
+	}
+	// An operator with an authenticator app (TOTP): the console asks for
+	// its code after the password. The factor is confirmed with the code
+	// of the step before this one, so that the browser's code (this step
+	// or a later one) is not refused as reused.
+	totpOps := s.adminToken(t, "totp-ops@example.com")
+	secret, recovery := enrollTOTP(t, s, totpOps)
 	s.userToken(t, "fleet@example.com")
 	s.userToken(t, "gone@example.com") // deleted in the page
 	var rows strings.Builder
@@ -84,6 +123,10 @@ func TestConsole(t *testing.T) {
 		"ANDROID_COUNT":  fmt.Sprint(android + 1), // the fleet's and Ann's Pixel
 		"SCREENSHOT_DIR": shots,
 		"PASSKEY_URL":    "http://localhost:" + port,
+		"APPLE_RELAY":    annRelay,
+		"TOTP_EMAIL":     "totp-ops@example.com",
+		"TOTP_SECRET":    secret,
+		"RECOVERY_CODES": strings.Join(recovery[:2], ","),
 	})
 	t.Logf("console_browser.mjs:\n%s", out)
 	for _, name := range consoleShotNames {
@@ -91,4 +134,37 @@ func TestConsole(t *testing.T) {
 			t.Errorf("screenshot %s.png: %v", name, err)
 		}
 	}
+}
+
+// The audiences of the fake providers' id_tokens.
+const (
+	consoleAppleClient  = "com.example.vpn"
+	consoleGoogleClient = "1234-web.apps.googleusercontent.com"
+)
+
+// enrollTOTP gives the bearer's account an active authenticator app and
+// returns its secret and its recovery codes. The confirming code is the
+// previous step's (accepted: one step of drift either side).
+func enrollTOTP(t *testing.T, s *server, bearer string) (secret string, recoveryCodes []string) {
+	t.Helper()
+	status, body := s.call(t, http.MethodPost, "/api/v1/users/me/mfa/totp", bearer, map[string]any{"name": "Authenticator"})
+	secret, _ = testsupport.JSONPath(body, "data", "secret").(string)
+	factorID, _ := testsupport.JSONPath(body, "data", "factor", "id").(string)
+	if status != http.StatusCreated && status != http.StatusOK || secret == "" || factorID == "" {
+		t.Fatalf("enroll TOTP: %d %v", status, body)
+	}
+	code, err := totp.GenerateCodeCustom(secret, time.Now().Add(-30*time.Second), totp.ValidateOpts{Period: 30, Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, body = s.call(t, http.MethodPost, "/api/v1/users/me/mfa/totp/"+factorID+"/confirm", bearer, map[string]any{"code": code})
+	codes, _ := testsupport.JSONPath(body, "data", "recoveryCodes").([]any)
+	if status != http.StatusOK || len(codes) != 10 {
+		t.Fatalf("confirm TOTP: %d %v", status, body)
+	}
+	for _, c := range codes {
+		code, _ := c.(string)
+		recoveryCodes = append(recoveryCodes, code)
+	}
+	return secret, recoveryCodes
 }

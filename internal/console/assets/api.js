@@ -35,20 +35,51 @@ function forget() {
 }
 
 // signIn logs in and checks that the account is an admin; a non-admin is
-// logged out again and refused with NOT_AN_ADMIN. A login that answers
-// MFA_REQUIRED with a passkey among its factors is completed with one.
+// logged out again and refused with NOT_AN_ADMIN. It resolves to null
+// once signed in. A login that answers MFA_REQUIRED resolves to its second
+// step, { email, challengeToken, expiresAt, factors }, for the page to
+// complete with a code (completeSignIn) or a passkey
+// (completeSignInWithPasskey); when a passkey is the only factor it is
+// used at once.
 export async function signIn(emailAddr, password) {
   let data;
   try {
     data = await send("POST", "/api/v1/auth/login", { email: emailAddr, password }, false);
   } catch (e) {
-    if (e.code !== "MFA_REQUIRED" || !e.details?.factors?.includes("passkey")) throw e;
-    const challengeToken = e.details.challengeToken;
-    const begun = await send("POST", "/api/v1/auth/login/mfa/passkey/begin", { challengeToken }, false);
-    const credential = await passkey.get(begun.publicKey);
-    data = await send("POST", "/api/v1/auth/login/mfa/passkey/finish", { challengeToken, challengeId: begun.challengeId, credential }, false);
+    if (e.code !== "MFA_REQUIRED" || !e.details?.challengeToken) throw e;
+    const step = { email: emailAddr, challengeToken: e.details.challengeToken, expiresAt: e.details.expiresAt, factors: e.details.factors ?? [] };
+    if (!takesCode(step) && step.factors.includes("passkey")) {
+      await completeSignInWithPasskey(step);
+      return null;
+    }
+    return step;
   }
   keep(data, emailAddr);
+  await mustBeAdmin();
+  return null;
+}
+
+// takesCode reports whether a second step can be completed with a code:
+// an authenticator app's or a recovery code.
+export function takesCode(step) {
+  return step.factors.includes("totp") || step.factors.includes("recovery");
+}
+
+// completeSignIn completes a second step with a TOTP or recovery code.
+export async function completeSignIn(step, code) {
+  const data = await send("POST", "/api/v1/auth/login/mfa", { challengeToken: step.challengeToken, code }, false);
+  keep(data, step.email);
+  await mustBeAdmin();
+}
+
+// completeSignInWithPasskey completes a second step with one of the
+// account's passkeys.
+export async function completeSignInWithPasskey(step) {
+  const { challengeToken } = step;
+  const begun = await send("POST", "/api/v1/auth/login/mfa/passkey/begin", { challengeToken }, false);
+  const credential = await passkey.get(begun.publicKey);
+  const data = await send("POST", "/api/v1/auth/login/mfa/passkey/finish", { challengeToken, challengeId: begun.challengeId, credential }, false);
+  keep(data, step.email);
   await mustBeAdmin();
 }
 

@@ -52,17 +52,13 @@ function signInForm() {
     h("p", { class: "muted" }, "For Herald's operators: an account made with herald admin create."),
     field("Email", emailIn), field("Password", passIn), submit,
     withPasskey ? h("p", {}, withPasskey) : null);
-  const signedIn = () => {
-    passIn.value = "";
-    signedOutNote = "";
-    if (!location.hash || location.hash === "#/signin") location.hash = "#/overview";
-    else route();
-  };
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     await guard(async () => {
-      await api.signIn(emailIn.value.trim(), passIn.value);
-      signedIn();
+      const step = await api.signIn(emailIn.value.trim(), passIn.value);
+      passIn.value = "";
+      if (step) secondStepForm(step);
+      else signedIn();
     }, submit);
   });
   withPasskey?.addEventListener("click", () => guard(async () => {
@@ -71,6 +67,56 @@ function signInForm() {
   }, withPasskey));
   main.replaceChildren(form);
   emailIn.focus();
+}
+
+function signedIn() {
+  signedOutNote = "";
+  if (!location.hash || location.hash === "#/signin") location.hash = "#/overview";
+  else route();
+}
+
+// secondStepForm asks for the second factor of a password sign-in that
+// answered MFA_REQUIRED: the authenticator app's code or a recovery code,
+// or one of the account's passkeys. A wrong code leaves the step open; a
+// challenge that ended (MFA_CHALLENGE_INVALID: used, or older than five
+// minutes) or an account that is not an admin goes back to the password.
+function secondStepForm(step) {
+  const codeIn = h("input", {
+    name: "code", autocomplete: "one-time-code", required: true, maxlength: "32",
+    spellcheck: "false", autocapitalize: "off", "aria-describedby": "code-hint",
+  });
+  const verify = h("button", { type: "submit" }, "Verify");
+  const withPasskey = step.factors.includes("passkey") && passkey.supported()
+    ? h("button", { type: "button", class: "secondary" }, "Use a passkey instead") : null;
+  const startOver = h("button", { type: "button", class: "secondary" }, "Start over");
+  const form = h("form", { class: "card signin", "aria-label": "Second step" },
+    h("h1", {}, "Second step"),
+    h("p", { class: "muted", id: "code-hint" }, `${step.email} has a second factor: enter the 6-digit code your authenticator app shows, or one of your recovery codes.`),
+    field("Code", codeIn), verify,
+    h("div", { class: "actions" }, withPasskey, startOver));
+  const attempt = (action, button) => guard(async () => {
+    try {
+      await action();
+    } catch (e) {
+      codeIn.value = "";
+      if (e.code === "MFA_CHALLENGE_INVALID" || e.code === "NOT_AN_ADMIN") {
+        signedOutNote = e.code === "MFA_CHALLENGE_INVALID" ? "That second step has ended (a challenge is used once and lasts five minutes): sign in again." : "";
+        signInForm();
+      } else {
+        codeIn.focus();
+      }
+      throw e;
+    }
+    signedIn();
+  }, button);
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    attempt(() => api.completeSignIn(step, codeIn.value.trim()), verify);
+  });
+  withPasskey?.addEventListener("click", () => attempt(() => api.completeSignInWithPasskey(step), withPasskey));
+  startOver.addEventListener("click", () => { clearError(); signInForm(); });
+  main.replaceChildren(form);
+  codeIn.focus();
 }
 
 // route shows the page the URL fragment names: #/name/param. Each visit

@@ -1,6 +1,6 @@
 // One account: its subscription with the entitlements it comes from and
-// their history, devices, sessions, second factors, security log and
-// linked Telegram chat, with the operator's actions on it (a manual grant, reconcile now,
+// their history, devices, sessions, second factors, Apple and Google
+// sign-in identities, security log and linked Telegram chat, with the operator's actions on it (a manual grant, reconcile now,
 // disable and enable, end sessions, reset second factors, a test
 // notification, deletion).
 import * as api from "../api.js";
@@ -24,6 +24,11 @@ const DETAIL = `plan status expiresAt source autoRenew graceEndsAt
 const SUBSCRIPTION = `query ($id: ID!) { userSubscription(id: $id) { ${DETAIL} } }`;
 
 const MFA = `query ($userId: ID!) { userMfa(userId: $userId) { enabled recoveryCodesLeft passkeys factors { id kind name status createdAt lastUsedAt } } }`;
+
+const IDENTITIES = `query ($userId: ID!) { userIdentities(userId: $userId) { id provider email privateRelay createdAt lastUsedAt } }`;
+
+// PROVIDERS name the identity providers as people know them.
+const PROVIDERS = { apple: "Apple", google: "Google" };
 
 const SECURITY_LOG = `query ($userId: ID!, $first: Int, $after: String) {
   userSecurityLog(userId: $userId, first: $first, after: $after) {
@@ -269,6 +274,21 @@ export async function render(main, params) {
     say(`${resetUserMfa.factorsRemoved} factor${resetUserMfa.factorsRemoved === 1 ? "" : "s"} removed: the user signs in with the password alone and may enroll again.`);
   }, resetMfa));
 
+  // Sign-in identities: the Apple and Google accounts linked to this one.
+  const identities = h("div", { id: "identities-part" });
+  function showIdentities(list) {
+    if (!list) {
+      identities.replaceChildren(h("p", { class: "muted" }, "Not read: see the error above."));
+      return;
+    }
+    identities.replaceChildren(table("identities", [
+      ["Provider", (i) => PROVIDERS[i.provider] ?? i.provider],
+      ["Email", (i) => [h("span", { class: "wrap" }, i.email || "—"), i.privateRelay ? [" ", badge("private relay")] : null]],
+      ["Linked", (i) => fmtTime(i.createdAt)],
+      ["Last used", (i) => (i.lastUsedAt ? fmtTime(i.lastUsedAt) : "never")],
+    ], list, "No Apple or Google identity is linked to this account."));
+  }
+
   // Access: disable with a reason, or enable.
   const reasonIn = h("input", { name: "reason", maxlength: "500", placeholder: "e.g. chargeback" });
   const disableButton = h("button", { type: "submit", class: "danger" }, "Disable account");
@@ -371,6 +391,7 @@ export async function render(main, params) {
 
   show(user);
   showMfa((await guard(() => api.gql(MFA, { userId: id })))?.userMfa);
+  showIdentities((await guard(() => api.gql(IDENTITIES, { userId: id })))?.userIdentities);
   showDetail(await guard(() => loadDetail(async () => (await api.gql(SUBSCRIPTION, { id })).userSubscription)));
   main.append(
     h("p", { class: "crumbs" }, h("a", { href: "#/users" }, "Users"), " / account"),
@@ -390,6 +411,7 @@ export async function render(main, params) {
       section("Sessions", sessions, h("div", { class: "actions" }, endSessions)),
       section("Telegram", chat)),
     section("Second factors", factors, h("div", { class: "actions" }, resetMfa)),
+    section("Sign-in identities", identities),
     section("Security log", securityLog),
     section("Test notification", testForm, outcomes),
     h("div", { class: "row" },
