@@ -233,7 +233,7 @@ func (s *Service) SendToToken(ctx context.Context, platform, token string, n Not
 	if err := devices.ValidatePlatform(platform); err != nil {
 		return SendResult{}, err
 	}
-	token, err := devices.NormalizePushToken(token)
+	token, err := s.cfg.Tokens.Normalize(platform, token)
 	if err != nil {
 		return SendResult{}, err
 	}
