@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/herald-vpn/herald/internal/push/webpush"
@@ -159,4 +160,23 @@ func TestWebPushE2E(t *testing.T) {
 func webpushtestKey(t *testing.T, sub webpushtest.Subscription) string {
 	t.Helper()
 	return base64.RawURLEncoding.EncodeToString(sub.Private.PublicKey().Bytes())
+}
+
+// `herald keys vapid` prints a key the server can use, and its public key.
+func TestKeysVAPID(t *testing.T) {
+	t.Parallel()
+	stdout, stderr, err := runHerald(t, nil, "", "keys", "vapid")
+	if err != nil {
+		t.Fatalf("keys vapid: %v\n%s", err, stderr)
+	}
+	key, err := webpush.ParseVAPIDKey([]byte(stdout))
+	if err != nil {
+		t.Fatalf("keys vapid printed %q: %v", stdout, err)
+	}
+	if want := "public key (applicationServerKey): " + key.Public(); !strings.Contains(stderr, want) {
+		t.Fatalf("stderr %q lacks %q", stderr, want)
+	}
+	if _, err := webpush.New([]byte(stdout), "mailto:ops@example.com", webpush.Options{}); err != nil {
+		t.Fatalf("the key does not make a client: %v", err)
+	}
 }

@@ -291,7 +291,7 @@ func Vars() []Var {
 		{"HERALD_APNS_TEAM_ID", "", "DEF123GHIJ", "Apple team id", str(func(c *Config) *string { return &c.APNsTeamID })},
 		{"HERALD_APNS_TOPIC", "", "com.example.vpn", "the app's bundle id", str(func(c *Config) *string { return &c.APNsTopic })},
 		{"HERALD_APNS_ENDPOINT", "production", "sandbox", "production, sandbox, or an https URL", str(func(c *Config) *string { return &c.APNsEndpoint })},
-		{"HERALD_VAPID_PRIVATE_KEY_FILE", "", "/etc/herald/vapid.pem", "Web Push VAPID key: a PEM EC P-256 private key (herald vapid-key writes one); with HERALD_VAPID_SUBJECT, enables Web Push for web", str(func(c *Config) *string { return &c.VAPIDKeyFile })},
+		{"HERALD_VAPID_PRIVATE_KEY_FILE", "", "/etc/herald/vapid.pem", "Web Push VAPID key: a PEM EC P-256 private key (herald keys vapid writes one); with HERALD_VAPID_SUBJECT, enables Web Push for web", str(func(c *Config) *string { return &c.VAPIDKeyFile })},
 		{"HERALD_VAPID_SUBJECT", "", "mailto:ops@example.com", "the contact push services may use about Herald's pushes: a mailto: or https: URL", str(func(c *Config) *string { return &c.VAPIDSubject })},
 		{"HERALD_WEBPUSH_ALLOW_PRIVATE", "off", "on", "on: Web Push subscriptions may point at push services on any address and port but a zoned one, and at plain http on loopback (development, tests); off: https endpoints on public addresses, port 443", onOff(func(c *Config) *bool { return &c.WebPushAllowPrivate })},
 		{"HERALD_PUSH_RATE", "10000", "2000", "sends per second per provider (the development one too), shared by the replicas through Redis when HERALD_REDIS_URL is set, else per process (0: no cap)", integer(func(c *Config) *int { return &c.PushRate }, 0)},

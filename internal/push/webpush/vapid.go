@@ -22,7 +22,7 @@ type VAPIDKey struct {
 
 // ParseVAPIDKey reads a PEM P-256 private key: "EC PRIVATE KEY" (SEC 1,
 // what `openssl ecparam -name prime256v1 -genkey -noout` and
-// `herald vapid-key` write) or "PRIVATE KEY" (PKCS #8).
+// `herald keys vapid` write) or "PRIVATE KEY" (PKCS #8).
 func ParseVAPIDKey(keyPEM []byte) (*VAPIDKey, error) {
 	block, _ := pem.Decode(keyPEM)
 	if block == nil {
