@@ -48,6 +48,8 @@
 // and 403 (the push service refused the VAPID signature or key) are
 // Fatal; 400, 413 and any other status are Other. Local reasons:
 // InvalidSubscription (a token ParseSubscription refuses: DeadToken),
+// EndpointNotAllowed (an endpoint on an address the client never dials, see
+// Addresses: DeadToken),
 // InvalidData and PayloadTooLarge (Other), Transport (Retryable), TLS
 // (Fatal), Canceled (Other).
 //
@@ -94,7 +96,9 @@ const (
 	// jwtRenew is how long before its expiry a cached token is replaced.
 	jwtRenew     = 6 * time.Hour
 	maxErrorBody = 64 << 10
-	sendTimeout  = 30 * time.Second
+	// maxCachedJWTs bounds the VAPID tokens kept (one per push service).
+	maxCachedJWTs = 1024
+	sendTimeout   = 30 * time.Second
 )
 
 // Options configure a Client.
@@ -254,6 +258,11 @@ func (c *Client) Send(ctx context.Context, t push.Target, n push.Notification) e
 
 	resp, err := c.http.Do(req)
 	if err != nil {
+		if errors.Is(err, webhooks.ErrNotPublic) || errors.Is(err, webhooks.ErrPortNotAllowed) {
+			// The endpoint is somewhere Herald never connects to: it will
+			// never take a push.
+			return &push.Error{Kind: push.DeadToken, Provider: providerName, Reason: "EndpointNotAllowed", Err: err}
+		}
 		return push.TransportError(ctx, providerName, err)
 	}
 	defer resp.Body.Close()
@@ -320,6 +329,9 @@ func (c *Client) authorization(endpoint string) (string, error) {
 		}
 		cached = cachedJWT{token: tok, exp: exp}
 		c.mu.Lock()
+		if len(c.jwts) >= maxCachedJWTs {
+			clear(c.jwts) // endpoints come from users: bound the push services remembered
+		}
 		c.jwts[aud] = cached
 		c.mu.Unlock()
 	}

@@ -225,8 +225,8 @@ func TestSendAddressPolicy(t *testing.T) {
 	tlsSrv := webpushtest.NewServer(t)
 	tlsSub := tlsSrv.Subscribe()
 	err = strict.Send(t.Context(), web(tlsSub), push.Notification{Title: "t"})
-	if kind, _ := push.Classify(err); kind == push.Sent || tlsSrv.Attempts(tlsSub.ID) != 0 {
-		t.Fatalf("the strict client reached a loopback push service: %v", err)
+	if pe, ok := errors.AsType[*push.Error](err); !ok || pe.Kind != push.DeadToken || pe.Reason != "EndpointNotAllowed" || tlsSrv.Attempts(tlsSub.ID) != 0 {
+		t.Fatalf("the strict client to a loopback push service: %v, want DeadToken EndpointNotAllowed and no request", err)
 	}
 	dev, err := webpush.New(newKey(t), subject, webpush.Options{AllowPrivate: true})
 	if err != nil {
