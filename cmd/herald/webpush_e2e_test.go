@@ -180,6 +180,17 @@ func TestWebPushE2E(t *testing.T) {
 		if ds := listDevices(t, h, restDoor.name, lateAccess); len(ds) != 1 || ds[0]["deviceId"] != lateID || ds[0]["pushTokenStatus"] != "invalid" {
 			t.Fatalf("the late browser's device %v, want it invalid", ds)
 		}
+		// An operator's test of a bare subscription, with no device.
+		byToken := `mutation T($p: String!, $t: String!, $n: NotificationInput!) { sendNotificationByToken(platform: $p, pushToken: $t, notification: $n) { status message } }`
+		bare := fake.Subscribe()
+		r = gql(t, h, "sendNotificationByToken", byToken, map[string]any{"p": "web", "t": bare.JSON, "n": notify("Test", "A bare subscription", nil)}, withBearer(f.admin))
+		expectOK(t, "send to a bare subscription", r, http.StatusOK)
+		if m := fake.MessagesFor(bare.ID); len(m) != 1 || m[0].Body != "A bare subscription" {
+			t.Fatalf("the bare subscription got %v", m)
+		}
+		r = gql(t, h, "sendNotificationByToken", byToken, map[string]any{"p": "web", "t": "fcm-token", "n": notify("Test", "x", nil)}, withBearer(f.admin))
+		expectError(t, "a bare token that is no subscription", r, http.StatusBadRequest, "VALIDATION_ERROR")
+
 		if rej := fake.Rejected(); len(rej) != 0 {
 			t.Fatalf("the fake push service refused pushes: %v", rej)
 		}
