@@ -226,7 +226,10 @@ func (s *Service) deliver(ctx context.Context, d devices.Device, n Notification)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if r := reasonOf(err); r == "InvalidData" || r == "INVALID_ARGUMENT" || r == "PayloadTooLarge" {
+	if reasonOf(err) == "PayloadTooLarge" {
+		return invalidInput("notification", "The notification is too large for Web Push: its subject, content, data and options must fit 3993 bytes of JSON.")
+	}
+	if r := reasonOf(err); r == "InvalidData" || r == "INVALID_ARGUMENT" {
 		return invalidInput("data", "The push provider refused the notification's data.")
 	}
 	s.cfg.Logger.WarnContext(ctx, "push failed", "device_id", d.ID, "err", err)
