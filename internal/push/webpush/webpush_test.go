@@ -271,3 +271,30 @@ func TestNewRefuses(t *testing.T) {
 		}
 	}
 }
+
+// One client serves concurrent sends (run with -race): each subscription
+// gets its own push, readable by it.
+func TestSendConcurrent(t *testing.T) {
+	t.Parallel()
+	srv := webpushtest.NewServer(t)
+	c := newClient(t, srv, webpush.Options{})
+	n := push.Notification{Title: "t", Body: "b"}.Prepared()
+	subs := make([]webpushtest.Subscription, 40)
+	for i := range subs {
+		subs[i] = srv.Subscribe()
+	}
+	errs := make(chan error, len(subs))
+	for _, s := range subs {
+		go func() { errs <- c.Send(t.Context(), web(s), n) }()
+	}
+	for range subs {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range subs {
+		if m := srv.MessagesFor(s.ID); len(m) != 1 || m[0].Body != "b" {
+			t.Fatalf("%s got %v", s.ID, m)
+		}
+	}
+}
