@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/herald-vpn/herald/internal/push/webpush"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"golang.org/x/term"
 )
@@ -119,8 +120,12 @@ func readPassword(env *environment, fromStdin bool) (string, error) {
 
 // cmdKeys prints a fresh JWK set for HERALD_JWT_KEYS_FILE.
 func cmdKeys(_ context.Context, env *environment, args []string) error {
-	if _, done, err := subcommand(env, "Usage: herald keys generate > jwks.json", args, "generate"); done || err != nil {
+	sub, done, err := subcommand(env, "Usage: herald keys generate > jwks.json | herald keys vapid > vapid.pem", args, "generate", "vapid")
+	if done || err != nil {
 		return err
+	}
+	if sub == "vapid" {
+		return cmdKeysVAPID(env, args[1:])
 	}
 	fs := newFlags(env, "keys generate", "Print a JWK set with one new active Ed25519 key, for HERALD_JWT_KEYS_FILE.\nTo rotate, add a new key marked active and drop \"active\" and \"d\" from the old one.", noConfig)
 	if helped, err := parseFlags(env, fs, args[1:]); helped || err != nil {
@@ -136,5 +141,24 @@ func cmdKeys(_ context.Context, env *environment, args []string) error {
 	}
 	out, _ := json.MarshalIndent(map[string]any{"keys": []any{k.JWK(true)}}, "", "  ")
 	fmt.Fprintln(env.stdout, string(out))
+	return nil
+}
+
+// cmdKeysVAPID is `herald keys vapid`: a new Web Push key.
+func cmdKeysVAPID(env *environment, args []string) error {
+	fs := newFlags(env, "keys vapid", "Print a new PEM EC P-256 private key, for HERALD_VAPID_PRIVATE_KEY_FILE (Web Push).\nIts public key, the applicationServerKey browsers subscribe with, goes to stderr;\nthe server also serves it at GET /api/v1/push/vapid-public-key. A new key makes\nevery browser's subscription useless: they must subscribe again.", noConfig)
+	if helped, err := parseFlags(env, fs, args); helped || err != nil {
+		return err
+	}
+	pemKey, err := webpush.GenerateVAPIDKey()
+	if err != nil {
+		return err
+	}
+	key, err := webpush.ParseVAPIDKey(pemKey)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(env.stdout, string(pemKey))
+	fmt.Fprintln(env.stderr, "public key (applicationServerKey): "+key.Public())
 	return nil
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/herald-vpn/herald/internal/push"
 	"github.com/herald-vpn/herald/internal/push/apns"
 	"github.com/herald-vpn/herald/internal/push/fcm"
+	"github.com/herald-vpn/herald/internal/push/webpush"
 	"github.com/herald-vpn/herald/internal/pwned"
 	"github.com/herald-vpn/herald/internal/seal"
 	"github.com/herald-vpn/herald/internal/securityalert"
@@ -232,7 +233,14 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 	}
 	a.MessengerBroadcasts = messenger.NewBroadcaster(a.Messenger, a.db, messenger.BroadcastConfig{Wire: view.MessengerBroadcastWire()})
 	river.AddWorker(a.workers, &messenger.BroadcastWorker{Broadcaster: a.MessengerBroadcasts})
-	var provider push.Provider = push.NewRouter(nil, nil, push.NewDev(logger.With("component", "push-dev")))
+	var provider push.Provider = push.NewRouter(nil, nil, nil, push.NewDev(logger.With("component", "push-dev")))
+	if cfg.VAPIDKeyFile != "" {
+		key, err := readVAPIDKey(cfg)
+		if err != nil {
+			return err
+		}
+		a.VAPIDPublicKey = key.Public()
+	}
 	if serving {
 		if provider, err = newPushProvider(ctx, cfg, a.redis, a.instrumentProvider, logger); err != nil {
 			return err
@@ -247,7 +255,7 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 	river.AddWorker(a.workers, &billing.IngestWorker{Service: a.Billing})
 	river.AddWorker(a.workers, &billing.SweepWorker{Service: a.Billing})
 	river.AddWorker(a.workers, &billing.ReconcileWorker{Service: a.Billing})
-	a.Devices = devices.NewService(a.db, a.Plans, devices.Config{})
+	a.Devices = devices.NewService(a.db, a.Plans, devices.Config{Tokens: tokenRules(cfg)})
 	a.Notifications = a.newNotifications(provider)
 	river.AddWorker(a.workers, &notifications.BroadcastWorker{Service: a.Notifications})
 	a.Idempotency = idempotency.New(a.db, logger.With("component", "idempotency"))
@@ -470,6 +478,7 @@ func (a *App) newNotifications(provider push.Provider) *notifications.Service {
 		Categories:  a.Preferences.Catalogue(),
 		Logger:      a.logger.With("component", "push"),
 		Wire:        view.NotificationJobWire(),
+		Tokens:      tokenRules(cfg),
 	})
 }
 
@@ -749,7 +758,7 @@ func newPushProvider(ctx context.Context, cfg config.Config, rdb *redis.Client, 
 		}
 		return limits.NewPace(float64(cfg.PushRate))
 	}
-	var fcmP, apnsP push.Provider
+	var fcmP, apnsP, webP push.Provider
 	if cfg.FCMCredentialsFile != "" {
 		creds, err := os.ReadFile(cfg.FCMCredentialsFile)
 		if err != nil {
@@ -772,13 +781,42 @@ func newPushProvider(ctx context.Context, cfg config.Config, rdb *redis.Client, 
 		}
 		apnsP = notifications.RateLimit(instrument("apns", c), pace("apns"))
 	}
-	if fcmP == nil && apnsP == nil {
+	if cfg.VAPIDKeyFile != "" {
+		key, err := os.ReadFile(cfg.VAPIDKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("HERALD_VAPID_PRIVATE_KEY_FILE: %w", err)
+		}
+		c, err := webpush.New(key, cfg.VAPIDSubject, webpush.Options{AllowPrivate: cfg.WebPushAllowPrivate})
+		if err != nil {
+			return nil, fmt.Errorf("web push: %w", err)
+		}
+		webP = notifications.RateLimit(instrument("webpush", c), pace("webpush"))
+	}
+	if fcmP == nil && apnsP == nil && webP == nil {
 		logger.Warn("no push provider configured: pushes are written to this log and reported sent")
 	}
 	// The development provider is paced too, so that a broadcast on a
 	// development server lasts as it would (its progress can be watched).
 	dev := notifications.RateLimit(instrument("dev", push.NewDev(logger.With("component", "push-dev"))), pace("dev"))
-	return push.NewRouter(fcmP, apnsP, dev), nil
+	return push.NewRouter(fcmP, apnsP, webP, dev), nil
+}
+
+// readVAPIDKey reads and parses HERALD_VAPID_PRIVATE_KEY_FILE.
+func readVAPIDKey(cfg config.Config) (*webpush.VAPIDKey, error) {
+	b, err := os.ReadFile(cfg.VAPIDKeyFile)
+	if err != nil {
+		return nil, configError{"HERALD_VAPID_PRIVATE_KEY_FILE: " + err.Error()}
+	}
+	key, err := webpush.ParseVAPIDKey(b)
+	if err != nil {
+		return nil, configError{"HERALD_VAPID_PRIVATE_KEY_FILE: " + err.Error()}
+	}
+	return key, nil
+}
+
+// tokenRules are the push-token rules the configuration asks for.
+func tokenRules(cfg config.Config) devices.TokenRules {
+	return devices.TokenRules{AllowLoopbackWebPush: cfg.WebPushAllowPrivate}
 }
 
 // jobMiddleware counts every job attempt and, when tracing, carries the

@@ -80,6 +80,7 @@ func dependencyChecks(cfg config.Config, db *sqlstore.DB, rdb *redis.Client) []f
 		func(ctx context.Context) checkResult { return checkSMTP(ctx, cfg) },
 		func(ctx context.Context) checkResult { return checkFCM(ctx, cfg) },
 		func(ctx context.Context) checkResult { return checkAPNs(cfg) },
+		func(ctx context.Context) checkResult { return checkWebPush(cfg) },
 		func(ctx context.Context) checkResult { return checkTelegram(ctx, cfg) },
 		func(ctx context.Context) checkResult { return checkBilling(ctx, cfg) },
 		func(ctx context.Context) checkResult { return checkPwnedPasswords(ctx, cfg) },
@@ -281,8 +282,8 @@ func loopbackURL(raw string) bool {
 func checkFCM(ctx context.Context, cfg config.Config) checkResult {
 	const name = "fcm"
 	if cfg.FCMCredentialsFile == "" {
-		if cfg.APNsKeyFile == "" {
-			return warned(name, "no push provider configured: pushes are written to the log and reported sent", "set HERALD_FCM_CREDENTIALS_FILE (and HERALD_APNS_* for ios)")
+		if cfg.APNsKeyFile == "" && cfg.VAPIDKeyFile == "" {
+			return warned(name, "no push provider configured: pushes are written to the log and reported sent", "set HERALD_FCM_CREDENTIALS_FILE (and HERALD_APNS_* for ios, HERALD_VAPID_* for web)")
 		}
 		return passed(name, "not configured: android devices get no pushes")
 	}
@@ -335,6 +336,20 @@ func checkAPNs(cfg config.Config) checkResult {
 		return failed(name, err, "HERALD_APNS_KEY_FILE must be the .p8 auth key Apple issued (Certificates, Identifiers & Profiles, Keys), with its id in HERALD_APNS_KEY_ID and the team's in HERALD_APNS_TEAM_ID")
 	}
 	return passed(name, fmt.Sprintf("key %s of team %s signs provider tokens (not sent: APNs is tried at the first push)", cfg.APNsKeyID, cfg.APNsTeamID))
+}
+
+// checkWebPush reads the VAPID key; push services are not called (a push
+// service is only known from a browser's subscription).
+func checkWebPush(cfg config.Config) checkResult {
+	const name = "webpush"
+	if cfg.VAPIDKeyFile == "" {
+		return passed(name, "not configured: web devices get no pushes")
+	}
+	key, err := readVAPIDKey(cfg)
+	if err != nil {
+		return failed(name, err, "HERALD_VAPID_PRIVATE_KEY_FILE must be a readable PEM EC P-256 private key (herald keys vapid writes one)")
+	}
+	return passed(name, "VAPID key "+key.Public()[:12]+"… for "+cfg.VAPIDSubject+" (not sent: push services are tried at the first push)")
 }
 
 // checkBilling builds the connected stores' channels and reads the
@@ -532,7 +547,7 @@ func printChecks(w io.Writer, results []checkResult) (failedAny bool) {
 var errChecksFailed = errors.New("checks failed")
 
 func cmdCheck(ctx context.Context, env *environment, args []string) error {
-	fs := newFlags(env, "check", "Validate the configuration, then try each configured dependency (database and its connection\nlimit, Redis, SMTP, FCM, APNs, Telegram, JWT keys, discovery, stored secrets) without changing anything, and print one line per check: ok, warning or error,\nwith the fix. Exit status: 0 when no check failed (warnings included), 1 when one did, 2 when the\nconfiguration is invalid.", configHint)
+	fs := newFlags(env, "check", "Validate the configuration, then try each configured dependency (database and its connection\nlimit, Redis, SMTP, FCM, APNs, Web Push, Telegram, JWT keys, discovery, stored secrets) without changing anything, and print one line per check: ok, warning or error,\nwith the fix. Exit status: 0 when no check failed (warnings included), 1 when one did, 2 when the\nconfiguration is invalid.", configHint)
 	timeout := fs.Duration("timeout", 10*time.Second, "time allowed to each check")
 	replicas := fs.Int("replicas", 0, "how many servers share the database, for the connections line (overrides HERALD_REPLICAS)")
 	if helped, err := parseFlags(env, fs, args); helped || err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/herald-vpn/herald/internal/mail/mailtest"
 	"github.com/herald-vpn/herald/internal/push/apns/apnstest"
 	"github.com/herald-vpn/herald/internal/push/fcm/fcmtest"
+	"github.com/herald-vpn/herald/internal/push/webpush"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/herald-vpn/herald/internal/telegram/telegramtest"
 	"github.com/jackc/pgx/v5"
@@ -87,6 +88,10 @@ func TestCheckAllOK(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		vapidKey, err := webpush.GenerateVAPIDKey()
+		if err != nil {
+			t.Fatal(err)
+		}
 		tg := telegramtest.NewServer(t, checkBotToken)
 		breaches := pwnedtest.New("Password1")
 		t.Cleanup(breaches.Close)
@@ -94,23 +99,25 @@ func TestCheckAllOK(t *testing.T) {
 		t.Cleanup(captchaFake.Close)
 		env := testDefaults()
 		maps.Copy(env, map[string]string{
-			"HERALD_DATABASE_URL":         sqlstoretest.NewURL(t, d),
-			"HERALD_REDIS_URL":            testRedisURL(t),
-			"HERALD_SMTP_URL":             smtp.URLWithAuth(user, pass),
-			"HERALD_FCM_CREDENTIALS_FILE": writeTemp(t, "fcm.json", fcmFake.CredentialsJSON(fcmProject)),
-			"HERALD_FCM_ENDPOINT":         fcmFake.URL,
-			"HERALD_APNS_KEY_FILE":        writeTemp(t, "AuthKey.p8", apnsKey),
-			"HERALD_APNS_KEY_ID":          "KEYID12345",
-			"HERALD_APNS_TEAM_ID":         "TEAMID1234",
-			"HERALD_APNS_TOPIC":           "com.example.vpn",
-			"HERALD_TELEGRAM_BOT_TOKEN":   checkBotToken,
-			"HERALD_TELEGRAM_API_URL":     tg.URL,
-			"HERALD_JWT_KEYS_FILE":        jwksFile(t, false),
-			"HERALD_PUBLIC_URL":           "https://api.example.com",
-			"HERALD_PWNED_PASSWORDS_URL":  breaches.URL,
-			"HERALD_CAPTCHA_PROVIDER":     "turnstile",
-			"HERALD_CAPTCHA_SECRET":       "captcha-secret",
-			"HERALD_CAPTCHA_VERIFY_URL":   captchaFake.URL,
+			"HERALD_DATABASE_URL":           sqlstoretest.NewURL(t, d),
+			"HERALD_REDIS_URL":              testRedisURL(t),
+			"HERALD_SMTP_URL":               smtp.URLWithAuth(user, pass),
+			"HERALD_FCM_CREDENTIALS_FILE":   writeTemp(t, "fcm.json", fcmFake.CredentialsJSON(fcmProject)),
+			"HERALD_FCM_ENDPOINT":           fcmFake.URL,
+			"HERALD_APNS_KEY_FILE":          writeTemp(t, "AuthKey.p8", apnsKey),
+			"HERALD_APNS_KEY_ID":            "KEYID12345",
+			"HERALD_APNS_TEAM_ID":           "TEAMID1234",
+			"HERALD_APNS_TOPIC":             "com.example.vpn",
+			"HERALD_VAPID_PRIVATE_KEY_FILE": writeTemp(t, "vapid.pem", vapidKey),
+			"HERALD_VAPID_SUBJECT":          "mailto:ops@example.com",
+			"HERALD_TELEGRAM_BOT_TOKEN":     checkBotToken,
+			"HERALD_TELEGRAM_API_URL":       tg.URL,
+			"HERALD_JWT_KEYS_FILE":          jwksFile(t, false),
+			"HERALD_PUBLIC_URL":             "https://api.example.com",
+			"HERALD_PWNED_PASSWORDS_URL":    breaches.URL,
+			"HERALD_CAPTCHA_PROVIDER":       "turnstile",
+			"HERALD_CAPTCHA_SECRET":         "captcha-secret",
+			"HERALD_CAPTCHA_VERIFY_URL":     captchaFake.URL,
 		})
 		if _, stderr, err := runHerald(t, env, "", "migrate"); err != nil {
 			t.Fatalf("migrate: %v\n%s", err, stderr)
@@ -120,13 +127,13 @@ func TestCheckAllOK(t *testing.T) {
 			t.Fatalf("check = %v, want success\n%s%s", err, stdout, stderr)
 		}
 		lines := checkLines(t, stdout)
-		for _, name := range []string{"configuration", "database", "connections", "redis", "smtp", "fcm", "apns", "telegram", "billing", "pwned", "captcha", "jwt keys", "discovery", "secrets"} {
+		for _, name := range []string{"configuration", "database", "connections", "redis", "smtp", "fcm", "apns", "webpush", "telegram", "billing", "pwned", "captcha", "jwt keys", "discovery", "secrets"} {
 			if l := lines[name]; !strings.HasPrefix(l, "ok ") {
 				t.Errorf("%s: %q, want ok", name, l)
 			}
 		}
-		if len(lines) != 14 {
-			t.Errorf("%d lines, want 14:\n%s", len(lines), stdout)
+		if len(lines) != 15 {
+			t.Errorf("%d lines, want 15:\n%s", len(lines), stdout)
 		}
 		if got := captchaFake.Requests(); len(got) != 1 || got[0].Secret != "captcha-secret" {
 			t.Errorf("check made the verifications %+v, want one with the secret", got)
@@ -193,6 +200,14 @@ func TestCheckFailures(t *testing.T) {
 		}
 	}
 	apnsEnv := func(key []byte) map[string]string { return apnsEnvFile(writeTemp(t, "AuthKey.p8", key)) }
+	vapidEnv := func(path string) map[string]string {
+		return map[string]string{"HERALD_VAPID_PRIVATE_KEY_FILE": path, "HERALD_VAPID_SUBJECT": "mailto:ops@example.com"}
+	}
+	vapidKey, err := webpush.GenerateVAPIDKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	brokenVAPID := []byte("-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n")
 	telegramEnv := func(token, webhook string) map[string]string {
 		return map[string]string{"HERALD_TELEGRAM_BOT_TOKEN": token, "HERALD_TELEGRAM_API_URL": tg.URL, "HERALD_TELEGRAM_WEBHOOK_URL": webhook}
 	}
@@ -232,6 +247,10 @@ func TestCheckFailures(t *testing.T) {
 		{"fcm not a key", map[string]string{"HERALD_FCM_CREDENTIALS_FILE": writeTemp(t, "fcm.json", []byte(`{"type":"authorized_user"}`))}, "fcm", "error", []string{"fix: HERALD_FCM_CREDENTIALS_FILE must be"}},
 		{"fcm file missing", map[string]string{"HERALD_FCM_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none.json")}, "fcm", "error", []string{"no such file", "fix: check that HERALD_FCM_CREDENTIALS_FILE names a file"}},
 		{"apns key valid", apnsEnv(apnsKey), "apns", "ok", []string{"KEYID12345"}},
+		{"webpush off", nil, "webpush", "ok", []string{"not configured"}},
+		{"webpush key valid", vapidEnv(writeTemp(t, "vapid.pem", vapidKey)), "webpush", "ok", []string{"mailto:ops@example.com"}},
+		{"webpush key not P-256", vapidEnv(writeTemp(t, "vapid.pem", brokenVAPID)), "webpush", "error", []string{"fix: HERALD_VAPID_PRIVATE_KEY_FILE must be"}},
+		{"webpush key file missing", vapidEnv(filepath.Join(t.TempDir(), "none.pem")), "webpush", "error", []string{"no such file", "fix: HERALD_VAPID_PRIVATE_KEY_FILE"}},
 		{"apns key broken", apnsEnv([]byte("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")), "apns", "error", []string{"fix: HERALD_APNS_KEY_FILE must be"}},
 		{"apns key file missing", apnsEnvFile(filepath.Join(t.TempDir(), "none.p8")), "apns", "error", []string{"no such file", "fix: check that HERALD_APNS_KEY_FILE names a file"}},
 		{"telegram token rejected", telegramEnv("123456:wrong", ""), "telegram", "error", []string{"401", "fix: Telegram refused the token"}},

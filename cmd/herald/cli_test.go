@@ -76,6 +76,7 @@ func TestCLI(t *testing.T) {
 		{[]string{"bans", "lift"}, "Usage: herald bans lift IP", nil},
 		{[]string{"keys"}, "Usage: herald keys generate", nil},
 		{[]string{"keys", "generate"}, "Usage: herald keys generate", nil},
+		{[]string{"keys", "vapid"}, "Usage: herald keys vapid", nil},
 		{[]string{"version"}, "Usage: herald version", nil},
 	}
 	for _, h := range helps {
@@ -93,7 +94,7 @@ func TestCLI(t *testing.T) {
 		{"devices"}, {"devices", "import"}, {"devices", "export"},
 		{"apikeys"}, {"apikeys", "create"}, {"apikeys", "create", "--name", "billing"}, {"apikeys", "revoke"}, {"apikeys", "list", "extra"},
 		{"bans"}, {"bans", "add"}, {"bans", "lift"}, {"bans", "list", "--reason", "x"},
-		{"keys"}, {"keys", "rotate"}, {"keys", "generate", "extra"},
+		{"keys"}, {"keys", "rotate"}, {"keys", "generate", "extra"}, {"keys", "vapid", "extra"},
 		{"migrate", "extra"}, {"migrate", "status", "extra"}, {"check", "--timeout", "soon"}, {"check", "--timeout", "0s"}, {"check", "extra"},
 		{"admin", "create", "--email", "a@example.com", "--password", "x", "--password-stdin"},
 	} {
@@ -352,7 +353,7 @@ func TestCommandsPageNamesEveryCommand(t *testing.T) {
 	text := string(page)
 	want := []string{"herald serve", "herald check", "herald migrate`", "herald migrate status", "herald admin create", "herald admin revoke",
 		"herald users set-plan", "herald devices import", "herald apikeys create", "apikeys list", "apikeys revoke", "herald bans list",
-		"bans add", "bans lift", "herald keys generate", "herald help config", "herald version", "herald --version", "--password-stdin"}
+		"bans add", "bans lift", "herald keys generate", "herald keys vapid", "herald help config", "herald version", "herald --version", "--password-stdin"}
 	for _, c := range commands() {
 		want = append(want, "herald "+c.name)
 	}

@@ -129,7 +129,7 @@ Accounts must exist; plan limits do not apply. A token already registered moves 
 		return err
 	}
 	defer db.Close()
-	devs := devices.NewService(db, newPlans(db, cfg), devices.Config{})
+	devs := devices.NewService(db, newPlans(db, cfg), devices.Config{Tokens: tokenRules(cfg)})
 	var progress func(int)
 	if isTerminal(env.stderr, env.getenv) {
 		start := time.Now()

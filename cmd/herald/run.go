@@ -65,7 +65,7 @@ func commands() []command {
 		{"apikeys", "create, list or revoke API keys of other services (apikeys create --name N --scopes S|list|revoke ID)", cmdAPIKeys},
 		{"bans", "list, add or lift banned client addresses (bans list|add IP --reason R|lift IP)", cmdBans},
 		{"check", "validate the configuration and try each dependency (exit 0 ok, 1 a check failed, 2 invalid configuration)", cmdCheck},
-		{"keys", "print a new JWK set for HERALD_JWT_KEYS_FILE (keys generate)", cmdKeys},
+		{"keys", "print a new JWK set for HERALD_JWT_KEYS_FILE (keys generate) or a Web Push key for HERALD_VAPID_PRIVATE_KEY_FILE (keys vapid)", cmdKeys},
 		{"version", "print the version, VCS revision and build details (also --version)", cmdVersion},
 	}
 }

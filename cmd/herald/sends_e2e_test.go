@@ -83,6 +83,14 @@ func TestNotificationRESTDoorsE2E(t *testing.T) {
 		}
 		expectError(t, "a user's token", restCall(t, h, "POST", "/api/v1/notifications/devices/"+f.deviceID, n, withBearer(f.access)), 403, "INSUFFICIENT_PERMISSIONS")
 		expectError(t, "no credential", restCall(t, h, "GET", "/api/v1/notifications/broadcasts", nil), 401, "AUTH_REQUIRED")
+		// Without HERALD_VAPID_* there is no Web Push key to give.
+		expectError(t, "VAPID key unconfigured", restCall(t, h, "GET", "/api/v1/push/vapid-public-key", nil), 404, "NOT_FOUND")
+		status, body := h.graphql(t, `query { vapidPublicKey }`, nil)
+		if data, ok := body["data"].(map[string]any); status != http.StatusOK || body["errors"] != nil || !ok || data["vapidPublicKey"] != nil {
+			t.Fatalf("vapidPublicKey unconfigured = %d %v, want data.vapidPublicKey null", status, body)
+		} else if _, present := data["vapidPublicKey"]; !present {
+			t.Fatalf("vapidPublicKey unconfigured = %v, want the field present and null", body)
+		}
 
 		// A broadcast keeps its push options with the job.
 		withOptions := notify("Hello", "From REST", testData)

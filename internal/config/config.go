@@ -105,11 +105,15 @@ type Config struct {
 	APNsTeamID         string
 	APNsTopic          string
 	APNsEndpoint       string
-	PushRate           int
-	PushBatchSize      int
-	PushConcurrency    int
-	PushLeaseTTL       time.Duration
-	DeliveryRetention  time.Duration
+	// VAPIDKeyFile and VAPIDSubject enable Web Push (platform web).
+	VAPIDKeyFile        string
+	VAPIDSubject        string
+	WebPushAllowPrivate bool
+	PushRate            int
+	PushBatchSize       int
+	PushConcurrency     int
+	PushLeaseTTL        time.Duration
+	DeliveryRetention   time.Duration
 	// SecurityLogRetention is how long security log entries are kept.
 	SecurityLogRetention time.Duration
 	// GuestRetention is how long an unused guest account is kept.
@@ -290,6 +294,9 @@ func Vars() []Var {
 		{"HERALD_APNS_TEAM_ID", "", "DEF123GHIJ", "Apple team id", str(func(c *Config) *string { return &c.APNsTeamID })},
 		{"HERALD_APNS_TOPIC", "", "com.example.vpn", "the app's bundle id", str(func(c *Config) *string { return &c.APNsTopic })},
 		{"HERALD_APNS_ENDPOINT", "production", "sandbox", "production, sandbox, or an https URL", str(func(c *Config) *string { return &c.APNsEndpoint })},
+		{"HERALD_VAPID_PRIVATE_KEY_FILE", "", "/etc/herald/vapid.pem", "Web Push VAPID key: a PEM EC P-256 private key (herald keys vapid writes one); with HERALD_VAPID_SUBJECT, enables Web Push for web", str(func(c *Config) *string { return &c.VAPIDKeyFile })},
+		{"HERALD_VAPID_SUBJECT", "", "mailto:ops@example.com", "the contact push services may use about Herald's pushes: a mailto: or https: URL", str(func(c *Config) *string { return &c.VAPIDSubject })},
+		{"HERALD_WEBPUSH_ALLOW_PRIVATE", "off", "on", "on: Web Push subscriptions may point at push services on any address and port but a zoned one, and at plain http on loopback (development, tests); off: https endpoints on public addresses, port 443", onOff(func(c *Config) *bool { return &c.WebPushAllowPrivate })},
 		{"HERALD_PUSH_RATE", "10000", "2000", "sends per second per provider (the development one too), shared by the replicas through Redis when HERALD_REDIS_URL is set, else per process (0: no cap)", integer(func(c *Config) *int { return &c.PushRate }, 0)},
 		{"HERALD_PUSH_BATCH_SIZE", "500", "1000", "devices per broadcast batch", integer(func(c *Config) *int { return &c.PushBatchSize }, 1)},
 		{"HERALD_PUSH_CONCURRENCY", "64", "128", "sends in flight per broadcast", integer(func(c *Config) *int { return &c.PushConcurrency }, 1)},
@@ -470,6 +477,11 @@ func Load(getenv func(string) string) (Config, error) {
 	apns := []string{c.APNsKeyFile, c.APNsKeyID, c.APNsTeamID, c.APNsTopic}
 	if set := len(slices.DeleteFunc(slices.Clone(apns), func(s string) bool { return s == "" })); set > 0 && set < len(apns) {
 		problems = append(problems, "HERALD_APNS_KEY_FILE, HERALD_APNS_KEY_ID, HERALD_APNS_TEAM_ID, HERALD_APNS_TOPIC: set all four to enable APNs, or none")
+	}
+	if (c.VAPIDKeyFile == "") != (c.VAPIDSubject == "") {
+		problems = append(problems, "HERALD_VAPID_PRIVATE_KEY_FILE, HERALD_VAPID_SUBJECT: set both to enable Web Push, or neither")
+	} else if c.VAPIDSubject != "" && !strings.HasPrefix(c.VAPIDSubject, "mailto:") && !strings.HasPrefix(c.VAPIDSubject, "https://") {
+		problems = append(problems, "HERALD_VAPID_SUBJECT: a mailto: or https: URL")
 	}
 	if c.CaptchaProvider != "" && c.CaptchaSecret == "" {
 		problems = append(problems, "HERALD_CAPTCHA_SECRET: required with HERALD_CAPTCHA_PROVIDER")

@@ -382,3 +382,28 @@ func TestWebAuthn(t *testing.T) {
 		}
 	}
 }
+
+// Web Push needs both its key file and its subject, the subject a mailto:
+// or https: URL.
+func TestVAPID(t *testing.T) {
+	for _, tc := range []struct {
+		vars map[string]string
+		want string // "" accepts
+	}{
+		{map[string]string{"HERALD_VAPID_PRIVATE_KEY_FILE": "/k.pem", "HERALD_VAPID_SUBJECT": "mailto:ops@example.com"}, ""},
+		{map[string]string{"HERALD_VAPID_PRIVATE_KEY_FILE": "/k.pem", "HERALD_VAPID_SUBJECT": "https://example.com/contact"}, ""},
+		{map[string]string{"HERALD_VAPID_PRIVATE_KEY_FILE": "/k.pem"}, "set both"},
+		{map[string]string{"HERALD_VAPID_SUBJECT": "mailto:ops@example.com"}, "set both"},
+		{map[string]string{"HERALD_VAPID_PRIVATE_KEY_FILE": "/k.pem", "HERALD_VAPID_SUBJECT": "ops@example.com"}, "HERALD_VAPID_SUBJECT: a mailto: or https: URL"},
+	} {
+		c, err := Load(env(tc.vars))
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", tc.vars, err)
+		case tc.want == "" && (c.VAPIDKeyFile != tc.vars["HERALD_VAPID_PRIVATE_KEY_FILE"] || c.VAPIDSubject != tc.vars["HERALD_VAPID_SUBJECT"]):
+			t.Errorf("%v: loaded %q %q", tc.vars, c.VAPIDKeyFile, c.VAPIDSubject)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: %v, want an error about %q", tc.vars, err, tc.want)
+		}
+	}
+}

@@ -24,6 +24,9 @@ import (
 const (
 	PlatformAndroid = push.PlatformAndroid
 	PlatformIOS     = push.PlatformIOS
+	// PlatformWeb is a browser (Web Push): its push token is the
+	// PushSubscription JSON, stored in its canonical form.
+	PlatformWeb = push.PlatformWeb
 )
 
 // Push-token states. A token is invalid once a provider called it dead, or
@@ -37,7 +40,7 @@ const (
 type Device struct {
 	ID              string // deviceId, assigned at registration
 	AccountID       string
-	Platform        string // PlatformAndroid or PlatformIOS
+	Platform        string // PlatformAndroid, PlatformIOS or PlatformWeb
 	Name            string
 	PushToken       string // "" once the token moved to another device or the device was removed
 	Active          bool   // false once removed

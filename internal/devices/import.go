@@ -289,12 +289,12 @@ func (s *Service) parseLine(b []byte) (importRow, string) {
 		return importRow{}, "platform is required"
 	}
 	if ValidatePlatform(*l.Platform) != nil {
-		return importRow{}, fmt.Sprintf("platform must be android or ios, not %q", *l.Platform)
+		return importRow{}, fmt.Sprintf("platform must be android, ios or web, not %q", *l.Platform)
 	}
 	if l.PushToken == nil || strings.TrimSpace(*l.PushToken) == "" {
 		return importRow{}, "pushToken is required"
 	}
-	token, err := normalizeToken(*l.PushToken)
+	token, err := s.cfg.Tokens.Normalize(*l.Platform, *l.PushToken)
 	if err != nil {
 		return importRow{}, "pushToken: " + reasonOf(err)
 	}

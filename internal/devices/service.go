@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/cursor"
+	"github.com/herald-vpn/herald/internal/push/webpush"
 	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/herald-vpn/herald/internal/subscriptions"
 )
@@ -19,7 +21,7 @@ import (
 // Field limits.
 const (
 	MaxNameLen      = 100  // characters
-	MaxPushTokenLen = 4096 // bytes; FCM tokens are ~160, APNs tokens 64
+	MaxPushTokenLen = 4096 // bytes; FCM tokens are ~160, APNs tokens 64, web subscriptions at most ~1,200 (webpush.MaxEndpointLen)
 )
 
 // Admin listing page sizes.
@@ -38,6 +40,8 @@ type Config struct {
 	MaxImportErrors int
 	// Now is the clock (default time.Now in UTC).
 	Now func() time.Time
+	// Tokens are the push-token rules.
+	Tokens TokenRules
 }
 
 // Plans is the plan rule devices need (subscriptions.Service).
@@ -84,7 +88,7 @@ func (s *Service) Register(ctx context.Context, accountID, platform, pushToken, 
 	if err := ValidatePlatform(platform); err != nil {
 		return Device{}, err
 	}
-	token, err := normalizeToken(pushToken)
+	token, err := s.cfg.Tokens.Normalize(platform, pushToken)
 	if err != nil {
 		return Device{}, err
 	}
@@ -112,7 +116,16 @@ func (s *Service) Register(ctx context.Context, accountID, platform, pushToken, 
 // marks it valid again; another device holding that token loses it.
 // DEVICE_NOT_FOUND for an unknown, inactive or another account's device.
 func (s *Service) UpdatePushToken(ctx context.Context, accountID, deviceID, pushToken string) (Device, error) {
-	token, err := normalizeToken(pushToken)
+	// The token's rule is its device's platform's.
+	list, err := s.store.ListDevices(ctx, accountID)
+	if err != nil {
+		return Device{}, err
+	}
+	platform := ""
+	if i := slices.IndexFunc(list, func(d Device) bool { return d.ID == deviceID }); i >= 0 {
+		platform = list[i].Platform
+	}
+	token, err := s.cfg.Tokens.Normalize(platform, pushToken)
 	if err != nil {
 		return Device{}, err
 	}
@@ -194,12 +207,41 @@ func (s *Service) AdminList(ctx context.Context, accountID *string, first int, a
 	return Page{Devices: p.Items, EndCursor: p.EndCursor, HasNextPage: p.HasNextPage}, nil
 }
 
-// ValidatePlatform returns VALIDATION_ERROR unless p is android or ios.
+// ValidatePlatform returns VALIDATION_ERROR unless p is android, ios or
+// web.
 func ValidatePlatform(p string) error {
-	if p != PlatformAndroid && p != PlatformIOS {
-		return apperr.Invalid("platform", "one of android, ios", p)
+	if p != PlatformAndroid && p != PlatformIOS && p != PlatformWeb {
+		return apperr.Invalid("platform", "one of android, ios, web", p)
 	}
 	return nil
+}
+
+// TokenRules check a push token by its device's platform.
+type TokenRules struct {
+	// AllowLoopbackWebPush admits web subscriptions whose endpoint is
+	// plain http on a loopback host (HERALD_WEBPUSH_ALLOW_PRIVATE:
+	// development, tests); otherwise it must be https.
+	AllowLoopbackWebPush bool
+}
+
+// Normalize trims a push token and checks it (VALIDATION_ERROR naming
+// pushToken): a web token must be a Web Push subscription, which becomes
+// its canonical JSON (webpush.Subscription.String), so one subscription
+// is one token however the browser spelled it; every token is at most
+// MaxPushTokenLen bytes without spaces or control characters.
+func (r TokenRules) Normalize(platform, t string) (string, error) {
+	if platform == PlatformWeb && strings.TrimSpace(t) != "" {
+		var opts []webpush.ParseOption
+		if r.AllowLoopbackWebPush {
+			opts = append(opts, webpush.AllowLoopbackHTTP())
+		}
+		canon, err := webpush.CanonicalSubscription(strings.TrimSpace(t), opts...)
+		if err != nil {
+			return "", apperr.Invalid("pushToken", "a Web Push subscription: the PushSubscription JSON with an https endpoint, keys.p256dh and keys.auth", err.Error())
+		}
+		t = canon
+	}
+	return normalizeToken(t)
 }
 
 func normalizeToken(t string) (string, error) {
@@ -232,8 +274,11 @@ func orDefaultName(name, platform string) string {
 	if name != "" {
 		return name
 	}
-	if platform == PlatformIOS {
+	switch platform {
+	case PlatformIOS:
 		return "iOS device"
+	case PlatformWeb:
+		return "Web browser"
 	}
 	return "Android device"
 }
@@ -254,7 +299,3 @@ func newID() (string, error) {
 
 // deviceCursor's payload is the ID of the last device of a page.
 var deviceCursor = cursor.New[string]("device")
-
-// NormalizePushToken trims a push token and checks it as registration
-// does (VALIDATION_ERROR naming pushToken).
-func NormalizePushToken(t string) (string, error) { return normalizeToken(t) }

@@ -461,6 +461,7 @@ type ComplexityRoot struct {
 		UserSecurityLog             func(childComplexity int, userID string, first *int, after *string) int
 		UserSubscription            func(childComplexity int, id string) int
 		Users                       func(childComplexity int, query *string, plan *string, status *string, verified *bool, disabled *bool, first *int, after *string) int
+		VapidPublicKey              func(childComplexity int) int
 		Version                     func(childComplexity int) int
 		WebhookDeliveries           func(childComplexity int, endpointID string, first *int, after *string) int
 		WebhookEndpoint             func(childComplexity int, id string) int
@@ -734,6 +735,7 @@ type MutationResolver interface {
 }
 type QueryResolver interface {
 	Version(ctx context.Context) (string, error)
+	VapidPublicKey(ctx context.Context) (*string, error)
 	Me(ctx context.Context) (*view.User, error)
 	GetReferralCode(ctx context.Context) (string, error)
 	Devices(ctx context.Context, userID *string, first *int, after *string) (*DeviceConnection, error)
@@ -2957,6 +2959,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Users(childComplexity, args["query"].(*string), args["plan"].(*string), args["status"].(*string), args["verified"].(*bool), args["disabled"].(*bool), args["first"].(*int), args["after"].(*string)), true
+	case "Query.vapidPublicKey":
+		if e.ComplexityRoot.Query.VapidPublicKey == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.VapidPublicKey(childComplexity), true
 	case "Query.version":
 		if e.ComplexityRoot.Query.Version == nil {
 			break
@@ -15303,6 +15311,29 @@ func (ec *executionContext) fieldContext_Query_version(_ context.Context, field 
 	return graphql.NewScalarFieldContext("Query", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _Query_vapidPublicKey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_vapidPublicKey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().VapidPublicKey(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_vapidPublicKey(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Query", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _Query_me(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -24367,6 +24398,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_version(ctx, field)
 				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "vapidPublicKey":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_vapidPublicKey(ctx, field)
+				if res == graphql.RequiredNull {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
 				return res

@@ -14,7 +14,7 @@ import (
 
 // Who a broadcast reaches; an omitted or empty field does not narrow it.
 type AudienceInput struct {
-	// Any of android, ios.
+	// Any of android, ios, web.
 	Platforms []string `json:"platforms,omitempty"`
 	// Plan names, such as trial.
 	Plans []string `json:"plans,omitempty"`
@@ -114,8 +114,11 @@ type Query struct {
 }
 
 type RegisterDeviceInput struct {
-	// android or ios.
-	Platform  string  `json:"platform"`
+	// android, ios or web.
+	Platform string `json:"platform"`
+	// The FCM or APNs token; for web, the browser's PushSubscription as JSON
+	// ({"endpoint":"https://…","keys":{"p256dh":"…","auth":"…"}}), checked
+	// (VALIDATION_ERROR naming pushToken) and stored in a canonical form.
 	PushToken string  `json:"pushToken"`
 	Name      *string `json:"name,omitempty"`
 }

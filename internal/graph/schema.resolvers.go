@@ -676,6 +676,14 @@ func (r *queryResolver) Version(ctx context.Context) (string, error) {
 	return r.Resolver.Version, nil
 }
 
+// VapidPublicKey is the resolver for the vapidPublicKey field.
+func (r *queryResolver) VapidPublicKey(ctx context.Context) (*string, error) {
+	if r.VAPIDPublicKey == "" {
+		return nil, nil
+	}
+	return &r.VAPIDPublicKey, nil
+}
+
 // Me is the resolver for the me field.
 func (r *queryResolver) Me(ctx context.Context) (*view.User, error) {
 	acct, err := r.caller(ctx)

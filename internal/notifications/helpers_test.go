@@ -21,6 +21,8 @@ import (
 	"github.com/herald-vpn/herald/internal/push/apns/apnstest"
 	"github.com/herald-vpn/herald/internal/push/fcm"
 	"github.com/herald-vpn/herald/internal/push/fcm/fcmtest"
+	"github.com/herald-vpn/herald/internal/push/webpush"
+	"github.com/herald-vpn/herald/internal/push/webpush/webpushtest"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/herald-vpn/herald/internal/subscriptions"
@@ -52,6 +54,7 @@ type env struct {
 	svc     *notifications.Service
 	fcm     *fcmtest.Server
 	apns    *apnstest.Server
+	web     *webpushtest.Server
 	// provider is what the service sends through; tests may wrap it.
 	provider push.Provider
 	opts     options
@@ -77,7 +80,7 @@ func newEnv(t testing.TB, url string, opts ...option) *env {
 		opt(&o)
 	}
 	ctx := context.Background()
-	e := &env{fcm: fcmtest.NewServer(t), apns: apnstest.NewServer(t), opts: o}
+	e := &env{fcm: fcmtest.NewServer(t), apns: apnstest.NewServer(t), web: webpushtest.NewServer(t), opts: o}
 	fc, err := fcm.New(ctx, e.fcm.CredentialsJSON("herald-test"), "", e.fcm.URL, e.fcm.Client())
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +90,15 @@ func newEnv(t testing.TB, url string, opts ...option) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.provider = push.NewRouter(fc, ac, nil)
+	vapid, err := webpush.GenerateVAPIDKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc, err := webpush.New(vapid, "mailto:ops@example.com", webpush.Options{HTTPClient: e.web.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.provider = push.NewRouter(fc, ac, wc, nil)
 	if o.wrap != nil {
 		e.provider = o.wrap(e.provider)
 	}
@@ -98,7 +109,7 @@ func newEnv(t testing.TB, url string, opts ...option) *env {
 // restart is another Herald process on the same database and providers.
 func (e *env) restart(t testing.TB, url string) *env {
 	t.Helper()
-	e2 := &env{fcm: e.fcm, apns: e.apns, provider: e.provider, opts: e.opts}
+	e2 := &env{fcm: e.fcm, apns: e.apns, web: e.web, provider: e.provider, opts: e.opts}
 	e2.open(t, url)
 	return e2
 }

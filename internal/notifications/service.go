@@ -34,6 +34,9 @@ type Config struct {
 	Concurrency int
 	// SendTimeout bounds one device's send, retries included (default 30s).
 	SendTimeout time.Duration
+	// Tokens check the bare push tokens of SendToToken as registration
+	// checks a device's.
+	Tokens devices.TokenRules
 	// SendRetry is the retry of a single-device send: short, because a
 	// caller waits (default 3 attempts, 200ms doubling, at most 2s).
 	SendRetry push.RetryPolicy
@@ -221,7 +224,7 @@ func (s *Service) deliver(ctx context.Context, d devices.Device, n Notification)
 		s.cfg.Logger.InfoContext(ctx, "push token is dead; device marked invalid", "device_id", d.ID, "reason", reasonOf(err))
 		return invalidToken(deviceID)
 	case push.Fatal:
-		s.cfg.Logger.ErrorContext(ctx, "PUSH PROVIDER MISCONFIGURED: check the FCM/APNs credentials and settings", "device_id", d.ID, "platform", d.Platform, "err", err)
+		s.cfg.Logger.ErrorContext(ctx, "PUSH PROVIDER MISCONFIGURED: check the FCM/APNs/VAPID credentials and settings", "device_id", d.ID, "platform", d.Platform, "err", err)
 		return apperr.Newf(apperr.UpstreamError, "The push provider refused the request; the operator has been alerted.")
 	case push.Retryable:
 		s.cfg.Logger.WarnContext(ctx, "push provider unavailable", "device_id", d.ID, "err", err)
@@ -229,6 +232,9 @@ func (s *Service) deliver(ctx context.Context, d devices.Device, n Notification)
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if reasonOf(err) == "PayloadTooLarge" {
+		return invalidInput("notification", "The notification is too large for Web Push: its subject, content, data and options must fit 3993 bytes of JSON.")
 	}
 	if r := reasonOf(err); r == "InvalidData" || r == "INVALID_ARGUMENT" {
 		return invalidInput("data", "The push provider refused the notification's data.")

@@ -93,14 +93,11 @@ type UserSendOptions struct {
 // DeviceChannel is the preference channel of a device of platform: a
 // browser's push subscription is web push, any other device push.
 func DeviceChannel(platform string) string {
-	if platform == PlatformWeb {
+	if platform == devices.PlatformWeb {
 		return preferences.ChannelWebPush
 	}
 	return preferences.ChannelPush
 }
-
-// PlatformWeb is a browser's push subscription's platform.
-const PlatformWeb = "web"
 
 // SendToUser pushes n now to every active device of the user that has a
 // valid push token, at once, and answers one outcome per such device.
@@ -288,7 +285,7 @@ func (s *Service) SendToToken(ctx context.Context, platform, token string, n Not
 	if err := devices.ValidatePlatform(platform); err != nil {
 		return SendResult{}, err
 	}
-	token, err := devices.NormalizePushToken(token)
+	token, err := s.cfg.Tokens.Normalize(platform, token)
 	if err != nil {
 		return SendResult{}, err
 	}

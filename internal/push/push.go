@@ -1,9 +1,9 @@
 // Package push is the provider-neutral part of Herald's push delivery:
 // the Provider interface, one shared outcome classification (Kind, Error,
-// Classify), a Router that picks FCM or APNs per platform, a Dev provider
+// Classify), a Router that picks FCM, APNs or Web Push per platform, a Dev provider
 // that only logs, and a bounded retry helper.
 //
-// Provider implementations live in the fcm and apns subpackages; they
+// Provider implementations live in the fcm, apns and webpush subpackages; they
 // report every failure as *Error so callers only ever need Classify to
 // decide what to do (delete the token, retry, alert an operator, or drop).
 package push
@@ -103,11 +103,14 @@ type Options struct {
 const (
 	PlatformAndroid = "android"
 	PlatformIOS     = "ios"
+	// PlatformWeb is a browser; its token is the PushSubscription JSON
+	// (see the webpush package).
+	PlatformWeb = "web"
 )
 
 // Target is one device registration.
 type Target struct {
-	Platform string // PlatformAndroid or PlatformIOS
+	Platform string // PlatformAndroid, PlatformIOS or PlatformWeb
 	Token    string
 }
 

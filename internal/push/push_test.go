@@ -72,12 +72,12 @@ func (*fcmClient) Send(context.Context, push.Target, push.Notification) error { 
 func TestRouter(t *testing.T) {
 	var typedNil *fcmClient
 	tests := []struct {
-		name           string
-		fcm, apns, dev bool
-		typedNilFCM    bool
-		platform       string
-		want           string    // provider used
-		wantErr        push.Kind // when want == ""
+		name                string
+		fcm, apns, web, dev bool
+		typedNilFCM         bool
+		platform            string
+		want                string    // provider used
+		wantErr             push.Kind // when want == ""
 	}{
 		{name: "android to fcm", fcm: true, apns: true, dev: true, platform: "android", want: "fcm"},
 		{name: "ios to apns", fcm: true, apns: true, dev: true, platform: "ios", want: "apns"},
@@ -88,12 +88,16 @@ func TestRouter(t *testing.T) {
 		{name: "typed nil fcm counts as unset", typedNilFCM: true, dev: true, platform: "android", want: "dev"},
 		{name: "android without fcm is fatal", apns: true, dev: true, platform: "android", wantErr: push.Fatal},
 		{name: "nothing at all is fatal", platform: "ios", wantErr: push.Fatal},
-		{name: "unknown platform", fcm: true, apns: true, platform: "web", wantErr: push.Other},
+		{name: "web to webpush", fcm: true, apns: true, web: true, dev: true, platform: "web", want: "web"},
+		{name: "none configured web to dev", dev: true, platform: "web", want: "dev"},
+		{name: "web without webpush is fatal", fcm: true, dev: true, platform: "web", wantErr: push.Fatal},
+		{name: "android without fcm beside webpush is fatal", web: true, dev: true, platform: "android", wantErr: push.Fatal},
+		{name: "unknown platform", fcm: true, apns: true, web: true, platform: "windows", wantErr: push.Other},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			var f, a, d push.Provider
+			var f, a, w, d push.Provider
 			if tt.fcm {
 				f = named{"fcm", &got}
 			}
@@ -103,10 +107,13 @@ func TestRouter(t *testing.T) {
 			if tt.apns {
 				a = named{"apns", &got}
 			}
+			if tt.web {
+				w = named{"web", &got}
+			}
 			if tt.dev {
 				d = named{"dev", &got}
 			}
-			err := push.NewRouter(f, a, d).Send(t.Context(), push.Target{Platform: tt.platform, Token: "tok"}, push.Notification{})
+			err := push.NewRouter(f, a, w, d).Send(t.Context(), push.Target{Platform: tt.platform, Token: "tok"}, push.Notification{})
 			if tt.want == "" {
 				if kind, _ := push.Classify(err); kind != tt.wantErr {
 					t.Fatalf("err = %v (kind %v), want kind %v", err, kind, tt.wantErr)

@@ -12,20 +12,21 @@ import (
 //   - ios: apns when configured, otherwise fcm (FCM can reach iOS apps that
 //     registered through the Firebase SDK).
 //   - android: fcm.
-//   - when neither fcm nor apns is configured, every target goes to dev.
+//   - web: web (Web Push).
+//   - when none of fcm, apns and web is configured, every target goes to dev.
 //
 // A nil Provider (including a typed nil such as (*fcm.Client)(nil)) means
 // "not configured". A platform with no provider while some real provider is
 // configured yields a Fatal error (reason NoProvider) rather than silently
 // dev-logging production traffic. Unknown platforms yield Other
 // (reason UnknownPlatform).
-func NewRouter(fcm, apns Provider, dev Provider) Provider {
-	r := &router{fcm: configured(fcm), apns: configured(apns), dev: configured(dev)}
+func NewRouter(fcm, apns, web Provider, dev Provider) Provider {
+	r := &router{fcm: configured(fcm), apns: configured(apns), web: configured(web), dev: configured(dev)}
 	return r
 }
 
 type router struct {
-	fcm, apns, dev Provider
+	fcm, apns, web, dev Provider
 }
 
 func (r *router) Send(ctx context.Context, t Target, n Notification) error {
@@ -39,7 +40,7 @@ func (r *router) Send(ctx context.Context, t Target, n Notification) error {
 func (r *router) pick(platform string) (Provider, error) {
 	var p Provider
 	switch {
-	case r.fcm == nil && r.apns == nil:
+	case r.fcm == nil && r.apns == nil && r.web == nil:
 		p = r.dev
 	case strings.EqualFold(platform, PlatformIOS):
 		p = r.apns
@@ -48,6 +49,8 @@ func (r *router) pick(platform string) (Provider, error) {
 		}
 	case strings.EqualFold(platform, PlatformAndroid):
 		p = r.fcm
+	case strings.EqualFold(platform, PlatformWeb):
+		p = r.web
 	default:
 		return nil, &Error{Kind: Other, Provider: "router", Reason: "UnknownPlatform: " + platform}
 	}

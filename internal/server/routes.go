@@ -214,6 +214,7 @@ func restRoutes(h *rest.Handlers) []route {
 		// The OpenAPI document of these routes: global tier only, as every
 		// request under /api/.
 		{"GET", "/api/v1/openapi.json", auth.Public, h.OpenAPI()},
+		{"GET", "/api/v1/push/vapid-public-key", auth.Public, h.VAPIDPublicKey()},
 	}
 }
 

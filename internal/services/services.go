@@ -69,4 +69,8 @@ type Services struct {
 	// (Require(ctx, captcha.ActionGuest) for a door's own guard); nil
 	// when no provider is configured, and a nil guard demands nothing.
 	Captcha *captcha.Guard
+	// VAPIDPublicKey is the Web Push application server key (base64url
+	// of the uncompressed P-256 point) that browsers subscribe with; ""
+	// when Web Push is not configured.
+	VAPIDPublicKey string
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/notifications"
 	"github.com/herald-vpn/herald/internal/preferences"
 	"github.com/herald-vpn/herald/internal/storage"
@@ -104,7 +105,7 @@ func splitList(s string) []string {
 // (notifications.DeviceChannel); a critical category is never stored
 // off (preferences.Catalogue.Check).
 const optedOut = `EXISTS (SELECT 1 FROM notification_preferences np WHERE np.account_id = devices.account_id AND np.category = j.category
-	AND np.channel = CASE WHEN devices.platform = '` + notifications.PlatformWeb + `' THEN '` + preferences.ChannelWebPush + `' ELSE '` + preferences.ChannelPush + `' END
+	AND np.channel = CASE WHEN devices.platform = '` + devices.PlatformWeb + `' THEN '` + preferences.ChannelWebPush + `' ELSE '` + preferences.ChannelPush + `' END
 	AND np.enabled = FALSE)`
 
 const recipients = `active = TRUE AND push_token_status = 'valid' AND NOT EXISTS (SELECT 1 FROM accounts acct WHERE acct.id = devices.account_id AND acct.disabled_at IS NOT NULL)`

@@ -44,3 +44,9 @@ type DeviceRemoved struct {
 	Message  string `json:"message"`
 	Removed  bool   `json:"removed"`
 }
+
+// VAPIDPublicKey is the Web Push application server key browsers
+// subscribe with (GET /api/v1/push/vapid-public-key).
+type VAPIDPublicKey struct {
+	PublicKey string `json:"publicKey"`
+}

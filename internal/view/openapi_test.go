@@ -115,6 +115,7 @@ var inlineAnswers = []struct {
 	typ          reflect.Type
 }{
 	{http.MethodGet, "/api/v1/devices", http.StatusOK, typeOf[[]view.Device]()},
+	{http.MethodGet, "/api/v1/push/vapid-public-key", http.StatusOK, typeOf[view.VAPIDPublicKey]()},
 	{http.MethodGet, "/api/v1/api-keys", http.StatusOK, typeOf[[]view.APIKey]()},
 	{http.MethodGet, "/api/v1/webhooks", http.StatusOK, typeOf[[]view.WebhookEndpoint]()},
 	{http.MethodDelete, "/api/v1/webhooks/{id}", http.StatusOK, typeOf[view.WebhookDeleted]()},
