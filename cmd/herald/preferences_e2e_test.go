@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/herald-vpn/herald/internal/push/webpush/webpushtest"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 )
 
@@ -70,8 +71,11 @@ func channelOf(t *testing.T, data any, category, channel string) bool {
 
 func TestNotificationPreferencesE2E(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
-		f := newSendsFixture(t, d, map[string]string{"HERALD_NOTIFICATION_CATEGORIES": "vpn-tips"})
+		env, _ := webPushEnv(t)
+		env["HERALD_NOTIFICATION_CATEGORIES"] = "vpn-tips"
+		f := newSendsFixture(t, d, env)
 		h := f.h
+		browsers := webpushtest.NewServer(t, webpushtest.PlainHTTP())
 		optedOut := 0 // devices whose owner turned product push off so far
 		for _, dn := range doorNames {
 			t.Run(dn, func(t *testing.T) {
@@ -188,6 +192,25 @@ func TestNotificationPreferencesE2E(t *testing.T) {
 					t.Fatalf("the opted-out device got the product broadcast (%d pushes)", f.fake.Delivered(token))
 				}
 
+				// Channels are apart: a browser (webPush) and a phone (push)
+				// of one user, messages off on the browser only.
+				browser := browsers.Subscribe()
+				expectOK(t, "register a browser", registerDevice(t, h, dn, access, "web", browser.JSON, "Firefox"), map[string]int{"graphql": 200, "rest": 201}[dn])
+				r = preferencesOp(t, h, dn, "updateMyNotificationPreferences", "", []map[string]any{setting("messages", "webPush", false)}, access)
+				expectOK(t, "turn messages off on web push", r, http.StatusOK)
+				if channelOf(t, r.data, "messages", "webPush") || !channelOf(t, r.data, "messages", "push") {
+					t.Fatalf("after turning messages web push off: %v", r.data)
+				}
+				r = send("messages")
+				expectOK(t, "a messages send", r, http.StatusOK)
+				if jsonPath(r.data, "status") != "sent" || asInt(t, jsonPath(r.data, "skipped", "optedOut")) != 1 || f.fake.Delivered(token) != 2 || len(browsers.MessagesFor(browser.ID)) != 0 {
+					t.Fatalf("a messages send = %v: the phone got %d (want 2), the browser %d (want 0)", r.data, f.fake.Delivered(token), len(browsers.MessagesFor(browser.ID)))
+				}
+				r = send("service")
+				if jsonPath(r.data, "status") != "sent" || len(browsers.MessagesFor(browser.ID)) != 1 || f.fake.Delivered(token) != 3 {
+					t.Fatalf("a service send = %v: the browser got %d (want 1)", r.data, len(browsers.MessagesFor(browser.ID)))
+				}
+
 				// An operator reads and changes the user's preferences.
 				expectError(t, "a user on the admin door", preferencesOp(t, h, dn, "userNotificationPreferences", userID, nil, access), http.StatusForbidden, "INSUFFICIENT_PERMISSIONS")
 				expectError(t, "an unknown user", preferencesOp(t, h, dn, "userNotificationPreferences", "0197a3c2-5e1f-7c3a-9b2d-4f6e8a1c0d2b", nil, f.admin), http.StatusNotFound, "USER_NOT_FOUND")
@@ -203,7 +226,7 @@ func TestNotificationPreferencesE2E(t *testing.T) {
 				}
 				optedOut--
 				r = send("product")
-				if jsonPath(r.data, "status") != "sent" || f.fake.Delivered(token) != 2 {
+				if jsonPath(r.data, "status") != "sent" || f.fake.Delivered(token) != 4 {
 					t.Fatalf("a product send after the operator's change = %v; the device got %d", r.data, f.fake.Delivered(token))
 				}
 			})
