@@ -257,6 +257,7 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 	river.AddWorker(a.workers, &billing.ReconcileWorker{Service: a.Billing})
 	a.Devices = devices.NewService(a.db, a.Plans, devices.Config{Tokens: tokenRules(cfg)})
 	a.Notifications = a.newNotifications(provider)
+	river.AddWorker(a.workers, &notifications.HeldSendWorker{Service: a.Notifications})
 	river.AddWorker(a.workers, &notifications.BroadcastWorker{Service: a.Notifications})
 	a.Idempotency = idempotency.New(a.db, logger.With("component", "idempotency"))
 	// What tells an account's owner on every channel: the subscription

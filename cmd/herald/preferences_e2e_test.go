@@ -8,19 +8,21 @@ import (
 	"net/http"
 	"testing"
 
+	"fmt"
 	"github.com/herald-vpn/herald/internal/push/webpush/webpushtest"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
+	"time"
 )
 
-const preferencesFields = `categories { category critical channels { push telegram email webPush inbox } }`
+const preferencesFields = `categories { category critical channels { push telegram email webPush inbox } } timeZone quietHours { start end }`
 
 var preferenceDocs = map[string]string{
 	"myNotificationPreferences":         `query { myNotificationPreferences { ` + preferencesFields + ` } }`,
-	"updateMyNotificationPreferences":   `mutation ($s: [NotificationSettingInput!]!) { updateMyNotificationPreferences(settings: $s) { ` + preferencesFields + ` } }`,
+	"updateMyNotificationPreferences":   `mutation ($s: [NotificationSettingInput!], $tz: String, $q: QuietHoursInput) { updateMyNotificationPreferences(settings: $s, timeZone: $tz, quietHours: $q) { ` + preferencesFields + ` } }`,
 	"userNotificationPreferences":       `query ($id: ID!) { userNotificationPreferences(userId: $id) { ` + preferencesFields + ` } }`,
-	"updateUserNotificationPreferences": `mutation ($id: ID!, $s: [NotificationSettingInput!]!) { updateUserNotificationPreferences(userId: $id, settings: $s) { ` + preferencesFields + ` } }`,
-	"sendNotificationToUser": `mutation ($id: ID!, $n: NotificationInput!, $c: String) {
-  sendNotificationToUser(userId: $id, notification: $n, category: $c) { userId status message skipped { optedOut } outcomes { deviceId status } } }`,
+	"updateUserNotificationPreferences": `mutation ($id: ID!, $s: [NotificationSettingInput!]) { updateUserNotificationPreferences(userId: $id, settings: $s) { ` + preferencesFields + ` } }`,
+	"sendNotificationToUser": `mutation ($id: ID!, $n: NotificationInput!, $c: String, $u: Boolean) {
+  sendNotificationToUser(userId: $id, notification: $n, category: $c, urgent: $u) { userId status message heldUntil skipped { optedOut } outcomes { deviceId status } } }`,
 	"sendNotificationToAll": `mutation ($n: NotificationInput!, $c: String) { sendNotificationToAll(notification: $n, category: $c) { jobId status totalRecipients } }`,
 }
 
@@ -121,7 +123,7 @@ func TestNotificationPreferencesE2E(t *testing.T) {
 					{"billing off", []map[string]any{setting("product", "email", false), setting("billing", "email", false)}, "category"},
 					{"an unknown category", []map[string]any{setting("promotions", "push", false)}, "category"},
 					{"an unknown channel", []map[string]any{setting("product", "sms", false)}, "channel"},
-					{"nothing", []map[string]any{}, "categories"},
+					{"nothing", []map[string]any{}, "settings"},
 				} {
 					r := preferencesOp(t, h, dn, "updateMyNotificationPreferences", "", tc.settings, access)
 					expectError(t, tc.what, r, http.StatusBadRequest, "VALIDATION_ERROR")
@@ -228,6 +230,99 @@ func TestNotificationPreferencesE2E(t *testing.T) {
 				r = send("product")
 				if jsonPath(r.data, "status") != "sent" || f.fake.Delivered(token) != 4 {
 					t.Fatalf("a product send after the operator's change = %v; the device got %d", r.data, f.fake.Delivered(token))
+				}
+			})
+		}
+	})
+}
+
+// scheduleOp changes the caller's time zone and quiet hours through the
+// door (body holds timeZone and quietHours as the REST body has them).
+func scheduleOp(t *testing.T, h *herald, dn string, body map[string]any, token string) result {
+	t.Helper()
+	if dn == graphQLDoor.name {
+		vars := map[string]any{}
+		if v, ok := body["timeZone"]; ok {
+			vars["tz"] = v
+		}
+		if v, ok := body["quietHours"]; ok {
+			vars["q"] = v
+		}
+		return gql(t, h, "updateMyNotificationPreferences", preferenceDocs["updateMyNotificationPreferences"], vars, withBearer(token))
+	}
+	return restCall(t, h, http.MethodPatch, "/api/v1/users/me/notification-preferences", body, withBearer(token))
+}
+
+// Quiet hours through the doors: set, read back, refused when malformed;
+// a send inside them is held until their end, a security or urgent one
+// is not. (Delivery at the end is TestQuietHoursHoldUntilTheEnd's, with a
+// clock the test moves.)
+func TestQuietHoursE2E(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
+		f := newSendsFixture(t, d, nil)
+		h := f.h
+		for _, dn := range doorNames {
+			t.Run(dn, func(t *testing.T) {
+				access, userID := newUserToken(t, h, dn, "quiet-"+dn+"@example.com")
+				token := dn + "-quiet-phone"
+				mustRegister(t, h, dn, access, "android", token, "")
+				now := time.Now().UTC()
+				start, end := now.Add(-time.Hour).Format("15:04"), now.Add(2*time.Hour).Format("15:04")
+
+				for _, tc := range []struct {
+					what  string
+					body  map[string]any
+					field string
+				}{
+					{"an unknown zone", map[string]any{"timeZone": "Mars/Olympus"}, "timeZone"},
+					{"a bad start", map[string]any{"quietHours": map[string]any{"enabled": true, "start": "25:00", "end": "07:00"}}, "quietHours.start"},
+					{"no end", map[string]any{"quietHours": map[string]any{"enabled": true, "start": "22:00"}}, "quietHours.end"},
+					{"an empty window", map[string]any{"quietHours": map[string]any{"enabled": true, "start": "22:00", "end": "22:00"}}, "quietHours.end"},
+				} {
+					r := scheduleOp(t, h, dn, tc.body, access)
+					expectError(t, tc.what, r, http.StatusBadRequest, "VALIDATION_ERROR")
+					if r.details["field"] != tc.field {
+						t.Fatalf("%s: details %v, want field %s", tc.what, r.details, tc.field)
+					}
+				}
+
+				r := scheduleOp(t, h, dn, map[string]any{"timeZone": "UTC", "quietHours": map[string]any{"enabled": true, "start": start, "end": end}}, access)
+				expectOK(t, "set quiet hours", r, http.StatusOK)
+				if jsonPath(r.data, "timeZone") != "UTC" || jsonPath(r.data, "quietHours", "start") != start || jsonPath(r.data, "quietHours", "end") != end {
+					t.Fatalf("after setting quiet hours %s–%s UTC: %v", start, end, r.data)
+				}
+
+				send := func(category string, urgent bool) result {
+					n := notify("Tip", "A tip for the night", nil)
+					if dn == graphQLDoor.name {
+						return gql(t, h, "sendNotificationToUser", preferenceDocs["sendNotificationToUser"], map[string]any{"id": userID, "n": n, "c": category, "u": urgent}, withBearer(f.admin))
+					}
+					return restCall(t, h, http.MethodPost, "/api/v1/notifications/users/"+userID, map[string]any{"notification": n, "category": category, "urgent": urgent}, withAPIKey(f.key))
+				}
+				r = send("product", false)
+				expectOK(t, "a send inside the quiet hours", r, http.StatusOK)
+				held, _ := time.Parse(time.RFC3339, fmt.Sprint(jsonPath(r.data, "heldUntil")))
+				if jsonPath(r.data, "status") != "held" || held.Format("15:04") != end || !held.After(now) || f.fake.Delivered(token) != 0 {
+					t.Fatalf("a product send inside %s–%s = %v (the phone got %d), want held until %s", start, end, r.data, f.fake.Delivered(token), end)
+				}
+				for i, tc := range []struct {
+					category string
+					urgent   bool
+				}{{"security", false}, {"product", true}} {
+					r := send(tc.category, tc.urgent)
+					if jsonPath(r.data, "status") != "sent" || jsonPath(r.data, "heldUntil") != nil || f.fake.Delivered(token) != i+1 {
+						t.Fatalf("a %s send (urgent %v) inside the quiet hours = %v, want sent at once", tc.category, tc.urgent, r.data)
+					}
+				}
+
+				// Turned off, sends go at once again.
+				r = scheduleOp(t, h, dn, map[string]any{"quietHours": map[string]any{"enabled": false}}, access)
+				expectOK(t, "turn quiet hours off", r, http.StatusOK)
+				if jsonPath(r.data, "quietHours") != nil || jsonPath(r.data, "timeZone") != "UTC" {
+					t.Fatalf("after turning quiet hours off: %v", r.data)
+				}
+				if r := send("product", false); jsonPath(r.data, "status") != "sent" {
+					t.Fatalf("a product send without quiet hours = %v", r.data)
 				}
 			})
 		}

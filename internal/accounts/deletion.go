@@ -43,6 +43,7 @@ const (
 
 	// Its notification preferences (issue 26).
 	EraseNotificationPreferences Erasure = "notification_preferences"
+	EraseNotificationSchedule    Erasure = "notification_schedules" // its time zone and quiet hours
 )
 
 // deletionSteps is what deleting an account does, in order: what hangs
@@ -59,7 +60,7 @@ var deletionSteps = []Erasure{
 	EraseMessengerLinks, UnlinkMessenger,
 	EraseMFAFactors, EraseMFARecoveryCodes, EraseMFAFailures, EraseMFAChallenges,
 	ErasePasskeys, ErasePasskeyCeremonies, EraseSecurityLog, EraseIdentities,
-	EraseNotificationPreferences,
+	EraseNotificationPreferences, EraseNotificationSchedule,
 	EraseGrants, UnlinkPurchaseHistory, UnlinkPurchases,
 	EraseToTombstone, ScrubEvents, AnnounceRevokedAccount,
 }

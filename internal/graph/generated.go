@@ -348,7 +348,7 @@ type ComplexityRoot struct {
 		SendNotificationByDeviceID        func(childComplexity int, deviceID string, notification NotificationInput, idempotencyKey *string) int
 		SendNotificationByToken           func(childComplexity int, platform string, pushToken string, notification NotificationInput, idempotencyKey *string) int
 		SendNotificationToAll             func(childComplexity int, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, category *string, idempotencyKey *string) int
-		SendNotificationToUser            func(childComplexity int, userID string, notification NotificationInput, channels []string, category *string, idempotencyKey *string) int
+		SendNotificationToUser            func(childComplexity int, userID string, notification NotificationInput, channels []string, category *string, urgent *bool, idempotencyKey *string) int
 		SendWebhookPing                   func(childComplexity int, endpointID string) int
 		SetLocale                         func(childComplexity int, locale string) int
 		SetSubscription                   func(childComplexity int, userID string, plan string, expiresAt time.Time) int
@@ -361,9 +361,9 @@ type ComplexityRoot struct {
 		StripePortal                      func(childComplexity int) int
 		UnlinkIdentity                    func(childComplexity int, identityID string) int
 		UnlinkMessenger                   func(childComplexity int) int
-		UpdateMyNotificationPreferences   func(childComplexity int, settings []view.NotificationSetting) int
+		UpdateMyNotificationPreferences   func(childComplexity int, settings []view.NotificationSetting, timeZone *string, quietHours *view.QuietHoursInput) int
 		UpdatePushToken                   func(childComplexity int, deviceID string, pushToken string) int
-		UpdateUserNotificationPreferences func(childComplexity int, userID string, settings []view.NotificationSetting) int
+		UpdateUserNotificationPreferences func(childComplexity int, userID string, settings []view.NotificationSetting, timeZone *string, quietHours *view.QuietHoursInput) int
 		UpgradeGuest                      func(childComplexity int, email string, password string) int
 		VerifyEmail                       func(childComplexity int, email string, code string) int
 		VerifyMfa                         func(childComplexity int, code string) int
@@ -394,6 +394,8 @@ type ComplexityRoot struct {
 
 	NotificationPreferences struct {
 		Categories func(childComplexity int) int
+		QuietHours func(childComplexity int) int
+		TimeZone   func(childComplexity int) int
 	}
 
 	PageInfo struct {
@@ -469,6 +471,11 @@ type ComplexityRoot struct {
 		WebhookEventTypes           func(childComplexity int) int
 	}
 
+	QuietHours struct {
+		End   func(childComplexity int) int
+		Start func(childComplexity int) int
+	}
+
 	RateLimiterState struct {
 		Backend  func(childComplexity int) int
 		Degraded func(childComplexity int) int
@@ -506,11 +513,12 @@ type ComplexityRoot struct {
 	}
 
 	SendToUserResult struct {
-		Message  func(childComplexity int) int
-		Outcomes func(childComplexity int) int
-		Skipped  func(childComplexity int) int
-		Status   func(childComplexity int) int
-		UserID   func(childComplexity int) int
+		HeldUntil func(childComplexity int) int
+		Message   func(childComplexity int) int
+		Outcomes  func(childComplexity int) int
+		Skipped   func(childComplexity int) int
+		Status    func(childComplexity int) int
+		UserID    func(childComplexity int) int
 	}
 
 	Session struct {
@@ -671,7 +679,7 @@ type MutationResolver interface {
 	UpdatePushToken(ctx context.Context, deviceID string, pushToken string) (*view.Device, error)
 	RemoveDevice(ctx context.Context, deviceID string) (bool, error)
 	SendNotificationByDeviceID(ctx context.Context, deviceID string, notification NotificationInput, idempotencyKey *string) (*view.SendNotificationResult, error)
-	SendNotificationToUser(ctx context.Context, userID string, notification NotificationInput, channels []string, category *string, idempotencyKey *string) (*view.SendToUserResult, error)
+	SendNotificationToUser(ctx context.Context, userID string, notification NotificationInput, channels []string, category *string, urgent *bool, idempotencyKey *string) (*view.SendToUserResult, error)
 	SendNotificationToAll(ctx context.Context, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, category *string, idempotencyKey *string) (*view.BroadcastResult, error)
 	SendNotificationByToken(ctx context.Context, platform string, pushToken string, notification NotificationInput, idempotencyKey *string) (*view.SendNotificationResult, error)
 	CancelNotificationJob(ctx context.Context, id string) (*view.NotificationJob, error)
@@ -730,8 +738,8 @@ type MutationResolver interface {
 	UnlinkIdentity(ctx context.Context, identityID string) (*view.IdentityRemoved, error)
 	SignInAsGuest(ctx context.Context, installID string) (*view.SignIn, error)
 	UpgradeGuest(ctx context.Context, email string, password string) (*view.User, error)
-	UpdateMyNotificationPreferences(ctx context.Context, settings []view.NotificationSetting) (*view.NotificationPreferences, error)
-	UpdateUserNotificationPreferences(ctx context.Context, userID string, settings []view.NotificationSetting) (*view.NotificationPreferences, error)
+	UpdateMyNotificationPreferences(ctx context.Context, settings []view.NotificationSetting, timeZone *string, quietHours *view.QuietHoursInput) (*view.NotificationPreferences, error)
+	UpdateUserNotificationPreferences(ctx context.Context, userID string, settings []view.NotificationSetting, timeZone *string, quietHours *view.QuietHoursInput) (*view.NotificationPreferences, error)
 }
 type QueryResolver interface {
 	Version(ctx context.Context) (string, error)
@@ -2295,7 +2303,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.SendNotificationToUser(childComplexity, args["userId"].(string), args["notification"].(NotificationInput), args["channels"].([]string), args["category"].(*string), args["idempotencyKey"].(*string)), true
+		return e.ComplexityRoot.Mutation.SendNotificationToUser(childComplexity, args["userId"].(string), args["notification"].(NotificationInput), args["channels"].([]string), args["category"].(*string), args["urgent"].(*bool), args["idempotencyKey"].(*string)), true
 	case "Mutation.sendWebhookPing":
 		if e.ComplexityRoot.Mutation.SendWebhookPing == nil {
 			break
@@ -2428,7 +2436,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.UpdateMyNotificationPreferences(childComplexity, args["settings"].([]view.NotificationSetting)), true
+		return e.ComplexityRoot.Mutation.UpdateMyNotificationPreferences(childComplexity, args["settings"].([]view.NotificationSetting), args["timeZone"].(*string), args["quietHours"].(*view.QuietHoursInput)), true
 	case "Mutation.updatePushToken":
 		if e.ComplexityRoot.Mutation.UpdatePushToken == nil {
 			break
@@ -2450,7 +2458,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.UpdateUserNotificationPreferences(childComplexity, args["userId"].(string), args["settings"].([]view.NotificationSetting)), true
+		return e.ComplexityRoot.Mutation.UpdateUserNotificationPreferences(childComplexity, args["userId"].(string), args["settings"].([]view.NotificationSetting), args["timeZone"].(*string), args["quietHours"].(*view.QuietHoursInput)), true
 	case "Mutation.upgradeGuest":
 		if e.ComplexityRoot.Mutation.UpgradeGuest == nil {
 			break
@@ -2600,6 +2608,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NotificationPreferences.Categories(childComplexity), true
+	case "NotificationPreferences.quietHours":
+		if e.ComplexityRoot.NotificationPreferences.QuietHours == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationPreferences.QuietHours(childComplexity), true
+	case "NotificationPreferences.timeZone":
+		if e.ComplexityRoot.NotificationPreferences.TimeZone == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationPreferences.TimeZone(childComplexity), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -3006,6 +3026,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.WebhookEventTypes(childComplexity), true
 
+	case "QuietHours.end":
+		if e.ComplexityRoot.QuietHours.End == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QuietHours.End(childComplexity), true
+	case "QuietHours.start":
+		if e.ComplexityRoot.QuietHours.Start == nil {
+			break
+		}
+
+		return e.ComplexityRoot.QuietHours.Start(childComplexity), true
+
 	case "RateLimiterState.backend":
 		if e.ComplexityRoot.RateLimiterState.Backend == nil {
 			break
@@ -3120,6 +3153,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SendNotificationResult.Status(childComplexity), true
 
+	case "SendToUserResult.heldUntil":
+		if e.ComplexityRoot.SendToUserResult.HeldUntil == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SendToUserResult.HeldUntil(childComplexity), true
 	case "SendToUserResult.message":
 		if e.ComplexityRoot.SendToUserResult.Message == nil {
 			break
@@ -3745,6 +3784,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputNotificationInput,
 		ec.unmarshalInputNotificationSettingInput,
 		ec.unmarshalInputPushOptionsInput,
+		ec.unmarshalInputQuietHoursInput,
 		ec.unmarshalInputRegisterDeviceInput,
 	)
 	first := true
@@ -4409,6 +4449,10 @@ func (ec *executionContext) childFields_NotificationPreferences(ctx context.Cont
 	switch field.Name {
 	case "categories":
 		return ec.fieldContext_NotificationPreferences_categories(ctx, field)
+	case "timeZone":
+		return ec.fieldContext_NotificationPreferences_timeZone(ctx, field)
+	case "quietHours":
+		return ec.fieldContext_NotificationPreferences_quietHours(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type NotificationPreferences", field.Name)
 }
@@ -4487,6 +4531,16 @@ func (ec *executionContext) childFields_PlatformCount(ctx context.Context, field
 		return ec.fieldContext_PlatformCount_count(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PlatformCount", field.Name)
+}
+
+func (ec *executionContext) childFields_QuietHours(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "start":
+		return ec.fieldContext_QuietHours_start(ctx, field)
+	case "end":
+		return ec.fieldContext_QuietHours_end(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type QuietHours", field.Name)
 }
 
 func (ec *executionContext) childFields_RateLimiterState(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -4573,6 +4627,8 @@ func (ec *executionContext) childFields_SendToUserResult(ctx context.Context, fi
 		return ec.fieldContext_SendToUserResult_outcomes(ctx, field)
 	case "skipped":
 		return ec.fieldContext_SendToUserResult_skipped(ctx, field)
+	case "heldUntil":
+		return ec.fieldContext_SendToUserResult_heldUntil(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SendToUserResult", field.Name)
 }
@@ -5940,14 +5996,22 @@ func (ec *executionContext) field_Mutation_sendNotificationToUser_args(ctx conte
 		return nil, err
 	}
 	args["category"] = arg3
-	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "urgent",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["urgent"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["idempotencyKey"] = arg4
+	args["idempotencyKey"] = arg5
 	return args, nil
 }
 
@@ -6176,12 +6240,28 @@ func (ec *executionContext) field_Mutation_updateMyNotificationPreferences_args(
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "settings",
 		func(ctx context.Context, v any) ([]view.NotificationSetting, error) {
-			return ec.unmarshalNNotificationSettingInput2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationSettingᚄ(ctx, v)
+			return ec.unmarshalONotificationSettingInput2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationSettingᚄ(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
 	args["settings"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "timeZone",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["timeZone"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "quietHours",
+		func(ctx context.Context, v any) (*view.QuietHoursInput, error) {
+			return ec.unmarshalOQuietHoursInput2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐQuietHoursInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["quietHours"] = arg2
 	return args, nil
 }
 
@@ -6220,12 +6300,28 @@ func (ec *executionContext) field_Mutation_updateUserNotificationPreferences_arg
 	args["userId"] = arg0
 	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "settings",
 		func(ctx context.Context, v any) ([]view.NotificationSetting, error) {
-			return ec.unmarshalNNotificationSettingInput2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationSettingᚄ(ctx, v)
+			return ec.unmarshalONotificationSettingInput2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationSettingᚄ(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
 	args["settings"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "timeZone",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["timeZone"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "quietHours",
+		func(ctx context.Context, v any) (*view.QuietHoursInput, error) {
+			return ec.unmarshalOQuietHoursInput2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐQuietHoursInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["quietHours"] = arg3
 	return args, nil
 }
 
@@ -11010,7 +11106,7 @@ func (ec *executionContext) _Mutation_sendNotificationToUser(ctx context.Context
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().SendNotificationToUser(ctx, fc.Args["userId"].(string), fc.Args["notification"].(NotificationInput), fc.Args["channels"].([]string), fc.Args["category"].(*string), fc.Args["idempotencyKey"].(*string))
+			return ec.Resolvers.Mutation().SendNotificationToUser(ctx, fc.Args["userId"].(string), fc.Args["notification"].(NotificationInput), fc.Args["channels"].([]string), fc.Args["category"].(*string), fc.Args["urgent"].(*bool), fc.Args["idempotencyKey"].(*string))
 		},
 		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
 			directive0 := next
@@ -14292,7 +14388,7 @@ func (ec *executionContext) _Mutation_updateMyNotificationPreferences(ctx contex
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().UpdateMyNotificationPreferences(ctx, fc.Args["settings"].([]view.NotificationSetting))
+			return ec.Resolvers.Mutation().UpdateMyNotificationPreferences(ctx, fc.Args["settings"].([]view.NotificationSetting), fc.Args["timeZone"].(*string), fc.Args["quietHours"].(*view.QuietHoursInput))
 		},
 		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
 			directive0 := next
@@ -14349,7 +14445,7 @@ func (ec *executionContext) _Mutation_updateUserNotificationPreferences(ctx cont
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().UpdateUserNotificationPreferences(ctx, fc.Args["userId"].(string), fc.Args["settings"].([]view.NotificationSetting))
+			return ec.Resolvers.Mutation().UpdateUserNotificationPreferences(ctx, fc.Args["userId"].(string), fc.Args["settings"].([]view.NotificationSetting), fc.Args["timeZone"].(*string), fc.Args["quietHours"].(*view.QuietHoursInput))
 		},
 		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
 			directive0 := next
@@ -14823,6 +14919,61 @@ func (ec *executionContext) fieldContext_NotificationPreferences_categories(_ co
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_CategoryPreferences(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NotificationPreferences_timeZone(ctx context.Context, field graphql.CollectedField, obj *view.NotificationPreferences) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationPreferences_timeZone(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TimeZone, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationPreferences_timeZone(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationPreferences", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationPreferences_quietHours(ctx context.Context, field graphql.CollectedField, obj *view.NotificationPreferences) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationPreferences_quietHours(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.QuietHours, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *view.QuietHours) graphql.Marshaler {
+			return ec.marshalOQuietHours2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐQuietHours(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationPreferences_quietHours(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NotificationPreferences",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_QuietHours(ctx, field)
 		},
 	}
 	return fc, nil
@@ -17046,6 +17197,52 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 	return fc, nil
 }
 
+func (ec *executionContext) _QuietHours_start(ctx context.Context, field graphql.CollectedField, obj *view.QuietHours) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QuietHours_start(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Start, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QuietHours_start(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QuietHours", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _QuietHours_end(ctx context.Context, field graphql.CollectedField, obj *view.QuietHours) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_QuietHours_end(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.End, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_QuietHours_end(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("QuietHours", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _RateLimiterState_backend(ctx context.Context, field graphql.CollectedField, obj *view.RateLimiterState) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -17609,6 +17806,29 @@ func (ec *executionContext) fieldContext_SendToUserResult_skipped(_ context.Cont
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _SendToUserResult_heldUntil(ctx context.Context, field graphql.CollectedField, obj *view.SendToUserResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SendToUserResult_heldUntil(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HeldUntil, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_SendToUserResult_heldUntil(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SendToUserResult", field, false, false, errors.New("field of type Time does not have child fields"))
 }
 
 func (ec *executionContext) _Session_id(ctx context.Context, field graphql.CollectedField, obj *view.Session) (ret graphql.Marshaler) {
@@ -21409,6 +21629,50 @@ func (ec *executionContext) unmarshalInputPushOptionsInput(ctx context.Context, 
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputQuietHoursInput(ctx context.Context, obj any) (view.QuietHoursInput, error) {
+	var it view.QuietHoursInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"enabled", "start", "end"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "enabled":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("enabled"))
+			data, err := ec.unmarshalNBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Enabled = data
+		case "start":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("start"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Start = data
+		case "end":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("end"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.End = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputRegisterDeviceInput(ctx context.Context, obj any) (RegisterDeviceInput, error) {
 	var it RegisterDeviceInput
 	if obj == nil {
@@ -24048,6 +24312,16 @@ func (ec *executionContext) _NotificationPreferences(ctx context.Context, sel as
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "timeZone":
+			out.Values[i] = ec._NotificationPreferences_timeZone(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "quietHours":
+			out.Values[i] = ec._NotificationPreferences_quietHours(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -25126,6 +25400,49 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 	return out
 }
 
+var quietHoursImplementors = []string{"QuietHours"}
+
+func (ec *executionContext) _QuietHours(ctx context.Context, sel ast.SelectionSet, obj *view.QuietHours) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, quietHoursImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("QuietHours")
+		case "start":
+			out.Values[i] = ec._QuietHours_start(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "end":
+			out.Values[i] = ec._QuietHours_end(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var rateLimiterStateImplementors = []string{"RateLimiterState"}
 
 func (ec *executionContext) _RateLimiterState(ctx context.Context, sel ast.SelectionSet, obj *view.RateLimiterState) graphql.Marshaler {
@@ -25482,6 +25799,11 @@ func (ec *executionContext) _SendToUserResult(ctx context.Context, sel ast.Selec
 		case "skipped":
 			out.Values[i] = ec._SendToUserResult_skipped(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "heldUntil":
+			out.Values[i] = ec._SendToUserResult_heldUntil(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -27672,20 +27994,6 @@ func (ec *executionContext) unmarshalNNotificationSettingInput2githubᚗcomᚋhe
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) unmarshalNNotificationSettingInput2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationSettingᚄ(ctx context.Context, v any) ([]view.NotificationSetting, error) {
-	vSlice := graphql.CoerceList(v)
-	var err error
-	res := make([]view.NotificationSetting, len(vSlice))
-	for i := range vSlice {
-		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
-		res[i], err = ec.unmarshalNNotificationSettingInput2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationSetting(ctx, vSlice[i])
-		if err != nil {
-			return nil, err
-		}
-	}
-	return res, nil
-}
-
 func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *view.PageInfo) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -28436,11 +28744,43 @@ func (ec *executionContext) marshalOMessengerSubscriber2ᚖgithubᚗcomᚋherald
 	return ec._MessengerSubscriber(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalONotificationSettingInput2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationSettingᚄ(ctx context.Context, v any) ([]view.NotificationSetting, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]view.NotificationSetting, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNNotificationSettingInput2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationSetting(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
 func (ec *executionContext) unmarshalOPushOptionsInput2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐPushOptionsInput(ctx context.Context, v any) (*PushOptionsInput, error) {
 	if v == nil {
 		return nil, nil
 	}
 	res, err := ec.unmarshalInputPushOptionsInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOQuietHours2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐQuietHours(ctx context.Context, sel ast.SelectionSet, v *view.QuietHours) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._QuietHours(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOQuietHoursInput2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐQuietHoursInput(ctx context.Context, v any) (*view.QuietHoursInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputQuietHoursInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 

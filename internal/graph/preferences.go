@@ -17,12 +17,12 @@ func (r *Resolver) preferences(ctx context.Context, accountID string) (*view.Not
 
 // updatePreferences changes an account's notification preferences and
 // answers them after the change.
-func (r *Resolver) updatePreferences(ctx context.Context, accountID string, in []view.NotificationSetting) (*view.NotificationPreferences, error) {
-	settings, err := view.Settings(in)
+func (r *Resolver) updatePreferences(ctx context.Context, accountID string, in []view.NotificationSetting, timeZone *string, quiet *view.QuietHoursInput) (*view.NotificationPreferences, error) {
+	change, err := view.PreferencesChange(in, timeZone, quiet)
 	if err != nil {
 		return nil, err
 	}
-	p, err := r.Preferences.Update(ctx, accountID, settings)
+	p, err := r.Preferences.Update(ctx, accountID, change)
 	if err != nil {
 		return nil, err
 	}

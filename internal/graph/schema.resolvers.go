@@ -137,8 +137,8 @@ func (r *mutationResolver) SendNotificationByDeviceID(ctx context.Context, devic
 }
 
 // SendNotificationToUser is the resolver for the sendNotificationToUser field.
-func (r *mutationResolver) SendNotificationToUser(ctx context.Context, userID string, notification NotificationInput, channels []string, category *string, idempotencyKey *string) (*view.SendToUserResult, error) {
-	res, err := r.Notifications.SendToUserIdempotent(ctx, r.idempotencyKey(idempotencyKey), userID, notificationInput(notification), notifications.UserSendOptions{Channels: channels, Category: deref(category)})
+func (r *mutationResolver) SendNotificationToUser(ctx context.Context, userID string, notification NotificationInput, channels []string, category *string, urgent *bool, idempotencyKey *string) (*view.SendToUserResult, error) {
+	res, err := r.Notifications.SendToUserIdempotent(ctx, r.idempotencyKey(idempotencyKey), userID, notificationInput(notification), notifications.UserSendOptions{Channels: channels, Category: deref(category), Urgent: deref(urgent)})
 	if err != nil {
 		return nil, err
 	}
@@ -662,13 +662,13 @@ func (r *mutationResolver) UpgradeGuest(ctx context.Context, email string, passw
 }
 
 // UpdateMyNotificationPreferences is the resolver for the updateMyNotificationPreferences field.
-func (r *mutationResolver) UpdateMyNotificationPreferences(ctx context.Context, settings []view.NotificationSetting) (*view.NotificationPreferences, error) {
-	return r.updatePreferences(ctx, auth.Caller(ctx).AccountID, settings)
+func (r *mutationResolver) UpdateMyNotificationPreferences(ctx context.Context, settings []view.NotificationSetting, timeZone *string, quietHours *view.QuietHoursInput) (*view.NotificationPreferences, error) {
+	return r.updatePreferences(ctx, auth.Caller(ctx).AccountID, settings, timeZone, quietHours)
 }
 
 // UpdateUserNotificationPreferences is the resolver for the updateUserNotificationPreferences field.
-func (r *mutationResolver) UpdateUserNotificationPreferences(ctx context.Context, userID string, settings []view.NotificationSetting) (*view.NotificationPreferences, error) {
-	return r.updatePreferences(ctx, userID, settings)
+func (r *mutationResolver) UpdateUserNotificationPreferences(ctx context.Context, userID string, settings []view.NotificationSetting, timeZone *string, quietHours *view.QuietHoursInput) (*view.NotificationPreferences, error) {
+	return r.updatePreferences(ctx, userID, settings, timeZone, quietHours)
 }
 
 // Version is the resolver for the version field.

@@ -119,7 +119,7 @@ func (e *env) open(t testing.TB, url string) {
 	workers := river.NewWorkers()
 	db, runner := jobstest.Open(t, url, jobs.Config{
 		Workers:     workers,
-		Queues:      map[string]river.QueueConfig{notifications.QueuePush: {MaxWorkers: 2}},
+		Queues:      map[string]river.QueueConfig{notifications.QueuePush: {MaxWorkers: 2}, river.QueueDefault: {MaxWorkers: 2}},
 		RetryPolicy: jobs.Backoff{Base: 100 * time.Millisecond, Max: 200 * time.Millisecond},
 		FetchPoll:   100 * time.Millisecond,
 	})
@@ -140,6 +140,7 @@ func (e *env) open(t testing.TB, url string) {
 	e.svc = notifications.NewService(db, e.provider, cfg)
 	e.devices = devices.NewService(db, subscriptions.NewService(db, subscriptions.Config{}), devices.Config{})
 	river.AddWorker(workers, &notifications.BroadcastWorker{Service: e.svc})
+	river.AddWorker(workers, &notifications.HeldSendWorker{Service: e.svc})
 }
 
 // start starts the job runner, stopped at cleanup.

@@ -155,6 +155,10 @@ type Store interface {
 	// NotificationSettings are the account's stored notification
 	// preferences (preferences.Store).
 	NotificationSettings(ctx context.Context, accountID string) ([]preferences.Setting, error)
+	// NotificationSchedule is the account's time zone and quiet hours.
+	NotificationSchedule(ctx context.Context, accountID string) (preferences.Schedule, error)
+	// ScheduleJob inserts a River job held until at.
+	ScheduleJob(ctx context.Context, args river.JobArgs, at time.Time) error
 	// AccountDisabled reports whether an operator disabled the account:
 	// its devices get no pushes.
 	AccountDisabled(ctx context.Context, accountID string) (bool, error)

@@ -8,11 +8,14 @@ import (
 	"strings"
 	"sync"
 
+	"encoding/json"
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/idempotency"
 	"github.com/herald-vpn/herald/internal/preferences"
 	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/riverqueue/river"
+	"time"
 )
 
 // Channels of sendNotificationToUser.
@@ -38,6 +41,9 @@ const (
 	UserPartial      = "partial"
 	UserFailed       = "failed"
 	UserNoRecipients = "no_recipients"
+	// UserHeld: the user's quiet hours hold the send until they end
+	// (HeldUntil); it is delivered then, under the preferences of then.
+	UserHeld = "held"
 )
 
 // Outcomes of one device in a send to a user.
@@ -73,6 +79,8 @@ type UserSendResult struct {
 	Outcomes []DeviceOutcome `json:"outcomes"`
 	// Skipped counts the devices and the chat not sent to, per reason.
 	Skipped SkipCounts `json:"skipped"`
+	// HeldUntil is when a held send is delivered (status held).
+	HeldUntil *time.Time `json:"heldUntil,omitempty"`
 }
 
 // SkipCounts counts the recipients of a send skipped, per reason.
@@ -88,6 +96,9 @@ type UserSendOptions struct {
 	// Category is the notification category ("" is
 	// preferences.DefaultCategory).
 	Category string
+	// Urgent sends pass through the user's quiet hours, as critical
+	// categories do.
+	Urgent bool
 }
 
 // DeviceChannel is the preference channel of a device of platform: a
@@ -129,6 +140,14 @@ func (s *Service) SendToUser(ctx context.Context, userID string, n Notification,
 	}
 	if disabled {
 		return UserSendResult{UserID: userID, Status: UserNoRecipients, Message: "The account is disabled; it gets no notifications.", Outcomes: []DeviceOutcome{}}, nil
+	}
+	if !opts.Urgent && !s.cfg.Categories.Critical(category) {
+		if until, held, err := s.holdUntil(ctx, userID); err != nil || held {
+			if err != nil {
+				return UserSendResult{}, err
+			}
+			return s.hold(ctx, userID, n, opts, until)
+		}
 	}
 	settings, err := s.store.NotificationSettings(ctx, userID)
 	if err != nil {
@@ -300,4 +319,74 @@ func (s *Service) SendToTokenIdempotent(ctx context.Context, k idempotency.Key, 
 	return idempotency.Do(ctx, k, "sendNotificationByToken", []any{platform, token, n}, func(ctx context.Context) (SendResult, error) {
 		return s.SendToToken(ctx, platform, token, n)
 	})
+}
+
+// HeldSendArgs is a send to a user held by their quiet hours: River runs
+// it when they end, and it is sent then as SendToUser sends (the
+// preferences, devices and quiet hours of then).
+type HeldSendArgs struct {
+	UserID  string          `json:"user_id"`
+	Subject string          `json:"subject"`
+	Content string          `json:"content"`
+	Data    json.RawMessage `json:"data,omitempty"` // kept as JSON: large numbers stay exact
+	Options PushOptions     `json:"options"`
+	// Channels and Category are the send's UserSendOptions.
+	Channels []string `json:"channels,omitempty"`
+	Category string   `json:"category"`
+}
+
+// Kind implements river.JobArgs.
+func (HeldSendArgs) Kind() string { return "held_user_send" }
+
+// holdUntil reports whether the user's quiet hours hold a send now, and
+// until when.
+func (s *Service) holdUntil(ctx context.Context, userID string) (time.Time, bool, error) {
+	sched, err := s.store.NotificationSchedule(ctx, userID)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	until, held := sched.HoldUntil(s.cfg.Now())
+	return until, held, nil
+}
+
+// hold schedules the send for until and answers it held.
+func (s *Service) hold(ctx context.Context, userID string, n Notification, opts UserSendOptions, until time.Time) (UserSendResult, error) {
+	data, err := n.encodeData()
+	if err != nil {
+		return UserSendResult{}, err
+	}
+	args := HeldSendArgs{UserID: userID, Subject: n.Subject, Content: n.Content, Data: data, Options: n.Options, Channels: opts.Channels, Category: opts.Category}
+	if err := s.store.ScheduleJob(ctx, args, until); err != nil {
+		return UserSendResult{}, err
+	}
+	return UserSendResult{UserID: userID, Status: UserHeld, Outcomes: []DeviceOutcome{}, HeldUntil: &until,
+		Message: fmt.Sprintf("The user's quiet hours hold the notification until %s; it is sent then.", until.Format(time.RFC3339))}, nil
+}
+
+// HeldSendWorker sends held sends; register it with river.AddWorker.
+type HeldSendWorker struct {
+	river.WorkerDefaults[HeldSendArgs]
+	Service *Service
+}
+
+// Work implements river.Worker. A user gone, or a send no longer valid
+// (its category removed from the configuration), cancels the job; a
+// failure to reach the store or a provider is retried by River.
+func (w *HeldSendWorker) Work(ctx context.Context, job *river.Job[HeldSendArgs]) error {
+	a := job.Args
+	data, err := DecodeData(a.Data)
+	if err != nil {
+		return river.JobCancel(err)
+	}
+	res, err := w.Service.SendToUser(ctx, a.UserID, Notification{Subject: a.Subject, Content: a.Content, Data: data, Options: a.Options},
+		UserSendOptions{Channels: a.Channels, Category: a.Category})
+	if ae, ok := errors.AsType[*apperr.Error](err); ok && ae.Code != apperr.Internal && ae.Code != apperr.ServiceUnavailable {
+		w.Service.cfg.Logger.WarnContext(ctx, "held send dropped", "user_id", a.UserID, "code", ae.Code)
+		return river.JobCancel(err)
+	}
+	if err != nil {
+		return err
+	}
+	w.Service.cfg.Logger.InfoContext(ctx, "held send delivered", "user_id", a.UserID, "status", res.Status, "job_id", job.ID)
+	return nil
 }

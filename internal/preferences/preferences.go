@@ -105,6 +105,12 @@ func (c Catalogue) Find(name string) (Category, bool) {
 	return c.list[i], true
 }
 
+// Critical reports whether the category cannot be turned off nor held.
+func (c Catalogue) Critical(name string) bool {
+	k, ok := c.Find(name)
+	return ok && k.Critical
+}
+
 // Names lists the categories' names, for a message.
 func (c Catalogue) Names() string {
 	names := make([]string, len(c.list))
@@ -125,6 +131,8 @@ type Setting struct {
 // catalogue with every channel.
 type Preferences struct {
 	Categories []CategoryPreferences
+	// Schedule is the user's time zone and quiet hours.
+	Schedule Schedule
 }
 
 // CategoryPreferences is one category's channels, on or off.
@@ -172,15 +180,32 @@ func (c Catalogue) Allows(stored []Setting, category, channel string) bool {
 	return true
 }
 
-// Check validates a change: every setting names a category of the
-// catalogue and a channel, and none turns a critical category off
-// (VALIDATION_ERROR naming the category). A critical category may be set
-// on, which changes nothing. At most one setting per category and
-// channel.
-func (c Catalogue) Check(changes []Setting) error {
-	if len(changes) == 0 {
-		return apperr.Invalid("categories", "at least one category with a channel to set", "nothing")
+// Change is one change of a user's preferences: settings to store, and
+// the time zone and quiet hours when set.
+type Change struct {
+	Settings []Setting
+	// TimeZone, when set, replaces the time zone ("" is UTC).
+	TimeZone *string
+	// Quiet, when set, replaces the quiet hours; a nil *QuietHours in it
+	// turns them off.
+	Quiet **QuietHours
+}
+
+// Check validates a change: something to change; every setting names a
+// category of the catalogue and a channel, and none turns a critical
+// category off (VALIDATION_ERROR naming the category; a critical category
+// may be set on, which changes nothing); at most one setting per category
+// and channel; an IANA time zone.
+func (c Catalogue) Check(ch Change) error {
+	if len(ch.Settings) == 0 && ch.TimeZone == nil && ch.Quiet == nil {
+		return apperr.Invalid("settings", "a setting, a time zone or quiet hours to change", "nothing")
 	}
+	if ch.TimeZone != nil {
+		if err := CheckTimeZone(*ch.TimeZone); err != nil {
+			return err
+		}
+	}
+	changes := ch.Settings
 	seen := make(map[[2]string]bool, len(changes))
 	for _, s := range changes {
 		k, ok := c.Find(s.Category)
@@ -211,6 +236,12 @@ type Store interface {
 	// SetNotificationSettings stores each setting (an upsert), in the
 	// caller's unit of work.
 	SetNotificationSettings(ctx context.Context, accountID string, settings []Setting) error
+	// NotificationSchedule is the account's schedule (the zero one when
+	// never set).
+	NotificationSchedule(ctx context.Context, accountID string) (Schedule, error)
+	// SetNotificationSchedule stores the account's schedule, in the
+	// caller's unit of work.
+	SetNotificationSchedule(ctx context.Context, accountID string, s Schedule) error
 	// AccountExists reports whether a live (not deleted) account has the id.
 	AccountExists(ctx context.Context, accountID string) (bool, error)
 }
@@ -235,17 +266,27 @@ func (s *Service) Get(ctx context.Context, accountID string) (Preferences, error
 	if err := s.exists(ctx, accountID); err != nil {
 		return Preferences{}, err
 	}
+	return s.read(ctx, accountID)
+}
+
+func (s *Service) read(ctx context.Context, accountID string) (Preferences, error) {
 	stored, err := s.store.NotificationSettings(ctx, accountID)
 	if err != nil {
 		return Preferences{}, err
 	}
-	return s.catalogue.Effective(stored), nil
+	sched, err := s.store.NotificationSchedule(ctx, accountID)
+	if err != nil {
+		return Preferences{}, err
+	}
+	p := s.catalogue.Effective(stored)
+	p.Schedule = sched
+	return p, nil
 }
 
-// Update applies changes (Check's rules) and answers the preferences
-// after them.
-func (s *Service) Update(ctx context.Context, accountID string, changes []Setting) (Preferences, error) {
-	if err := s.catalogue.Check(changes); err != nil {
+// Update applies a change (Check's rules) and answers the preferences
+// after it.
+func (s *Service) Update(ctx context.Context, accountID string, ch Change) (Preferences, error) {
+	if err := s.catalogue.Check(ch); err != nil {
 		return Preferences{}, err
 	}
 	var out Preferences
@@ -253,11 +294,28 @@ func (s *Service) Update(ctx context.Context, accountID string, changes []Settin
 		if err := s.exists(ctx, accountID); err != nil {
 			return err
 		}
-		if err := s.store.SetNotificationSettings(ctx, accountID, changes); err != nil {
-			return err
+		if len(ch.Settings) > 0 {
+			if err := s.store.SetNotificationSettings(ctx, accountID, ch.Settings); err != nil {
+				return err
+			}
 		}
-		stored, err := s.store.NotificationSettings(ctx, accountID)
-		out = s.catalogue.Effective(stored)
+		if ch.TimeZone != nil || ch.Quiet != nil {
+			sched, err := s.store.NotificationSchedule(ctx, accountID)
+			if err != nil {
+				return err
+			}
+			if ch.TimeZone != nil {
+				sched.TimeZone = *ch.TimeZone
+			}
+			if ch.Quiet != nil {
+				sched.Quiet = *ch.Quiet
+			}
+			if err := s.store.SetNotificationSchedule(ctx, accountID, sched); err != nil {
+				return err
+			}
+		}
+		var err error
+		out, err = s.read(ctx, accountID)
 		return err
 	})
 	return out, err

@@ -90,7 +90,7 @@ func TestCheck(t *testing.T) {
 	}{
 		{"product off", []preferences.Setting{set("product", "push", false), set("product", "email", false)}, ""},
 		{"security on changes nothing", []preferences.Setting{set("security", "push", true)}, ""},
-		{"nothing", nil, "categories"},
+		{"nothing", nil, "settings"},
 		{"unknown category", []preferences.Setting{set("promotions", "push", false)}, "category"},
 		{"unknown channel", []preferences.Setting{set("product", "sms", false)}, "channel"},
 		{"security off", []preferences.Setting{set("security", "push", false)}, "category"},
@@ -98,7 +98,7 @@ func TestCheck(t *testing.T) {
 		{"twice", []preferences.Setting{set("product", "push", false), set("product", "push", true)}, "channel"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := c.Check(tc.changes)
+			err := c.Check(preferences.Change{Settings: tc.changes})
 			if tc.field == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)

@@ -164,6 +164,7 @@ type sendToUserBody struct {
 	Notification *notificationInput `json:"notification"`
 	Channels     []string           `json:"channels"`
 	Category     string             `json:"category"`
+	Urgent       bool               `json:"urgent"`
 }
 
 // SendToUser is POST /api/v1/notifications/users/{id}.
@@ -173,7 +174,7 @@ func (h *Handlers) SendToUser() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		res, err := h.Notifications.SendToUserIdempotent(r.Context(), h.idempotencyKey(r), r.PathValue("id"), n, notifications.UserSendOptions{Channels: in.Channels, Category: in.Category})
+		res, err := h.Notifications.SendToUserIdempotent(r.Context(), h.idempotencyKey(r), r.PathValue("id"), n, notifications.UserSendOptions{Channels: in.Channels, Category: in.Category, Urgent: in.Urgent})
 		if err != nil {
 			return nil, err
 		}

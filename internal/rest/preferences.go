@@ -9,7 +9,9 @@ import (
 
 // preferencesBody is the body of a preferences change.
 type preferencesBody struct {
-	Settings []view.NotificationSetting `json:"settings"`
+	Settings   []view.NotificationSetting `json:"settings"`
+	TimeZone   *string                    `json:"timeZone"`
+	QuietHours *view.QuietHoursInput      `json:"quietHours"`
 }
 
 // MyPreferences is GET /api/v1/users/me/notification-preferences.
@@ -49,11 +51,11 @@ func (h *Handlers) preferences(r *http.Request, accountID string) (any, error) {
 }
 
 func (h *Handlers) updatePreferences(r *http.Request, accountID string, in preferencesBody) (any, error) {
-	settings, err := view.Settings(in.Settings)
+	change, err := view.PreferencesChange(in.Settings, in.TimeZone, in.QuietHours)
 	if err != nil {
 		return nil, err
 	}
-	p, err := h.Preferences.Update(r.Context(), accountID, settings)
+	p, err := h.Preferences.Update(r.Context(), accountID, change)
 	if err != nil {
 		return nil, err
 	}

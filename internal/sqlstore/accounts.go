@@ -393,6 +393,17 @@ func (db *DB) EnqueueJob(ctx context.Context, args river.JobArgs) error {
 	return err
 }
 
+// ScheduleJob is EnqueueJob for a job River holds until at.
+func (db *DB) ScheduleJob(ctx context.Context, args river.JobArgs, at time.Time) error {
+	opts := &river.InsertOpts{ScheduledAt: at}
+	if tx, ok := db.txOf(ctx); ok {
+		_, err := tx.InsertJob(ctx, args, opts)
+		return err
+	}
+	_, err := db.InsertJob(ctx, args, opts)
+	return err
+}
+
 // SetPendingEmail implements accounts.Store.
 func (db *DB) SetPendingEmail(ctx context.Context, accountID, email string) error {
 	var v *string

@@ -2,6 +2,9 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
+
+	"github.com/herald-vpn/herald/internal/storage"
 
 	"github.com/herald-vpn/herald/internal/preferences"
 )
@@ -36,4 +39,36 @@ func (db *DB) AccountExists(ctx context.Context, accountID string) (bool, error)
 	var n int
 	err := db.txOrConn(ctx).queryRow(ctx, `SELECT COUNT(*) FROM accounts WHERE id = ? AND deleted_at IS NULL`, accountID).Scan(&n)
 	return n > 0, err
+}
+
+// NotificationSchedule implements preferences.Store: the zero Schedule
+// for an account that never set one.
+func (db *DB) NotificationSchedule(ctx context.Context, accountID string) (preferences.Schedule, error) {
+	var s preferences.Schedule
+	var start, end *int
+	err := db.txOrConn(ctx).queryRow(ctx, `SELECT time_zone, quiet_start, quiet_end FROM notification_schedules WHERE account_id = ?`, accountID).Scan(&s.TimeZone, &start, &end)
+	if errors.Is(err, storage.ErrNotFound) {
+		return preferences.Schedule{}, nil
+	}
+	if err != nil {
+		return preferences.Schedule{}, err
+	}
+	if start != nil && end != nil {
+		s.Quiet = &preferences.QuietHours{Start: *start, End: *end}
+	}
+	return s, nil
+}
+
+// SetNotificationSchedule implements preferences.Store (inside InTx).
+func (db *DB) SetNotificationSchedule(ctx context.Context, accountID string, s preferences.Schedule) error {
+	return db.inCallersTx(ctx, func(tx *Tx) error {
+		var start, end any
+		if s.Quiet != nil {
+			start, end = s.Quiet.Start, s.Quiet.End
+		}
+		_, err := tx.q.exec(ctx, `INSERT INTO notification_schedules (account_id, time_zone, quiet_start, quiet_end, updated_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (account_id) DO UPDATE SET time_zone = excluded.time_zone, quiet_start = excluded.quiet_start, quiet_end = excluded.quiet_end, updated_at = excluded.updated_at`,
+			accountID, s.TimeZone, start, end, tx.now)
+		return err
+	})
 }

@@ -103,6 +103,9 @@ type SendToUserResult struct {
 	Outcomes []DeviceSendOutcome `json:"outcomes"`
 	// Skipped counts the devices and the chat not sent to, per reason.
 	Skipped SkipCounts `json:"skipped"`
+	// HeldUntil is when a send held by the user's quiet hours goes out
+	// (status held); nil otherwise.
+	HeldUntil *time.Time `json:"heldUntil"`
 }
 
 // SkipCounts counts the recipients of a send or a broadcast skipped, per
@@ -127,7 +130,7 @@ type DeviceSendOutcome struct {
 
 // NewSendToUserResult renders a send to a user.
 func NewSendToUserResult(r notifications.UserSendResult) SendToUserResult {
-	return SendToUserResult{UserID: r.UserID, Status: r.Status, Message: r.Message, Skipped: SkipCounts(r.Skipped),
+	return SendToUserResult{UserID: r.UserID, Status: r.Status, Message: r.Message, Skipped: SkipCounts(r.Skipped), HeldUntil: optionalSeconds(r.HeldUntil),
 		Outcomes: All(r.Outcomes, func(o notifications.DeviceOutcome) DeviceSendOutcome {
 			return DeviceSendOutcome{DeviceID: nonEmpty(o.DeviceID), ChatID: nonEmpty(o.ChatID), Platform: o.Platform, Channel: o.Channel,
 				Status: o.Status, Error: nonEmpty(o.Error)}

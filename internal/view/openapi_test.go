@@ -105,6 +105,8 @@ var schemas = []struct {
 	{"ChannelSwitches", typeOf[view.ChannelSwitches](), false},
 	{"SkipCounts", typeOf[view.SkipCounts](), false},
 	{"NotificationSetting", typeOf[view.NotificationSetting](), true},
+	{"QuietHours", typeOf[view.QuietHours](), false},
+	{"QuietHoursInput", typeOf[view.QuietHoursInput](), true},
 }
 
 // inlineAnswers are the answers whose data schema is written in the

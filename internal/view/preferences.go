@@ -9,6 +9,16 @@ import (
 // category of the deployment, each with every channel on or off.
 type NotificationPreferences struct {
 	Categories []CategoryPreferences `json:"categories"`
+	// TimeZone is the user's IANA time zone; nil for none (UTC).
+	TimeZone *string `json:"timeZone"`
+	// QuietHours are the user's quiet hours; nil for none.
+	QuietHours *QuietHours `json:"quietHours"`
+}
+
+// QuietHours are a daily window in the user's time zone, HH:MM to HH:MM.
+type QuietHours struct {
+	Start string `json:"start"`
+	End   string `json:"end"`
 }
 
 // CategoryPreferences is one category's channels.
@@ -30,7 +40,11 @@ type ChannelSwitches struct {
 
 // NewNotificationPreferences renders p.
 func NewNotificationPreferences(p preferences.Preferences) NotificationPreferences {
-	return NotificationPreferences{Categories: All(p.Categories, func(c preferences.CategoryPreferences) CategoryPreferences {
+	var quiet *QuietHours
+	if q := p.Schedule.Quiet; q != nil {
+		quiet = &QuietHours{Start: preferences.Clock(q.Start), End: preferences.Clock(q.End)}
+	}
+	return NotificationPreferences{TimeZone: nonEmpty(p.Schedule.TimeZone), QuietHours: quiet, Categories: All(p.Categories, func(c preferences.CategoryPreferences) CategoryPreferences {
 		return CategoryPreferences{Category: c.Category, Critical: c.Critical, Channels: ChannelSwitches{
 			Push:     c.Channels[preferences.ChannelPush],
 			Telegram: c.Channels[preferences.ChannelTelegram],
@@ -51,15 +65,38 @@ type NotificationSetting struct {
 	Enabled *bool `json:"enabled"`
 }
 
-// Settings is the domain's list of changes; VALIDATION_ERROR (field
-// enabled) for one without enabled.
-func Settings(in []NotificationSetting) ([]preferences.Setting, error) {
-	out := make([]preferences.Setting, len(in))
-	for i, s := range in {
+// QuietHoursInput sets or clears quiet hours: enabled false clears them,
+// true sets them to start–end (HH:MM each).
+type QuietHoursInput struct {
+	Enabled *bool   `json:"enabled"`
+	Start   *string `json:"start"`
+	End     *string `json:"end"`
+}
+
+// PreferencesChange is the domain's change from what both doors take:
+// VALIDATION_ERROR naming the field for a setting without enabled, quiet
+// hours without enabled, or enabled ones without a valid start and end.
+func PreferencesChange(settings []NotificationSetting, timeZone *string, quiet *QuietHoursInput) (preferences.Change, error) {
+	ch := preferences.Change{Settings: make([]preferences.Setting, len(settings)), TimeZone: timeZone}
+	for i, s := range settings {
 		if s.Enabled == nil {
-			return nil, apperr.Invalid("enabled", "true or false", "nothing")
+			return preferences.Change{}, apperr.Invalid("enabled", "true or false", "nothing")
 		}
-		out[i] = preferences.Setting{Category: s.Category, Channel: s.Channel, Enabled: *s.Enabled}
+		ch.Settings[i] = preferences.Setting{Category: s.Category, Channel: s.Channel, Enabled: *s.Enabled}
 	}
-	return out, nil
+	if quiet != nil {
+		if quiet.Enabled == nil {
+			return preferences.Change{}, apperr.Invalid("quietHours.enabled", "true or false", "nothing")
+		}
+		var q *preferences.QuietHours
+		if *quiet.Enabled {
+			v, err := preferences.NewQuietHours(deref(quiet.Start), deref(quiet.End))
+			if err != nil {
+				return preferences.Change{}, err
+			}
+			q = &v
+		}
+		ch.Quiet = &q
+	}
+	return ch, nil
 }
