@@ -18,7 +18,7 @@ type Store interface {
 	storage.Transactor
 	RecordSecurityEvent(ctx context.Context, e Event) error
 	SecurityEvents(ctx context.Context, accountID, beforeID string, limit int) ([]Event, error)
-	SeenDeviceKeys(ctx context.Context, accountID string) ([]string, error)
+	SignInHistory(ctx context.Context, accountID, key string) (before, seen bool, err error)
 	PruneSecurityLog(ctx context.Context, retention time.Duration) (int64, error)
 	Emit(ctx context.Context, p webhooks.Payload) error
 	EnqueueJob(ctx context.Context, args river.JobArgs) error
@@ -82,11 +82,11 @@ func (l *Log) Record(ctx context.Context, e Event) error {
 	return l.store.InTx(ctx, func(ctx context.Context) error {
 		var alert bool
 		if e.Kind == LoginOK && e.Outcome == OK {
-			seen, err := l.store.SeenDeviceKeys(ctx, e.AccountID)
+			before, seen, err := l.store.SignInHistory(ctx, e.AccountID, DeviceKey(e.UserAgent, e.IP))
 			if err != nil {
 				return err
 			}
-			alert = AlertsFor(DeviceKey(e.UserAgent, e.IP), seen)
+			alert = AlertsFor(before, seen)
 		}
 		if err := l.write(ctx, &e); err != nil {
 			return err

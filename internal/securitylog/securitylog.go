@@ -228,17 +228,9 @@ func DeviceKey(userAgent, ip string) string {
 	return UAFamily(userAgent) + "|" + Network(ip)
 }
 
-// AlertsFor reports whether a successful sign-in with key should alert:
-// only when the account has signed in before (the very first sign-in of
-// a new account does not) and never with this key.
-func AlertsFor(key string, seen []string) bool {
-	if len(seen) == 0 {
-		return false
-	}
-	for _, s := range seen {
-		if s == key {
-			return false
-		}
-	}
-	return true
+// AlertsFor reports whether a successful sign-in should alert: only when
+// the account has signed in before (the very first sign-in of a new
+// account does not) and never from this device (its key).
+func AlertsFor(signedInBefore, deviceSeen bool) bool {
+	return signedInBefore && !deviceSeen
 }

@@ -102,13 +102,13 @@ func TestDeviceKey(t *testing.T) {
 }
 
 func TestAlertsFor(t *testing.T) {
-	if securitylog.AlertsFor("k", nil) {
+	if securitylog.AlertsFor(false, false) {
 		t.Fatal("the first sign-in of an account alerted")
 	}
-	if securitylog.AlertsFor("k", []string{"j", "k"}) {
+	if securitylog.AlertsFor(true, true) {
 		t.Fatal("a seen device alerted")
 	}
-	if !securitylog.AlertsFor("k", []string{"j"}) {
+	if !securitylog.AlertsFor(true, false) {
 		t.Fatal("a new device did not alert")
 	}
 }

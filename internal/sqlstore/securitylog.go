@@ -63,14 +63,16 @@ func (db *DB) SecurityEvents(ctx context.Context, accountID, beforeID string, li
 	})
 }
 
-// SeenDeviceKeys lists the device keys of an account's earlier
-// successful sign-ins, for securitylog.AlertsFor.
-func (db *DB) SeenDeviceKeys(ctx context.Context, accountID string) ([]string, error) {
+// SignInHistory reports whether the account signed in successfully
+// before, and whether with device key, for securitylog.AlertsFor: two
+// EXISTS, not the account's every key.
+func (db *DB) SignInHistory(ctx context.Context, accountID, key string) (before, seen bool, err error) {
 	// Inside the sign-in's transaction, on its connection: a second one
 	// from the pool while it holds one could wait on its peers for good.
-	rs, err := db.txOrConn(ctx).query(ctx, `SELECT DISTINCT device_key FROM security_events WHERE account_id = ? AND kind = ? AND outcome = ?`,
-		accountID, string(securitylog.LoginOK), string(securitylog.OK))
-	return collect(rs, err, scanString)
+	const signIns = `SELECT 1 FROM security_events WHERE account_id = ? AND kind = ? AND outcome = ?`
+	err = db.txOrConn(ctx).queryRow(ctx, `SELECT EXISTS (`+signIns+`), EXISTS (`+signIns+` AND device_key = ?)`,
+		accountID, string(securitylog.LoginOK), string(securitylog.OK), accountID, string(securitylog.LoginOK), string(securitylog.OK), key).Scan(&before, &seen)
+	return before, seen, err
 }
 
 // PruneSecurityLog deletes the entries older than retention.

@@ -49,9 +49,19 @@ func testSecurityLogList(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) 
 		t.Fatalf("second page = %+v, %v", page, err)
 	}
 	// Two sign-ins of one app on one /24 are one device; the logout is no sign-in.
-	keys, err := db.SeenDeviceKeys(ctx, "a1")
-	if err != nil || len(keys) != 1 || keys[0] != securitylog.DeviceKey("App/1.0", "203.0.113.9") {
-		t.Fatalf("device keys = %q, %v", keys, err)
+	for _, tc := range []struct {
+		account, key  string
+		before, known bool
+	}{
+		{"a1", securitylog.DeviceKey("App/1.0", "203.0.113.9"), true, true},
+		{"a1", securitylog.DeviceKey("App/1.0", "203.0.113.77"), true, true}, // the same /24
+		{"a1", securitylog.DeviceKey("Other/2.0", "203.0.113.9"), true, false},
+		{"nobody", securitylog.DeviceKey("App/1.0", "203.0.113.9"), false, false},
+	} {
+		before, seen, err := db.SignInHistory(ctx, tc.account, tc.key)
+		if err != nil || before != tc.before || seen != tc.known {
+			t.Fatalf("SignInHistory(%s, %s) = %v %v %v, want %v %v", tc.account, tc.key, before, seen, err, tc.before, tc.known)
+		}
 	}
 	if err := db.RecordSecurityEvent(ctx, secEvent("sec_5", "a1", "bogus", "", "")); !errors.Is(err, securitylog.ErrBadKind) {
 		t.Fatalf("an unknown kind: %v", err)
