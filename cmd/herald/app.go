@@ -233,7 +233,7 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 	}
 	a.MessengerBroadcasts = messenger.NewBroadcaster(a.Messenger, a.db, messenger.BroadcastConfig{Wire: view.MessengerBroadcastWire()})
 	river.AddWorker(a.workers, &messenger.BroadcastWorker{Broadcaster: a.MessengerBroadcasts})
-	var provider push.Provider = push.NewRouter(nil, nil, nil, push.NewDev(logger.With("component", "push-dev")))
+	var provider push.Provider = push.NewRouter(nil, nil, nil, nil, push.NewDev(logger.With("component", "push-dev")))
 	if cfg.VAPIDKeyFile != "" {
 		key, err := readVAPIDKey(cfg)
 		if err != nil {
@@ -798,7 +798,7 @@ func newPushProvider(ctx context.Context, cfg config.Config, rdb *redis.Client, 
 	// The development provider is paced too, so that a broadcast on a
 	// development server lasts as it would (its progress can be watched).
 	dev := notifications.RateLimit(instrument("dev", push.NewDev(logger.With("component", "push-dev"))), pace("dev"))
-	return push.NewRouter(fcmP, apnsP, webP, dev), nil
+	return push.NewRouter(fcmP, apnsP, webP, nil, dev), nil
 }
 
 // readVAPIDKey reads and parses HERALD_VAPID_PRIVATE_KEY_FILE.

@@ -98,7 +98,7 @@ func newEnv(t testing.TB, url string, opts ...option) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.provider = push.NewRouter(fc, ac, wc, nil)
+	e.provider = push.NewRouter(fc, ac, wc, nil, nil)
 	if o.wrap != nil {
 		e.provider = o.wrap(e.provider)
 	}
