@@ -224,7 +224,7 @@ func (s *Service) deliver(ctx context.Context, d devices.Device, n Notification)
 		s.cfg.Logger.InfoContext(ctx, "push token is dead; device marked invalid", "device_id", d.ID, "reason", reasonOf(err))
 		return invalidToken(deviceID)
 	case push.Fatal:
-		s.cfg.Logger.ErrorContext(ctx, "PUSH PROVIDER MISCONFIGURED: check the FCM/APNs/VAPID credentials and settings", "device_id", d.ID, "platform", d.Platform, "err", err)
+		s.cfg.Logger.ErrorContext(ctx, "PUSH PROVIDER MISCONFIGURED: check the FCM/APNs/VAPID/HMS credentials and settings", "device_id", d.ID, "platform", d.Platform, "err", err)
 		return apperr.Newf(apperr.UpstreamError, "The push provider refused the request; the operator has been alerted.")
 	case push.Retryable:
 		s.cfg.Logger.WarnContext(ctx, "push provider unavailable", "device_id", d.ID, "err", err)
