@@ -281,6 +281,16 @@ func (c *Client) Send(ctx context.Context, t push.Target, n push.Notification) e
 	}
 }
 
+// Check asks the token endpoint for an access token, as a first send
+// would (and keeps it for the sends): nil means the client credentials
+// were accepted. Nothing is sent. Its errors are Send's token errors:
+// reason TOKEN_ENDPOINT, Fatal when refused (Status set), Retryable for
+// 408/429/5xx and network errors.
+func (c *Client) Check(ctx context.Context) error {
+	_, err := c.tokens.get(ctx, "")
+	return err
+}
+
 // post sends one request; a nil error means Push Kit took the message.
 func (c *Client) post(ctx context.Context, accessToken string, body []byte, deviceToken string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.sendURL, bytes.NewReader(body))

@@ -369,3 +369,29 @@ func TestSendCanceledWhileFetchingToken(t *testing.T) {
 		t.Fatalf("token requests = %d, want 1 (the abandoned fetch is reused)", n)
 	}
 }
+
+// Check fetches an access token: granted for the right credentials,
+// refused (Fatal, with the status) for a wrong secret, Retryable when the
+// endpoint fails; it sends nothing.
+func TestCheck(t *testing.T) {
+	srv := hmstest.NewServer(t)
+	if err := newClient(t, srv).Check(t.Context()); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	if srv.TokenRequests() != 1 || len(srv.Messages()) != 0 {
+		t.Fatalf("token requests %d, messages %d; want one request and nothing sent", srv.TokenRequests(), len(srv.Messages()))
+	}
+	wrong, err := hms.New(hms.Config{AppID: srv.AppID, ClientSecret: "wrong", TokenURL: srv.TokenURL(), SendURL: srv.URL, HTTPClient: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pe, ok := errors.AsType[*push.Error](wrong.Check(t.Context()))
+	if !ok || pe.Kind != push.Fatal || pe.Reason != "TOKEN_ENDPOINT" || pe.Status != http.StatusUnauthorized {
+		t.Fatalf("wrong secret: %+v, want Fatal TOKEN_ENDPOINT 401", pe)
+	}
+	srv.SetTokenEndpointStatus(http.StatusServiceUnavailable)
+	pe, ok = errors.AsType[*push.Error](newClient(t, srv).Check(t.Context()))
+	if !ok || pe.Kind != push.Retryable || pe.Reason != "TOKEN_ENDPOINT" || pe.Status != http.StatusServiceUnavailable {
+		t.Fatalf("failing endpoint: %+v, want Retryable TOKEN_ENDPOINT 503", pe)
+	}
+}
