@@ -208,6 +208,17 @@ func TestHMSE2E(t *testing.T) {
 		if fake.TokenRequests() < 1 || fake.RefusedAccessTokens() != 0 {
 			t.Fatalf("token requests %d, refused access tokens %d", fake.TokenRequests(), fake.RefusedAccessTokens())
 		}
+		// Push Kit's calls are counted as provider hms: per door three sent
+		// and two dead, four sent and one dead in the broadcasts, the bare
+		// token.
+		for sample, want := range map[string]float64{
+			`herald_push_sends_total{outcome="sent",provider="hms"}`:       3*float64(len(doorNames)) + 2*float64(len(doorNames)) + 1,
+			`herald_push_sends_total{outcome="dead_token",provider="hms"}`: 2*float64(len(doorNames)) + 1,
+		} {
+			if got := h.metric(t, sample); got != want {
+				t.Errorf("%s = %v, want %v", sample, got, want)
+			}
+		}
 	})
 }
 
