@@ -134,6 +134,10 @@ func TestRouter(t *testing.T) {
 				if kind, _ := push.Classify(err); kind != tt.wantErr {
 					t.Fatalf("err = %v (kind %v), want kind %v", err, kind, tt.wantErr)
 				}
+				wantReason := map[push.Kind]string{push.Fatal: "NoProvider: " + tt.platform, push.Other: "UnknownPlatform: " + tt.platform}[tt.wantErr]
+				if pe, ok := errors.AsType[*push.Error](err); !ok || pe.Provider != "router" || pe.Reason != wantReason {
+					t.Fatalf("err = %#v, want the router's %q", err, wantReason)
+				}
 				if len(got) != 0 {
 					t.Fatalf("providers called: %v", got)
 				}
