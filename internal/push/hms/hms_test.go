@@ -395,3 +395,26 @@ func TestCheck(t *testing.T) {
 		t.Fatalf("failing endpoint: %+v, want Retryable TOKEN_ENDPOINT 503", pe)
 	}
 }
+
+// The client's own HTTP client keeps the connections of a broadcast's
+// concurrent sends for the next ones (Push Kit may answer over HTTP/1.1,
+// where a connection carries one request at a time): four rounds of 32
+// sends at once open about one round's connections, not one per send (with
+// net/http's default of 2 idle connections per host, about 120).
+func TestDefaultClientKeepsConnections(t *testing.T) {
+	srv := hmstest.NewServer(t)
+	c, err := hms.New(hms.Config{AppID: srv.AppID, ClientSecret: srv.ClientSecret, TokenURL: srv.TokenURL(), SendURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendAll(t, c, "first", 32)
+	first := srv.Connections()
+	for round := range 3 {
+		sendAll(t, c, fmt.Sprintf("round-%d", round), 32)
+	}
+	// 32 sends and the token request at once, and a few dials a round may
+	// start just before a connection comes back idle.
+	if got := srv.Connections(); got > 48 {
+		t.Fatalf("%d connections after four rounds, %d after the first: idle connections were dropped", got, first)
+	}
+}
