@@ -36,6 +36,7 @@ import (
 	"github.com/herald-vpn/herald/internal/push"
 	"github.com/herald-vpn/herald/internal/push/apns"
 	"github.com/herald-vpn/herald/internal/push/fcm"
+	"github.com/herald-vpn/herald/internal/push/hms"
 	"github.com/herald-vpn/herald/internal/push/webpush"
 	"github.com/herald-vpn/herald/internal/pwned"
 	"github.com/herald-vpn/herald/internal/seal"
@@ -233,7 +234,7 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 	}
 	a.MessengerBroadcasts = messenger.NewBroadcaster(a.Messenger, a.db, messenger.BroadcastConfig{Wire: view.MessengerBroadcastWire()})
 	river.AddWorker(a.workers, &messenger.BroadcastWorker{Broadcaster: a.MessengerBroadcasts})
-	var provider push.Provider = push.NewRouter(nil, nil, nil, push.NewDev(logger.With("component", "push-dev")))
+	var provider push.Provider = push.NewRouter(nil, nil, nil, nil, push.NewDev(logger.With("component", "push-dev")))
 	if cfg.VAPIDKeyFile != "" {
 		key, err := readVAPIDKey(cfg)
 		if err != nil {
@@ -746,9 +747,10 @@ func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
 }
 
 // newPushProvider routes android to FCM, ios to APNs (or FCM without
-// APNs), each under its send-rate cap (shared by the replicas through
-// Redis when it is configured); with neither configured, the development
-// provider, under the same cap, logs every push and reports it sent.
+// APNs), web to Web Push and huawei to Huawei Push Kit, each under its
+// send-rate cap (shared by the replicas through Redis when it is
+// configured); with none configured, the development provider, under the
+// same cap, logs every push and reports it sent.
 func newPushProvider(ctx context.Context, cfg config.Config, rdb *redis.Client, instrument func(name string, p push.Provider) push.Provider, logger *slog.Logger) (push.Provider, error) {
 	pace := func(provider string) notifications.Pacer {
 		switch {
@@ -759,7 +761,7 @@ func newPushProvider(ctx context.Context, cfg config.Config, rdb *redis.Client, 
 		}
 		return limits.NewPace(float64(cfg.PushRate))
 	}
-	var fcmP, apnsP, webP push.Provider
+	var fcmP, apnsP, webP, hmsP push.Provider
 	if cfg.FCMCredentialsFile != "" {
 		creds, err := os.ReadFile(cfg.FCMCredentialsFile)
 		if err != nil {
@@ -793,13 +795,21 @@ func newPushProvider(ctx context.Context, cfg config.Config, rdb *redis.Client, 
 		}
 		webP = notifications.RateLimit(instrument("webpush", c), pace("webpush"))
 	}
-	if fcmP == nil && apnsP == nil && webP == nil {
+	if cfg.HMSAppID != "" {
+		c, err := hms.New(hms.Config{AppID: cfg.HMSAppID, ClientID: cfg.HMSClientID, ClientSecret: cfg.HMSClientSecret,
+			TokenURL: cfg.HMSTokenURL, SendURL: cfg.HMSSendURL})
+		if err != nil {
+			return nil, fmt.Errorf("HMS: %w", err)
+		}
+		hmsP = notifications.RateLimit(instrument("hms", c), pace("hms"))
+	}
+	if fcmP == nil && apnsP == nil && webP == nil && hmsP == nil {
 		logger.Warn("no push provider configured: pushes are written to this log and reported sent")
 	}
 	// The development provider is paced too, so that a broadcast on a
 	// development server lasts as it would (its progress can be watched).
 	dev := notifications.RateLimit(instrument("dev", push.NewDev(logger.With("component", "push-dev"))), pace("dev"))
-	return push.NewRouter(fcmP, apnsP, webP, dev), nil
+	return push.NewRouter(fcmP, apnsP, webP, hmsP, dev), nil
 }
 
 // readVAPIDKey reads and parses HERALD_VAPID_PRIVATE_KEY_FILE.

@@ -26,6 +26,7 @@ import (
 	"github.com/herald-vpn/herald/internal/push"
 	"github.com/herald-vpn/herald/internal/push/apns"
 	"github.com/herald-vpn/herald/internal/push/fcm"
+	"github.com/herald-vpn/herald/internal/push/hms"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/storage"
@@ -81,6 +82,7 @@ func dependencyChecks(cfg config.Config, db *sqlstore.DB, rdb *redis.Client) []f
 		func(ctx context.Context) checkResult { return checkFCM(ctx, cfg) },
 		func(ctx context.Context) checkResult { return checkAPNs(cfg) },
 		func(ctx context.Context) checkResult { return checkWebPush(cfg) },
+		func(ctx context.Context) checkResult { return checkHMS(ctx, cfg) },
 		func(ctx context.Context) checkResult { return checkTelegram(ctx, cfg) },
 		func(ctx context.Context) checkResult { return checkBilling(ctx, cfg) },
 		func(ctx context.Context) checkResult { return checkPwnedPasswords(ctx, cfg) },
@@ -282,8 +284,8 @@ func loopbackURL(raw string) bool {
 func checkFCM(ctx context.Context, cfg config.Config) checkResult {
 	const name = "fcm"
 	if cfg.FCMCredentialsFile == "" {
-		if cfg.APNsKeyFile == "" && cfg.VAPIDKeyFile == "" {
-			return warned(name, "no push provider configured: pushes are written to the log and reported sent", "set HERALD_FCM_CREDENTIALS_FILE (and HERALD_APNS_* for ios, HERALD_VAPID_* for web)")
+		if cfg.APNsKeyFile == "" && cfg.VAPIDKeyFile == "" && cfg.HMSAppID == "" {
+			return warned(name, "no push provider configured: pushes are written to the log and reported sent", "set HERALD_FCM_CREDENTIALS_FILE (and HERALD_APNS_* for ios, HERALD_VAPID_* for web, HERALD_HMS_* for huawei)")
 		}
 		return passed(name, "not configured: android devices get no pushes")
 	}
@@ -350,6 +352,42 @@ func checkWebPush(cfg config.Config) checkResult {
 		return failed(name, err, "HERALD_VAPID_PRIVATE_KEY_FILE must be a readable PEM EC P-256 private key (herald keys vapid writes one)")
 	}
 	return passed(name, "VAPID key "+key.Public()[:12]+"… for "+cfg.VAPIDSubject+" (not sent: push services are tried at the first push)")
+}
+
+// checkHMS asks Huawei's token endpoint for an access token with the
+// client credentials, as the first push would; nothing is sent (a device
+// token is needed for that).
+func checkHMS(ctx context.Context, cfg config.Config) checkResult {
+	const name = "hms"
+	if cfg.HMSAppID == "" {
+		return passed(name, "not configured: huawei devices get no pushes")
+	}
+	c, err := hms.New(hms.Config{AppID: cfg.HMSAppID, ClientID: cfg.HMSClientID, ClientSecret: cfg.HMSClientSecret, TokenURL: cfg.HMSTokenURL, SendURL: cfg.HMSSendURL})
+	if err != nil {
+		return failed(name, err, "check HERALD_HMS_APP_ID, HERALD_HMS_CLIENT_SECRET and the HERALD_HMS_*_URL endpoints")
+	}
+	if err := c.Check(ctx); err != nil {
+		return failed(name, err, hmsTokenFix(err))
+	}
+	return passed(name, "app "+cfg.HMSAppID+": OAuth access token granted (not sent: Push Kit is tried at the first push)")
+}
+
+// hmsTokenFix says what to check when Huawei's token endpoint did not
+// grant the client credentials a token.
+func hmsTokenFix(err error) string {
+	status := 0
+	if pe, ok := errors.AsType[*push.Error](err); ok {
+		status = pe.Status
+	}
+	switch {
+	case status == 400 || status == 401 || status == 403:
+		return "the token endpoint refused the client credentials: set HERALD_HMS_CLIENT_SECRET (or HERALD_HMS_CLIENT_SECRET_FILE) to the App secret and HERALD_HMS_APP_ID to the App ID of the app in AppGallery Connect (Project settings, App information), and HERALD_HMS_CLIENT_ID only if the OAuth client is another"
+	case status == 0 && errors.Is(err, context.DeadlineExceeded):
+		return "the token endpoint (HERALD_HMS_TOKEN_URL) did not answer in time: check outbound HTTPS from here to it (a proxy goes in HTTPS_PROXY), or try with a longer --timeout"
+	case status == 0:
+		return "the token endpoint (HERALD_HMS_TOKEN_URL) could not be reached: check outbound HTTPS from here to it (a proxy goes in HTTPS_PROXY) and that it is Huawei's (" + hms.DefaultTokenURL + ")"
+	}
+	return fmt.Sprintf("the token endpoint (HERALD_HMS_TOKEN_URL) failed with status %d: try again later; if it persists, check Huawei's service status and that HERALD_HMS_TOKEN_URL is Huawei's", status)
 }
 
 // checkBilling builds the connected stores' channels and reads the
@@ -547,7 +585,7 @@ func printChecks(w io.Writer, results []checkResult) (failedAny bool) {
 var errChecksFailed = errors.New("checks failed")
 
 func cmdCheck(ctx context.Context, env *environment, args []string) error {
-	fs := newFlags(env, "check", "Validate the configuration, then try each configured dependency (database and its connection\nlimit, Redis, SMTP, FCM, APNs, Web Push, Telegram, JWT keys, discovery, stored secrets) without changing anything, and print one line per check: ok, warning or error,\nwith the fix. Exit status: 0 when no check failed (warnings included), 1 when one did, 2 when the\nconfiguration is invalid.", configHint)
+	fs := newFlags(env, "check", "Validate the configuration, then try each configured dependency (database and its connection\nlimit, Redis, SMTP, FCM, APNs, Web Push, HMS, Telegram, JWT keys, discovery, stored secrets) without changing anything, and print one line per check: ok, warning or error,\nwith the fix. Exit status: 0 when no check failed (warnings included), 1 when one did, 2 when the\nconfiguration is invalid.", configHint)
 	timeout := fs.Duration("timeout", 10*time.Second, "time allowed to each check")
 	replicas := fs.Int("replicas", 0, "how many servers share the database, for the connections line (overrides HERALD_REPLICAS)")
 	if helped, err := parseFlags(env, fs, args); helped || err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/herald-vpn/herald/internal/mail/mailtest"
 	"github.com/herald-vpn/herald/internal/push/apns/apnstest"
 	"github.com/herald-vpn/herald/internal/push/fcm/fcmtest"
+	"github.com/herald-vpn/herald/internal/push/hms/hmstest"
 	"github.com/herald-vpn/herald/internal/push/webpush"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/herald-vpn/herald/internal/telegram/telegramtest"
@@ -93,6 +94,7 @@ func TestCheckAllOK(t *testing.T) {
 			t.Fatal(err)
 		}
 		tg := telegramtest.NewServer(t, checkBotToken)
+		hmsFake := hmstest.NewServer(t)
 		breaches := pwnedtest.New("Password1")
 		t.Cleanup(breaches.Close)
 		captchaFake := captchatest.New("captcha-secret")
@@ -110,6 +112,10 @@ func TestCheckAllOK(t *testing.T) {
 			"HERALD_APNS_TOPIC":             "com.example.vpn",
 			"HERALD_VAPID_PRIVATE_KEY_FILE": writeTemp(t, "vapid.pem", vapidKey),
 			"HERALD_VAPID_SUBJECT":          "mailto:ops@example.com",
+			"HERALD_HMS_APP_ID":             hmsFake.AppID,
+			"HERALD_HMS_CLIENT_SECRET":      hmsFake.ClientSecret,
+			"HERALD_HMS_TOKEN_URL":          hmsFake.TokenURL(),
+			"HERALD_HMS_SEND_URL":           hmsFake.URL,
 			"HERALD_TELEGRAM_BOT_TOKEN":     checkBotToken,
 			"HERALD_TELEGRAM_API_URL":       tg.URL,
 			"HERALD_JWT_KEYS_FILE":          jwksFile(t, false),
@@ -127,13 +133,16 @@ func TestCheckAllOK(t *testing.T) {
 			t.Fatalf("check = %v, want success\n%s%s", err, stdout, stderr)
 		}
 		lines := checkLines(t, stdout)
-		for _, name := range []string{"configuration", "database", "connections", "redis", "smtp", "fcm", "apns", "webpush", "telegram", "billing", "pwned", "captcha", "jwt keys", "discovery", "secrets"} {
+		for _, name := range []string{"configuration", "database", "connections", "redis", "smtp", "fcm", "apns", "webpush", "hms", "telegram", "billing", "pwned", "captcha", "jwt keys", "discovery", "secrets"} {
 			if l := lines[name]; !strings.HasPrefix(l, "ok ") {
 				t.Errorf("%s: %q, want ok", name, l)
 			}
 		}
-		if len(lines) != 15 {
-			t.Errorf("%d lines, want 15:\n%s", len(lines), stdout)
+		if len(lines) != 16 {
+			t.Errorf("%d lines, want 16:\n%s", len(lines), stdout)
+		}
+		if l := lines["hms"]; !strings.Contains(l, "app "+hmsFake.AppID+": OAuth access token granted") || hmsFake.TokenRequests() != 1 || len(hmsFake.Messages()) != 0 {
+			t.Errorf("hms line %q after %d token requests and %d pushes, want one token granted and nothing sent", l, hmsFake.TokenRequests(), len(hmsFake.Messages()))
 		}
 		if got := captchaFake.Requests(); len(got) != 1 || got[0].Secret != "captcha-secret" {
 			t.Errorf("check made the verifications %+v, want one with the secret", got)
@@ -166,6 +175,12 @@ func TestCheckFailures(t *testing.T) {
 	tg := telegramtest.NewServer(t, checkBotToken)
 	captchaFake := captchatest.New("captcha-secret")
 	t.Cleanup(captchaFake.Close)
+	hmsFake := hmstest.NewServer(t)
+	failingHMS := hmstest.NewServer(t)
+	failingHMS.SetTokenEndpointStatus(http.StatusServiceUnavailable)
+	hmsEnv := func(fake *hmstest.Server, secret, tokenURL string) map[string]string {
+		return map[string]string{"HERALD_HMS_APP_ID": fake.AppID, "HERALD_HMS_CLIENT_SECRET": secret, "HERALD_HMS_TOKEN_URL": tokenURL, "HERALD_HMS_SEND_URL": fake.URL}
+	}
 	// fcmKey is a key of fake, changed by edit (a value "" drops the
 	// field).
 	fcmKey := func(fake *fcmtest.Server, edit map[string]string) string {
@@ -248,6 +263,13 @@ func TestCheckFailures(t *testing.T) {
 		{"fcm file missing", map[string]string{"HERALD_FCM_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none.json")}, "fcm", "error", []string{"no such file", "fix: check that HERALD_FCM_CREDENTIALS_FILE names a file"}},
 		{"apns key valid", apnsEnv(apnsKey), "apns", "ok", []string{"KEYID12345"}},
 		{"webpush off", nil, "webpush", "ok", []string{"not configured"}},
+		{"hms off", nil, "hms", "ok", []string{"not configured: huawei devices get no pushes"}},
+		{"hms credentials accepted", hmsEnv(hmsFake, hmsFake.ClientSecret, hmsFake.TokenURL()), "hms", "ok", []string{"app " + hmsFake.AppID, "access token granted"}},
+		{"hms secret refused", hmsEnv(hmsFake, "wrong", hmsFake.TokenURL()), "hms", "error", []string{"TOKEN_ENDPOINT", "fix: the token endpoint refused the client credentials", "HERALD_HMS_CLIENT_SECRET"}},
+		{"hms token endpoint unreachable", hmsEnv(hmsFake, hmsFake.ClientSecret, "http://127.0.0.1:1/oauth2/v3/token"), "hms", "error", []string{"TOKEN_ENDPOINT", "fix: the token endpoint (HERALD_HMS_TOKEN_URL) could not be reached"}},
+		{"hms token endpoint failing", hmsEnv(failingHMS, failingHMS.ClientSecret, failingHMS.TokenURL()), "hms", "error", []string{"TOKEN_ENDPOINT", "failed with status 503", "try again later"}},
+		{"no push provider", nil, "fcm", "warning", []string{"no push provider configured", "HERALD_HMS_* for huawei"}},
+		{"hms alone is a push provider", hmsEnv(hmsFake, hmsFake.ClientSecret, hmsFake.TokenURL()), "fcm", "ok", []string{"not configured: android devices get no pushes"}},
 		{"webpush key valid", vapidEnv(writeTemp(t, "vapid.pem", vapidKey)), "webpush", "ok", []string{"mailto:ops@example.com"}},
 		{"webpush key not P-256", vapidEnv(writeTemp(t, "vapid.pem", brokenVAPID)), "webpush", "error", []string{"fix: HERALD_VAPID_PRIVATE_KEY_FILE must be"}},
 		{"webpush key file missing", vapidEnv(filepath.Join(t.TempDir(), "none.pem")), "webpush", "error", []string{"no such file", "fix: HERALD_VAPID_PRIVATE_KEY_FILE"}},

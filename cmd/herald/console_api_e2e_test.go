@@ -194,7 +194,7 @@ func testOverview(t *testing.T, h *herald, fcm *fcmtest.Server, tg *telegramtest
 	me := tg.Me()
 	want := view.AdminOverview{
 		Accounts: view.AccountCounts{Total: 5, Verified: 4, NewLast24h: 5, Disabled: 1},
-		Devices: view.DeviceCounts{Total: 4, ByPlatform: []view.PlatformCount{{Platform: "android", Count: 3}, {Platform: "ios", Count: 1}, {Platform: "web", Count: 0}},
+		Devices: view.DeviceCounts{Total: 4, ByPlatform: []view.PlatformCount{{Platform: "android", Count: 3}, {Platform: "ios", Count: 1}, {Platform: "web", Count: 0}, {Platform: "huawei", Count: 0}},
 			TokensValid: 2, TokensInvalid: 1, TokensMissing: 1},
 		Broadcasts:  view.BroadcastCounts{Scheduled: 1},
 		Bot:         view.MessengerBotStatus{Connected: true, BotUsername: ptr(me.Username), BotName: ptr(strings.TrimSpace(me.FirstName + " " + me.LastName)), SubscriberCount: 1},

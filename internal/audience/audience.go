@@ -26,8 +26,8 @@ var planPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // plan or an unknown subscription status (VALIDATION_ERROR).
 func (a Audience) Validate() error {
 	for _, p := range a.Platforms {
-		if p != push.PlatformAndroid && p != push.PlatformIOS && p != push.PlatformWeb {
-			return apperr.Invalid("audience.platforms", "each one of android, ios, web", p)
+		if p != push.PlatformAndroid && p != push.PlatformIOS && p != push.PlatformWeb && p != push.PlatformHuawei {
+			return apperr.Invalid("audience.platforms", "each one of android, ios, web, huawei", p)
 		}
 	}
 	for _, p := range a.Plans {

@@ -109,11 +109,18 @@ type Config struct {
 	VAPIDKeyFile        string
 	VAPIDSubject        string
 	WebPushAllowPrivate bool
-	PushRate            int
-	PushBatchSize       int
-	PushConcurrency     int
-	PushLeaseTTL        time.Duration
-	DeliveryRetention   time.Duration
+	// HMSAppID and HMSClientSecret enable Huawei Push Kit (platform
+	// huawei); HMSClientID is HMSAppID unless set.
+	HMSAppID          string
+	HMSClientID       string
+	HMSClientSecret   string
+	HMSTokenURL       string
+	HMSSendURL        string
+	PushRate          int
+	PushBatchSize     int
+	PushConcurrency   int
+	PushLeaseTTL      time.Duration
+	DeliveryRetention time.Duration
 	// SecurityLogRetention is how long security log entries are kept.
 	SecurityLogRetention time.Duration
 	// GuestRetention is how long an unused guest account is kept.
@@ -297,6 +304,12 @@ func Vars() []Var {
 		{"HERALD_VAPID_PRIVATE_KEY_FILE", "", "/etc/herald/vapid.pem", "Web Push VAPID key: a PEM EC P-256 private key (herald keys vapid writes one); with HERALD_VAPID_SUBJECT, enables Web Push for web", str(func(c *Config) *string { return &c.VAPIDKeyFile })},
 		{"HERALD_VAPID_SUBJECT", "", "mailto:ops@example.com", "the contact push services may use about Herald's pushes: a mailto: or https: URL", str(func(c *Config) *string { return &c.VAPIDSubject })},
 		{"HERALD_WEBPUSH_ALLOW_PRIVATE", "off", "on", "on: Web Push subscriptions may point at push services on any address and port but a zoned one, and at plain http on loopback (development, tests); off: https endpoints on public addresses, port 443", onOff(func(c *Config) *bool { return &c.WebPushAllowPrivate })},
+		{"HERALD_HMS_APP_ID", "", "104512345", "Huawei Push Kit: the app's ID in AppGallery Connect; with a client secret, enables HMS for huawei", str(func(c *Config) *string { return &c.HMSAppID })},
+		{"HERALD_HMS_CLIENT_ID", "", "104512345", "Push Kit's OAuth 2.0 client ID; empty: HERALD_HMS_APP_ID (the app's ID is its client ID)", str(func(c *Config) *string { return &c.HMSClientID })},
+		{"HERALD_HMS_CLIENT_SECRET", "", "(the app secret)", "Push Kit's OAuth 2.0 client secret: the app's App secret in AppGallery Connect", str(func(c *Config) *string { return &c.HMSClientSecret })},
+		{"HERALD_HMS_CLIENT_SECRET_FILE", "", "/etc/herald/hms-client-secret", "file holding HERALD_HMS_CLIENT_SECRET, in its place", optional(secretFile(func(c *Config) *string { return &c.HMSClientSecret }, "HERALD_HMS_CLIENT_SECRET"))},
+		{"HERALD_HMS_TOKEN_URL", "https://oauth-login.cloud.huawei.com/oauth2/v3/token", "http://127.0.0.1:9091/oauth2/v3/token", "Huawei's OAuth 2.0 token endpoint", httpURL(func(c *Config) *string { return &c.HMSTokenURL })},
+		{"HERALD_HMS_SEND_URL", "https://push-api.cloud.huawei.com", "http://127.0.0.1:9091", "Push Kit's send API server (/v1/{app ID}/messages:send is appended)", httpURL(func(c *Config) *string { return &c.HMSSendURL })},
 		{"HERALD_PUSH_RATE", "10000", "2000", "sends per second per provider (the development one too), shared by the replicas through Redis when HERALD_REDIS_URL is set, else per process (0: no cap)", integer(func(c *Config) *int { return &c.PushRate }, 0)},
 		{"HERALD_PUSH_BATCH_SIZE", "500", "1000", "devices per broadcast batch", integer(func(c *Config) *int { return &c.PushBatchSize }, 1)},
 		{"HERALD_PUSH_CONCURRENCY", "64", "128", "sends in flight per broadcast", integer(func(c *Config) *int { return &c.PushConcurrency }, 1)},
@@ -482,6 +495,14 @@ func Load(getenv func(string) string) (Config, error) {
 		problems = append(problems, "HERALD_VAPID_PRIVATE_KEY_FILE, HERALD_VAPID_SUBJECT: set both to enable Web Push, or neither")
 	} else if c.VAPIDSubject != "" && !strings.HasPrefix(c.VAPIDSubject, "mailto:") && !strings.HasPrefix(c.VAPIDSubject, "https://") {
 		problems = append(problems, "HERALD_VAPID_SUBJECT: a mailto: or https: URL")
+	}
+	if (c.HMSAppID == "") != (c.HMSClientSecret == "") {
+		problems = append(problems, "HERALD_HMS_APP_ID, HERALD_HMS_CLIENT_SECRET (or HERALD_HMS_CLIENT_SECRET_FILE): set both to enable Huawei Push Kit, or neither")
+	} else if c.HMSAppID == "" && c.HMSClientID != "" {
+		problems = append(problems, "HERALD_HMS_CLIENT_ID: set only beside HERALD_HMS_APP_ID (Huawei Push Kit is off without it)")
+	}
+	if c.HMSClientID == "" {
+		c.HMSClientID = c.HMSAppID
 	}
 	if c.CaptchaProvider != "" && c.CaptchaSecret == "" {
 		problems = append(problems, "HERALD_CAPTCHA_SECRET: required with HERALD_CAPTCHA_PROVIDER")

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/herald-vpn/herald/internal/push/hms"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -404,6 +406,63 @@ func TestVAPID(t *testing.T) {
 			t.Errorf("%v: loaded %q %q", tc.vars, c.VAPIDKeyFile, c.VAPIDSubject)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%v: %v, want an error about %q", tc.vars, err, tc.want)
+		}
+	}
+}
+
+// Huawei Push Kit needs its app ID and client secret (the secret in the
+// variable or in a file, not both); the client ID is the app ID unless
+// set; the endpoints default to Huawei's.
+func TestHMS(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(file, []byte("s3cr3t-from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(env(nil))
+	if err != nil || c.HMSAppID != "" || c.HMSClientID != "" || c.HMSClientSecret != "" {
+		t.Fatalf("default: %+v %v, want HMS off", c, err)
+	}
+	if c.HMSTokenURL != hms.DefaultTokenURL || c.HMSSendURL != hms.DefaultSendURL {
+		t.Fatalf("default endpoints %q %q, want hms's %q %q", c.HMSTokenURL, c.HMSSendURL, hms.DefaultTokenURL, hms.DefaultSendURL)
+	}
+	for _, tc := range []struct {
+		vars              map[string]string
+		clientID, secret  string
+		tokenURL, sendURL string
+	}{
+		{map[string]string{"HERALD_HMS_APP_ID": "104512345", "HERALD_HMS_CLIENT_SECRET": "s3cr3t"}, "104512345", "s3cr3t", hms.DefaultTokenURL, hms.DefaultSendURL},
+		{map[string]string{"HERALD_HMS_APP_ID": "104512345", "HERALD_HMS_CLIENT_ID": "990001", "HERALD_HMS_CLIENT_SECRET_FILE": file}, "990001", "s3cr3t-from-file", hms.DefaultTokenURL, hms.DefaultSendURL},
+		{map[string]string{"HERALD_HMS_APP_ID": "1", "HERALD_HMS_CLIENT_SECRET": "s", "HERALD_HMS_TOKEN_URL": "http://127.0.0.1:9/oauth2/v3/token", "HERALD_HMS_SEND_URL": "http://127.0.0.1:9"}, "1", "s", "http://127.0.0.1:9/oauth2/v3/token", "http://127.0.0.1:9"},
+	} {
+		c, err := Load(env(tc.vars))
+		if err != nil || c.HMSAppID != tc.vars["HERALD_HMS_APP_ID"] || c.HMSClientID != tc.clientID || c.HMSClientSecret != tc.secret || c.HMSTokenURL != tc.tokenURL || c.HMSSendURL != tc.sendURL {
+			t.Errorf("%v: loaded %q %q %q %q %q, %v", tc.vars, c.HMSAppID, c.HMSClientID, c.HMSClientSecret, c.HMSTokenURL, c.HMSSendURL, err)
+		}
+	}
+	for _, tc := range []struct {
+		vars map[string]string
+		want string
+	}{
+		{map[string]string{"HERALD_HMS_APP_ID": "104512345"}, "set both"},
+		{map[string]string{"HERALD_HMS_CLIENT_SECRET": "s3cr3t"}, "set both"},
+		{map[string]string{"HERALD_HMS_CLIENT_SECRET_FILE": file}, "set both"},
+		{map[string]string{"HERALD_HMS_CLIENT_ID": "990001"}, "HERALD_HMS_CLIENT_ID: set only beside HERALD_HMS_APP_ID"},
+		{map[string]string{"HERALD_HMS_APP_ID": "1", "HERALD_HMS_CLIENT_SECRET": "s3cr3t", "HERALD_HMS_CLIENT_SECRET_FILE": file}, "HERALD_HMS_CLIENT_SECRET_FILE: set this or HERALD_HMS_CLIENT_SECRET, not both"},
+		{map[string]string{"HERALD_HMS_APP_ID": "1", "HERALD_HMS_CLIENT_SECRET_FILE": empty}, "HERALD_HMS_CLIENT_SECRET_FILE: " + empty + " is empty"},
+		{map[string]string{"HERALD_HMS_APP_ID": "1", "HERALD_HMS_CLIENT_SECRET_FILE": filepath.Join(t.TempDir(), "none")}, "HERALD_HMS_CLIENT_SECRET_FILE: "},
+		{map[string]string{"HERALD_HMS_APP_ID": "1", "HERALD_HMS_CLIENT_SECRET": "s", "HERALD_HMS_SEND_URL": "push-api.cloud.huawei.com"}, "HERALD_HMS_SEND_URL: "},
+		{map[string]string{"HERALD_HMS_APP_ID": "1", "HERALD_HMS_CLIENT_SECRET": "s", "HERALD_HMS_TOKEN_URL": "ftp://x/token"}, "HERALD_HMS_TOKEN_URL: "},
+	} {
+		_, err := Load(env(tc.vars))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error about %q", tc.vars, err, tc.want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "s3cr3t")) {
+			t.Errorf("%v: the error %q shows the secret", tc.vars, err)
 		}
 	}
 }

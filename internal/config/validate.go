@@ -431,6 +431,27 @@ func sealKeyFile(field func(*Config) *[]byte, other string) setter {
 	}
 }
 
+// secretFile reads a secret from a file (trimmed of surrounding white
+// space, such as the final newline), in place of the variable other, which
+// must not be set too. The secret itself is never part of an error.
+func secretFile(field func(*Config) *string, other string) setter {
+	return func(c *Config, v string) error {
+		b, err := os.ReadFile(v)
+		if err != nil {
+			return err
+		}
+		s := strings.TrimSpace(string(b))
+		if s == "" {
+			return fmt.Errorf("%s is empty", v)
+		}
+		if *field(c) != "" {
+			return fmt.Errorf("set this or %s, not both", other)
+		}
+		*field(c) = s
+		return nil
+	}
+}
+
 // sealKeys reads comma-separated keys of the seal package.
 func sealKeys(field func(*Config) *[][]byte) setter {
 	return func(c *Config, v string) error {

@@ -10,7 +10,7 @@ import (
 // TokensMissing.
 type Counts struct {
 	Total int
-	// ByPlatform lists android, ios and web (zero included), then any other
+	// ByPlatform lists android, ios, web and huawei (zero included), then any other
 	// platform found, by name.
 	ByPlatform    []PlatformCount
 	TokensValid   int // PushTokenStatus TokenValid
@@ -35,7 +35,7 @@ type PlatformTokens struct {
 
 // Summarize adds up the store's per-platform counts.
 func Summarize(rows []PlatformTokens) Counts {
-	c := Counts{ByPlatform: []PlatformCount{{Platform: PlatformAndroid}, {Platform: PlatformIOS}, {Platform: PlatformWeb}}}
+	c := Counts{ByPlatform: []PlatformCount{{Platform: PlatformAndroid}, {Platform: PlatformIOS}, {Platform: PlatformWeb}, {Platform: PlatformHuawei}}}
 	var others []PlatformCount
 	for _, r := range rows {
 		n := r.Valid + r.Invalid + r.Missing
@@ -50,6 +50,8 @@ func Summarize(rows []PlatformTokens) Counts {
 			c.ByPlatform[1].Count += n
 		case PlatformWeb:
 			c.ByPlatform[2].Count += n
+		case PlatformHuawei:
+			c.ByPlatform[3].Count += n
 		default:
 			others = append(others, PlatformCount{Platform: r.Platform, Count: n})
 		}

@@ -27,6 +27,9 @@ const (
 	// PlatformWeb is a browser (Web Push): its push token is the
 	// PushSubscription JSON, stored in its canonical form.
 	PlatformWeb = push.PlatformWeb
+	// PlatformHuawei is a phone without Google's services (Huawei Push
+	// Kit): its push token is an opaque string, checked as FCM's.
+	PlatformHuawei = push.PlatformHuawei
 )
 
 // Push-token states. A token is invalid once a provider called it dead, or
@@ -40,7 +43,7 @@ const (
 type Device struct {
 	ID              string // deviceId, assigned at registration
 	AccountID       string
-	Platform        string // PlatformAndroid, PlatformIOS or PlatformWeb
+	Platform        string // PlatformAndroid, PlatformIOS, PlatformWeb or PlatformHuawei
 	Name            string
 	PushToken       string // "" once the token moved to another device or the device was removed
 	Active          bool   // false once removed

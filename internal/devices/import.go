@@ -289,7 +289,7 @@ func (s *Service) parseLine(b []byte) (importRow, string) {
 		return importRow{}, "platform is required"
 	}
 	if ValidatePlatform(*l.Platform) != nil {
-		return importRow{}, fmt.Sprintf("platform must be android, ios or web, not %q", *l.Platform)
+		return importRow{}, fmt.Sprintf("platform must be android, ios, web or huawei, not %q", *l.Platform)
 	}
 	if l.PushToken == nil || strings.TrimSpace(*l.PushToken) == "" {
 		return importRow{}, "pushToken is required"

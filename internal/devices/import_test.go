@@ -50,7 +50,7 @@ func TestImport(t *testing.T) {
 		}
 		wantErrs := []devices.LineError{
 			{6, "no account has the email ghost@example.com"},
-			{7, `platform must be android, ios or web, not "windows"`},
+			{7, `platform must be android, ios, web or huawei, not "windows"`},
 			{8, "pushToken is required"},
 			{9, "pushToken is required"},
 			{10, "not a JSON object"},

@@ -207,11 +207,11 @@ func (s *Service) AdminList(ctx context.Context, accountID *string, first int, a
 	return Page{Devices: p.Items, EndCursor: p.EndCursor, HasNextPage: p.HasNextPage}, nil
 }
 
-// ValidatePlatform returns VALIDATION_ERROR unless p is android, ios or
-// web.
+// ValidatePlatform returns VALIDATION_ERROR unless p is android, ios, web
+// or huawei.
 func ValidatePlatform(p string) error {
-	if p != PlatformAndroid && p != PlatformIOS && p != PlatformWeb {
-		return apperr.Invalid("platform", "one of android, ios, web", p)
+	if p != PlatformAndroid && p != PlatformIOS && p != PlatformWeb && p != PlatformHuawei {
+		return apperr.Invalid("platform", "one of android, ios, web, huawei", p)
 	}
 	return nil
 }
@@ -279,6 +279,8 @@ func orDefaultName(name, platform string) string {
 		return "iOS device"
 	case PlatformWeb:
 		return "Web browser"
+	case PlatformHuawei:
+		return "Huawei device"
 	}
 	return "Android device"
 }

@@ -14,7 +14,7 @@ import (
 
 // Who a broadcast reaches; an omitted or empty field does not narrow it.
 type AudienceInput struct {
-	// Any of android, ios, web.
+	// Any of android, ios, web, huawei.
 	Platforms []string `json:"platforms,omitempty"`
 	// Plan names, such as trial.
 	Plans []string `json:"plans,omitempty"`
@@ -114,11 +114,12 @@ type Query struct {
 }
 
 type RegisterDeviceInput struct {
-	// android, ios or web.
+	// android, ios, web or huawei.
 	Platform string `json:"platform"`
-	// The FCM or APNs token; for web, the browser's PushSubscription as JSON
-	// ({"endpoint":"https://…","keys":{"p256dh":"…","auth":"…"}}), checked
-	// (VALIDATION_ERROR naming pushToken) and stored in a canonical form.
+	// The FCM, APNs or Huawei Push Kit token; for web, the browser's
+	// PushSubscription as JSON ({"endpoint":"https://…","keys":{"p256dh":"…",
+	// "auth":"…"}}), checked (VALIDATION_ERROR naming pushToken) and stored in
+	// a canonical form.
 	PushToken string  `json:"pushToken"`
 	Name      *string `json:"name,omitempty"`
 }

@@ -21,6 +21,8 @@ import (
 	"github.com/herald-vpn/herald/internal/push/apns/apnstest"
 	"github.com/herald-vpn/herald/internal/push/fcm"
 	"github.com/herald-vpn/herald/internal/push/fcm/fcmtest"
+	"github.com/herald-vpn/herald/internal/push/hms"
+	"github.com/herald-vpn/herald/internal/push/hms/hmstest"
 	"github.com/herald-vpn/herald/internal/push/webpush"
 	"github.com/herald-vpn/herald/internal/push/webpush/webpushtest"
 	"github.com/herald-vpn/herald/internal/sqlstore"
@@ -45,8 +47,8 @@ func fastConfig() notifications.Config {
 	}
 }
 
-// env is Herald's sending side over a real database, a fake FCM and a fake
-// APNs, with a real River client.
+// env is Herald's sending side over a real database, fakes of FCM, APNs,
+// a Web Push service and Huawei Push Kit, with a real River client.
 type env struct {
 	db      *sqlstore.DB
 	jobs    *jobs.Runner
@@ -55,6 +57,7 @@ type env struct {
 	fcm     *fcmtest.Server
 	apns    *apnstest.Server
 	web     *webpushtest.Server
+	hms     *hmstest.Server
 	// provider is what the service sends through; tests may wrap it.
 	provider push.Provider
 	opts     options
@@ -80,7 +83,7 @@ func newEnv(t testing.TB, url string, opts ...option) *env {
 		opt(&o)
 	}
 	ctx := context.Background()
-	e := &env{fcm: fcmtest.NewServer(t), apns: apnstest.NewServer(t), web: webpushtest.NewServer(t), opts: o}
+	e := &env{fcm: fcmtest.NewServer(t), apns: apnstest.NewServer(t), web: webpushtest.NewServer(t), hms: hmstest.NewServer(t), opts: o}
 	fc, err := fcm.New(ctx, e.fcm.CredentialsJSON("herald-test"), "", e.fcm.URL, e.fcm.Client())
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +101,11 @@ func newEnv(t testing.TB, url string, opts ...option) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.provider = push.NewRouter(fc, ac, wc, nil)
+	hc, err := hms.New(hms.Config{AppID: e.hms.AppID, ClientSecret: e.hms.ClientSecret, TokenURL: e.hms.TokenURL(), SendURL: e.hms.URL, HTTPClient: e.hms.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.provider = push.NewRouter(fc, ac, wc, hc, nil)
 	if o.wrap != nil {
 		e.provider = o.wrap(e.provider)
 	}
@@ -109,7 +116,7 @@ func newEnv(t testing.TB, url string, opts ...option) *env {
 // restart is another Herald process on the same database and providers.
 func (e *env) restart(t testing.TB, url string) *env {
 	t.Helper()
-	e2 := &env{fcm: e.fcm, apns: e.apns, web: e.web, provider: e.provider, opts: e.opts}
+	e2 := &env{fcm: e.fcm, apns: e.apns, web: e.web, hms: e.hms, provider: e.provider, opts: e.opts}
 	e2.open(t, url)
 	return e2
 }

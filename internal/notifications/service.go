@@ -224,7 +224,7 @@ func (s *Service) deliver(ctx context.Context, d devices.Device, n Notification)
 		s.cfg.Logger.InfoContext(ctx, "push token is dead; device marked invalid", "device_id", d.ID, "reason", reasonOf(err))
 		return invalidToken(deviceID)
 	case push.Fatal:
-		s.cfg.Logger.ErrorContext(ctx, "PUSH PROVIDER MISCONFIGURED: check the FCM/APNs/VAPID credentials and settings", "device_id", d.ID, "platform", d.Platform, "err", err)
+		s.cfg.Logger.ErrorContext(ctx, "PUSH PROVIDER MISCONFIGURED: check the FCM/APNs/VAPID/HMS credentials and settings", "device_id", d.ID, "platform", d.Platform, "err", err)
 		return apperr.Newf(apperr.UpstreamError, "The push provider refused the request; the operator has been alerted.")
 	case push.Retryable:
 		s.cfg.Logger.WarnContext(ctx, "push provider unavailable", "device_id", d.ID, "err", err)
@@ -236,12 +236,19 @@ func (s *Service) deliver(ctx context.Context, d devices.Device, n Notification)
 	if reasonOf(err) == "PayloadTooLarge" {
 		return invalidInput("notification", "The notification is too large for Web Push: its subject, content, data and options must fit 3993 bytes of JSON.")
 	}
+	if pe, ok := errors.AsType[*push.Error](err); ok && pe.Provider == "hms" && pe.Reason == hmsBodyTooLarge {
+		return invalidInput("notification", "The notification is too large for Huawei Push Kit: its subject, content, data and options must fit a 4096-byte message.")
+	}
 	if r := reasonOf(err); r == "InvalidData" || r == "INVALID_ARGUMENT" {
 		return invalidInput("data", "The push provider refused the notification's data.")
 	}
 	s.cfg.Logger.WarnContext(ctx, "push failed", "device_id", d.ID, "err", err)
 	return apperr.Newf(apperr.UpstreamError, "The push provider did not accept the notification.")
 }
+
+// hmsBodyTooLarge is Push Kit's result code for a message over its size
+// limit (see internal/push/hms/errors.go).
+const hmsBodyTooLarge = "80300008"
 
 func invalidToken(deviceID string) error {
 	return apperr.Newf(apperr.InvalidPushToken, "The push token of device %q is invalid or expired; the app must register a new one.", deviceID)

@@ -61,7 +61,7 @@ type DeviceOutcome struct {
 	DeviceID string `json:"deviceId,omitempty"` // "" for the chat
 	// ChatID is the linked chat's id (channel telegram), "" for a device.
 	ChatID   string `json:"chatId,omitempty"`
-	Platform string `json:"platform"` // android, ios, or telegram for the chat
+	Platform string `json:"platform"` // android, ios, web, huawei, or telegram for the chat
 	Channel  string `json:"channel"`
 	// Status is OutcomeSent, OutcomeInvalidToken or OutcomeFailed for a
 	// device; OutcomeSent, OutcomeFailed or OutcomeBlocked for the chat.

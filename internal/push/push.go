@@ -106,11 +106,14 @@ const (
 	// PlatformWeb is a browser; its token is the PushSubscription JSON
 	// (see the webpush package).
 	PlatformWeb = "web"
+	// PlatformHuawei is an Android phone without Google's services,
+	// reached through Huawei Push Kit (HMS); its token is Push Kit's.
+	PlatformHuawei = "huawei"
 )
 
 // Target is one device registration.
 type Target struct {
-	Platform string // PlatformAndroid, PlatformIOS or PlatformWeb
+	Platform string // PlatformAndroid, PlatformIOS, PlatformWeb or PlatformHuawei
 	Token    string
 }
 

@@ -72,12 +72,12 @@ func (*fcmClient) Send(context.Context, push.Target, push.Notification) error { 
 func TestRouter(t *testing.T) {
 	var typedNil *fcmClient
 	tests := []struct {
-		name                string
-		fcm, apns, web, dev bool
-		typedNilFCM         bool
-		platform            string
-		want                string    // provider used
-		wantErr             push.Kind // when want == ""
+		name                     string
+		fcm, apns, web, hms, dev bool
+		typedNilFCM, typedNilHMS bool
+		platform                 string
+		want                     string    // provider used
+		wantErr                  push.Kind // when want == ""
 	}{
 		{name: "android to fcm", fcm: true, apns: true, dev: true, platform: "android", want: "fcm"},
 		{name: "ios to apns", fcm: true, apns: true, dev: true, platform: "ios", want: "apns"},
@@ -92,12 +92,22 @@ func TestRouter(t *testing.T) {
 		{name: "none configured web to dev", dev: true, platform: "web", want: "dev"},
 		{name: "web without webpush is fatal", fcm: true, dev: true, platform: "web", wantErr: push.Fatal},
 		{name: "android without fcm beside webpush is fatal", web: true, dev: true, platform: "android", wantErr: push.Fatal},
-		{name: "unknown platform", fcm: true, apns: true, web: true, platform: "windows", wantErr: push.Other},
+		{name: "huawei to hms", fcm: true, apns: true, web: true, hms: true, dev: true, platform: "huawei", want: "hms"},
+		{name: "huawei case-insensitive", hms: true, platform: "Huawei", want: "hms"},
+		{name: "none configured huawei to dev", dev: true, platform: "huawei", want: "dev"},
+		{name: "huawei without hms is fatal, not fcm", fcm: true, apns: true, web: true, dev: true, platform: "huawei", wantErr: push.Fatal},
+		{name: "typed nil hms counts as unset", fcm: true, typedNilHMS: true, dev: true, platform: "huawei", wantErr: push.Fatal},
+		{name: "typed nil hms alone leaves dev", typedNilHMS: true, dev: true, platform: "huawei", want: "dev"},
+		{name: "android without fcm beside hms is fatal", hms: true, dev: true, platform: "android", wantErr: push.Fatal},
+		{name: "ios without apns and fcm beside hms is fatal", hms: true, dev: true, platform: "ios", wantErr: push.Fatal},
+		{name: "web without webpush beside hms is fatal", hms: true, dev: true, platform: "web", wantErr: push.Fatal},
+		{name: "android beside hms to fcm", fcm: true, hms: true, platform: "android", want: "fcm"},
+		{name: "unknown platform", fcm: true, apns: true, web: true, hms: true, platform: "windows", wantErr: push.Other},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			var f, a, w, d push.Provider
+			var f, a, w, hm, d push.Provider
 			if tt.fcm {
 				f = named{"fcm", &got}
 			}
@@ -110,13 +120,23 @@ func TestRouter(t *testing.T) {
 			if tt.web {
 				w = named{"web", &got}
 			}
+			if tt.hms {
+				hm = named{"hms", &got}
+			}
+			if tt.typedNilHMS {
+				hm = typedNil
+			}
 			if tt.dev {
 				d = named{"dev", &got}
 			}
-			err := push.NewRouter(f, a, w, d).Send(t.Context(), push.Target{Platform: tt.platform, Token: "tok"}, push.Notification{})
+			err := push.NewRouter(f, a, w, hm, d).Send(t.Context(), push.Target{Platform: tt.platform, Token: "tok"}, push.Notification{})
 			if tt.want == "" {
 				if kind, _ := push.Classify(err); kind != tt.wantErr {
 					t.Fatalf("err = %v (kind %v), want kind %v", err, kind, tt.wantErr)
+				}
+				wantReason := map[push.Kind]string{push.Fatal: "NoProvider: " + tt.platform, push.Other: "UnknownPlatform: " + tt.platform}[tt.wantErr]
+				if pe, ok := errors.AsType[*push.Error](err); !ok || pe.Provider != "router" || pe.Reason != wantReason {
+					t.Fatalf("err = %#v, want the router's %q", err, wantReason)
 				}
 				if len(got) != 0 {
 					t.Fatalf("providers called: %v", got)

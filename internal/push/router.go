@@ -13,20 +13,23 @@ import (
 //     registered through the Firebase SDK).
 //   - android: fcm.
 //   - web: web (Web Push).
-//   - when none of fcm, apns and web is configured, every target goes to dev.
+//   - huawei: hms (Huawei Push Kit), never fcm: a phone without Google's
+//     services cannot get FCM's pushes, and its token is Push Kit's.
+//   - when none of fcm, apns, web and hms is configured, every target goes
+//     to dev.
 //
 // A nil Provider (including a typed nil such as (*fcm.Client)(nil)) means
 // "not configured". A platform with no provider while some real provider is
 // configured yields a Fatal error (reason NoProvider) rather than silently
 // dev-logging production traffic. Unknown platforms yield Other
 // (reason UnknownPlatform).
-func NewRouter(fcm, apns, web Provider, dev Provider) Provider {
-	r := &router{fcm: configured(fcm), apns: configured(apns), web: configured(web), dev: configured(dev)}
+func NewRouter(fcm, apns, web, hms Provider, dev Provider) Provider {
+	r := &router{fcm: configured(fcm), apns: configured(apns), web: configured(web), hms: configured(hms), dev: configured(dev)}
 	return r
 }
 
 type router struct {
-	fcm, apns, web, dev Provider
+	fcm, apns, web, hms, dev Provider
 }
 
 func (r *router) Send(ctx context.Context, t Target, n Notification) error {
@@ -40,7 +43,7 @@ func (r *router) Send(ctx context.Context, t Target, n Notification) error {
 func (r *router) pick(platform string) (Provider, error) {
 	var p Provider
 	switch {
-	case r.fcm == nil && r.apns == nil && r.web == nil:
+	case r.fcm == nil && r.apns == nil && r.web == nil && r.hms == nil:
 		p = r.dev
 	case strings.EqualFold(platform, PlatformIOS):
 		p = r.apns
@@ -51,6 +54,8 @@ func (r *router) pick(platform string) (Provider, error) {
 		p = r.fcm
 	case strings.EqualFold(platform, PlatformWeb):
 		p = r.web
+	case strings.EqualFold(platform, PlatformHuawei):
+		p = r.hms
 	default:
 		return nil, &Error{Kind: Other, Provider: "router", Reason: "UnknownPlatform: " + platform}
 	}

@@ -94,7 +94,8 @@ type Config struct {
 	TokenURL string
 	SendURL  string
 	// HTTPClient sends both token and send requests; nil is a client of
-	// its own (not sharing http.DefaultTransport) with a 30 s timeout.
+	// its own (not sharing http.DefaultTransport) with a 30 s timeout that
+	// keeps up to 64 idle connections to Push Kit for the next sends.
 	HTTPClient *http.Client
 }
 
@@ -133,7 +134,13 @@ func New(cfg Config) (*Client, error) {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second, Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		// A broadcast has up to HERALD_PUSH_CONCURRENCY (64) sends in
+		// flight; over HTTP/1.1 the default of 2 idle connections per host
+		// would close most of them after each send and dial again.
+		tr.MaxIdleConnsPerHost = 64
+		tr.MaxIdleConns = 64
+		hc = &http.Client{Timeout: 30 * time.Second, Transport: tr}
 	}
 	return &Client{
 		httpClient: hc,
@@ -279,6 +286,16 @@ func (c *Client) Send(ctx context.Context, t push.Target, n push.Notification) e
 		}
 		stale = tok
 	}
+}
+
+// Check asks the token endpoint for an access token, as a first send
+// would (and keeps it for the sends): nil means the client credentials
+// were accepted. Nothing is sent. Its errors are Send's token errors:
+// reason TOKEN_ENDPOINT, Fatal when refused (Status set), Retryable for
+// 408/429/5xx and network errors.
+func (c *Client) Check(ctx context.Context) error {
+	_, err := c.tokens.get(ctx, "")
+	return err
 }
 
 // post sends one request; a nil error means Push Kit took the message.

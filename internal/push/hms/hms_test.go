@@ -369,3 +369,52 @@ func TestSendCanceledWhileFetchingToken(t *testing.T) {
 		t.Fatalf("token requests = %d, want 1 (the abandoned fetch is reused)", n)
 	}
 }
+
+// Check fetches an access token: granted for the right credentials,
+// refused (Fatal, with the status) for a wrong secret, Retryable when the
+// endpoint fails; it sends nothing.
+func TestCheck(t *testing.T) {
+	srv := hmstest.NewServer(t)
+	if err := newClient(t, srv).Check(t.Context()); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	if srv.TokenRequests() != 1 || len(srv.Messages()) != 0 {
+		t.Fatalf("token requests %d, messages %d; want one request and nothing sent", srv.TokenRequests(), len(srv.Messages()))
+	}
+	wrong, err := hms.New(hms.Config{AppID: srv.AppID, ClientSecret: "wrong", TokenURL: srv.TokenURL(), SendURL: srv.URL, HTTPClient: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pe, ok := errors.AsType[*push.Error](wrong.Check(t.Context()))
+	if !ok || pe.Kind != push.Fatal || pe.Reason != "TOKEN_ENDPOINT" || pe.Status != http.StatusUnauthorized {
+		t.Fatalf("wrong secret: %+v, want Fatal TOKEN_ENDPOINT 401", pe)
+	}
+	srv.SetTokenEndpointStatus(http.StatusServiceUnavailable)
+	pe, ok = errors.AsType[*push.Error](newClient(t, srv).Check(t.Context()))
+	if !ok || pe.Kind != push.Retryable || pe.Reason != "TOKEN_ENDPOINT" || pe.Status != http.StatusServiceUnavailable {
+		t.Fatalf("failing endpoint: %+v, want Retryable TOKEN_ENDPOINT 503", pe)
+	}
+}
+
+// The client's own HTTP client keeps the connections of a broadcast's
+// concurrent sends for the next ones (Push Kit may answer over HTTP/1.1,
+// where a connection carries one request at a time): four rounds of 32
+// sends at once open about one round's connections, not one per send (with
+// net/http's default of 2 idle connections per host, about 120).
+func TestDefaultClientKeepsConnections(t *testing.T) {
+	srv := hmstest.NewServer(t)
+	c, err := hms.New(hms.Config{AppID: srv.AppID, ClientSecret: srv.ClientSecret, TokenURL: srv.TokenURL(), SendURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendAll(t, c, "first", 32)
+	first := srv.Connections()
+	for round := range 3 {
+		sendAll(t, c, fmt.Sprintf("round-%d", round), 32)
+	}
+	// 32 sends and the token request at once, and a few dials a round may
+	// start just before a connection comes back idle.
+	if got := srv.Connections(); got > 48 {
+		t.Fatalf("%d connections after four rounds, %d after the first: idle connections were dropped", got, first)
+	}
+}

@@ -8,7 +8,7 @@ import { h, guard, field, fmtTime, pagedTable, badge, notice, showError, fieldEr
 const JOB = "id status subject totalRecipients sent failed invalidTokens createdAt startedAt sendAt finishedAt error";
 const FINAL = new Set(["completed", "failed", "cancelled"]);
 const CANCELLABLE = new Set(["queued", "scheduled", "running"]);
-const PLATFORMS = ["android", "ios", "web"];
+const PLATFORMS = ["android", "ios", "web", "huawei"];
 const PLANS = ["trial", "basic", "premium"];
 const PAGE = 20;
 // Streams are fetches held open; over HTTP/1.1 a browser allows six

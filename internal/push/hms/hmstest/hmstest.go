@@ -267,7 +267,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.PostForm.Get("client_id") != s.AppID || r.PostForm.Get("client_secret") != s.ClientSecret {
-		oauthError(w, http.StatusUnauthorized, "invalid_client", "client_id or client_secret is wrong")
+		oauthError(w, http.StatusUnauthorized, "invalid_client", "invalid client secret")
 		return
 	}
 	tok := "CgB6e3x9" + randomString(24)
