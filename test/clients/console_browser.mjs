@@ -68,6 +68,9 @@ async function refresh(token) {
 }
 
 const JOB = "id status totalRecipients sent failed invalidTokens sendAt";
+// The preference channels, in the order the page's columns show them.
+const CHANNELS = ["push", "telegram", "email", "webPush", "inbox"];
+const PREFERENCES = "categories { category critical channels { push telegram email webPush inbox } } timeZone quietHours { start end }";
 
 // ---- TOTP (RFC 6238: HMAC-SHA1, 6 digits, 30 s), as an authenticator app ----
 function base32(s) {
@@ -266,6 +269,64 @@ try {
     assert.equal(cells[n][1].includes("private relay"), i.privateRelay, `identity ${n}: the email cell ${cells[n][1]} says private relay: want ${i.privateRelay}`);
   }
   console.log(`ok: the user's sign-in identities are shown as the API reads them: ${cells.map((c) => c.slice(0, 2).join(" ")).join("; ")}`);
+
+  // ---- Notification preferences: switched in the page, read back through the API ----
+  const readPrefs = async () => (await gql(`query ($userId: ID!) { userNotificationPreferences(userId: $userId) { ${PREFERENCES} } }`, { userId })).userNotificationPreferences;
+  let prefs = await readPrefs();
+  const prefRows = page.locator("#preferences tbody tr");
+  await shown(prefRows.nth(prefs.categories.length - 1), `${prefs.categories.length} rows in the notification preferences`);
+  // tableOfPrefs is the table as [category, critical badge, [channel, on, disabled]…] per row.
+  const tableOfPrefs = () => prefRows.evaluateAll((trs) => trs.map((tr) => [tr.cells[0].querySelector("code").textContent, tr.cells[0].innerText.includes("critical"),
+    [...tr.querySelectorAll("input[type=checkbox]")].map((b) => [b.dataset.channel, b.checked, b.disabled])]));
+  const apiTable = (p) => p.categories.map((c) => [c.category, c.critical, CHANNELS.map((ch) => [ch, c.channels[ch], c.critical])]);
+  assert.deepEqual(await tableOfPrefs(), apiTable(prefs), "the preferences table against the API");
+  assert.deepEqual(prefs.categories.filter((c) => c.critical).map((c) => c.category), ["security", "billing"], "the critical categories through the API");
+  const securityBoxes = page.locator('#preferences input[data-category="security"]');
+  assert.equal(await securityBoxes.count(), CHANNELS.length, "security's switches");
+  for (const box of await securityBoxes.all()) assert.ok(await box.isDisabled() && await box.isChecked(), `security's ${await box.getAttribute("data-channel")} switch is not on and disabled`);
+  // Product off on push, from the page.
+  await page.getByRole("checkbox", { name: "product on Push", exact: true }).click();
+  await shown(page.locator(".notice", { hasText: "product is off on Push." }), "the notice that product is off on push");
+  await noError(page, "product push off");
+  prefs = await readPrefs();
+  assert.deepEqual(prefs.categories.find((c) => c.category === "product").channels, { push: false, telegram: true, email: true, webPush: true, inbox: true }, "product's channels through the API after the switch");
+  assert.deepEqual(await tableOfPrefs(), apiTable(prefs), "the preferences table after the switch against the API");
+  console.log("ok: product switched off on push in the page, as the API reads it; security's switches on and disabled");
+  // Quiet hours 22:00–07:00 in Berlin, read back through the API.
+  const zoneIn = page.getByLabel("Time zone (IANA)");
+  await zoneIn.fill("Europe/Berlin");
+  await page.getByLabel("Quiet from").fill("22:00");
+  await page.getByLabel("Quiet until").fill("07:00");
+  await page.getByLabel("Quiet hours on").check();
+  await page.getByRole("button", { name: "Save", exact: true }).click();
+  await shown(page.locator("#pref-quiet", { hasText: "22:00–07:00" }), "the quiet hours 22:00–07:00 after saving");
+  await noError(page, "quiet hours");
+  prefs = await readPrefs();
+  assert.deepEqual([prefs.timeZone, prefs.quietHours], ["Europe/Berlin", { start: "22:00", end: "07:00" }], "the zone and quiet hours through the API");
+  assert.equal(await page.locator("#pref-zone").innerText(), "Europe/Berlin", "the zone shown");
+  // A zone that is none: Herald's refusal is shown, nothing changes.
+  await zoneIn.fill("Mars/Olympus");
+  await page.getByRole("button", { name: "Save", exact: true }).click();
+  await shown(page.locator('#error[data-code="VALIDATION_ERROR"]', { hasText: "timeZone" }), "VALIDATION_ERROR naming timeZone for Mars/Olympus");
+  prefs = await readPrefs();
+  assert.equal(prefs.timeZone, "Europe/Berlin", "the zone through the API after a refused one");
+  console.log(`ok: quiet hours 22:00–07:00 Europe/Berlin set in the page and read back; a bad zone refused: ${await page.locator("#error").innerText()}`);
+  // Cleared: no quiet hours, the zone kept.
+  await zoneIn.fill("Europe/Berlin");
+  await page.getByLabel("Quiet hours on").uncheck();
+  await page.getByRole("button", { name: "Save", exact: true }).click();
+  await shown(page.locator("#pref-quiet", { hasText: "none" }), "no quiet hours after clearing them");
+  await noError(page, "quiet hours cleared");
+  prefs = await readPrefs();
+  assert.deepEqual([prefs.timeZone, prefs.quietHours], ["Europe/Berlin", null], "the zone and quiet hours through the API after clearing");
+  // A product test now reaches none of the user's phones: both skipped.
+  const testCategory = page.getByRole("form", { name: "Send a test notification" }).getByLabel(/^Category/);
+  await shown(testCategory, "the test notification's category");
+  await testCategory.selectOption("product");
+  await page.getByRole("button", { name: "Send test" }).click();
+  await shown(page.locator("#outcomes .opted-out", { hasText: "2 skipped" }), "two devices skipped for product");
+  assert.match(await page.locator("#outcomes").innerText(), /no_recipients/, "the product test's status");
+  console.log("ok: quiet hours cleared; a product test skipped both phones (opted out)");
 
   // Deletion waits for the email to be typed.
   const del = page.getByRole("button", { name: "Delete account" });
@@ -596,11 +657,12 @@ async function signIn(page, email) {
   await page.getByRole("button", { name: "Sign in", exact: true }).click();
 }
 
-// shown waits, at most 15 s, for a locator to be visible, and fails saying
-// what was awaited, with the page's error if it shows one.
-async function shown(locator, what) {
+// shown waits, at most 15 s, for a locator to be visible (or in another
+// state), and fails saying what was awaited, with the page's error if it
+// shows one.
+async function shown(locator, what, state = "visible") {
   try {
-    await locator.waitFor({ state: "visible", timeout: 15_000 });
+    await locator.waitFor({ state, timeout: 15_000 });
   } catch (e) {
     const box = locator.page().locator("#error");
     const err = (await box.isVisible()) ? ` (the page shows: ${await box.innerText()})` : "";

@@ -22,7 +22,10 @@ var consoleShotNames = []string{"overview", "users", "user", "broadcasts"}
 // Chromium (console_browser.mjs): sign-in refused to a non-admin and
 // granted to an admin; a user found, their plan changed in the page, their
 // sessions ended, the account disabled and enabled, each read back through
-// the API; a broadcast composed (a bad data field refused before any
+// the API; their notification preferences switched (product off on push),
+// quiet hours 22:00–07:00 Europe/Berlin set and cleared, each read back
+// through the API, security's switches disabled, an unknown zone's
+// VALIDATION_ERROR shown; a broadcast composed (a bad data field refused before any
 // request), sent to the imported devices and followed live to 100%, its
 // counters compared with the job's; an API refusal shown with its code; a
 // scheduled broadcast cancelled; an account deleted; sign-out, after which
