@@ -67,7 +67,7 @@ async function refresh(token) {
   return { status: resp.status, body: await resp.json() };
 }
 
-const JOB = "id status totalRecipients sent failed invalidTokens sendAt";
+const JOB = "id status category totalRecipients sent failed invalidTokens skipped { optedOut } sendAt";
 // The preference channels, in the order the page's columns show them.
 const CHANNELS = ["push", "telegram", "email", "webPush", "inbox"];
 const PREFERENCES = "categories { category critical channels { push telegram email webPush inbox } } timeZone quietHours { start end }";
@@ -378,6 +378,10 @@ try {
   await dataIn.fill('{"screen": "status"}');
   assert.equal(await page.locator(".field-error").count(), 0, "the field error stays after the data was fixed");
   await page.getByRole("checkbox", { name: "android" }).check();
+  // product: Ann turned it off on push above, so her Pixel is skipped.
+  const broadcastCategory = page.getByLabel(/^Category/);
+  await shown(broadcastCategory.locator('option[value="product"]'), "product among the broadcast's categories", "attached");
+  await broadcastCategory.selectOption("product");
   await page.getByRole("button", { name: "Send now" }).click();
   const row = page.locator("#jobs tbody tr").filter({ has: page.locator(`.job`, { hasText: subject }) }).first();
   await row.waitFor();
@@ -406,10 +410,13 @@ try {
   assert.equal(job.status, "completed");
   assert.equal(job.totalRecipients, androidCount, "the audience: every android device");
   assert.deepEqual(
-    { sent: +counters.sent, failed: +counters.failed, invalid: +counters.invalid, total: +counters.total },
-    { sent: job.sent, failed: job.failed, invalid: job.invalidTokens, total: job.totalRecipients },
+    { sent: +counters.sent, failed: +counters.failed, invalid: +counters.invalid, optedOut: +counters.optedOut, total: +counters.total },
+    { sent: job.sent, failed: job.failed, invalid: job.invalidTokens, optedOut: job.skipped.optedOut, total: job.totalRecipients },
     "the page's counters against the job");
-  assert.equal(job.sent, androidCount, "every android device sent to");
+  assert.equal(job.category, "product", "the job's category through the API");
+  assert.equal(await row.locator(".job-category").innerText(), "product", "the job's category in the list");
+  assert.equal(job.skipped.optedOut, 1, "Ann's Pixel skipped: product is off on push for her");
+  assert.equal(job.sent, androidCount - 1, "every other android device sent to");
   assert.equal(broadcastRequests, 1, "broadcast requests");
   console.log(`ok: job ${jobId} followed live (bar values ${[...seen].sort((a, b) => a - b).join(",")}), counters as the API: ${JSON.stringify(counters)}`);
 

@@ -26,8 +26,9 @@ var consoleShotNames = []string{"overview", "users", "user", "broadcasts"}
 // quiet hours 22:00–07:00 Europe/Berlin set and cleared, each read back
 // through the API, security's switches disabled, an unknown zone's
 // VALIDATION_ERROR shown; a broadcast composed (a bad data field refused before any
-// request), sent to the imported devices and followed live to 100%, its
-// counters compared with the job's; an API refusal shown with its code; a
+// request), sent in category product to the imported devices and followed
+// live to 100%, its counters (the user's phone opted out) and category
+// compared with the job's; an API refusal shown with its code; a
 // scheduled broadcast cancelled; an account deleted; sign-out, after which
 // the session's refresh token is refused; then passkeys with Chromium's
 // virtual authenticator (DevTools WebAuthn domain): one registered from
