@@ -311,8 +311,34 @@ try {
   prefs = await readPrefs();
   assert.equal(prefs.timeZone, "Europe/Berlin", "the zone through the API after a refused one");
   console.log(`ok: quiet hours 22:00–07:00 Europe/Berlin set in the page and read back; a bad zone refused: ${await page.locator("#error").innerText()}`);
-  // Cleared: no quiet hours, the zone kept.
+  // Quiet hours around now in Berlin: a test is held until their end; an
+  // urgent one goes at once.
+  const berlin = (ms) => new Date(ms).toLocaleTimeString("en-GB", { timeZone: "Europe/Berlin", hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+  const [quietStart, quietEnd] = [berlin(Date.now() - 3600_000), berlin(Date.now() + 2 * 3600_000)];
   await zoneIn.fill("Europe/Berlin");
+  await page.getByLabel("Quiet from").fill(quietStart);
+  await page.getByLabel("Quiet until").fill(quietEnd);
+  await page.getByRole("button", { name: "Save", exact: true }).click();
+  await shown(page.locator("#pref-quiet", { hasText: `${quietStart}–${quietEnd}` }), `the quiet hours ${quietStart}–${quietEnd} after saving`);
+  const testSent = () => page.waitForResponse((r) => r.url().endsWith("/graphql") && (r.request().postData() ?? "").includes("sendNotificationToUser"), { timeout: 15_000 });
+  let answer = testSent();
+  await page.getByRole("button", { name: "Send test" }).click();
+  const held = (await (await answer).json()).data.sendNotificationToUser;
+  assert.equal(held.status, "held", `a test inside the quiet hours ${quietStart}–${quietEnd}: ${JSON.stringify(held)}`);
+  assert.equal(berlin(Date.parse(held.heldUntil)), quietEnd, `held until ${held.heldUntil}: want the end of the quiet hours, ${quietEnd} in Berlin`);
+  const heldText = await page.evaluate((iso) => `Held until ${new Date(iso).toLocaleString()}.`, held.heldUntil);
+  await shown(page.locator("#outcomes", { hasText: heldText }), `"${heldText}" in the outcome`);
+  await page.getByLabel(/^Urgent/).check();
+  answer = testSent();
+  await page.getByRole("button", { name: "Send test" }).click();
+  const urgent = (await (await answer).json()).data.sendNotificationToUser;
+  assert.equal(urgent.status, "sent", `an urgent test inside the quiet hours: ${JSON.stringify(urgent)}`);
+  await shown(page.locator("#outcomes tr.outcome").nth(1), "the urgent test's two outcomes");
+  assert.deepEqual(await page.locator("#outcomes tr.outcome td:nth-child(4)").allInnerTexts(), ["sent", "sent"], "the urgent test's outcomes");
+  await page.getByLabel(/^Urgent/).uncheck();
+  await noError(page, "held and urgent tests");
+  console.log(`ok: inside quiet hours ${quietStart}–${quietEnd} Europe/Berlin a test is held until ${held.heldUntil}; an urgent one is sent at once`);
+  // Cleared: no quiet hours, the zone kept.
   await page.getByLabel("Quiet hours on").uncheck();
   await page.getByRole("button", { name: "Save", exact: true }).click();
   await shown(page.locator("#pref-quiet", { hasText: "none" }), "no quiet hours after clearing them");

@@ -25,7 +25,9 @@ var consoleShotNames = []string{"overview", "users", "user", "broadcasts"}
 // the API; their notification preferences switched (product off on push),
 // quiet hours 22:00–07:00 Europe/Berlin set and cleared, each read back
 // through the API, security's switches disabled, an unknown zone's
-// VALIDATION_ERROR shown; a broadcast composed (a bad data field refused before any
+// VALIDATION_ERROR shown; inside quiet hours set around now a test
+// notification held until their end, an urgent one sent at once; a
+// broadcast composed (a bad data field refused before any
 // request), sent in category product to the imported devices and followed
 // live to 100%, its counters (the user's phone opted out) and category
 // compared with the job's; an API refusal shown with its code; a
