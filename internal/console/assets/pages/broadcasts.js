@@ -93,7 +93,7 @@ export async function render(main) {
     field("Subject", subjectIn),
     field("Content", contentIn),
     field("Data (optional: a JSON object of strings, for the app)", dataIn),
-    field("Category (a device whose owner turned it off on push is skipped)", categoryIn),
+    field("Category (a device whose owner turned it off on its channel, push or web push, is skipped)", categoryIn),
     h("fieldset", {}, h("legend", {}, "Audience (nothing ticked: everyone)"),
       h("div", { class: "checks", role: "group", "aria-label": "Platforms" }, h("span", { class: "group-name" }, "Platforms"), checkboxes("platforms", PLATFORMS)),
       h("div", { class: "checks", role: "group", "aria-label": "Plans" }, h("span", { class: "group-name" }, "Plans"), checkboxes("plans", PLANS)),
