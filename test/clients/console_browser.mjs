@@ -292,6 +292,28 @@ try {
   assert.deepEqual(prefs.categories.find((c) => c.category === "product").channels, { push: false, telegram: true, email: true, webPush: true, inbox: true }, "product's channels through the API after the switch");
   assert.deepEqual(await tableOfPrefs(), apiTable(prefs), "the preferences table after the switch against the API");
   console.log("ok: product switched off on push in the page, as the API reads it; security's switches on and disabled");
+  // A switch Herald refuses: the page's request is sent on naming a
+  // category the deployment does not have, so that Herald's own refusal
+  // comes back; the page shows it and puts the switch back.
+  const rewrite = async (route) => {
+    const body = route.request().postDataJSON();
+    if (!body?.query?.includes("updateUserNotificationPreferences") || !body.variables?.settings) return route.continue();
+    body.variables.settings = body.variables.settings.map((st) => ({ ...st, category: "no-such-category" }));
+    return route.continue({ postData: JSON.stringify(body) });
+  };
+  await page.route("**/graphql", rewrite);
+  const messagesEmail = page.getByRole("checkbox", { name: "messages on Email", exact: true });
+  await messagesEmail.click();
+  await shown(page.locator('#error[data-code="VALIDATION_ERROR"]', { hasText: "category" }), "VALIDATION_ERROR naming category for a refused switch");
+  await page.unroute("**/graphql", rewrite);
+  for (const until = Date.now() + 5_000; !(await messagesEmail.isChecked());) {
+    assert.ok(Date.now() < until, "the refused switch was not put back on within 5 s");
+    await page.waitForTimeout(50);
+  }
+  prefs = await readPrefs();
+  assert.equal(prefs.categories.find((c) => c.category === "messages").channels.email, true, "messages on email through the API after a refused switch");
+  assert.deepEqual(await tableOfPrefs(), apiTable(prefs), "the preferences table after a refused switch against the API");
+  console.log(`ok: a refused switch shows Herald's refusal and is put back: ${await page.locator("#error").innerText()}`);
   // Quiet hours 22:00–07:00 in Berlin, read back through the API.
   const zoneIn = page.getByLabel("Time zone (IANA)");
   await zoneIn.fill("Europe/Berlin");

@@ -24,8 +24,9 @@ var consoleShotNames = []string{"overview", "users", "user", "broadcasts"}
 // sessions ended, the account disabled and enabled, each read back through
 // the API; their notification preferences switched (product off on push),
 // quiet hours 22:00–07:00 Europe/Berlin set and cleared, each read back
-// through the API, security's switches disabled, an unknown zone's
-// VALIDATION_ERROR shown; inside quiet hours set around now a test
+// through the API, security's switches disabled, a switch Herald refuses
+// (the request rewritten to name an unknown category) shown with its
+// VALIDATION_ERROR and put back, an unknown zone's VALIDATION_ERROR shown; inside quiet hours set around now a test
 // notification held until their end, an urgent one sent at once; a
 // broadcast composed (a bad data field refused before any
 // request), sent in category product to the imported devices and followed
