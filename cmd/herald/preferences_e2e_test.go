@@ -23,7 +23,17 @@ var preferenceDocs = map[string]string{
 	"updateUserNotificationPreferences": `mutation ($id: ID!, $s: [NotificationSettingInput!]) { updateUserNotificationPreferences(userId: $id, settings: $s) { ` + preferencesFields + ` } }`,
 	"sendNotificationToUser": `mutation ($id: ID!, $n: NotificationInput!, $c: String, $u: Boolean) {
   sendNotificationToUser(userId: $id, notification: $n, category: $c, urgent: $u) { userId status message heldUntil skipped { optedOut } outcomes { deviceId status } } }`,
-	"sendNotificationToAll": `mutation ($n: NotificationInput!, $c: String) { sendNotificationToAll(notification: $n, category: $c) { jobId status totalRecipients } }`,
+	"sendNotificationToAll":  `mutation ($n: NotificationInput!, $c: String) { sendNotificationToAll(notification: $n, category: $c) { jobId status totalRecipients } }`,
+	"notificationCategories": `query { notificationCategories { name critical } }`,
+}
+
+// categoriesOp reads the deployment's categories through the door.
+func categoriesOp(t *testing.T, h *herald, dn string, auth reqOption) result {
+	t.Helper()
+	if dn == graphQLDoor.name {
+		return gql(t, h, "notificationCategories", preferenceDocs["notificationCategories"], nil, auth)
+	}
+	return restCall(t, h, http.MethodGet, "/api/v1/notifications/categories", nil, auth)
 }
 
 // preferencesOp calls one preferences operation through the door: the
@@ -104,6 +114,29 @@ func TestNotificationPreferencesE2E(t *testing.T) {
 						}
 					}
 				}
+
+				// The categories a send may name, for those who send: an
+				// operator (and on REST an API key with notifications:send);
+				// not the user.
+				senders := []reqOption{withBearer(f.admin)}
+				if dn == restDoor.name {
+					senders = append(senders, withAPIKey(f.key))
+				}
+				for _, who := range senders {
+					r := categoriesOp(t, h, dn, who)
+					expectOK(t, "read the categories", r, http.StatusOK)
+					got, _ := r.data.([]any)
+					if len(got) != len(want) {
+						t.Fatalf("categories %v, want %v", r.data, want)
+					}
+					for i, c := range got {
+						critical := want[i] == "security" || want[i] == "billing"
+						if jsonPath(c, "name") != want[i] || jsonPath(c, "critical") != critical {
+							t.Fatalf("category %d = %v, want %s (critical %v)", i, c, want[i], critical)
+						}
+					}
+				}
+				expectError(t, "a user reads the categories", categoriesOp(t, h, dn, withBearer(access)), http.StatusForbidden, "INSUFFICIENT_PERMISSIONS")
 
 				// The user turns product push and vpn-tips email off.
 				r = preferencesOp(t, h, dn, "updateMyNotificationPreferences", "", []map[string]any{setting("product", "push", false), setting("vpn-tips", "email", false)}, access)

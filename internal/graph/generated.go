@@ -370,6 +370,11 @@ type ComplexityRoot struct {
 		VerifyMfaWithPasskey              func(childComplexity int, challengeID string, credential map[string]any) int
 	}
 
+	NotificationCategory struct {
+		Critical func(childComplexity int) int
+		Name     func(childComplexity int) int
+	}
+
 	NotificationJob struct {
 		Category        func(childComplexity int) int
 		CreatedAt       func(childComplexity int) int
@@ -454,6 +459,7 @@ type ComplexityRoot struct {
 		MySecurityLog               func(childComplexity int, first *int, after *string) int
 		MySessions                  func(childComplexity int) int
 		MySubscription              func(childComplexity int) int
+		NotificationCategories      func(childComplexity int) int
 		NotificationJob             func(childComplexity int, id string) int
 		NotificationJobs            func(childComplexity int, first *int, after *string) int
 		User                        func(childComplexity int, id *string, email *string) int
@@ -774,6 +780,7 @@ type QueryResolver interface {
 	UserSecurityLog(ctx context.Context, userID string, first *int, after *string) (*SecurityEventConnection, error)
 	MyNotificationPreferences(ctx context.Context) (*view.NotificationPreferences, error)
 	UserNotificationPreferences(ctx context.Context, userID string) (*view.NotificationPreferences, error)
+	NotificationCategories(ctx context.Context) ([]view.NotificationCategory, error)
 }
 type SecurityEventResolver interface {
 	Detail(ctx context.Context, obj *view.SecurityEvent) (map[string]any, error)
@@ -2504,6 +2511,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Mutation.VerifyMfaWithPasskey(childComplexity, args["challengeId"].(string), args["credential"].(map[string]any)), true
 
+	case "NotificationCategory.critical":
+		if e.ComplexityRoot.NotificationCategory.Critical == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationCategory.Critical(childComplexity), true
+	case "NotificationCategory.name":
+		if e.ComplexityRoot.NotificationCategory.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationCategory.Name(childComplexity), true
+
 	case "NotificationJob.category":
 		if e.ComplexityRoot.NotificationJob.Category == nil {
 			break
@@ -2880,6 +2900,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.MySubscription(childComplexity), true
+	case "Query.notificationCategories":
+		if e.ComplexityRoot.Query.NotificationCategories == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.NotificationCategories(childComplexity), true
 	case "Query.notificationJob":
 		if e.ComplexityRoot.Query.NotificationJob == nil {
 			break
@@ -4399,6 +4425,16 @@ func (ec *executionContext) childFields_MfaStatus(ctx context.Context, field gra
 		return ec.fieldContext_MfaStatus_recoveryCodesLeft(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type MfaStatus", field.Name)
+}
+
+func (ec *executionContext) childFields_NotificationCategory(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_NotificationCategory_name(ctx, field)
+	case "critical":
+		return ec.fieldContext_NotificationCategory_critical(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NotificationCategory", field.Name)
 }
 
 func (ec *executionContext) childFields_NotificationJob(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -14497,6 +14533,52 @@ func (ec *executionContext) fieldContext_Mutation_updateUserNotificationPreferen
 	return fc, nil
 }
 
+func (ec *executionContext) _NotificationCategory_name(ctx context.Context, field graphql.CollectedField, obj *view.NotificationCategory) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationCategory_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationCategory_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationCategory", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationCategory_critical(ctx context.Context, field graphql.CollectedField, obj *view.NotificationCategory) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationCategory_critical(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Critical, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationCategory_critical(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationCategory", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
 func (ec *executionContext) _NotificationJob_id(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -17117,6 +17199,56 @@ func (ec *executionContext) fieldContext_Query_userNotificationPreferences(ctx c
 	if fc.Args, err = ec.field_Query_userNotificationPreferences_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_notificationCategories(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_notificationCategories(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().NotificationCategories(ctx)
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalOString2ᚖstring(ctx, "notifications:send")
+				if err != nil {
+					var zeroVal []view.NotificationCategory
+					return zeroVal, err
+				}
+				if ec.Directives.Auth == nil {
+					var zeroVal []view.NotificationCategory
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v []view.NotificationCategory) graphql.Marshaler {
+			return ec.marshalNNotificationCategory2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationCategoryᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_notificationCategories(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NotificationCategory(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -24149,6 +24281,49 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 	return out
 }
 
+var notificationCategoryImplementors = []string{"NotificationCategory"}
+
+func (ec *executionContext) _NotificationCategory(ctx context.Context, sel ast.SelectionSet, obj *view.NotificationCategory) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, notificationCategoryImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NotificationCategory")
+		case "name":
+			out.Values[i] = ec._NotificationCategory_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "critical":
+			out.Values[i] = ec._NotificationCategory_critical(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var notificationJobImplementors = []string{"NotificationJob"}
 
 func (ec *executionContext) _NotificationJob(ctx context.Context, sel ast.SelectionSet, obj *view.NotificationJob) graphql.Marshaler {
@@ -25353,6 +25528,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_userNotificationPreferences(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "notificationCategories":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_notificationCategories(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -27924,6 +28121,26 @@ func (ec *executionContext) marshalNMfaStatus2ᚖgithubᚗcomᚋheraldᚑvpnᚋh
 		return graphql.Null
 	}
 	return ec._MfaStatus(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNNotificationCategory2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationCategory(ctx context.Context, sel ast.SelectionSet, v view.NotificationCategory) graphql.Marshaler {
+	return ec._NotificationCategory(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNNotificationCategory2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationCategoryᚄ(ctx context.Context, sel ast.SelectionSet, v []view.NotificationCategory) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNNotificationCategory2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐNotificationCategory(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalNNotificationInput2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐNotificationInput(ctx context.Context, v any) (NotificationInput, error) {

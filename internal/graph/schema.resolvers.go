@@ -961,6 +961,11 @@ func (r *queryResolver) UserNotificationPreferences(ctx context.Context, userID 
 	return r.preferences(ctx, userID)
 }
 
+// NotificationCategories is the resolver for the notificationCategories field.
+func (r *queryResolver) NotificationCategories(ctx context.Context) ([]view.NotificationCategory, error) {
+	return view.NewNotificationCategories(r.Preferences.Catalogue()), nil
+}
+
 // Detail is the resolver for the detail field.
 func (r *securityEventResolver) Detail(ctx context.Context, obj *view.SecurityEvent) (map[string]any, error) {
 	out := make(map[string]any, len(obj.Detail))

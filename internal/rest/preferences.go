@@ -61,3 +61,11 @@ func (h *Handlers) updatePreferences(r *http.Request, accountID string, in prefe
 	}
 	return view.NewNotificationPreferences(p), nil
 }
+
+// NotificationCategories is GET /api/v1/notifications/categories: the
+// categories a send may name, in catalogue order.
+func (h *Handlers) NotificationCategories() http.HandlerFunc {
+	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
+		return view.NewNotificationCategories(h.Preferences.Catalogue()), nil
+	})
+}

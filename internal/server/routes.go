@@ -151,6 +151,7 @@ func restRoutes(h *rest.Handlers) []route {
 		{"POST", "/api/v1/notifications/devices/{id}", sendNotifications, h.SendToDevice()},
 		{"POST", "/api/v1/notifications/broadcasts", sendNotifications, h.Broadcast()},
 		{"GET", "/api/v1/notifications/broadcasts", sendNotifications, h.ListBroadcasts()},
+		{"GET", "/api/v1/notifications/categories", sendNotifications, h.NotificationCategories()},
 		{"GET", "/api/v1/notifications/broadcasts/{id}", sendNotifications, h.GetBroadcast()},
 		{"DELETE", "/api/v1/notifications/broadcasts/{id}", sendNotifications, h.CancelBroadcast()},
 		{"POST", "/api/v1/messenger/messages", auth.Scoped(auth.ScopeMessengerSend), h.SendMessengerMessage()},

@@ -107,6 +107,7 @@ var schemas = []struct {
 	{"NotificationSetting", typeOf[view.NotificationSetting](), true},
 	{"QuietHours", typeOf[view.QuietHours](), false},
 	{"QuietHoursInput", typeOf[view.QuietHoursInput](), true},
+	{"NotificationCategory", typeOf[view.NotificationCategory](), false},
 }
 
 // inlineAnswers are the answers whose data schema is written in the
@@ -118,6 +119,7 @@ var inlineAnswers = []struct {
 }{
 	{http.MethodGet, "/api/v1/devices", http.StatusOK, typeOf[[]view.Device]()},
 	{http.MethodGet, "/api/v1/push/vapid-public-key", http.StatusOK, typeOf[view.VAPIDPublicKey]()},
+	{http.MethodGet, "/api/v1/notifications/categories", http.StatusOK, typeOf[[]view.NotificationCategory]()},
 	{http.MethodGet, "/api/v1/api-keys", http.StatusOK, typeOf[[]view.APIKey]()},
 	{http.MethodGet, "/api/v1/webhooks", http.StatusOK, typeOf[[]view.WebhookEndpoint]()},
 	{http.MethodDelete, "/api/v1/webhooks/{id}", http.StatusOK, typeOf[view.WebhookDeleted]()},

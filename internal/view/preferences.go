@@ -100,3 +100,19 @@ func PreferencesChange(settings []NotificationSetting, timeZone *string, quiet *
 	}
 	return ch, nil
 }
+
+// NotificationCategory is one category of the deployment's catalogue, as
+// an operator picks it for a send.
+type NotificationCategory struct {
+	Name string `json:"name"`
+	// Critical categories (security, billing) cannot be turned off, and
+	// pass through quiet hours.
+	Critical bool `json:"critical"`
+}
+
+// NewNotificationCategories renders the catalogue, in its order.
+func NewNotificationCategories(c preferences.Catalogue) []NotificationCategory {
+	return All(c.Categories(), func(k preferences.Category) NotificationCategory {
+		return NotificationCategory{Name: k.Name, Critical: k.Critical}
+	})
+}

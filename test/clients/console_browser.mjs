@@ -67,7 +67,10 @@ async function refresh(token) {
   return { status: resp.status, body: await resp.json() };
 }
 
-const JOB = "id status totalRecipients sent failed invalidTokens sendAt";
+const JOB = "id status category totalRecipients sent failed invalidTokens skipped { optedOut } sendAt";
+// The preference channels, in the order the page's columns show them.
+const CHANNELS = ["push", "telegram", "email", "webPush", "inbox"];
+const PREFERENCES = "categories { category critical channels { push telegram email webPush inbox } } timeZone quietHours { start end }";
 
 // ---- TOTP (RFC 6238: HMAC-SHA1, 6 digits, 30 s), as an authenticator app ----
 function base32(s) {
@@ -267,6 +270,112 @@ try {
   }
   console.log(`ok: the user's sign-in identities are shown as the API reads them: ${cells.map((c) => c.slice(0, 2).join(" ")).join("; ")}`);
 
+  // ---- Notification preferences: switched in the page, read back through the API ----
+  const readPrefs = async () => (await gql(`query ($userId: ID!) { userNotificationPreferences(userId: $userId) { ${PREFERENCES} } }`, { userId })).userNotificationPreferences;
+  let prefs = await readPrefs();
+  const prefRows = page.locator("#preferences tbody tr");
+  await shown(prefRows.nth(prefs.categories.length - 1), `${prefs.categories.length} rows in the notification preferences`);
+  // tableOfPrefs is the table as [category, critical badge, [channel, on, disabled]…] per row.
+  const tableOfPrefs = () => prefRows.evaluateAll((trs) => trs.map((tr) => [tr.cells[0].querySelector("code").textContent, tr.cells[0].innerText.includes("critical"),
+    [...tr.querySelectorAll("input[type=checkbox]")].map((b) => [b.dataset.channel, b.checked, b.disabled])]));
+  const apiTable = (p) => p.categories.map((c) => [c.category, c.critical, CHANNELS.map((ch) => [ch, c.channels[ch], c.critical])]);
+  assert.deepEqual(await tableOfPrefs(), apiTable(prefs), "the preferences table against the API");
+  assert.deepEqual(prefs.categories.filter((c) => c.critical).map((c) => c.category), ["security", "billing"], "the critical categories through the API");
+  const securityBoxes = page.locator('#preferences input[data-category="security"]');
+  assert.equal(await securityBoxes.count(), CHANNELS.length, "security's switches");
+  for (const box of await securityBoxes.all()) assert.ok(await box.isDisabled() && await box.isChecked(), `security's ${await box.getAttribute("data-channel")} switch is not on and disabled`);
+  // Product off on push, from the page.
+  await page.getByRole("checkbox", { name: "product on Push", exact: true }).click();
+  await shown(page.locator(".notice", { hasText: "product is off on Push." }), "the notice that product is off on push");
+  await noError(page, "product push off");
+  prefs = await readPrefs();
+  assert.deepEqual(prefs.categories.find((c) => c.category === "product").channels, { push: false, telegram: true, email: true, webPush: true, inbox: true }, "product's channels through the API after the switch");
+  assert.deepEqual(await tableOfPrefs(), apiTable(prefs), "the preferences table after the switch against the API");
+  console.log("ok: product switched off on push in the page, as the API reads it; security's switches on and disabled");
+  // A switch Herald refuses: the page's request is sent on naming a
+  // category the deployment does not have, so that Herald's own refusal
+  // comes back; the page shows it and puts the switch back.
+  const rewrite = async (route) => {
+    const body = route.request().postDataJSON();
+    if (!body?.query?.includes("updateUserNotificationPreferences") || !body.variables?.settings) return route.continue();
+    body.variables.settings = body.variables.settings.map((st) => ({ ...st, category: "no-such-category" }));
+    return route.continue({ postData: JSON.stringify(body) });
+  };
+  await page.route("**/graphql", rewrite);
+  const messagesEmail = page.getByRole("checkbox", { name: "messages on Email", exact: true });
+  await messagesEmail.click();
+  await shown(page.locator('#error[data-code="VALIDATION_ERROR"]', { hasText: "category" }), "VALIDATION_ERROR naming category for a refused switch");
+  await page.unroute("**/graphql", rewrite);
+  for (const until = Date.now() + 5_000; !(await messagesEmail.isChecked());) {
+    assert.ok(Date.now() < until, "the refused switch was not put back on within 5 s");
+    await page.waitForTimeout(50);
+  }
+  prefs = await readPrefs();
+  assert.equal(prefs.categories.find((c) => c.category === "messages").channels.email, true, "messages on email through the API after a refused switch");
+  assert.deepEqual(await tableOfPrefs(), apiTable(prefs), "the preferences table after a refused switch against the API");
+  console.log(`ok: a refused switch shows Herald's refusal and is put back: ${await page.locator("#error").innerText()}`);
+  // Quiet hours 22:00–07:00 in Berlin, read back through the API.
+  const zoneIn = page.getByLabel("Time zone (IANA)");
+  await zoneIn.fill("Europe/Berlin");
+  await page.getByLabel("Quiet from").fill("22:00");
+  await page.getByLabel("Quiet until").fill("07:00");
+  await page.getByLabel("Quiet hours on").check();
+  await page.getByRole("button", { name: "Save", exact: true }).click();
+  await shown(page.locator("#pref-quiet", { hasText: "22:00–07:00" }), "the quiet hours 22:00–07:00 after saving");
+  await noError(page, "quiet hours");
+  prefs = await readPrefs();
+  assert.deepEqual([prefs.timeZone, prefs.quietHours], ["Europe/Berlin", { start: "22:00", end: "07:00" }], "the zone and quiet hours through the API");
+  assert.equal(await page.locator("#pref-zone").innerText(), "Europe/Berlin", "the zone shown");
+  // A zone that is none: Herald's refusal is shown, nothing changes.
+  await zoneIn.fill("Mars/Olympus");
+  await page.getByRole("button", { name: "Save", exact: true }).click();
+  await shown(page.locator('#error[data-code="VALIDATION_ERROR"]', { hasText: "timeZone" }), "VALIDATION_ERROR naming timeZone for Mars/Olympus");
+  prefs = await readPrefs();
+  assert.equal(prefs.timeZone, "Europe/Berlin", "the zone through the API after a refused one");
+  console.log(`ok: quiet hours 22:00–07:00 Europe/Berlin set in the page and read back; a bad zone refused: ${await page.locator("#error").innerText()}`);
+  // Quiet hours around now in Berlin: a test is held until their end; an
+  // urgent one goes at once.
+  const berlin = (ms) => new Date(ms).toLocaleTimeString("en-GB", { timeZone: "Europe/Berlin", hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+  const [quietStart, quietEnd] = [berlin(Date.now() - 3600_000), berlin(Date.now() + 2 * 3600_000)];
+  await zoneIn.fill("Europe/Berlin");
+  await page.getByLabel("Quiet from").fill(quietStart);
+  await page.getByLabel("Quiet until").fill(quietEnd);
+  await page.getByRole("button", { name: "Save", exact: true }).click();
+  await shown(page.locator("#pref-quiet", { hasText: `${quietStart}–${quietEnd}` }), `the quiet hours ${quietStart}–${quietEnd} after saving`);
+  const testSent = () => page.waitForResponse((r) => r.url().endsWith("/graphql") && (r.request().postData() ?? "").includes("sendNotificationToUser"), { timeout: 15_000 });
+  let answer = testSent();
+  await page.getByRole("button", { name: "Send test" }).click();
+  const held = (await (await answer).json()).data.sendNotificationToUser;
+  assert.equal(held.status, "held", `a test inside the quiet hours ${quietStart}–${quietEnd}: ${JSON.stringify(held)}`);
+  assert.equal(berlin(Date.parse(held.heldUntil)), quietEnd, `held until ${held.heldUntil}: want the end of the quiet hours, ${quietEnd} in Berlin`);
+  const heldText = await page.evaluate((iso) => `Held until ${new Date(iso).toLocaleString()}.`, held.heldUntil);
+  await shown(page.locator("#outcomes", { hasText: heldText }), `"${heldText}" in the outcome`);
+  await page.getByLabel(/^Urgent/).check();
+  answer = testSent();
+  await page.getByRole("button", { name: "Send test" }).click();
+  const urgent = (await (await answer).json()).data.sendNotificationToUser;
+  assert.equal(urgent.status, "sent", `an urgent test inside the quiet hours: ${JSON.stringify(urgent)}`);
+  await shown(page.locator("#outcomes tr.outcome").nth(1), "the urgent test's two outcomes");
+  assert.deepEqual(await page.locator("#outcomes tr.outcome td:nth-child(4)").allInnerTexts(), ["sent", "sent"], "the urgent test's outcomes");
+  await page.getByLabel(/^Urgent/).uncheck();
+  await noError(page, "held and urgent tests");
+  console.log(`ok: inside quiet hours ${quietStart}–${quietEnd} Europe/Berlin a test is held until ${held.heldUntil}; an urgent one is sent at once`);
+  // Cleared: no quiet hours, the zone kept.
+  await page.getByLabel("Quiet hours on").uncheck();
+  await page.getByRole("button", { name: "Save", exact: true }).click();
+  await shown(page.locator("#pref-quiet", { hasText: "none" }), "no quiet hours after clearing them");
+  await noError(page, "quiet hours cleared");
+  prefs = await readPrefs();
+  assert.deepEqual([prefs.timeZone, prefs.quietHours], ["Europe/Berlin", null], "the zone and quiet hours through the API after clearing");
+  // A product test now reaches none of the user's phones: both skipped.
+  const testCategory = page.getByRole("form", { name: "Send a test notification" }).getByLabel(/^Category/);
+  await shown(testCategory, "the test notification's category");
+  await testCategory.selectOption("product");
+  await page.getByRole("button", { name: "Send test" }).click();
+  await shown(page.locator("#outcomes .opted-out", { hasText: "2 skipped" }), "two devices skipped for product");
+  assert.match(await page.locator("#outcomes").innerText(), /no_recipients/, "the product test's status");
+  console.log("ok: quiet hours cleared; a product test skipped both phones (opted out)");
+
   // Deletion waits for the email to be typed.
   const del = page.getByRole("button", { name: "Delete account" });
   assert.ok(await del.isDisabled(), "delete enabled before the email is typed");
@@ -317,6 +426,10 @@ try {
   await dataIn.fill('{"screen": "status"}');
   assert.equal(await page.locator(".field-error").count(), 0, "the field error stays after the data was fixed");
   await page.getByRole("checkbox", { name: "android" }).check();
+  // product: Ann turned it off on push above, so her Pixel is skipped.
+  const broadcastCategory = page.getByLabel(/^Category/);
+  await shown(broadcastCategory.locator('option[value="product"]'), "product among the broadcast's categories", "attached");
+  await broadcastCategory.selectOption("product");
   await page.getByRole("button", { name: "Send now" }).click();
   const row = page.locator("#jobs tbody tr").filter({ has: page.locator(`.job`, { hasText: subject }) }).first();
   await row.waitFor();
@@ -345,10 +458,13 @@ try {
   assert.equal(job.status, "completed");
   assert.equal(job.totalRecipients, androidCount, "the audience: every android device");
   assert.deepEqual(
-    { sent: +counters.sent, failed: +counters.failed, invalid: +counters.invalid, total: +counters.total },
-    { sent: job.sent, failed: job.failed, invalid: job.invalidTokens, total: job.totalRecipients },
+    { sent: +counters.sent, failed: +counters.failed, invalid: +counters.invalid, optedOut: +counters.optedOut, total: +counters.total },
+    { sent: job.sent, failed: job.failed, invalid: job.invalidTokens, optedOut: job.skipped.optedOut, total: job.totalRecipients },
     "the page's counters against the job");
-  assert.equal(job.sent, androidCount, "every android device sent to");
+  assert.equal(job.category, "product", "the job's category through the API");
+  assert.equal(await row.locator(".job-category").innerText(), "product", "the job's category in the list");
+  assert.equal(job.skipped.optedOut, 1, "Ann's Pixel skipped: product is off on push for her");
+  assert.equal(job.sent, androidCount - 1, "every other android device sent to");
   assert.equal(broadcastRequests, 1, "broadcast requests");
   console.log(`ok: job ${jobId} followed live (bar values ${[...seen].sort((a, b) => a - b).join(",")}), counters as the API: ${JSON.stringify(counters)}`);
 
@@ -596,11 +712,12 @@ async function signIn(page, email) {
   await page.getByRole("button", { name: "Sign in", exact: true }).click();
 }
 
-// shown waits, at most 15 s, for a locator to be visible, and fails saying
-// what was awaited, with the page's error if it shows one.
-async function shown(locator, what) {
+// shown waits, at most 15 s, for a locator to be visible (or in another
+// state), and fails saying what was awaited, with the page's error if it
+// shows one.
+async function shown(locator, what, state = "visible") {
   try {
-    await locator.waitFor({ state: "visible", timeout: 15_000 });
+    await locator.waitFor({ state, timeout: 15_000 });
   } catch (e) {
     const box = locator.page().locator("#error");
     const err = (await box.isVisible()) ? ` (the page shows: ${await box.innerText()})` : "";

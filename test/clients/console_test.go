@@ -22,9 +22,16 @@ var consoleShotNames = []string{"overview", "users", "user", "broadcasts"}
 // Chromium (console_browser.mjs): sign-in refused to a non-admin and
 // granted to an admin; a user found, their plan changed in the page, their
 // sessions ended, the account disabled and enabled, each read back through
-// the API; a broadcast composed (a bad data field refused before any
-// request), sent to the imported devices and followed live to 100%, its
-// counters compared with the job's; an API refusal shown with its code; a
+// the API; their notification preferences switched (product off on push),
+// quiet hours 22:00–07:00 Europe/Berlin set and cleared, each read back
+// through the API, security's switches disabled, a switch Herald refuses
+// (the request rewritten to name an unknown category) shown with its
+// VALIDATION_ERROR and put back, an unknown zone's VALIDATION_ERROR shown; inside quiet hours set around now a test
+// notification held until their end, an urgent one sent at once; a
+// broadcast composed (a bad data field refused before any
+// request), sent in category product to the imported devices and followed
+// live to 100%, its counters (the user's phone opted out) and category
+// compared with the job's; an API refusal shown with its code; a
 // scheduled broadcast cancelled; an account deleted; sign-out, after which
 // the session's refresh token is refused; then passkeys with Chromium's
 // virtual authenticator (DevTools WebAuthn domain): one registered from

@@ -1,11 +1,12 @@
-// Broadcasts: compose a push to an audience (now or at a time), preview it
+// Broadcasts: compose a push to an audience in a category (now or at a
+// time), preview it
 // as Android and iOS show it, and follow the jobs: each running job's bar
 // and counters are fed by its Server-Sent Events stream; jobs waiting for
 // their time are read again every few seconds.
 import * as api from "../api.js";
 import { h, guard, field, fmtTime, pagedTable, badge, notice, showError, fieldError, clearFieldError, progressBar, toRFC3339 } from "../ui.js";
 
-const JOB = "id status subject totalRecipients sent failed invalidTokens createdAt startedAt sendAt finishedAt error";
+const JOB = "id status subject category totalRecipients sent failed invalidTokens skipped { optedOut } createdAt startedAt sendAt finishedAt error";
 const FINAL = new Set(["completed", "failed", "cancelled"]);
 const CANCELLABLE = new Set(["queued", "scheduled", "running"]);
 const PLATFORMS = ["android", "ios", "web", "huawei"];
@@ -83,12 +84,16 @@ export async function render(main) {
   const dataIn = h("textarea", { name: "data", class: "mono", rows: "3", placeholder: '{"screen": "status"}', spellcheck: "false" });
   const statusIn = h("select", { name: "subscriptionStatus" },
     h("option", { value: "" }, "Any"), h("option", { value: "active" }, "active"), h("option", { value: "expired" }, "expired"));
+  // The categories are the deployment's (notificationCategories); a
+  // broadcast names service unless another is chosen.
+  const categoryIn = h("select", { name: "category" }, h("option", { value: "service" }, "service"));
   const sendAtIn = h("input", { type: "datetime-local", name: "sendAt" });
   const submit = h("button", { type: "submit" }, "Send now");
   const form = h("form", { id: "compose", "aria-label": "Compose a broadcast" },
     field("Subject", subjectIn),
     field("Content", contentIn),
     field("Data (optional: a JSON object of strings, for the app)", dataIn),
+    field("Category (a device whose owner turned it off on its channel, push or web push, is skipped)", categoryIn),
     h("fieldset", {}, h("legend", {}, "Audience (nothing ticked: everyone)"),
       h("div", { class: "checks", role: "group", "aria-label": "Platforms" }, h("span", { class: "group-name" }, "Platforms"), checkboxes("platforms", PLATFORMS)),
       h("div", { class: "checks", role: "group", "aria-label": "Plans" }, h("span", { class: "group-name" }, "Plans"), checkboxes("plans", PLANS)),
@@ -142,9 +147,9 @@ export async function render(main) {
     const notification = { subject: subjectIn.value, content: contentIn.value };
     if (parsed.data) notification.data = parsed.data;
     await guard(async () => {
-      const { sendNotificationToAll: r } = await api.gql(`mutation ($n: NotificationInput!, $a: AudienceInput, $at: Time, $key: String) {
-        sendNotificationToAll(notification: $n, audience: $a, sendAt: $at, idempotencyKey: $key) { status message totalRecipients jobId } }`,
-      { n: notification, a: audience, at: sendAt, key });
+      const { sendNotificationToAll: r } = await api.gql(`mutation ($n: NotificationInput!, $a: AudienceInput, $at: Time, $category: String, $key: String) {
+        sendNotificationToAll(notification: $n, audience: $a, sendAt: $at, category: $category, idempotencyKey: $key) { status message totalRecipients jobId } }`,
+      { n: notification, a: audience, at: sendAt, category: categoryIn.value, key });
       key = newKey();
       result.replaceChildren(notice(r.message));
       const { notificationJob } = await api.gql(`query ($id: ID!) { notificationJob(id: $id) { ${JOB} } }`, { id: r.jobId });
@@ -166,6 +171,7 @@ export async function render(main) {
     }, cancel));
     v = {
       subject: h("span", { class: "job", "data-job": job.id }, job.subject),
+      category: h("code", { class: "job-category" }, job.category),
       status: h("span", { class: "job-status" }),
       bar: progressBar(`Progress of ${job.subject}`),
       counters: h("span", { class: "counters" }),
@@ -182,10 +188,12 @@ export async function render(main) {
   function paint(v, j) {
     v.status.replaceChildren(badge(j.status, statusKind(j.status)));
     v.status.dataset.status = j.status;
-    const done = j.sent + j.failed + j.invalidTokens;
+    // A device skipped because its owner opted out is done with too.
+    const optedOut = j.skipped?.optedOut ?? 0;
+    const done = j.sent + j.failed + j.invalidTokens + optedOut;
     v.bar.set(done, j.totalRecipients);
-    for (const [k, n] of [["sent", j.sent], ["failed", j.failed], ["invalid", j.invalidTokens], ["total", j.totalRecipients]]) v.counters.dataset[k] = n;
-    v.counters.textContent = `${j.sent} sent · ${j.failed} failed · ${j.invalidTokens} invalid of ${j.totalRecipients}`;
+    for (const [k, n] of [["sent", j.sent], ["failed", j.failed], ["invalid", j.invalidTokens], ["optedOut", optedOut], ["total", j.totalRecipients]]) v.counters.dataset[k] = n;
+    v.counters.textContent = `${j.sent} sent · ${j.failed} failed · ${j.invalidTokens} invalid · ${optedOut} opted out of ${j.totalRecipients}`;
     v.when.textContent = j.status === "scheduled" && j.sendAt ? `starts ${fmtTime(j.sendAt)}` : j.startedAt ? `started ${fmtTime(j.startedAt)}` : `created ${fmtTime(j.createdAt)}`;
     v.finished.textContent = j.finishedAt ? fmtTime(j.finishedAt) : "—";
     if (j.error) v.finished.textContent += ` (${j.error})`;
@@ -199,6 +207,7 @@ export async function render(main) {
 
   const jobs = pagedTable([
     ["Subject", (j) => view(j).subject],
+    ["Category", (j) => view(j).category],
     ["Status", (j) => view(j).status],
     ["Progress", (j) => view(j).progress],
     ["When", (j) => view(j).when],
@@ -274,6 +283,12 @@ export async function render(main) {
     }
   }
   const timer = setInterval(poll, POLL_MS);
+
+  const catalogue = await guard(() => api.gql("query { notificationCategories { name critical } }"));
+  if (catalogue) {
+    categoryIn.replaceChildren(...catalogue.notificationCategories.map((c) =>
+      h("option", { value: c.name, selected: c.name === "service" }, c.critical ? `${c.name} (critical)` : c.name)));
+  }
 
   const reload = h("button", { type: "button", class: "secondary" }, "Refresh");
   reload.addEventListener("click", () => guard(async () => {

@@ -1,7 +1,9 @@
 // One account: its subscription with the entitlements it comes from and
 // their history, devices, sessions, second factors, Apple and Google
-// sign-in identities, security log and linked Telegram chat, with the operator's actions on it (a manual grant, reconcile now,
-// disable and enable, end sessions, reset second factors, a test
+// sign-in identities, security log, linked Telegram chat and notification
+// preferences, with the operator's actions on it (a manual grant,
+// reconcile now, disable and enable, end sessions, reset second factors, a
+// category switched per channel, the time zone and quiet hours, a test
 // notification, deletion).
 import * as api from "../api.js";
 import { h, guard, field, fmtTime, pagedTable, badge, facts, notice, fieldError, clearFieldError, toRFC3339, toLocalInput } from "../ui.js";
@@ -57,6 +59,13 @@ function table(id, columns, rows, empty) {
     h("thead", {}, h("tr", {}, columns.map(([name]) => h("th", { scope: "col" }, name)))),
     h("tbody", {}, rows.map((r) => h("tr", {}, columns.map(([, cell]) => h("td", {}, cell(r))))))));
 }
+
+// PREFERENCES are what userNotificationPreferences and its mutation answer.
+const PREFERENCES = `categories { category critical channels { push telegram email webPush inbox } } timeZone quietHours { start end }`;
+
+// CHANNELS are the preference channels, as the API names them and as the
+// page heads them.
+const CHANNELS = [["push", "Push"], ["telegram", "Telegram"], ["email", "Email"], ["webPush", "Web Push"], ["inbox", "Inbox"]];
 
 const DEVICES = `query ($userId: ID!, $first: Int, $after: String) {
   devices(userId: $userId, first: $first, after: $after) {
@@ -345,20 +354,28 @@ export async function render(main, params) {
   const subjectIn = h("input", { name: "subject", required: true, maxlength: "512", value: "Test from Herald" });
   const contentIn = h("textarea", { name: "content", required: true, maxlength: "2048" }, "This is a test notification.");
   const telegramIn = h("input", { type: "checkbox", name: "telegram" });
+  // The categories come with the preferences (every category of the
+  // deployment); service is a send's default.
+  const categoryIn = h("select", { name: "category" }, h("option", { value: "service" }, "service"));
+  const urgentIn = h("input", { type: "checkbox", name: "urgent" });
   const sendTest = h("button", { type: "submit" }, "Send test");
   const outcomes = h("div", { id: "outcomes", "aria-live": "polite" });
   const testForm = h("form", { "aria-label": "Send a test notification" },
-    field("Subject", subjectIn), field("Content", contentIn),
-    h("label", { class: "check" }, telegramIn, "Also to the linked Telegram chat"), h("div", {}, sendTest));
+    field("Subject", subjectIn), field("Content", contentIn), field("Category", categoryIn),
+    h("label", { class: "check" }, telegramIn, "Also to the linked Telegram chat"),
+    h("label", { class: "check" }, urgentIn, "Urgent: not held by the user's quiet hours"), h("div", {}, sendTest));
   testForm.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     await guard(async () => {
-      const { sendNotificationToUser: r } = await api.gql(`mutation ($userId: ID!, $n: NotificationInput!, $channels: [String!]) {
-        sendNotificationToUser(userId: $userId, notification: $n, channels: $channels) {
-          status message outcomes { deviceId chatId platform channel status error } } }`,
-      { userId: id, n: { subject: subjectIn.value, content: contentIn.value }, channels: telegramIn.checked ? ["push", "telegram"] : ["push"] });
-      const kind = r.status === "sent" ? "ok" : r.status === "partial" || r.status === "no_recipients" ? "warn" : "bad";
-      outcomes.replaceChildren(h("p", {}, badge(r.status, kind), " ", r.message));
+      const { sendNotificationToUser: r } = await api.gql(`mutation ($userId: ID!, $n: NotificationInput!, $channels: [String!], $category: String, $urgent: Boolean) {
+        sendNotificationToUser(userId: $userId, notification: $n, channels: $channels, category: $category, urgent: $urgent) {
+          status message heldUntil skipped { optedOut } outcomes { deviceId chatId platform channel status error } } }`,
+      { userId: id, n: { subject: subjectIn.value, content: contentIn.value }, channels: telegramIn.checked ? ["push", "telegram"] : ["push"],
+        category: categoryIn.value, urgent: urgentIn.checked });
+      const kind = r.status === "sent" ? "ok" : r.status === "partial" || r.status === "no_recipients" || r.status === "held" ? "warn" : "bad";
+      outcomes.replaceChildren(h("p", {}, badge(r.status, kind), " ", r.message,
+        r.heldUntil ? ` Held until ${fmtTime(r.heldUntil)}.` : null,
+        r.skipped.optedOut > 0 ? h("span", { class: "opted-out" }, ` ${r.skipped.optedOut} skipped: the user turned ${categoryIn.value} off there.`) : null));
       if (r.outcomes.length > 0) outcomes.append(h("div", { class: "scroll" }, h("table", {},
           h("thead", {}, h("tr", {}, ["Recipient", "Platform", "Channel", "Outcome", "Error"].map((c) => h("th", { scope: "col" }, c)))),
           h("tbody", {}, r.outcomes.map((o) => h("tr", { class: "outcome" },
@@ -367,6 +384,82 @@ export async function render(main, params) {
             h("td", {}, badge(o.status, o.status === "sent" ? "ok" : "bad")),
             h("td", {}, o.error ? h("code", {}, o.error) : "—")))))));
     }, sendTest);
+  });
+
+  // Notification preferences: every category per channel, switched one
+  // at a time (critical ones are always on), and the time zone and quiet
+  // hours the user's sends are held by.
+  const preferences = h("div", { id: "preferences-part" });
+  const schedule = h("div", { id: "schedule" });
+  const zoneIn = h("input", { name: "timeZone", autocomplete: "off", spellcheck: "false", placeholder: "Europe/Berlin (empty: UTC)" });
+  const quietIn = h("input", { type: "checkbox", name: "quietEnabled" });
+  const startIn = h("input", { type: "time", name: "quietStart" });
+  const endIn = h("input", { type: "time", name: "quietEnd" });
+  const saveSchedule = h("button", { type: "submit" }, "Save");
+  const scheduleForm = h("form", { class: "inline", "aria-label": "Time zone and quiet hours" },
+    field("Time zone (IANA)", zoneIn), field("Quiet from", startIn), field("Quiet until", endIn),
+    h("label", { class: "check" }, quietIn, "Quiet hours on"), saveSchedule);
+  for (const el of [startIn, endIn]) el.addEventListener("input", () => clearFieldError(el));
+  const mutatePreferences = (vars) => api.gql(`mutation ($userId: ID!, $settings: [NotificationSettingInput!], $timeZone: String, $quietHours: QuietHoursInput) {
+    updateUserNotificationPreferences(userId: $userId, settings: $settings, timeZone: $timeZone, quietHours: $quietHours) { ${PREFERENCES} } }`, { userId: id, ...vars });
+
+  // channelSwitch is one category's channel: a checkbox, disabled for a
+  // critical category; a change is sent at once.
+  function channelSwitch(c, channel, label) {
+    const box = h("input", { type: "checkbox", name: `${c.category}-${channel}`, checked: c.channels[channel], disabled: c.critical,
+      "aria-label": `${c.category} on ${label}`, "data-category": c.category, "data-channel": channel });
+    box.addEventListener("change", async () => {
+      const enabled = box.checked;
+      const done = await guard(() => mutatePreferences({ settings: [{ category: c.category, channel, enabled }] }), box);
+      if (!done) {
+        box.checked = !enabled;
+        return;
+      }
+      showPreferences(done.updateUserNotificationPreferences);
+      say(`${c.category} is ${enabled ? "on" : "off"} on ${label}.`);
+    });
+    return box;
+  }
+
+  // showPreferences puts the preferences in the table and the schedule;
+  // undefined: they could not be read (the error is shown).
+  function showPreferences(p) {
+    if (!p) {
+      const unread = () => h("p", { class: "muted" }, "Not read: see the error above.");
+      preferences.replaceChildren(unread());
+      schedule.replaceChildren(unread());
+      return;
+    }
+    preferences.replaceChildren(table("preferences", [
+      ["Category", (c) => [h("code", {}, c.category), c.critical ? [" ", badge("critical", "warn")] : null]],
+      ...CHANNELS.map(([channel, label]) => [label, (c) => channelSwitch(c, channel, label)]),
+    ], p.categories, "No category."));
+    schedule.replaceChildren(facts([
+      ["Time zone", h("span", { id: "pref-zone" }, p.timeZone ?? "none (UTC)")],
+      ["Quiet hours", h("span", { id: "pref-quiet" }, p.quietHours ? `${p.quietHours.start}–${p.quietHours.end}` : "none")],
+    ]));
+    zoneIn.value = p.timeZone ?? "";
+    quietIn.checked = p.quietHours !== null;
+    startIn.value = p.quietHours?.start ?? "";
+    endIn.value = p.quietHours?.end ?? "";
+    const options = p.categories.map((c) => c.category);
+    categoryIn.replaceChildren(...options.map((name) => h("option", { value: name, selected: name === (categoryIn.value || "service") }, name)));
+  }
+
+  scheduleForm.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    let quietHours = { enabled: false };
+    if (quietIn.checked) {
+      if (!startIn.value) return fieldError(startIn, "Give the time the quiet hours start.");
+      if (!endIn.value) return fieldError(endIn, "Give the time they end.");
+      quietHours = { enabled: true, start: startIn.value, end: endIn.value };
+    }
+    const timeZone = zoneIn.value.trim();
+    await guard(async () => {
+      const { updateUserNotificationPreferences: p } = await mutatePreferences({ timeZone, quietHours });
+      showPreferences(p);
+      say(`Time zone ${p.timeZone ?? "UTC"}; ${p.quietHours ? `quiet hours ${p.quietHours.start}–${p.quietHours.end}` : "no quiet hours"}.`);
+    }, saveSchedule);
   });
 
   // Deletion, confirmed by typing the email.
@@ -393,6 +486,7 @@ export async function render(main, params) {
   showMfa((await guard(() => api.gql(MFA, { userId: id })))?.userMfa);
   showIdentities((await guard(() => api.gql(IDENTITIES, { userId: id })))?.userIdentities);
   showDetail(await guard(() => loadDetail(async () => (await api.gql(SUBSCRIPTION, { id })).userSubscription)));
+  showPreferences((await guard(() => api.gql(`query ($userId: ID!) { userNotificationPreferences(userId: $userId) { ${PREFERENCES} } }`, { userId: id })))?.userNotificationPreferences);
   main.append(
     h("p", { class: "crumbs" }, h("a", { href: "#/users" }, "Users"), " / account"),
     h("div", { class: "heading" }, title, badges),
@@ -413,6 +507,12 @@ export async function render(main, params) {
     section("Second factors", factors, h("div", { class: "actions" }, resetMfa)),
     section("Sign-in identities", identities),
     section("Security log", securityLog),
+    section("Notification preferences",
+      h("p", { class: "muted" }, "Each category on or off per channel: a switch changes it at once. Critical categories are always on."),
+      preferences,
+      h("h3", {}, "Time zone and quiet hours"),
+      h("p", { class: "muted" }, "Sends to the user inside the quiet hours, other than critical or urgent ones, are held until they end (in the user's time zone)."),
+      schedule, scheduleForm),
     section("Test notification", testForm, outcomes),
     h("div", { class: "row" },
       section("Access", access),
