@@ -415,6 +415,7 @@ func (a *App) newAccounts(ctx context.Context, sender mail.Sender, emails *mail.
 		TrialPeriod:       cfg.TrialPeriod,
 		ReferralBonus:     cfg.ReferralBonus,
 		SendTimeout:       15 * time.Second,
+		RecentSignIn:      cfg.RecentSignIn,
 		CodeKey:           cfg.SecretKey,
 		Emails:            emails,
 		DeviceLimit:       newPlans(a.db, cfg).DeviceLimit,

@@ -174,3 +174,37 @@ func testGuestPurge(t *testing.T, h *herald, d sqlstoretest.Dialect) {
 	}, "the unused guest %s was not purged", staleID)
 	expectError(t, "the purged guest's refresh token", call(t, h2, restDoor.name, opRefresh, map[string]any{"refreshToken": stale.refresh}), 401, "TOKEN_INVALID")
 }
+
+// An account without a password (a guest here; an Apple or Google account
+// alike) deletes itself from a session signed in moments before, with no
+// password to give; from an older session it is RECENT_SIGN_IN_REQUIRED
+// until it signs in again.
+func TestDeletePasswordlessE2E(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
+		h := startHerald(t, d, map[string]string{"HERALD_RECENT_SIGN_IN": "1s"})
+		deleteMe := func(dn, access string) result {
+			if dn == graphQLDoor.name {
+				return gql(t, h, "deleteAccount", `mutation { deleteAccount }`, nil, withBearer(access))
+			}
+			status, env, hdr := h.rest(t, http.MethodPost, "/api/v1/users/me/delete", map[string]any{}, withBearer(access))
+			return envelopeResult(t, "delete", status, env, hdr)
+		}
+		for _, dn := range doorNames {
+			t.Run(dn, func(t *testing.T) {
+				install := "install-" + dn + "-delete"
+				old := guestSignIn(t, h, dn, install, true)
+				signedIn := time.Now()
+				time.Sleep(time.Until(signedIn.Add(1500 * time.Millisecond))) // past the 1s window
+				expectError(t, "a passwordless delete from an old session", deleteMe(dn, old.access), http.StatusForbidden, "RECENT_SIGN_IN_REQUIRED")
+				// A refresh is no sign-in.
+				refreshed := tokensOf(t, "refresh", call(t, h, dn, opRefresh, map[string]any{"refreshToken": old.refresh}))
+				expectError(t, "a passwordless delete from a refreshed session", deleteMe(dn, refreshed.access), http.StatusForbidden, "RECENT_SIGN_IN_REQUIRED")
+
+				fresh := guestSignIn(t, h, dn, install, false)
+				expectOK(t, "a passwordless delete just after signing in", deleteMe(dn, fresh.access), http.StatusOK)
+				// The install's guest is gone: the next sign-in makes another.
+				guestSignIn(t, h, dn, install, true)
+			})
+		}
+	})
+}

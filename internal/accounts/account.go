@@ -165,6 +165,9 @@ type Store interface {
 	AccountByEmail(ctx context.Context, email string) (Account, error)
 	AccountByID(ctx context.Context, id string) (Account, error)
 	AccountPasswordHash(ctx context.Context, id string) (string, error)
+	// SessionSignedInAt is when the session was signed in (its creation;
+	// a refresh keeps it). ErrNotFound when it is gone.
+	SessionSignedInAt(ctx context.Context, sessionID string) (time.Time, error)
 	// AccountProfile is AccountByID reduced to what an account's owner
 	// sees (ID, Email, EmailVerifiedAt, ReferralCode, CreatedAt,
 	// Subscription and Locale); every other field is zero.

@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"cmp"
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/cursor"
@@ -205,15 +206,47 @@ func (s *Service) delete(ctx context.Context, id string, allow func(Standing) er
 // DeleteOwn is a user deleting their own account, which their password
 // confirms: INVALID_CREDENTIALS when it is wrong, LAST_ADMIN when it is
 // the last enabled admin, MFA_STEP_UP_REQUIRED when the account has a
-// second factor the session did not prove (SetStepUp).
+// second factor the session did not prove (SetStepUp). An account without
+// a password (made by Apple or Google, a passkey-only guest upgrade, a
+// guest) confirms by its session's sign-in instead: made within
+// Config.RecentSignIn (a refresh does not renew it), else
+// RECENT_SIGN_IN_REQUIRED; the password field is then not read.
 func (s *Service) DeleteOwn(ctx context.Context, by auth.Principal, plain string) error {
 	if err := s.requireStepUp(ctx, by); err != nil {
 		return err
 	}
-	if err := s.confirmPassword(ctx, by.AccountID, plain); err != nil {
+	hash, err := s.store.AccountPasswordHash(ctx, by.AccountID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return apperr.New(apperr.UserNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	if hash == "" {
+		err = s.confirmRecentSignIn(ctx, by.SessionID)
+	} else {
+		err = s.confirmPassword(ctx, by.AccountID, plain)
+	}
+	if err != nil {
 		return err
 	}
 	return s.delete(ctx, by.AccountID, keepAnAdmin)
+}
+
+// confirmRecentSignIn is RECENT_SIGN_IN_REQUIRED unless the session was
+// signed in within Config.RecentSignIn.
+func (s *Service) confirmRecentSignIn(ctx context.Context, sessionID string) error {
+	at, err := s.store.SessionSignedInAt(ctx, sessionID)
+	if errors.Is(err, storage.ErrNotFound) {
+		return apperr.New(apperr.RecentSignInRequired)
+	}
+	if err != nil {
+		return err
+	}
+	if window := cmp.Or(s.cfg.RecentSignIn, DefaultRecentSignIn); s.now().Sub(at) > window {
+		return apperr.New(apperr.RecentSignInRequired)
+	}
+	return nil
 }
 
 // requireStepUp is MFA_STEP_UP_REQUIRED for a session below aal2 whose

@@ -43,6 +43,9 @@ type Config struct {
 	// DeviceLimit ranks plans (subscriptions.Service.DeviceLimit) when an
 	// account holds several entitlements; nil ranks them alike.
 	DeviceLimit func(plan string) int
+	// RecentSignIn is how recent the sign-in of a session must be for an
+	// account without a password to delete itself (default 10 minutes).
+	RecentSignIn time.Duration
 }
 
 // DefaultConfig is the spec's numbers.
@@ -55,8 +58,12 @@ func DefaultConfig() Config {
 		TrialPeriod:       168 * time.Hour,
 		ReferralBonus:     168 * time.Hour,
 		SendTimeout:       15 * time.Second,
+		RecentSignIn:      DefaultRecentSignIn,
 	}
 }
+
+// DefaultRecentSignIn is Config.RecentSignIn's default.
+const DefaultRecentSignIn = 10 * time.Minute
 
 // Service is the account lifecycle.
 type Service struct {

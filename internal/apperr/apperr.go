@@ -121,6 +121,9 @@ const (
 	IdentityInUse                 Code = "IDENTITY_IN_USE"
 	IdentityNotFound              Code = "IDENTITY_NOT_FOUND"
 	LastSignInMethod              Code = "LAST_SIGN_IN_METHOD"
+	// RecentSignInRequired: an account without a password confirms its
+	// deletion by a sign-in made moments before.
+	RecentSignInRequired Code = "RECENT_SIGN_IN_REQUIRED"
 
 	// Guest accounts.
 	GuestNotAllowed Code = "GUEST_NOT_ALLOWED"
@@ -239,6 +242,7 @@ var catalogue = map[Code]Entry{
 	GuestNotAllowed:               {GuestNotAllowed, http.StatusForbidden, "A guest account cannot do this: upgrade it first (an email and password, a passkey, or Apple or Google)."},
 	NotAGuest:                     {NotAGuest, http.StatusConflict, "This account is not a guest (it has upgraded already)."},
 	LastSignInMethod:              {LastSignInMethod, http.StatusConflict, "This is the account's last way to sign in: add a password, a passkey or another identity first."},
+	RecentSignInRequired:          {RecentSignInRequired, http.StatusForbidden, "This account has no password: sign in again (with the provider, a passkey or as the guest) and retry within minutes."},
 }
 
 // Lookup returns the catalogue entry of code. An unknown code is a

@@ -128,9 +128,12 @@ type Config struct {
 	// NotificationCategories are the operator's notification categories,
 	// after the built-in ones (preferences.NewCatalogue).
 	NotificationCategories []string
-	PlanDeviceLimits       map[string]int
-	UpgradeURL             string
-	RenewURL               string
+	// RecentSignIn is how recent a session's sign-in must be for an
+	// account without a password to delete itself.
+	RecentSignIn     time.Duration
+	PlanDeviceLimits map[string]int
+	UpgradeURL       string
+	RenewURL         string
 
 	// Store subscriptions (docs/billing.md).
 	BillingProductsFile      string
@@ -316,6 +319,7 @@ func Vars() []Var {
 		{"HERALD_PUSH_LEASE_TTL", "20s", "10s", "how long a broadcast stays claimed by a worker that stopped answering: another replica takes it over within about this long after its worker dies", duration(func(c *Config) *time.Duration { return &c.PushLeaseTTL })},
 		{"HERALD_PUSH_DELIVERY_RETENTION", "720h", "168h", "how long the per-device delivery records of a finished broadcast (failures, retries, dead tokens, and outcomes written before their batch settled) are kept (its counters stay)", duration(func(c *Config) *time.Duration { return &c.DeliveryRetention })},
 		{"HERALD_SECURITY_LOG_RETENTION", "8760h", "2160h", "how long an account's security log entries (sign-ins, factor, password, email, session and key changes, admins' actions) are kept; older ones are deleted by the hourly housekeeping", duration(func(c *Config) *time.Duration { return &c.SecurityLogRetention })},
+		{"HERALD_RECENT_SIGN_IN", "10m", "5m", "an account without a password (made by Apple or Google, or a guest) deletes itself with a session signed in this recently (a refresh does not count); an older one is refused with RECENT_SIGN_IN_REQUIRED", duration(func(c *Config) *time.Duration { return &c.RecentSignIn })},
 		{"HERALD_GUEST_RETENTION", "720h", "168h", "how long a guest account (POST /api/v1/auth/guest) is kept once unused: made longer ago and none of its sessions opened or refreshed since, it is deleted by the hourly housekeeping as an account is", duration(func(c *Config) *time.Duration { return &c.GuestRetention })},
 		{"HERALD_NOTIFICATION_CATEGORIES", "", "promotions,vpn-tips", "notification categories beside the built-in security, billing (which no one can turn off), service, product and messages: comma-separated names of 1 to 32 lowercase letters, digits, '-' or '_'; a send names its category, and users turn each on or off per channel", optional(categories(func(c *Config) *[]string { return &c.NotificationCategories }))},
 		{"HERALD_PLAN_DEVICE_LIMITS", "trial=3,basic=5,premium=10", "trial=2,basic=5,premium=20", "active devices allowed per plan", planLimits(func(c *Config) *map[string]int { return &c.PlanDeviceLimits })},

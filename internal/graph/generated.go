@@ -312,7 +312,7 @@ type ComplexityRoot struct {
 		ConfirmTotp                       func(childComplexity int, factorID string, code string) int
 		CreateAPIKey                      func(childComplexity int, input CreateAPIKeyInput) int
 		CreateWebhookEndpoint             func(childComplexity int, input CreateWebhookEndpointInput) int
-		DeleteAccount                     func(childComplexity int, password string) int
+		DeleteAccount                     func(childComplexity int, password *string) int
 		DeleteUser                        func(childComplexity int, userID string) int
 		DeleteWebhookEndpoint             func(childComplexity int, id string) int
 		DisableUser                       func(childComplexity int, userID string, reason *string) int
@@ -707,7 +707,7 @@ type MutationResolver interface {
 	GooglePurchase(ctx context.Context, purchaseToken string, productID string) (*view.SubscriptionDetail, error)
 	StripeCheckout(ctx context.Context, productID string) (string, error)
 	StripePortal(ctx context.Context) (string, error)
-	DeleteAccount(ctx context.Context, password string) (bool, error)
+	DeleteAccount(ctx context.Context, password *string) (bool, error)
 	RevokeSession(ctx context.Context, id string) (bool, error)
 	SetLocale(ctx context.Context, locale string) (*view.User, error)
 	ChangeEmail(ctx context.Context, email string) (*view.EmailChangeRequest, error)
@@ -1929,7 +1929,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.DeleteAccount(childComplexity, args["password"].(string)), true
+		return e.ComplexityRoot.Mutation.DeleteAccount(childComplexity, args["password"].(*string)), true
 	case "Mutation.deleteUser":
 		if e.ComplexityRoot.Mutation.DeleteUser == nil {
 			break
@@ -5315,8 +5315,8 @@ func (ec *executionContext) field_Mutation_deleteAccount_args(ctx context.Contex
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "password",
-		func(ctx context.Context, v any) (string, error) {
-			return ec.unmarshalNString2string(ctx, v)
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -12422,7 +12422,7 @@ func (ec *executionContext) _Mutation_deleteAccount(ctx context.Context, field g
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().DeleteAccount(ctx, fc.Args["password"].(string))
+			return ec.Resolvers.Mutation().DeleteAccount(ctx, fc.Args["password"].(*string))
 		},
 		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
 			directive0 := next

@@ -328,8 +328,8 @@ func (r *mutationResolver) StripePortal(ctx context.Context) (string, error) {
 }
 
 // DeleteAccount is the resolver for the deleteAccount field.
-func (r *mutationResolver) DeleteAccount(ctx context.Context, password string) (bool, error) {
-	if err := r.Accounts.DeleteOwn(ctx, auth.Caller(ctx), password); err != nil {
+func (r *mutationResolver) DeleteAccount(ctx context.Context, password *string) (bool, error) {
+	if err := r.Accounts.DeleteOwn(ctx, auth.Caller(ctx), deref(password)); err != nil {
 		return false, err
 	}
 	return true, nil

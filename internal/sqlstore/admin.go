@@ -201,10 +201,11 @@ func (db *DB) EraseAccount(ctx context.Context, id string, step accounts.Erasure
 		case accounts.EraseToTombstone:
 			// The tombstone: unique placeholders (derived from the id, so
 			// no address can ever match them) where the email and
-			// referral code were.
+			// referral code were; a guest's install is freed for a new
+			// guest.
 			tomb := "deleted:" + id
 			_, err := tx.q.exec(ctx, `UPDATE accounts SET email = ?, password_hash = '', referral_code = ?, scope = '', email_verified_at = NULL,
-				disabled_at = NULL, disabled_reason = '', last_login_at = NULL, deleted_at = ? WHERE id = ?`, tomb, tomb, tx.now, id)
+				disabled_at = NULL, disabled_reason = '', last_login_at = NULL, guest_install_id = NULL, deleted_at = ? WHERE id = ?`, tomb, tomb, tx.now, id)
 			return err
 		case accounts.EraseIdentities:
 			if err := tx.revokeIdentityTokens(ctx, `account_id = ?`, id); err != nil {

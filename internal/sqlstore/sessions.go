@@ -95,6 +95,13 @@ func (db *DB) SessionByID(ctx context.Context, id string) (sessions.Session, err
 	return scanSession(db.conn().queryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, id))
 }
 
+// SessionSignedInAt implements accounts.Store.
+func (db *DB) SessionSignedInAt(ctx context.Context, sessionID string) (time.Time, error) {
+	var at time.Time
+	err := db.txOrConn(ctx).queryRow(ctx, `SELECT created_at FROM sessions WHERE id = ?`, sessionID).Scan(&at)
+	return at, err
+}
+
 // RotateRefresh implements sessions.Store.
 func (db *DB) RotateRefresh(ctx context.Context, oldHash, newHash []byte, grace time.Duration, seen sessions.Client) (sessions.RotateResult, error) {
 	var res sessions.RotateResult
