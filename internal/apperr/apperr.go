@@ -129,6 +129,10 @@ const (
 	// CAPTCHA (issue 25).
 	CaptchaRequired Code = "CAPTCHA_REQUIRED"
 	CaptchaFailed   Code = "CAPTCHA_FAILED"
+
+	// Unsubscribe links of notification emails (issue 26).
+	UnsubscribeLinkInvalid Code = "UNSUBSCRIBE_LINK_INVALID"
+	UnsubscribeLinkUsed    Code = "UNSUBSCRIBE_LINK_USED"
 )
 
 // Entry is one row of the catalogue.
@@ -239,6 +243,9 @@ var catalogue = map[Code]Entry{
 	GuestNotAllowed:               {GuestNotAllowed, http.StatusForbidden, "A guest account cannot do this: upgrade it first (an email and password, a passkey, or Apple or Google)."},
 	NotAGuest:                     {NotAGuest, http.StatusConflict, "This account is not a guest (it has upgraded already)."},
 	LastSignInMethod:              {LastSignInMethod, http.StatusConflict, "This is the account's last way to sign in: add a password, a passkey or another identity first."},
+
+	UnsubscribeLinkInvalid: {UnsubscribeLinkInvalid, http.StatusBadRequest, "The unsubscribe link is not valid (details.reason: format, signature, expired, category, account); turn the emails off in the app's notification settings."},
+	UnsubscribeLinkUsed:    {UnsubscribeLinkUsed, http.StatusBadRequest, "This unsubscribe link was used already; each link works once."},
 }
 
 // Lookup returns the catalogue entry of code. An unknown code is a
