@@ -29,6 +29,7 @@ import (
 	"github.com/herald-vpn/herald/internal/metrics"
 	"github.com/herald-vpn/herald/internal/mfa"
 	"github.com/herald-vpn/herald/internal/notifications"
+	"github.com/herald-vpn/herald/internal/notifyemail"
 	"github.com/herald-vpn/herald/internal/ownernotice"
 	"github.com/herald-vpn/herald/internal/passkeys"
 	"github.com/herald-vpn/herald/internal/password"
@@ -172,6 +173,7 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 		return err
 	}
 	a.Preferences = preferences.NewService(a.db, categories)
+	a.Preferences.SetUnsubscribeLinks(preferences.UnsubscribeLinks{Key: a.Accounts.LinkKey(preferences.UnsubscribePurpose)})
 	housekeeping := &jobs.HousekeepingWorker{DB: a.db, DeliveryRetention: cfg.DeliveryRetention, SecurityLog: a.SecurityLog, SecurityLogRetention: cfg.SecurityLogRetention,
 		Guests: a.Accounts, GuestRetention: cfg.GuestRetention,
 		Logger: logger.With("component", "housekeeping")}
@@ -268,6 +270,14 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 		return err
 	}
 	river.AddWorker(a.workers, alertWorker)
+	// The email channel of sends to a user.
+	owner.Log = logger.With("component", "notifyemail")
+	emailWorker, err := notifyemail.New(notifyemail.Deps{Deps: owner, Settings: a.db, Categories: a.Preferences.Catalogue(),
+		UnsubscribeURL: unsubscribeURL(cfg.PublicBase(), a.Preferences.UnsubscribeLinks())}, 0)
+	if err != nil {
+		return err
+	}
+	river.AddWorker(a.workers, emailWorker)
 	a.Webhooks = a.newWebhooks()
 	river.AddWorker(a.workers, &webhooks.DeliveryWorker{Service: a.Webhooks})
 	slots := a.Webhooks.Slots()
@@ -829,6 +839,17 @@ func endSessionURL(base string, sess *sessions.Service) func(accountID, sessionI
 	}
 	return func(accountID, sessionID string) string {
 		return base + "/api/v1/auth/sessions/end?token=" + url.QueryEscape(sess.EndLinkToken(accountID, sessionID))
+	}
+}
+
+// unsubscribeURL is the one-click unsubscribe link of a notification
+// email (nil without a public base URL: the emails carry none).
+func unsubscribeURL(base string, links preferences.UnsubscribeLinks) func(accountID, category string) string {
+	if base == "" {
+		return nil
+	}
+	return func(accountID, category string) string {
+		return base + "/api/v1/notifications/unsubscribe?token=" + url.QueryEscape(links.Sign(accountID, category, preferences.ChannelEmail))
 	}
 }
 

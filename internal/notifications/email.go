@@ -1,0 +1,24 @@
+package notifications
+
+import (
+	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/riverqueue/river"
+)
+
+// EmailArgs is the durable job of a send's email channel: the
+// notification's subject and content, to the account's verified address,
+// in the account's locale (mail.EmailNotification). The worker
+// (internal/notifyemail) reads the account and its preferences when it
+// runs: the address then, and the preference then, win.
+type EmailArgs struct {
+	AccountID string `json:"account_id"`
+	Subject   string `json:"subject"`
+	Content   string `json:"content"`
+	Category  string `json:"category"`
+}
+
+// Kind implements river.JobArgs.
+func (EmailArgs) Kind() string { return "notification_email" }
+
+// InsertOpts puts the job on the emails' queue.
+func (EmailArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: accounts.QueueEmail} }
