@@ -202,6 +202,10 @@ func restRoutes(h *rest.Handlers) []route {
 		{"PATCH", "/api/v1/users/me/notification-preferences", auth.Protected, h.UpdateMyPreferences()},
 		{"GET", "/api/v1/admin/users/{id}/notification-preferences", auth.Scoped(auth.ScopeAccountsRead), h.UserPreferences()},
 		{"PATCH", "/api/v1/admin/users/{id}/notification-preferences", auth.Scoped(auth.ScopeAccountsWrite), h.UpdateUserPreferences()},
+		// A notification email's unsubscribe link: public (the token is
+		// the credential), charged to the auth tier like the other links.
+		{"GET", "/api/v1/notifications/unsubscribe", auth.ForAuthTier, h.UnsubscribePage()},
+		{"POST", "/api/v1/notifications/unsubscribe", auth.ForAuthTier, h.Unsubscribe()},
 		// Guest accounts (issue 25).
 		{"POST", "/api/v1/auth/guest", auth.ForAuthTier, h.SignInAsGuest()},
 		{"POST", "/api/v1/users/me/upgrade", auth.Protected, h.UpgradeGuest()},
