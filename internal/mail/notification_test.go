@@ -75,3 +75,23 @@ func TestSMTPListUnsubscribe(t *testing.T) {
 		}
 	}
 }
+
+// An override of the notification email must show the content, the
+// subject and the unsubscribe link: a template that drops one is refused
+// at load, naming the file.
+func TestNotificationOverrideChecked(t *testing.T) {
+	for what, tc := range map[string]struct{ txt, want string }{
+		"no content": {`{{define "subject"}}{{.Title}}{{end}}{{define "body"}}{{.UnsubscribeURL}}{{end}}`, "content"},
+		"no link":    {`{{define "subject"}}{{.Title}}{{end}}{{define "body"}}{{.Content}}{{end}}`, "unsubscribe link"},
+		"no subject": {`{{define "subject"}}News{{end}}{{define "body"}}{{.Content}} {{.UnsubscribeURL}}{{end}}`, "subject"},
+	} {
+		_, err := mail.LoadTemplates(writeFiles(t, map[string]string{"en/notification.txt": tc.txt}), mail.Brand{})
+		if err == nil || !strings.Contains(err.Error(), "notification.txt") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error naming notification.txt and the %s", what, err, tc.want)
+		}
+	}
+	// A subject that adds to the notification's is fine.
+	if _, err := mail.LoadTemplates(writeFiles(t, map[string]string{"en/notification.txt": `{{define "subject"}}[{{.Product}}] {{.Title}}{{end}}{{define "body"}}{{.Content}} {{.UnsubscribeURL}}{{end}}`}), mail.Brand{}); err != nil {
+		t.Errorf("a prefixed subject: %v", err)
+	}
+}

@@ -401,8 +401,8 @@ func (t *Templates) check(files map[string]source, loc, email string) error {
 				return fmt.Errorf("%s: the notification's content must show ({{.Content}})", files[loc+"/"+email+part].name)
 			}
 		}
-		if m.Subject != v.Title {
-			return fmt.Errorf("%s: the subject must be the notification's ({{.Title}}), not %q", files[loc+"/"+email+".txt"].name, m.Subject)
+		if !strings.Contains(m.Subject, v.Title) {
+			return fmt.Errorf("%s: the subject must show the notification's ({{.Title}}), not only %q", files[loc+"/"+email+".txt"].name, m.Subject)
 		}
 	}
 	if !strings.Contains(m.Text, sample) {
