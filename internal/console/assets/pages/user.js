@@ -345,18 +345,22 @@ export async function render(main, params) {
   const subjectIn = h("input", { name: "subject", required: true, maxlength: "512", value: "Test from Herald" });
   const contentIn = h("textarea", { name: "content", required: true, maxlength: "2048" }, "This is a test notification.");
   const telegramIn = h("input", { type: "checkbox", name: "telegram" });
+  // The email channel: a queued job to the verified address.
+  const emailIn = h("input", { type: "checkbox", name: "email" });
   const sendTest = h("button", { type: "submit" }, "Send test");
   const outcomes = h("div", { id: "outcomes", "aria-live": "polite" });
   const testForm = h("form", { "aria-label": "Send a test notification" },
     field("Subject", subjectIn), field("Content", contentIn),
-    h("label", { class: "check" }, telegramIn, "Also to the linked Telegram chat"), h("div", {}, sendTest));
+    h("label", { class: "check" }, telegramIn, "Also to the linked Telegram chat"),
+    h("label", { class: "check" }, emailIn, "Also by email (to the verified address)"), h("div", {}, sendTest));
   testForm.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     await guard(async () => {
       const { sendNotificationToUser: r } = await api.gql(`mutation ($userId: ID!, $n: NotificationInput!, $channels: [String!]) {
         sendNotificationToUser(userId: $userId, notification: $n, channels: $channels) {
           status message outcomes { deviceId chatId platform channel status error } } }`,
-      { userId: id, n: { subject: subjectIn.value, content: contentIn.value }, channels: telegramIn.checked ? ["push", "telegram"] : ["push"] });
+      { userId: id, n: { subject: subjectIn.value, content: contentIn.value },
+        channels: ["push", ...(telegramIn.checked ? ["telegram"] : []), ...(emailIn.checked ? ["email"] : [])] });
       const kind = r.status === "sent" ? "ok" : r.status === "partial" || r.status === "no_recipients" ? "warn" : "bad";
       outcomes.replaceChildren(h("p", {}, badge(r.status, kind), " ", r.message));
       if (r.outcomes.length > 0) outcomes.append(h("div", { class: "scroll" }, h("table", {},
@@ -364,7 +368,7 @@ export async function render(main, params) {
           h("tbody", {}, r.outcomes.map((o) => h("tr", { class: "outcome" },
             h("td", {}, h("code", {}, o.deviceId ?? o.chatId ?? "—")),
             h("td", {}, o.platform), h("td", {}, o.channel),
-            h("td", {}, badge(o.status, o.status === "sent" ? "ok" : "bad")),
+            h("td", {}, badge(o.status, o.status === "sent" || o.status === "queued" ? "ok" : "bad")),
             h("td", {}, o.error ? h("code", {}, o.error) : "—")))))));
     }, sendTest);
   });
