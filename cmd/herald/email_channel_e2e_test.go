@@ -166,6 +166,8 @@ func TestEmailChannelE2E(t *testing.T) {
 				expectError(t, "a malformed token", r, http.StatusBadRequest, "UNSUBSCRIBE_LINK_INVALID")
 				r = restCall(t, h, http.MethodPost, path, "something=else", withHeader("Content-Type", "application/x-www-form-urlencoded"))
 				expectError(t, "a post without the one-click body", r, http.StatusBadRequest, "VALIDATION_ERROR")
+				r = restCall(t, h, http.MethodPost, path, "List-Unsubscribe=One-Click&pad="+strings.Repeat("a", 5000), withHeader("Content-Type", "application/x-www-form-urlencoded"))
+				expectError(t, "a post of 5 kB", r, http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE")
 				if !productEmail() {
 					t.Fatal("a refused unsubscribe turned product email off")
 				}

@@ -26,6 +26,10 @@ type unsubscribePageData struct {
 	Error    string
 }
 
+// unsubscribeMaxBody bounds an unsubscribe post's body: the one-click
+// form is 26 bytes.
+const unsubscribeMaxBody = 4096
+
 // oneClick is the body of an RFC 8058 one-click POST: the form field
 // List-Unsubscribe with the value One-Click.
 const (
@@ -62,16 +66,20 @@ func (h *Handlers) UnsubscribePage() http.HandlerFunc {
 // form (field page) gets the page back instead.
 func (h *Handlers) Unsubscribe() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, 4096)
+		r.Body = http.MaxBytesReader(w, r.Body, unsubscribeMaxBody)
 		mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		var err error
 		switch mt {
 		case "multipart/form-data":
-			err = r.ParseMultipartForm(4096)
+			err = r.ParseMultipartForm(unsubscribeMaxBody)
 		case "application/x-www-form-urlencoded":
 			err = r.ParseForm()
 		default:
 			err = errors.New("not a form")
+		}
+		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
+			api.WriteError(w, r, apperr.Newf(apperr.PayloadTooLarge, "An unsubscribe post is at most %d bytes.", unsubscribeMaxBody).With("limit", unsubscribeMaxBody))
+			return
 		}
 		if err != nil || r.PostForm.Get(oneClickField) != oneClickValue {
 			api.WriteError(w, r, apperr.Newf(apperr.ValidationError, "An unsubscribe is a form post of List-Unsubscribe=One-Click (RFC 8058).").
