@@ -13,6 +13,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -38,6 +39,24 @@ func sendByEmail(t *testing.T, f *sendsFixture, dn, userID, category string, n m
 		return gql(t, f.h, "sendNotificationToUser", emailSendDoc, map[string]any{"id": userID, "n": n, "c": category, "ch": channels}, withBearer(f.admin))
 	}
 	return restCall(t, f.h, http.MethodPost, "/api/v1/notifications/users/"+userID, map[string]any{"notification": n, "category": category, "channels": channels}, withAPIKey(f.key))
+}
+
+// emailJobs counts the notification_email jobs of accountID with
+// subject, read from the server's database.
+func emailJobs(t *testing.T, h *herald, d sqlstoretest.Dialect, accountID, subject string) int {
+	t.Helper()
+	db := h.store(t)
+	var n int
+	var err error
+	if d == "postgres" {
+		err = db.Pool().QueryRow(context.Background(), `SELECT COUNT(*) FROM river_job WHERE kind = 'notification_email' AND args->>'account_id' = $1 AND args->>'subject' = $2`, accountID, subject).Scan(&n)
+	} else {
+		err = db.SQL().QueryRowContext(context.Background(), `SELECT COUNT(*) FROM river_job WHERE kind = 'notification_email' AND json_extract(args, '$.account_id') = ? AND json_extract(args, '$.subject') = ?`, accountID, subject).Scan(&n)
+	}
+	if err != nil {
+		t.Fatalf("counting the email jobs of %s: %v", accountID, err)
+	}
+	return n
 }
 
 // emailOutcome is the send's outcome of channel email, nil when none.
@@ -205,6 +224,30 @@ func TestEmailChannelE2E(t *testing.T) {
 				if jsonPath(r.data, "status") != "sent" || asInt(t, jsonPath(r.data, "skipped", "optedOut")) != 1 || emailOutcome(t, r) != nil {
 					t.Fatalf("a messages send to a user who turned its email off = %v", r.data)
 				}
+				// The same send twice under one idempotency key queues one
+				// job; the answer is the first again.
+				for i := range 2 {
+					var r result
+					if dn == graphQLDoor.name {
+						r = gql(t, h, "sendNotificationToUser", strings.NewReplacer("$ch: [String!])", "$ch: [String!], $k: String)", "channels: $ch)", "channels: $ch, idempotencyKey: $k)").Replace(emailSendDoc),
+							map[string]any{"id": userID, "n": notify("Once", "Only once", nil), "c": "security", "ch": []string{"email"}, "k": "once-" + dn}, withBearer(f.admin))
+					} else {
+						r = restCall(t, h, http.MethodPost, "/api/v1/notifications/users/"+userID, map[string]any{"notification": notify("Once", "Only once", nil), "category": "security", "channels": []string{"email"}},
+							withAPIKey(f.key), withHeader("Idempotency-Key", "once-"+dn))
+					}
+					expectOK(t, "an idempotent email send", r, http.StatusOK)
+					if o := emailOutcome(t, r); o == nil || o["status"] != "queued" {
+						t.Fatalf("send %d under one key = %v", i+1, r.data)
+					}
+				}
+				if n := emailJobs(t, h, d, userID, "Once"); n != 1 {
+					t.Fatalf("two sends under one idempotency key queued %d email jobs, want 1", n)
+				}
+				mails++
+				if m := h.SMTP.WaitForMessages(t, email, mails, mailWait)[mails-1]; m.Subject != "Once" || m.Header.Get("List-Unsubscribe") != "" {
+					t.Fatalf("the security email: %q, List-Unsubscribe %q", m.Subject, m.Header.Get("List-Unsubscribe"))
+				}
+
 				// A service email still goes out: it is the last one.
 				expectOK(t, "a service send", sendByEmail(t, f, dn, userID, "service", notify("Maintenance", "Tonight", nil), "email"), http.StatusOK)
 				mails++
