@@ -280,15 +280,29 @@ func TestEmailChannelE2E(t *testing.T) {
 			})
 		}
 
+		// A user who turned product email off in the preferences gets no
+		// product email: nothing is queued, the skip is counted.
+		offAccess, offID := newUserToken(t, h, restDoor.name, "product-off@example.com")
+		h.SMTP.WaitForMessages(t, "product-off@example.com", 1, mailWait) // the verification code's
+		expectOK(t, "turn product email off", preferencesOp(t, h, restDoor.name, "updateMyNotificationPreferences", "", []map[string]any{setting("product", "email", false)}, offAccess), http.StatusOK)
+		r := sendByEmail(t, f, restDoor.name, offID, "product", notify("Winter sale", "Half price", nil), "email")
+		expectOK(t, "a product email to a user who turned it off", r, http.StatusOK)
+		if jsonPath(r.data, "status") != "no_recipients" || asInt(t, jsonPath(r.data, "skipped", "optedOut")) != 1 || emailJobs(t, h, d, offID, "Winter sale") != 0 {
+			t.Fatalf("a product email to a user who turned it off = %v (%d jobs)", r.data, emailJobs(t, h, d, offID, "Winter sale"))
+		}
+
 		// An account without a verified address gets no email: the send
 		// has no email outcome and, with nothing else, no recipients.
 		signup(t, h, restDoor, "unverified@example.com", testPassword)
 		h.SMTP.WaitForMessages(t, "unverified@example.com", 1, mailWait) // the verification code's
 		unverified := h.account(t, "unverified@example.com")
-		r := sendByEmail(t, f, restDoor.name, unverified.ID, "product", notify("Hello", "There", nil), "email")
+		r = sendByEmail(t, f, restDoor.name, unverified.ID, "product", notify("Hello", "There", nil), "email")
 		expectOK(t, "an email to an unverified account", r, http.StatusOK)
 		if jsonPath(r.data, "status") != "no_recipients" || emailOutcome(t, r) != nil || !strings.Contains(jsonPath(r.data, "message").(string), "no verified email address") {
 			t.Fatalf("an email to an unverified account = %v", r.data)
+		}
+		if n := emailJobs(t, h, d, unverified.ID, "Hello"); n != 0 {
+			t.Fatalf("an email to an unverified account queued %d jobs, want none", n)
 		}
 		if n := h.SMTP.Count("unverified@example.com"); n != 1 {
 			t.Fatalf("the unverified account got %d emails, want its verification code's alone", n)
