@@ -349,6 +349,10 @@ func (a *App) openJobs() (*jobs.Runner, error) {
 		Queues: map[string]river.QueueConfig{
 			river.QueueDefault:  {MaxWorkers: 10},
 			accounts.QueueEmail: {MaxWorkers: 5},
+			// Notification emails (sends to a user on channel email): a
+			// queue of their own, so that a burst of them never delays
+			// a signup's code email.
+			notifications.QueueEmail: {MaxWorkers: 5},
 			// Each broadcast sends with its own bounded concurrency; two at
 			// once keep providers and the database within bounds.
 			notifications.QueuePush: {MaxWorkers: 2},

@@ -1,9 +1,6 @@
 package notifications
 
-import (
-	"github.com/herald-vpn/herald/internal/accounts"
-	"github.com/riverqueue/river"
-)
+import "github.com/riverqueue/river"
 
 // EmailArgs is the durable job of a send's email channel: the
 // notification's subject and content, to the account's verified address,
@@ -20,5 +17,10 @@ type EmailArgs struct {
 // Kind implements river.JobArgs.
 func (EmailArgs) Kind() string { return "notification_email" }
 
-// InsertOpts puts the job on the emails' queue.
-func (EmailArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: accounts.QueueEmail} }
+// QueueEmail is the River queue of the email channel's jobs: a queue of
+// its own, so that many notification emails never hold up the code
+// emails (accounts.QueueEmail) a signup waits for.
+const QueueEmail = "notification_email"
+
+// InsertOpts puts the job on QueueEmail.
+func (EmailArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: QueueEmail} }
