@@ -45,14 +45,18 @@ type Deps struct {
 // Worker works notifications.EmailArgs jobs.
 type Worker struct {
 	river.WorkerDefaults[notifications.EmailArgs]
-	send *ownernotice.Sender
-	deps Deps
+	send    *ownernotice.Sender
+	deps    Deps
+	timeout time.Duration
 }
 
 // New returns the worker; sendTimeout bounds the SMTP send (30 seconds
 // when zero). An error when a required dependency is missing.
 func New(deps Deps, sendTimeout time.Duration) (*Worker, error) {
 	deps.Push, deps.Chats = nil, nil
+	if sendTimeout <= 0 {
+		sendTimeout = 30 * time.Second
+	}
 	send, err := ownernotice.NewSender(deps.Deps, "notification email", sendTimeout)
 	if err != nil {
 		return nil, err
@@ -60,12 +64,13 @@ func New(deps Deps, sendTimeout time.Duration) (*Worker, error) {
 	if deps.Categories.Empty() {
 		deps.Categories, _ = preferences.NewCatalogue(nil)
 	}
-	return &Worker{send: send, deps: deps}, nil
+	return &Worker{send: send, deps: deps, timeout: sendTimeout}, nil
 }
 
-// Timeout bounds one attempt.
+// Timeout bounds one attempt: one SMTP send, and the reads around it.
+// River rescues the job of a replica that died once it is past it.
 func (w *Worker) Timeout(*river.Job[notifications.EmailArgs]) time.Duration {
-	return w.send.JobTimeout()
+	return w.timeout + 10*time.Second
 }
 
 // Work sends the email, or skips it (see the package comment); an error,
