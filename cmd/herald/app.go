@@ -29,6 +29,7 @@ import (
 	"github.com/herald-vpn/herald/internal/metrics"
 	"github.com/herald-vpn/herald/internal/mfa"
 	"github.com/herald-vpn/herald/internal/notifications"
+	"github.com/herald-vpn/herald/internal/notifyemail"
 	"github.com/herald-vpn/herald/internal/ownernotice"
 	"github.com/herald-vpn/herald/internal/passkeys"
 	"github.com/herald-vpn/herald/internal/password"
@@ -174,6 +175,7 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 		return err
 	}
 	a.Preferences = preferences.NewService(a.db, categories)
+	a.Preferences.SetUnsubscribeLinks(preferences.UnsubscribeLinks{Key: a.Accounts.LinkKey(preferences.UnsubscribePurpose)})
 	housekeeping := &jobs.HousekeepingWorker{DB: a.db, DeliveryRetention: cfg.DeliveryRetention, SecurityLog: a.SecurityLog, SecurityLogRetention: cfg.SecurityLogRetention,
 		Guests: a.Accounts, GuestRetention: cfg.GuestRetention,
 		Logger: logger.With("component", "housekeeping")}
@@ -278,6 +280,14 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 		return err
 	}
 	river.AddWorker(a.workers, alertWorker)
+	// The email channel of sends to a user.
+	owner.Log = logger.With("component", "notifyemail")
+	emailWorker, err := notifyemail.New(notifyemail.Deps{Deps: owner, Settings: a.db, Categories: a.Preferences.Catalogue(),
+		UnsubscribeURL: unsubscribeURL(cfg.PublicBase(), a.Preferences.UnsubscribeLinks())}, 0)
+	if err != nil {
+		return err
+	}
+	river.AddWorker(a.workers, emailWorker)
 	a.Webhooks = a.newWebhooks()
 	river.AddWorker(a.workers, &webhooks.DeliveryWorker{Service: a.Webhooks})
 	slots := a.Webhooks.Slots()
@@ -349,6 +359,10 @@ func (a *App) openJobs() (*jobs.Runner, error) {
 		Queues: map[string]river.QueueConfig{
 			river.QueueDefault:  {MaxWorkers: 10},
 			accounts.QueueEmail: {MaxWorkers: 5},
+			// Notification emails (sends to a user on channel email): a
+			// queue of their own, so that a burst of them never delays
+			// a signup's code email.
+			notifications.QueueEmail: {MaxWorkers: 5},
 			// Each broadcast sends with its own bounded concurrency; two at
 			// once keep providers and the database within bounds.
 			notifications.QueuePush: {MaxWorkers: 2},
@@ -879,6 +893,17 @@ func endSessionURL(base string, sess *sessions.Service) func(accountID, sessionI
 	}
 	return func(accountID, sessionID string) string {
 		return base + "/api/v1/auth/sessions/end?token=" + url.QueryEscape(sess.EndLinkToken(accountID, sessionID))
+	}
+}
+
+// unsubscribeURL is the one-click unsubscribe link of a notification
+// email (nil without a public base URL: the emails carry none).
+func unsubscribeURL(base string, links preferences.UnsubscribeLinks) func(accountID, category string) string {
+	if base == "" {
+		return nil
+	}
+	return func(accountID, category string) string {
+		return base + "/api/v1/notifications/unsubscribe?token=" + url.QueryEscape(links.Sign(accountID, category, preferences.ChannelEmail))
 	}
 }
 

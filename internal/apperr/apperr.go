@@ -132,6 +132,10 @@ const (
 	// CAPTCHA (issue 25).
 	CaptchaRequired Code = "CAPTCHA_REQUIRED"
 	CaptchaFailed   Code = "CAPTCHA_FAILED"
+
+	// Unsubscribe links of notification emails (issue 26).
+	UnsubscribeLinkInvalid Code = "UNSUBSCRIBE_LINK_INVALID"
+	UnsubscribeLinkUsed    Code = "UNSUBSCRIBE_LINK_USED"
 )
 
 // Entry is one row of the catalogue.
@@ -243,6 +247,9 @@ var catalogue = map[Code]Entry{
 	NotAGuest:                     {NotAGuest, http.StatusConflict, "This account is not a guest (it has upgraded already)."},
 	LastSignInMethod:              {LastSignInMethod, http.StatusConflict, "This is the account's last way to sign in: add a password, a passkey or another identity first."},
 	RecentSignInRequired:          {RecentSignInRequired, http.StatusForbidden, "This account has no password: sign in again (with the provider, a passkey or as the guest) and retry within minutes."},
+
+	UnsubscribeLinkInvalid: {UnsubscribeLinkInvalid, http.StatusBadRequest, "The unsubscribe link is not valid (details.reason: format, signature, expired, category, account); turn the emails off in the app's notification settings."},
+	UnsubscribeLinkUsed:    {UnsubscribeLinkUsed, http.StatusBadRequest, "This unsubscribe link was used already; each link works once."},
 }
 
 // Lookup returns the catalogue entry of code. An unknown code is a

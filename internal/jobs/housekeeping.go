@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/preferences"
 	"github.com/herald-vpn/herald/internal/securitylog"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/webhooks"
@@ -60,13 +61,19 @@ func (w *HousekeepingWorker) Work(ctx context.Context, _ *river.Job[Housekeeping
 			return fmt.Errorf("housekeeping: guests: %w", err)
 		}
 	}
+	// An unsubscribe link's use is kept as long as the link could be
+	// used again: past the links' lifetime it names an expired token.
+	links, err := w.DB.DeleteUnsubscribeLinkUses(ctx, w.DB.Now().Add(-preferences.UnsubscribeTTL))
+	if err != nil {
+		return fmt.Errorf("housekeeping: unsubscribe links: %w", err)
+	}
 	if w.WebhookSlots != nil {
 		if _, err := w.DB.SweepWebhookSlots(ctx, *w.WebhookSlots); err != nil {
 			return fmt.Errorf("housekeeping: webhook slots: %w", err)
 		}
 	}
 	w.Logger.InfoContext(ctx, "housekeeping", "deliveries", p.Deliveries, "sessions", p.Sessions, "codes", p.Codes, "pending_codes", p.PendingCodes, "leases", p.Leases,
-		"telegram_updates", p.TelegramUpdates, "webhook_events", p.WebhookEvents, "idempotency_keys", p.IdempotencyKeys, "security_events", security, "guests", guests)
+		"telegram_updates", p.TelegramUpdates, "webhook_events", p.WebhookEvents, "idempotency_keys", p.IdempotencyKeys, "security_events", security, "guests", guests, "unsubscribe_link_uses", links)
 	return nil
 }
 

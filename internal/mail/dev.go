@@ -35,6 +35,9 @@ func (d *DevSender) Send(ctx context.Context, m Message) error {
 	if m.Locale != "" {
 		attrs = append(attrs, slog.String("locale", m.Locale))
 	}
+	if m.ListUnsubscribe != "" {
+		attrs = append(attrs, slog.String("list_unsubscribe", m.ListUnsubscribe))
+	}
 	attrs = append(attrs, slog.String("text", m.Text), slog.Int("html_bytes", len(m.HTML)))
 	d.logger.LogAttrs(context.WithoutCancel(ctx), slog.LevelInfo, DevMessage, attrs...)
 	return nil

@@ -28,6 +28,12 @@ type Message struct {
 	// mailer logs them as fields of their own.
 	Code   string
 	Locale string
+
+	// ListUnsubscribe is the one-click unsubscribe URL of a notification
+	// email ("" for none): SMTPSender sends it as the List-Unsubscribe
+	// header and, when it is https, List-Unsubscribe-Post:
+	// List-Unsubscribe=One-Click (RFC 8058, which wants an https URL).
+	ListUnsubscribe string
 }
 
 // Sender delivers a Message. Implementations are safe for concurrent use.

@@ -302,6 +302,13 @@ func (s *SMTPSender) buildMsg(m Message) (*gomail.Msg, error) {
 		return nil, fmt.Errorf("recipient %q: %w", m.To, err)
 	}
 	msg.Subject(m.Subject)
+	if m.ListUnsubscribe != "" {
+		// RFC 8058: one-click needs an https URL; an http one (a
+		// development server) is offered as a plain RFC 2369 link.
+		if err := msg.SetListUnsubscribeOneClick(m.ListUnsubscribe); err != nil {
+			msg.SetListUnsubscribe(m.ListUnsubscribe)
+		}
+	}
 	msg.SetDate()
 	msg.SetMessageIDWithValue(rand.Text() + "@" + s.msgIDDomain)
 	switch {

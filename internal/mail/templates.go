@@ -55,13 +55,19 @@ const (
 	EmailNewDevice = "new_device"
 )
 
+// EmailNotification is a notification sent to a user on the email
+// channel (notifications.ChannelEmail): its subject and content as the
+// sender wrote them, and, unless its category is critical, the link that
+// unsubscribes from that category's emails (Vars.UnsubscribeURL).
+const EmailNotification = "notification"
+
 // codeEmails carry a one-time code; notices do not, nor security
 // notices. emails is all, for the checks at load.
 var (
 	codeEmails = []string{EmailVerify, EmailReset, EmailChangeEmail}
 	notices    = []string{EmailPaymentFailed, EmailExpired, EmailRefunded, EmailTrialEnding}
 	security   = []string{EmailRecoveryCodeUsed, EmailChangeRequested, EmailChanged, EmailPasswordChanged, EmailNewDevice}
-	emails     = slices.Concat(codeEmails, notices, security)
+	emails     = slices.Concat(codeEmails, notices, security, []string{EmailNotification})
 )
 
 // Emails returns the names of the emails that carry a one-time code.
@@ -118,6 +124,12 @@ type Data struct {
 	IP           string    // a new-device alert's client address
 	UserAgent    string    // a new-device alert's user agent ("" when none was sent)
 	EndURL       string    // where a new-device alert's reader ends that session ("" when the server has no public URL)
+	// A notification's: its subject and content as the sender wrote
+	// them, and the link that unsubscribes from its category's emails
+	// ("" for a critical category, or when the server has no public URL).
+	Title          string
+	Content        string
+	UnsubscribeURL string
 }
 
 // Vars are what one email says besides the brand.
@@ -140,6 +152,12 @@ type Vars struct {
 	IP        string
 	UserAgent string
 	EndURL    string
+	// A notification's (EmailNotification): its subject and content, and
+	// the one-click unsubscribe link; the rendered Message carries the
+	// link as ListUnsubscribe too.
+	Title          string
+	Content        string
+	UnsubscribeURL string
 }
 
 // Templates renders Herald's emails: the embedded templates, any of which
@@ -364,13 +382,28 @@ func (t *Templates) check(files map[string]source, loc, email string) error {
 		sample, field, what = "7", "{{.Count}}", "count"
 	case email == EmailNewDevice:
 		sample, field, what = "203.0.113.7", "{{.IP}}", "IP address"
+	case email == EmailNotification:
+		sample, field, what = "https://unsubscribe.example.com/check", "{{.UnsubscribeURL}}", "unsubscribe link"
 	}
 	v := Vars{Code: "123456", TTL: 15 * time.Minute, Plan: "premium", RenewURL: "https://renew.example.com/check", Date: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC),
 		NewEmail: "new-address@example.com", CancelURL: "https://cancel.example.com/check", Count: 7,
-		IP: "203.0.113.7", UserAgent: "CheckBrowser/1.0", EndURL: "https://end.example.com/check"}
+		IP: "203.0.113.7", UserAgent: "CheckBrowser/1.0", EndURL: "https://end.example.com/check",
+		Title: "Check subject", Content: "Check content", UnsubscribeURL: "https://unsubscribe.example.com/check"}
 	m, err := t.render(loc, email, "check@example.com", v)
 	if err != nil {
 		return err
+	}
+	if email == EmailNotification {
+		// The notification's own words, in both parts; its subject is
+		// the sender's.
+		for part, body := range map[string]string{".txt": m.Text, ".html": m.HTML} {
+			if !strings.Contains(body, v.Content) {
+				return fmt.Errorf("%s: the notification's content must show ({{.Content}})", files[loc+"/"+email+part].name)
+			}
+		}
+		if !strings.Contains(m.Subject, v.Title) {
+			return fmt.Errorf("%s: the subject must show the notification's ({{.Title}}), not only %q", files[loc+"/"+email+".txt"].name, m.Subject)
+		}
 	}
 	if !strings.Contains(m.Text, sample) {
 		return fmt.Errorf("%s: the text part must show the %s (%s)", files[loc+"/"+email+".txt"].name, what, field)
@@ -418,7 +451,8 @@ func (t *Templates) localeFor(locale string) string {
 	return DefaultLocale
 }
 
-// Render composes email (EmailVerify, EmailReset, or a notice) to to, in the language
+// Render composes email (EmailVerify, EmailReset, a notice, or
+// EmailNotification) to to, in the language
 // that best fits locale (an account's BCP 47 tag; "" for the default).
 func (t *Templates) Render(email, locale, to string, v Vars) (Message, error) {
 	return t.render(t.localeFor(locale), email, to, v)
@@ -430,22 +464,25 @@ func (t *Templates) render(loc, email, to string, v Vars) (Message, error) {
 		return Message{}, fmt.Errorf("mail: no email named %q", email)
 	}
 	d := Data{
-		Product:      t.brand.Product,
-		LogoURL:      t.brand.LogoURL,
-		SupportEmail: t.brand.SupportEmail,
-		Lang:         loc,
-		Code:         v.Code,
-		ValidSeconds: int(v.TTL.Round(time.Second) / time.Second),
-		ValidMinutes: int(v.TTL.Round(time.Minute) / time.Minute),
-		Plan:         v.Plan,
-		RenewURL:     v.RenewURL,
-		Date:         v.Date,
-		NewEmail:     v.NewEmail,
-		CancelURL:    v.CancelURL,
-		Count:        v.Count,
-		IP:           v.IP,
-		UserAgent:    v.UserAgent,
-		EndURL:       v.EndURL,
+		Product:        t.brand.Product,
+		LogoURL:        t.brand.LogoURL,
+		SupportEmail:   t.brand.SupportEmail,
+		Lang:           loc,
+		Code:           v.Code,
+		ValidSeconds:   int(v.TTL.Round(time.Second) / time.Second),
+		ValidMinutes:   int(v.TTL.Round(time.Minute) / time.Minute),
+		Plan:           v.Plan,
+		RenewURL:       v.RenewURL,
+		Date:           v.Date,
+		NewEmail:       v.NewEmail,
+		CancelURL:      v.CancelURL,
+		Count:          v.Count,
+		IP:             v.IP,
+		UserAgent:      v.UserAgent,
+		EndURL:         v.EndURL,
+		Title:          v.Title,
+		Content:        v.Content,
+		UnsubscribeURL: v.UnsubscribeURL,
 	}
 	var subject, text, html bytes.Buffer
 	if err := set.text.ExecuteTemplate(&subject, "subject", d); err != nil {
@@ -460,12 +497,13 @@ func (t *Templates) render(loc, email, to string, v Vars) (Message, error) {
 		return Message{}, err
 	}
 	return Message{
-		To:      to,
-		Subject: d.Subject,
-		Text:    strings.TrimSpace(text.String()) + "\n",
-		HTML:    html.String(),
-		Code:    v.Code,
-		Locale:  loc,
+		To:              to,
+		Subject:         d.Subject,
+		Text:            strings.TrimSpace(text.String()) + "\n",
+		HTML:            html.String(),
+		Code:            v.Code,
+		Locale:          loc,
+		ListUnsubscribe: v.UnsubscribeURL,
 	}, nil
 }
 

@@ -303,6 +303,8 @@ Valable {{template "validity" .}}.{{end}}`
 		files["fr/"+e+".txt"] = `{{define "subject"}}{{.Product}}{{end}}{{define "body"}}{{.Count}} {{.NewEmail}} {{.CancelURL}} {{.IP}}{{end}}`
 		files["fr/"+e+".html"] = `{{define "preheader"}}{{.Product}}{{end}}{{define "body"}}<p>{{.Count}} {{.NewEmail}} <a href="{{.CancelURL}}">{{.CancelURL}}</a> {{.IP}}</p>{{end}}`
 	}
+	files["fr/"+mail.EmailNotification+".txt"] = `{{define "subject"}}{{.Title}}{{end}}{{define "body"}}{{.Content}} {{.UnsubscribeURL}}{{end}}`
+	files["fr/"+mail.EmailNotification+".html"] = `{{define "preheader"}}{{.Title}}{{end}}{{define "body"}}<p>{{.Content}} <a href="{{.UnsubscribeURL}}">désabonner</a> {{.UnsubscribeURL}}</p>{{end}}`
 	tpl, err := mail.LoadTemplates(writeFiles(t, files), mail.Brand{})
 	if err != nil {
 		t.Fatal(err)

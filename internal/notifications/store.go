@@ -165,6 +165,9 @@ type Store interface {
 	// InvalidatePushToken marks the device's token invalid if it still is
 	// token.
 	InvalidatePushToken(ctx context.Context, deviceID, token string) error
+	// EnqueueJob inserts a background job (the email channel's
+	// EmailArgs).
+	EnqueueJob(ctx context.Context, args river.JobArgs) error
 
 	// CreateBroadcast counts the active devices with a valid token, writes
 	// the job (queued) and inserts job, in one transaction.

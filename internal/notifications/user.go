@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"encoding/json"
+	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/idempotency"
@@ -23,6 +24,9 @@ const (
 	ChannelPush = "push"
 	// ChannelTelegram is the Telegram chat the user linked to the account.
 	ChannelTelegram = "telegram"
+	// ChannelEmail is the account's verified email address: the email is
+	// a durable job (EmailArgs), not sent while the request waits.
+	ChannelEmail = "email"
 )
 
 // ChatSender sends a text to the Telegram chat linked to a user
@@ -53,18 +57,24 @@ const (
 	OutcomeFailed       = "failed"
 	// OutcomeBlocked: the linked Telegram chat blocked the bot.
 	OutcomeBlocked = "blocked"
+	// OutcomeQueued: the email is a job that sends it in the background
+	// (retried until the mail server takes it); a send counts it as done.
+	OutcomeQueued = "queued"
 )
 
 // DeviceOutcome is how the send to one device, or to the linked Telegram
 // chat, went.
 type DeviceOutcome struct {
-	DeviceID string `json:"deviceId,omitempty"` // "" for the chat
+	DeviceID string `json:"deviceId,omitempty"` // "" for the chat and the email
 	// ChatID is the linked chat's id (channel telegram), "" for a device.
-	ChatID   string `json:"chatId,omitempty"`
-	Platform string `json:"platform"` // android, ios, web, huawei, or telegram for the chat
+	ChatID string `json:"chatId,omitempty"`
+	// Platform is android, ios, web or huawei for a device, telegram for
+	// the chat, email for the email.
+	Platform string `json:"platform"`
 	Channel  string `json:"channel"`
 	// Status is OutcomeSent, OutcomeInvalidToken or OutcomeFailed for a
-	// device; OutcomeSent, OutcomeFailed or OutcomeBlocked for the chat.
+	// device; OutcomeSent, OutcomeFailed or OutcomeBlocked for the chat;
+	// OutcomeQueued for the email.
 	Status string `json:"status"`
 	// Error is the catalogue code of a failed or invalid_token outcome.
 	Error string `json:"error,omitempty"`
@@ -91,7 +101,8 @@ type SkipCounts struct {
 
 // UserSendOptions are sendNotificationToUser's optional arguments.
 type UserSendOptions struct {
-	// Channels are ChannelPush (the default) and ChannelTelegram.
+	// Channels are ChannelPush (the default), ChannelTelegram and
+	// ChannelEmail.
 	Channels []string
 	// Category is the notification category ("" is
 	// preferences.DefaultCategory).
@@ -113,9 +124,13 @@ func DeviceChannel(platform string) string {
 // SendToUser pushes n now to every active device of the user that has a
 // valid push token, at once, and answers one outcome per such device.
 // channels defaults to push; with telegram, the subject and content also
-// go to the user's linked, subscribed Telegram chat (one more outcome).
-// Another channel is INVALID_INPUT (field channels). USER_NOT_FOUND for an
-// unknown user; a user without such a device or chat, or whose account is
+// go to the user's linked, subscribed Telegram chat (one more outcome);
+// with email, a job (EmailArgs) is queued that emails them to the
+// account's verified address (one more outcome, queued). An account
+// without a verified address (a guest's placeholder, an address not yet
+// verified) gets no email and no outcome for it. Another channel is
+// INVALID_INPUT (field channels). USER_NOT_FOUND for an unknown user; a
+// user without such a device, chat or address, or whose account is
 // disabled, is status no_recipients, not an error.
 func (s *Service) SendToUser(ctx context.Context, userID string, n Notification, opts UserSendOptions) (UserSendResult, error) {
 	if err := n.Validate(); err != nil {
@@ -129,7 +144,8 @@ func (s *Service) SendToUser(ctx context.Context, userID string, n Notification,
 	if err != nil {
 		return UserSendResult{}, err
 	}
-	if _, err := s.store.AccountByID(ctx, userID); errors.Is(err, storage.ErrNotFound) {
+	acct, err := s.store.AccountByID(ctx, userID)
+	if errors.Is(err, storage.ErrNotFound) {
 		return UserSendResult{}, apperr.Newf(apperr.UserNotFound, "No user with the id %q.", userID)
 	} else if err != nil {
 		return UserSendResult{}, err
@@ -155,7 +171,7 @@ func (s *Service) SendToUser(ctx context.Context, userID string, n Notification,
 	}
 	allows := func(channel string) bool { return s.cfg.Categories.Allows(settings, category, channel) }
 	var skipped SkipCounts
-	push, telegram := channelSet(channels)
+	push, telegram, email := channelSet(channels)
 	var list []devices.Device
 	if push {
 		if list, err = s.store.ListDevices(ctx, userID); err != nil {
@@ -176,6 +192,24 @@ func (s *Service) SendToUser(ctx context.Context, userID string, n Notification,
 		// Whether a chat is linked is not asked: the user said no.
 		telegram = false
 		skipped.OptedOut++
+	}
+	noAddress := false
+	switch {
+	case !email:
+	case !allows(preferences.ChannelEmail):
+		email = false
+		skipped.OptedOut++
+	case !HasEmailAddress(acct):
+		email, noAddress = false, true
+	}
+	var mailed *DeviceOutcome
+	if email {
+		// Queued before any push goes out: a refused insert fails the
+		// whole send, which the caller may then repeat.
+		if err := s.store.EnqueueJob(ctx, EmailArgs{AccountID: userID, Subject: n.Subject, Content: n.Content, Category: category}); err != nil {
+			return UserSendResult{}, err
+		}
+		mailed = &DeviceOutcome{Platform: ChannelEmail, Channel: ChannelEmail, Status: OutcomeQueued}
 	}
 	res := UserSendResult{UserID: userID, Outcomes: make([]DeviceOutcome, len(list)), Skipped: skipped}
 	var chat *DeviceOutcome
@@ -215,39 +249,80 @@ func (s *Service) SendToUser(ctx context.Context, userID string, n Notification,
 	if chat != nil {
 		res.Outcomes = append(res.Outcomes, *chat)
 	}
-	sent := 0
-	for _, o := range res.Outcomes {
-		if o.Status == OutcomeSent {
-			sent++
-		}
+	if mailed != nil {
+		res.Outcomes = append(res.Outcomes, *mailed)
 	}
-	total, what := len(res.Outcomes), "devices"
-	if telegram {
-		what = "recipients"
-	}
-	switch {
-	case total == 0 && skipped.OptedOut > 0:
-		res.Status, res.Message = UserNoRecipients, fmt.Sprintf("The user turned %s notifications off on the channels asked; nothing was sent.", category)
-	case total == 0 && telegram:
-		res.Status, res.Message = UserNoRecipients, "The user has no device with a valid push token and no linked Telegram chat; nothing was sent."
-	case total == 0:
-		res.Status, res.Message = UserNoRecipients, "The user has no device with a valid push token; nothing was sent."
-	case sent == total:
-		res.Status, res.Message = UserSent, fmt.Sprintf("Notification sent to %d of %d %s.", sent, total, what)
-	case sent > 0:
-		res.Status, res.Message = UserPartial, fmt.Sprintf("Notification sent to %d of %d %s.", sent, total, what)
-	default:
-		res.Status, res.Message = UserFailed, fmt.Sprintf("Notification sent to none of %d %s.", total, what)
-	}
+	res.Status, res.Message = userStatus(res.Outcomes, skipped, category, missing{push: push, telegram: telegram, email: noAddress})
 	return res, nil
 }
 
-// channelSet says which channels a send uses; none named is push alone.
-func channelSet(channels []string) (push, telegram bool) {
-	if len(channels) == 0 {
-		return true, false
+// HasEmailAddress reports whether the email channel can reach acct: an
+// address of its own, verified. A guest's placeholder is not one.
+func HasEmailAddress(acct accounts.Account) bool {
+	return !acct.Guest && acct.Email != "" && acct.Verified()
+}
+
+// missing are the channels a send asked for that found nothing to reach
+// (for the message of a send that reached nobody).
+type missing struct{ push, telegram, email bool }
+
+// userStatus is a send's status and message from its outcomes: sent when
+// every recipient got it (a queued email counts), partial when some did,
+// failed when none did, no_recipients when there was none.
+func userStatus(outcomes []DeviceOutcome, skipped SkipCounts, category string, m missing) (string, string) {
+	sent, queued := 0, 0
+	for _, o := range outcomes {
+		switch o.Status {
+		case OutcomeSent:
+			sent++
+		case OutcomeQueued:
+			queued++
+		}
 	}
-	return slices.Contains(channels, ChannelPush), slices.Contains(channels, ChannelTelegram)
+	total, what := len(outcomes), "devices"
+	if total > 0 && slices.ContainsFunc(outcomes, func(o DeviceOutcome) bool { return o.Channel != ChannelPush }) {
+		what = "recipients"
+	}
+	done := sent + queued
+	note := ""
+	if queued > 0 {
+		note = " The email is queued: it goes out in the background."
+	}
+	switch {
+	case total == 0 && skipped.OptedOut > 0:
+		return UserNoRecipients, fmt.Sprintf("The user turned %s notifications off on the channels asked; nothing was sent.", category)
+	case total == 0:
+		var lacks []string
+		if m.push {
+			lacks = append(lacks, "no device with a valid push token")
+		}
+		if m.telegram {
+			lacks = append(lacks, "no linked Telegram chat")
+		}
+		if m.email {
+			lacks = append(lacks, "no verified email address")
+		}
+		if len(lacks) == 0 {
+			return UserNoRecipients, "Nothing was sent."
+		}
+		if len(lacks) > 1 {
+			lacks = append(lacks[:len(lacks)-2], lacks[len(lacks)-2]+" and "+lacks[len(lacks)-1])
+		}
+		return UserNoRecipients, "The user has " + strings.Join(lacks, ", ") + "; nothing was sent."
+	case done == total:
+		return UserSent, fmt.Sprintf("Notification sent to %d of %d %s.%s", done, total, what, note)
+	case done > 0:
+		return UserPartial, fmt.Sprintf("Notification sent to %d of %d %s.%s", done, total, what, note)
+	}
+	return UserFailed, fmt.Sprintf("Notification sent to none of %d %s.", total, what)
+}
+
+// channelSet says which channels a send uses; none named is push alone.
+func channelSet(channels []string) (push, telegram, email bool) {
+	if len(channels) == 0 {
+		return true, false, false
+	}
+	return slices.Contains(channels, ChannelPush), slices.Contains(channels, ChannelTelegram), slices.Contains(channels, ChannelEmail)
 }
 
 // chatText is a notification as a Telegram message: the subject, a blank
@@ -259,9 +334,9 @@ func chatText(n Notification) string {
 func checkChannels(channels []string) error {
 	for _, c := range channels {
 		switch c {
-		case ChannelPush, ChannelTelegram:
+		case ChannelPush, ChannelTelegram, ChannelEmail:
 		default:
-			return invalidInput("channels", fmt.Sprintf("Unknown channel %q; the channels are push and telegram.", c))
+			return invalidInput("channels", fmt.Sprintf("Unknown channel %q; the channels are push, telegram and email.", c))
 		}
 	}
 	return nil

@@ -181,28 +181,33 @@ const (
 // retries, when a channel failed in a way a retry may mend; the channels
 // that succeeded are not sent again (see the package comment).
 func (s *Sender) Send(ctx context.Context, job Job, n Notice) error {
+	return errors.Join(
+		s.channel(ctx, job, n, ChannelPush, s.push),
+		s.channel(ctx, job, n, ChannelEmail, s.email),
+		s.channel(ctx, job, n, ChannelTelegram, s.telegram),
+	)
+}
+
+// SendEmail sends n's email alone, as Send sends that channel: the job of
+// a notification's email channel (internal/notifyemail).
+func (s *Sender) SendEmail(ctx context.Context, job Job, n Notice) error {
+	return s.channel(ctx, job, n, ChannelEmail, s.email)
+}
+
+// channel sends n on one channel under its idempotency key; an error
+// when a retry may mend the failure.
+func (s *Sender) channel(ctx context.Context, job Job, n Notice, name string, send func(context.Context, Notice) (string, error)) error {
 	attrs := append([]any{"account_id", n.Account.ID}, job.LogAttrs...)
-	var errs []error
-	for _, ch := range []struct {
-		name string
-		send func(context.Context, Notice) (string, error)
-	}{
-		{ChannelPush, s.push},
-		{ChannelEmail, s.email},
-		{ChannelTelegram, s.telegram},
-	} {
-		key := idempotency.Key{Service: s.deps.Idempotency, Field: "job", Value: fmt.Sprintf("%s:%d:%s", job.KeyPrefix, job.ID, ch.name)}
-		outcome, err := idempotency.Do(ctx, key, job.Operation, []any{ch.name, job.Request}, func(ctx context.Context) (string, error) {
-			return ch.send(ctx, n)
-		})
-		if err != nil {
-			s.deps.Log.WarnContext(ctx, s.what+": channel failed; the job retries it", append(attrs, "channel", ch.name, "attempt", job.Attempt, "err", err)...)
-			errs = append(errs, fmt.Errorf("%s: %w", ch.name, err))
-			continue
-		}
-		s.deps.Log.DebugContext(ctx, s.what, append(attrs, "channel", ch.name, "outcome", outcome)...)
+	key := idempotency.Key{Service: s.deps.Idempotency, Field: "job", Value: fmt.Sprintf("%s:%d:%s", job.KeyPrefix, job.ID, name)}
+	outcome, err := idempotency.Do(ctx, key, job.Operation, []any{name, job.Request}, func(ctx context.Context) (string, error) {
+		return send(ctx, n)
+	})
+	if err != nil {
+		s.deps.Log.WarnContext(ctx, s.what+": channel failed; the job retries it", append(attrs, "channel", name, "attempt", job.Attempt, "err", err)...)
+		return fmt.Errorf("%s: %w", name, err)
 	}
-	return errors.Join(errs...)
+	s.deps.Log.DebugContext(ctx, s.what, append(attrs, "channel", name, "outcome", outcome)...)
+	return nil
 }
 
 // push sends the notice to the account's devices.

@@ -244,12 +244,17 @@ type Store interface {
 	SetNotificationSchedule(ctx context.Context, accountID string, s Schedule) error
 	// AccountExists reports whether a live (not deleted) account has the id.
 	AccountExists(ctx context.Context, accountID string) (bool, error)
+	// UseUnsubscribeLink records the first use of the unsubscribe token
+	// tokenID (true), or answers false, changing nothing, when it was
+	// used already; in the caller's unit of work.
+	UseUnsubscribeLink(ctx context.Context, tokenID, accountID string) (first bool, err error)
 }
 
 // Service reads and changes a user's preferences.
 type Service struct {
 	store     Store
 	catalogue Catalogue
+	links     UnsubscribeLinks
 }
 
 // NewService is a Service over store.

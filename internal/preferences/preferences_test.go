@@ -1,6 +1,7 @@
 package preferences_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/herald-vpn/herald/internal/apperr"
@@ -43,8 +44,8 @@ func TestNewCatalogue(t *testing.T) {
 			t.Errorf("%s: critical %v", k.Name, k.Critical)
 		}
 	}
-	if got := c.Names(); got != "security, billing, service, product, messages, tips" {
-		t.Errorf("names %q", got)
+	if got := c.Names(); got != "security, billing, service, product, messages, tips" || got != strings.Join(names, ", ") {
+		t.Errorf("names %q, categories %q", got, names)
 	}
 }
 

@@ -203,6 +203,15 @@ func restRoutes(h *rest.Handlers) []route {
 		{"PATCH", "/api/v1/users/me/notification-preferences", auth.Protected, h.UpdateMyPreferences()},
 		{"GET", "/api/v1/admin/users/{id}/notification-preferences", auth.Scoped(auth.ScopeAccountsRead), h.UserPreferences()},
 		{"PATCH", "/api/v1/admin/users/{id}/notification-preferences", auth.Scoped(auth.ScopeAccountsWrite), h.UpdateUserPreferences()},
+		// A notification email's unsubscribe link: public (the token, an
+		// HMAC, is the credential; guessing one is hopeless). The page a
+		// person opens is charged to the auth tier like the other links
+		// of emails; the one-click POST, which mailbox providers send from
+		// their own shared addresses (RFC 8058), to the global tier only,
+		// so that many users of one provider unsubscribing at once are not
+		// refused by the auth tier's small per-address budget.
+		{"GET", "/api/v1/notifications/unsubscribe", auth.ForAuthTier, h.UnsubscribePage()},
+		{"POST", "/api/v1/notifications/unsubscribe", auth.Public, h.Unsubscribe()},
 		// Guest accounts (issue 25).
 		{"POST", "/api/v1/auth/guest", auth.ForAuthTier, h.SignInAsGuest()},
 		{"POST", "/api/v1/users/me/upgrade", auth.Protected, h.UpgradeGuest()},

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/herald-vpn/herald/internal/storage"
+	"time"
 
 	"github.com/herald-vpn/herald/internal/preferences"
 )
@@ -71,4 +72,24 @@ func (db *DB) SetNotificationSchedule(ctx context.Context, accountID string, s p
 			accountID, s.TimeZone, start, end, tx.now)
 		return err
 	})
+}
+
+// UseUnsubscribeLink implements preferences.Store (inside InTx): the
+// link's first use records it and answers true; a use of a token already
+// used answers false and changes nothing.
+func (db *DB) UseUnsubscribeLink(ctx context.Context, tokenID, accountID string) (bool, error) {
+	var first bool
+	err := db.inCallersTx(ctx, func(tx *Tx) error {
+		n, err := tx.q.exec(ctx, `INSERT INTO unsubscribe_link_uses (token_id, account_id, used_at) VALUES (?, ?, ?) ON CONFLICT (token_id) DO NOTHING`,
+			tokenID, accountID, tx.now)
+		first = n == 1
+		return err
+	})
+	return first, err
+}
+
+// DeleteUnsubscribeLinkUses deletes the uses recorded before before: the
+// tokens they name have expired (housekeeping).
+func (db *DB) DeleteUnsubscribeLinkUses(ctx context.Context, before time.Time) (int64, error) {
+	return db.conn().exec(ctx, `DELETE FROM unsubscribe_link_uses WHERE used_at < ?`, before)
 }

@@ -47,6 +47,7 @@ var schemas = []struct {
 	{"EmailChangeRequest", typeOf[view.EmailChangeRequest](), false},
 	{"EmailChangeCancel", typeOf[view.EmailChangeCancel](), false},
 	{"SessionEnd", typeOf[view.SessionEnd](), false},
+	{"Unsubscribed", typeOf[view.Unsubscribed](), false},
 	{"PasswordChange", typeOf[view.PasswordChange](), false},
 	{"Tokens", typeOf[view.Tokens](), false},
 	{"MfaFactor", typeOf[view.MFAFactor](), false},

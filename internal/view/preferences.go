@@ -116,3 +116,17 @@ func NewNotificationCategories(c preferences.Catalogue) []NotificationCategory {
 		return NotificationCategory{Name: k.Name, Critical: k.Critical}
 	})
 }
+
+// Unsubscribed answers an unsubscribe link's one-click POST: the
+// category whose channel (email) is now off for the link's account.
+type Unsubscribed struct {
+	Category string `json:"category"`
+	Channel  string `json:"channel"`
+	// Enabled is false: the channel of the category is off.
+	Enabled bool `json:"enabled"`
+}
+
+// NewUnsubscribed renders what an unsubscribe link turned off.
+func NewUnsubscribed(u preferences.Unsubscribe) Unsubscribed {
+	return Unsubscribed{Category: u.Category, Channel: u.Channel}
+}

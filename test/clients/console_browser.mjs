@@ -236,6 +236,13 @@ try {
   await page.getByRole("button", { name: "Send test" }).click();
   await page.locator("#outcomes tr.outcome").nth(1).waitFor();
   assert.deepEqual(await page.locator("#outcomes tr.outcome td:nth-child(4)").allInnerTexts(), ["sent", "sent"], "test notification outcomes");
+  // And by email: one more outcome, queued.
+  await page.getByLabel("Also by email (to the verified address)").check();
+  await page.getByRole("button", { name: "Send test" }).click();
+  await page.locator("#outcomes tr.outcome").nth(2).waitFor();
+  assert.deepEqual(await page.locator("#outcomes tr.outcome td:nth-child(4)").allInnerTexts(), ["sent", "sent", "queued"], "test notification outcomes by email too");
+  assert.deepEqual(await page.locator("#outcomes tr.outcome td:nth-child(3)").allInnerTexts(), ["push", "push", "email"], "test notification channels by email too");
+  console.log("ok: the test notification by email too is queued");
   // End the user's sessions, disable and enable the account: each read back.
   await page.getByRole("button", { name: "End all sessions" }).click();
   await page.locator("#sessions", { hasText: "No live session." }).waitFor();

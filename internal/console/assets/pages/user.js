@@ -358,11 +358,14 @@ export async function render(main, params) {
   // deployment); service is a send's default.
   const categoryIn = h("select", { name: "category" }, h("option", { value: "service" }, "service"));
   const urgentIn = h("input", { type: "checkbox", name: "urgent" });
+  // The email channel: a queued job to the verified address.
+  const emailIn = h("input", { type: "checkbox", name: "email" });
   const sendTest = h("button", { type: "submit" }, "Send test");
   const outcomes = h("div", { id: "outcomes", "aria-live": "polite" });
   const testForm = h("form", { "aria-label": "Send a test notification" },
     field("Subject", subjectIn), field("Content", contentIn), field("Category", categoryIn),
     h("label", { class: "check" }, telegramIn, "Also to the linked Telegram chat"),
+    h("label", { class: "check" }, emailIn, "Also by email (to the verified address)"),
     h("label", { class: "check" }, urgentIn, "Urgent: not held by the user's quiet hours"), h("div", {}, sendTest));
   testForm.addEventListener("submit", async (ev) => {
     ev.preventDefault();
@@ -370,7 +373,7 @@ export async function render(main, params) {
       const { sendNotificationToUser: r } = await api.gql(`mutation ($userId: ID!, $n: NotificationInput!, $channels: [String!], $category: String, $urgent: Boolean) {
         sendNotificationToUser(userId: $userId, notification: $n, channels: $channels, category: $category, urgent: $urgent) {
           status message heldUntil skipped { optedOut } outcomes { deviceId chatId platform channel status error } } }`,
-      { userId: id, n: { subject: subjectIn.value, content: contentIn.value }, channels: telegramIn.checked ? ["push", "telegram"] : ["push"],
+      { userId: id, n: { subject: subjectIn.value, content: contentIn.value }, channels: ["push", ...(telegramIn.checked ? ["telegram"] : []), ...(emailIn.checked ? ["email"] : [])],
         category: categoryIn.value, urgent: urgentIn.checked });
       const kind = r.status === "sent" ? "ok" : r.status === "partial" || r.status === "no_recipients" || r.status === "held" ? "warn" : "bad";
       outcomes.replaceChildren(h("p", {}, badge(r.status, kind), " ", r.message,
@@ -381,7 +384,7 @@ export async function render(main, params) {
           h("tbody", {}, r.outcomes.map((o) => h("tr", { class: "outcome" },
             h("td", {}, h("code", {}, o.deviceId ?? o.chatId ?? "—")),
             h("td", {}, o.platform), h("td", {}, o.channel),
-            h("td", {}, badge(o.status, o.status === "sent" ? "ok" : "bad")),
+            h("td", {}, badge(o.status, o.status === "sent" || o.status === "queued" ? "ok" : "bad")),
             h("td", {}, o.error ? h("code", {}, o.error) : "—")))))));
     }, sendTest);
   });
