@@ -256,3 +256,47 @@ func jwtSub(t testing.TB, access string) string {
 	s, _ := claims["sub"].(string)
 	return s
 }
+
+// A sign-in with a provider to an account with a second factor answers
+// MFA_REQUIRED as a password login does, and the session its second step
+// opens says both ways it was proved: ["google","otp"], not ["pwd","otp"].
+func TestProviderSignInWithFactorE2E(t *testing.T) {
+	google := providertest.NewIssuer(t)
+	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
+		h := startHerald(t, d, accountsEnv(map[string]string{
+			"HERALD_GOOGLE_CLIENT_IDS": googleClientID,
+			"HERALD_GOOGLE_ISSUER":     google.URL,
+			"HERALD_GOOGLE_JWKS_URL":   google.JWKSURL(),
+		}))
+		for _, dn := range doorNames {
+			t.Run(dn, func(t *testing.T) {
+				u := enrollTOTP(t, h, dn, dn+"-google-mfa@example.com")
+				nonce := "n-" + dn
+				tok := google.Mint(t, providertest.Token{Audience: googleClientID, Subject: "g-mfa-" + dn, Email: u.email, EmailVerified: true, Nonce: nonce})
+				r := identityOp(t, h, dn, "signInWithProvider", map[string]any{"provider": "google", "idToken": tok, "nonce": nonce})
+				expectError(t, "a Google sign-in to an account with a factor", r, http.StatusUnauthorized, "MFA_REQUIRED")
+				challenge, _ := r.details["challengeToken"].(string)
+				if challenge == "" {
+					t.Fatalf("MFA_REQUIRED without a challenge: %v", r.details)
+				}
+				r = mfaOp(t, h, dn, "completeMfaLogin", map[string]any{"challengeToken": challenge, "code": totpCode(t, u.secret, u.confirmedAt.Add(30*time.Second))})
+				expectOK(t, "the second step", r, http.StatusOK)
+				expectAAL(t, "a Google sign-in completed with a TOTP code", tokensOf(t, "session", r).access, "aal2", "google", "otp")
+				// A password login still says pwd.
+				pwd := mfaOp(t, h, dn, "completeMfaLogin", map[string]any{"challengeToken": challengeOf(t, h, dn, u.email), "code": u.recovery[0]})
+				expectOK(t, "a password login's second step", pwd, http.StatusOK)
+				expectAAL(t, "a password login completed with a recovery code", tokensOf(t, "session", pwd).access, "aal2", "pwd", "recovery")
+			})
+		}
+	})
+}
+
+// challengeOf logs in with the password and answers MFA_REQUIRED's
+// challenge token.
+func challengeOf(t *testing.T, h *herald, dn, email string) string {
+	t.Helper()
+	r := call(t, h, dn, opLogin, map[string]any{"email": email, "password": testPassword})
+	expectError(t, "login with a factor", r, http.StatusUnauthorized, "MFA_REQUIRED")
+	tok, _ := r.details["challengeToken"].(string)
+	return tok
+}

@@ -53,7 +53,7 @@ type AppleTokens interface {
 // SecondFactor asks for a second factor when the account has one
 // (mfa.Service): MFA_REQUIRED with a challenge.
 type SecondFactor interface {
-	Challenge(ctx context.Context, acct accounts.Account) error
+	Challenge(ctx context.Context, acct accounts.Account, firstMethod string) error
 }
 
 // Service signs people in with a provider's identity and manages the
@@ -155,7 +155,7 @@ func (s *Service) SignIn(ctx context.Context, p Provider, idToken, nonce, authCo
 		return SignedIn{}, apperr.New(apperr.AccountDisabled)
 	}
 	if s.second != nil {
-		if err := s.second.Challenge(ctx, acct); err != nil {
+		if err := s.second.Challenge(ctx, acct, string(p)); err != nil {
 			return SignedIn{}, err
 		}
 	}

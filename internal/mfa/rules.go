@@ -250,9 +250,13 @@ func ParseChallenge(tok string) ([]byte, error) {
 type Challenge struct {
 	Hash      []byte
 	AccountID string
-	CreatedAt time.Time
-	ExpiresAt time.Time
-	UsedAt    *time.Time
+	// FirstMethod is the amr of the login's first step (auth.AMRPassword,
+	// or the provider's name), which the session opened keeps beside the
+	// second factor's.
+	FirstMethod string
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
+	UsedAt      *time.Time
 }
 
 // Usable is MFA_CHALLENGE_INVALID (details.reason used or expired) for a

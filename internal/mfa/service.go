@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"cmp"
 	"github.com/google/uuid"
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/apperr"
@@ -392,8 +393,9 @@ func (s *Service) HasFactor(ctx context.Context, accountID string) (bool, error)
 // Challenge implements sessions.SecondFactor: nil for an account without
 // an active factor (TOTP or a passkey); otherwise MFA_REQUIRED with a
 // fresh challenge (details challengeToken, expiresAt, factors: the kinds
-// that may complete it).
-func (s *Service) Challenge(ctx context.Context, acct accounts.Account) error {
+// that may complete it). firstMethod is the amr of the step done (a
+// password, or a provider's sign-in).
+func (s *Service) Challenge(ctx context.Context, acct accounts.Account, firstMethod string) error {
 	totpActive, err := s.store.HasActiveMFA(ctx, acct.ID)
 	if err != nil {
 		return err
@@ -410,7 +412,7 @@ func (s *Service) Challenge(ctx context.Context, acct accounts.Account) error {
 		return err
 	}
 	now := s.now()
-	c := Challenge{Hash: hash, AccountID: acct.ID, CreatedAt: now, ExpiresAt: now.Add(ChallengeTTL)}
+	c := Challenge{Hash: hash, AccountID: acct.ID, FirstMethod: firstMethod, CreatedAt: now, ExpiresAt: now.Add(ChallengeTTL)}
 	if err := s.store.CreateMFAChallenge(ctx, c); err != nil {
 		return err
 	}
@@ -496,7 +498,7 @@ func (s *Service) CompleteLoginWith(ctx context.Context, challengeToken string, 
 	if err != nil {
 		return sessions.Tokens{}, err
 	}
-	var accountID, method string
+	var accountID, first, method string
 	err = s.store.InTx(ctx, func(ctx context.Context) error {
 		ch, err := s.store.LockMFAChallenge(ctx, hash)
 		if errors.Is(err, storage.ErrNotFound) {
@@ -508,7 +510,7 @@ func (s *Service) CompleteLoginWith(ctx context.Context, challengeToken string, 
 		if err := ch.Usable(s.store.TxTime(ctx)); err != nil {
 			return err
 		}
-		accountID = ch.AccountID
+		accountID, first = ch.AccountID, cmp.Or(ch.FirstMethod, auth.AMRPassword)
 		return nil
 	})
 	if err != nil {
@@ -545,7 +547,7 @@ func (s *Service) CompleteLoginWith(ctx context.Context, challengeToken string, 
 	if acct.Disabled() {
 		return sessions.Tokens{}, apperr.New(apperr.AccountDisabled)
 	}
-	return s.sessions.Open(ctx, acct, auth.AAL2, []string{auth.AMRPassword, method}, c)
+	return s.sessions.Open(ctx, acct, auth.AAL2, []string{first, method}, c)
 }
 
 // recordLoginFailed logs a login's second step refused: the proof was

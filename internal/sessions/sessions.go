@@ -51,7 +51,7 @@ type Session struct {
 // the login open its session; an error (MFA_REQUIRED with the challenge)
 // is the login's answer.
 type SecondFactor interface {
-	Challenge(ctx context.Context, acct accounts.Account) error
+	Challenge(ctx context.Context, acct accounts.Account, firstMethod string) error
 }
 
 // Client is who presented a credential, as the server saw them.
@@ -245,7 +245,7 @@ func (s *Service) Login(ctx context.Context, email, password string, c Client) (
 		return Tokens{}, err
 	}
 	if s.second != nil {
-		if err := s.second.Challenge(ctx, acct); err != nil {
+		if err := s.second.Challenge(ctx, acct, auth.AMRPassword); err != nil {
 			return Tokens{}, err
 		}
 	}

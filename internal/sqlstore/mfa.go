@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"cmp"
+	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/mfa"
 	"github.com/herald-vpn/herald/internal/storage"
 )
@@ -180,7 +182,8 @@ func (db *DB) SaveMFAFailures(ctx context.Context, accountID string, f mfa.Failu
 // CreateMFAChallenge implements mfa.Store.
 func (db *DB) CreateMFAChallenge(ctx context.Context, c mfa.Challenge) error {
 	return db.inTx(ctx, func(tx *Tx) error {
-		_, err := tx.q.exec(ctx, `INSERT INTO mfa_challenges (token_hash, account_id, created_at, expires_at) VALUES (?, ?, ?, ?)`, c.Hash, c.AccountID, c.CreatedAt, c.ExpiresAt)
+		_, err := tx.q.exec(ctx, `INSERT INTO mfa_challenges (token_hash, account_id, first_method, created_at, expires_at) VALUES (?, ?, ?, ?, ?)`,
+			c.Hash, c.AccountID, cmp.Or(c.FirstMethod, auth.AMRPassword), c.CreatedAt, c.ExpiresAt)
 		return err
 	})
 }
@@ -190,8 +193,8 @@ func (db *DB) LockMFAChallenge(ctx context.Context, hash []byte) (mfa.Challenge,
 	var c mfa.Challenge
 	err := db.inCallersTx(ctx, func(tx *Tx) error {
 		var used *time.Time
-		err := tx.q.queryRow(ctx, `SELECT token_hash, account_id, created_at, expires_at, used_at FROM mfa_challenges WHERE token_hash = ?`+db.forUpdate(), hash).
-			Scan(&c.Hash, &c.AccountID, &c.CreatedAt, &c.ExpiresAt, &used)
+		err := tx.q.queryRow(ctx, `SELECT token_hash, account_id, first_method, created_at, expires_at, used_at FROM mfa_challenges WHERE token_hash = ?`+db.forUpdate(), hash).
+			Scan(&c.Hash, &c.AccountID, &c.FirstMethod, &c.CreatedAt, &c.ExpiresAt, &used)
 		if err != nil {
 			return err
 		}
