@@ -43,6 +43,9 @@ const (
 
 	// Its notification preferences (issue 26).
 	EraseNotificationPreferences Erasure = "notification_preferences"
+
+	// Its in-app inbox (issue 26).
+	EraseInbox Erasure = "inbox_items"
 )
 
 // deletionSteps is what deleting an account does, in order: what hangs
@@ -59,7 +62,7 @@ var deletionSteps = []Erasure{
 	EraseMessengerLinks, UnlinkMessenger,
 	EraseMFAFactors, EraseMFARecoveryCodes, EraseMFAFailures, EraseMFAChallenges,
 	ErasePasskeys, ErasePasskeyCeremonies, EraseSecurityLog, EraseIdentities,
-	EraseNotificationPreferences,
+	EraseNotificationPreferences, EraseInbox,
 	EraseGrants, UnlinkPurchaseHistory, UnlinkPurchases,
 	EraseToTombstone, ScrubEvents, AnnounceRevokedAccount,
 }

@@ -54,7 +54,7 @@ func (f *deletionStore) Emit(_ context.Context, p webhooks.Payload) error {
 
 func TestDeleteAccountSteps(t *testing.T) {
 	all := []string{"lock", "refresh_tokens", "sessions", "devices", "one_time_codes", "pending_codes", "code_sends", "code_send_leases",
-		"telegram_link_tokens", "telegram_subscribers", "mfa_factors", "mfa_recovery_codes", "mfa_failures", "mfa_challenges", "passkey_credentials", "passkey_ceremonies", "security_events", "identities", "entitlements", "entitlement_changes", "entitlement_purchases", "accounts", "webhook_events", "session_revocations"}
+		"telegram_link_tokens", "telegram_subscribers", "mfa_factors", "mfa_recovery_codes", "mfa_failures", "mfa_challenges", "passkey_credentials", "passkey_ceremonies", "security_events", "identities", "notification_preferences", "inbox_items", "entitlements", "entitlement_changes", "entitlement_purchases", "accounts", "webhook_events", "session_revocations"}
 	denied := errors.New("not allowed")
 	cases := []struct {
 		name    string
@@ -69,7 +69,7 @@ func TestDeleteAccountSteps(t *testing.T) {
 		{"not allowed", deletionStore{}, func(Standing) error { return denied }, []string{"lock", "rollback"}, denied},
 		{"a step fails", deletionStore{failAt: EraseDevices}, nil, []string{"lock", "refresh_tokens", "sessions", "devices", "rollback"}, errStep},
 		{"the tombstone before the scrub, the scrub before the event", deletionStore{failAt: ScrubEvents}, nil,
-			append(slices.Clone(all[:23]), "rollback"), errStep},
+			append(slices.Clone(all[:25]), "rollback"), errStep},
 	}
 	for _, c := range cases {
 		st := c.store
