@@ -112,6 +112,8 @@ type Config struct {
 	DeliveryRetention  time.Duration
 	// SecurityLogRetention is how long security log entries are kept.
 	SecurityLogRetention time.Duration
+	// InboxRetention is how long an in-app inbox item is kept.
+	InboxRetention time.Duration
 	// GuestRetention is how long an unused guest account is kept.
 	GuestRetention time.Duration
 	// NotificationCategories are the operator's notification categories,
@@ -295,6 +297,7 @@ func Vars() []Var {
 		{"HERALD_PUSH_CONCURRENCY", "64", "128", "sends in flight per broadcast", integer(func(c *Config) *int { return &c.PushConcurrency }, 1)},
 		{"HERALD_PUSH_LEASE_TTL", "20s", "10s", "how long a broadcast stays claimed by a worker that stopped answering: another replica takes it over within about this long after its worker dies", duration(func(c *Config) *time.Duration { return &c.PushLeaseTTL })},
 		{"HERALD_PUSH_DELIVERY_RETENTION", "720h", "168h", "how long the per-device delivery records of a finished broadcast (failures, retries, dead tokens, and outcomes written before their batch settled) are kept (its counters stay)", duration(func(c *Config) *time.Duration { return &c.DeliveryRetention })},
+		{"HERALD_INBOX_RETENTION", "2160h", "720h", "how long an item of a user's in-app inbox is kept; an expired item is no longer listed or counted, and the hourly housekeeping deletes it", duration(func(c *Config) *time.Duration { return &c.InboxRetention })},
 		{"HERALD_SECURITY_LOG_RETENTION", "8760h", "2160h", "how long an account's security log entries (sign-ins, factor, password, email, session and key changes, admins' actions) are kept; older ones are deleted by the hourly housekeeping", duration(func(c *Config) *time.Duration { return &c.SecurityLogRetention })},
 		{"HERALD_GUEST_RETENTION", "720h", "168h", "how long a guest account (POST /api/v1/auth/guest) is kept once unused: made longer ago and none of its sessions opened or refreshed since, it is deleted by the hourly housekeeping as an account is", duration(func(c *Config) *time.Duration { return &c.GuestRetention })},
 		{"HERALD_NOTIFICATION_CATEGORIES", "", "promotions,vpn-tips", "notification categories beside the built-in security, billing (which no one can turn off), service, product and messages: comma-separated names of 1 to 32 lowercase letters, digits, '-' or '_'; a send names its category, and users turn each on or off per channel", optional(categories(func(c *Config) *[]string { return &c.NotificationCategories }))},

@@ -339,9 +339,6 @@ func (s *Service) Watch(ctx context.Context, accountID string) (<-chan Event, er
 					s.cfg.Logger.WarnContext(ctx, "inbox event unreadable", "account_id", accountID, "err", err)
 					continue
 				}
-				if e.Item != nil && e.Item.AccountID != accountID {
-					continue
-				}
 			case _, ok := <-all.C:
 				if !ok {
 					return

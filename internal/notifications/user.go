@@ -11,6 +11,7 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/idempotency"
+	"github.com/herald-vpn/herald/internal/inbox"
 	"github.com/herald-vpn/herald/internal/preferences"
 	"github.com/herald-vpn/herald/internal/storage"
 )
@@ -20,7 +21,21 @@ const (
 	ChannelPush = "push"
 	// ChannelTelegram is the Telegram chat the user linked to the account.
 	ChannelTelegram = "telegram"
+	// ChannelInbox is the user's in-app inbox: the outcome of an item kept
+	// (UserSendOptions.Inbox), platform and channel "inbox".
+	ChannelInbox = preferences.ChannelInbox
 )
+
+// InboxKeeper keeps what a send asks to keep in the in-app inbox
+// (inbox.Service implements it).
+type InboxKeeper interface {
+	// Keep writes it to its account's inbox and tells the account's live
+	// subscribers.
+	Keep(ctx context.Context, it inbox.Item) (inbox.Item, error)
+	// KeepBroadcast writes broadcast jobID's items, once however often
+	// it is called.
+	KeepBroadcast(ctx context.Context, jobID string) (int64, error)
+}
 
 // ChatSender sends a text to the Telegram chat linked to a user
 // (messenger.Service implements it).
@@ -88,6 +103,10 @@ type UserSendOptions struct {
 	// Category is the notification category ("" is
 	// preferences.DefaultCategory).
 	Category string
+	// Inbox also keeps the notification in the user's in-app inbox, when
+	// the user allows its category on the inbox channel: one more
+	// outcome, channel "inbox", status "sent".
+	Inbox bool
 }
 
 // DeviceChannel is the preference channel of a device of platform: a
@@ -106,6 +125,9 @@ const PlatformWeb = "web"
 // valid push token, at once, and answers one outcome per such device.
 // channels defaults to push; with telegram, the subject and content also
 // go to the user's linked, subscribed Telegram chat (one more outcome).
+// With opts.Inbox the notification is kept in the user's inbox first (one
+// more outcome, channel inbox, status sent), so a user with no device
+// still has it: such a send is status sent, not no_recipients.
 // Another channel is INVALID_INPUT (field channels). USER_NOT_FOUND for an
 // unknown user; a user without such a device or chat, or whose account is
 // disabled, is status no_recipients, not an error.
@@ -161,6 +183,19 @@ func (s *Service) SendToUser(ctx context.Context, userID string, n Notification,
 		telegram = false
 		skipped.OptedOut++
 	}
+	var kept *DeviceOutcome
+	if opts.Inbox {
+		if !allows(preferences.ChannelInbox) {
+			skipped.OptedOut++
+		} else if s.cfg.Inbox != nil {
+			// Kept before anything is sent: a store that cannot keep it
+			// fails the send, which the caller may repeat.
+			if _, err := s.cfg.Inbox.Keep(ctx, inbox.Item{AccountID: userID, Title: n.Subject, Body: n.Content, Data: n.Data, Category: category}); err != nil {
+				return UserSendResult{}, err
+			}
+			kept = &DeviceOutcome{Platform: ChannelInbox, Channel: ChannelInbox, Status: OutcomeSent}
+		}
+	}
 	res := UserSendResult{UserID: userID, Outcomes: make([]DeviceOutcome, len(list)), Skipped: skipped}
 	var chat *DeviceOutcome
 	var wg sync.WaitGroup
@@ -199,6 +234,9 @@ func (s *Service) SendToUser(ctx context.Context, userID string, n Notification,
 	if chat != nil {
 		res.Outcomes = append(res.Outcomes, *chat)
 	}
+	if kept != nil {
+		res.Outcomes = append(res.Outcomes, *kept)
+	}
 	sent := 0
 	for _, o := range res.Outcomes {
 		if o.Status == OutcomeSent {
@@ -206,7 +244,7 @@ func (s *Service) SendToUser(ctx context.Context, userID string, n Notification,
 		}
 	}
 	total, what := len(res.Outcomes), "devices"
-	if telegram {
+	if telegram || kept != nil {
 		what = "recipients"
 	}
 	switch {
