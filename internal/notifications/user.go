@@ -254,6 +254,8 @@ func (s *Service) SendToUser(ctx context.Context, userID string, n Notification,
 		res.Status, res.Message = UserNoRecipients, "The user has no device with a valid push token and no linked Telegram chat; nothing was sent."
 	case total == 0:
 		res.Status, res.Message = UserNoRecipients, "The user has no device with a valid push token; nothing was sent."
+	case kept != nil && total == 1:
+		res.Status, res.Message = UserSent, "Kept in the user's inbox; no other recipient on the channels asked."
 	case sent == total:
 		res.Status, res.Message = UserSent, fmt.Sprintf("Notification sent to %d of %d %s.", sent, total, what)
 	case sent > 0:
