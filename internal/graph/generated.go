@@ -408,6 +408,8 @@ type ComplexityRoot struct {
 		Failed          func(childComplexity int) int
 		FinishedAt      func(childComplexity int) int
 		ID              func(childComplexity int) int
+		Inbox           func(childComplexity int) int
+		InboxItems      func(childComplexity int) int
 		InvalidTokens   func(childComplexity int) int
 		SendAt          func(childComplexity int) int
 		Sent            func(childComplexity int) int
@@ -2697,6 +2699,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NotificationJob.ID(childComplexity), true
+	case "NotificationJob.inbox":
+		if e.ComplexityRoot.NotificationJob.Inbox == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationJob.Inbox(childComplexity), true
+	case "NotificationJob.inboxItems":
+		if e.ComplexityRoot.NotificationJob.InboxItems == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationJob.InboxItems(childComplexity), true
 	case "NotificationJob.invalidTokens":
 		if e.ComplexityRoot.NotificationJob.InvalidTokens == nil {
 			break
@@ -4621,6 +4635,10 @@ func (ec *executionContext) childFields_NotificationJob(ctx context.Context, fie
 		return ec.fieldContext_NotificationJob_skipped(ctx, field)
 	case "category":
 		return ec.fieldContext_NotificationJob_category(ctx, field)
+	case "inbox":
+		return ec.fieldContext_NotificationJob_inbox(ctx, field)
+	case "inboxItems":
+		return ec.fieldContext_NotificationJob_inboxItems(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_NotificationJob_createdAt(ctx, field)
 	case "startedAt":
@@ -15487,6 +15505,52 @@ func (ec *executionContext) fieldContext_NotificationJob_category(_ context.Cont
 	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _NotificationJob_inbox(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationJob_inbox(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Inbox, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationJob_inbox(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationJob_inboxItems(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationJob_inboxItems(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InboxItems, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationJob_inboxItems(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
 func (ec *executionContext) _NotificationJob_createdAt(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -25164,6 +25228,16 @@ func (ec *executionContext) _NotificationJob(ctx context.Context, sel ast.Select
 			}
 		case "category":
 			out.Values[i] = ec._NotificationJob_category(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "inbox":
+			out.Values[i] = ec._NotificationJob_inbox(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "inboxItems":
+			out.Values[i] = ec._NotificationJob_inboxItems(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
