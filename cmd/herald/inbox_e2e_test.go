@@ -405,7 +405,8 @@ func TestInboxLiveFromAnotherServer(t *testing.T) {
 	// email could be sent by either, each with its own SMTP server.)
 	access := f.access
 	_, otherID := newUserToken(t, sender, restDoor.name, "live-other@example.com")
-	watcher := startHerald(t, "postgres", pushEnv(t, f.fake, f.fake.URL, map[string]string{"HERALD_DATABASE_URL": sender.DBURL, "HERALD_PUSH_RATE": "0"}))
+	watcher := startHerald(t, "postgres", pushEnv(t, f.fake, f.fake.URL, map[string]string{"HERALD_DATABASE_URL": sender.DBURL, "HERALD_PUSH_RATE": "0",
+		"HERALD_SSE_HEARTBEAT": "200ms"}))
 
 	ws := dialWS(t, watcher, "graphql-transport-ws")
 	ws.init(map[string]any{"token": access})
@@ -446,6 +447,21 @@ func TestInboxLiveFromAnotherServer(t *testing.T) {
 	expectOK(t, "broadcast", b, http.StatusAccepted)
 	ws.inboxUntil("i", "after the broadcast", counts("1/1"))
 	sse.inboxUntil("after the broadcast over SSE", counts("1/1"))
+	// The stream is the credential's: signing out on the other server
+	// ends it within a heartbeat, with an error event.
+	expectOK(t, "logout", call(t, sender, restDoor.name, opLogout, nil, withBearer(access)), http.StatusOK)
+	if last := sse.expectEnd("the stream after logout"); last.event != "error" || last.data["code"] == nil {
+		t.Fatalf("last event %+v, want an error event", last)
+	}
+	// No credential, or an API key (the inbox is a signed-in user's), is refused.
+	status, hdr, raw := watcher.do(t, http.MethodGet, "/api/v1/users/me/inbox/events", nil)
+	if env := restEnvelope(t, "no credential", hdr, raw); status != http.StatusUnauthorized || jsonPath(env, "error", "code") != "AUTH_REQUIRED" {
+		t.Fatalf("no credential: %d %s", status, raw)
+	}
+	status, hdr, raw = watcher.do(t, http.MethodGet, "/api/v1/users/me/inbox/events", nil, withAPIKey(f.key))
+	if env := restEnvelope(t, "an API key", hdr, raw); status != http.StatusForbidden || jsonPath(env, "error", "code") != "INSUFFICIENT_PERMISSIONS" {
+		t.Fatalf("an API key: %d %s", status, raw)
+	}
 	if watcher.logsMention(t, `"broadcast working"`) {
 		t.Fatal("the watching server worked the broadcast; the test needs it worked elsewhere")
 	}
