@@ -21,6 +21,7 @@ import (
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/fanout"
 	"github.com/herald-vpn/herald/internal/idempotency"
+	"github.com/herald-vpn/herald/internal/inbox"
 	"github.com/herald-vpn/herald/internal/jobs"
 	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/herald-vpn/herald/internal/live"
@@ -231,6 +232,8 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 	// store's own transactions announce theirs to this process.
 	a.live = live.New(a.db, logger.With("component", "live"))
 	a.db.OnLive(a.live.Deliver)
+	a.Inbox = inbox.NewService(a.db, inbox.Config{Retention: cfg.InboxRetention, Live: a.live, Wire: view.InboxEventWire(), Logger: logger.With("component", "inbox")})
+	housekeeping.Inbox = a.Inbox
 	if a.Messenger, err = a.newMessenger(ctx); err != nil {
 		return fmt.Errorf("messenger: %w", err)
 	}
@@ -492,6 +495,7 @@ func (a *App) newNotifications(provider push.Provider) *notifications.Service {
 		Live:        a.live,
 		Delivered:   a.metrics.BroadcastDelivered,
 		Chats:       a.Messenger,
+		Inbox:       a.Inbox,
 		Categories:  a.Preferences.Catalogue(),
 		Logger:      a.logger.With("component", "push"),
 		Wire:        view.NotificationJobWire(),

@@ -44,6 +44,9 @@ const (
 	// Its notification preferences (issue 26).
 	EraseNotificationPreferences Erasure = "notification_preferences"
 	EraseNotificationSchedule    Erasure = "notification_schedules" // its time zone and quiet hours
+
+	// Its in-app inbox (issue 26).
+	EraseInbox Erasure = "inbox_items"
 )
 
 // deletionSteps is what deleting an account does, in order: what hangs
@@ -60,7 +63,7 @@ var deletionSteps = []Erasure{
 	EraseMessengerLinks, UnlinkMessenger,
 	EraseMFAFactors, EraseMFARecoveryCodes, EraseMFAFailures, EraseMFAChallenges,
 	ErasePasskeys, ErasePasskeyCeremonies, EraseSecurityLog, EraseIdentities,
-	EraseNotificationPreferences, EraseNotificationSchedule,
+	EraseNotificationPreferences, EraseNotificationSchedule, EraseInbox,
 	EraseGrants, UnlinkPurchaseHistory, UnlinkPurchases,
 	EraseToTombstone, ScrubEvents, AnnounceRevokedAccount,
 }

@@ -59,6 +59,7 @@ const (
 	SubscriptionNotFound  Code = "SUBSCRIPTION_NOT_FOUND"
 	SubscriptionExpired   Code = "SUBSCRIPTION_EXPIRED"
 	JobNotFound           Code = "JOB_NOT_FOUND"
+	InboxItemNotFound     Code = "INBOX_ITEM_NOT_FOUND"
 	ServerNotFound        Code = "SERVER_NOT_FOUND"
 	QuotaExceeded         Code = "QUOTA_EXCEEDED"
 	VPNConnectionFailed   Code = "VPN_CONNECTION_FAILED"
@@ -186,6 +187,7 @@ var catalogue = map[Code]Entry{
 	SubscriptionNotFound:  {SubscriptionNotFound, http.StatusNotFound, "No active subscription."},
 	SubscriptionExpired:   {SubscriptionExpired, http.StatusForbidden, "The subscription has expired."},
 	JobNotFound:           {JobNotFound, http.StatusNotFound, "No such job."},
+	InboxItemNotFound:     {InboxItemNotFound, http.StatusNotFound, "No such inbox item."},
 	ServerNotFound:        {ServerNotFound, http.StatusNotFound, "No such server."},
 	QuotaExceeded:         {QuotaExceeded, http.StatusTooManyRequests, "The plan's quota is used up."},
 	VPNConnectionFailed:   {VPNConnectionFailed, http.StatusInternalServerError, "The tunnel could not be established."},

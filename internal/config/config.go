@@ -123,6 +123,8 @@ type Config struct {
 	DeliveryRetention time.Duration
 	// SecurityLogRetention is how long security log entries are kept.
 	SecurityLogRetention time.Duration
+	// InboxRetention is how long an in-app inbox item is kept.
+	InboxRetention time.Duration
 	// GuestRetention is how long an unused guest account is kept.
 	GuestRetention time.Duration
 	// NotificationCategories are the operator's notification categories,
@@ -318,6 +320,7 @@ func Vars() []Var {
 		{"HERALD_PUSH_CONCURRENCY", "64", "128", "sends in flight per broadcast", integer(func(c *Config) *int { return &c.PushConcurrency }, 1)},
 		{"HERALD_PUSH_LEASE_TTL", "20s", "10s", "how long a broadcast stays claimed by a worker that stopped answering: another replica takes it over within about this long after its worker dies", duration(func(c *Config) *time.Duration { return &c.PushLeaseTTL })},
 		{"HERALD_PUSH_DELIVERY_RETENTION", "720h", "168h", "how long the per-device delivery records of a finished broadcast (failures, retries, dead tokens, and outcomes written before their batch settled) are kept (its counters stay)", duration(func(c *Config) *time.Duration { return &c.DeliveryRetention })},
+		{"HERALD_INBOX_RETENTION", "2160h", "720h", "how long an item of a user's in-app inbox is kept; an expired item is no longer listed or counted, and the hourly housekeeping deletes it", duration(func(c *Config) *time.Duration { return &c.InboxRetention })},
 		{"HERALD_SECURITY_LOG_RETENTION", "8760h", "2160h", "how long an account's security log entries (sign-ins, factor, password, email, session and key changes, admins' actions) are kept; older ones are deleted by the hourly housekeeping", duration(func(c *Config) *time.Duration { return &c.SecurityLogRetention })},
 		{"HERALD_RECENT_SIGN_IN", "10m", "5m", "an account without a password (made by Apple or Google, or a guest) deletes itself with a session signed in this recently (a refresh does not count); an older one is refused with RECENT_SIGN_IN_REQUIRED", duration(func(c *Config) *time.Duration { return &c.RecentSignIn })},
 		{"HERALD_GUEST_RETENTION", "720h", "168h", "how long a guest account (POST /api/v1/auth/guest) is kept once unused: made longer ago and none of its sessions opened or refreshed since, it is deleted by the hourly housekeeping as an account is", duration(func(c *Config) *time.Duration { return &c.GuestRetention })},

@@ -207,7 +207,7 @@ func TestIntrospectionServesTheSchemaFile(t *testing.T) {
 	for _, c := range []struct{ typ, field, desc string }{
 		{"Query", "me", "The caller's account.\n\nRequires an access token."},
 		{"Query", "version", "The server's version.\n\nRequires no access token."},
-		{"Mutation", "sendNotificationToAll", "Queue a push notification to every active device with a valid token. With\nsendAt (at most 30 days ahead) the job is scheduled and starts then, on any\nreplica; cancelNotificationJob cancels it before. category names the\nnotification category (default \"service\"): a device whose owner turned it\noff on the device's channel when the job reaches it is skipped and counted\nin the job's skipped.optedOut.\n\nRequires the notifications:send scope."},
+		{"Mutation", "sendNotificationToAll", "Queue a push notification to every active device with a valid token. With\nsendAt (at most 30 days ahead) the job is scheduled and starts then, on any\nreplica; cancelNotificationJob cancels it before. category names the\nnotification category (default \"service\"): a device whose owner turned it\noff on the device's channel when the job reaches it is skipped and counted\nin the job's skipped.optedOut. inbox: true also keeps it in the inbox of\nevery account the audience reaches (an active device in it) that allows\nthe category on the inbox channel: one item each, written once by the\njob when it starts.\n\nRequires the notifications:send scope."},
 	} {
 		found := false
 		for _, typ := range got.Types {

@@ -408,9 +408,11 @@ func InitCredential(raw []byte) (c auth.Credential, ok bool) {
 	return c, true
 }
 
-// liveScopes are the scopes of the subscriptions: a caller holding none
+// liveRules are the rules of the subscriptions: a caller that meets none
 // of them has nothing to subscribe to and is refused at connection_init.
-var liveScopes = []string{auth.ScopeNotificationsSend, auth.ScopeMessengerSend}
+// A signed-in user follows its own inbox (inboxChanged); an API key needs
+// a live scope.
+var liveRules = []auth.Rule{auth.Protected, auth.Scoped(auth.ScopeNotificationsSend), auth.Scoped(auth.ScopeMessengerSend)}
 
 func (x *wsConn) init(raw json.RawMessage) bool {
 	if x.initDone {
@@ -424,9 +426,9 @@ func (x *wsConn) init(raw json.RawMessage) bool {
 	}
 	principal, err := x.s.cfg.Authenticator.Authenticate(x.ctx, cred)
 	if err == nil {
-		err = apperr.Newf(apperr.InsufficientPermissions, "Subscriptions need the %q or %q scope.", liveScopes[0], liveScopes[1])
-		for _, s := range liveScopes {
-			if auth.Scoped(s).Permit(auth.Result{Principal: principal}) == nil {
+		err = apperr.Newf(apperr.InsufficientPermissions, "Subscriptions need a signed-in user, or the %q or %q scope.", auth.ScopeNotificationsSend, auth.ScopeMessengerSend)
+		for _, r := range liveRules {
+			if r.Permit(auth.Result{Principal: principal}) == nil {
 				err = nil
 				break
 			}

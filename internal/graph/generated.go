@@ -209,6 +209,35 @@ type ComplexityRoot struct {
 		Removed    func(childComplexity int) int
 	}
 
+	InboxCounts struct {
+		Unread func(childComplexity int) int
+		Unseen func(childComplexity int) int
+	}
+
+	InboxEvent struct {
+		Item   func(childComplexity int) int
+		Unread func(childComplexity int) int
+		Unseen func(childComplexity int) int
+	}
+
+	InboxItem struct {
+		ArchivedAt func(childComplexity int) int
+		Body       func(childComplexity int) int
+		Category   func(childComplexity int) int
+		CreatedAt  func(childComplexity int) int
+		Data       func(childComplexity int) int
+		ExpiresAt  func(childComplexity int) int
+		ID         func(childComplexity int) int
+		ReadAt     func(childComplexity int) int
+		SeenAt     func(childComplexity int) int
+		Title      func(childComplexity int) int
+	}
+
+	InboxItemConnection struct {
+		Nodes    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
 	MessengerBotStatus struct {
 		BotName         func(childComplexity int) int
 		BotUsername     func(childComplexity int) int
@@ -325,6 +354,8 @@ type ComplexityRoot struct {
 		LinkIdentity                      func(childComplexity int, provider IdentityProvider, idToken string, nonce string, authorizationCode *string) int
 		Login                             func(childComplexity int, email string, password string) int
 		Logout                            func(childComplexity int) int
+		MarkAllInbox                      func(childComplexity int, mark string, upTo *string) int
+		MarkInboxItem                     func(childComplexity int, id string, mark string) int
 		MessengerLinkURL                  func(childComplexity int) int
 		ReconcileSubscription             func(childComplexity int, userID string) int
 		RedeliverWebhookEvent             func(childComplexity int, endpointID string, eventID string) int
@@ -347,8 +378,8 @@ type ComplexityRoot struct {
 		SendMessengerMessage              func(childComplexity int, chatID string, message string, options *view.MessengerOptions, idempotencyKey *string) int
 		SendNotificationByDeviceID        func(childComplexity int, deviceID string, notification NotificationInput, idempotencyKey *string) int
 		SendNotificationByToken           func(childComplexity int, platform string, pushToken string, notification NotificationInput, idempotencyKey *string) int
-		SendNotificationToAll             func(childComplexity int, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, category *string, idempotencyKey *string) int
-		SendNotificationToUser            func(childComplexity int, userID string, notification NotificationInput, channels []string, category *string, urgent *bool, idempotencyKey *string) int
+		SendNotificationToAll             func(childComplexity int, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, category *string, inbox *bool, idempotencyKey *string) int
+		SendNotificationToUser            func(childComplexity int, userID string, notification NotificationInput, channels []string, category *string, urgent *bool, inbox *bool, idempotencyKey *string) int
 		SendWebhookPing                   func(childComplexity int, endpointID string) int
 		SetLocale                         func(childComplexity int, locale string) int
 		SetSubscription                   func(childComplexity int, userID string, plan string, expiresAt time.Time) int
@@ -382,6 +413,8 @@ type ComplexityRoot struct {
 		Failed          func(childComplexity int) int
 		FinishedAt      func(childComplexity int) int
 		ID              func(childComplexity int) int
+		Inbox           func(childComplexity int) int
+		InboxItems      func(childComplexity int) int
 		InvalidTokens   func(childComplexity int) int
 		SendAt          func(childComplexity int) int
 		Sent            func(childComplexity int) int
@@ -453,6 +486,8 @@ type ComplexityRoot struct {
 		MessengerPreview            func(childComplexity int, message string) int
 		MessengerSubscribers        func(childComplexity int, first *int, after *string, status *string) int
 		MyIdentities                func(childComplexity int) int
+		MyInbox                     func(childComplexity int, first *int, after *string, archived *bool, unreadOnly *bool) int
+		MyInboxCounts               func(childComplexity int) int
 		MyMfa                       func(childComplexity int) int
 		MyNotificationPreferences   func(childComplexity int) int
 		MyPasskeys                  func(childComplexity int) int
@@ -551,6 +586,7 @@ type ComplexityRoot struct {
 	}
 
 	Subscription struct {
+		InboxChanged              func(childComplexity int) int
 		MessengerBroadcastUpdated func(childComplexity int, id string) int
 		MessengerEvents           func(childComplexity int) int
 		NotificationJobUpdated    func(childComplexity int, id string) int
@@ -685,8 +721,8 @@ type MutationResolver interface {
 	UpdatePushToken(ctx context.Context, deviceID string, pushToken string) (*view.Device, error)
 	RemoveDevice(ctx context.Context, deviceID string) (bool, error)
 	SendNotificationByDeviceID(ctx context.Context, deviceID string, notification NotificationInput, idempotencyKey *string) (*view.SendNotificationResult, error)
-	SendNotificationToUser(ctx context.Context, userID string, notification NotificationInput, channels []string, category *string, urgent *bool, idempotencyKey *string) (*view.SendToUserResult, error)
-	SendNotificationToAll(ctx context.Context, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, category *string, idempotencyKey *string) (*view.BroadcastResult, error)
+	SendNotificationToUser(ctx context.Context, userID string, notification NotificationInput, channels []string, category *string, urgent *bool, inbox *bool, idempotencyKey *string) (*view.SendToUserResult, error)
+	SendNotificationToAll(ctx context.Context, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, category *string, inbox *bool, idempotencyKey *string) (*view.BroadcastResult, error)
 	SendNotificationByToken(ctx context.Context, platform string, pushToken string, notification NotificationInput, idempotencyKey *string) (*view.SendNotificationResult, error)
 	CancelNotificationJob(ctx context.Context, id string) (*view.NotificationJob, error)
 	MessengerLinkURL(ctx context.Context) (*view.MessengerLink, error)
@@ -746,6 +782,8 @@ type MutationResolver interface {
 	UpgradeGuest(ctx context.Context, email string, password string) (*view.User, error)
 	UpdateMyNotificationPreferences(ctx context.Context, settings []view.NotificationSetting, timeZone *string, quietHours *view.QuietHoursInput) (*view.NotificationPreferences, error)
 	UpdateUserNotificationPreferences(ctx context.Context, userID string, settings []view.NotificationSetting, timeZone *string, quietHours *view.QuietHoursInput) (*view.NotificationPreferences, error)
+	MarkInboxItem(ctx context.Context, id string, mark string) (*view.InboxItem, error)
+	MarkAllInbox(ctx context.Context, mark string, upTo *string) (*view.InboxCounts, error)
 }
 type QueryResolver interface {
 	Version(ctx context.Context) (string, error)
@@ -781,6 +819,8 @@ type QueryResolver interface {
 	MyNotificationPreferences(ctx context.Context) (*view.NotificationPreferences, error)
 	UserNotificationPreferences(ctx context.Context, userID string) (*view.NotificationPreferences, error)
 	NotificationCategories(ctx context.Context) ([]view.NotificationCategory, error)
+	MyInbox(ctx context.Context, first *int, after *string, archived *bool, unreadOnly *bool) (*InboxItemConnection, error)
+	MyInboxCounts(ctx context.Context) (*view.InboxCounts, error)
 }
 type SecurityEventResolver interface {
 	Detail(ctx context.Context, obj *view.SecurityEvent) (map[string]any, error)
@@ -789,6 +829,7 @@ type SubscriptionResolver interface {
 	NotificationJobUpdated(ctx context.Context, id string) (<-chan *view.NotificationJob, error)
 	MessengerEvents(ctx context.Context) (<-chan *MessengerEvent, error)
 	MessengerBroadcastUpdated(ctx context.Context, id string) (<-chan *view.MessengerBroadcast, error)
+	InboxChanged(ctx context.Context) (<-chan *view.InboxEvent, error)
 }
 type UserRecordResolver interface {
 	Sessions(ctx context.Context, obj *view.UserRecord) ([]view.Session, error)
@@ -1441,6 +1482,112 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.IdentityRemoved.Removed(childComplexity), true
 
+	case "InboxCounts.unread":
+		if e.ComplexityRoot.InboxCounts.Unread == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboxCounts.Unread(childComplexity), true
+	case "InboxCounts.unseen":
+		if e.ComplexityRoot.InboxCounts.Unseen == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboxCounts.Unseen(childComplexity), true
+
+	case "InboxEvent.item":
+		if e.ComplexityRoot.InboxEvent.Item == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboxEvent.Item(childComplexity), true
+	case "InboxEvent.unread":
+		if e.ComplexityRoot.InboxEvent.Unread == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboxEvent.Unread(childComplexity), true
+	case "InboxEvent.unseen":
+		if e.ComplexityRoot.InboxEvent.Unseen == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboxEvent.Unseen(childComplexity), true
+
+	case "InboxItem.archivedAt":
+		if e.ComplexityRoot.InboxItem.ArchivedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboxItem.ArchivedAt(childComplexity), true
+	case "InboxItem.body":
+		if e.ComplexityRoot.InboxItem.Body == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboxItem.Body(childComplexity), true
+	case "InboxItem.category":
+		if e.ComplexityRoot.InboxItem.Category == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboxItem.Category(childComplexity), true
+	case "InboxItem.createdAt":
+		if e.ComplexityRoot.InboxItem.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboxItem.CreatedAt(childComplexity), true
+	case "InboxItem.data":
+		if e.ComplexityRoot.InboxItem.Data == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboxItem.Data(childComplexity), true
+	case "InboxItem.expiresAt":
+		if e.ComplexityRoot.InboxItem.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboxItem.ExpiresAt(childComplexity), true
+	case "InboxItem.id":
+		if e.ComplexityRoot.InboxItem.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboxItem.ID(childComplexity), true
+	case "InboxItem.readAt":
+		if e.ComplexityRoot.InboxItem.ReadAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboxItem.ReadAt(childComplexity), true
+	case "InboxItem.seenAt":
+		if e.ComplexityRoot.InboxItem.SeenAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboxItem.SeenAt(childComplexity), true
+	case "InboxItem.title":
+		if e.ComplexityRoot.InboxItem.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboxItem.Title(childComplexity), true
+
+	case "InboxItemConnection.nodes":
+		if e.ComplexityRoot.InboxItemConnection.Nodes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboxItemConnection.Nodes(childComplexity), true
+	case "InboxItemConnection.pageInfo":
+		if e.ComplexityRoot.InboxItemConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InboxItemConnection.PageInfo(childComplexity), true
+
 	case "MessengerBotStatus.botName":
 		if e.ComplexityRoot.MessengerBotStatus.BotName == nil {
 			break
@@ -2057,6 +2204,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.Logout(childComplexity), true
+	case "Mutation.markAllInbox":
+		if e.ComplexityRoot.Mutation.MarkAllInbox == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_markAllInbox_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.MarkAllInbox(childComplexity, args["mark"].(string), args["upTo"].(*string)), true
+	case "Mutation.markInboxItem":
+		if e.ComplexityRoot.Mutation.MarkInboxItem == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_markInboxItem_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.MarkInboxItem(childComplexity, args["id"].(string), args["mark"].(string)), true
 	case "Mutation.messengerLinkUrl":
 		if e.ComplexityRoot.Mutation.MessengerLinkURL == nil {
 			break
@@ -2299,7 +2468,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.SendNotificationToAll(childComplexity, args["notification"].(NotificationInput), args["audience"].(*AudienceInput), args["sendAt"].(*time.Time), args["category"].(*string), args["idempotencyKey"].(*string)), true
+		return e.ComplexityRoot.Mutation.SendNotificationToAll(childComplexity, args["notification"].(NotificationInput), args["audience"].(*AudienceInput), args["sendAt"].(*time.Time), args["category"].(*string), args["inbox"].(*bool), args["idempotencyKey"].(*string)), true
 	case "Mutation.sendNotificationToUser":
 		if e.ComplexityRoot.Mutation.SendNotificationToUser == nil {
 			break
@@ -2310,7 +2479,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.SendNotificationToUser(childComplexity, args["userId"].(string), args["notification"].(NotificationInput), args["channels"].([]string), args["category"].(*string), args["urgent"].(*bool), args["idempotencyKey"].(*string)), true
+		return e.ComplexityRoot.Mutation.SendNotificationToUser(childComplexity, args["userId"].(string), args["notification"].(NotificationInput), args["channels"].([]string), args["category"].(*string), args["urgent"].(*bool), args["inbox"].(*bool), args["idempotencyKey"].(*string)), true
 	case "Mutation.sendWebhookPing":
 		if e.ComplexityRoot.Mutation.SendWebhookPing == nil {
 			break
@@ -2560,6 +2729,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NotificationJob.ID(childComplexity), true
+	case "NotificationJob.inbox":
+		if e.ComplexityRoot.NotificationJob.Inbox == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationJob.Inbox(childComplexity), true
+	case "NotificationJob.inboxItems":
+		if e.ComplexityRoot.NotificationJob.InboxItems == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationJob.InboxItems(childComplexity), true
 	case "NotificationJob.invalidTokens":
 		if e.ComplexityRoot.NotificationJob.InvalidTokens == nil {
 			break
@@ -2859,6 +3040,23 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.MyIdentities(childComplexity), true
+	case "Query.myInbox":
+		if e.ComplexityRoot.Query.MyInbox == nil {
+			break
+		}
+
+		args, err := ec.field_Query_myInbox_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.MyInbox(childComplexity, args["first"].(*int), args["after"].(*string), args["archived"].(*bool), args["unreadOnly"].(*bool)), true
+	case "Query.myInboxCounts":
+		if e.ComplexityRoot.Query.MyInboxCounts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.MyInboxCounts(childComplexity), true
 	case "Query.myMfa":
 		if e.ComplexityRoot.Query.MyMfa == nil {
 			break
@@ -3286,6 +3484,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SkipCounts.OptedOut(childComplexity), true
 
+	case "Subscription.inboxChanged":
+		if e.ComplexityRoot.Subscription.InboxChanged == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Subscription.InboxChanged(childComplexity), true
 	case "Subscription.messengerBroadcastUpdated":
 		if e.ComplexityRoot.Subscription.MessengerBroadcastUpdated == nil {
 			break
@@ -4257,6 +4461,64 @@ func (ec *executionContext) childFields_IdentityRemoved(ctx context.Context, fie
 	return nil, fmt.Errorf("no field named %q was found under type IdentityRemoved", field.Name)
 }
 
+func (ec *executionContext) childFields_InboxCounts(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "unseen":
+		return ec.fieldContext_InboxCounts_unseen(ctx, field)
+	case "unread":
+		return ec.fieldContext_InboxCounts_unread(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type InboxCounts", field.Name)
+}
+
+func (ec *executionContext) childFields_InboxEvent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "item":
+		return ec.fieldContext_InboxEvent_item(ctx, field)
+	case "unseen":
+		return ec.fieldContext_InboxEvent_unseen(ctx, field)
+	case "unread":
+		return ec.fieldContext_InboxEvent_unread(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type InboxEvent", field.Name)
+}
+
+func (ec *executionContext) childFields_InboxItem(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_InboxItem_id(ctx, field)
+	case "title":
+		return ec.fieldContext_InboxItem_title(ctx, field)
+	case "body":
+		return ec.fieldContext_InboxItem_body(ctx, field)
+	case "data":
+		return ec.fieldContext_InboxItem_data(ctx, field)
+	case "category":
+		return ec.fieldContext_InboxItem_category(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_InboxItem_createdAt(ctx, field)
+	case "seenAt":
+		return ec.fieldContext_InboxItem_seenAt(ctx, field)
+	case "readAt":
+		return ec.fieldContext_InboxItem_readAt(ctx, field)
+	case "archivedAt":
+		return ec.fieldContext_InboxItem_archivedAt(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_InboxItem_expiresAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type InboxItem", field.Name)
+}
+
+func (ec *executionContext) childFields_InboxItemConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "nodes":
+		return ec.fieldContext_InboxItemConnection_nodes(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_InboxItemConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type InboxItemConnection", field.Name)
+}
+
 func (ec *executionContext) childFields_MessengerBotStatus(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "connected":
@@ -4457,6 +4719,10 @@ func (ec *executionContext) childFields_NotificationJob(ctx context.Context, fie
 		return ec.fieldContext_NotificationJob_skipped(ctx, field)
 	case "category":
 		return ec.fieldContext_NotificationJob_category(ctx, field)
+	case "inbox":
+		return ec.fieldContext_NotificationJob_inbox(ctx, field)
+	case "inboxItems":
+		return ec.fieldContext_NotificationJob_inboxItems(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_NotificationJob_createdAt(ctx, field)
 	case "startedAt":
@@ -5551,6 +5817,50 @@ func (ec *executionContext) field_Mutation_login_args(ctx context.Context, rawAr
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_markAllInbox_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "mark",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["mark"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "upTo",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["upTo"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_markInboxItem_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "mark",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["mark"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_reconcileSubscription_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5986,14 +6296,22 @@ func (ec *executionContext) field_Mutation_sendNotificationToAll_args(ctx contex
 		return nil, err
 	}
 	args["category"] = arg3
-	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "inbox",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["inbox"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["idempotencyKey"] = arg4
+	args["idempotencyKey"] = arg5
 	return args, nil
 }
 
@@ -6040,14 +6358,22 @@ func (ec *executionContext) field_Mutation_sendNotificationToUser_args(ctx conte
 		return nil, err
 	}
 	args["urgent"] = arg4
-	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "inbox",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["inbox"] = arg5
+	arg6, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["idempotencyKey"] = arg5
+	args["idempotencyKey"] = arg6
 	return args, nil
 }
 
@@ -6562,6 +6888,44 @@ func (ec *executionContext) field_Query_messengerSubscribers_args(ctx context.Co
 		return nil, err
 	}
 	args["status"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_myInbox_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "archived",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["archived"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "unreadOnly",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["unreadOnly"] = arg3
 	return args, nil
 }
 
@@ -9374,6 +9738,424 @@ func (ec *executionContext) fieldContext_IdentityRemoved_removed(_ context.Conte
 	return graphql.NewScalarFieldContext("IdentityRemoved", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
+func (ec *executionContext) _InboxCounts_unseen(ctx context.Context, field graphql.CollectedField, obj *view.InboxCounts) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboxCounts_unseen(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Unseen, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InboxCounts_unseen(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InboxCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _InboxCounts_unread(ctx context.Context, field graphql.CollectedField, obj *view.InboxCounts) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboxCounts_unread(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Unread, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InboxCounts_unread(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InboxCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _InboxEvent_item(ctx context.Context, field graphql.CollectedField, obj *view.InboxEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboxEvent_item(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Item, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *view.InboxItem) graphql.Marshaler {
+			return ec.marshalOInboxItem2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐInboxItem(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_InboxEvent_item(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "InboxEvent",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InboxItem(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _InboxEvent_unseen(ctx context.Context, field graphql.CollectedField, obj *view.InboxEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboxEvent_unseen(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Unseen, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InboxEvent_unseen(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InboxEvent", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _InboxEvent_unread(ctx context.Context, field graphql.CollectedField, obj *view.InboxEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboxEvent_unread(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Unread, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InboxEvent_unread(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InboxEvent", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _InboxItem_id(ctx context.Context, field graphql.CollectedField, obj *view.InboxItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboxItem_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InboxItem_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InboxItem", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _InboxItem_title(ctx context.Context, field graphql.CollectedField, obj *view.InboxItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboxItem_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InboxItem_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InboxItem", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _InboxItem_body(ctx context.Context, field graphql.CollectedField, obj *view.InboxItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboxItem_body(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Body, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InboxItem_body(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InboxItem", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _InboxItem_data(ctx context.Context, field graphql.CollectedField, obj *view.InboxItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboxItem_data(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Data, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v map[string]any) graphql.Marshaler {
+			return ec.marshalNJSON2map(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InboxItem_data(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InboxItem", field, false, false, errors.New("field of type JSON does not have child fields"))
+}
+
+func (ec *executionContext) _InboxItem_category(ctx context.Context, field graphql.CollectedField, obj *view.InboxItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboxItem_category(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Category, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InboxItem_category(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InboxItem", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _InboxItem_createdAt(ctx context.Context, field graphql.CollectedField, obj *view.InboxItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboxItem_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InboxItem_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InboxItem", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _InboxItem_seenAt(ctx context.Context, field graphql.CollectedField, obj *view.InboxItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboxItem_seenAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SeenAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_InboxItem_seenAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InboxItem", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _InboxItem_readAt(ctx context.Context, field graphql.CollectedField, obj *view.InboxItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboxItem_readAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReadAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_InboxItem_readAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InboxItem", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _InboxItem_archivedAt(ctx context.Context, field graphql.CollectedField, obj *view.InboxItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboxItem_archivedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArchivedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_InboxItem_archivedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InboxItem", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _InboxItem_expiresAt(ctx context.Context, field graphql.CollectedField, obj *view.InboxItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboxItem_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InboxItem_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InboxItem", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _InboxItemConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *InboxItemConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboxItemConnection_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Nodes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []view.InboxItem) graphql.Marshaler {
+			return ec.marshalNInboxItem2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐInboxItemᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InboxItemConnection_nodes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "InboxItemConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InboxItem(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _InboxItemConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *InboxItemConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InboxItemConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *view.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InboxItemConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "InboxItemConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _MessengerBotStatus_connected(ctx context.Context, field graphql.CollectedField, obj *view.MessengerBotStatus) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11142,7 +11924,7 @@ func (ec *executionContext) _Mutation_sendNotificationToUser(ctx context.Context
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().SendNotificationToUser(ctx, fc.Args["userId"].(string), fc.Args["notification"].(NotificationInput), fc.Args["channels"].([]string), fc.Args["category"].(*string), fc.Args["urgent"].(*bool), fc.Args["idempotencyKey"].(*string))
+			return ec.Resolvers.Mutation().SendNotificationToUser(ctx, fc.Args["userId"].(string), fc.Args["notification"].(NotificationInput), fc.Args["channels"].([]string), fc.Args["category"].(*string), fc.Args["urgent"].(*bool), fc.Args["inbox"].(*bool), fc.Args["idempotencyKey"].(*string))
 		},
 		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
 			directive0 := next
@@ -11204,7 +11986,7 @@ func (ec *executionContext) _Mutation_sendNotificationToAll(ctx context.Context,
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().SendNotificationToAll(ctx, fc.Args["notification"].(NotificationInput), fc.Args["audience"].(*AudienceInput), fc.Args["sendAt"].(*time.Time), fc.Args["category"].(*string), fc.Args["idempotencyKey"].(*string))
+			return ec.Resolvers.Mutation().SendNotificationToAll(ctx, fc.Args["notification"].(NotificationInput), fc.Args["audience"].(*AudienceInput), fc.Args["sendAt"].(*time.Time), fc.Args["category"].(*string), fc.Args["inbox"].(*bool), fc.Args["idempotencyKey"].(*string))
 		},
 		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
 			directive0 := next
@@ -14533,6 +15315,120 @@ func (ec *executionContext) fieldContext_Mutation_updateUserNotificationPreferen
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_markInboxItem(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_markInboxItem(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().MarkInboxItem(ctx, fc.Args["id"].(string), fc.Args["mark"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.InboxItem
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.InboxItem) graphql.Marshaler {
+			return ec.marshalNInboxItem2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐInboxItem(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_markInboxItem(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InboxItem(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_markInboxItem_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_markAllInbox(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_markAllInbox(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().MarkAllInbox(ctx, fc.Args["mark"].(string), fc.Args["upTo"].(*string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.InboxCounts
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.InboxCounts) graphql.Marshaler {
+			return ec.marshalNInboxCounts2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐInboxCounts(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_markAllInbox(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InboxCounts(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_markAllInbox_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _NotificationCategory_name(ctx context.Context, field graphql.CollectedField, obj *view.NotificationCategory) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -14793,6 +15689,52 @@ func (ec *executionContext) _NotificationJob_category(ctx context.Context, field
 }
 func (ec *executionContext) fieldContext_NotificationJob_category(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationJob_inbox(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationJob_inbox(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Inbox, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationJob_inbox(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationJob_inboxItems(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationJob_inboxItems(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InboxItems, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationJob_inboxItems(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _NotificationJob_createdAt(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
@@ -17253,6 +18195,108 @@ func (ec *executionContext) fieldContext_Query_notificationCategories(_ context.
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_myInbox(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_myInbox(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().MyInbox(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["archived"].(*bool), fc.Args["unreadOnly"].(*bool))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *InboxItemConnection
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *InboxItemConnection) graphql.Marshaler {
+			return ec.marshalNInboxItemConnection2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐInboxItemConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_myInbox(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InboxItemConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_myInbox_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_myInboxCounts(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_myInboxCounts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().MyInboxCounts(ctx)
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.InboxCounts
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.InboxCounts) graphql.Marshaler {
+			return ec.marshalNInboxCounts2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐInboxCounts(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_myInboxCounts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InboxCounts(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -18395,6 +19439,51 @@ func (ec *executionContext) fieldContext_Subscription_messengerBroadcastUpdated(
 	if fc.Args, err = ec.field_Subscription_messengerBroadcastUpdated_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_inboxChanged(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_inboxChanged(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Subscription().InboxChanged(ctx)
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.InboxEvent
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, nil)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.InboxEvent) graphql.Marshaler {
+			return ec.marshalNInboxEvent2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐInboxEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_inboxChanged(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InboxEvent(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -23088,6 +24177,223 @@ func (ec *executionContext) _IdentityRemoved(ctx context.Context, sel ast.Select
 	return out
 }
 
+var inboxCountsImplementors = []string{"InboxCounts"}
+
+func (ec *executionContext) _InboxCounts(ctx context.Context, sel ast.SelectionSet, obj *view.InboxCounts) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, inboxCountsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("InboxCounts")
+		case "unseen":
+			out.Values[i] = ec._InboxCounts_unseen(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "unread":
+			out.Values[i] = ec._InboxCounts_unread(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var inboxEventImplementors = []string{"InboxEvent"}
+
+func (ec *executionContext) _InboxEvent(ctx context.Context, sel ast.SelectionSet, obj *view.InboxEvent) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, inboxEventImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("InboxEvent")
+		case "item":
+			out.Values[i] = ec._InboxEvent_item(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "unseen":
+			out.Values[i] = ec._InboxEvent_unseen(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "unread":
+			out.Values[i] = ec._InboxEvent_unread(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var inboxItemImplementors = []string{"InboxItem"}
+
+func (ec *executionContext) _InboxItem(ctx context.Context, sel ast.SelectionSet, obj *view.InboxItem) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, inboxItemImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("InboxItem")
+		case "id":
+			out.Values[i] = ec._InboxItem_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "title":
+			out.Values[i] = ec._InboxItem_title(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "body":
+			out.Values[i] = ec._InboxItem_body(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "data":
+			out.Values[i] = ec._InboxItem_data(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "category":
+			out.Values[i] = ec._InboxItem_category(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._InboxItem_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "seenAt":
+			out.Values[i] = ec._InboxItem_seenAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "readAt":
+			out.Values[i] = ec._InboxItem_readAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "archivedAt":
+			out.Values[i] = ec._InboxItem_archivedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "expiresAt":
+			out.Values[i] = ec._InboxItem_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var inboxItemConnectionImplementors = []string{"InboxItemConnection"}
+
+func (ec *executionContext) _InboxItemConnection(ctx context.Context, sel ast.SelectionSet, obj *InboxItemConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, inboxItemConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("InboxItemConnection")
+		case "nodes":
+			out.Values[i] = ec._InboxItemConnection_nodes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._InboxItemConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var messengerBotStatusImplementors = []string{"MessengerBotStatus"}
 
 func (ec *executionContext) _MessengerBotStatus(ctx context.Context, sel ast.SelectionSet, obj *view.MessengerBotStatus) graphql.Marshaler {
@@ -24260,6 +25566,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "markInboxItem":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_markInboxItem(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "markAllInbox":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_markAllInbox(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -24378,6 +25698,16 @@ func (ec *executionContext) _NotificationJob(ctx context.Context, sel ast.Select
 			}
 		case "category":
 			out.Values[i] = ec._NotificationJob_category(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "inbox":
+			out.Values[i] = ec._NotificationJob_inbox(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "inboxItems":
+			out.Values[i] = ec._NotificationJob_inboxItems(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -25562,6 +26892,50 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "myInbox":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_myInbox(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "myInboxCounts":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_myInboxCounts(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -26230,6 +27604,8 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 		return ec._Subscription_messengerEvents(ctx, fields[0])
 	case "messengerBroadcastUpdated":
 		return ec._Subscription_messengerBroadcastUpdated(ctx, fields[0])
+	case "inboxChanged":
+		return ec._Subscription_inboxChanged(ctx, fields[0])
 	default:
 		panic("unknown field " + strconv.Quote(fields[0].Name))
 	}
@@ -27876,6 +29252,78 @@ func (ec *executionContext) marshalNIdentityRemoved2ᚖgithubᚗcomᚋheraldᚑv
 	return ec._IdentityRemoved(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNInboxCounts2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐInboxCounts(ctx context.Context, sel ast.SelectionSet, v view.InboxCounts) graphql.Marshaler {
+	return ec._InboxCounts(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNInboxCounts2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐInboxCounts(ctx context.Context, sel ast.SelectionSet, v *view.InboxCounts) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._InboxCounts(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNInboxEvent2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐInboxEvent(ctx context.Context, sel ast.SelectionSet, v view.InboxEvent) graphql.Marshaler {
+	return ec._InboxEvent(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNInboxEvent2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐInboxEvent(ctx context.Context, sel ast.SelectionSet, v *view.InboxEvent) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._InboxEvent(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNInboxItem2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐInboxItem(ctx context.Context, sel ast.SelectionSet, v view.InboxItem) graphql.Marshaler {
+	return ec._InboxItem(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNInboxItem2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐInboxItemᚄ(ctx context.Context, sel ast.SelectionSet, v []view.InboxItem) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNInboxItem2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐInboxItem(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNInboxItem2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐInboxItem(ctx context.Context, sel ast.SelectionSet, v *view.InboxItem) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._InboxItem(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNInboxItemConnection2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐInboxItemConnection(ctx context.Context, sel ast.SelectionSet, v InboxItemConnection) graphql.Marshaler {
+	return ec._InboxItemConnection(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNInboxItemConnection2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐInboxItemConnection(ctx context.Context, sel ast.SelectionSet, v *InboxItemConnection) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._InboxItemConnection(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNInt2int(ctx context.Context, v any) (int, error) {
 	res, err := graphql.UnmarshalInt(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -28891,6 +30339,13 @@ func (ec *executionContext) marshalOID2ᚖstring(ctx context.Context, sel ast.Se
 	_ = ctx
 	res := graphql.MarshalID(*v)
 	return res
+}
+
+func (ec *executionContext) marshalOInboxItem2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐInboxItem(ctx context.Context, sel ast.SelectionSet, v *view.InboxItem) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._InboxItem(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOInt2ᚖint(ctx context.Context, v any) (*int, error) {

@@ -51,6 +51,11 @@ type DeviceConnection struct {
 	PageInfo *view.PageInfo `json:"pageInfo"`
 }
 
+type InboxItemConnection struct {
+	Nodes    []view.InboxItem `json:"nodes"`
+	PageInfo *view.PageInfo   `json:"pageInfo"`
+}
+
 // One change of a chat's subscription to the bot.
 type MessengerEvent struct {
 	// subscribe, unsubscribe, block or unblock.

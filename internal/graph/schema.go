@@ -9,6 +9,7 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/devices"
+	"github.com/herald-vpn/herald/internal/inbox"
 	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/notifications"
@@ -71,6 +72,7 @@ var pageSizes = map[string]PageSize{
 	"Query.messengerSubscribers": {messenger.DefaultPageSize, messenger.MaxPageSize},
 	"Query.webhookDeliveries":    {webhooks.DefaultPageSize, webhooks.MaxPageSize},
 	"Query.mySecurityLog":        {securitylog.DefaultPage, securitylog.MaxPage},
+	"Query.myInbox":              {inbox.DefaultPageSize, inbox.MaxPageSize},
 	"Query.userSecurityLog":      {securitylog.DefaultPage, securitylog.MaxPage},
 	"Query.bans":                 {limits.DefaultBansPage, limits.MaxBansPage},
 }

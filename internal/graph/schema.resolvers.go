@@ -16,6 +16,7 @@ import (
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/billing"
 	"github.com/herald-vpn/herald/internal/identities"
+	inboxpkg "github.com/herald-vpn/herald/internal/inbox"
 	"github.com/herald-vpn/herald/internal/notifications"
 	"github.com/herald-vpn/herald/internal/sessions"
 	"github.com/herald-vpn/herald/internal/subscriptions"
@@ -137,8 +138,8 @@ func (r *mutationResolver) SendNotificationByDeviceID(ctx context.Context, devic
 }
 
 // SendNotificationToUser is the resolver for the sendNotificationToUser field.
-func (r *mutationResolver) SendNotificationToUser(ctx context.Context, userID string, notification NotificationInput, channels []string, category *string, urgent *bool, idempotencyKey *string) (*view.SendToUserResult, error) {
-	res, err := r.Notifications.SendToUserIdempotent(ctx, r.idempotencyKey(idempotencyKey), userID, notificationInput(notification), notifications.UserSendOptions{Channels: channels, Category: deref(category), Urgent: deref(urgent)})
+func (r *mutationResolver) SendNotificationToUser(ctx context.Context, userID string, notification NotificationInput, channels []string, category *string, urgent *bool, inbox *bool, idempotencyKey *string) (*view.SendToUserResult, error) {
+	res, err := r.Notifications.SendToUserIdempotent(ctx, r.idempotencyKey(idempotencyKey), userID, notificationInput(notification), notifications.UserSendOptions{Channels: channels, Category: deref(category), Urgent: deref(urgent), Inbox: deref(inbox)})
 	if err != nil {
 		return nil, err
 	}
@@ -146,8 +147,8 @@ func (r *mutationResolver) SendNotificationToUser(ctx context.Context, userID st
 }
 
 // SendNotificationToAll is the resolver for the sendNotificationToAll field.
-func (r *mutationResolver) SendNotificationToAll(ctx context.Context, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, category *string, idempotencyKey *string) (*view.BroadcastResult, error) {
-	job, err := r.Notifications.BroadcastIdempotent(ctx, r.idempotencyKey(idempotencyKey), notificationInput(notification), notifications.BroadcastOptions{SendAt: sendAt, Audience: audienceInput(audience), Category: deref(category)})
+func (r *mutationResolver) SendNotificationToAll(ctx context.Context, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, category *string, inbox *bool, idempotencyKey *string) (*view.BroadcastResult, error) {
+	job, err := r.Notifications.BroadcastIdempotent(ctx, r.idempotencyKey(idempotencyKey), notificationInput(notification), notifications.BroadcastOptions{SendAt: sendAt, Audience: audienceInput(audience), Category: deref(category), Inbox: deref(inbox)})
 	if err != nil {
 		return nil, err
 	}
@@ -671,6 +672,24 @@ func (r *mutationResolver) UpdateUserNotificationPreferences(ctx context.Context
 	return r.updatePreferences(ctx, userID, settings, timeZone, quietHours)
 }
 
+// MarkInboxItem is the resolver for the markInboxItem field.
+func (r *mutationResolver) MarkInboxItem(ctx context.Context, id string, mark string) (*view.InboxItem, error) {
+	it, err := r.Inbox.Mark(ctx, auth.Caller(ctx).AccountID, id, inboxpkg.Mark(mark))
+	if err != nil {
+		return nil, err
+	}
+	return ptr(view.NewInboxItem(it)), nil
+}
+
+// MarkAllInbox is the resolver for the markAllInbox field.
+func (r *mutationResolver) MarkAllInbox(ctx context.Context, mark string, upTo *string) (*view.InboxCounts, error) {
+	c, err := r.Inbox.MarkAll(ctx, auth.Caller(ctx).AccountID, inboxpkg.Mark(mark), deref(upTo))
+	if err != nil {
+		return nil, err
+	}
+	return ptr(view.NewInboxCounts(c)), nil
+}
+
 // Version is the resolver for the version field.
 func (r *queryResolver) Version(ctx context.Context) (string, error) {
 	return r.Resolver.Version, nil
@@ -966,6 +985,25 @@ func (r *queryResolver) NotificationCategories(ctx context.Context) ([]view.Noti
 	return view.NewNotificationCategories(r.Preferences.Catalogue()), nil
 }
 
+// MyInbox is the resolver for the myInbox field.
+func (r *queryResolver) MyInbox(ctx context.Context, first *int, after *string, archived *bool, unreadOnly *bool) (*InboxItemConnection, error) {
+	p, err := r.Inbox.List(ctx, auth.Caller(ctx).AccountID, inboxpkg.Filter{Archived: deref(archived), UnreadOnly: deref(unreadOnly)}, deref(first), deref(after))
+	if err != nil {
+		return nil, err
+	}
+	page := view.NewPage(p.Items, view.NewInboxItem, p.EndCursor, p.HasNextPage)
+	return &InboxItemConnection{Nodes: page.Nodes, PageInfo: &page.PageInfo}, nil
+}
+
+// MyInboxCounts is the resolver for the myInboxCounts field.
+func (r *queryResolver) MyInboxCounts(ctx context.Context) (*view.InboxCounts, error) {
+	c, err := r.Inbox.Counts(ctx, auth.Caller(ctx).AccountID)
+	if err != nil {
+		return nil, err
+	}
+	return ptr(view.NewInboxCounts(c)), nil
+}
+
 // Detail is the resolver for the detail field.
 func (r *securityEventResolver) Detail(ctx context.Context, obj *view.SecurityEvent) (map[string]any, error) {
 	out := make(map[string]any, len(obj.Detail))
@@ -1026,6 +1064,27 @@ func (r *subscriptionResolver) MessengerBroadcastUpdated(ctx context.Context, id
 		for j := range jobs {
 			select {
 			case out <- ptr(view.NewMessengerBroadcast(j)):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// InboxChanged is the resolver for the inboxChanged field.
+func (r *subscriptionResolver) InboxChanged(ctx context.Context) (<-chan *view.InboxEvent, error) {
+	// The caller's own inbox: the account is the credential's.
+	events, err := r.Inbox.Watch(ctx, auth.Caller(ctx).AccountID)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan *view.InboxEvent)
+	go func() {
+		defer close(out)
+		for e := range events {
+			select {
+			case out <- ptr(view.NewInboxEvent(e)):
 			case <-ctx.Done():
 				return
 			}

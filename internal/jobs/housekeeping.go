@@ -33,6 +33,10 @@ type HousekeepingWorker struct {
 		PurgeGuests(ctx context.Context, retention time.Duration) (int, error)
 	}
 	GuestRetention time.Duration
+	// Inbox, when set, has its expired items deleted (inbox.Service.Prune).
+	Inbox interface {
+		Prune(ctx context.Context) (int64, error)
+	}
 	// WebhookSlots, when set, are the rules by which parked webhook
 	// deliveries are handed free slots (sqlstore.DB.SweepWebhookSlots).
 	WebhookSlots *webhooks.Slots
@@ -67,13 +71,19 @@ func (w *HousekeepingWorker) Work(ctx context.Context, _ *river.Job[Housekeeping
 	if err != nil {
 		return fmt.Errorf("housekeeping: unsubscribe links: %w", err)
 	}
+	var inboxItems int64
+	if w.Inbox != nil {
+		if inboxItems, err = w.Inbox.Prune(ctx); err != nil {
+			return fmt.Errorf("housekeeping: inbox: %w", err)
+		}
+	}
 	if w.WebhookSlots != nil {
 		if _, err := w.DB.SweepWebhookSlots(ctx, *w.WebhookSlots); err != nil {
 			return fmt.Errorf("housekeeping: webhook slots: %w", err)
 		}
 	}
 	w.Logger.InfoContext(ctx, "housekeeping", "deliveries", p.Deliveries, "sessions", p.Sessions, "codes", p.Codes, "pending_codes", p.PendingCodes, "leases", p.Leases,
-		"telegram_updates", p.TelegramUpdates, "webhook_events", p.WebhookEvents, "idempotency_keys", p.IdempotencyKeys, "security_events", security, "guests", guests, "unsubscribe_link_uses", links)
+		"telegram_updates", p.TelegramUpdates, "webhook_events", p.WebhookEvents, "idempotency_keys", p.IdempotencyKeys, "security_events", security, "guests", guests, "unsubscribe_link_uses", links, "inbox_items", inboxItems)
 	return nil
 }
 

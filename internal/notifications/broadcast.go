@@ -104,6 +104,17 @@ func (c pushChannel) Requeue(ctx context.Context, minInterval time.Duration) ([]
 // its slice is over.
 func (c pushChannel) Send(ctx context.Context, j Job, owner string) error {
 	s := c.s
+	if j.Inbox && !j.InboxWritten && s.cfg.Inbox != nil {
+		// The inbox items are written by the job, not by the request that
+		// queued it, in one statement and one transaction with the job's
+		// mark: a run taking the job over after a crash finds the mark (or
+		// the unique (account, job) of each item) and writes nothing
+		// more, whichever replica it is on. An error leaves it to River's
+		// retry, like a database error of the walk.
+		if _, err := s.cfg.Inbox.KeepBroadcast(ctx, j.ID); err != nil {
+			return err
+		}
+	}
 	r := &run{s: s, id: j.ID, owner: owner, n: Notification{Subject: j.Subject, Content: j.Content, Data: j.Data, Options: j.Options}.push(), sliceEnd: s.cfg.Now().Add(s.cfg.Slice)}
 	r.n.CollapseKey = j.ID // a resend after a crash replaces, not repeats, on the device
 	r.n = r.n.Prepared()   // encoded once for every device, not at each send

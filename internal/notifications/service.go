@@ -79,6 +79,9 @@ type Config struct {
 	// Chats delivers the telegram channel of SendToUser; nil: the channel
 	// has no chat to reach.
 	Chats ChatSender
+	// Inbox keeps what sends ask to keep in the in-app inbox; nil: such a
+	// request keeps nothing.
+	Inbox InboxKeeper
 	// Categories are the notification categories sends name (default the
 	// built-in ones).
 	Categories preferences.Catalogue
@@ -289,6 +292,11 @@ type BroadcastOptions struct {
 	// preferences.DefaultCategory); a recipient who turned it off on the
 	// device's channel is skipped when the walk reaches it.
 	Category string
+	// Inbox also keeps the notification in the inbox of every account
+	// the audience reaches (an account with an active device in it) that
+	// allows the category on the inbox channel: written by the job when
+	// it starts, once (Job.InboxItems counts them).
+	Inbox bool
 }
 
 // BroadcastWith is Broadcast with options. VALIDATION_ERROR (field sendAt)
@@ -321,7 +329,7 @@ func (s *Service) BroadcastWith(ctx context.Context, n Notification, opts Broadc
 	if err != nil {
 		return Job{}, err
 	}
-	b := NewBroadcast{ID: id.String(), Subject: n.Subject, Content: n.Content, Data: data, SendAt: sendAt, Audience: opts.Audience, Category: category}
+	b := NewBroadcast{ID: id.String(), Subject: n.Subject, Content: n.Content, Data: data, SendAt: sendAt, Audience: opts.Audience, Category: category, Inbox: opts.Inbox}
 	if n.Options != (PushOptions{}) {
 		if b.Options, err = json.Marshal(n.Options); err != nil {
 			return Job{}, err

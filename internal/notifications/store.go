@@ -74,6 +74,12 @@ type Job struct {
 	// Category is the notification category it is sent in
 	// (preferences.Catalogue); recipients who turned it off are skipped.
 	Category string
+	// Inbox: the broadcast also keeps an inbox item for every account its
+	// audience reaches that allows its category on the inbox channel,
+	// written once by the job (InboxWritten), InboxItems of them.
+	Inbox        bool
+	InboxWritten bool
+	InboxItems   int
 }
 
 // Finished reports whether the job reached a final status.
@@ -93,6 +99,8 @@ type NewBroadcast struct {
 	Audience Audience
 	// Category is the notification category (resolved: never "").
 	Category string
+	// Inbox: the job keeps inbox items (Job.Inbox).
+	Inbox bool
 }
 
 // Audience narrows a broadcast's recipients (the zero value is everyone).

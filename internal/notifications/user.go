@@ -13,6 +13,7 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/idempotency"
+	"github.com/herald-vpn/herald/internal/inbox"
 	"github.com/herald-vpn/herald/internal/preferences"
 	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/riverqueue/river"
@@ -27,7 +28,21 @@ const (
 	// ChannelEmail is the account's verified email address: the email is
 	// a durable job (EmailArgs), not sent while the request waits.
 	ChannelEmail = "email"
+	// ChannelInbox is the user's in-app inbox: the outcome of an item kept
+	// (UserSendOptions.Inbox), platform and channel "inbox".
+	ChannelInbox = preferences.ChannelInbox
 )
+
+// InboxKeeper keeps what a send asks to keep in the in-app inbox
+// (inbox.Service implements it).
+type InboxKeeper interface {
+	// Keep writes it to its account's inbox and tells the account's live
+	// subscribers.
+	Keep(ctx context.Context, it inbox.Item) (inbox.Item, error)
+	// KeepBroadcast writes broadcast jobID's items, once however often
+	// it is called.
+	KeepBroadcast(ctx context.Context, jobID string) (int64, error)
+}
 
 // ChatSender sends a text to the Telegram chat linked to a user
 // (messenger.Service implements it).
@@ -110,6 +125,10 @@ type UserSendOptions struct {
 	// Urgent sends pass through the user's quiet hours, as critical
 	// categories do.
 	Urgent bool
+	// Inbox also keeps the notification in the user's in-app inbox, when
+	// the user allows its category on the inbox channel: one more
+	// outcome, channel "inbox", status "sent".
+	Inbox bool
 }
 
 // DeviceChannel is the preference channel of a device of platform: a
@@ -125,6 +144,9 @@ func DeviceChannel(platform string) string {
 // valid push token, at once, and answers one outcome per such device.
 // channels defaults to push; with telegram, the subject and content also
 // go to the user's linked, subscribed Telegram chat (one more outcome);
+// with opts.Inbox the notification is kept in the user's inbox first (one
+// more outcome, channel inbox, status sent), so a user with no device
+// still has it;
 // with email, a job (EmailArgs) is queued that emails them to the
 // account's verified address (one more outcome, queued). An account
 // without a verified address (a guest's placeholder, an address not yet
@@ -211,6 +233,19 @@ func (s *Service) SendToUser(ctx context.Context, userID string, n Notification,
 		}
 		mailed = &DeviceOutcome{Platform: ChannelEmail, Channel: ChannelEmail, Status: OutcomeQueued}
 	}
+	var kept *DeviceOutcome
+	if opts.Inbox {
+		if !allows(preferences.ChannelInbox) {
+			skipped.OptedOut++
+		} else if s.cfg.Inbox != nil {
+			// Kept before anything is sent: a store that cannot keep it
+			// fails the send, which the caller may repeat.
+			if _, err := s.cfg.Inbox.Keep(ctx, inbox.Item{AccountID: userID, Title: n.Subject, Body: n.Content, Data: n.Data, Category: category}); err != nil {
+				return UserSendResult{}, err
+			}
+			kept = &DeviceOutcome{Platform: ChannelInbox, Channel: ChannelInbox, Status: OutcomeSent}
+		}
+	}
 	res := UserSendResult{UserID: userID, Outcomes: make([]DeviceOutcome, len(list)), Skipped: skipped}
 	var chat *DeviceOutcome
 	var wg sync.WaitGroup
@@ -251,6 +286,9 @@ func (s *Service) SendToUser(ctx context.Context, userID string, n Notification,
 	}
 	if mailed != nil {
 		res.Outcomes = append(res.Outcomes, *mailed)
+	}
+	if kept != nil {
+		res.Outcomes = append(res.Outcomes, *kept)
 	}
 	res.Status, res.Message = userStatus(res.Outcomes, skipped, category, missing{push: push, telegram: telegram, email: noAddress})
 	return res, nil
@@ -309,6 +347,8 @@ func userStatus(outcomes []DeviceOutcome, skipped SkipCounts, category string, m
 			lacks = append(lacks[:len(lacks)-2], lacks[len(lacks)-2]+" and "+lacks[len(lacks)-1])
 		}
 		return UserNoRecipients, "The user has " + strings.Join(lacks, ", ") + "; nothing was sent."
+	case total == 1 && outcomes[0].Channel == ChannelInbox && done == 1:
+		return UserSent, "Kept in the user's inbox; no other recipient on the channels asked."
 	case done == total:
 		return UserSent, fmt.Sprintf("Notification sent to %d of %d %s.%s", done, total, what, note)
 	case done > 0:
@@ -405,9 +445,10 @@ type HeldSendArgs struct {
 	Content string          `json:"content"`
 	Data    json.RawMessage `json:"data,omitempty"` // kept as JSON: large numbers stay exact
 	Options PushOptions     `json:"options"`
-	// Channels and Category are the send's UserSendOptions.
+	// Channels, Category and Inbox are the send's UserSendOptions.
 	Channels []string `json:"channels,omitempty"`
 	Category string   `json:"category"`
+	Inbox    bool     `json:"inbox,omitempty"`
 }
 
 // Kind implements river.JobArgs.
@@ -430,7 +471,7 @@ func (s *Service) hold(ctx context.Context, userID string, n Notification, opts 
 	if err != nil {
 		return UserSendResult{}, err
 	}
-	args := HeldSendArgs{UserID: userID, Subject: n.Subject, Content: n.Content, Data: data, Options: n.Options, Channels: opts.Channels, Category: opts.Category}
+	args := HeldSendArgs{UserID: userID, Subject: n.Subject, Content: n.Content, Data: data, Options: n.Options, Channels: opts.Channels, Category: opts.Category, Inbox: opts.Inbox}
 	if err := s.store.ScheduleJob(ctx, args, until); err != nil {
 		return UserSendResult{}, err
 	}
@@ -454,7 +495,7 @@ func (w *HeldSendWorker) Work(ctx context.Context, job *river.Job[HeldSendArgs])
 		return river.JobCancel(err)
 	}
 	res, err := w.Service.SendToUser(ctx, a.UserID, Notification{Subject: a.Subject, Content: a.Content, Data: data, Options: a.Options},
-		UserSendOptions{Channels: a.Channels, Category: a.Category})
+		UserSendOptions{Channels: a.Channels, Category: a.Category, Inbox: a.Inbox})
 	if ae, ok := errors.AsType[*apperr.Error](err); ok && ae.Code != apperr.Internal && ae.Code != apperr.ServiceUnavailable {
 		w.Service.cfg.Logger.WarnContext(ctx, "held send dropped", "user_id", a.UserID, "code", ae.Code)
 		return river.JobCancel(err)

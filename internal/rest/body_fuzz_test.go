@@ -34,6 +34,7 @@ func bodyOf[In any]() bodyCheck {
 // holds the list to the handlers.
 var restBodies = []bodyCheck{
 	bodyOf[registerBody](),
+	bodyOf[inboxMarkAllBody](),
 	bodyOf[verifyBody](),
 	bodyOf[resendVerificationBody](),
 	bodyOf[loginBody](),

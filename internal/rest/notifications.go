@@ -75,6 +75,9 @@ type broadcastBody struct {
 	// Audience decodes straight into the domain type: the same names.
 	Audience *notifications.Audience `json:"audience"`
 	Category string                  `json:"category"`
+	// Inbox also keeps it in the inbox of every account the audience
+	// reaches.
+	Inbox bool `json:"inbox"`
 }
 
 // Broadcast is POST /api/v1/notifications/broadcasts: 202, the job is
@@ -85,7 +88,7 @@ func (h *Handlers) Broadcast() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		j, err := h.Notifications.BroadcastIdempotent(r.Context(), h.idempotencyKey(r), n, notifications.BroadcastOptions{SendAt: in.SendAt, Audience: deref(in.Audience), Category: in.Category})
+		j, err := h.Notifications.BroadcastIdempotent(r.Context(), h.idempotencyKey(r), n, notifications.BroadcastOptions{SendAt: in.SendAt, Audience: deref(in.Audience), Category: in.Category, Inbox: in.Inbox})
 		if err != nil {
 			return nil, err
 		}
@@ -165,6 +168,8 @@ type sendToUserBody struct {
 	Channels     []string           `json:"channels"`
 	Category     string             `json:"category"`
 	Urgent       bool               `json:"urgent"`
+	// Inbox also keeps it in the user's inbox.
+	Inbox bool `json:"inbox"`
 }
 
 // SendToUser is POST /api/v1/notifications/users/{id}.
@@ -174,7 +179,7 @@ func (h *Handlers) SendToUser() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		res, err := h.Notifications.SendToUserIdempotent(r.Context(), h.idempotencyKey(r), r.PathValue("id"), n, notifications.UserSendOptions{Channels: in.Channels, Category: in.Category, Urgent: in.Urgent})
+		res, err := h.Notifications.SendToUserIdempotent(r.Context(), h.idempotencyKey(r), r.PathValue("id"), n, notifications.UserSendOptions{Channels: in.Channels, Category: in.Category, Urgent: in.Urgent, Inbox: in.Inbox})
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package rest
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/limits"
+	"github.com/herald-vpn/herald/internal/notifications"
 	"github.com/herald-vpn/herald/internal/view"
 )
 
@@ -96,87 +98,110 @@ func (h *Handlers) BroadcastEvents() http.HandlerFunc {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		caller := auth.Caller(ctx)
-		info := api.Info(ctx)
-		addressKey := limits.AddressSlot(info.ClientIP)
-		if !open.Take(addressKey, lim.MaxPerAddress) {
-			api.WriteError(w, r, tooManyStreams(lim, lim.MaxPerAddress, "address"))
+		release, err := takeStream(r, &open, lim)
+		if err != nil {
+			api.WriteError(w, r, err)
 			return
 		}
-		defer open.Release(addressKey)
-		if !open.Take(caller.Subject(), lim.MaxPerCaller) {
-			api.WriteError(w, r, tooManyStreams(lim, lim.MaxPerCaller, "caller"))
-			return
-		}
-		defer open.Release(caller.Subject())
+		defer release()
 		events, err := h.Notifications.Watch(ctx, id, after)
 		if err != nil {
 			api.WriteError(w, r, err)
 			return
 		}
-		rc := http.NewResponseController(w)
-		// The server's timeouts are for requests and answers, not for
-		// streams.
-		rc.SetWriteDeadline(time.Time{})
-		rc.SetReadDeadline(time.Time{})
-		hdr := w.Header()
-		hdr.Set("Content-Type", "text/event-stream")
-		hdr.Set("Cache-Control", "no-cache")
-		hdr.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
-		w.WriteHeader(http.StatusOK)
-		fmt.Fprint(w, "retry: 2000\n\n")
-		rc.Flush()
-		beat := time.NewTicker(lim.Heartbeat)
-		defer beat.Stop()
-		end := time.NewTimer(lim.MaxDuration)
-		defer end.Stop()
-		var expiry <-chan time.Time
-		if !caller.ExpiresAt.IsZero() {
-			t := time.NewTimer(time.Until(caller.ExpiresAt))
-			defer t.Stop()
-			expiry = t.C
-		}
-		for {
-			select {
-			case j, ok := <-events:
-				if !ok {
-					return
-				}
-				data, _ := json.Marshal(view.NewNotificationJob(j))
-				fmt.Fprintf(w, "id: %d\nevent: progress\ndata: %s\n\n", j.Version(), data)
-			case <-beat.C:
-				// A logout, a revoked session or API key ends the stream
-				// within a heartbeat; a database outage does not.
-				if ae := h.refused(r, info.Credential); ae != nil {
-					writeErrorEvent(w, ae)
-					rc.Flush()
-					return
-				}
-				fmt.Fprint(w, ": keep-alive\n\n")
-			case <-expiry:
-				// The credential's end is the stream's: the client
-				// reconnects with a fresh one.
-				ae := h.refused(r, info.Credential)
-				if ae == nil { // a verifier's clock a moment behind
-					ae = expired(caller)
-				}
+		stream(h, w, r, lim, events, func(w io.Writer, j notifications.Job) {
+			data, _ := json.Marshal(view.NewNotificationJob(j))
+			fmt.Fprintf(w, "id: %d\nevent: progress\ndata: %s\n\n", j.Version(), data)
+		})
+	}
+}
+
+// takeStream counts a stream against its caller's and its address's caps
+// on this replica (TOO_MANY_STREAMS over either); release gives its
+// places back.
+func takeStream(r *http.Request, open *limits.Slots, lim StreamLimits) (release func(), err error) {
+	caller := auth.Caller(r.Context())
+	addressKey := limits.AddressSlot(api.Info(r.Context()).ClientIP)
+	if !open.Take(addressKey, lim.MaxPerAddress) {
+		return nil, tooManyStreams(lim, lim.MaxPerAddress, "address")
+	}
+	if !open.Take(caller.Subject(), lim.MaxPerCaller) {
+		open.Release(addressKey)
+		return nil, tooManyStreams(lim, lim.MaxPerCaller, "caller")
+	}
+	return func() { open.Release(caller.Subject()); open.Release(addressKey) }, nil
+}
+
+// stream answers a Server-Sent Events stream: each value of events as
+// write writes it, until events is closed; a comment line every
+// heartbeat, at which the credential is checked again (an "error" event
+// ends the stream when it no longer holds); the credential's expiry, the
+// stream's longest duration and the server's shutdown end it too.
+func stream[T any](h *Handlers, w http.ResponseWriter, r *http.Request, lim StreamLimits, events <-chan T, write func(io.Writer, T)) {
+	ctx := r.Context()
+	caller := auth.Caller(ctx)
+	info := api.Info(ctx)
+	rc := http.NewResponseController(w)
+	// The server's timeouts are for requests and answers, not for
+	// streams.
+	rc.SetWriteDeadline(time.Time{})
+	rc.SetReadDeadline(time.Time{})
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Cache-Control", "no-cache")
+	hdr.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, "retry: 2000\n\n")
+	rc.Flush()
+	beat := time.NewTicker(lim.Heartbeat)
+	defer beat.Stop()
+	end := time.NewTimer(lim.MaxDuration)
+	defer end.Stop()
+	var expiry <-chan time.Time
+	if !caller.ExpiresAt.IsZero() {
+		t := time.NewTimer(time.Until(caller.ExpiresAt))
+		defer t.Stop()
+		expiry = t.C
+	}
+	for {
+		select {
+		case v, ok := <-events:
+			if !ok {
+				return
+			}
+			write(w, v)
+		case <-beat.C:
+			// A logout, a revoked session or API key ends the stream
+			// within a heartbeat; a database outage does not.
+			if ae := h.refused(r, info.Credential); ae != nil {
 				writeErrorEvent(w, ae)
 				rc.Flush()
 				return
-			case <-end.C:
-				// Its time is up: EventSource reconnects with its
-				// Last-Event-ID and is admitted again.
-				return
-			case <-h.Stopping:
-				// Shutting down: the client reconnects (to another
-				// replica) with its Last-Event-ID.
-				return
-			case <-ctx.Done():
-				return
 			}
-			if err := rc.Flush(); err != nil {
-				return
+			fmt.Fprint(w, ": keep-alive\n\n")
+		case <-expiry:
+			// The credential's end is the stream's: the client
+			// reconnects with a fresh one.
+			ae := h.refused(r, info.Credential)
+			if ae == nil { // a verifier's clock a moment behind
+				ae = expired(caller)
 			}
+			writeErrorEvent(w, ae)
+			rc.Flush()
+			return
+		case <-end.C:
+			// Its time is up: EventSource reconnects with its
+			// Last-Event-ID and is admitted again.
+			return
+		case <-h.Stopping:
+			// Shutting down: the client reconnects (to another
+			// replica) with its Last-Event-ID.
+			return
+		case <-ctx.Done():
+			return
+		}
+		if err := rc.Flush(); err != nil {
+			return
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/console"
 	"github.com/herald-vpn/herald/internal/gqltransport"
+	"github.com/herald-vpn/herald/internal/inbox"
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/rest"
 	"github.com/herald-vpn/herald/internal/services"
@@ -200,6 +201,16 @@ func restRoutes(h *rest.Handlers) []route {
 		{"GET", "/api/v1/users/me/security-log", auth.Protected, h.MySecurityLog()},
 		{"GET", "/api/v1/admin/users/{id}/security-log", auth.Scoped(auth.ScopeAccountsRead), h.UserSecurityLog()},
 		{"GET", "/api/v1/users/me/notification-preferences", auth.Protected, h.MyPreferences()},
+		// The in-app inbox (issue 26): the caller's own.
+		{"GET", "/api/v1/users/me/inbox", auth.Protected, h.MyInbox()},
+		{"GET", "/api/v1/users/me/inbox/counts", auth.Protected, h.MyInboxCounts()},
+		{"GET", "/api/v1/users/me/inbox/events", auth.Protected, h.MyInboxEvents()},
+		{"POST", "/api/v1/users/me/inbox/{id}/seen", auth.Protected, h.MarkInboxItem(inbox.Seen)},
+		{"POST", "/api/v1/users/me/inbox/{id}/read", auth.Protected, h.MarkInboxItem(inbox.Read)},
+		{"POST", "/api/v1/users/me/inbox/{id}/archive", auth.Protected, h.MarkInboxItem(inbox.Archived)},
+		{"POST", "/api/v1/users/me/inbox/seen", auth.Protected, h.MarkInboxAll(inbox.Seen)},
+		{"POST", "/api/v1/users/me/inbox/read", auth.Protected, h.MarkInboxAll(inbox.Read)},
+		{"POST", "/api/v1/users/me/inbox/archive", auth.Protected, h.MarkInboxAll(inbox.Archived)},
 		{"PATCH", "/api/v1/users/me/notification-preferences", auth.Protected, h.UpdateMyPreferences()},
 		{"GET", "/api/v1/admin/users/{id}/notification-preferences", auth.Scoped(auth.ScopeAccountsRead), h.UserPreferences()},
 		{"PATCH", "/api/v1/admin/users/{id}/notification-preferences", auth.Scoped(auth.ScopeAccountsWrite), h.UpdateUserPreferences()},
@@ -233,6 +244,7 @@ func restRoutes(h *rest.Handlers) []route {
 // (StreamLimits.MaxDuration), each of their queries by the store's.
 var longLived = map[string]bool{
 	"GET /api/v1/notifications/broadcasts/{id}/events": true,
+	"GET /api/v1/users/me/inbox/events":                true,
 }
 
 // withBounds runs an API request within its deadline

@@ -16,6 +16,7 @@ import (
 	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/idempotency"
 	"github.com/herald-vpn/herald/internal/identities"
+	"github.com/herald-vpn/herald/internal/inbox"
 	"github.com/herald-vpn/herald/internal/limits"
 	"github.com/herald-vpn/herald/internal/messenger"
 	"github.com/herald-vpn/herald/internal/mfa"
@@ -65,6 +66,9 @@ type Services struct {
 	// Preferences are how each user wants to be reached: notification
 	// categories and channels on or off.
 	Preferences *preferences.Service
+	// Inbox is every user's in-app inbox: its items, counts, marks and
+	// live events.
+	Inbox *inbox.Service
 	// Captcha verifies the X-Captcha-Token of the requests that need one
 	// (Require(ctx, captcha.ActionGuest) for a door's own guard); nil
 	// when no provider is configured, and a nil guard demands nothing.

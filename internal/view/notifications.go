@@ -23,7 +23,11 @@ type NotificationJob struct {
 	// Skipped counts the recipients not sent to, per reason.
 	Skipped SkipCounts `json:"skipped"`
 	// Category is the notification category it is sent in.
-	Category   string     `json:"category"`
+	Category string `json:"category"`
+	// Inbox: the job keeps inbox items; InboxItems counts those it wrote
+	// (0 until it starts).
+	Inbox      bool       `json:"inbox"`
+	InboxItems int        `json:"inboxItems"`
 	CreatedAt  time.Time  `json:"createdAt"`
 	StartedAt  *time.Time `json:"startedAt"`
 	FinishedAt *time.Time `json:"finishedAt"`
@@ -45,6 +49,8 @@ func NewNotificationJob(j notifications.Job) NotificationJob {
 		InvalidTokens:   j.InvalidTokens,
 		Skipped:         SkipCounts{OptedOut: j.OptedOut},
 		Category:        j.Category,
+		Inbox:           j.Inbox,
+		InboxItems:      j.InboxItems,
 		CreatedAt:       seconds(j.CreatedAt),
 		StartedAt:       optionalSeconds(j.StartedAt),
 		FinishedAt:      optionalSeconds(j.FinishedAt),
@@ -57,7 +63,7 @@ func NewNotificationJob(j notifications.Job) NotificationJob {
 // does not carry).
 func (v NotificationJob) job() notifications.Job {
 	return notifications.Job{ID: v.ID, Status: v.Status, Subject: v.Subject, TotalRecipients: v.TotalRecipients, Sent: v.Sent, Failed: v.Failed,
-		InvalidTokens: v.InvalidTokens, OptedOut: v.Skipped.OptedOut, Category: v.Category, CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, FinishedAt: v.FinishedAt, SendAt: v.SendAt, Error: deref(v.Error)}
+		InvalidTokens: v.InvalidTokens, OptedOut: v.Skipped.OptedOut, Category: v.Category, Inbox: v.Inbox, InboxItems: v.InboxItems, CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, FinishedAt: v.FinishedAt, SendAt: v.SendAt, Error: deref(v.Error)}
 }
 
 // NotificationJobWire writes a job's state into a live progress event, as
