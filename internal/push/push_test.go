@@ -14,6 +14,7 @@ import (
 
 	"github.com/herald-vpn/herald/internal/push"
 	"github.com/herald-vpn/herald/internal/testsupport"
+	"net/http"
 )
 
 func TestClassify(t *testing.T) {
@@ -279,6 +280,27 @@ func TestRetryJitterBounds(t *testing.T) {
 		}
 		if w := rec.Sleeps()[0]; w < 500*time.Millisecond || w > time.Second {
 			t.Fatalf("jittered wait %v outside [0.5s, 1s]", w)
+		}
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tt := range []struct {
+		in   string
+		want time.Duration
+	}{
+		{"", 0},
+		{"30", 30 * time.Second},
+		{" 30 ", 30 * time.Second},
+		{"0", 0},
+		{"-5", 0},
+		{"soon", 0},
+		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second},
+		{now.Add(-time.Minute).Format(http.TimeFormat), 0},
+	} {
+		if got := push.ParseRetryAfter(tt.in, now); got != tt.want {
+			t.Errorf("ParseRetryAfter(%q) = %v, want %v", tt.in, got, tt.want)
 		}
 	}
 }

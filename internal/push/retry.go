@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/sleep"
+	"net/http"
+	"strconv"
+	"strings"
 )
 
 // RetryPolicy bounds SendWithRetry. Zero fields take the defaults of
@@ -91,4 +94,21 @@ func SendWithRetry(ctx context.Context, p Provider, t Target, n Notification, po
 			return fmt.Errorf("push: retry wait interrupted after %d attempts: %w; last error: %w", attempt, serr, err)
 		}
 	}
+}
+
+// ParseRetryAfter reads a Retry-After header: delta-seconds or an HTTP
+// date (RFC 9110 §10.2.3), as a wait from now; 0 for none, a past date, or
+// anything else.
+func ParseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil {
+		return time.Duration(max(s, 0)) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0)
+	}
+	return 0
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -76,7 +75,7 @@ func classifyResponse(status int, h http.Header, body []byte) *push.Error {
 	}
 	pe.Kind = kindOf(status, errorCode, ge.Error.Status, msg, tokenViolation)
 	if pe.Kind == push.Retryable {
-		pe.RetryAfter = parseRetryAfter(h.Get("Retry-After"), time.Now())
+		pe.RetryAfter = push.ParseRetryAfter(h.Get("Retry-After"), time.Now())
 	}
 	return pe
 }
@@ -116,22 +115,4 @@ func invalidArgumentKind(msg string, tokenViolation bool) push.Kind {
 		return push.DeadToken
 	}
 	return push.Other
-}
-
-// parseRetryAfter accepts delta-seconds or an HTTP date (RFC 9110 §10.2.3).
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(v); err == nil {
-		if s <= 0 {
-			return 0
-		}
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0)
-	}
-	return 0
 }

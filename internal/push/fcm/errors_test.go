@@ -8,27 +8,6 @@ import (
 	"github.com/herald-vpn/herald/internal/push"
 )
 
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	tests := []struct {
-		in   string
-		want time.Duration
-	}{
-		{"", 0},
-		{"30", 30 * time.Second},
-		{"0", 0},
-		{"-5", 0},
-		{"soon", 0},
-		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second},
-		{now.Add(-time.Minute).Format(http.TimeFormat), 0},
-	}
-	for _, tt := range tests {
-		if got := parseRetryAfter(tt.in, now); got != tt.want {
-			t.Errorf("parseRetryAfter(%q) = %v, want %v", tt.in, got, tt.want)
-		}
-	}
-}
-
 // Answers the fake does not produce: non-JSON bodies from proxies and
 // bare statuses.
 func TestClassifyResponseFallbacks(t *testing.T) {

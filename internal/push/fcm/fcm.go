@@ -418,7 +418,7 @@ func tokenError(err error) error {
 	if re, ok := errors.AsType[*oauth2.RetrieveError](err); ok && re.Response != nil {
 		pe.Status = re.Response.StatusCode
 		if pe.Kind == push.Retryable {
-			pe.RetryAfter = parseRetryAfter(re.Response.Header.Get("Retry-After"), time.Now())
+			pe.RetryAfter = push.ParseRetryAfter(re.Response.Header.Get("Retry-After"), time.Now())
 		}
 	}
 	return pe

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/herald-vpn/herald/internal/push"
@@ -131,7 +130,7 @@ func decodeResponse(status int, h http.Header, body []byte, token string, now ti
 		pe.Kind = kindOfStatus(status)
 	}
 	if pe.Kind == push.Retryable {
-		pe.RetryAfter = parseRetryAfter(h.Get("Retry-After"), now)
+		pe.RetryAfter = push.ParseRetryAfter(h.Get("Retry-After"), now)
 	}
 	return pe
 }
@@ -154,22 +153,4 @@ func kindOfStatus(status int) push.Kind {
 // (expired or not valid), so a new one may help.
 func authRefused(pe *push.Error) bool {
 	return pe.Reason == codeAuthError || pe.Reason == codeTokenExpired || pe.Status == http.StatusUnauthorized
-}
-
-// parseRetryAfter accepts delta-seconds or an HTTP date (RFC 9110 §10.2.3).
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(v); err == nil {
-		if s <= 0 {
-			return 0
-		}
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0)
-	}
-	return 0
 }

@@ -12,26 +12,6 @@ import (
 
 var now = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func TestParseRetryAfter(t *testing.T) {
-	tests := []struct {
-		in   string
-		want time.Duration
-	}{
-		{"", 0},
-		{"30", 30 * time.Second},
-		{"0", 0},
-		{"-5", 0},
-		{"soon", 0},
-		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second},
-		{now.Add(-time.Minute).Format(http.TimeFormat), 0},
-	}
-	for _, tt := range tests {
-		if got := parseRetryAfter(tt.in, now); got != tt.want {
-			t.Errorf("parseRetryAfter(%q) = %v, want %v", tt.in, got, tt.want)
-		}
-	}
-}
-
 // Every answer decodeResponse can meet, including those the fake does not
 // produce (proxy pages, bare statuses, odd partial successes).
 func TestDecodeResponse(t *testing.T) {

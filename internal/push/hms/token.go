@@ -137,7 +137,7 @@ func (s *tokenSource) request(ctx context.Context) (string, time.Duration, error
 	switch {
 	case resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
 		pe.Kind = push.Retryable
-		pe.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		pe.RetryAfter = push.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		pe.Err = errors.New(snippet(raw))
 	case resp.StatusCode == http.StatusOK:
 		// A 200 without a usable token: the endpoint is not what we think.

@@ -356,26 +356,11 @@ func classifyResponse(status int, h http.Header, body []byte, now time.Time) *pu
 		pe.Kind = push.DeadToken
 	case status == http.StatusTooManyRequests || status == http.StatusRequestTimeout || status >= 500:
 		pe.Kind = push.Retryable
-		pe.RetryAfter = parseRetryAfter(h.Get("Retry-After"), now)
+		pe.RetryAfter = push.ParseRetryAfter(h.Get("Retry-After"), now)
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		pe.Kind = push.Fatal
 	default: // 400, 413 and the rest: this message only
 		pe.Kind = push.Other
 	}
 	return pe
-}
-
-// parseRetryAfter accepts delta-seconds or an HTTP date (RFC 9110 §10.2.3).
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(v); err == nil {
-		return time.Duration(max(s, 0)) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0)
-	}
-	return 0
 }
