@@ -243,6 +243,7 @@ try {
   assert.deepEqual(await page.locator("#outcomes tr.outcome td:nth-child(4)").allInnerTexts(), ["sent", "sent", "queued"], "test notification outcomes by email too");
   assert.deepEqual(await page.locator("#outcomes tr.outcome td:nth-child(3)").allInnerTexts(), ["push", "push", "email"], "test notification channels by email too");
   console.log("ok: the test notification by email too is queued");
+  await page.getByLabel("Also by email (to the verified address)").uncheck(); // the later tests send to the devices alone
   // End the user's sessions, disable and enable the account: each read back.
   await page.getByRole("button", { name: "End all sessions" }).click();
   await page.locator("#sessions", { hasText: "No live session." }).waitFor();
