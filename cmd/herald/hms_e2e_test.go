@@ -152,49 +152,17 @@ func TestHMSE2E(t *testing.T) {
 		late := "hms-late"
 		lateID := mustRegister(t, h, restDoor.name, lateAccess, "huawei", late, "Mate")["deviceId"].(string)
 		fake.Fail(late, -1, hmstest.AllTokensInvalid())
-		const allDoc = `mutation All($n: NotificationInput!, $a: AudienceInput) { sendNotificationToAll(notification: $n, audience: $a) { status totalRecipients jobId } }`
-		before := f.fake.TotalDelivered()
-		audience := map[string]any{"platforms": []string{"huawei"}}
-		for i, dn := range doorNames {
-			n := notify("News", "For Huawei phones "+dn, nil)
-			var r result
-			if dn == graphQLDoor.name {
-				r = gql(t, h, "sendNotificationToAll", allDoc, map[string]any{"n": n, "a": audience}, withBearer(f.admin))
-				expectOK(t, "broadcast to huawei over GraphQL", r, http.StatusOK)
-			} else {
-				r = restCall(t, h, "POST", "/api/v1/notifications/broadcasts", map[string]any{"notification": n, "audience": audience}, withAPIKey(f.key))
-				expectOK(t, "broadcast to huawei over REST", r, http.StatusAccepted)
-			}
-			jobID, _ := jsonPath(r.data, "jobId").(string)
-			var job map[string]any
-			eventually(t, func() bool {
-				r := restCall(t, h, "GET", "/api/v1/notifications/broadcasts/"+jobID, nil, withAPIKey(f.key))
-				job, _ = r.data.(map[string]any)
-				return job["status"] == "completed"
-			}, "broadcast %s never completed", jobID)
-			// One live huawei device per door; the late one is dead at the
-			// first broadcast and left out of the second.
-			if i == 0 {
-				expectFinishedJob(t, job, "completed", len(doorNames)+1, len(doorNames), 0, 1)
-			} else {
-				expectFinishedJob(t, job, "completed", len(doorNames), len(doorNames), 0, 0)
-			}
+		// One live huawei device per door; the late one is dead at the
+		// first broadcast.
+		broadcastToPlatform(t, f, "huawei", lateAccess, lateID, func(body string) int {
 			got := 0
 			for _, m := range fake.Messages() {
-				if m.Title == "News" && m.Body == "For Huawei phones "+dn {
+				if m.Title == "News" && m.Body == body {
 					got++
 				}
 			}
-			if got != len(doorNames) {
-				t.Fatalf("the %s broadcast reached %d huawei devices, want %d", dn, got, len(doorNames))
-			}
-		}
-		if f.fake.TotalDelivered() != before {
-			t.Fatalf("the huawei broadcasts reached %d android phones", f.fake.TotalDelivered()-before)
-		}
-		if ds := listDevices(t, h, restDoor.name, lateAccess); len(ds) != 1 || ds[0]["deviceId"] != lateID || ds[0]["pushTokenStatus"] != "invalid" {
-			t.Fatalf("the late device %v, want it invalid", ds)
-		}
+			return got
+		})
 
 		// An operator's test of a bare Push Kit token, with no device.
 		byToken := `mutation T($p: String!, $t: String!, $n: NotificationInput!) { sendNotificationByToken(platform: $p, pushToken: $t, notification: $n) { status message } }`

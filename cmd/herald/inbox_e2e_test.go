@@ -272,13 +272,7 @@ func TestInboxE2E(t *testing.T) {
 			}
 			expectOK(t, "a broadcast with inbox", b, map[string]int{"rest": http.StatusAccepted, "graphql": http.StatusOK}[dn])
 			jobID, _ := jsonPath(b.data, "jobId").(string)
-			var job any
-			eventually(t, func() bool {
-				r := restCall(t, h, http.MethodGet, "/api/v1/notifications/broadcasts/"+jobID, nil, withAPIKey(f.key))
-				expectOK(t, "get job", r, http.StatusOK)
-				job = r.data
-				return jsonPath(r.data, "status") == "completed"
-			}, "broadcast %s never completed", jobID)
+			job := completedJob(t, h, jobID, withAPIKey(f.key))
 			// b1 and the fixture's reader; b2 turned messages off on the inbox.
 			if jsonPath(job, "inbox") != true || asInt(t, jsonPath(job, "inboxItems")) != 2 {
 				t.Fatalf("job %v, want inbox true and 2 inbox items", job)

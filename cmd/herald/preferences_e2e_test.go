@@ -213,13 +213,7 @@ func TestNotificationPreferencesE2E(t *testing.T) {
 				expectOK(t, "a product broadcast", b, map[string]int{"rest": http.StatusAccepted, "graphql": http.StatusOK}[dn])
 				jobID, _ := jsonPath(b.data, "jobId").(string)
 				total := asInt(t, jsonPath(b.data, "totalRecipients"))
-				var job map[string]any
-				eventually(t, func() bool {
-					r := restCall(t, h, http.MethodGet, "/api/v1/notifications/broadcasts/"+jobID, nil, withAPIKey(f.key))
-					expectOK(t, "get job", r, http.StatusOK)
-					job = r.data.(map[string]any)
-					return job["status"] == "completed"
-				}, "broadcast %s never completed", jobID)
+				job := completedJob(t, h, jobID, withAPIKey(f.key))
 				if job["category"] != "product" || asInt(t, jsonPath(job, "skipped", "optedOut")) != optedOut || asInt(t, job["sent"]) != total-optedOut {
 					t.Fatalf("product broadcast %v: want category product, %d opted out and %d sent of %d", job, optedOut, total-optedOut, total)
 				}

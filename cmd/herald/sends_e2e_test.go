@@ -57,6 +57,61 @@ func newSendsFixture(t *testing.T, d sqlstoretest.Dialect, extra map[string]stri
 	return f
 }
 
+// completedJob waits, bounded, for broadcast jobID to complete and
+// answers it as GET /api/v1/notifications/broadcasts/{id} shows it.
+func completedJob(t testing.TB, h *herald, jobID string, cred reqOption) map[string]any {
+	t.Helper()
+	var job map[string]any
+	eventually(t, func() bool {
+		r := restCall(t, h, "GET", "/api/v1/notifications/broadcasts/"+jobID, nil, cred)
+		expectOK(t, "get job", r, http.StatusOK)
+		job = r.data.(map[string]any)
+		return job["status"] == "completed"
+	}, "broadcast %s never completed", jobID)
+	return job
+}
+
+// broadcastToPlatform broadcasts to the audience of platform through each
+// door and checks each job: one live device per door (reached counts
+// the provider's messages of a body), and the late device's token, dead
+// at the first broadcast, counted invalid, marked, and left out of the
+// second; none of it reaches the fixture's FCM.
+func broadcastToPlatform(t *testing.T, f *sendsFixture, platform, lateAccess, lateID string, reached func(body string) int) {
+	t.Helper()
+	const allDoc = `mutation All($n: NotificationInput!, $a: AudienceInput) { sendNotificationToAll(notification: $n, audience: $a) { status totalRecipients jobId } }`
+	h := f.h
+	before := f.fake.TotalDelivered()
+	audience := map[string]any{"platforms": []string{platform}}
+	for i, dn := range doorNames {
+		body := "For " + platform + " devices " + dn
+		n := notify("News", body, nil)
+		var r result
+		if dn == graphQLDoor.name {
+			r = gql(t, h, "sendNotificationToAll", allDoc, map[string]any{"n": n, "a": audience}, withBearer(f.admin))
+			expectOK(t, "broadcast to "+platform+" over GraphQL", r, http.StatusOK)
+		} else {
+			r = restCall(t, h, "POST", "/api/v1/notifications/broadcasts", map[string]any{"notification": n, "audience": audience}, withAPIKey(f.key))
+			expectOK(t, "broadcast to "+platform+" over REST", r, http.StatusAccepted)
+		}
+		jobID, _ := jsonPath(r.data, "jobId").(string)
+		job := completedJob(t, h, jobID, withAPIKey(f.key))
+		if i == 0 {
+			expectFinishedJob(t, job, "completed", len(doorNames)+1, len(doorNames), 0, 1)
+		} else {
+			expectFinishedJob(t, job, "completed", len(doorNames), len(doorNames), 0, 0)
+		}
+		if got := reached(body); got != len(doorNames) {
+			t.Fatalf("the %s broadcast reached %d %s devices, want %d", dn, got, platform, len(doorNames))
+		}
+	}
+	if f.fake.TotalDelivered() != before {
+		t.Fatalf("the %s broadcasts reached %d android phones", platform, f.fake.TotalDelivered()-before)
+	}
+	if ds := listDevices(t, h, restDoor.name, lateAccess); len(ds) != 1 || ds[0]["deviceId"] != lateID || ds[0]["pushTokenStatus"] != "invalid" {
+		t.Fatalf("the late %s device %v, want it invalid", platform, ds)
+	}
+}
+
 // TestNotificationRESTDoorsE2E: the REST doors of the notification and
 // messenger operations answer as their GraphQL fields do, in the envelope,
 // under the scope of the route table (an API key with the scope passes,
@@ -101,13 +156,7 @@ func TestNotificationRESTDoorsE2E(t *testing.T) {
 		if jsonPath(r.data, "status") != "queued" || asInt(t, jsonPath(r.data, "totalRecipients")) != 1 || jobID == "" {
 			t.Fatalf("broadcast = %v", r.data)
 		}
-		var job map[string]any
-		eventually(t, func() bool {
-			r := restCall(t, h, "GET", "/api/v1/notifications/broadcasts/"+jobID, nil, key)
-			expectOK(t, "get job", r, http.StatusOK)
-			job = r.data.(map[string]any)
-			return job["status"] == "completed"
-		}, "broadcast %s never completed", jobID)
+		job := completedJob(t, h, jobID, key)
 		expectFinishedJob(t, job, "completed", 1, 1, 0, 0)
 		if f.fake.Delivered(f.token) != 2 {
 			t.Fatalf("the device got %d pushes, want 2", f.fake.Delivered(f.token))

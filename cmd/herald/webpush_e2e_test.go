@@ -137,49 +137,17 @@ func TestWebPushE2E(t *testing.T) {
 		expectOK(t, "register the late browser", lr, http.StatusCreated)
 		lateID := jsonPath(lr.data, "deviceId").(string)
 		fake.Fail(late.ID, -1, webpushtest.NotFound())
-		const allDoc = `mutation All($n: NotificationInput!, $a: AudienceInput) { sendNotificationToAll(notification: $n, audience: $a) { status totalRecipients jobId } }`
-		before := f.fake.TotalDelivered()
-		audience := map[string]any{"platforms": []string{"web"}}
-		for i, dn := range doorNames {
-			n := notify("News", "For browsers "+dn, nil)
-			var r result
-			if dn == graphQLDoor.name {
-				r = gql(t, h, "sendNotificationToAll", allDoc, map[string]any{"n": n, "a": audience}, withBearer(f.admin))
-				expectOK(t, "broadcast to web over GraphQL", r, http.StatusOK)
-			} else {
-				r = restCall(t, h, "POST", "/api/v1/notifications/broadcasts", map[string]any{"notification": n, "audience": audience}, withAPIKey(f.key))
-				expectOK(t, "broadcast to web over REST", r, http.StatusAccepted)
-			}
-			jobID, _ := jsonPath(r.data, "jobId").(string)
-			var job map[string]any
-			eventually(t, func() bool {
-				r := restCall(t, h, "GET", "/api/v1/notifications/broadcasts/"+jobID, nil, withAPIKey(f.key))
-				job, _ = r.data.(map[string]any)
-				return job["status"] == "completed"
-			}, "broadcast %s never completed", jobID)
-			// One live browser per door; the late one is dead at the first
-			// broadcast and left out of the second.
-			if i == 0 {
-				expectFinishedJob(t, job, "completed", len(doorNames)+1, len(doorNames), 0, 1)
-			} else {
-				expectFinishedJob(t, job, "completed", len(doorNames), len(doorNames), 0, 0)
-			}
+		// One live browser per door; the late one is gone at the first
+		// broadcast.
+		broadcastToPlatform(t, f, "web", lateAccess, lateID, func(body string) int {
 			got := 0
 			for _, m := range fake.Messages() {
-				if m.Title == "News" && m.Body == "For browsers "+dn {
+				if m.Title == "News" && m.Body == body {
 					got++
 				}
 			}
-			if got != len(doorNames) {
-				t.Fatalf("the %s broadcast reached %d browsers, want %d", dn, got, len(doorNames))
-			}
-		}
-		if f.fake.TotalDelivered() != before {
-			t.Fatalf("the web broadcasts reached %d phones", f.fake.TotalDelivered()-before)
-		}
-		if ds := listDevices(t, h, restDoor.name, lateAccess); len(ds) != 1 || ds[0]["deviceId"] != lateID || ds[0]["pushTokenStatus"] != "invalid" {
-			t.Fatalf("the late browser's device %v, want it invalid", ds)
-		}
+			return got
+		})
 		// An operator's test of a bare subscription, with no device.
 		byToken := `mutation T($p: String!, $t: String!, $n: NotificationInput!) { sendNotificationByToken(platform: $p, pushToken: $t, notification: $n) { status message } }`
 		bare := fake.Subscribe()
