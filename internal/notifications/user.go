@@ -172,11 +172,7 @@ func (s *Service) SendToUser(ctx context.Context, userID string, n Notification,
 	} else if err != nil {
 		return UserSendResult{}, err
 	}
-	disabled, err := s.store.AccountDisabled(ctx, userID)
-	if err != nil {
-		return UserSendResult{}, err
-	}
-	if disabled {
+	if acct.Disabled() { // the row just read says it; no second query
 		return UserSendResult{UserID: userID, Status: UserNoRecipients, Message: "The account is disabled; it gets no notifications.", Outcomes: []DeviceOutcome{}}, nil
 	}
 	if !opts.Urgent && !s.cfg.Categories.Critical(category) {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/notifications"
 )
@@ -74,6 +75,28 @@ func TestSendToUserTelegramChannel(t *testing.T) {
 		}
 		if len(c.texts) == 0 || c.texts[0] != hello.Subject+"\n\n"+hello.Content {
 			t.Fatalf("chat texts %q, want the subject, a blank line and the content", c.texts)
+		}
+	})
+}
+
+// A disabled account's devices and chat get nothing: no_recipients, read
+// from the account's own row.
+func TestSendToUserDisabledAccount(t *testing.T) {
+	eachDB(t, func(t *testing.T, url string) {
+		c := &chats{linked: map[string]string{}}
+		e := newEnv(t, url, withConfig(func(cfg *notifications.Config) { cfg.Chats = c }))
+		ctx := context.Background()
+		user := e.device(t, "android", "fcm-disabled-1").AccountID
+		c.linked[user] = "703"
+		if _, err := e.db.SetDisabled(ctx, user, true, "abuse", func(accounts.Standing) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.svc.SendToUser(ctx, user, hello, notifications.UserSendOptions{Channels: []string{notifications.ChannelPush, notifications.ChannelTelegram}})
+		if err != nil || res.Status != notifications.UserNoRecipients || len(res.Outcomes) != 0 {
+			t.Fatalf("a send to a disabled account = %+v, %v; want no_recipients", res, err)
+		}
+		if e.fcm.Delivered("fcm-disabled-1") != 0 || len(c.texts) != 0 {
+			t.Fatalf("a disabled account got %d pushes and %d chat messages", e.fcm.Delivered("fcm-disabled-1"), len(c.texts))
 		}
 	})
 }
