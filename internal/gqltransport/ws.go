@@ -145,11 +145,13 @@ func (s *WebSocket) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x := &wsConn{s: s, c: c, lim: s.cfg.Limits, subs: map[string]*wsSub{}}
 	if c.Subprotocol() != Subprotocol {
 		x.close(CloseSubprotocol, "Subprotocol not acceptable")
+		x.drain()
 		return
 	}
 	ipKey := limits.AddressSlot(api.Info(ctx).ClientIP)
 	if !s.conns.Take(ipKey, s.cfg.Limits.MaxConnsPerIP) {
 		x.close(CloseTooMany, "Too many connections from this address")
+		x.drain()
 		return
 	}
 	x.slotsMu.Lock()
@@ -239,14 +241,38 @@ func (x *wsConn) close(code int, reason string) {
 	// client that reconnects at once finds them free.
 	x.releaseSlots()
 	x.c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(wsCloseWait))
-	// The read loop ends on the closed connection.
-	x.c.Close()
+	// The closing handshake (RFC 6455 §7.1.1): the read loop reads on,
+	// discarding, until the client's close frame answers or wsCloseWait
+	// passes, and then the socket closes. Closing it at once reset a
+	// client that was still writing (a pong to the last ping), and a reset
+	// can lose the close frame, and the code the client branches on.
+	x.c.SetReadDeadline(time.Now().Add(wsCloseWait))
+}
+
+func (x *wsConn) isClosed() bool {
+	x.writeMu.Lock()
+	defer x.writeMu.Unlock()
+	return x.closed
+}
+
+// drain reads, discarding, until the client's close frame or the read
+// deadline that close set (or the read error that ended the read loop).
+func (x *wsConn) drain() {
+	for {
+		if _, _, err := x.c.ReadMessage(); err != nil {
+			return
+		}
+	}
 }
 
 // serve is the read loop.
 func (x *wsConn) serve() {
 	x.c.SetReadLimit(wsMaxMessage)
 	x.c.SetReadDeadline(time.Now().Add(x.lim.InitTimeout))
+	// Every way out of the loop below that closed the connection goes
+	// through the closing handshake; after a read error this returns at
+	// once.
+	defer x.drain()
 	pingDone := make(chan struct{})
 	defer close(pingDone)
 	x.pongDue = time.AfterFunc(2*x.lim.PingInterval, func() { x.close(CloseInitTimeout, "Pong timeout") })
@@ -256,6 +282,9 @@ func (x *wsConn) serve() {
 	x.tokens = float64(x.lim.MessageRate)
 	for {
 		kind, raw, err := x.c.ReadMessage()
+		if err == nil && x.isClosed() {
+			continue // the closing handshake: read until the client's close frame
+		}
 		if err != nil {
 			var ne interface{ Timeout() bool }
 			if errors.As(err, &ne) && ne.Timeout() {

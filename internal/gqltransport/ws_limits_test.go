@@ -246,3 +246,41 @@ func TestWSMissingPongsClose(t *testing.T) {
 	}
 	answering.alive("a client answering pings")
 }
+
+// The server closes with the closing handshake (RFC 6455 §7.1.1): after its
+// close frame it reads on until the client's, so a client still writing (a
+// pong to a last ping, messages already in flight) is not reset, and reads
+// the close code it branches on. Before, the socket closed at once: with the
+// client's messages unread, the kernel reset the connection, and the
+// client's next write failed with a broken pipe.
+func TestWSCloseHandshake(t *testing.T) {
+	t.Parallel()
+	url := wsServer(t, WSLimits{})
+	for i := range 20 {
+		w := dialTestWS(t, url, "")
+		// The client answers the close frame itself, below, after one
+		// more message (gorilla's default handler answers at once).
+		w.c.SetCloseHandler(func(int, string) error { return nil })
+		// An invalid message closes the connection (4400); the pings
+		// behind it are in flight when the server decides.
+		raw := []string{`{"type":""}`}
+		for range 20 {
+			raw = append(raw, `{"type":"ping"}`)
+		}
+		for _, m := range raw {
+			if err := w.c.WriteMessage(websocket.TextMessage, []byte(m)); err != nil {
+				t.Fatalf("connection %d: write: %v (reset while the client was still writing)", i, err)
+			}
+		}
+		if m := w.read(time.Time{}); m.code != CloseBadMessage {
+			t.Fatalf("connection %d: got %+v, want the close 4400", i, m)
+		}
+		// Still open for the client's last words and its close frame.
+		if err := w.c.WriteMessage(websocket.TextMessage, []byte(`{"type":"pong"}`)); err != nil {
+			t.Fatalf("connection %d: a write after the server's close frame: %v (reset before the client answered it)", i, err)
+		}
+		if err := w.c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(wsWait)); err != nil {
+			t.Fatalf("connection %d: the client's close frame: %v", i, err)
+		}
+	}
+}
