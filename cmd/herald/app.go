@@ -264,6 +264,7 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 	a.Devices = devices.NewService(a.db, a.Plans, devices.Config{Tokens: tokenRules(cfg)})
 	a.Notifications = a.newNotifications(provider)
 	river.AddWorker(a.workers, &notifications.HeldSendWorker{Service: a.Notifications})
+	river.AddWorker(a.workers, &notifications.DigestWorker{Service: a.Notifications})
 	river.AddWorker(a.workers, &notifications.BroadcastWorker{Service: a.Notifications})
 	a.Idempotency = idempotency.New(a.db, logger.With("component", "idempotency"))
 	// What tells an account's owner on every channel: the subscription
@@ -497,6 +498,7 @@ func (a *App) newNotifications(provider push.Provider) *notifications.Service {
 		Chats:       a.Messenger,
 		Inbox:       a.Inbox,
 		Categories:  a.Preferences.Catalogue(),
+		Digests:     cfg.NotificationDigests,
 		Logger:      a.logger.With("component", "push"),
 		Wire:        view.NotificationJobWire(),
 		Tokens:      tokenRules(cfg),

@@ -44,6 +44,7 @@ const (
 	// Its notification preferences (issue 26).
 	EraseNotificationPreferences Erasure = "notification_preferences"
 	EraseNotificationSchedule    Erasure = "notification_schedules" // its time zone and quiet hours
+	EraseNotificationDigests     Erasure = "notification_digests"   // its digests not yet sent
 
 	// Its in-app inbox (issue 26).
 	EraseInbox Erasure = "inbox_items"
@@ -63,7 +64,7 @@ var deletionSteps = []Erasure{
 	EraseMessengerLinks, UnlinkMessenger,
 	EraseMFAFactors, EraseMFARecoveryCodes, EraseMFAFailures, EraseMFAChallenges,
 	ErasePasskeys, ErasePasskeyCeremonies, EraseSecurityLog, EraseIdentities,
-	EraseNotificationPreferences, EraseNotificationSchedule, EraseInbox,
+	EraseNotificationPreferences, EraseNotificationSchedule, EraseNotificationDigests, EraseInbox,
 	EraseGrants, UnlinkPurchaseHistory, UnlinkPurchases,
 	EraseToTombstone, ScrubEvents, AnnounceRevokedAccount,
 }

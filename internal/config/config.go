@@ -5,6 +5,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/herald-vpn/herald/internal/preferences"
 	"net/netip"
 	"net/url"
 	"runtime"
@@ -130,6 +131,9 @@ type Config struct {
 	// NotificationCategories are the operator's notification categories,
 	// after the built-in ones (preferences.NewCatalogue).
 	NotificationCategories []string
+	// NotificationDigests are the categories whose sends to a user are
+	// folded into one per window (HERALD_NOTIFICATION_DIGESTS).
+	NotificationDigests preferences.Digests
 	// RecentSignIn is how recent a session's sign-in must be for an
 	// account without a password to delete itself.
 	RecentSignIn     time.Duration
@@ -325,6 +329,7 @@ func Vars() []Var {
 		{"HERALD_RECENT_SIGN_IN", "10m", "5m", "an account without a password (made by Apple or Google, or a guest) deletes itself with a session signed in this recently (a refresh does not count); an older one is refused with RECENT_SIGN_IN_REQUIRED", duration(func(c *Config) *time.Duration { return &c.RecentSignIn })},
 		{"HERALD_GUEST_RETENTION", "720h", "168h", "how long a guest account (POST /api/v1/auth/guest) is kept once unused: made longer ago and none of its sessions opened or refreshed since, it is deleted by the hourly housekeeping as an account is", duration(func(c *Config) *time.Duration { return &c.GuestRetention })},
 		{"HERALD_NOTIFICATION_CATEGORIES", "", "promotions,vpn-tips", "notification categories beside the built-in security, billing (which no one can turn off), service, product and messages: comma-separated names of 1 to 32 lowercase letters, digits, '-' or '_'; a send names its category, and users turn each on or off per channel", optional(categories(func(c *Config) *[]string { return &c.NotificationCategories }))},
+		{"HERALD_NOTIFICATION_DIGESTS", "", "messages=15m", "categories whose sends to a user are folded into one digest: category=window, comma-separated; the first send of a window opens it, the rest join it, and one notification goes out when it ends (saying how many, with the latest subjects); urgent sends pass through; a window of 1m to 24h; not security or billing", optional(digests(func(c *Config) *preferences.Digests { return &c.NotificationDigests }))},
 		{"HERALD_PLAN_DEVICE_LIMITS", "trial=3,basic=5,premium=10", "trial=2,basic=5,premium=20", "active devices allowed per plan", planLimits(func(c *Config) *map[string]int { return &c.PlanDeviceLimits })},
 		{"HERALD_UPGRADE_URL", "https://example.com/upgrade", "https://vpn.example.com/upgrade", "shown with DEVICE_LIMIT_REACHED", httpURL(func(c *Config) *string { return &c.UpgradeURL })},
 		{"HERALD_RENEW_URL", "https://example.com/renew", "https://vpn.example.com/renew", "shown with SUBSCRIPTION_EXPIRED (and in the renewal notices) when the plan's source has no renew URL of its own", httpURL(func(c *Config) *string { return &c.RenewURL })},
@@ -522,6 +527,15 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.WebAuthnRPID != "" && len(c.WebAuthnOrigins) == 0 {
 		c.WebAuthnOrigins = []string{"https://" + c.WebAuthnRPID}
+	}
+	if len(c.NotificationDigests) > 0 {
+		// A category added by HERALD_NOTIFICATION_CATEGORIES may have a
+		// digest; an unknown or critical one may not.
+		if cat, err := preferences.NewCatalogue(c.NotificationCategories); err == nil {
+			if err := cat.CheckDigests(c.NotificationDigests); err != nil {
+				problems = append(problems, "HERALD_NOTIFICATION_DIGESTS: "+err.Error())
+			}
+		}
 	}
 	if len(problems) > 0 {
 		return c, errors.New(strings.Join(problems, "\n"))

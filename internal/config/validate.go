@@ -57,6 +57,19 @@ func categories(field func(*Config) *[]string) setter {
 	}
 }
 
+// digests is HERALD_NOTIFICATION_DIGESTS (preferences.ParseDigests); Load
+// checks its categories against the catalogue.
+func digests(field func(*Config) *preferences.Digests) setter {
+	return func(c *Config, v string) error {
+		d, err := preferences.ParseDigests(v)
+		if err != nil {
+			return err
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
 // names is a comma-separated list of non-empty names without spaces.
 func names(field func(*Config) *[]string) setter {
 	return func(c *Config, v string) error {

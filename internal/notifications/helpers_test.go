@@ -148,6 +148,7 @@ func (e *env) open(t testing.TB, url string) {
 	e.devices = devices.NewService(db, subscriptions.NewService(db, subscriptions.Config{}), devices.Config{})
 	river.AddWorker(workers, &notifications.BroadcastWorker{Service: e.svc})
 	river.AddWorker(workers, &notifications.HeldSendWorker{Service: e.svc})
+	river.AddWorker(workers, &notifications.DigestWorker{Service: e.svc})
 }
 
 // start starts the job runner, stopped at cleanup.

@@ -85,6 +85,9 @@ type Config struct {
 	// Categories are the notification categories sends name (default the
 	// built-in ones).
 	Categories preferences.Catalogue
+	// Digests are the categories whose sends to a user are folded into
+	// one per window (HERALD_NOTIFICATION_DIGESTS); none by default.
+	Digests preferences.Digests
 	// Now is the clock (default time.Now in UTC).
 	Now func() time.Time
 }

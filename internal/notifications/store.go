@@ -176,6 +176,15 @@ type Store interface {
 	// EnqueueJob inserts a background job (the email channel's
 	// EmailArgs).
 	EnqueueJob(ctx context.Context, args river.JobArgs) error
+	// AddToDigest folds e into the account's open digest of category
+	// (Digest.Add), or opens one due at due and inserts job(its id) in
+	// the same transaction; it returns the digest as it is now.
+	AddToDigest(ctx context.Context, accountID, category string, e DigestEntry, due time.Time, job func(id string) river.JobArgs) (Digest, error)
+	// StartDigest closes the digest to new sends (the next send opens
+	// another) and returns it. ErrNotFound when it is gone.
+	StartDigest(ctx context.Context, id string) (Digest, error)
+	// DeleteDigest deletes a sent digest.
+	DeleteDigest(ctx context.Context, id string) error
 
 	// CreateBroadcast counts the active devices with a valid token, writes
 	// the job (queued) and inserts job, in one transaction.

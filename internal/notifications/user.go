@@ -63,6 +63,8 @@ const (
 	// UserHeld: the user's quiet hours hold the send until they end
 	// (HeldUntil); it is delivered then, under the preferences of then.
 	UserHeld = "held"
+	// UserDigested (digest.go): folded into the user's digest of the
+	// category, sent at HeldUntil.
 )
 
 // Outcomes of one device in a send to a user.
@@ -104,7 +106,8 @@ type UserSendResult struct {
 	Outcomes []DeviceOutcome `json:"outcomes"`
 	// Skipped counts the devices and the chat not sent to, per reason.
 	Skipped SkipCounts `json:"skipped"`
-	// HeldUntil is when a held send is delivered (status held).
+	// HeldUntil is when a held send is delivered (status held), or the
+	// digest a send joined (status digested).
 	HeldUntil *time.Time `json:"heldUntil,omitempty"`
 }
 
@@ -129,6 +132,8 @@ type UserSendOptions struct {
 	// the user allows its category on the inbox channel: one more
 	// outcome, channel "inbox", status "sent".
 	Inbox bool
+	// digest: the send is a digest's (DigestWorker), not folded again.
+	digest bool
 }
 
 // DeviceChannel is the preference channel of a device of platform: a
@@ -174,6 +179,9 @@ func (s *Service) SendToUser(ctx context.Context, userID string, n Notification,
 	}
 	if acct.Disabled() { // the row just read says it; no second query
 		return UserSendResult{UserID: userID, Status: UserNoRecipients, Message: "The account is disabled; it gets no notifications.", Outcomes: []DeviceOutcome{}}, nil
+	}
+	if window, ok := s.cfg.Digests[category]; ok && !opts.Urgent && !opts.digest {
+		return s.digest(ctx, userID, n, opts, category, window)
 	}
 	if !opts.Urgent && !s.cfg.Categories.Critical(category) {
 		if until, held, err := s.holdUntil(ctx, userID); err != nil || held {
@@ -231,15 +239,8 @@ func (s *Service) SendToUser(ctx context.Context, userID string, n Notification,
 	}
 	var kept *DeviceOutcome
 	if opts.Inbox {
-		if !allows(preferences.ChannelInbox) {
-			skipped.OptedOut++
-		} else if s.cfg.Inbox != nil {
-			// Kept before anything is sent: a store that cannot keep it
-			// fails the send, which the caller may repeat.
-			if _, err := s.cfg.Inbox.Keep(ctx, inbox.Item{AccountID: userID, Title: n.Subject, Body: n.Content, Data: n.Data, Category: category}); err != nil {
-				return UserSendResult{}, err
-			}
-			kept = &DeviceOutcome{Platform: ChannelInbox, Channel: ChannelInbox, Status: OutcomeSent}
+		if kept, err = s.keepInInbox(ctx, userID, n, category, settings, &skipped); err != nil {
+			return UserSendResult{}, err
 		}
 	}
 	res := UserSendResult{UserID: userID, Outcomes: make([]DeviceOutcome, len(list)), Skipped: skipped}
@@ -288,6 +289,24 @@ func (s *Service) SendToUser(ctx context.Context, userID string, n Notification,
 	}
 	res.Status, res.Message = userStatus(res.Outcomes, skipped, category, missing{push: push, telegram: telegram, email: noAddress})
 	return res, nil
+}
+
+// keepInInbox keeps n in the user's inbox when they allow category there
+// (else counts it opted out), before anything is sent: a store that
+// cannot keep it fails the send, which the caller may repeat. nil when
+// nothing was kept.
+func (s *Service) keepInInbox(ctx context.Context, userID string, n Notification, category string, settings []preferences.Setting, skipped *SkipCounts) (*DeviceOutcome, error) {
+	if !s.cfg.Categories.Allows(settings, category, preferences.ChannelInbox) {
+		skipped.OptedOut++
+		return nil, nil
+	}
+	if s.cfg.Inbox == nil {
+		return nil, nil
+	}
+	if _, err := s.cfg.Inbox.Keep(ctx, inbox.Item{AccountID: userID, Title: n.Subject, Body: n.Content, Data: n.Data, Category: category}); err != nil {
+		return nil, err
+	}
+	return &DeviceOutcome{Platform: ChannelInbox, Channel: ChannelInbox, Status: OutcomeSent}, nil
 }
 
 // HasEmailAddress reports whether the email channel can reach acct: an
@@ -445,6 +464,8 @@ type HeldSendArgs struct {
 	Channels []string `json:"channels,omitempty"`
 	Category string   `json:"category"`
 	Inbox    bool     `json:"inbox,omitempty"`
+	// Digest: the held send is a digest's, not folded again.
+	Digest bool `json:"digest,omitempty"`
 }
 
 // Kind implements river.JobArgs.
@@ -467,7 +488,7 @@ func (s *Service) hold(ctx context.Context, userID string, n Notification, opts 
 	if err != nil {
 		return UserSendResult{}, err
 	}
-	args := HeldSendArgs{UserID: userID, Subject: n.Subject, Content: n.Content, Data: data, Options: n.Options, Channels: opts.Channels, Category: opts.Category, Inbox: opts.Inbox}
+	args := HeldSendArgs{UserID: userID, Subject: n.Subject, Content: n.Content, Data: data, Options: n.Options, Channels: opts.Channels, Category: opts.Category, Inbox: opts.Inbox, Digest: opts.digest}
 	if err := s.store.ScheduleJob(ctx, args, until); err != nil {
 		return UserSendResult{}, err
 	}
@@ -491,7 +512,7 @@ func (w *HeldSendWorker) Work(ctx context.Context, job *river.Job[HeldSendArgs])
 		return river.JobCancel(err)
 	}
 	res, err := w.Service.SendToUser(ctx, a.UserID, Notification{Subject: a.Subject, Content: a.Content, Data: data, Options: a.Options},
-		UserSendOptions{Channels: a.Channels, Category: a.Category, Inbox: a.Inbox})
+		UserSendOptions{Channels: a.Channels, Category: a.Category, Inbox: a.Inbox, digest: a.Digest})
 	if ae, ok := errors.AsType[*apperr.Error](err); ok && ae.Code != apperr.Internal && ae.Code != apperr.ServiceUnavailable {
 		w.Service.cfg.Logger.WarnContext(ctx, "held send dropped", "user_id", a.UserID, "code", ae.Code)
 		return river.JobCancel(err)

@@ -192,6 +192,7 @@ var erasures = map[accounts.Erasure]string{
 	accounts.EraseSecurityLog:             `DELETE FROM security_events WHERE account_id = ?`,
 	accounts.EraseNotificationPreferences: `DELETE FROM notification_preferences WHERE account_id = ?`,
 	accounts.EraseNotificationSchedule:    `DELETE FROM notification_schedules WHERE account_id = ?`,
+	accounts.EraseNotificationDigests:     `DELETE FROM notification_digests WHERE account_id = ?`,
 	accounts.EraseInbox:                   `DELETE FROM inbox_items WHERE account_id = ?`,
 }
 
