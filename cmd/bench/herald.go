@@ -70,6 +70,9 @@ type kit struct {
 	// (and the ceiling's table) holds beside the load's.
 	fillerAccounts int
 	pgUsed         bool // a schema was made: quiesce checkpoints PostgreSQL
+	// preferences: every account stores its notification preferences
+	// and broadcasts name a category (-preferences).
+	preferences bool
 }
 
 func (k *kit) logPath(name string) string {
@@ -328,6 +331,11 @@ func (k *kit) seed(ctx context.Context, s *site, users, devices int, owner devic
 			return fmt.Errorf("devices import printed %q, want %q…", strings.TrimSpace(out), want)
 		}
 		s.devices = devices
+		if k.preferences {
+			if err := insertPreferences(ctx, s); err != nil {
+				return fmt.Errorf("preferences: %w", err)
+			}
+		}
 		logf("%s: %s devices imported in %.1f s (not measured)", s.name, thousands(int64(devices)), time.Since(t1).Seconds())
 	}
 	if s.postgres() {
@@ -386,6 +394,36 @@ func insertFillerAccounts(ctx context.Context, s *site, n int) error {
 	}
 	defer db.Close()
 	_, err = db.ExecContext(ctx, q)
+	return err
+}
+
+// preferencesSQL stores, for every account, the broadcast category
+// (preferenceCategory) on for every channel: each device the broadcast
+// reaches then has an owner whose stored choice the walk reads, and
+// still gets the push, so the count is the ceiling's.
+const preferencesSQL = `INSERT INTO notification_preferences (account_id, category, channel, enabled, updated_at)
+SELECT a.id, '` + preferenceCategory + `', c.channel, TRUE, a.created_at FROM accounts a,
+	(SELECT 'push' AS channel UNION ALL SELECT 'telegram' UNION ALL SELECT 'email' UNION ALL SELECT 'webPush' UNION ALL SELECT 'inbox') c`
+
+// preferenceCategory is the category of -preferences broadcasts.
+const preferenceCategory = "product"
+
+func insertPreferences(ctx context.Context, s *site) error {
+	if s.postgres() {
+		conn, err := pgx.Connect(ctx, s.dbURL)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, preferencesSQL)
+		return err
+	}
+	db, err := openSQLite(s.dbURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.ExecContext(ctx, preferencesSQL)
 	return err
 }
 
@@ -495,7 +533,7 @@ func graphql(ctx context.Context, baseURL, bearer, doc string, vars map[string]a
 }
 
 const (
-	sendAllDoc = `mutation SendAll($n: NotificationInput!) { sendNotificationToAll(notification: $n) { status message totalRecipients jobId } }`
+	sendAllDoc = `mutation SendAll($n: NotificationInput!, $c: String) { sendNotificationToAll(notification: $n, category: $c) { status message totalRecipients jobId } }`
 	jobDoc     = `query Job($id: ID!) { notificationJob(id: $id) { status sent failed invalidTokens totalRecipients error } }`
 	cancelDoc  = `mutation Cancel($id: ID!) { cancelNotificationJob(id: $id) { status } }`
 )
@@ -535,9 +573,13 @@ func (k *kit) heraldBroadcast(ctx context.Context, s *site, label string, limit 
 		sampler.Stop()
 		return sendResult{}, err
 	}
+	var category any // the default, service
+	if k.preferences {
+		category = preferenceCategory
+	}
 	data, err := graphql(ctx, p.baseURL, s.admin, sendAllDoc, map[string]any{"n": map[string]any{
 		"subject": broadcastSubject, "content": broadcastContent, "data": map[string]any{"screen": "status"},
-	}})
+	}, "c": category})
 	if err != nil {
 		sampler.Stop()
 		return sendResult{}, fmt.Errorf("sendNotificationToAll: %w", err)

@@ -91,6 +91,7 @@ type options struct {
 	postgres     string
 	keep         bool
 	profile      bool
+	preferences  bool
 	verifyEvery  bool
 	neighbour    int
 	env          multiFlag
@@ -130,6 +131,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.IntVar(&o.neighbour, "neighbour", 0, "run a CPU-bound neighbour of this many busy threads (`bench neighbour`, its own process) through every measure, Herald's and the ceilings' alike: the machine as busy as a shared one")
 	fs.BoolVar(&o.verifyEvery, "ceiling-verify-every-request", false, "the users/me ceiling checks the token's signature on every request (by default it checks each token once and remembers it until it expires, as Herald does)")
 	fs.BoolVar(&o.profile, "ceiling-profile", false, "write a CPU profile of each users/me ceiling run into the scratch directory (implies -keep), to compare with Herald's (HERALD_METRICS_ADDR's /debug/pprof)")
+	fs.BoolVar(&o.preferences, "preferences", false, "broadcasts name the product category and every account stores its preferences (product on for every channel), so the walk reads each device owner's choice: the cost of preferences, against the same bare sender")
 	fs.Var(&o.env, "env", "KEY=VALUE added to Herald's configuration (repeatable), e.g. -env HERALD_DATABASE_MAX_CONNS=32")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -208,7 +210,7 @@ func run(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	k := &kit{pgBase: o.postgres, fillerAccounts: o.fillers}
+	k := &kit{pgBase: o.postgres, fillerAccounts: o.fillers, preferences: o.preferences}
 	defer k.cleanup(o.keep)
 	b := &board{opts: o}
 	if err := k.setup(ctx, o); err != nil {
@@ -627,6 +629,9 @@ func broadcastMeasure(ctx context.Context, k *kit, o *options, b *board, pg, sq 
 		}
 	}
 	what := fmt.Sprintf("broadcast to %s devices, %%s, fake FCM (HTTP/1.1, 64 connections)", thousands(int64(o.devices)))
+	if o.preferences {
+		what += ", every owner's preferences stored (category " + preferenceCategory + ")"
+	}
 	if o.selected["broadcast-sqlite"] {
 		b.sendRow(fmt.Sprintf(what, "SQLite"), hSQ, ceil)
 	}
