@@ -21,8 +21,8 @@ var inboxDocs = map[string]string{
 	"myInbox": `query ($first: Int, $after: String, $archived: Boolean, $unread: Boolean) {
   myInbox(first: $first, after: $after, archived: $archived, unreadOnly: $unread) { nodes { ` + inboxItemFields + ` } pageInfo { endCursor hasNextPage } } }`,
 	"myInboxCounts": `query { myInboxCounts { unseen unread } }`,
-	"markInboxItem": `mutation ($id: ID!, $mark: String!) { markInboxItem(id: $id, mark: $mark) { ` + inboxItemFields + ` } }`,
-	"markAllInbox":  `mutation ($mark: String!, $upTo: ID) { markAllInbox(mark: $mark, upTo: $upTo) { unseen unread } }`,
+	"markInboxItem": `mutation ($id: ID!, $mark: InboxMark!) { markInboxItem(id: $id, mark: $mark) { ` + inboxItemFields + ` } }`,
+	"markAllInbox":  `mutation ($mark: InboxMark!, $upTo: ID) { markAllInbox(mark: $mark, upTo: $upTo) { unseen unread } }`,
 	"sendNotificationToUser": `mutation ($id: ID!, $n: NotificationInput!, $c: String, $inbox: Boolean) {
   sendNotificationToUser(userId: $id, notification: $n, category: $c, inbox: $inbox) { userId status message skipped { optedOut } outcomes { deviceId platform channel status } } }`,
 	"sendNotificationToAll": `mutation ($n: NotificationInput!, $c: String, $inbox: Boolean) { sendNotificationToAll(notification: $n, category: $c, inbox: $inbox) { jobId status totalRecipients } }`,
@@ -206,7 +206,17 @@ func TestInboxE2E(t *testing.T) {
 				expectError(t, "another user's item", inboxMark(t, h, dn, other, "read", ids[0], ""), http.StatusNotFound, "INBOX_ITEM_NOT_FOUND")
 				expectError(t, "an unknown item", inboxMark(t, h, dn, access, "read", "0197a3c2-5e1f-7c3a-9b2d-4f6e8a1c0d2b", ""), http.StatusNotFound, "INBOX_ITEM_NOT_FOUND")
 				if dn == graphQLDoor.name {
-					expectError(t, "a mark that is none", inboxMark(t, h, dn, access, "liked", ids[0], ""), http.StatusBadRequest, "VALIDATION_ERROR")
+					// mark is the enum InboxMark: a value that is none is
+					// refused before execution, as is a string literal;
+					// the enum literal is what a document writes.
+					expectError(t, "a mark that is none", inboxMark(t, h, dn, access, "liked", ids[0], ""), http.StatusUnprocessableEntity, "GRAPHQL_VALIDATION_FAILED")
+					expectError(t, "a mark as a string literal", gql(t, h, "markInboxItem", `mutation ($id: ID!) { markInboxItem(id: $id, mark: "seen") { id } }`, map[string]any{"id": ids[0]}, withBearer(access)),
+						http.StatusUnprocessableEntity, "GRAPHQL_VALIDATION_FAILED")
+					r := gql(t, h, "markInboxItem", `mutation ($id: ID!) { markInboxItem(id: $id, mark: seen) { title seenAt readAt } }`, map[string]any{"id": ids[2]}, withBearer(access))
+					expectOK(t, "One marked seen with the enum literal", r, http.StatusOK)
+					if jsonPath(r.data, "title") != "One" || jsonPath(r.data, "seenAt") == nil || jsonPath(r.data, "readAt") != nil {
+						t.Fatalf("One marked seen with the enum literal: %v", r.data)
+					}
 				}
 				if c := inboxCounts(t, h, dn, other); c != "0/0" {
 					t.Fatalf("the other user's counts %s", c)

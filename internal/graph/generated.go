@@ -325,6 +325,8 @@ type ComplexityRoot struct {
 
 	Mutation struct {
 		AppleTransaction                  func(childComplexity int, signedTransaction string) int
+		ArchiveUserInbox                  func(childComplexity int, userID string, upTo *string) int
+		ArchiveUserInboxItem              func(childComplexity int, userID string, id string) int
 		BanAddress                        func(childComplexity int, ip string, reason *string) int
 		BeginPasskeyLogin                 func(childComplexity int) int
 		BeginPasskeyMfa                   func(childComplexity int, challengeToken string) int
@@ -354,8 +356,8 @@ type ComplexityRoot struct {
 		LinkIdentity                      func(childComplexity int, provider IdentityProvider, idToken string, nonce string, authorizationCode *string) int
 		Login                             func(childComplexity int, email string, password string) int
 		Logout                            func(childComplexity int) int
-		MarkAllInbox                      func(childComplexity int, mark string, upTo *string) int
-		MarkInboxItem                     func(childComplexity int, id string, mark string) int
+		MarkAllInbox                      func(childComplexity int, mark InboxMark, upTo *string) int
+		MarkInboxItem                     func(childComplexity int, id string, mark InboxMark) int
 		MessengerLinkURL                  func(childComplexity int) int
 		ReconcileSubscription             func(childComplexity int, userID string) int
 		RedeliverWebhookEvent             func(childComplexity int, endpointID string, eventID string) int
@@ -499,6 +501,8 @@ type ComplexityRoot struct {
 		NotificationJobs            func(childComplexity int, first *int, after *string) int
 		User                        func(childComplexity int, id *string, email *string) int
 		UserIdentities              func(childComplexity int, userID string) int
+		UserInbox                   func(childComplexity int, userID string, first *int, after *string, archived *bool, unreadOnly *bool) int
+		UserInboxCounts             func(childComplexity int, userID string) int
 		UserMfa                     func(childComplexity int, userID string) int
 		UserNotificationPreferences func(childComplexity int, userID string) int
 		UserSecurityLog             func(childComplexity int, userID string, first *int, after *string) int
@@ -782,8 +786,10 @@ type MutationResolver interface {
 	UpgradeGuest(ctx context.Context, email string, password string) (*view.User, error)
 	UpdateMyNotificationPreferences(ctx context.Context, settings []view.NotificationSetting, timeZone *string, quietHours *view.QuietHoursInput) (*view.NotificationPreferences, error)
 	UpdateUserNotificationPreferences(ctx context.Context, userID string, settings []view.NotificationSetting, timeZone *string, quietHours *view.QuietHoursInput) (*view.NotificationPreferences, error)
-	MarkInboxItem(ctx context.Context, id string, mark string) (*view.InboxItem, error)
-	MarkAllInbox(ctx context.Context, mark string, upTo *string) (*view.InboxCounts, error)
+	MarkInboxItem(ctx context.Context, id string, mark InboxMark) (*view.InboxItem, error)
+	MarkAllInbox(ctx context.Context, mark InboxMark, upTo *string) (*view.InboxCounts, error)
+	ArchiveUserInboxItem(ctx context.Context, userID string, id string) (*view.InboxItem, error)
+	ArchiveUserInbox(ctx context.Context, userID string, upTo *string) (*view.InboxCounts, error)
 }
 type QueryResolver interface {
 	Version(ctx context.Context) (string, error)
@@ -821,6 +827,8 @@ type QueryResolver interface {
 	NotificationCategories(ctx context.Context) ([]view.NotificationCategory, error)
 	MyInbox(ctx context.Context, first *int, after *string, archived *bool, unreadOnly *bool) (*InboxItemConnection, error)
 	MyInboxCounts(ctx context.Context) (*view.InboxCounts, error)
+	UserInbox(ctx context.Context, userID string, first *int, after *string, archived *bool, unreadOnly *bool) (*InboxItemConnection, error)
+	UserInboxCounts(ctx context.Context, userID string) (*view.InboxCounts, error)
 }
 type SecurityEventResolver interface {
 	Detail(ctx context.Context, obj *view.SecurityEvent) (map[string]any, error)
@@ -1905,6 +1913,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.AppleTransaction(childComplexity, args["signedTransaction"].(string)), true
+	case "Mutation.archiveUserInbox":
+		if e.ComplexityRoot.Mutation.ArchiveUserInbox == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_archiveUserInbox_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ArchiveUserInbox(childComplexity, args["userId"].(string), args["upTo"].(*string)), true
+	case "Mutation.archiveUserInboxItem":
+		if e.ComplexityRoot.Mutation.ArchiveUserInboxItem == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_archiveUserInboxItem_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ArchiveUserInboxItem(childComplexity, args["userId"].(string), args["id"].(string)), true
 	case "Mutation.banAddress":
 		if e.ComplexityRoot.Mutation.BanAddress == nil {
 			break
@@ -2214,7 +2244,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.MarkAllInbox(childComplexity, args["mark"].(string), args["upTo"].(*string)), true
+		return e.ComplexityRoot.Mutation.MarkAllInbox(childComplexity, args["mark"].(InboxMark), args["upTo"].(*string)), true
 	case "Mutation.markInboxItem":
 		if e.ComplexityRoot.Mutation.MarkInboxItem == nil {
 			break
@@ -2225,7 +2255,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.MarkInboxItem(childComplexity, args["id"].(string), args["mark"].(string)), true
+		return e.ComplexityRoot.Mutation.MarkInboxItem(childComplexity, args["id"].(string), args["mark"].(InboxMark)), true
 	case "Mutation.messengerLinkUrl":
 		if e.ComplexityRoot.Mutation.MessengerLinkURL == nil {
 			break
@@ -3148,6 +3178,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.UserIdentities(childComplexity, args["userId"].(string)), true
+	case "Query.userInbox":
+		if e.ComplexityRoot.Query.UserInbox == nil {
+			break
+		}
+
+		args, err := ec.field_Query_userInbox_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.UserInbox(childComplexity, args["userId"].(string), args["first"].(*int), args["after"].(*string), args["archived"].(*bool), args["unreadOnly"].(*bool)), true
+	case "Query.userInboxCounts":
+		if e.ComplexityRoot.Query.UserInboxCounts == nil {
+			break
+		}
+
+		args, err := ec.field_Query_userInboxCounts_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.UserInboxCounts(childComplexity, args["userId"].(string)), true
 	case "Query.userMfa":
 		if e.ComplexityRoot.Query.UserMfa == nil {
 			break
@@ -5347,6 +5399,50 @@ func (ec *executionContext) field_Mutation_appleTransaction_args(ctx context.Con
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_archiveUserInboxItem_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "userId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["userId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_archiveUserInbox_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "userId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["userId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "upTo",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOID2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["upTo"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_banAddress_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -5821,8 +5917,8 @@ func (ec *executionContext) field_Mutation_markAllInbox_args(ctx context.Context
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "mark",
-		func(ctx context.Context, v any) (string, error) {
-			return ec.unmarshalNString2string(ctx, v)
+		func(ctx context.Context, v any) (InboxMark, error) {
+			return ec.unmarshalNInboxMark2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐInboxMark(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -5851,8 +5947,8 @@ func (ec *executionContext) field_Mutation_markInboxItem_args(ctx context.Contex
 	}
 	args["id"] = arg0
 	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "mark",
-		func(ctx context.Context, v any) (string, error) {
-			return ec.unmarshalNString2string(ctx, v)
+		func(ctx context.Context, v any) (InboxMark, error) {
+			return ec.unmarshalNInboxMark2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐInboxMark(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -6998,6 +7094,66 @@ func (ec *executionContext) field_Query_userIdentities_args(ctx context.Context,
 		return nil, err
 	}
 	args["userId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_userInboxCounts_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "userId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["userId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_userInbox_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "userId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["userId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "archived",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["archived"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "unreadOnly",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["unreadOnly"] = arg4
 	return args, nil
 }
 
@@ -15325,7 +15481,7 @@ func (ec *executionContext) _Mutation_markInboxItem(ctx context.Context, field g
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().MarkInboxItem(ctx, fc.Args["id"].(string), fc.Args["mark"].(string))
+			return ec.Resolvers.Mutation().MarkInboxItem(ctx, fc.Args["id"].(string), fc.Args["mark"].(InboxMark))
 		},
 		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
 			directive0 := next
@@ -15382,7 +15538,7 @@ func (ec *executionContext) _Mutation_markAllInbox(ctx context.Context, field gr
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().MarkAllInbox(ctx, fc.Args["mark"].(string), fc.Args["upTo"].(*string))
+			return ec.Resolvers.Mutation().MarkAllInbox(ctx, fc.Args["mark"].(InboxMark), fc.Args["upTo"].(*string))
 		},
 		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
 			directive0 := next
@@ -15423,6 +15579,130 @@ func (ec *executionContext) fieldContext_Mutation_markAllInbox(ctx context.Conte
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_markAllInbox_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_archiveUserInboxItem(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_archiveUserInboxItem(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ArchiveUserInboxItem(ctx, fc.Args["userId"].(string), fc.Args["id"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalOString2ᚖstring(ctx, "accounts:write")
+				if err != nil {
+					var zeroVal *view.InboxItem
+					return zeroVal, err
+				}
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.InboxItem
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.InboxItem) graphql.Marshaler {
+			return ec.marshalNInboxItem2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐInboxItem(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_archiveUserInboxItem(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InboxItem(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_archiveUserInboxItem_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_archiveUserInbox(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_archiveUserInbox(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ArchiveUserInbox(ctx, fc.Args["userId"].(string), fc.Args["upTo"].(*string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalOString2ᚖstring(ctx, "accounts:write")
+				if err != nil {
+					var zeroVal *view.InboxCounts
+					return zeroVal, err
+				}
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.InboxCounts
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.InboxCounts) graphql.Marshaler {
+			return ec.marshalNInboxCounts2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐInboxCounts(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_archiveUserInbox(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InboxCounts(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_archiveUserInbox_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -18293,6 +18573,130 @@ func (ec *executionContext) fieldContext_Query_myInboxCounts(_ context.Context, 
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_InboxCounts(ctx, field)
 		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_userInbox(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_userInbox(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().UserInbox(ctx, fc.Args["userId"].(string), fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["archived"].(*bool), fc.Args["unreadOnly"].(*bool))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalOString2ᚖstring(ctx, "accounts:read")
+				if err != nil {
+					var zeroVal *InboxItemConnection
+					return zeroVal, err
+				}
+				if ec.Directives.Auth == nil {
+					var zeroVal *InboxItemConnection
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *InboxItemConnection) graphql.Marshaler {
+			return ec.marshalNInboxItemConnection2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐInboxItemConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_userInbox(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InboxItemConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_userInbox_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_userInboxCounts(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_userInboxCounts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().UserInboxCounts(ctx, fc.Args["userId"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalOString2ᚖstring(ctx, "accounts:read")
+				if err != nil {
+					var zeroVal *view.InboxCounts
+					return zeroVal, err
+				}
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.InboxCounts
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.InboxCounts) graphql.Marshaler {
+			return ec.marshalNInboxCounts2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐInboxCounts(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_userInboxCounts(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InboxCounts(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_userInboxCounts_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -25580,6 +25984,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "archiveUserInboxItem":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_archiveUserInboxItem(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "archiveUserInbox":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_archiveUserInbox(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -26924,6 +27342,50 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_myInboxCounts(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "userInbox":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_userInbox(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "userInboxCounts":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_userInboxCounts(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -29322,6 +29784,16 @@ func (ec *executionContext) marshalNInboxItemConnection2ᚖgithubᚗcomᚋherald
 		return graphql.Null
 	}
 	return ec._InboxItemConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNInboxMark2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐInboxMark(ctx context.Context, v any) (InboxMark, error) {
+	var res InboxMark
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNInboxMark2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐInboxMark(ctx context.Context, sel ast.SelectionSet, v InboxMark) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) unmarshalNInt2int(ctx context.Context, v any) (int, error) {

@@ -209,3 +209,63 @@ func (e IdentityProvider) MarshalJSON() ([]byte, error) {
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
 }
+
+// A mark an inbox item is given. The values are the REST paths' and the
+// items' words, lower case as the variables' JSON strings ("seen").
+type InboxMark string
+
+const (
+	InboxMarkSeen InboxMark = "seen"
+	InboxMarkRead InboxMark = "read"
+	// Out of the inbox, into the archive (also marks it seen).
+	InboxMarkArchived InboxMark = "archived"
+)
+
+var AllInboxMark = []InboxMark{
+	InboxMarkSeen,
+	InboxMarkRead,
+	InboxMarkArchived,
+}
+
+func (e InboxMark) IsValid() bool {
+	switch e {
+	case InboxMarkSeen, InboxMarkRead, InboxMarkArchived:
+		return true
+	}
+	return false
+}
+
+func (e InboxMark) String() string {
+	return string(e)
+}
+
+func (e *InboxMark) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = InboxMark(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid InboxMark", str)
+	}
+	return nil
+}
+
+func (e InboxMark) MarshalGQL(w io.Writer) {
+	fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *InboxMark) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e InboxMark) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}

@@ -73,6 +73,7 @@ var pageSizes = map[string]PageSize{
 	"Query.webhookDeliveries":    {webhooks.DefaultPageSize, webhooks.MaxPageSize},
 	"Query.mySecurityLog":        {securitylog.DefaultPage, securitylog.MaxPage},
 	"Query.myInbox":              {inbox.DefaultPageSize, inbox.MaxPageSize},
+	"Query.userInbox":            {inbox.DefaultPageSize, inbox.MaxPageSize},
 	"Query.userSecurityLog":      {securitylog.DefaultPage, securitylog.MaxPage},
 	"Query.bans":                 {limits.DefaultBansPage, limits.MaxBansPage},
 }

@@ -673,7 +673,7 @@ func (r *mutationResolver) UpdateUserNotificationPreferences(ctx context.Context
 }
 
 // MarkInboxItem is the resolver for the markInboxItem field.
-func (r *mutationResolver) MarkInboxItem(ctx context.Context, id string, mark string) (*view.InboxItem, error) {
+func (r *mutationResolver) MarkInboxItem(ctx context.Context, id string, mark InboxMark) (*view.InboxItem, error) {
 	it, err := r.Inbox.Mark(ctx, auth.Caller(ctx).AccountID, id, inboxpkg.Mark(mark))
 	if err != nil {
 		return nil, err
@@ -682,8 +682,26 @@ func (r *mutationResolver) MarkInboxItem(ctx context.Context, id string, mark st
 }
 
 // MarkAllInbox is the resolver for the markAllInbox field.
-func (r *mutationResolver) MarkAllInbox(ctx context.Context, mark string, upTo *string) (*view.InboxCounts, error) {
+func (r *mutationResolver) MarkAllInbox(ctx context.Context, mark InboxMark, upTo *string) (*view.InboxCounts, error) {
 	c, err := r.Inbox.MarkAll(ctx, auth.Caller(ctx).AccountID, inboxpkg.Mark(mark), deref(upTo))
+	if err != nil {
+		return nil, err
+	}
+	return ptr(view.NewInboxCounts(c)), nil
+}
+
+// ArchiveUserInboxItem is the resolver for the archiveUserInboxItem field.
+func (r *mutationResolver) ArchiveUserInboxItem(ctx context.Context, userID string, id string) (*view.InboxItem, error) {
+	it, err := r.Inbox.Withdraw(ctx, userID, id)
+	if err != nil {
+		return nil, err
+	}
+	return ptr(view.NewInboxItem(it)), nil
+}
+
+// ArchiveUserInbox is the resolver for the archiveUserInbox field.
+func (r *mutationResolver) ArchiveUserInbox(ctx context.Context, userID string, upTo *string) (*view.InboxCounts, error) {
+	c, err := r.Inbox.WithdrawAll(ctx, userID, deref(upTo))
 	if err != nil {
 		return nil, err
 	}
@@ -998,6 +1016,25 @@ func (r *queryResolver) MyInbox(ctx context.Context, first *int, after *string, 
 // MyInboxCounts is the resolver for the myInboxCounts field.
 func (r *queryResolver) MyInboxCounts(ctx context.Context) (*view.InboxCounts, error) {
 	c, err := r.Inbox.Counts(ctx, auth.Caller(ctx).AccountID)
+	if err != nil {
+		return nil, err
+	}
+	return ptr(view.NewInboxCounts(c)), nil
+}
+
+// UserInbox is the resolver for the userInbox field.
+func (r *queryResolver) UserInbox(ctx context.Context, userID string, first *int, after *string, archived *bool, unreadOnly *bool) (*InboxItemConnection, error) {
+	p, err := r.Inbox.ListOf(ctx, userID, inboxpkg.Filter{Archived: deref(archived), UnreadOnly: deref(unreadOnly)}, deref(first), deref(after))
+	if err != nil {
+		return nil, err
+	}
+	page := view.NewPage(p.Items, view.NewInboxItem, p.EndCursor, p.HasNextPage)
+	return &InboxItemConnection{Nodes: page.Nodes, PageInfo: &page.PageInfo}, nil
+}
+
+// UserInboxCounts is the resolver for the userInboxCounts field.
+func (r *queryResolver) UserInboxCounts(ctx context.Context, userID string) (*view.InboxCounts, error) {
+	c, err := r.Inbox.CountsOf(ctx, userID)
 	if err != nil {
 		return nil, err
 	}

@@ -62,8 +62,13 @@ const (
 	Archived Mark = "archived"
 )
 
-// Marks are every mark, in the order the doors name them.
+// Marks are every mark a user gives, in the order the doors name them.
 var Marks = []Mark{Seen, Read, Archived}
+
+// Withdrawn is the mark an operator gives (the admin API's archive): the
+// item archived alone, not marked seen, since the user did not see it. It
+// is not among Marks: a user's archive is Archived.
+const Withdrawn Mark = "withdrawn"
 
 // Implied is what giving an item mark m sets: reading an item or
 // archiving it has shown it, so both mark it seen too; archiving does not
@@ -76,6 +81,8 @@ func Implied(m Mark) (seen, read, archived bool) {
 		return true, true, false
 	case Archived:
 		return true, false, true
+	case Withdrawn:
+		return false, false, true
 	}
 	return false, false, false
 }

@@ -43,6 +43,9 @@ type Store interface {
 	MarkInboxItems(ctx context.Context, accountID string, m Mark, upTo string) (int64, error)
 	// PruneInbox deletes the expired items.
 	PruneInbox(ctx context.Context) (int64, error)
+	// AccountExists reports whether a live (not deleted) account has the
+	// id: the admin API's USER_NOT_FOUND.
+	AccountExists(ctx context.Context, accountID string) (bool, error)
 }
 
 // Event is what a user's live subscribers get: the counts as they are,
@@ -159,6 +162,17 @@ var itemCursor = cursor.New[string]("inbox")
 // opaque cursor after (VALIDATION_ERROR when malformed). Expired items
 // are not listed.
 func (s *Service) List(ctx context.Context, accountID string, f Filter, first int, after string) (Page, error) {
+	return s.list(ctx, accountID, f, first, after, false)
+}
+
+// ListOf is List as an operator reads a user's inbox (the admin API):
+// USER_NOT_FOUND for an unknown or deleted account, after the page's
+// arguments are checked.
+func (s *Service) ListOf(ctx context.Context, accountID string, f Filter, first int, after string) (Page, error) {
+	return s.list(ctx, accountID, f, first, after, true)
+}
+
+func (s *Service) list(ctx context.Context, accountID string, f Filter, first int, after string, exists bool) (Page, error) {
 	first, err := cursor.PageSize(first, DefaultPageSize, MaxPageSize)
 	if err != nil {
 		return Page{}, err
@@ -166,6 +180,11 @@ func (s *Service) List(ctx context.Context, accountID string, f Filter, first in
 	before, err := itemCursor.After(after)
 	if err != nil {
 		return Page{}, apperr.Invalid("after", "a cursor from an earlier page", after)
+	}
+	if exists {
+		if err := s.exists(ctx, accountID); err != nil {
+			return Page{}, err
+		}
 	}
 	items, err := s.store.InboxItems(ctx, accountID, f, before, first+1)
 	if err != nil {
@@ -183,6 +202,15 @@ func (s *Service) Counts(ctx context.Context, accountID string) (Counts, error) 
 	return s.store.InboxCounts(ctx, accountID)
 }
 
+// CountsOf is Counts as an operator reads them: USER_NOT_FOUND for an
+// unknown or deleted account.
+func (s *Service) CountsOf(ctx context.Context, accountID string) (Counts, error) {
+	if err := s.exists(ctx, accountID); err != nil {
+		return Counts{}, err
+	}
+	return s.store.InboxCounts(ctx, accountID)
+}
+
 // Mark gives accountID's item id mark m (Implied's rule) and answers it.
 // INBOX_ITEM_NOT_FOUND for an unknown id, an expired item or another
 // account's.
@@ -190,6 +218,22 @@ func (s *Service) Mark(ctx context.Context, accountID, id string, m Mark) (Item,
 	if err := checkMark(m); err != nil {
 		return Item{}, err
 	}
+	return s.mark(ctx, accountID, id, m)
+}
+
+// Withdraw is an operator's archive of accountID's item id (the admin
+// API): archived, and not marked seen, since the user did not see it
+// (Withdrawn). The user's subscribers get the new counts.
+// USER_NOT_FOUND for an unknown or deleted account, then
+// INBOX_ITEM_NOT_FOUND as Mark.
+func (s *Service) Withdraw(ctx context.Context, accountID, id string) (Item, error) {
+	if err := s.exists(ctx, accountID); err != nil {
+		return Item{}, err
+	}
+	return s.mark(ctx, accountID, id, Withdrawn)
+}
+
+func (s *Service) mark(ctx context.Context, accountID, id string, m Mark) (Item, error) {
 	if _, err := uuid.Parse(id); err != nil {
 		return Item{}, notFound(id)
 	}
@@ -225,6 +269,22 @@ func (s *Service) MarkAll(ctx context.Context, accountID string, m Mark, upTo st
 	if err := checkMark(m); err != nil {
 		return Counts{}, err
 	}
+	return s.markAll(ctx, accountID, m, upTo)
+}
+
+// WithdrawAll is Withdraw for every item of accountID's inbox, up to and
+// including item upTo when it is not "" (what the operator was shown, not
+// what arrived since), and answers the counts after it. USER_NOT_FOUND for
+// an unknown or deleted account; INBOX_ITEM_NOT_FOUND for an upTo that is
+// not a UUID.
+func (s *Service) WithdrawAll(ctx context.Context, accountID, upTo string) (Counts, error) {
+	if err := s.exists(ctx, accountID); err != nil {
+		return Counts{}, err
+	}
+	return s.markAll(ctx, accountID, Withdrawn, upTo)
+}
+
+func (s *Service) markAll(ctx context.Context, accountID string, m Mark, upTo string) (Counts, error) {
 	if upTo != "" {
 		if _, err := uuid.Parse(upTo); err != nil {
 			return Counts{}, notFound(upTo)
@@ -354,6 +414,18 @@ func (s *Service) Watch(ctx context.Context, accountID string) (<-chan Event, er
 		}
 	}()
 	return out, nil
+}
+
+// exists is USER_NOT_FOUND for an unknown or deleted account.
+func (s *Service) exists(ctx context.Context, accountID string) error {
+	ok, err := s.store.AccountExists(ctx, accountID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return apperr.Newf(apperr.UserNotFound, "No user with the id %q.", fmt.Sprintf("%.64s", accountID))
+	}
+	return nil
 }
 
 func checkMark(m Mark) error {

@@ -22,6 +22,14 @@ type memStore struct {
 	// broadcast is the accounts a broadcast's items go to.
 	broadcast []string
 	written   bool
+	// accounts are the accounts that exist (AccountExists); nil: every one.
+	accounts []string
+}
+
+func (m *memStore) AccountExists(_ context.Context, id string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.accounts == nil || slices.Contains(m.accounts, id), nil
 }
 
 func (m *memStore) KeepInboxItem(_ context.Context, it inbox.Item, retention time.Duration) (inbox.Item, error) {
@@ -246,5 +254,85 @@ func TestMarkAndListRefusals(t *testing.T) {
 	p, err := s.List(ctx, "a1", inbox.Filter{}, 0, "")
 	if err != nil || len(p.Items) != 1 || p.HasNextPage {
 		t.Fatalf("list %+v, %v", p, err)
+	}
+}
+
+// The operator's doors: an unknown account is USER_NOT_FOUND (after the
+// page's arguments are checked); Withdraw and WithdrawAll archive without
+// marking seen, leave the marks already given, refuse a malformed item id
+// as Mark does, and tell the user's subscribers the new counts.
+func TestOperatorReadsAndWithdraws(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st := &memStore{now: t0, accounts: []string{"a1", "a2"}}
+	s := inbox.NewService(st, inbox.Config{})
+	var kept []inbox.Item
+	for _, title := range []string{"One", "Two", "Three"} {
+		it, err := s.Keep(ctx, inbox.Item{AccountID: "a1", Title: title})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, it)
+	}
+	if _, err := s.Mark(ctx, "a1", kept[0].ID, inbox.Read); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ListOf(ctx, "nobody", inbox.Filter{}, 0, ""); !apperr.Is(err, apperr.UserNotFound) {
+		t.Errorf("list of an unknown account: %v", err)
+	}
+	if _, err := s.ListOf(ctx, "nobody", inbox.Filter{}, 0, "garbage"); !apperr.Is(err, apperr.ValidationError) {
+		t.Errorf("a malformed cursor for an unknown account: %v, want VALIDATION_ERROR first", err)
+	}
+	if _, err := s.CountsOf(ctx, "nobody"); !apperr.Is(err, apperr.UserNotFound) {
+		t.Errorf("counts of an unknown account: %v", err)
+	}
+	if _, err := s.Withdraw(ctx, "nobody", kept[1].ID); !apperr.Is(err, apperr.UserNotFound) {
+		t.Errorf("withdraw for an unknown account: %v", err)
+	}
+	if _, err := s.WithdrawAll(ctx, "nobody", ""); !apperr.Is(err, apperr.UserNotFound) {
+		t.Errorf("withdraw all for an unknown account: %v", err)
+	}
+	if _, err := s.Withdraw(ctx, "a2", kept[1].ID); !apperr.Is(err, apperr.InboxItemNotFound) {
+		t.Errorf("withdraw another account's item: %v", err)
+	}
+	if _, err := s.Withdraw(ctx, "a1", "nope"); !apperr.Is(err, apperr.InboxItemNotFound) {
+		t.Errorf("withdraw a malformed id: %v", err)
+	}
+	p, err := s.ListOf(ctx, "a1", inbox.Filter{}, 2, "")
+	if err != nil || len(p.Items) != 2 || p.Items[0].Title != "Three" || !p.HasNextPage {
+		t.Fatalf("first page %+v, %v", p, err)
+	}
+	events, err := s.Watch(ctx, "a1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := next(t, events, "first"); e.Counts != (inbox.Counts{Unseen: 2, Unread: 2}) {
+		t.Fatalf("first %+v", e)
+	}
+	w, err := s.Withdraw(ctx, "a1", kept[2].ID)
+	if err != nil || w.ArchivedAt == nil || w.SeenAt != nil || w.ReadAt != nil {
+		t.Fatalf("withdrawn %+v, %v: want archived, not seen or read", w, err)
+	}
+	if e := next(t, events, "withdrawn"); e.Counts != (inbox.Counts{Unseen: 1, Unread: 1}) {
+		t.Fatalf("after withdrawing %+v", e)
+	}
+	c, err := s.WithdrawAll(ctx, "a1", "")
+	if err != nil || c != (inbox.Counts{}) {
+		t.Fatalf("withdraw all: %+v, %v", c, err)
+	}
+	if e := next(t, events, "all withdrawn"); e.Counts != (inbox.Counts{}) {
+		t.Fatalf("after withdrawing all %+v", e)
+	}
+	arch, err := s.ListOf(ctx, "a1", inbox.Filter{Archived: true}, 0, "")
+	if err != nil || len(arch.Items) != 3 {
+		t.Fatalf("archive %+v, %v", arch, err)
+	}
+	for _, it := range arch.Items {
+		if wantSeen := it.ID == kept[0].ID; (it.SeenAt != nil) != wantSeen || (it.ReadAt != nil) != wantSeen {
+			t.Errorf("%s: seen %v read %v: only One, read by the user, is", it.Title, it.SeenAt, it.ReadAt)
+		}
+	}
+	if _, err := s.Mark(ctx, "a1", kept[1].ID, inbox.Withdrawn); !apperr.Is(err, apperr.ValidationError) {
+		t.Errorf("a user giving the operator's mark: %v, want VALIDATION_ERROR", err)
 	}
 }

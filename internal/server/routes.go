@@ -211,6 +211,13 @@ func restRoutes(h *rest.Handlers) []route {
 		{"POST", "/api/v1/users/me/inbox/seen", auth.Protected, h.MarkInboxAll(inbox.Seen)},
 		{"POST", "/api/v1/users/me/inbox/read", auth.Protected, h.MarkInboxAll(inbox.Read)},
 		{"POST", "/api/v1/users/me/inbox/archive", auth.Protected, h.MarkInboxAll(inbox.Archived)},
+		// A user's inbox as an operator reads it; the one change an
+		// operator makes is archiving (without marking seen): marking seen
+		// or read is the user's to do.
+		{"GET", "/api/v1/admin/users/{id}/inbox", auth.Scoped(auth.ScopeAccountsRead), h.UserInbox()},
+		{"GET", "/api/v1/admin/users/{id}/inbox/counts", auth.Scoped(auth.ScopeAccountsRead), h.UserInboxCounts()},
+		{"POST", "/api/v1/admin/users/{id}/inbox/{itemId}/archive", auth.Scoped(auth.ScopeAccountsWrite), h.WithdrawInboxItem()},
+		{"POST", "/api/v1/admin/users/{id}/inbox/archive", auth.Scoped(auth.ScopeAccountsWrite), h.WithdrawInbox()},
 		{"PATCH", "/api/v1/users/me/notification-preferences", auth.Protected, h.UpdateMyPreferences()},
 		{"GET", "/api/v1/admin/users/{id}/notification-preferences", auth.Scoped(auth.ScopeAccountsRead), h.UserPreferences()},
 		{"PATCH", "/api/v1/admin/users/{id}/notification-preferences", auth.Scoped(auth.ScopeAccountsWrite), h.UpdateUserPreferences()},

@@ -24,6 +24,7 @@ func TestInboxConformance(t *testing.T) {
 	runConformance(t, []storeCase{
 		{"ListPageCounts", testInboxList},
 		{"Marks", testInboxMarks},
+		{"OperatorArchive", testInboxWithdrawn},
 		{"ExpiryAndErasure", testInboxExpiry},
 		{"BroadcastItemsOnce", testInboxBroadcast},
 	}, mustOpenWithWorkers)
@@ -151,6 +152,38 @@ func testInboxMarks(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	// The other account's item was not touched.
 	if c, _ := db.InboxCounts(ctx, "a22"); c != (inbox.Counts{Unseen: 1, Unread: 1}) {
 		t.Fatalf("the other account's counts %+v", c)
+	}
+}
+
+// An operator's archive (inbox.Withdrawn) sets archived_at alone: not
+// seen, the user's marks kept; all of them counts only those it archived.
+func testInboxWithdrawn(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
+	ctx := context.Background()
+	mustAccount(t, db, "a1")
+	kept := keep(t, db, clk, "a1", 3) // T0 T1 T2
+	if _, err := db.MarkInboxItem(ctx, "a1", kept[0].ID, inbox.Read); err != nil {
+		t.Fatal(err)
+	}
+	if it, err := db.MarkInboxItem(ctx, "a1", kept[2].ID, inbox.Withdrawn); err != nil || it.ArchivedAt == nil || it.SeenAt != nil || it.ReadAt != nil {
+		t.Fatalf("withdrawn: %+v, %v", it, err)
+	}
+	if c, _ := db.InboxCounts(ctx, "a1"); c != (inbox.Counts{Unseen: 1, Unread: 1}) {
+		t.Fatalf("counts after withdrawing T2 %+v", c)
+	}
+	if n, err := db.MarkInboxItems(ctx, "a1", inbox.Withdrawn, ""); err != nil || n != 2 {
+		t.Fatalf("withdraw all: %d, %v (T0, T1)", n, err)
+	}
+	page, _ := db.InboxItems(ctx, "a1", inbox.Filter{Archived: true}, "", 10)
+	if fmt.Sprint(ids(page)) != "[T2 T1 T0]" {
+		t.Fatalf("archive %v", ids(page))
+	}
+	for _, it := range page {
+		if read := it.Title == "T0"; it.ArchivedAt == nil || (it.SeenAt != nil) != read || (it.ReadAt != nil) != read {
+			t.Fatalf("%s withdrawn: seen %v read %v archived %v", it.Title, it.SeenAt, it.ReadAt, it.ArchivedAt)
+		}
+	}
+	if ok, err := db.AccountExists(ctx, "a1"); err != nil || !ok {
+		t.Fatalf("a1 exists: %v, %v", ok, err)
 	}
 }
 

@@ -18,12 +18,15 @@ const { ADMIN_EMAIL, ADMIN_TOKEN, USER_EMAIL, GONE_EMAIL, PASSWORD, SCREENSHOT_D
 // Ann's Apple identity's address (a private relay one); the operator with
 // an authenticator app, its secret (base32) and two of its recovery codes.
 const { APPLE_RELAY, TOTP_EMAIL, TOTP_SECRET, RECOVERY_CODES } = process.env;
+// How many items the user's inbox holds (more than the page's 20): the
+// oldest read by the user, the second seen.
+const inboxItems = Number(process.env.INBOX_ITEMS);
 // The console at http://localhost:<port>: WebAuthn needs a secure context
 // and a relying party id that is a domain (HERALD_WEBAUTHN_RP_ID=localhost).
 const passkeyBase = process.env.PASSKEY_URL;
 const recoveryCodes = (RECOVERY_CODES ?? "").split(",");
 const androidCount = Number(process.env.ANDROID_COUNT);
-for (const [k, v] of Object.entries({ base, ADMIN_EMAIL, ADMIN_TOKEN, USER_EMAIL, GONE_EMAIL, PASSWORD, SCREENSHOT_DIR, androidCount, passkeyBase, APPLE_RELAY, TOTP_EMAIL, TOTP_SECRET, RECOVERY_CODES })) assert.ok(v, `${k} not set`);
+for (const [k, v] of Object.entries({ base, ADMIN_EMAIL, ADMIN_TOKEN, USER_EMAIL, GONE_EMAIL, PASSWORD, SCREENSHOT_DIR, androidCount, passkeyBase, APPLE_RELAY, TOTP_EMAIL, TOTP_SECRET, RECOVERY_CODES, inboxItems })) assert.ok(v, `${k} not set`);
 
 const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
 // The background-networking flags keep Chromium from calling out: on a
@@ -277,6 +280,68 @@ try {
     assert.equal(cells[n][1].includes("private relay"), i.privateRelay, `identity ${n}: the email cell ${cells[n][1]} says private relay: want ${i.privateRelay}`);
   }
   console.log(`ok: the user's sign-in identities are shown as the API reads them: ${cells.map((c) => c.slice(0, 2).join(" ")).join("; ")}`);
+
+  // ---- The in-app inbox: the newest 20, "Load more", archive one and all, read back through the API ----
+  const inboxSection = page.locator('section[aria-label="Inbox"]');
+  const inboxRows = page.locator("#inbox tbody tr");
+  const readInbox = async (archived = false) => (await gql(`query ($userId: ID!, $archived: Boolean) {
+    userInbox(userId: $userId, first: 100, archived: $archived) { nodes { id title category createdAt seenAt readAt archivedAt } } }`, { userId, archived })).userInbox.nodes;
+  const readInboxCounts = async () => (await gql("query ($userId: ID!) { userInboxCounts(userId: $userId) { unseen unread } }", { userId })).userInboxCounts;
+  // tableOfInbox is the table as [title, category, created, state] per row;
+  // apiInbox is the same of items as the API reads them.
+  const tableOfInbox = () => inboxRows.evaluateAll((trs) => trs.map((tr) => [tr.cells[0].querySelector("strong").textContent, tr.cells[1].innerText.trim(),
+    tr.cells[2].innerText.trim(), tr.cells[3].innerText.trim().split(/\s+/).join(" ")]));
+  const apiInbox = (items) => page.evaluate((list) => list.map((it) => [it.title, it.category, new Date(it.createdAt).toLocaleString(),
+    [it.seenAt ? "seen" : "unseen", it.readAt ? "read" : null, it.archivedAt ? "archived" : null].filter(Boolean).join(" ")]), items);
+  const shownCounts = async (c, what) => {
+    await shown(page.locator("#inbox-unseen", { hasText: new RegExp(`^${c.unseen}$`) }), `${c.unseen} unseen ${what}`);
+    assert.equal(await page.locator("#inbox-unread").innerText(), String(c.unread), `unread ${what}`);
+  };
+  let inboxNodes = await readInbox();
+  assert.equal(inboxNodes.length, inboxItems, "the inbox's items through the API");
+  await shown(inboxRows.nth(19), "20 rows in the user's inbox");
+  assert.equal(await inboxRows.count(), 20, "the inbox's first page");
+  assert.deepEqual(await tableOfInbox(), await apiInbox(inboxNodes.slice(0, 20)), "the inbox's first page against the API");
+  let inboxCounts = await readInboxCounts();
+  assert.deepEqual(inboxCounts, { unseen: inboxItems - 2, unread: inboxItems - 1 }, "the inbox counts through the API");
+  await shownCounts(inboxCounts, "at first");
+  // Load more: the rest, down to the oldest, read and seen by the user.
+  await inboxSection.getByRole("button", { name: "Load more" }).click();
+  await shown(inboxRows.nth(inboxItems - 1), `${inboxItems} rows after "Load more"`);
+  assert.deepEqual(await tableOfInbox(), await apiInbox(inboxNodes), "the whole inbox against the API");
+  assert.deepEqual((await tableOfInbox()).slice(-2).map((r) => r[3]), ["seen", "seen read"], "the oldest two items' state");
+  await shown(inboxSection.getByRole("button", { name: "Load more" }), "no more to load", "hidden");
+  await noError(page, "inbox");
+  // Archive the newest: out of the inbox, into the archive, not marked seen.
+  const newest = inboxNodes[0];
+  await inboxSection.getByRole("button", { name: `Archive ${newest.title}`, exact: true }).click();
+  await shown(page.locator(".notice", { hasText: `"${newest.title}" archived` }), "the notice of the item archived");
+  inboxCounts = await readInboxCounts();
+  assert.deepEqual(inboxCounts, { unseen: inboxItems - 3, unread: inboxItems - 2 }, "the inbox counts through the API after archiving one");
+  await shownCounts(inboxCounts, "after archiving one");
+  const [withdrawn] = await readInbox(true);
+  assert.equal(withdrawn?.id, newest.id, "the archive holds the item archived");
+  assert.ok(withdrawn.archivedAt && !withdrawn.seenAt && !withdrawn.readAt, `the item archived by the operator: ${JSON.stringify(withdrawn)}`);
+  inboxNodes = await readInbox();
+  assert.deepEqual(await tableOfInbox(), await apiInbox(inboxNodes.slice(0, 20)), "the inbox after archiving one against the API");
+  // Archive all: the inbox empties; the archive shows every item, seen
+  // only where the user saw it.
+  await inboxSection.getByRole("button", { name: "Archive all", exact: true }).click();
+  await shown(page.locator(".notice", { hasText: "archived up to the newest item shown" }), "the notice of the inbox archived");
+  assert.deepEqual(await readInboxCounts(), { unseen: 0, unread: 0 }, "the inbox counts through the API after archiving all");
+  await shownCounts({ unseen: 0, unread: 0 }, "after archiving all");
+  await shown(inboxSection.getByText("Nothing here.", { exact: true }), "the empty inbox");
+  assert.equal(await inboxRows.count(), 0, "rows in the empty inbox");
+  assert.ok(await inboxSection.getByRole("button", { name: "Archive all", exact: true }).isDisabled(), "archive all enabled for an empty inbox");
+  await inboxSection.getByLabel("Inbox or archive").selectOption("archive");
+  await shown(inboxRows.nth(19), "20 rows in the archive");
+  const archive = await readInbox(true);
+  assert.equal(archive.length, inboxItems, "the archive through the API");
+  assert.deepEqual(await tableOfInbox(), await apiInbox(archive.slice(0, 20)), "the archive against the API");
+  assert.deepEqual(archive.filter((it) => it.seenAt).map((it) => it.title).toSorted(), ["Inbox 1", "Inbox 2"], "the items seen: only those the user saw");
+  for (const b of await inboxSection.getByRole("button", { name: /^Archive Inbox/ }).all()) assert.ok(await b.isDisabled(), "an archived item's archive button is enabled");
+  await noError(page, "inbox archived");
+  console.log(`ok: the user's inbox shows ${inboxItems} items as the API reads them (20, then "Load more"), archives one and all without marking them seen; the archive lists them`);
 
   // ---- Notification preferences: switched in the page, read back through the API ----
   const readPrefs = async () => (await gql(`query ($userId: ID!) { userNotificationPreferences(userId: $userId) { ${PREFERENCES} } }`, { userId })).userNotificationPreferences;

@@ -26,7 +26,12 @@ var consoleShotNames = []string{"overview", "users", "user", "broadcasts"}
 // quiet hours 22:00–07:00 Europe/Berlin set and cleared, each read back
 // through the API, security's switches disabled, a switch Herald refuses
 // (the request rewritten to name an unknown category) shown with its
-// VALIDATION_ERROR and put back, an unknown zone's VALIDATION_ERROR shown; inside quiet hours set around now a test
+// VALIDATION_ERROR and put back, an unknown zone's VALIDATION_ERROR shown;
+// their in-app inbox (25 items kept by sends, the oldest two read and seen
+// by the user) shown 20 at a time with its counts, the rest by "Load
+// more", the newest item archived and then all, each read back through
+// the API (archived without being marked seen), and the archive listed;
+// inside quiet hours set around now a test
 // notification held until their end, an urgent one sent at once; a
 // broadcast composed (a bad data field refused before any
 // request), sent in category product to the imported devices and followed
@@ -88,6 +93,34 @@ func TestConsole(t *testing.T) {
 	if status, body := s.call(t, http.MethodPost, "/api/v1/users/me/identities", ann, map[string]any{"provider": "apple", "idToken": atok, "nonce": "n-a"}); status != http.StatusCreated {
 		t.Fatalf("Ann links her Apple account: %d %v", status, body)
 	}
+	// Ann's in-app inbox: inboxItems items kept by sends to her (before
+	// her phones are imported: nothing else is sent), "Inbox 1" the
+	// oldest; she reads the oldest and sees the second, through her own
+	// door. Her page shows the newest 20, "Load more" the rest.
+	status, me := s.call(t, http.MethodGet, "/api/v1/users/me", ann, nil)
+	annID, _ := me["data"].(map[string]any)["id"].(string)
+	if status != http.StatusOK || annID == "" {
+		t.Fatalf("Ann's account: %d %v", status, me)
+	}
+	var kept []string
+	for i := 1; i <= inboxItems; i++ {
+		status, body := s.call(t, http.MethodPost, "/api/v1/notifications/users/"+annID, admin, map[string]any{
+			"notification": map[string]any{"subject": fmt.Sprintf("Inbox %d", i), "content": "Body of inbox item " + fmt.Sprint(i)}, "category": "product", "inbox": true})
+		if status != http.StatusOK || body["data"].(map[string]any)["status"] != "sent" {
+			t.Fatalf("send %d to Ann's inbox: %d %v", i, status, body)
+		}
+		status, list := s.call(t, http.MethodGet, "/api/v1/users/me/inbox?first=1", ann, nil)
+		nodes, _ := list["data"].(map[string]any)["nodes"].([]any)
+		if status != http.StatusOK || len(nodes) != 1 {
+			t.Fatalf("Ann's inbox after send %d: %d %v", i, status, list)
+		}
+		kept = append(kept, nodes[0].(map[string]any)["id"].(string))
+	}
+	for i, mark := range []string{"read", "seen"} {
+		if status, body := s.call(t, http.MethodPost, "/api/v1/users/me/inbox/"+kept[i]+"/"+mark, ann, nil); status != http.StatusOK {
+			t.Fatalf("Ann marks inbox item %d %s: %d %v", i+1, mark, status, body)
+		}
+	}
 	// An operator with an authenticator app (TOTP): the console asks for
 	// its code after the password. The factor is confirmed with the code
 	// of the step before this one, so that the browser's code (this step
@@ -134,6 +167,7 @@ func TestConsole(t *testing.T) {
 		"TOTP_EMAIL":     "totp-ops@example.com",
 		"TOTP_SECRET":    secret,
 		"RECOVERY_CODES": strings.Join(recovery[:2], ","),
+		"INBOX_ITEMS":    fmt.Sprint(inboxItems),
 	})
 	t.Logf("console_browser.mjs:\n%s", out)
 	for _, name := range consoleShotNames {
@@ -142,6 +176,10 @@ func TestConsole(t *testing.T) {
 		}
 	}
 }
+
+// inboxItems is how many items Ann's inbox holds: more than the console's
+// page of 20.
+const inboxItems = 25
 
 // The audiences of the fake providers' id_tokens.
 const (

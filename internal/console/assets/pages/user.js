@@ -1,10 +1,10 @@
 // One account: its subscription with the entitlements it comes from and
 // their history, devices, sessions, second factors, Apple and Google
-// sign-in identities, security log, linked Telegram chat and notification
-// preferences, with the operator's actions on it (a manual grant,
-// reconcile now, disable and enable, end sessions, reset second factors, a
-// category switched per channel, the time zone and quiet hours, a test
-// notification, deletion).
+// sign-in identities, security log, linked Telegram chat, notification
+// preferences and in-app inbox, with the operator's actions on it (a
+// manual grant, reconcile now, disable and enable, end sessions, reset
+// second factors, a category switched per channel, the time zone and quiet
+// hours, archiving inbox items, a test notification, deletion).
 import * as api from "../api.js";
 import { h, guard, field, fmtTime, pagedTable, badge, facts, notice, fieldError, clearFieldError, toRFC3339, toLocalInput } from "../ui.js";
 
@@ -66,6 +66,25 @@ const PREFERENCES = `categories { category critical channels { push telegram ema
 // CHANNELS are the preference channels, as the API names them and as the
 // page heads them.
 const CHANNELS = [["push", "Push"], ["telegram", "Telegram"], ["email", "Email"], ["webPush", "Web Push"], ["inbox", "Inbox"]];
+
+// INBOX is a page of the user's inbox or archive; INBOX_COUNTS its badge.
+const INBOX = `query ($userId: ID!, $first: Int, $after: String, $archived: Boolean) {
+  userInbox(userId: $userId, first: $first, after: $after, archived: $archived) {
+    nodes { id title body category createdAt seenAt readAt archivedAt }
+    pageInfo { endCursor hasNextPage }
+  }
+}`;
+const INBOX_COUNTS = `query ($userId: ID!) { userInboxCounts(userId: $userId) { unseen unread } }`;
+
+// inboxState is an inbox item's marks as badges: seen or not, read,
+// archived.
+function inboxState(it) {
+  return [
+    it.seenAt ? badge("seen", "ok") : badge("unseen", "warn"),
+    it.readAt ? [" ", badge("read", "ok")] : null,
+    it.archivedAt ? [" ", badge("archived")] : null,
+  ];
+}
 
 const DEVICES = `query ($userId: ID!, $first: Int, $after: String) {
   devices(userId: $userId, first: $first, after: $after) {
@@ -350,6 +369,58 @@ export async function render(main, params) {
   }, { empty: "Nothing recorded yet." });
   securityLog.id = "security-log";
 
+  // The in-app inbox: the newest items first, 20 at a time, with the
+  // counts the user's badge shows; the archive instead on asking. An
+  // operator archives an item or everything shown (up to the newest item
+  // loaded), which does not mark them seen: seen and read are the user's.
+  const inboxCounts = h("div", { id: "inbox-counts" });
+  let inboxArchived = false;
+  let inboxNewest = null; // the newest item loaded: archive all's upTo
+  async function loadInboxCounts() {
+    const c = (await guard(() => api.gql(INBOX_COUNTS, { userId: id })))?.userInboxCounts;
+    inboxCounts.replaceChildren(c
+      ? facts([["Unseen", h("span", { id: "inbox-unseen" }, c.unseen)], ["Unread", h("span", { id: "inbox-unread" }, c.unread)]])
+      : h("p", { class: "muted" }, "Not read: see the error above."));
+  }
+  function archiveButton(it) {
+    const b = h("button", { type: "button", class: "secondary", "aria-label": `Archive ${it.title}`, disabled: Boolean(it.archivedAt) }, "Archive");
+    b.addEventListener("click", () => guard(async () => {
+      await api.gql(`mutation ($userId: ID!, $id: ID!) { archiveUserInboxItem(userId: $userId, id: $id) { id } }`, { userId: id, id: it.id });
+      await Promise.all([inbox.reload(), loadInboxCounts()]);
+      say(`"${it.title}" archived: out of the user's inbox, not marked seen.`);
+    }, b));
+    return b;
+  }
+  // Archive all: up to the newest item loaded, so that one that arrived
+  // since stays. Disabled in the archive and for an empty inbox.
+  const archiveAll = h("button", { type: "button", class: "secondary", disabled: true }, "Archive all");
+  archiveAll.addEventListener("click", async () => {
+    archiveAll.disabled = true;
+    const done = await guard(() => api.gql(`mutation ($userId: ID!, $upTo: ID) { archiveUserInbox(userId: $userId, upTo: $upTo) { unseen unread } }`,
+      { userId: id, upTo: inboxNewest }));
+    await Promise.all([inbox.reload(), loadInboxCounts()]);
+    if (done) say(`The user's inbox is archived up to the newest item shown; ${done.archiveUserInbox.unseen} unseen left.`);
+  });
+  const inbox = pagedTable([
+    ["Title", (it) => [h("strong", {}, it.title), h("div", { class: "muted wrap" }, it.body)]],
+    ["Category", (it) => h("code", {}, it.category)],
+    ["Created", (it) => fmtTime(it.createdAt)],
+    ["State", inboxState],
+    ["", archiveButton],
+  ], async (after) => {
+    const { userInbox: page } = await api.gql(INBOX, { userId: id, first: 20, after, archived: inboxArchived });
+    if (!after) inboxNewest = page.nodes[0]?.id ?? null;
+    archiveAll.disabled = inboxArchived || !inboxNewest;
+    return { items: page.nodes, pageInfo: page.pageInfo };
+  }, { empty: "Nothing here." });
+  inbox.id = "inbox";
+  const inboxView = h("select", { name: "inboxView", "aria-label": "Inbox or archive" },
+    h("option", { value: "inbox", selected: true }, "Inbox"), h("option", { value: "archive" }, "Archive"));
+  inboxView.addEventListener("change", () => {
+    inboxArchived = inboxView.value === "archive";
+    inbox.reload();
+  });
+
   // A test notification to the user's devices (and linked chat).
   const subjectIn = h("input", { name: "subject", required: true, maxlength: "512", value: "Test from Herald" });
   const contentIn = h("textarea", { name: "content", required: true, maxlength: "2048" }, "This is a test notification.");
@@ -490,6 +561,7 @@ export async function render(main, params) {
   showIdentities((await guard(() => api.gql(IDENTITIES, { userId: id })))?.userIdentities);
   showDetail(await guard(() => loadDetail(async () => (await api.gql(SUBSCRIPTION, { id })).userSubscription)));
   showPreferences((await guard(() => api.gql(`query ($userId: ID!) { userNotificationPreferences(userId: $userId) { ${PREFERENCES} } }`, { userId: id })))?.userNotificationPreferences);
+  await loadInboxCounts();
   main.append(
     h("p", { class: "crumbs" }, h("a", { href: "#/users" }, "Users"), " / account"),
     h("div", { class: "heading" }, title, badges),
@@ -516,6 +588,9 @@ export async function render(main, params) {
       h("h3", {}, "Time zone and quiet hours"),
       h("p", { class: "muted" }, "Sends to the user inside the quiet hours, other than critical or urgent ones, are held until they end (in the user's time zone)."),
       schedule, scheduleForm),
+    section("Inbox",
+      h("p", { class: "muted" }, "What sends kept for the app to show, newest first. Archiving takes an item out of the user's inbox without marking it seen."),
+      inboxCounts, h("div", { class: "actions" }, inboxView, archiveAll), inbox),
     section("Test notification", testForm, outcomes),
     h("div", { class: "row" },
       section("Access", access),
