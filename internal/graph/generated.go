@@ -402,8 +402,9 @@ type ComplexityRoot struct {
 	}
 
 	NotificationCategory struct {
-		Critical func(childComplexity int) int
-		Name     func(childComplexity int) int
+		CapPerDay func(childComplexity int) int
+		Critical  func(childComplexity int) int
+		Name      func(childComplexity int) int
 	}
 
 	NotificationJob struct {
@@ -582,6 +583,7 @@ type ComplexityRoot struct {
 	}
 
 	SkipCounts struct {
+		Capped   func(childComplexity int) int
 		OptedOut func(childComplexity int) int
 	}
 
@@ -2680,6 +2682,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Mutation.VerifyMfaWithPasskey(childComplexity, args["challengeId"].(string), args["credential"].(map[string]any)), true
 
+	case "NotificationCategory.capPerDay":
+		if e.ComplexityRoot.NotificationCategory.CapPerDay == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationCategory.CapPerDay(childComplexity), true
 	case "NotificationCategory.critical":
 		if e.ComplexityRoot.NotificationCategory.Critical == nil {
 			break
@@ -3477,6 +3485,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SignupResult.Success(childComplexity), true
 
+	case "SkipCounts.capped":
+		if e.ComplexityRoot.SkipCounts.Capped == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SkipCounts.Capped(childComplexity), true
 	case "SkipCounts.optedOut":
 		if e.ComplexityRoot.SkipCounts.OptedOut == nil {
 			break
@@ -4695,6 +4709,8 @@ func (ec *executionContext) childFields_NotificationCategory(ctx context.Context
 		return ec.fieldContext_NotificationCategory_name(ctx, field)
 	case "critical":
 		return ec.fieldContext_NotificationCategory_critical(ctx, field)
+	case "capPerDay":
+		return ec.fieldContext_NotificationCategory_capPerDay(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type NotificationCategory", field.Name)
 }
@@ -4977,6 +4993,8 @@ func (ec *executionContext) childFields_SkipCounts(ctx context.Context, field gr
 	switch field.Name {
 	case "optedOut":
 		return ec.fieldContext_SkipCounts_optedOut(ctx, field)
+	case "capped":
+		return ec.fieldContext_SkipCounts_capped(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SkipCounts", field.Name)
 }
@@ -15475,6 +15493,29 @@ func (ec *executionContext) fieldContext_NotificationCategory_critical(_ context
 	return graphql.NewScalarFieldContext("NotificationCategory", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
+func (ec *executionContext) _NotificationCategory_capPerDay(ctx context.Context, field graphql.CollectedField, obj *view.NotificationCategory) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationCategory_capPerDay(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CapPerDay, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationCategory_capPerDay(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationCategory", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
 func (ec *executionContext) _NotificationJob_id(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -19266,6 +19307,29 @@ func (ec *executionContext) _SkipCounts_optedOut(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_SkipCounts_optedOut(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SkipCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _SkipCounts_capped(ctx context.Context, field graphql.CollectedField, obj *view.SkipCounts) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SkipCounts_capped(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Capped, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SkipCounts_capped(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SkipCounts", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
@@ -25623,6 +25687,11 @@ func (ec *executionContext) _NotificationCategory(ctx context.Context, sel ast.S
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "capPerDay":
+			out.Values[i] = ec._NotificationCategory_capPerDay(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -27561,6 +27630,11 @@ func (ec *executionContext) _SkipCounts(ctx context.Context, sel ast.SelectionSe
 			out.Values[i] = graphql.MarshalString("SkipCounts")
 		case "optedOut":
 			out.Values[i] = ec._SkipCounts_optedOut(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "capped":
+			out.Values[i] = ec._SkipCounts_capped(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}

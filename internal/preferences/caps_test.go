@@ -114,7 +114,7 @@ func TestCapWindowIsTheUsersDay(t *testing.T) {
 		want string
 	}{
 		{"", "2026-11-29T23:30:00Z", "2026-11-29"},
-		{"Europe/Berlin", "2026-11-29T23:30:00Z", "2026-11-30"},   // 00:30 in Berlin
+		{"Europe/Berlin", "2026-11-29T23:30:00Z", "2026-11-30"},    // 00:30 in Berlin
 		{"America/New_York", "2026-11-30T03:00:00Z", "2026-11-29"}, // 22:00 the day before
 		{"Pacific/Kiritimati", "2026-11-29T10:30:00Z", "2026-11-30"},
 		{"Europe/Berlin", "2026-03-29T21:59:00Z", "2026-03-29"}, // 23:59 CEST on the day the clocks jump
