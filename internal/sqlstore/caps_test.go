@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/preferences"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/testsupport"
@@ -16,6 +17,7 @@ func TestNotificationCapsConformance(t *testing.T) {
 		{"ConcurrentSendsPassTheCapOnce", testCapConcurrent},
 		{"ASendCountedAgainCountsOnce", testCapIdempotent},
 		{"PastWindowsArePruned", testCapPrune},
+		{"DeletingTheAccountErasesItsCounts", testCapErasure},
 	}, mustOpen)
 }
 
@@ -110,6 +112,26 @@ func testCapPrune(t *testing.T, db *sqlstore.DB, _ *testsupport.Clock) {
 	ok, err := preferences.UseCap(ctx, db, preferences.CapUse{AccountID: "u1", Category: "product", Window: "2026-11-20", SendID: "s2", Limit: 1})
 	if err != nil || !ok {
 		t.Fatalf("a pruned window's send: %v, %v; want allowed", ok, err)
+	}
+}
+
+// Deleting an account erases its counts and decisions (the account's row
+// stays as a tombstone, so no cascade does it).
+func testCapErasure(t *testing.T, db *sqlstore.DB, _ *testsupport.Clock) {
+	ctx := context.Background()
+	mustAccount(t, db, "u1")
+	use := preferences.CapUse{AccountID: "u1", Category: "product", Window: "2026-11-22", SendID: "s", Limit: 1}
+	if _, err := preferences.UseCap(ctx, db, use); err != nil {
+		t.Fatal(err)
+	}
+	if err := accounts.DeleteAccount(ctx, db, "u1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, err := db.CapDecision(ctx, use); err != nil || found {
+		t.Fatalf("the deleted account's decision: found %v, %v", found, err)
+	}
+	if n := capCount(t, db, "u1", "product", "2026-11-22"); n != 0 {
+		t.Fatalf("the deleted account's count is %d", n)
 	}
 }
 
