@@ -48,6 +48,10 @@ const (
 
 	// Its in-app inbox (issue 26).
 	EraseInbox Erasure = "inbox_items"
+
+	// Its counts against the notification categories' caps (issue 26).
+	EraseNotificationCapCounts Erasure = "notification_cap_counts"
+	EraseNotificationCapUses   Erasure = "notification_cap_uses" // each send's decision
 )
 
 // deletionSteps is what deleting an account does, in order: what hangs
@@ -65,6 +69,7 @@ var deletionSteps = []Erasure{
 	EraseMFAFactors, EraseMFARecoveryCodes, EraseMFAFailures, EraseMFAChallenges,
 	ErasePasskeys, ErasePasskeyCeremonies, EraseSecurityLog, EraseIdentities,
 	EraseNotificationPreferences, EraseNotificationSchedule, EraseNotificationDigests, EraseInbox,
+	EraseNotificationCapCounts, EraseNotificationCapUses,
 	EraseGrants, UnlinkPurchaseHistory, UnlinkPurchases,
 	EraseToTombstone, ScrubEvents, AnnounceRevokedAccount,
 }

@@ -54,7 +54,7 @@ func (f *deletionStore) Emit(_ context.Context, p webhooks.Payload) error {
 
 func TestDeleteAccountSteps(t *testing.T) {
 	all := []string{"lock", "refresh_tokens", "sessions", "devices", "one_time_codes", "pending_codes", "code_sends", "code_send_leases",
-		"telegram_link_tokens", "telegram_subscribers", "mfa_factors", "mfa_recovery_codes", "mfa_failures", "mfa_challenges", "passkey_credentials", "passkey_ceremonies", "security_events", "identities", "notification_preferences", "notification_schedules", "notification_digests", "inbox_items", "entitlements", "entitlement_changes", "entitlement_purchases", "accounts", "webhook_events", "session_revocations"}
+		"telegram_link_tokens", "telegram_subscribers", "mfa_factors", "mfa_recovery_codes", "mfa_failures", "mfa_challenges", "passkey_credentials", "passkey_ceremonies", "security_events", "identities", "notification_preferences", "notification_schedules", "notification_digests", "inbox_items", "notification_cap_counts", "notification_cap_uses", "entitlements", "entitlement_changes", "entitlement_purchases", "accounts", "webhook_events", "session_revocations"}
 	denied := errors.New("not allowed")
 	cases := []struct {
 		name    string

@@ -404,8 +404,9 @@ type ComplexityRoot struct {
 	}
 
 	NotificationCategory struct {
-		Critical func(childComplexity int) int
-		Name     func(childComplexity int) int
+		CapPerDay func(childComplexity int) int
+		Critical  func(childComplexity int) int
+		Name      func(childComplexity int) int
 	}
 
 	NotificationJob struct {
@@ -586,6 +587,7 @@ type ComplexityRoot struct {
 	}
 
 	SkipCounts struct {
+		Capped   func(childComplexity int) int
 		OptedOut func(childComplexity int) int
 	}
 
@@ -2710,6 +2712,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Mutation.VerifyMfaWithPasskey(childComplexity, args["challengeId"].(string), args["credential"].(map[string]any)), true
 
+	case "NotificationCategory.capPerDay":
+		if e.ComplexityRoot.NotificationCategory.CapPerDay == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationCategory.CapPerDay(childComplexity), true
 	case "NotificationCategory.critical":
 		if e.ComplexityRoot.NotificationCategory.Critical == nil {
 			break
@@ -3529,6 +3537,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.SignupResult.Success(childComplexity), true
 
+	case "SkipCounts.capped":
+		if e.ComplexityRoot.SkipCounts.Capped == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SkipCounts.Capped(childComplexity), true
 	case "SkipCounts.optedOut":
 		if e.ComplexityRoot.SkipCounts.OptedOut == nil {
 			break
@@ -4747,6 +4761,8 @@ func (ec *executionContext) childFields_NotificationCategory(ctx context.Context
 		return ec.fieldContext_NotificationCategory_name(ctx, field)
 	case "critical":
 		return ec.fieldContext_NotificationCategory_critical(ctx, field)
+	case "capPerDay":
+		return ec.fieldContext_NotificationCategory_capPerDay(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type NotificationCategory", field.Name)
 }
@@ -5029,6 +5045,8 @@ func (ec *executionContext) childFields_SkipCounts(ctx context.Context, field gr
 	switch field.Name {
 	case "optedOut":
 		return ec.fieldContext_SkipCounts_optedOut(ctx, field)
+	case "capped":
+		return ec.fieldContext_SkipCounts_capped(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SkipCounts", field.Name)
 }
@@ -15755,6 +15773,29 @@ func (ec *executionContext) fieldContext_NotificationCategory_critical(_ context
 	return graphql.NewScalarFieldContext("NotificationCategory", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
+func (ec *executionContext) _NotificationCategory_capPerDay(ctx context.Context, field graphql.CollectedField, obj *view.NotificationCategory) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationCategory_capPerDay(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CapPerDay, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationCategory_capPerDay(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationCategory", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
 func (ec *executionContext) _NotificationJob_id(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -19670,6 +19711,29 @@ func (ec *executionContext) _SkipCounts_optedOut(ctx context.Context, field grap
 	)
 }
 func (ec *executionContext) fieldContext_SkipCounts_optedOut(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SkipCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _SkipCounts_capped(ctx context.Context, field graphql.CollectedField, obj *view.SkipCounts) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SkipCounts_capped(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Capped, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SkipCounts_capped(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SkipCounts", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
@@ -26041,6 +26105,11 @@ func (ec *executionContext) _NotificationCategory(ctx context.Context, sel ast.S
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "capPerDay":
+			out.Values[i] = ec._NotificationCategory_capPerDay(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -28023,6 +28092,11 @@ func (ec *executionContext) _SkipCounts(ctx context.Context, sel ast.SelectionSe
 			out.Values[i] = graphql.MarshalString("SkipCounts")
 		case "optedOut":
 			out.Values[i] = ec._SkipCounts_optedOut(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "capped":
+			out.Values[i] = ec._SkipCounts_capped(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}

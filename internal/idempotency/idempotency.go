@@ -126,7 +126,7 @@ func Do[T any](ctx context.Context, k Key, op string, request any, fn func(conte
 			return zero, err
 		}
 		if claimed {
-			return run(ctx, s, caller, key, token, fn)
+			return run(context.WithValue(ctx, requestIDKey{}, requestID(caller, key, hash)), s, caller, key, token, fn)
 		}
 		rec, err := s.store.IdempotencyRecord(ctx, caller, key)
 		if errors.Is(err, storage.ErrNotFound) {
@@ -176,6 +176,23 @@ func run[T any](ctx context.Context, s *Service, caller, key, token string, fn f
 		s.log.ErrorContext(ctx, "storing the answer of an idempotency key", "err", err)
 	}
 	return out, nil
+}
+
+// requestIDKey is the context key of RequestID.
+type requestIDKey struct{}
+
+// RequestID names the request whose work Do runs with ctx: the same for
+// every run of the same caller, key and request (a retry after an error
+// released the key), "" outside Do or without a key. Work that must count
+// once however often it runs (a send against a user's cap) keys on it.
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+func requestID(caller, key, hash string) string {
+	h := sha256.Sum256([]byte(caller + "\x00" + key + "\x00" + hash))
+	return "idem:" + hex.EncodeToString(h[:16])
 }
 
 // checkKey refuses a key that is empty, longer than MaxKeyLen or not

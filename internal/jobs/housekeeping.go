@@ -71,6 +71,12 @@ func (w *HousekeepingWorker) Work(ctx context.Context, _ *river.Job[Housekeeping
 	if err != nil {
 		return fmt.Errorf("housekeeping: unsubscribe links: %w", err)
 	}
+	// A cap's window is a day on the user's clock, at most a day from
+	// UTC's: two days back is past in every zone.
+	capWindows, err := w.DB.DeleteCapWindows(ctx, w.DB.Now().UTC().AddDate(0, 0, -2).Format(time.DateOnly))
+	if err != nil {
+		return fmt.Errorf("housekeeping: notification caps: %w", err)
+	}
 	var inboxItems int64
 	if w.Inbox != nil {
 		if inboxItems, err = w.Inbox.Prune(ctx); err != nil {
@@ -83,7 +89,7 @@ func (w *HousekeepingWorker) Work(ctx context.Context, _ *river.Job[Housekeeping
 		}
 	}
 	w.Logger.InfoContext(ctx, "housekeeping", "deliveries", p.Deliveries, "sessions", p.Sessions, "codes", p.Codes, "pending_codes", p.PendingCodes, "leases", p.Leases,
-		"telegram_updates", p.TelegramUpdates, "webhook_events", p.WebhookEvents, "idempotency_keys", p.IdempotencyKeys, "security_events", security, "guests", guests, "unsubscribe_link_uses", links, "inbox_items", inboxItems)
+		"telegram_updates", p.TelegramUpdates, "webhook_events", p.WebhookEvents, "idempotency_keys", p.IdempotencyKeys, "security_events", security, "guests", guests, "unsubscribe_link_uses", links, "cap_windows", capWindows, "inbox_items", inboxItems)
 	return nil
 }
 

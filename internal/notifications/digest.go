@@ -169,7 +169,9 @@ func (w *DigestWorker) Work(ctx context.Context, job *river.Job[DigestArgs]) err
 		s.cfg.Logger.WarnContext(ctx, "digest dropped", "digest_id", d.ID, "error", err)
 		return s.store.DeleteDigest(ctx, d.ID)
 	}
-	res, err := s.SendToUser(ctx, d.AccountID, n, UserSendOptions{Channels: channels, Category: d.Category, digest: true})
+	// The send is named by the digest: a retried job counts once against
+	// the user's cap, and a whole digest counts as one send.
+	res, err := s.sendToUser(ctx, d.AccountID, n, UserSendOptions{Channels: channels, Category: d.Category, digest: true}, "digest:"+d.ID)
 	if ae, ok := errors.AsType[*apperr.Error](err); ok && ae.Code != apperr.Internal && ae.Code != apperr.ServiceUnavailable {
 		// The user or the category is gone: nothing to retry.
 		s.cfg.Logger.WarnContext(ctx, "digest dropped", "digest_id", d.ID, "user_id", d.AccountID, "code", ae.Code)

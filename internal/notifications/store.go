@@ -154,6 +154,9 @@ type Outcome struct {
 // Store is the persistence the notifications service needs; sqlstore
 // implements it. Errors are the storage package's.
 type Store interface {
+	// CapStore counts sends against the categories' caps
+	// (preferences.UseCap).
+	preferences.CapStore
 	// AccountByID returns an account. ErrNotFound when unknown.
 	AccountByID(ctx context.Context, id string) (accounts.Account, error)
 	// ListDevices returns the account's active devices, oldest first.

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
 	"encoding/json"
+	"github.com/google/uuid"
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/devices"
@@ -115,6 +117,10 @@ type UserSendResult struct {
 type SkipCounts struct {
 	// OptedOut: the user turned the send's category off on that channel.
 	OptedOut int `json:"optedOut"`
+	// Capped: the user already had the category's cap of sends that day
+	// (preferences.Category.Cap); every capped channel of the send is
+	// skipped, each recipient counted.
+	Capped int `json:"capped"`
 }
 
 // UserSendOptions are sendNotificationToUser's optional arguments.
@@ -159,7 +165,28 @@ func DeviceChannel(platform string) string {
 // INVALID_INPUT (field channels). USER_NOT_FOUND for an unknown user; a
 // user without such a device, chat or address, or whose account is
 // disabled, is status no_recipients, not an error.
+//
+// A category with a cap (preferences.Category.Cap) counts the send once
+// against the user's cap of the day when it has a recipient on a capped
+// channel (push, web push, Telegram, email; not the inbox); over the cap,
+// those recipients are skipped and counted in Skipped.Capped. Critical
+// categories and urgent sends are never capped. The send is counted under
+// its idempotency request (idempotency.RequestID) when it has one, so a
+// retry of it does not count twice.
 func (s *Service) SendToUser(ctx context.Context, userID string, n Notification, opts UserSendOptions) (UserSendResult, error) {
+	sendID := idempotency.RequestID(ctx)
+	if sendID == "" {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return UserSendResult{}, err
+		}
+		sendID = "send:" + id.String()
+	}
+	return s.sendToUser(ctx, userID, n, opts, sendID)
+}
+
+// sendToUser is SendToUser, the send named sendID for the user's cap.
+func (s *Service) sendToUser(ctx context.Context, userID string, n Notification, opts UserSendOptions, sendID string) (UserSendResult, error) {
 	if err := n.Validate(); err != nil {
 		return UserSendResult{}, err
 	}
@@ -183,11 +210,13 @@ func (s *Service) SendToUser(ctx context.Context, userID string, n Notification,
 	if window, ok := s.cfg.Digests[category]; ok && !opts.Urgent && !opts.digest {
 		return s.digest(ctx, userID, n, opts, category, window)
 	}
+	var sched preferences.Schedule
+	now := s.cfg.Now()
 	if !opts.Urgent && !s.cfg.Categories.Critical(category) {
-		if until, held, err := s.holdUntil(ctx, userID); err != nil || held {
-			if err != nil {
-				return UserSendResult{}, err
-			}
+		if sched, err = s.store.NotificationSchedule(ctx, userID); err != nil {
+			return UserSendResult{}, err
+		}
+		if until, held := sched.HoldUntil(now); held {
 			return s.hold(ctx, userID, n, opts, until)
 		}
 	}
@@ -227,6 +256,25 @@ func (s *Service) SendToUser(ctx context.Context, userID string, n Notification,
 		skipped.OptedOut++
 	case !HasEmailAddress(acct):
 		email, noAddress = false, true
+	}
+	if limit := s.cfg.Categories.CapOf(category, opts.Urgent); limit > 0 {
+		recipients := len(list)
+		if telegram {
+			recipients++
+		}
+		if email {
+			recipients++
+		}
+		if recipients > 0 {
+			allowed, err := preferences.UseCap(ctx, s.store, preferences.CapUse{AccountID: userID, Category: category, Window: sched.CapWindow(now), SendID: sendID, Limit: limit})
+			if err != nil {
+				return UserSendResult{}, err
+			}
+			if !allowed {
+				skipped.Capped = recipients
+				list, telegram, email = nil, false, false
+			}
+		}
 	}
 	var mailed *DeviceOutcome
 	if email {
@@ -342,6 +390,10 @@ func userStatus(outcomes []DeviceOutcome, skipped SkipCounts, category string, m
 		note = " The email is queued: it goes out in the background."
 	}
 	switch {
+	case total == 0 && skipped.Capped > 0:
+		return UserNoRecipients, fmt.Sprintf("The user already had the day's cap of %s notifications; nothing was sent.", category)
+	case total == 1 && outcomes[0].Channel == ChannelInbox && done == 1 && skipped.Capped > 0:
+		return UserSent, fmt.Sprintf("Kept in the user's inbox; the other channels were skipped: the user already had the day's cap of %s notifications.", category)
 	case total == 0 && skipped.OptedOut > 0:
 		return UserNoRecipients, fmt.Sprintf("The user turned %s notifications off on the channels asked; nothing was sent.", category)
 	case total == 0:
@@ -471,17 +523,6 @@ type HeldSendArgs struct {
 // Kind implements river.JobArgs.
 func (HeldSendArgs) Kind() string { return "held_user_send" }
 
-// holdUntil reports whether the user's quiet hours hold a send now, and
-// until when.
-func (s *Service) holdUntil(ctx context.Context, userID string) (time.Time, bool, error) {
-	sched, err := s.store.NotificationSchedule(ctx, userID)
-	if err != nil {
-		return time.Time{}, false, err
-	}
-	until, held := sched.HoldUntil(s.cfg.Now())
-	return until, held, nil
-}
-
 // hold schedules the send for until and answers it held.
 func (s *Service) hold(ctx context.Context, userID string, n Notification, opts UserSendOptions, until time.Time) (UserSendResult, error) {
 	data, err := n.encodeData()
@@ -511,8 +552,10 @@ func (w *HeldSendWorker) Work(ctx context.Context, job *river.Job[HeldSendArgs])
 	if err != nil {
 		return river.JobCancel(err)
 	}
-	res, err := w.Service.SendToUser(ctx, a.UserID, Notification{Subject: a.Subject, Content: a.Content, Data: data, Options: a.Options},
-		UserSendOptions{Channels: a.Channels, Category: a.Category, Inbox: a.Inbox, digest: a.Digest})
+	// The send is named by its job: a retried job counts once against the
+	// user's cap.
+	res, err := w.Service.sendToUser(ctx, a.UserID, Notification{Subject: a.Subject, Content: a.Content, Data: data, Options: a.Options},
+		UserSendOptions{Channels: a.Channels, Category: a.Category, Inbox: a.Inbox, digest: a.Digest}, "held:"+strconv.FormatInt(job.ID, 10))
 	if ae, ok := errors.AsType[*apperr.Error](err); ok && ae.Code != apperr.Internal && ae.Code != apperr.ServiceUnavailable {
 		w.Service.cfg.Logger.WarnContext(ctx, "held send dropped", "user_id", a.UserID, "code", ae.Code)
 		return river.JobCancel(err)

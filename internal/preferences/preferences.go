@@ -52,6 +52,9 @@ type Category struct {
 	// Critical categories cannot be turned off: a person must hear of a
 	// sign-in on a new device or a failed payment.
 	Critical bool
+	// Cap is the most notifications of the category one user gets a day
+	// (CapWindow); 0 is no cap. A critical category has none.
+	Cap int
 }
 
 // Catalogue is the categories of this deployment: the built-in ones, then
@@ -62,18 +65,42 @@ type Catalogue struct{ list []Category }
 const MaxCategoryLen = 32
 
 // NewCatalogue is the built-in categories and extra, in that order. An
-// extra name is 1 to 32 lowercase letters, digits, '-' or '_', and names
-// no built-in or other extra category.
+// extra entry is a name, 1 to 32 lowercase letters, digits, '-' or '_',
+// naming no built-in or other extra category, optionally followed by a
+// cap, ":N/day" (ParseCap): "offers:2/day". A built-in category may be
+// named only with a cap, which caps it ("product:3/day"); a critical one
+// cannot be capped.
 func NewCatalogue(extra []string) (Catalogue, error) {
-	c := Catalogue{list: []Category{{CategorySecurity, true}, {CategoryBilling, true}, {CategoryService, false}, {CategoryProduct, false}, {CategoryMessages, false}}}
-	for _, name := range extra {
+	c := Catalogue{list: []Category{
+		{Name: CategorySecurity, Critical: true}, {Name: CategoryBilling, Critical: true},
+		{Name: CategoryService}, {Name: CategoryProduct}, {Name: CategoryMessages},
+	}}
+	builtin := len(c.list)
+	capped := make(map[string]bool)
+	for _, entry := range extra {
+		name, capSpec, hasCap := strings.Cut(entry, ":")
 		if !validName(name) {
-			return Catalogue{}, fmt.Errorf("notification category %q: 1 to %d lowercase letters, digits, '-' or '_'", name, MaxCategoryLen)
+			return Catalogue{}, fmt.Errorf("notification category %q: 1 to %d lowercase letters, digits, '-' or '_', optionally followed by a cap such as :3/day", entry, MaxCategoryLen)
 		}
-		if _, ok := c.Find(name); ok {
-			return Catalogue{}, fmt.Errorf("notification category %q is named twice", name)
+		limit := 0
+		if hasCap {
+			var err error
+			if limit, err = ParseCap(capSpec); err != nil {
+				return Catalogue{}, fmt.Errorf("notification category %q: %w", entry, err)
+			}
 		}
-		c.list = append(c.list, Category{Name: name})
+		i := slices.IndexFunc(c.list, func(k Category) bool { return k.Name == name })
+		switch {
+		case i < 0:
+			c.list = append(c.list, Category{Name: name, Cap: limit})
+		case i >= builtin || !hasCap || capped[name]:
+			return Catalogue{}, fmt.Errorf("notification category %q is named twice (a built-in category is named only to cap it, as in product:3/day)", name)
+		case c.list[i].Critical:
+			return Catalogue{}, fmt.Errorf("notification category %q cannot be capped: it is critical (security and billing notices always go out)", name)
+		default:
+			c.list[i].Cap = limit
+			capped[name] = true
+		}
 	}
 	return c, nil
 }

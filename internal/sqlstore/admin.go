@@ -194,6 +194,8 @@ var erasures = map[accounts.Erasure]string{
 	accounts.EraseNotificationSchedule:    `DELETE FROM notification_schedules WHERE account_id = ?`,
 	accounts.EraseNotificationDigests:     `DELETE FROM notification_digests WHERE account_id = ?`,
 	accounts.EraseInbox:                   `DELETE FROM inbox_items WHERE account_id = ?`,
+	accounts.EraseNotificationCapCounts:   `DELETE FROM notification_cap_counts WHERE account_id = ?`,
+	accounts.EraseNotificationCapUses:     `DELETE FROM notification_cap_uses WHERE account_id = ?`,
 }
 
 // EraseAccount implements accounts.Store (inside InTx).

@@ -119,6 +119,9 @@ type SendToUserResult struct {
 type SkipCounts struct {
 	// OptedOut: the user turned the category off on that channel.
 	OptedOut int `json:"optedOut"`
+	// Capped: the user already had the category's cap of sends that day
+	// (sends to a user; broadcasts are not capped yet, 0 on a job).
+	Capped int `json:"capped"`
 }
 
 // DeviceSendOutcome is how the send to one device, or to the linked

@@ -108,12 +108,19 @@ type NotificationCategory struct {
 	// Critical categories (security, billing) cannot be turned off, and
 	// pass through quiet hours.
 	Critical bool `json:"critical"`
+	// CapPerDay is the most sends of the category a user gets a day
+	// (HERALD_NOTIFICATION_CATEGORIES); nil when uncapped.
+	CapPerDay *int `json:"capPerDay"`
 }
 
 // NewNotificationCategories renders the catalogue, in its order.
 func NewNotificationCategories(c preferences.Catalogue) []NotificationCategory {
 	return All(c.Categories(), func(k preferences.Category) NotificationCategory {
-		return NotificationCategory{Name: k.Name, Critical: k.Critical}
+		c := NotificationCategory{Name: k.Name, Critical: k.Critical}
+		if k.Cap > 0 {
+			c.CapPerDay = &k.Cap
+		}
+		return c
 	})
 }
 
