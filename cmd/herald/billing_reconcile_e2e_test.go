@@ -7,12 +7,19 @@ package main
 // each store, on every database.
 
 import (
+	"encoding/json"
+	"fmt"
+	"maps"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/billing/appstore/appstorefake"
 	"github.com/herald-vpn/herald/internal/billing/play"
 	"github.com/herald-vpn/herald/internal/billing/play/playfake"
+	"github.com/herald-vpn/herald/internal/billing/stripebill"
+	"github.com/herald-vpn/herald/internal/billing/stripebill/stripefake"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/herald-vpn/herald/internal/subscriptions"
 )
@@ -46,5 +53,92 @@ func TestBillingPlayAckRetriedE2E(t *testing.T) {
 		eventually(t, func() bool { return fake.Acknowledged(token) },
 			"the purchase was never acknowledged at Play (%d API calls)", fake.Calls())
 		expectBillSub(t, h, "after the acknowledgement", access, want)
+	})
+}
+
+// TestBillingReconcileE2E: a purchase in each store moves on at the
+// store (Play renews, Stripe ends, the App Store refunds) and no
+// notification tells Herald; the scheduled reconciliation, here every
+// second, reads each from its store's API and corrects the account.
+func TestBillingReconcileE2E(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
+		pf := playfake.New(t, playPackage)
+		sf := stripefake.New(t)
+		af := appstorefake.New(t, appleBundle)
+		env := playEnv(t, pf)
+		maps.Copy(env, stripeEnv(sf))
+		maps.Copy(env, appleConfig(t, af, true))
+		products := map[string]map[string]string{"app_store": {appleBasic: "basic", applePremium: "premium"}}
+		maps.Copy(products, billProducts)
+		data, err := json.Marshal(products)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env["HERALD_BILLING_PRODUCTS"] = writeTemp(t, "all-products.json", data)
+		env["HERALD_BILLING_RECONCILE_INTERVAL"] = "1s"
+		h := startHerald(t, d, billEnv(t, env))
+
+		now := time.Now().UTC().Truncate(time.Second)
+		until, renewed := now.Add(30*day), now.Add(60*day)
+		gp, as := subscriptions.GooglePlay, subscriptions.AppStore
+
+		// Google Play: the app's purchase, then a renewal nobody pushes.
+		pat, patID := newUserToken(t, h, restDoor.name, "reconcile-pat@example.com")
+		const token = "play-reconcile"
+		pf.SetPurchase(token, playTruth{state: play.StateActive, product: playPremium, expiry: until, renews: true}.wire(now, patID))
+		expectOK(t, "Pat's purchase", googlePurchase(t, h, pat, map[string]any{"purchaseToken": token, "productId": playPremium}), http.StatusOK)
+		expectBillSub(t, h, "Pat after the purchase", pat, sub("premium", "active", gp, until, true, nil, ent(gp, playPremium, subscriptions.StateActive, until)))
+
+		// Stripe: a checkout told by its webhook, then the subscription
+		// deleted with no webhook.
+		sam, samID := newUserToken(t, h, restDoor.name, "reconcile-sam@example.com")
+		ss := stripefake.Subscription{ID: "sub_reconcile", Customer: "cus_reconcile", Status: "active", PriceID: stripeBasic,
+			StartDate: now, CurrentPeriodStart: now, CurrentPeriodEnd: until}
+		sf.SetSubscription(ss)
+		payload, sig := sf.Event(stripebill.EventCheckoutCompleted, stripefake.CheckoutSession{ID: "cs_reconcile", ClientReferenceID: samID, Customer: ss.Customer, Subscription: ss.ID})
+		if out := stripeDeliver(t, h, payload, sig); !strings.HasPrefix(out, "recorded") {
+			t.Fatalf("Sam's checkout: outcome %q", out)
+		}
+		expectBillSub(t, h, "Sam after the checkout", sam, stripeSub("basic", stripeBasic, subscriptions.StateActive, until, true, nil))
+
+		// App Store: the app's signed transaction, then a refund nobody
+		// notifies.
+		ann, annID := newUserToken(t, h, restDoor.name, "reconcile-ann@example.com")
+		tx := appstorefake.TransactionFields{OriginalTransactionID: "9100000000000001", ProductID: appleBasic, AppAccountToken: annID,
+			OriginalPurchaseDate: now.Add(-time.Hour), ExpiresDate: until}
+		af.SetSubscription(appstorefake.StatusActive, tx, appstorefake.RenewalFields{AutoRenewStatus: 1})
+		res := restCall(t, h, http.MethodPost, appleTxPath, map[string]any{"signedTransaction": af.SignedTransaction(tx)}, withBearer(ann))
+		expectOK(t, "Ann's transaction", noServerError(t, "Ann's transaction", res), http.StatusOK)
+		expectBillSub(t, h, "Ann after the transaction", ann, sub("basic", "active", as, until, true, nil, ent(as, appleBasic, subscriptions.StateActive, until)))
+
+		// The stores move on, and nothing tells Herald.
+		pf.SetPurchase(token, playTruth{state: play.StateActive, product: playPremium, expiry: renewed, renews: true}.wire(now, patID))
+		ended := now.Add(-time.Minute)
+		ss.Status, ss.EndedAt = "canceled", &ended
+		sf.SetSubscription(ss)
+		refunded := tx
+		refunded.RevocationDate, refunded.RevocationReason = now, new(int)
+		af.SetSubscription(appstorefake.StatusRevoked, refunded, appstorefake.RenewalFields{})
+
+		wantPat := sub("premium", "active", gp, renewed, true, nil, ent(gp, playPremium, subscriptions.StateActive, renewed))
+		wantSam := stripeSub("basic", stripeBasic, subscriptions.StateExpired, ended, false, nil)
+		var gotPat, gotSam, gotAnn billSub
+		eventually(t, func() bool {
+			gotPat, gotSam, gotAnn = billSubscription(t, h, pat), billSubscription(t, h, sam), billSubscription(t, h, ann)
+			return gotPat == wantPat && gotSam == wantSam &&
+				gotAnn.Status == "expired" && !gotAnn.AutoRenew && strings.HasPrefix(gotAnn.Entitlements, fmt.Sprintf("%s %s %s until ", as, appleBasic, subscriptions.StateRefunded))
+		}, "the reconciliation did not correct the missed notifications:\nPat %+v\nwant %+v\nSam %+v\nwant %+v\nAnn %+v (want refunded)", gotPat, wantPat, gotSam, wantSam, gotAnn)
+		expectBillSub(t, h, "Pat after the reconciliation", pat, wantPat)
+		expectBillSub(t, h, "Sam after the reconciliation", sam, wantSam)
+		// Each change is the reconciliation's.
+		for who, id := range map[string]string{"Pat": patID, "Sam": samID, "Ann": annID} {
+			changes, err := h.store(t).EntitlementChanges(t.Context(), id, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(changes) == 0 || changes[0].Cause != "reconcile" {
+				t.Fatalf("%s's last change %+v, want the reconciliation's", who, changes)
+			}
+		}
 	})
 }
