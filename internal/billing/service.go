@@ -433,8 +433,12 @@ func (SettleArgs) Kind() string { return "billing_settle" }
 
 // InsertOpts: Play refunds a purchase not acknowledged within three days;
 // with the default retry policy (doubling up to 10 minutes) 450 attempts
-// last that long. The reconciliation settles what is left after.
-func (SettleArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAttempts: 450} }
+// last that long. The reconciliation settles what is left after. An app
+// that posts its purchase again (a restore at each start) adds no job
+// within the hour.
+func (SettleArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: 450, UniqueOpts: river.UniqueOpts{ByArgs: true, ByPeriod: time.Hour}}
+}
 
 // Settle reads the purchase's state now from its store and settles it
 // (the channel's Settled, which does nothing for a purchase settled

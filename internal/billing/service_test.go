@@ -257,9 +257,11 @@ func TestSettle(t *testing.T) {
 			return sqlstoretest.RawColumn(t, url, `SELECT args FROM river_job WHERE kind = 'billing_settle' ORDER BY id`)
 		}
 		fake.api["p-1"] = buy("p-1")
-		fake.failSettle = 1
-		if _, err := svc.Prove(ctx, subscriptions.AppStore, alice, json.RawMessage(`"p-1"`)); err != nil {
-			t.Fatal(err)
+		fake.failSettle = 2
+		for range 2 { // the app posts it again: one job
+			if _, err := svc.Prove(ctx, subscriptions.AppStore, alice, json.RawMessage(`"p-1"`)); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if len(fake.settled) != 0 {
 			t.Fatalf("settled %v though the store refused", fake.settled)
