@@ -51,7 +51,7 @@ func TestBillingPlayAckRetriedE2E(t *testing.T) {
 			t.Fatalf("the purchase answered\n got %+v\nwant %+v", got, want)
 		}
 		eventually(t, func() bool { return fake.Acknowledged(token) },
-			"the purchase was never acknowledged at Play (%d API calls)", fake.Calls())
+			"the purchase was never acknowledged at Play (%s API calls)", lazy(func() string { return fmt.Sprint(fake.Calls()) }))
 		expectBillSub(t, h, "after the acknowledgement", access, want)
 	})
 }
@@ -127,7 +127,9 @@ func TestBillingReconcileE2E(t *testing.T) {
 			gotPat, gotSam, gotAnn = billSubscription(t, h, pat), billSubscription(t, h, sam), billSubscription(t, h, ann)
 			return gotPat == wantPat && gotSam == wantSam &&
 				gotAnn.Status == "expired" && !gotAnn.AutoRenew && strings.HasPrefix(gotAnn.Entitlements, fmt.Sprintf("%s %s %s until ", as, appleBasic, subscriptions.StateRefunded))
-		}, "the reconciliation did not correct the missed notifications:\nPat %+v\nwant %+v\nSam %+v\nwant %+v\nAnn %+v (want refunded)", gotPat, wantPat, gotSam, wantSam, gotAnn)
+		}, "the reconciliation did not correct the missed notifications:\n%s", lazy(func() string {
+			return fmt.Sprintf("Pat %+v\nwant %+v\nSam %+v\nwant %+v\nAnn %+v (want refunded)", gotPat, wantPat, gotSam, wantSam, gotAnn)
+		}))
 		expectBillSub(t, h, "Pat after the reconciliation", pat, wantPat)
 		expectBillSub(t, h, "Sam after the reconciliation", sam, wantSam)
 		// Each change is the reconciliation's.
