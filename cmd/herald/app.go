@@ -261,6 +261,7 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 	river.AddWorker(a.workers, &billing.IngestWorker{Service: a.Billing})
 	river.AddWorker(a.workers, &billing.SweepWorker{Service: a.Billing})
 	river.AddWorker(a.workers, &billing.ReconcileWorker{Service: a.Billing})
+	river.AddWorker(a.workers, &billing.SettleWorker{Service: a.Billing})
 	a.Devices = devices.NewService(a.db, a.Plans, devices.Config{Tokens: tokenRules(cfg)})
 	a.Notifications = a.newNotifications(provider)
 	river.AddWorker(a.workers, &notifications.HeldSendWorker{Service: a.Notifications})

@@ -160,10 +160,14 @@ func googlePlayChannel(ctx context.Context, cfg config.Config, now func() time.T
 				return nil
 			}
 			pur, err := c.Purchase(ctx, obs.ExternalID)
-			if err != nil || pur.Acknowledged {
-				return err
+			if err == nil && !pur.Acknowledged {
+				err = c.Acknowledge(ctx, pur.SubscriptionID, obs.ExternalID)
 			}
-			return c.Acknowledge(ctx, pur.SubscriptionID, obs.ExternalID)
+			if errors.Is(err, play.ErrPurchaseNotFound) {
+				// Play will not take it, however often asked.
+				return fmt.Errorf("%w: %v", billing.ErrUnknownPurchase, err)
+			}
+			return err
 		},
 	}, nil
 }

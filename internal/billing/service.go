@@ -334,7 +334,17 @@ func (s *Service) Prove(ctx context.Context, source subscriptions.Source, accoun
 		return subscriptions.Entitlement{}, apperr.New(apperr.PurchaseOwnedElsewhere)
 	}
 	obs.AccountHint = accountID
-	e, err := s.record(ctx, obs, "purchase")
+	var e subscriptions.Entitlement
+	err = s.store.InTx(ctx, func(ctx context.Context) error {
+		var err error
+		if e, err = s.record(ctx, obs, "purchase"); err != nil || ch.Settled == nil {
+			return err
+		}
+		// Settling (Play's acknowledgement, without which Play refunds the
+		// purchase after three days) is tried below at once; the job, kept
+		// with the purchase, retries it until the store takes it.
+		return s.store.EnqueueJob(ctx, SettleArgs{Source: source, ExternalID: obs.ExternalID})
+	})
 	if err != nil {
 		return subscriptions.Entitlement{}, err
 	}
@@ -349,7 +359,7 @@ func (s *Service) Prove(ctx context.Context, source subscriptions.Source, accoun
 	}
 	if ch.Settled != nil {
 		if err := ch.Settled(ctx, obs, nil); err != nil {
-			s.logger.Warn("purchase recorded, settling it failed; the next notification retries", "source", source, "err", err)
+			s.logger.Warn("purchase recorded, settling it failed; its job retries", "source", source, "err", err)
 		}
 	}
 	return e, nil
@@ -398,7 +408,59 @@ func (s *Service) reconcileOne(ctx context.Context, e subscriptions.Entitlement)
 		s.logger.Warn("reconcile: product not mapped", "source", e.Source, "product", obs.ProductID)
 		return nil
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	// A purchase the store still wants settled (a Play purchase not
+	// acknowledged: its settle job gave up, or was never kept) is settled
+	// now; a failure waits for the next run.
+	if ch.Settled != nil {
+		if err := ch.Settled(ctx, obs, nil); err != nil {
+			s.logger.Warn("reconcile: settling the purchase failed", "entitlement", e.ID, "source", e.Source, "err", err)
+		}
+	}
+	return nil
+}
+
+// SettleArgs is the job that settles a purchase an app posted (Play's
+// acknowledgement) until the store takes it.
+type SettleArgs struct {
+	Source     subscriptions.Source `json:"source"`
+	ExternalID string               `json:"externalId"`
+}
+
+func (SettleArgs) Kind() string { return "billing_settle" }
+
+// InsertOpts: Play refunds a purchase not acknowledged within three days;
+// with the default retry policy (doubling up to 10 minutes) 450 attempts
+// last that long. The reconciliation settles what is left after. An app
+// that posts its purchase again (a restore at each start) adds no job
+// within the hour.
+func (SettleArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: 450, UniqueOpts: river.UniqueOpts{ByArgs: true, ByPeriod: time.Hour}}
+}
+
+// Settle reads the purchase's state now from its store and settles it
+// (the channel's Settled, which does nothing for a purchase settled
+// already or in a state that needs none). A purchase the store does not
+// know, or a store no longer connected, is done with; an error retries.
+func (s *Service) Settle(ctx context.Context, source subscriptions.Source, externalID string) error {
+	ch, ok := s.cfg.Channels[source]
+	if !ok || ch.Settled == nil || ch.Read == nil {
+		s.logger.Warn("settle: the store is not connected or settles nothing", "source", source)
+		return nil
+	}
+	obs, err := ch.Read(ctx, externalID, nil)
+	if errors.Is(err, ErrUnknownPurchase) || errors.Is(err, ErrIgnore) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := ch.Settled(ctx, obs, nil); err != nil && !errors.Is(err, ErrUnknownPurchase) {
+		return err
+	}
+	return nil
 }
 
 // ReconcileAll reads every live store purchase from its store (the daily

@@ -25,6 +25,10 @@ const alice = "11111111-1111-4111-8111-111111111111"
 // from a map.
 type fakeStore struct {
 	api map[string]subscriptions.Observation
+	// settled are the purchases Settled was asked to settle; failSettle
+	// fails that many asks first.
+	settled    []string
+	failSettle int
 }
 
 func (f *fakeStore) channel() billing.Channel {
@@ -53,6 +57,14 @@ func (f *fakeStore) channel() billing.Channel {
 				return o, billing.ErrUnknownPurchase
 			}
 			return o, nil
+		},
+		Settled: func(_ context.Context, obs subscriptions.Observation, _ json.RawMessage) error {
+			if f.failSettle > 0 {
+				f.failSettle--
+				return fmt.Errorf("settle %s: %w", obs.ExternalID, billing.ErrUpstream)
+			}
+			f.settled = append(f.settled, obs.ExternalID)
+			return nil
 		},
 		Prove: func(_ context.Context, proof json.RawMessage) (subscriptions.Observation, error) {
 			var id string
@@ -224,6 +236,68 @@ func TestProve(t *testing.T) {
 		}
 		if _, err := svc.Prove(ctx, subscriptions.AppStore, alice, proof("early")); !apperr.Is(err, apperr.PurchaseOwnedElsewhere) {
 			t.Fatalf("taking a restored purchase: %v", err)
+		}
+	})
+}
+
+// TestSettle: a purchase an app posts is settled at once, and when the
+// store refuses, by the job kept with it, which reads the purchase's
+// state again; the reconciliation settles every purchase it reads, and a
+// failure to settle does not stop it.
+func TestSettle(t *testing.T) {
+	sqlstoretest.Each(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		_, svc, fake := setup(t, url)
+		now := time.Now().UTC().Truncate(time.Second)
+		buy := func(id string) subscriptions.Observation {
+			return subscriptions.Observation{Source: subscriptions.AppStore, ExternalID: id, ProductID: "vpn.basic",
+				State: subscriptions.StateActive, ExpiresAt: now.Add(720 * time.Hour), ObservedAt: now}
+		}
+		settleJobs := func() []string {
+			return sqlstoretest.RawColumn(t, url, `SELECT args FROM river_job WHERE kind = 'billing_settle' ORDER BY id`)
+		}
+		fake.api["p-1"] = buy("p-1")
+		fake.failSettle = 2
+		for range 2 { // the app posts it again: one job
+			if _, err := svc.Prove(ctx, subscriptions.AppStore, alice, json.RawMessage(`"p-1"`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(fake.settled) != 0 {
+			t.Fatalf("settled %v though the store refused", fake.settled)
+		}
+		jobs := settleJobs()
+		if len(jobs) != 1 || !strings.Contains(jobs[0], "p-1") {
+			t.Fatalf("settle jobs %v, want one for p-1", jobs)
+		}
+		// The job's first run meets the store down, its retry settles.
+		fake.failSettle = 1
+		if err := svc.Settle(ctx, subscriptions.AppStore, "p-1"); err == nil {
+			t.Fatal("Settle with the store down: no error, so the job would not be retried")
+		}
+		if err := svc.Settle(ctx, subscriptions.AppStore, "p-1"); err != nil || len(fake.settled) != 1 {
+			t.Fatalf("Settle: %v, settled %v", err, fake.settled)
+		}
+		// A purchase the store forgot is done with.
+		if err := svc.Settle(ctx, subscriptions.AppStore, "unknown"); err != nil {
+			t.Fatalf("Settle of a purchase the store does not know: %v", err)
+		}
+		// A second purchase; then the reconciliation settles both, the
+		// first ask failing.
+		fake.api["p-2"] = buy("p-2")
+		if _, err := svc.Prove(ctx, subscriptions.AppStore, alice, json.RawMessage(`"p-2"`)); err != nil {
+			t.Fatal(err)
+		}
+		fake.settled, fake.failSettle = nil, 1
+		n, err := svc.ReconcileAll(ctx)
+		if err != nil || n != 2 {
+			t.Fatalf("ReconcileAll: %d %v, want 2", n, err)
+		}
+		if len(fake.settled) != 1 {
+			t.Fatalf("the reconciliation settled %v, want one of the two (the other failed)", fake.settled)
+		}
+		if _, err := svc.ReconcileAll(ctx); err != nil || len(fake.settled) != 3 {
+			t.Fatalf("the next reconciliation: %v, settled %v", err, fake.settled)
 		}
 	})
 }

@@ -17,6 +17,16 @@ func (w *IngestWorker) Work(ctx context.Context, job *river.Job[IngestArgs]) err
 	return w.Service.Ingest(ctx, job.Args.Source, job.Args.ID)
 }
 
+// SettleWorker runs Settle.
+type SettleWorker struct {
+	river.WorkerDefaults[SettleArgs]
+	Service *Service
+}
+
+func (w *SettleWorker) Work(ctx context.Context, job *river.Job[SettleArgs]) error {
+	return w.Service.Settle(ctx, job.Args.Source, job.Args.ExternalID)
+}
+
 // SweepArgs is the periodic job that ends lapsed entitlements and reminds
 // trials ending (every minute).
 type SweepArgs struct{}
