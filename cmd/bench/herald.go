@@ -378,7 +378,11 @@ FROM g, accounts a WHERE a.email = '%s'`
 // through a scan of a handful of rows. Written with SQL: creating them
 // with Herald's command would hash n passwords.
 func insertFillerAccounts(ctx context.Context, s *site, n int) error {
-	q := fmt.Sprintf(fillerAccountsSQL, n, s.users[0])
+	return execSQL(ctx, s, fmt.Sprintf(fillerAccountsSQL, n, s.users[0]))
+}
+
+// execSQL runs one of the kit's own statements on site s.
+func execSQL(ctx context.Context, s *site, q string) error {
 	if s.postgres() {
 		conn, err := pgx.Connect(ctx, s.dbURL)
 		if err != nil {
@@ -409,22 +413,7 @@ SELECT a.id, '` + preferenceCategory + `', c.channel, TRUE, a.created_at FROM ac
 const preferenceCategory = "product"
 
 func insertPreferences(ctx context.Context, s *site) error {
-	if s.postgres() {
-		conn, err := pgx.Connect(ctx, s.dbURL)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, preferencesSQL)
-		return err
-	}
-	db, err := openSQLite(s.dbURL)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	_, err = db.ExecContext(ctx, preferencesSQL)
-	return err
+	return execSQL(ctx, s, preferencesSQL)
 }
 
 // openSQLite opens a site's SQLite file for the kit's own statements.
