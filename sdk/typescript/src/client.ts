@@ -1,5 +1,5 @@
 import type { components, operations } from "./generated/openapi.js";
-import { HeraldError, isErrorCode, isRetryable, type AnyErrorCode } from "./errors.js";
+import { ERROR_CATALOGUE, HeraldError, isErrorCode, isRetryable, type AnyErrorCode } from "./errors.js";
 import { parseRetryAfter, resolveRetry, retryDelay, sleep, type ResolvedRetry, type RetryOptions } from "./retry.js";
 import { MemoryStorage, type StoredSession, type TokenStorage } from "./storage.js";
 
@@ -464,7 +464,8 @@ export class HeraldClient {
         else if (o.signal?.aborted) throw abortError(o.signal);
         else err = new HeraldError({ code: "NETWORK_ERROR", message: e instanceof Error ? e.message : String(e), status: 0, cause: e, source: "client" });
       }
-      const isSession = (o.auth ?? (this.#apiKey ? "apiKey" : "session")) === "session" || o.auth === "auto" && !this.#apiKey;
+      const auth = !o.auth || o.auth === "auto" ? (this.#apiKey ? "apiKey" : "session") : o.auth;
+      const isSession = auth === "session";
       if (err.code === "TOKEN_EXPIRED" && isSession && !refreshed && usedToken !== undefined) {
         refreshed = true;
         const now = await this.getSession();
@@ -495,12 +496,10 @@ export function graphqlError(
   const retryAfter = retryAfterHeader ?? (typeof rest.retryAfter === "number" ? rest.retryAfter : undefined);
   // A GraphQL answer at 200 carries its error's catalogue status in the code.
   let st = status;
-  if (st === 200 && isErrorCode(c)) st = ERROR_STATUS(c);
+  if (st === 200 && isErrorCode(c)) st = ERROR_CATALOGUE[c].status;
   return new HeraldError({ code: c, message: e.message, status: st, requestId, details, retryAfter, source: "graphql" });
 }
 
-import { ERROR_CATALOGUE } from "./generated/errors.js";
-const ERROR_STATUS = (c: keyof typeof ERROR_CATALOGUE) => ERROR_CATALOGUE[c].status;
 
 // --- The API surface ---------------------------------------------------------
 
