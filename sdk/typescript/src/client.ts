@@ -2,6 +2,7 @@ import type { components, operations } from "./generated/openapi.js";
 import { ERROR_CATALOGUE, HeraldError, isErrorCode, isRetryable, type AnyErrorCode } from "./errors.js";
 import { parseRetryAfter, resolveRetry, retryDelay, sleep, type ResolvedRetry, type RetryOptions } from "./retry.js";
 import { MemoryStorage, type StoredSession, type TokenStorage } from "./storage.js";
+import { followJob, type FollowOptions, type JobProgress } from "./live.js";
 
 export type Schemas = components["schemas"];
 
@@ -171,6 +172,16 @@ export class HeraldClient {
     this.admin = new AdminApi(this);
     this.apiKeys = new ApiKeysApi(this);
     this.webhooks = new WebhooksApi(this);
+  }
+
+  /** The API key, for live progress (internal). */
+  apiKeyForLive(): string | undefined {
+    return this.#apiKey;
+  }
+
+  /** The client's fetch, for streams (internal). */
+  rawFetch(url: string, init: RequestInit): Promise<Response> {
+    return this.#fetch(url, { ...init, headers: { ...this.#headers, ...(init.headers as Record<string, string>) } });
   }
 
   // --- Sessions -----------------------------------------------------------
@@ -627,6 +638,13 @@ export class NotificationsApi extends Api {
   }
   cancel(id: string, o?: RequestOptions) {
     return this.call("cancelNotificationJob", "DELETE", `/api/v1/notifications/broadcasts/${enc(id)}`, o);
+  }
+  /**
+   * Follows a broadcast to its end, over graphql-ws or SSE:
+   * `for await (const job of herald.notifications.follow(jobId)) …`.
+   */
+  follow(id: string, o?: FollowOptions): AsyncGenerator<JobProgress, void, undefined> {
+    return followJob(this.c, id, o);
   }
   categories(o?: RequestOptions) {
     return this.call("notificationCategories", "GET", "/api/v1/notifications/categories", o);

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import http from "node:http";
 import { test } from "node:test";
+import WebSocket from "ws";
 import { HeraldClient, HeraldError, MemoryStorage, verifyWebhook } from "../../dist/index.js";
 
 const baseUrl = process.env.HERALD_URL;
@@ -173,6 +174,24 @@ test("a webhook ping verified with verifyWebhook, and a tampered body refused", 
     receiver.closeAllConnections();
     await new Promise((ok) => receiver.close(ok));
   }
+});
+
+test("a broadcast followed live to its end, over graphql-ws and then over SSE", async () => {
+  for (const transport of ["ws", "sse"]) {
+    const job = await state.server.notifications.broadcast({ notification: { subject: `Live ${transport}`, content: "followed" } });
+    const seen = [];
+    for await (const p of state.server.notifications.follow(job.jobId, { transport, WebSocket })) seen.push(p);
+    assert.ok(seen.length >= 1, transport);
+    const last = seen.at(-1);
+    assert.equal(last.id, job.jobId, transport);
+    assert.equal(last.status, "completed", `${transport}: ${JSON.stringify(seen)}`);
+    assert.equal(last.sent, 1, transport);
+    for (let i = 1; i < seen.length; i++) assert.ok(seen[i].sent >= seen[i - 1].sent, `${transport}: counters go forward`);
+  }
+  const missing = await (async () => {
+    for await (const _ of state.server.notifications.follow("00000000-0000-4000-8000-000000000000", { transport: "sse" }));
+  })().catch((e) => e);
+  assert.equal(missing.code, "JOB_NOT_FOUND");
 });
 
 test("logout: the session ends at the server, and the client is signed out", async () => {
