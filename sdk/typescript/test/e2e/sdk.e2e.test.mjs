@@ -86,6 +86,15 @@ test("login, the current user, rate-limit headers, then a refresh when the acces
   assert.equal(a, b);
   assert.equal(user.refreshCount, before + 2);
 
+  // Two tabs (two clients with copies of one stored session) refreshing at
+  // once both survive, by the server's reuse grace, without locks.
+  const shared = await user.getSession();
+  const tabs = [0, 1].map(() => new HeraldClient({ baseUrl, storage: new MemoryStorage() }));
+  for (const t of tabs) await t.setSession({ token: shared.accessToken, refreshToken: shared.refreshToken, expiresIn: 60 });
+  const both = await Promise.all(tabs.map((t) => t.auth.refresh()));
+  assert.notEqual(both[0].refreshToken, both[1].refreshToken, "each tab has its own new refresh token");
+  for (const t of tabs) assert.equal((await t.users.me()).id, me.id);
+
   // GraphQL with the same session.
   const gq = await user.graphql("{ me { email } }");
   assert.equal(gq.me.email, email);
