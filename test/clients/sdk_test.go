@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,4 +91,66 @@ func TestTypeScriptSDK(t *testing.T) {
 		t.Fatalf("the SDK's e2e tests failed: %v\n%s", err, out)
 	}
 	t.Logf("the SDK's e2e tests passed in %s:\n%s", time.Since(start).Round(time.Millisecond), out)
+}
+
+// TestTypeScriptSDKInChromium bundles sdk/typescript/test/browser/page.js
+// (the SDK as an app would ship it, with esbuild) and opens it in headless
+// Chromium from an origin in HERALD_CORS_ORIGINS (sdk_browser.mjs): the
+// page logs in as an admin, reads the user and the rate-limit headers,
+// queues a broadcast to one device and follows it to completion over the
+// browser's own WebSocket.
+func TestTypeScriptSDKInChromium(t *testing.T) {
+	needNode(t)
+	needChromium(t)
+	if _, err := os.Stat(filepath.Join(sdkDir, "node_modules")); err != nil {
+		t.Skip("SDK tests not run: run `npm ci` in sdk/typescript first")
+	}
+	bundle := filepath.Join(t.TempDir(), "page.js")
+	for _, args := range [][]string{
+		{"node_modules/typescript/bin/tsc", "-p", "tsconfig.json"},
+		{"-e", `import("esbuild").then((e) => e.build({ entryPoints: ["test/browser/page.js"], bundle: true, format: "esm", platform: "browser", target: "es2022", outfile: process.argv[1], logLevel: "error" }))`, bundle},
+	} {
+		cmd := exec.Command("node", args...)
+		cmd.Dir = sdkDir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("node %v (sdk/typescript): %v\n%s", args[0], err, out)
+		}
+	}
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(`<!doctype html><html><head><meta charset="utf-8"><title>@herald/sdk</title></head>` +
+			`<body><pre id="result">running</pre><script type="module" src="/page.js"></script></body></html>`))
+	})
+	mux.HandleFunc("GET /page.js", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+		http.ServeFile(w, r, bundle)
+	})
+	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	origin := httptest.NewServer(mux)
+	t.Cleanup(origin.Close)
+
+	fake := fcmtest.NewServer(t, fcmtest.PlainHTTP())
+	creds := filepath.Join(t.TempDir(), "fcm.json")
+	if err := os.WriteFile(creds, fake.CredentialsJSON("herald-sdk-browser"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, map[string]string{
+		"HERALD_CORS_ORIGINS":         origin.URL,
+		"HERALD_FCM_CREDENTIALS_FILE": creds,
+		"HERALD_FCM_ENDPOINT":         fake.URL,
+	})
+	const admin = "sdk-browser-admin@example.com"
+	s.cli(t, password+"\n", "admin", "create", "--email", admin)
+	user := s.userToken(t, "sdk-browser-user@example.com")
+	if status, body := s.call(t, http.MethodPost, "/api/v1/devices", user, map[string]any{"platform": "android", "pushToken": "browser-1"}); status != http.StatusCreated {
+		t.Fatalf("register a device: %d %v", status, body)
+	}
+	q := url.Values{"herald": {s.URL}, "email": {admin}, "password": {password}}
+	t.Log(runNode(t, s, "sdk_browser.mjs", map[string]string{
+		"CHROMIUM": chromiumPath,
+		"PAGE":     origin.URL + "/?" + q.Encode(),
+		"EMAIL":    admin,
+	}))
 }
