@@ -1,11 +1,17 @@
 import type { components } from "./generated/openapi.js";
+import type { NotificationJobUpdatedSubscription } from "./generated/graphql.js";
+import { NotificationJobUpdatedDocument } from "./generated/documents.js";
 import { HeraldError, isRetryable } from "./errors.js";
 import { graphqlError, type HeraldClient } from "./client.js";
 import { resolveRetry, retryDelay, sleep, type RetryOptions } from "./retry.js";
 
 export type NotificationJob = components["schemas"]["NotificationJob"];
-/** What each event of a followed job carries (over SSE the whole job, which has these too). */
-export type JobProgress = Pick<NotificationJob, "id" | "status" | "subject" | "totalRecipients" | "sent" | "failed" | "invalidTokens" | "createdAt" | "startedAt" | "finishedAt" | "error">;
+/**
+ * What each event of a followed job carries: the selection of the SDK's
+ * NotificationJobUpdated subscription (src/graphql), typed by
+ * @graphql-codegen; over SSE the whole job, which has these too.
+ */
+export type JobProgress = NotificationJobUpdatedSubscription["notificationJobUpdated"];
 
 const FINAL = new Set(["completed", "failed", "cancelled"]);
 
@@ -72,7 +78,7 @@ async function credential(client: HeraldClient): Promise<Record<string, string>>
 async function* followWS(client: HeraldClient, WS: WebSocketLike, jobId: string, o: FollowOptions): AsyncGenerator<JobProgress> {
   const retry = resolveRetry(o.retry);
   const url = client.baseUrl.replace(/^http/, "ws") + "/graphql";
-  const query = "subscription ($id: ID!) { notificationJobUpdated(id: $id) { id status subject totalRecipients sent failed invalidTokens createdAt startedAt finishedAt error } }";
+  const query = NotificationJobUpdatedDocument;
   let attempt = 0;
   let everAcked = false;
   for (;;) {
