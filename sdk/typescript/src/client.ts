@@ -562,6 +562,27 @@ export class AuthApi extends Api {
     const tokens = await this.call("completeMfaLogin", "POST", "/api/v1/auth/login/mfa", { ...o, body, auth: "none" });
     return this.c.setSession(tokens);
   }
+  /**
+   * Passwordless sign-in with a passkey, first step: the WebAuthn request
+   * options to pass to navigator.credentials.get (or a native passkey API).
+   */
+  beginPasskeyLogin(o?: RequestOptions) {
+    return this.call("beginPasskeyLogin", "POST", "/api/v1/auth/passkey/begin", { ...o, auth: "none" });
+  }
+  /** Passwordless sign-in, second step: the assertion (as JSON) for the begin step's challengeId. */
+  async finishPasskeyLogin(body: BodyOf<"finishPasskeyLogin">, o?: RequestOptions): Promise<StoredSession> {
+    const tokens = await this.call("finishPasskeyLogin", "POST", "/api/v1/auth/passkey/finish", { ...o, body, auth: "none" });
+    return this.c.setSession(tokens);
+  }
+  /** A login that answered mfaRequired with `passkey` among its factors: the WebAuthn options for its challenge. */
+  beginPasskeyMfa(body: BodyOf<"beginPasskeyMfa">, o?: RequestOptions) {
+    return this.call("beginPasskeyMfa", "POST", "/api/v1/auth/login/mfa/passkey/begin", { ...o, body, auth: "none" });
+  }
+  /** Completes that login with the passkey's assertion. */
+  async completeMfaLoginWithPasskey(body: BodyOf<"completeMfaLoginWithPasskey">, o?: RequestOptions): Promise<StoredSession> {
+    const tokens = await this.call("completeMfaLoginWithPasskey", "POST", "/api/v1/auth/login/mfa/passkey/finish", { ...o, body, auth: "none" });
+    return this.c.setSession(tokens);
+  }
   /** Refreshes now (shared with any refresh in flight). */
   refresh(): Promise<StoredSession> {
     return this.c.refreshSession();

@@ -232,3 +232,32 @@ test("verifyWebhook accepts a signed delivery, with the old or the new secret, a
   assert.throws(() => verifyWebhook(body.replace("e1", "e2"), headers, secret), WebhookVerificationError);
   assert.throws(() => verifyWebhook(body, headers, other), WebhookVerificationError);
 });
+
+test("passkey steps: a passwordless sign-in and a login's challenge completed with a passkey sign in", async () => {
+  const credential = { id: "cred", rawId: "cred", type: "public-key", response: { clientDataJSON: "x", authenticatorData: "y", signature: "z" } };
+  srv = await faultServer((r) => {
+    switch (r.url) {
+      case "/api/v1/auth/passkey/begin":
+        return ok({ challengeId: "pk1", publicKey: { challenge: "abc" } });
+      case "/api/v1/auth/passkey/finish":
+        assert.deepEqual(r.json, { challengeId: "pk1", credential });
+        return ok(tokens(1));
+      case "/api/v1/auth/login/mfa/passkey/begin":
+        assert.deepEqual(r.json, { challengeToken: "mfa_x" });
+        return ok({ challengeId: "pk2", publicKey: { challenge: "def" } });
+      case "/api/v1/auth/login/mfa/passkey/finish":
+        assert.deepEqual(r.json, { challengeToken: "mfa_x", challengeId: "pk2", credential });
+        return ok(tokens(2));
+    }
+    return fail(404, "NOT_FOUND");
+  });
+  const c = new HeraldClient({ baseUrl: srv.url, fetch: httpFetch });
+  const begun = await c.auth.beginPasskeyLogin();
+  assert.equal(begun.challengeId, "pk1");
+  assert.equal((await c.auth.finishPasskeyLogin({ challengeId: begun.challengeId, credential })).accessToken, "access.1.sig");
+  const mfa = await c.auth.beginPasskeyMfa({ challengeToken: "mfa_x" });
+  const s = await c.auth.completeMfaLoginWithPasskey({ challengeToken: "mfa_x", challengeId: mfa.challengeId, credential });
+  assert.equal(s.accessToken, "access.2.sig");
+  assert.equal((await c.getSession()).refreshToken, "refresh-2");
+  for (const r of srv.requests) assert.equal(r.headers.authorization, undefined, `${r.url} sent no token`);
+});
