@@ -122,6 +122,8 @@ async function* followWS(client: HeraldClient, WS: WebSocketLike, jobId: string,
           break;
       }
     });
+    // An error is followed by close (1006), which decides; without a listener Node's ws would throw.
+    ws.addEventListener("error", () => {});
     ws.addEventListener("close", (ev: { code: number }) => push({ kind: "closed", code: ev.code }));
     let final = false;
     try {
