@@ -1,0 +1,279 @@
+import type { components } from "./generated/openapi.js";
+import type { NotificationJobUpdatedSubscription } from "./generated/graphql.js";
+import { NotificationJobUpdatedDocument } from "./generated/documents.js";
+import { HeraldError, isRetryable } from "./errors.js";
+import { graphqlError, type HeraldClient } from "./client.js";
+import { resolveRetry, retryDelay, sleep, type RetryOptions } from "./retry.js";
+
+export type NotificationJob = components["schemas"]["NotificationJob"];
+/**
+ * What each event of a followed job carries: the selection of the SDK's
+ * NotificationJobUpdated subscription (src/graphql), typed by
+ * @graphql-codegen; over SSE the whole job, which has these too.
+ */
+export type JobProgress = NotificationJobUpdatedSubscription["notificationJobUpdated"];
+
+const FINAL = new Set(["completed", "failed", "cancelled"]);
+
+/** A WebSocket constructor of the browser's shape (globalThis.WebSocket, or the ws package in Node 20). */
+export type WebSocketLike = new (url: string, protocols?: string | string[]) => {
+  readyState: number;
+  send(data: string): void;
+  close(code?: number, reason?: string): void;
+  addEventListener(type: string, listener: (ev: any) => void): void;
+};
+
+export interface FollowOptions {
+  /** graphql-ws first (falling back to SSE when the WebSocket cannot connect), or one of them. */
+  transport?: "auto" | "ws" | "sse";
+  /** The WebSocket to use; globalThis.WebSocket by default. */
+  WebSocket?: WebSocketLike;
+  signal?: AbortSignal;
+  /** Reconnects follow this schedule (the interface's by default). */
+  retry?: RetryOptions | false;
+}
+
+function aborted(signal?: AbortSignal): HeraldError {
+  return new HeraldError({ code: "ABORTED", message: "aborted", status: 0, cause: signal?.reason, source: "client" });
+}
+
+/**
+ * Follows a broadcast job to its end: the state at the start, each change,
+ * and the final state (completed, failed or cancelled), after which the
+ * iteration ends. Over graphql-ws (`notificationJobUpdated`) with a fresh
+ * token on each reconnect, or over SSE
+ * (`/api/v1/notifications/broadcasts/{id}/events`) resuming with
+ * Last-Event-ID; `auto` falls back to SSE when no WebSocket connects.
+ */
+export async function* followJob(client: HeraldClient, jobId: string, options: FollowOptions = {}): AsyncGenerator<JobProgress, void, undefined> {
+  const transport = options.transport ?? "auto";
+  const WS = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketLike }).WebSocket;
+  if (transport !== "sse" && WS) {
+    let got = false;
+    try {
+      for await (const job of followWS(client, WS, jobId, options)) {
+        got = true;
+        yield job;
+      }
+      return;
+    } catch (e) {
+      if (transport === "ws" || got || !(e instanceof WebSocketUnavailable)) throw e;
+    }
+  } else if (transport === "ws") {
+    throw new Error("followJob: no WebSocket here; pass options.WebSocket");
+  }
+  yield* followSSE(client, jobId, options);
+}
+
+class WebSocketUnavailable extends Error {}
+
+async function credential(client: HeraldClient): Promise<Record<string, string>> {
+  const key = client.apiKeyForLive();
+  if (key) return { apiKey: key };
+  const s = await client.getSession();
+  if (!s) throw new HeraldError({ code: "AUTH_REQUIRED", message: "not signed in", status: 401, source: "client" });
+  return { token: s.accessToken };
+}
+
+async function* followWS(client: HeraldClient, WS: WebSocketLike, jobId: string, o: FollowOptions): AsyncGenerator<JobProgress> {
+  const retry = resolveRetry(o.retry);
+  const url = client.baseUrl.replace(/^http/, "ws") + "/graphql";
+  const query = NotificationJobUpdatedDocument;
+  let attempt = 0;
+  let everAcked = false;
+  for (;;) {
+    if (o.signal?.aborted) throw aborted(o.signal);
+    const payload = await credential(client);
+    const queue: ({ kind: "job"; job: JobProgress } | { kind: "end" } | { kind: "error"; error: unknown } | { kind: "closed"; code: number })[] = [];
+    let wake: (() => void) | null = null;
+    const push = (x: (typeof queue)[number]) => {
+      queue.push(x);
+      wake?.();
+    };
+    let acked = false;
+    const ws = new WS(url, "graphql-transport-ws");
+    const onAbort = () => ws.close(1000, "aborted");
+    o.signal?.addEventListener("abort", onAbort, { once: true });
+    ws.addEventListener("open", () => ws.send(JSON.stringify({ type: "connection_init", payload })));
+    ws.addEventListener("message", (ev: { data: unknown }) => {
+      let m: { type?: string; id?: string; payload?: any };
+      try {
+        m = JSON.parse(String(ev.data));
+      } catch {
+        return;
+      }
+      switch (m.type) {
+        case "connection_ack":
+          acked = everAcked = true;
+          ws.send(JSON.stringify({ id: "1", type: "subscribe", payload: { query, variables: { id: jobId } } }));
+          break;
+        case "ping":
+          ws.send(JSON.stringify({ type: "pong" }));
+          break;
+        case "next":
+          if (m.payload?.errors?.length) push({ kind: "error", error: graphqlError(m.payload.errors[0], 200) });
+          else if (m.payload?.data?.notificationJobUpdated) push({ kind: "job", job: m.payload.data.notificationJobUpdated });
+          break;
+        case "error":
+          push({ kind: "error", error: graphqlError(Array.isArray(m.payload) ? m.payload[0] : { message: "subscription error" }, 200) });
+          break;
+        case "complete":
+          push({ kind: "end" });
+          break;
+      }
+    });
+    // An error is followed by close (1006), which decides; without a listener Node's ws would throw.
+    ws.addEventListener("error", () => {});
+    ws.addEventListener("close", (ev: { code: number }) => push({ kind: "closed", code: ev.code }));
+    let final = false;
+    try {
+      for (;;) {
+        while (queue.length === 0) await new Promise<void>((r) => (wake = r));
+        wake = null;
+        const x = queue.shift()!;
+        if (x.kind === "job") {
+          attempt = 0;
+          yield x.job;
+          if (FINAL.has(x.job.status)) final = true;
+        } else if (x.kind === "end") {
+          return;
+        } else if (x.kind === "error") {
+          throw x.error;
+        } else {
+          if (o.signal?.aborted) throw aborted(o.signal);
+          if (final) return;
+          if (!acked && !everAcked && x.code !== 4403) throw new WebSocketUnavailable(`WebSocket closed ${x.code} before connection_ack`);
+          // 4403: the credential expired or was revoked; refresh before reconnecting.
+          if (x.code === 4403) {
+            if (client.apiKeyForLive()) throw new HeraldError({ code: "TOKEN_INVALID", message: "the API key was refused (4403)", status: 401, source: "client" });
+            await client.refreshSession();
+          }
+          attempt++;
+          if (attempt > retry.maxRetries) throw new HeraldError({ code: "NETWORK_ERROR", message: `WebSocket closed ${x.code}`, status: 0, source: "client" });
+          await sleep(x.code === 4403 ? 0 : retryDelay(attempt, retry), o.signal).catch(() => {
+            throw aborted(o.signal);
+          });
+          break;
+        }
+      }
+    } finally {
+      o.signal?.removeEventListener("abort", onAbort);
+      if (ws.readyState <= 1) ws.close(1000, "done");
+    }
+  }
+}
+
+async function* followSSE(client: HeraldClient, jobId: string, o: FollowOptions): AsyncGenerator<JobProgress> {
+  const retry = resolveRetry(o.retry);
+  let lastEventId: string | undefined;
+  let attempt = 0;
+  let refreshed = false;
+  for (;;) {
+    if (o.signal?.aborted) throw aborted(o.signal);
+    const headers: Record<string, string> = { accept: "text/event-stream" };
+    const key = client.apiKeyForLive();
+    if (key) headers.authorization = `Bearer ${key}`;
+    else {
+      const s = await client.getSession();
+      if (s) headers.authorization = `Bearer ${s.accessToken}`;
+    }
+    if (lastEventId !== undefined) headers["last-event-id"] = lastEventId;
+    let res: Response;
+    try {
+      res = await client.rawFetch(`${client.baseUrl}/api/v1/notifications/broadcasts/${encodeURIComponent(jobId)}/events`, { headers, signal: o.signal });
+    } catch (e) {
+      if (o.signal?.aborted) throw aborted(o.signal);
+      if (++attempt > retry.maxRetries) throw new HeraldError({ code: "NETWORK_ERROR", message: String(e), status: 0, cause: e, source: "client" });
+      await sleep(retryDelay(attempt, retry), o.signal).catch(() => {
+        throw aborted(o.signal);
+      });
+      continue;
+    }
+    if (res.status === 204) return; // finished, and the client has the final event
+    if (!res.ok || !res.body) {
+      const text = await res.text();
+      let err: HeraldError;
+      try {
+        const env = JSON.parse(text);
+        err = new HeraldError({ code: env.error.code, message: env.error.message, status: res.status, details: env.error.details, requestId: res.headers.get("x-request-id") ?? undefined });
+      } catch {
+        err = new HeraldError({ code: "INVALID_RESPONSE", message: `HTTP ${res.status}`, status: res.status, source: "client" });
+      }
+      if (err.code === "TOKEN_EXPIRED" && !key && !refreshed) {
+        refreshed = true;
+        await client.refreshSession();
+        continue;
+      }
+      if (!isRetryable(err) || ++attempt > retry.maxRetries) throw err;
+      await sleep(retryDelay(attempt, retry, err.retryAfter), o.signal).catch(() => {
+        throw aborted(o.signal);
+      });
+      continue;
+    }
+    refreshed = false;
+    let streamError: HeraldError | undefined;
+    for await (const ev of sseEvents(res.body)) {
+      if (ev.event === "progress") {
+        attempt = 0;
+        if (ev.id !== undefined) lastEventId = ev.id;
+        const job = JSON.parse(ev.data) as JobProgress;
+        yield job;
+        if (FINAL.has(job.status)) return;
+      } else if (ev.event === "error") {
+        const e = JSON.parse(ev.data) as { code: string; message: string; details?: unknown };
+        streamError = new HeraldError({ code: e.code as never, message: e.message, status: 401, details: e.details });
+      }
+    }
+    if (streamError) {
+      if (streamError.code === "TOKEN_EXPIRED" && !key) {
+        await client.refreshSession();
+        continue;
+      }
+      throw streamError;
+    }
+    // The stream ended early (its maximum duration, a replica shutting down): resume.
+    if (++attempt > retry.maxRetries) throw new HeraldError({ code: "NETWORK_ERROR", message: "the event stream kept ending", status: 0, source: "client" });
+    await sleep(2000, o.signal).catch(() => {
+      throw aborted(o.signal);
+    });
+  }
+}
+
+/** The events of a text/event-stream body. */
+async function* sseEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<{ event: string; data: string; id?: string }> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buf = "";
+  let event = "message";
+  let data: string[] = [];
+  let id: string | undefined;
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buf += decoder.decode(value, { stream: true });
+      let nl: number;
+      while ((nl = buf.search(/\r\n|\n|\r/)) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + (buf.startsWith("\r\n", nl) ? 2 : 1));
+        if (line === "") {
+          if (data.length) yield { event, data: data.join("\n"), ...(id !== undefined ? { id } : {}) };
+          event = "message";
+          data = [];
+          id = undefined;
+          continue;
+        }
+        if (line.startsWith(":")) continue;
+        const colon = line.indexOf(":");
+        const field = colon < 0 ? line : line.slice(0, colon);
+        const v = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+        if (field === "event") event = v;
+        else if (field === "data") data.push(v);
+        else if (field === "id") id = v;
+      }
+    }
+  } finally {
+    reader.releaseLock();
+    await body.cancel().catch(() => {});
+  }
+}
