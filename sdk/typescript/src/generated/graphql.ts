@@ -336,6 +336,16 @@ export type InboxItemConnection = {
   pageInfo: PageInfo;
 };
 
+/**
+ * A mark an inbox item is given. The values are the REST paths' and the
+ * items' words, lower case as the variables' JSON strings ("seen").
+ */
+export type InboxMark =
+  /** Out of the inbox, into the archive (also marks it seen). */
+  | 'archived'
+  | 'read'
+  | 'seen';
+
 export type MessengerBotStatus = {
   __typename?: 'MessengerBotStatus';
   botName?: Maybe<Scalars['String']['output']>;
@@ -497,6 +507,20 @@ export type Mutation = {
    */
   appleTransaction: SubscriptionDetail;
   /**
+   * Archive every item of a user's inbox, up to and including upTo when
+   * given (what the operator was shown, not what arrived since), without
+   * marking them seen; answers the counts after it.
+   */
+  archiveUserInbox: InboxCounts;
+  /**
+   * Archive one of a user's items: out of their inbox, into their archive,
+   * not marked seen (archivedAt set; seenAt and readAt as they were). The
+   * user's live subscribers get the new counts. USER_NOT_FOUND for an
+   * unknown user; INBOX_ITEM_NOT_FOUND for an unknown or expired id, or
+   * another user's item.
+   */
+  archiveUserInboxItem: InboxItem;
+  /**
    * Ban a client address: every request from it is refused (BANNED) on every
    * replica within a few seconds. ip is an IPv4 address, or an IPv6 address
    * whose /64 is banned (or that /64 itself); anything else is
@@ -635,15 +659,15 @@ export type Mutation = {
   /** End the caller's session: its refresh token and access tokens stop working. */
   logout: Scalars['Boolean']['output'];
   /**
-   * Mark every item of the caller's that lacks the mark (seen, read or
-   * archived), up to and including upTo when given (what the app has shown,
-   * not what arrived since); answers the counts after it.
+   * Mark every item of the caller's that lacks the mark, up to and including
+   * upTo when given (what the app has shown, not what arrived since); answers
+   * the counts after it.
    */
   markAllInbox: InboxCounts;
   /**
-   * Mark one of the caller's items: mark is seen, read or archived (read and
-   * archived also mark it seen; a mark already given keeps its first time).
-   * INBOX_ITEM_NOT_FOUND for an unknown or expired id, or another user's item.
+   * Mark one of the caller's items (read and archived also mark it seen; a
+   * mark already given keeps its first time). INBOX_ITEM_NOT_FOUND for an
+   * unknown or expired id, or another user's item.
    */
   markInboxItem: InboxItem;
   /**
@@ -741,11 +765,17 @@ export type Mutation = {
    * for one the deployment does not have): a channel the user turned it off on
    * is skipped and counted in skipped.optedOut. Inside the user's quiet hours
    * a send of a category other than security and billing is held (status
-   * "held", heldUntil) and delivered when they end, unless urgent. inbox: true
+   * "held", heldUntil) and delivered when they end, unless urgent. A send of a
+   * category with a digest (HERALD_NOTIFICATION_DIGESTS) is folded into the
+   * user's digest of it (status "digested", heldUntil), unless urgent. inbox: true
    * also keeps it in the user's in-app inbox when the user allows the category
    * on the inbox channel (one more outcome, channel "inbox", status "sent";
    * turned off: counted in skipped.optedOut); a user with no device then still
-   * gets the item, and the send is "sent", not "no_recipients".
+   * gets the item, and the send is "sent", not "no_recipients". A category
+   * capped in HERALD_NOTIFICATION_CATEGORIES (product:3/day) skips the capped
+   * channels (push, web push, Telegram, email) once the user had its cap that
+   * day, counted in skipped.capped; critical categories and urgent sends are
+   * never capped.
    */
   sendNotificationToUser: SendToUserResult;
   /** Send a webhook.ping event to an endpoint; returns the event's id (its webhook-id). */
@@ -850,6 +880,34 @@ export type Mutation = {
  */
 export type MutationAppleTransactionArgs = {
   signedTransaction: Scalars['String']['input'];
+};
+
+
+/**
+ * Every send and broadcast (sendNotificationByDeviceId, sendNotificationToUser,
+ * sendNotificationToAll, sendMessengerMessage) takes an optional
+ * idempotencyKey (1 to 255 printable ASCII characters): the same key with the
+ * same arguments from the same caller within 24 hours answers the first
+ * answer again and sends nothing; with other arguments it is
+ * IDEMPOTENCY_KEY_REUSED (409).
+ */
+export type MutationArchiveUserInboxArgs = {
+  upTo?: InputMaybe<Scalars['ID']['input']>;
+  userId: Scalars['ID']['input'];
+};
+
+
+/**
+ * Every send and broadcast (sendNotificationByDeviceId, sendNotificationToUser,
+ * sendNotificationToAll, sendMessengerMessage) takes an optional
+ * idempotencyKey (1 to 255 printable ASCII characters): the same key with the
+ * same arguments from the same caller within 24 hours answers the first
+ * answer again and sends nothing; with other arguments it is
+ * IDEMPOTENCY_KEY_REUSED (409).
+ */
+export type MutationArchiveUserInboxItemArgs = {
+  id: Scalars['ID']['input'];
+  userId: Scalars['ID']['input'];
 };
 
 
@@ -1202,7 +1260,7 @@ export type MutationLoginArgs = {
  * IDEMPOTENCY_KEY_REUSED (409).
  */
 export type MutationMarkAllInboxArgs = {
-  mark: Scalars['String']['input'];
+  mark: InboxMark;
   upTo?: InputMaybe<Scalars['ID']['input']>;
 };
 
@@ -1217,7 +1275,7 @@ export type MutationMarkAllInboxArgs = {
  */
 export type MutationMarkInboxItemArgs = {
   id: Scalars['ID']['input'];
-  mark: Scalars['String']['input'];
+  mark: InboxMark;
 };
 
 
@@ -1775,6 +1833,8 @@ export type MutationVerifyMfaWithPasskeyArgs = {
 /** A category of the deployment's catalogue. */
 export type NotificationCategory = {
   __typename?: 'NotificationCategory';
+  /** The most sends of the category a user gets a day (its cap); null when uncapped. Critical categories and urgent sends are never capped. */
+  capPerDay?: Maybe<Scalars['Int']['output']>;
   /** security and billing: they cannot be turned off and pass through quiet hours. */
   critical: Scalars['Boolean']['output'];
   name: Scalars['String']['output'];
@@ -1989,6 +2049,13 @@ export type Query = {
   user: UserRecord;
   /** A user's provider identities, oldest first (USER_NOT_FOUND for an unknown user). */
   userIdentities: Array<Identity>;
+  /**
+   * A user's inbox, newest first, as myInbox lists it (first, after, archived,
+   * unreadOnly the same). USER_NOT_FOUND for an unknown user.
+   */
+  userInbox: InboxItemConnection;
+  /** A user's inbox counts (USER_NOT_FOUND for an unknown user). */
+  userInboxCounts: InboxCounts;
   /** A user's second factors (the console's user page). USER_NOT_FOUND for an unknown user. */
   userMfa: MfaStatus;
   /** A user's notification preferences (USER_NOT_FOUND for an unknown user). */
@@ -2090,6 +2157,20 @@ export type QueryUserArgs = {
 
 
 export type QueryUserIdentitiesArgs = {
+  userId: Scalars['ID']['input'];
+};
+
+
+export type QueryUserInboxArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  archived?: InputMaybe<Scalars['Boolean']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  unreadOnly?: InputMaybe<Scalars['Boolean']['input']>;
+  userId: Scalars['ID']['input'];
+};
+
+
+export type QueryUserInboxCountsArgs = {
   userId: Scalars['ID']['input'];
 };
 
@@ -2225,13 +2306,13 @@ export type SendNotificationResult = {
 
 export type SendToUserResult = {
   __typename?: 'SendToUserResult';
-  /** When a send held by the user's quiet hours goes out (status held). */
+  /** When a send held by the user's quiet hours goes out (status held), or the digest it joined (status digested). */
   heldUntil?: Maybe<Scalars['Time']['output']>;
   message: Scalars['String']['output'];
   outcomes: Array<DeviceSendOutcome>;
   /** The devices and the chat not sent to, per reason. */
   skipped: SkipCounts;
-  /** sent (every recipient; a queued email counts), partial, failed (none), no_recipients (no device with a valid token, no linked chat, no verified address, or the category turned off on every channel asked) or held (the user's quiet hours: heldUntil). */
+  /** sent (every recipient; a queued email counts), partial, failed (none), no_recipients (no device with a valid token, no linked chat, no verified address, or the category turned off on every channel asked) , held (the user's quiet hours: heldUntil) or digested (folded into the user's digest of the category, HERALD_NOTIFICATION_DIGESTS, sent at heldUntil). */
   status: Scalars['String']['output'];
   userId: Scalars['ID']['output'];
 };
@@ -2268,6 +2349,14 @@ export type SignupResult = {
 /** Recipients of a send or a broadcast not sent to, per reason. */
 export type SkipCounts = {
   __typename?: 'SkipCounts';
+  /**
+   * The user already had the category's cap of sends that day (a category
+   * capped in HERALD_NOTIFICATION_CATEGORIES, e.g. product:3/day): every
+   * capped channel of the send (push, web push, Telegram, email; not the
+   * inbox) was skipped. Sends to a user only: broadcasts are not capped yet,
+   * so a job's is 0.
+   */
+  capped: Scalars['Int']['output'];
   /** The user turned the send's category off on that channel. */
   optedOut: Scalars['Int']['output'];
 };

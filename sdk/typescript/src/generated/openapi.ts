@@ -2109,6 +2109,100 @@ export interface paths {
         patch: operations["updateMyNotificationPreferences"];
         trace?: never;
     };
+    "/api/v1/admin/users/{id}/inbox": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A user's in-app inbox
+         * @description A user's inbox items as `GET /api/v1/users/me/inbox` lists the
+         *     caller's: newest first, those not archived, or with `archived=true`
+         *     the archive; with `unread=true` only the items not read; expired
+         *     items are not listed. Pass `pageInfo.endCursor` as `after` for the
+         *     next page. `USER_NOT_FOUND` for an unknown or deleted user.
+         */
+        get: operations["userInbox"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/users/{id}/inbox/counts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A user's inbox counts
+         * @description The items of the user's inbox (not archived, not expired) not yet seen and not yet read, as the user's badge shows them. `USER_NOT_FOUND` for an unknown or deleted user.
+         */
+        get: operations["userInboxCounts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/users/{id}/inbox/{itemId}/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Archive one of a user's inbox items
+         * @description An operator's archive: the item leaves the user's inbox for their
+         *     archive, and is not marked seen (`archivedAt` set, `seenAt` and
+         *     `readAt` as they were), since the user did not see it. Marking seen
+         *     or read is the user's alone. The user's live subscribers get the new
+         *     counts. `USER_NOT_FOUND` for an unknown user; `INBOX_ITEM_NOT_FOUND`
+         *     for an unknown or expired id, or another user's item.
+         */
+        post: operations["archiveUserInboxItem"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/users/{id}/inbox/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Archive every item of a user's inbox
+         * @description An operator's archive of every unexpired item of the user's inbox,
+         *     up to and including `upTo` when given (what the operator was shown,
+         *     not what arrived since), without marking them seen. Answers the
+         *     counts after it. `{}` archives every item. `USER_NOT_FOUND` for an
+         *     unknown user; `INBOX_ITEM_NOT_FOUND` for an `upTo` that is not an
+         *     item id.
+         */
+        post: operations["archiveUserInbox"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/users/{id}/notification-preferences": {
         parameters: {
             query?: never;
@@ -4104,7 +4198,7 @@ export interface components {
             notification: components["schemas"]["NotificationInput"];
             /** @description Default `["push"]`. `telegram` also sends to the linked Telegram chat, `email` to the verified address (a queued job); another channel is `INVALID_INPUT`. */
             channels?: ("push" | "telegram" | "email")[] | null;
-            /** @description The notification category: `security`, `billing`, `service` (the default), `product`, `messages` or one of `HERALD_NOTIFICATION_CATEGORIES`; another is `INVALID_INPUT` with `field: category`. A channel the user turned the category off on is skipped and counted in `skipped.optedOut`; `security` and `billing` cannot be turned off. */
+            /** @description The notification category: `security`, `billing`, `service` (the default), `product`, `messages` or one of `HERALD_NOTIFICATION_CATEGORIES`; another is `INVALID_INPUT` with `field: category`. A channel the user turned the category off on is skipped and counted in `skipped.optedOut`; `security` and `billing` cannot be turned off. A category capped in `HERALD_NOTIFICATION_CATEGORIES` (`product:3/day`) skips the capped channels (push, web push, Telegram, email) once the user had its cap that day, counted in `skipped.capped`; critical categories and `urgent` sends are never capped. */
             category?: string | null;
             /** @description Pass through the user's quiet hours (as `security` and `billing` always do). Default false. */
             urgent?: boolean | null;
@@ -4113,14 +4207,14 @@ export interface components {
         };
         SendToUserResult: {
             skipped: components["schemas"]["SkipCounts"];
-            /** @description When a send held by the user's quiet hours goes out (status `held`); null otherwise. */
+            /** @description When a send held by the user's quiet hours goes out (status `held`), or the digest a send joined (status `digested`); null otherwise. */
             heldUntil: components["schemas"]["Timestamp"] | null;
             userId: string;
             /**
-             * @description `sent` (every recipient; a queued email and a kept inbox item count), `partial`, `failed` (none), `no_recipients` (no active device with a valid token and, with the `telegram` channel, no linked subscribed chat, with the `email` channel no verified address, no inbox item kept, or the user turned the category off on every channel asked; nothing sent) or `held` (inside the user's quiet hours: sent at `heldUntil`).
+             * @description `sent` (every recipient; a queued email and a kept inbox item count), `partial`, `failed` (none), `no_recipients` (no active device with a valid token and, with the `telegram` channel, no linked subscribed chat, with the `email` channel no verified address, no inbox item kept, or the user turned the category off on every channel asked; nothing sent) , `held` (inside the user's quiet hours: sent at `heldUntil`) or `digested` (the category has a digest, `HERALD_NOTIFICATION_DIGESTS`: folded into the user's digest, one notification for every send of its window, sent at `heldUntil`; an inbox item asked for is kept at once and is the only outcome).
              * @enum {string}
              */
-            status: "sent" | "partial" | "failed" | "no_recipients" | "held";
+            status: "sent" | "partial" | "failed" | "no_recipients" | "held" | "digested";
             message: string;
             /** @description One per device (channel `push`), with the `telegram` channel one for the linked chat, with the `email` channel one for the queued email, and with `inbox` one for the item kept (channel `inbox`). */
             outcomes: ({
@@ -4230,12 +4324,16 @@ export interface components {
         SkipCounts: {
             /** @description The user turned the category off on the channel (a broadcast counts each device when its walk reaches it). */
             optedOut: number;
+            /** @description The user already had the category's cap of sends that day (a category capped in `HERALD_NOTIFICATION_CATEGORIES`, e.g. `product:3/day`): each recipient on a capped channel (push, web push, Telegram, email; not the inbox) was skipped. Sends to a user only: broadcasts are not capped yet, so a job's is 0. */
+            capped: number;
         };
         /** @description A notification category of the deployment. */
         NotificationCategory: {
             name: string;
             /** @description `security` and `billing`: they cannot be turned off and pass through quiet hours. */
             critical: boolean;
+            /** @description The most sends of the category a user gets a day, its cap (`HERALD_NOTIFICATION_CATEGORIES`, e.g. `product:3/day`); null when uncapped. Critical categories and urgent sends are never capped. */
+            capPerDay: number | null;
         };
         /** @description A user's notification preferences, every category of the deployment with every channel. A user who never chose has every channel on. */
         NotificationPreferences: {
@@ -10546,6 +10644,222 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    userInbox: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100; default 20. */
+                first?: number;
+                /** @description The `endCursor` of the previous page. */
+                after?: string;
+                /** @description true lists the archive instead of the inbox. */
+                archived?: boolean;
+                /** @description true lists only the items not read. */
+                unread?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description The account's `id`. An unknown or deleted account is `USER_NOT_FOUND`. */
+                id: components["parameters"]["UserID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the user's inbox. */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data?: components["schemas"]["InboxItemPage"];
+                    } & components["schemas"]["SuccessEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such user. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error?: components["schemas"]["UserNotFoundError"];
+                    } & components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    userInboxCounts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The account's `id`. An unknown or deleted account is `USER_NOT_FOUND`. */
+                id: components["parameters"]["UserID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The counts. */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data?: components["schemas"]["InboxCounts"];
+                    } & components["schemas"]["SuccessEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such user. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error?: components["schemas"]["UserNotFoundError"];
+                    } & components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    archiveUserInboxItem: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The account's `id`. An unknown or deleted account is `USER_NOT_FOUND`. */
+                id: components["parameters"]["UserID"];
+                /** @description The item's `id`. */
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The item, archived. */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data?: components["schemas"]["InboxItem"];
+                    } & components["schemas"]["SuccessEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such user, or the user's inbox has no unexpired item with this id. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error?: components["schemas"]["UserNotFoundError"] | components["schemas"]["InboxItemNotFoundError"];
+                    } & components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    archiveUserInbox: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The account's `id`. An unknown or deleted account is `USER_NOT_FOUND`. */
+                id: components["parameters"]["UserID"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InboxMarkAllRequest"];
+            };
+        };
+        responses: {
+            /** @description The counts after it. */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data?: components["schemas"]["InboxCounts"];
+                    } & components["schemas"]["SuccessEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such user, or an `upTo` that is not an item id. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error?: components["schemas"]["UserNotFoundError"] | components["schemas"]["InboxItemNotFoundError"];
+                    } & components["schemas"]["ErrorEnvelope"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
