@@ -25,6 +25,11 @@ func TestBreachedPasswordsE2E(t *testing.T) {
 			"HERALD_PWNED_PASSWORDS_TIMEOUT": "200ms",
 			"HERALD_RESEND_COOLDOWN":         "1ms", // two resets of one address
 		}))
+		// The corpus's requests are counted below: the start-up check's
+		// own lookup first.
+		if c := h.dependencyChecks(t); c["pwned"] != "ok" {
+			t.Fatalf("the start-up checks say pwned %v, want ok", c["pwned"])
+		}
 		for _, dn := range doorNames {
 			t.Run(dn, func(t *testing.T) {
 				email := "breached-" + dn + "@example.com"

@@ -28,6 +28,11 @@ func TestCaptchaE2E(t *testing.T) {
 			"HERALD_CAPTCHA_LOGIN_FAILURES": "3",
 			"HERALD_RESEND_COOLDOWN":        "1ms",
 		}))
+		// The provider's requests are counted below: the start-up check's
+		// own verification first.
+		if c := h.dependencyChecks(t); c["captcha"] != "ok" {
+			t.Fatalf("the start-up checks say captcha %v, want ok", c["captcha"])
+		}
 		good := withHeader("X-Captcha-Token", captchatest.Good)
 		bad := withHeader("X-Captcha-Token", "forged-token")
 		for _, dn := range doorNames {
