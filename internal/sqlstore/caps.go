@@ -61,18 +61,16 @@ func (db *DB) RecordCapUse(ctx context.Context, use preferences.CapUse, allowed 
 // (housekeeping).
 func (db *DB) DeleteCapWindows(ctx context.Context, before string) (int64, error) {
 	var n int64
-	err := db.InTx(ctx, func(ctx context.Context) error {
-		return db.inCallersTx(ctx, func(tx *Tx) error {
-			c, err := tx.q.exec(ctx, `DELETE FROM notification_cap_counts WHERE cap_window < ?`, before)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.q.exec(ctx, `DELETE FROM notification_cap_uses WHERE cap_window < ?`, before); err != nil {
-				return err
-			}
-			n = c
-			return nil
-		})
+	err := db.inTx(ctx, func(tx *Tx) error {
+		c, err := tx.q.exec(ctx, `DELETE FROM notification_cap_counts WHERE cap_window < ?`, before)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.q.exec(ctx, `DELETE FROM notification_cap_uses WHERE cap_window < ?`, before); err != nil {
+			return err
+		}
+		n = c
+		return nil
 	})
 	return n, err
 }
