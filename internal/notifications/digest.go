@@ -8,16 +8,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/herald-vpn/herald/internal/texts"
 	"github.com/riverqueue/river"
 )
-
-// UserDigested: the send joined the user's digest of its category
-// (HERALD_NOTIFICATION_DIGESTS); the digest goes out at HeldUntil, one
-// notification for every send of its window.
-const UserDigested = "digested"
 
 // DigestKeep is how many of a digest's latest sends it keeps whole: the
 // digest names the newest few (texts.DigestNamed) and counts the rest, and
@@ -172,7 +166,7 @@ func (w *DigestWorker) Work(ctx context.Context, job *river.Job[DigestArgs]) err
 	// The send is named by the digest: a retried job counts once against
 	// the user's cap, and a whole digest counts as one send.
 	res, err := s.sendToUser(ctx, d.AccountID, n, UserSendOptions{Channels: channels, Category: d.Category, digest: true}, "digest:"+d.ID)
-	if ae, ok := errors.AsType[*apperr.Error](err); ok && ae.Code != apperr.Internal && ae.Code != apperr.ServiceUnavailable {
+	if ae, ok := refusedSend(err); ok {
 		// The user or the category is gone: nothing to retry.
 		s.cfg.Logger.WarnContext(ctx, "digest dropped", "digest_id", d.ID, "user_id", d.AccountID, "code", ae.Code)
 		return s.store.DeleteDigest(ctx, d.ID)

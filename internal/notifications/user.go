@@ -65,8 +65,9 @@ const (
 	// UserHeld: the user's quiet hours hold the send until they end
 	// (HeldUntil); it is delivered then, under the preferences of then.
 	UserHeld = "held"
-	// UserDigested (digest.go): folded into the user's digest of the
-	// category, sent at HeldUntil.
+	// UserDigested: folded into the user's digest of the category
+	// (digest.go), sent at HeldUntil.
+	UserDigested = "digested"
 )
 
 // Outcomes of one device in a send to a user.
@@ -537,6 +538,15 @@ func (s *Service) hold(ctx context.Context, userID string, n Notification, opts 
 		Message: fmt.Sprintf("The user's quiet hours hold the notification until %s; it is sent then.", until.Format(time.RFC3339))}, nil
 }
 
+// refusedSend is the catalogue error of a send a later run would refuse
+// again (the user gone, the category no longer configured): the jobs that
+// send later (held sends, digests) drop it instead of retrying. A store or
+// provider that failed (INTERNAL_ERROR, SERVICE_UNAVAILABLE) is retried.
+func refusedSend(err error) (*apperr.Error, bool) {
+	ae, ok := errors.AsType[*apperr.Error](err)
+	return ae, ok && ae.Code != apperr.Internal && ae.Code != apperr.ServiceUnavailable
+}
+
 // HeldSendWorker sends held sends; register it with river.AddWorker.
 type HeldSendWorker struct {
 	river.WorkerDefaults[HeldSendArgs]
@@ -556,7 +566,7 @@ func (w *HeldSendWorker) Work(ctx context.Context, job *river.Job[HeldSendArgs])
 	// user's cap.
 	res, err := w.Service.sendToUser(ctx, a.UserID, Notification{Subject: a.Subject, Content: a.Content, Data: data, Options: a.Options},
 		UserSendOptions{Channels: a.Channels, Category: a.Category, Inbox: a.Inbox, digest: a.Digest}, "held:"+strconv.FormatInt(job.ID, 10))
-	if ae, ok := errors.AsType[*apperr.Error](err); ok && ae.Code != apperr.Internal && ae.Code != apperr.ServiceUnavailable {
+	if ae, ok := refusedSend(err); ok {
 		w.Service.cfg.Logger.WarnContext(ctx, "held send dropped", "user_id", a.UserID, "code", ae.Code)
 		return river.JobCancel(err)
 	}
