@@ -13,18 +13,22 @@ import (
 
 	"github.com/herald-vpn/herald/internal/mail/mailtest"
 	"github.com/herald-vpn/herald/internal/push/fcm/fcmtest"
+	"github.com/herald-vpn/herald/internal/telegram/telegramtest"
 )
 
 // sdkDir is the TypeScript SDK, @herald/sdk.
 const sdkDir = "../../sdk/typescript"
 
 // TestTypeScriptSDK runs the SDK's end-to-end tests (sdk/typescript/test/e2e,
-// node:test) against the real binary on SQLite with a fake FCM and the SMTP
-// fake: signup with the emailed code (which the test serves to the script
-// at HERALD_CODE_URL), login, refresh, the current user, devices, sends,
-// a broadcast, the admin API with an API key, webhooks verified with the
-// SDK's verifyWebhook. The SDK is built first (tsc), so the test runs the
-// sources as they are.
+// node:test) against the real binary on SQLite with a fake FCM, the SMTP
+// fake and the fake Telegram: signup with the emailed code (which the test
+// serves to the script at HERALD_CODE_URL), login, a TOTP second factor,
+// refresh, the current user, devices, sends, a broadcast, the admin API
+// with an API key, webhooks verified with the SDK's verifyWebhook, the
+// messenger (a chat linked through the SDK's link, typed into the fake at
+// HERALD_TELEGRAM_CONTROL_URL, which also answers what the fake was sent),
+// and a user's own inbox followed live. The SDK is built first (tsc), so
+// the test runs the sources as they are.
 func TestTypeScriptSDK(t *testing.T) {
 	needNode(t)
 	if _, err := os.Stat(filepath.Join(sdkDir, "node_modules")); err != nil {
@@ -41,7 +45,11 @@ func TestTypeScriptSDK(t *testing.T) {
 	if err := os.WriteFile(creds, fake.CredentialsJSON("herald-sdk"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	const botToken = "123456:sdk-test"
+	bot := telegramtest.NewServer(t, botToken)
 	s := startServer(t, map[string]string{
+		"HERALD_TELEGRAM_BOT_TOKEN":      botToken,
+		"HERALD_TELEGRAM_API_URL":        bot.URL,
 		"HERALD_FCM_CREDENTIALS_FILE":    creds,
 		"HERALD_FCM_ENDPOINT":            fake.URL,
 		"HERALD_WEBHOOKS_ALLOW_INSECURE": "on",
@@ -78,6 +86,7 @@ func TestTypeScriptSDK(t *testing.T) {
 	cmd.Env = append(os.Environ(),
 		"HERALD_URL="+s.URL,
 		"HERALD_CODE_URL="+codes.URL+"/code",
+		"HERALD_TELEGRAM_CONTROL_URL="+controlServer(t, bot, nil).URL,
 		"HERALD_ADMIN_EMAIL=sdk-admin@example.com",
 		"HERALD_PASSWORD="+password,
 		"HERALD_ACCESS_TOKEN_TTL_SECONDS=2",
