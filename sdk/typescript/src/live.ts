@@ -158,6 +158,10 @@ async function* followWS<T>(client: HeraldClient, WS: WebSocketLike, spec: LiveS
       switch (m.type) {
         case "connection_ack":
           acked = everAcked = true;
+          // The connection works: a later close (an access token's expiry,
+          // 4403, on a stream with nothing to say) starts the count again,
+          // so a quiet stream outlives any number of token lifetimes.
+          attempt = 0;
           ws.send(JSON.stringify({ id: "1", type: "subscribe", payload: { query: spec.query, variables: spec.variables } }));
           break;
         case "ping":

@@ -368,7 +368,7 @@ test("live progress with a user's own token: its inbox over graphql-ws and SSE; 
   const job = await state.server.notifications.broadcast({ notification: { subject: "Not the user's", content: "refused" } });
   for (const transport of ["ws", "sse"]) {
     const refused = await (async () => {
-      for await (const _ of user.notifications.follow(job.jobId, { transport, WebSocket }));
+      for await (const _ of user.notifications.follow(job.jobId, { transport, WebSocket, signal: AbortSignal.timeout(20_000) }));
     })().catch((e) => e);
     assert.ok(refused instanceof HeraldError, `${transport}: ${refused}`);
     assert.equal(refused.code, "INSUFFICIENT_PERMISSIONS", transport);
