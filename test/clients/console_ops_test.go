@@ -58,9 +58,10 @@ func (r *hookReceiver) received() []receivedHook {
 	return append([]receivedHook(nil), r.got...)
 }
 
-// controlServer lets the browser script read what the fakes saw: the
-// messages the fake Telegram accepted for a chat (with the visible text it
-// parsed) and the webhook deliveries received.
+// controlServer lets a script read what the fakes saw: the messages the
+// fake Telegram accepted for a chat (with the visible text it parsed) and
+// the webhook deliveries received (hooks may be nil); and write to the fake
+// what a chat types (POST /telegram/text?chat=…&text=…).
 func controlServer(t *testing.T, fake *telegramtest.Server, hooks *hookReceiver) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
@@ -94,9 +95,20 @@ func controlServer(t *testing.T, fake *telegramtest.Server, hooks *hookReceiver)
 		fake.FailChat(r.URL.Query().Get("chat"), f)
 		w.WriteHeader(http.StatusNoContent)
 	})
-	mux.HandleFunc("GET /hooks", func(w http.ResponseWriter, _ *http.Request) {
-		json.NewEncoder(w).Encode(hooks.received())
+	mux.HandleFunc("POST /telegram/text", func(w http.ResponseWriter, r *http.Request) {
+		chat, err := strconv.ParseInt(r.URL.Query().Get("chat"), 10, 64)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		fake.PushText(chat, r.URL.Query().Get("text"))
+		w.WriteHeader(http.StatusNoContent)
 	})
+	if hooks != nil {
+		mux.HandleFunc("GET /hooks", func(w http.ResponseWriter, _ *http.Request) {
+			json.NewEncoder(w).Encode(hooks.received())
+		})
+	}
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv

@@ -2,7 +2,7 @@ import type { components, operations } from "./generated/openapi.js";
 import { ERROR_CATALOGUE, HeraldError, isErrorCode, isRetryable, type AnyErrorCode } from "./errors.js";
 import { parseRetryAfter, resolveRetry, retryDelay, sleep, type ResolvedRetry, type RetryOptions } from "./retry.js";
 import { MemoryStorage, type StoredSession, type TokenStorage } from "./storage.js";
-import { followJob, type FollowOptions, type JobProgress } from "./live.js";
+import { followInbox, followJob, type FollowOptions, type InboxEvent, type JobProgress } from "./live.js";
 
 export type Schemas = components["schemas"];
 
@@ -146,6 +146,7 @@ export class HeraldClient {
   readonly auth: AuthApi;
   readonly users: UsersApi;
   readonly devices: DevicesApi;
+  readonly inbox: InboxApi;
   readonly notifications: NotificationsApi;
   readonly messenger: MessengerApi;
   readonly admin: AdminApi;
@@ -167,6 +168,7 @@ export class HeraldClient {
     this.auth = new AuthApi(this);
     this.users = new UsersApi(this);
     this.devices = new DevicesApi(this);
+    this.inbox = new InboxApi(this);
     this.notifications = new NotificationsApi(this);
     this.messenger = new MessengerApi(this);
     this.admin = new AdminApi(this);
@@ -622,6 +624,72 @@ export class UsersApi extends Api {
   changePassword(body: BodyOf<"changePassword">, o?: RequestOptions) {
     return this.call("changePassword", "POST", "/api/v1/users/me/password", { ...o, body, auth: "session" });
   }
+  /** The account's second factors. */
+  mfa(o?: RequestOptions) {
+    return this.call("myMfa", "GET", "/api/v1/users/me/mfa", { ...o, auth: "session" });
+  }
+  /** Starts a TOTP factor: its secret and otpauth URI; confirm it with a code (confirmTotp). */
+  enrollTotp(o?: RequestOptions) {
+    return this.call("enrollTotp", "POST", "/api/v1/users/me/mfa/totp", { ...o, auth: "session" });
+  }
+  /**
+   * Confirms a TOTP factor with a code from the app: answers the factor and
+   * the recovery codes, and adopts the session's new tokens (now `aal2`).
+   */
+  async confirmTotp(factorId: string, body: BodyOf<"confirmTotp">, o?: RequestOptions) {
+    const confirmed = await this.call("confirmTotp", "POST", `/api/v1/users/me/mfa/totp/${enc(factorId)}/confirm`, { ...o, body, auth: "session" });
+    await this.c.setSession(confirmed.session, "TOKEN_REFRESHED");
+    return confirmed;
+  }
+  /**
+   * Registers a passkey, first step: the WebAuthn creation options to pass
+   * to navigator.credentials.create (or a native passkey API).
+   */
+  beginPasskeyRegistration(o?: RequestOptions) {
+    return this.call("beginPasskeyRegistration", "POST", "/api/v1/users/me/passkeys/register/begin", { ...o, auth: "session" });
+  }
+  /** Registers a passkey, second step: the new credential (as JSON) for the begin step's challengeId. */
+  finishPasskeyRegistration(body: BodyOf<"finishPasskeyRegistration">, o?: RequestOptions) {
+    return this.call("finishPasskeyRegistration", "POST", "/api/v1/users/me/passkeys/register/finish", { ...o, body, auth: "session" });
+  }
+  passkeys(o?: RequestOptions) {
+    return this.call("myPasskeys", "GET", "/api/v1/users/me/passkeys", { ...o, auth: "session" });
+  }
+  removePasskey(id: string, o?: RequestOptions) {
+    return this.call("removePasskey", "DELETE", `/api/v1/users/me/passkeys/${enc(id)}`, { ...o, auth: "session" });
+  }
+  /**
+   * A one-time Telegram link (https://t.me/<bot>?start=…, 15 minutes):
+   * pressing Start in it links the chat to this account.
+   */
+  messengerLink(o?: RequestOptions) {
+    return this.call("createMessengerLink", "POST", "/api/v1/users/me/messenger-link", { ...o, auth: "session" });
+  }
+  /** Unlinks the account's Telegram chat (which stays subscribed to the bot). */
+  unlinkMessenger(o?: RequestOptions) {
+    return this.call("deleteMessengerLink", "DELETE", "/api/v1/users/me/messenger-link", { ...o, auth: "session" });
+  }
+}
+
+/** The signed-in user's in-app inbox. */
+export class InboxApi extends Api {
+  list(query?: QueryOf<"myInbox">, o?: RequestOptions) {
+    return this.call("myInbox", "GET", "/api/v1/users/me/inbox", { ...o, query: query as RawRequest["query"], auth: "session" });
+  }
+  counts(o?: RequestOptions) {
+    return this.call("myInboxCounts", "GET", "/api/v1/users/me/inbox/counts", { ...o, auth: "session" });
+  }
+  markRead(id: string, o?: RequestOptions) {
+    return this.call("markInboxItemRead", "POST", `/api/v1/users/me/inbox/${enc(id)}/read`, { ...o, auth: "session" });
+  }
+  /**
+   * Follows the inbox live, over graphql-ws or SSE: the counts first, then
+   * each item kept and each change of the counts, until the loop breaks:
+   * `for await (const ev of herald.inbox.follow({ signal })) …`.
+   */
+  follow(o?: FollowOptions): AsyncGenerator<InboxEvent, void, undefined> {
+    return followInbox(this.c, o);
+  }
 }
 
 export class DevicesApi extends Api {
@@ -687,6 +755,10 @@ export class MessengerApi extends Api {
   }
   subscribers(query?: QueryOf<"listMessengerSubscribers">, o?: RequestOptions) {
     return this.call("listMessengerSubscribers", "GET", "/api/v1/messenger/subscribers", { ...o, query: query as RawRequest["query"] });
+  }
+  /** The message as the bot would send it (Telegram HTML) and its length as Telegram counts it; sends nothing. */
+  preview(body: BodyOf<"messengerPreview">, o?: RequestOptions) {
+    return this.call("messengerPreview", "POST", "/api/v1/messenger/preview", { ...o, body });
   }
 }
 

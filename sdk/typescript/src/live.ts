@@ -1,6 +1,6 @@
 import type { components } from "./generated/openapi.js";
-import type { NotificationJobUpdatedSubscription } from "./generated/graphql.js";
-import { NotificationJobUpdatedDocument } from "./generated/documents.js";
+import type { InboxChangedSubscription, NotificationJobUpdatedSubscription } from "./generated/graphql.js";
+import { InboxChangedDocument, NotificationJobUpdatedDocument } from "./generated/documents.js";
 import { HeraldError, isRetryable } from "./errors.js";
 import { graphqlError, type HeraldClient } from "./client.js";
 import { resolveRetry, retryDelay, sleep, type RetryOptions } from "./retry.js";
@@ -13,7 +13,46 @@ export type NotificationJob = components["schemas"]["NotificationJob"];
  */
 export type JobProgress = NotificationJobUpdatedSubscription["notificationJobUpdated"];
 
+/**
+ * What each event of the caller's inbox carries (`inboxChanged`, or the
+ * SSE stream's `inbox` events): the counts, and the item when one was kept.
+ */
+export type InboxEvent = InboxChangedSubscription["inboxChanged"];
+
 const FINAL = new Set(["completed", "failed", "cancelled"]);
+
+/** One live stream as both transports serve it. */
+interface LiveSpec<T> {
+  /** The graphql-ws subscription, its variables and its root field. */
+  query: string;
+  variables: Record<string, unknown>;
+  field: string;
+  /** The SSE path and the name of its data events. */
+  ssePath: string;
+  sseEvent: string;
+  /** An event after which the stream is over. */
+  isFinal: (x: T) => boolean;
+}
+
+function jobSpec(jobId: string): LiveSpec<JobProgress> {
+  return {
+    query: NotificationJobUpdatedDocument,
+    variables: { id: jobId },
+    field: "notificationJobUpdated",
+    ssePath: `/api/v1/notifications/broadcasts/${encodeURIComponent(jobId)}/events`,
+    sseEvent: "progress",
+    isFinal: (job) => FINAL.has(job.status),
+  };
+}
+
+const inboxSpec: LiveSpec<InboxEvent> = {
+  query: InboxChangedDocument,
+  variables: {},
+  field: "inboxChanged",
+  ssePath: "/api/v1/users/me/inbox/events",
+  sseEvent: "inbox",
+  isFinal: () => false,
+};
 
 /** A WebSocket constructor of the browser's shape (globalThis.WebSocket, or the ws package in Node 20). */
 export type WebSocketLike = new (url: string, protocols?: string | string[]) => {
@@ -45,24 +84,39 @@ function aborted(signal?: AbortSignal): HeraldError {
  * (`/api/v1/notifications/broadcasts/{id}/events`) resuming with
  * Last-Event-ID; `auto` falls back to SSE when no WebSocket connects.
  */
-export async function* followJob(client: HeraldClient, jobId: string, options: FollowOptions = {}): AsyncGenerator<JobProgress, void, undefined> {
+export function followJob(client: HeraldClient, jobId: string, options: FollowOptions = {}): AsyncGenerator<JobProgress, void, undefined> {
+  return followLive(client, jobSpec(jobId), options);
+}
+
+/**
+ * Follows the signed-in user's own inbox: the counts first, then an event
+ * for every item kept and every change of the counts, until the loop
+ * breaks or `signal` aborts. Over graphql-ws (`inboxChanged`) or SSE
+ * (`/api/v1/users/me/inbox/events`), reconnecting as followJob does; a
+ * reconnect starts again with the counts (the stream has no event ids).
+ */
+export function followInbox(client: HeraldClient, options: FollowOptions = {}): AsyncGenerator<InboxEvent, void, undefined> {
+  return followLive(client, inboxSpec, options);
+}
+
+async function* followLive<T>(client: HeraldClient, spec: LiveSpec<T>, options: FollowOptions): AsyncGenerator<T, void, undefined> {
   const transport = options.transport ?? "auto";
   const WS = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketLike }).WebSocket;
   if (transport !== "sse" && WS) {
     let got = false;
     try {
-      for await (const job of followWS(client, WS, jobId, options)) {
+      for await (const x of followWS(client, WS, spec, options)) {
         got = true;
-        yield job;
+        yield x;
       }
       return;
     } catch (e) {
       if (transport === "ws" || got || !(e instanceof WebSocketUnavailable)) throw e;
     }
   } else if (transport === "ws") {
-    throw new Error("followJob: no WebSocket here; pass options.WebSocket");
+    throw new Error("follow: no WebSocket here; pass options.WebSocket");
   }
-  yield* followSSE(client, jobId, options);
+  yield* followSSE(client, spec, options);
 }
 
 class WebSocketUnavailable extends Error {}
@@ -75,16 +129,15 @@ async function credential(client: HeraldClient): Promise<Record<string, string>>
   return { token: s.accessToken };
 }
 
-async function* followWS(client: HeraldClient, WS: WebSocketLike, jobId: string, o: FollowOptions): AsyncGenerator<JobProgress> {
+async function* followWS<T>(client: HeraldClient, WS: WebSocketLike, spec: LiveSpec<T>, o: FollowOptions): AsyncGenerator<T> {
   const retry = resolveRetry(o.retry);
   const url = client.baseUrl.replace(/^http/, "ws") + "/graphql";
-  const query = NotificationJobUpdatedDocument;
   let attempt = 0;
   let everAcked = false;
   for (;;) {
     if (o.signal?.aborted) throw aborted(o.signal);
     const payload = await credential(client);
-    const queue: ({ kind: "job"; job: JobProgress } | { kind: "end" } | { kind: "error"; error: unknown } | { kind: "closed"; code: number })[] = [];
+    const queue: ({ kind: "event"; value: T } | { kind: "end" } | { kind: "error"; error: unknown } | { kind: "closed"; code: number })[] = [];
     let wake: (() => void) | null = null;
     const push = (x: (typeof queue)[number]) => {
       queue.push(x);
@@ -105,14 +158,18 @@ async function* followWS(client: HeraldClient, WS: WebSocketLike, jobId: string,
       switch (m.type) {
         case "connection_ack":
           acked = everAcked = true;
-          ws.send(JSON.stringify({ id: "1", type: "subscribe", payload: { query, variables: { id: jobId } } }));
+          // The connection works: a later close (an access token's expiry,
+          // 4403, on a stream with nothing to say) starts the count again,
+          // so a quiet stream outlives any number of token lifetimes.
+          attempt = 0;
+          ws.send(JSON.stringify({ id: "1", type: "subscribe", payload: { query: spec.query, variables: spec.variables } }));
           break;
         case "ping":
           ws.send(JSON.stringify({ type: "pong" }));
           break;
         case "next":
           if (m.payload?.errors?.length) push({ kind: "error", error: graphqlError(m.payload.errors[0], 200) });
-          else if (m.payload?.data?.notificationJobUpdated) push({ kind: "job", job: m.payload.data.notificationJobUpdated });
+          else if (m.payload?.data?.[spec.field]) push({ kind: "event", value: m.payload.data[spec.field] });
           break;
         case "error":
           push({ kind: "error", error: graphqlError(Array.isArray(m.payload) ? m.payload[0] : { message: "subscription error" }, 200) });
@@ -131,10 +188,10 @@ async function* followWS(client: HeraldClient, WS: WebSocketLike, jobId: string,
         while (queue.length === 0) await new Promise<void>((r) => (wake = r));
         wake = null;
         const x = queue.shift()!;
-        if (x.kind === "job") {
+        if (x.kind === "event") {
           attempt = 0;
-          yield x.job;
-          if (FINAL.has(x.job.status)) final = true;
+          yield x.value;
+          if (spec.isFinal(x.value)) final = true;
         } else if (x.kind === "end") {
           return;
         } else if (x.kind === "error") {
@@ -163,7 +220,7 @@ async function* followWS(client: HeraldClient, WS: WebSocketLike, jobId: string,
   }
 }
 
-async function* followSSE(client: HeraldClient, jobId: string, o: FollowOptions): AsyncGenerator<JobProgress> {
+async function* followSSE<T>(client: HeraldClient, spec: LiveSpec<T>, o: FollowOptions): AsyncGenerator<T> {
   const retry = resolveRetry(o.retry);
   let lastEventId: string | undefined;
   let attempt = 0;
@@ -180,7 +237,7 @@ async function* followSSE(client: HeraldClient, jobId: string, o: FollowOptions)
     if (lastEventId !== undefined) headers["last-event-id"] = lastEventId;
     let res: Response;
     try {
-      res = await client.rawFetch(`${client.baseUrl}/api/v1/notifications/broadcasts/${encodeURIComponent(jobId)}/events`, { headers, signal: o.signal });
+      res = await client.rawFetch(client.baseUrl + spec.ssePath, { headers, signal: o.signal });
     } catch (e) {
       if (o.signal?.aborted) throw aborted(o.signal);
       if (++attempt > retry.maxRetries) throw new HeraldError({ code: "NETWORK_ERROR", message: String(e), status: 0, cause: e, source: "client" });
@@ -213,12 +270,12 @@ async function* followSSE(client: HeraldClient, jobId: string, o: FollowOptions)
     refreshed = false;
     let streamError: HeraldError | undefined;
     for await (const ev of sseEvents(res.body)) {
-      if (ev.event === "progress") {
+      if (ev.event === spec.sseEvent) {
         attempt = 0;
         if (ev.id !== undefined) lastEventId = ev.id;
-        const job = JSON.parse(ev.data) as JobProgress;
-        yield job;
-        if (FINAL.has(job.status)) return;
+        const x = JSON.parse(ev.data) as T;
+        yield x;
+        if (spec.isFinal(x)) return;
       } else if (ev.event === "error") {
         const e = JSON.parse(ev.data) as { code: string; message: string; details?: unknown };
         streamError = new HeraldError({ code: e.code as never, message: e.message, status: 401, details: e.details });

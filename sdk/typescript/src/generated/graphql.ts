@@ -2583,6 +2583,11 @@ export type WebhookEndpoint = {
   url: Scalars['String']['output'];
 };
 
+export type InboxChangedSubscriptionVariables = Exact<{ [key: string]: never; }>;
+
+
+export type InboxChangedSubscription = { inboxChanged: { unseen: number, unread: number, item: { id: string, title: string, body: string, data: unknown, category: string, createdAt: string, seenAt: string | null, readAt: string | null, archivedAt: string | null, expiresAt: string } | null } };
+
 export type MeQueryVariables = Exact<{ [key: string]: never; }>;
 
 

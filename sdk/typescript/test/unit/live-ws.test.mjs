@@ -79,3 +79,45 @@ test("auto falls back to SSE when no WebSocket connects", async () => {
   for await (const p of c.notifications.follow("j1", { WebSocket })) seen.push(`${p.status}:${p.sent}`);
   assert.deepEqual(seen, ["completed:2"]);
 });
+
+test("graphql-ws, the inbox: a quiet stream whose token expires again and again (4403 after each ack) keeps reconnecting with fresh tokens", async () => {
+  const inits = [];
+  let refreshes = 0;
+  server = http.createServer((req, res) => {
+    if (req.url === "/api/v1/auth/refresh") {
+      refreshes++;
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ success: true, data: { token: `access.${refreshes + 1}.sig`, refreshToken: `refresh-${refreshes + 1}`, tokenType: "Bearer", expiresIn: 2 } }));
+      return;
+    }
+    res.writeHead(404).end();
+  });
+  const wss = new WebSocketServer({ server, handleProtocols: (p) => (p.has("graphql-transport-ws") ? "graphql-transport-ws" : false) });
+  const counts = (item, unread) => ({ data: { inboxChanged: { item, unseen: unread, unread } } });
+  wss.on("connection", (ws) => {
+    ws.on("message", (raw) => {
+      const m = JSON.parse(String(raw));
+      if (m.type === "connection_init") {
+        inits.push(m.payload);
+        ws.send(JSON.stringify({ type: "connection_ack" }));
+      } else if (m.type === "subscribe") {
+        assert.match(m.payload.query, /subscription InboxChanged/);
+        if (inits.length === 1) ws.send(JSON.stringify({ id: m.id, type: "next", payload: counts(null, 0) }));
+        // Eight expiries in a row with nothing to say: more than the retry schedule's 5.
+        if (inits.length <= 8) setTimeout(() => ws.close(4403, "Forbidden"), 5);
+        else ws.send(JSON.stringify({ id: m.id, type: "next", payload: counts({ id: "i1", title: "Hi" }, 1) }));
+      }
+    });
+  });
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+  const c = new HeraldClient({ baseUrl: `http://127.0.0.1:${server.address().port}` });
+  await c.setSession({ token: "access.1.sig", refreshToken: "refresh-1", expiresIn: 2 });
+  const seen = [];
+  for await (const ev of c.inbox.follow({ transport: "ws", WebSocket })) {
+    seen.push(`${ev.item?.title ?? "-"}:${ev.unread}`);
+    if (ev.item) break;
+  }
+  assert.deepEqual(seen, ["-:0", "Hi:1"]);
+  assert.equal(refreshes, 8);
+  assert.deepEqual(inits.at(-1), { token: "access.9.sig" });
+});

@@ -53,3 +53,26 @@ test("SSE: a finished job whose final event the client has answers 204 and the i
   assert.deepEqual(seen, []);
   assert.equal(srv.requests[0].headers.authorization, "Bearer hk_x");
 });
+
+test("inbox over SSE: the user's token on /users/me/inbox/events, `inbox` events, reconnected (counts again) after an early end, until the loop breaks", async () => {
+  const counts = (unread) => `event: inbox\ndata: ${JSON.stringify({ item: null, unseen: unread, unread })}\n\n`;
+  srv = await faultServer((r, n, res) => {
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    if (n === 1) res.end(counts(0) + `event: inbox\ndata: ${JSON.stringify({ item: { id: "i1", title: "Hi" }, unseen: 1, unread: 1 })}\n\n`);
+    else res.end(counts(1) + counts(0));
+    return undefined;
+  });
+  const c = new HeraldClient({ baseUrl: srv.url });
+  await c.setSession({ token: "access.1.sig", refreshToken: "refresh-1", expiresIn: 900 });
+  const seen = [];
+  for await (const ev of c.inbox.follow({ transport: "sse" })) {
+    seen.push(`${ev.item?.title ?? "-"}:${ev.unread}`);
+    if (seen.length === 4) break;
+  }
+  assert.deepEqual(seen, ["-:0", "Hi:1", "-:1", "-:0"]);
+  assert.deepEqual(srv.requests.map((r) => r.url), ["/api/v1/users/me/inbox/events", "/api/v1/users/me/inbox/events"]);
+  for (const r of srv.requests) {
+    assert.equal(r.headers.authorization, "Bearer access.1.sig");
+    assert.equal(r.headers["last-event-id"], undefined);
+  }
+});

@@ -261,3 +261,28 @@ test("passkey steps: a passwordless sign-in and a login's challenge completed wi
   assert.equal((await c.getSession()).refreshToken, "refresh-2");
   for (const r of srv.requests) assert.equal(r.headers.authorization, undefined, `${r.url} sent no token`);
 });
+
+test("confirmTotp adopts the confirmation's aal2 tokens as the session (TOKEN_REFRESHED); the next call sends them", async () => {
+  srv = await faultServer((r) => {
+    switch (r.url) {
+      case "/api/v1/users/me/mfa/totp":
+        return ok({ factor: { id: "f1" }, secret: "JBSWY3DPEHPK3PXP", uri: "otpauth://totp/x", qrCode: "data:," });
+      case "/api/v1/users/me/mfa/totp/f1/confirm":
+        assert.deepEqual(r.json, { code: "123456" });
+        return ok({ factor: { id: "f1" }, recoveryCodes: ["a"], session: tokens(2) });
+      case "/api/v1/users/me":
+        return ok({ id: "u1" });
+    }
+    return fail(404, "NOT_FOUND");
+  });
+  const c = new HeraldClient({ baseUrl: srv.url, fetch: httpFetch });
+  await c.setSession(tokens(1));
+  const events = [];
+  c.onAuthStateChange((e, s) => events.push(`${e}:${s?.accessToken}`));
+  const enrolment = await c.users.enrollTotp();
+  const confirmed = await c.users.confirmTotp(enrolment.factor.id, { code: "123456" });
+  assert.deepEqual(confirmed.recoveryCodes, ["a"]);
+  assert.deepEqual(events, ["TOKEN_REFRESHED:access.2.sig"]);
+  await c.users.me();
+  assert.deepEqual(srv.requests.map((r) => r.headers.authorization), ["Bearer access.1.sig", "Bearer access.1.sig", "Bearer access.2.sig"]);
+});
