@@ -2,8 +2,9 @@ package main
 
 // Per-user, per-category caps (issue 26) end to end: with product capped
 // at 3 a day, a user's 4th product send is skipped and counted on both
-// doors while a security send passes, on both databases; a cap on a
-// critical category is refused by `herald check`.
+// doors while a security send passes, on both databases; a broadcast
+// counts once against each user it reaches and skips the devices of users
+// at the cap; a cap on a critical category is refused by `herald check`.
 
 import (
 	"errors"
@@ -80,6 +81,69 @@ func TestNotificationCapsE2E(t *testing.T) {
 					t.Fatalf("the second offers send = %v (the phone got %d), want capped", r.data, f.fake.Delivered(token))
 				}
 			})
+		}
+	})
+}
+
+// A broadcast of a capped category (offers, 1 a day), through each door:
+// a user with two phones gets it on both and is counted once; a user who
+// already had the day's offers send is skipped on every device, counted
+// in the job's skipped.capped on the door that reads it; a user the
+// first broadcast reached is capped for the second.
+func TestBroadcastCapsE2E(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
+		f := newSendsFixture(t, d, map[string]string{"HERALD_NOTIFICATION_CATEGORIES": "offers:1/day"})
+		h := f.h
+		const broadcastDoc = `mutation ($n: NotificationInput!) { sendNotificationToAll(notification: $n, category: "offers") { jobId totalRecipients } }`
+		const jobDoc = `query ($id: ID!) { notificationJob(id: $id) { status sent skipped { optedOut capped } } }`
+		for i, dn := range doorNames {
+			access, _ := newUserToken(t, h, dn, "two-phones-"+dn+"@example.com")
+			phones := []string{dn + "-phone-1", dn + "-phone-2"}
+			for _, token := range phones {
+				mustRegister(t, h, dn, access, "android", token, "")
+			}
+			capped, cappedID := newUserToken(t, h, dn, "had-one-"+dn+"@example.com")
+			cappedPhone := dn + "-had-one-phone"
+			mustRegister(t, h, dn, capped, "android", cappedPhone, "")
+			r := restCall(t, h, http.MethodPost, "/api/v1/notifications/users/"+cappedID, map[string]any{"notification": notify("Offer", "Today only", nil), "category": "offers"}, withAPIKey(f.key))
+			expectOK(t, "the day's offers send", r, http.StatusOK)
+
+			n := notify("Offer", "For everyone "+dn, nil)
+			var b result
+			if dn == graphQLDoor.name {
+				b = gql(t, h, "sendNotificationToAll", broadcastDoc, map[string]any{"n": n}, withBearer(f.admin))
+			} else {
+				b = restCall(t, h, http.MethodPost, "/api/v1/notifications/broadcasts", map[string]any{"notification": n, "category": "offers"}, withAPIKey(f.key))
+			}
+			expectOK(t, "an offers broadcast", b, map[string]int{"rest": http.StatusAccepted, "graphql": http.StatusOK}[dn])
+			jobID, _ := jsonPath(b.data, "jobId").(string)
+			total := asInt(t, jsonPath(b.data, "totalRecipients"))
+			job := completedJob(t, h, jobID, withAPIKey(f.key))
+			if dn == graphQLDoor.name {
+				g := gql(t, h, "notificationJob", jobDoc, map[string]any{"id": jobID}, withBearer(f.admin))
+				expectOK(t, "read the job", g, http.StatusOK)
+				job = g.data.(map[string]any)
+			}
+			// The new user's two phones are sent; so is the fixture's
+			// reader the first time. Everyone else had the day's offer.
+			sent := len(phones)
+			if i == 0 {
+				sent++
+			}
+			if job["status"] != "completed" || asInt(t, job["sent"]) != sent || asInt(t, jsonPath(job, "skipped", "capped")) != total-sent || asInt(t, jsonPath(job, "skipped", "optedOut")) != 0 {
+				t.Fatalf("%s: offers broadcast %v of %d; want %d sent and the rest capped", dn, job, total, sent)
+			}
+			for _, token := range phones {
+				if got := f.fake.Delivered(token); got != 1 {
+					t.Errorf("%s: %s got %d pushes, want the broadcast", dn, token, got)
+				}
+			}
+			if got := f.fake.Delivered(cappedPhone); got != 1 {
+				t.Errorf("%s: the capped user's phone got %d pushes, want only the day's send", dn, got)
+			}
+			if got := f.fake.Delivered(f.token); got != 1 {
+				t.Errorf("%s: the reader's phone got %d pushes, want the first broadcast only", dn, got)
+			}
 		}
 	})
 }

@@ -332,7 +332,8 @@ func (s *Service) BroadcastWith(ctx context.Context, n Notification, opts Broadc
 	if err != nil {
 		return Job{}, err
 	}
-	b := NewBroadcast{ID: id.String(), Subject: n.Subject, Content: n.Content, Data: data, SendAt: sendAt, Audience: opts.Audience, Category: category, Inbox: opts.Inbox}
+	b := NewBroadcast{ID: id.String(), Subject: n.Subject, Content: n.Content, Data: data, SendAt: sendAt, Audience: opts.Audience, Category: category, Inbox: opts.Inbox,
+		CapPerDay: s.cfg.Categories.CapOf(category, false)}
 	if n.Options != (PushOptions{}) {
 		if b.Options, err = json.Marshal(n.Options); err != nil {
 			return Job{}, err

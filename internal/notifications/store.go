@@ -44,6 +44,11 @@ const (
 	// the broadcast's category turned off on its channel; counted in the
 	// job's OptedOut, never sent, not even by a resumed walk.
 	DeliveryOptedOut = "opted_out"
+	// DeliveryCapped: the walk reached the device when its owner already
+	// had the day's cap of the broadcast's category (another send counted
+	// first); counted in the job's Capped, never sent, not even by a
+	// resumed walk.
+	DeliveryCapped = "capped"
 )
 
 // Job is a broadcast job.
@@ -59,7 +64,13 @@ type Job struct {
 	InvalidTokens   int
 	// OptedOut counts the recipients skipped because their owner turned
 	// the job's category off on the device's channel (at its claim).
-	OptedOut   int
+	OptedOut int
+	// Capped counts the recipients skipped because their owner already
+	// had CapPerDay sends of the category that day (at its claim).
+	Capped int
+	// CapPerDay is the category's cap when the job was created (0: none);
+	// the walk reads it from the job, not from the configuration of now.
+	CapPerDay  int
 	CreatedAt  time.Time
 	StartedAt  *time.Time
 	FinishedAt *time.Time
@@ -82,6 +93,11 @@ type Job struct {
 	InboxItems   int
 }
 
+// CapSendID names broadcast jobID in its recipients' caps
+// (preferences.CapUse.SendID): an owner is counted once per job, however
+// many of their devices it reaches, in however many batches or runs.
+func CapSendID(jobID string) string { return "job:" + jobID }
+
 // Finished reports whether the job reached a final status.
 func (j Job) Finished() bool { return fanout.Finished(j.Status) }
 
@@ -101,6 +117,9 @@ type NewBroadcast struct {
 	Category string
 	// Inbox: the job keeps inbox items (Job.Inbox).
 	Inbox bool
+	// CapPerDay is the category's cap (preferences.Catalogue.CapOf; 0:
+	// uncapped), kept on the job.
+	CapPerDay int
 }
 
 // Audience narrows a broadcast's recipients (the zero value is everyone).
@@ -225,7 +244,11 @@ type Store interface {
 	// the cursor past them, in one transaction; it renews the lease. The
 	// devices whose owner turned the job's category off on the device's
 	// channel are not claimed but counted in the job's OptedOut (Last
-	// still moves past them). It
+	// still moves past them). For a capped job (CapPerDay), each owner of
+	// the devices left is counted against their cap of the day
+	// (preferences.UseCap, send id CapSendID), owners in account order;
+	// the devices of an owner over the cap are not claimed but counted in
+	// the job's Capped. It
 	// writes nothing per device: until RecordDeliveries settles the walk
 	// past them, claimed devices without a delivery row are the ones whose
 	// outcome is unknown.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,7 +27,7 @@ var pushJobs = fanoutJobs[notifications.Job]{
 	event: func(j notifications.Job) webhooks.Payload { return view.NewNotificationJobEvent(j) },
 }
 
-const jobColumns = `id, status, subject, content, data, total_recipients, sent, failed, invalid_tokens, created_at, started_at, finished_at, last_error, push_options, send_at, audience_platforms, audience_plans, audience_status, category, opted_out, inbox, inbox_written_at IS NOT NULL, inbox_items`
+const jobColumns = `id, status, subject, content, data, total_recipients, sent, failed, invalid_tokens, created_at, started_at, finished_at, last_error, push_options, send_at, audience_platforms, audience_plans, audience_status, category, opted_out, inbox, inbox_written_at IS NOT NULL, inbox_items, capped, cap_per_day`
 
 func scanJob(r row, extra ...any) (notifications.Job, error) {
 	var j notifications.Job
@@ -34,7 +35,7 @@ func scanJob(r row, extra ...any) (notifications.Job, error) {
 	var platforms, plans string
 	var started, finished, sendAt *time.Time
 	dest := append([]any{&j.ID, &j.Status, &j.Subject, &j.Content, &data, &j.TotalRecipients, &j.Sent, &j.Failed, &j.InvalidTokens,
-		&j.CreatedAt, &started, &finished, &j.Error, &opts, &sendAt, &platforms, &plans, &j.Audience.SubscriptionStatus, &j.Category, &j.OptedOut, &j.Inbox, &j.InboxWritten, &j.InboxItems}, extra...)
+		&j.CreatedAt, &started, &finished, &j.Error, &opts, &sendAt, &platforms, &plans, &j.Audience.SubscriptionStatus, &j.Category, &j.OptedOut, &j.Inbox, &j.InboxWritten, &j.InboxItems, &j.Capped, &j.CapPerDay}, extra...)
 	if err := r.Scan(dest...); err != nil {
 		return notifications.Job{}, err
 	}
@@ -137,8 +138,8 @@ func (db *DB) CreateBroadcast(ctx context.Context, b notifications.NewBroadcast,
 		}
 		a := b.Audience
 		if _, err := tx.q.exec(ctx, `INSERT INTO notification_jobs (id, subject, content, data, status, total_recipients, created_at, push_options, send_at,
-			audience_platforms, audience_plans, audience_status, category, inbox) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			b.ID, b.Subject, b.Content, data, status, tx.now, opts, b.SendAt, joinList(a.Platforms), joinList(a.Plans), a.SubscriptionStatus, b.Category, b.Inbox); err != nil {
+			audience_platforms, audience_plans, audience_status, category, inbox, cap_per_day) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			b.ID, b.Subject, b.Content, data, status, tx.now, opts, b.SendAt, joinList(a.Platforms), joinList(a.Plans), a.SubscriptionStatus, b.Category, b.Inbox, b.CapPerDay); err != nil {
 			return err
 		}
 		// Counted with the walk's own condition, read from the job row.
@@ -157,7 +158,7 @@ func (db *DB) CreateBroadcast(ctx context.Context, b notifications.NewBroadcast,
 		if err != nil {
 			return err
 		}
-		j = notifications.Job{ID: b.ID, Status: status, Subject: b.Subject, Content: b.Content, Data: m, TotalRecipients: total, CreatedAt: tx.now, SendAt: utcPtr(b.SendAt), Audience: b.Audience, Category: b.Category, Inbox: b.Inbox}
+		j = notifications.Job{ID: b.ID, Status: status, Subject: b.Subject, Content: b.Content, Data: m, TotalRecipients: total, CreatedAt: tx.now, SendAt: utcPtr(b.SendAt), Audience: b.Audience, Category: b.Category, Inbox: b.Inbox, CapPerDay: b.CapPerDay}
 		if b.Options != nil {
 			if err := json.Unmarshal(b.Options, &j.Options); err != nil {
 				return err
@@ -208,10 +209,15 @@ var errClaimLost = errors.New("broadcast no longer this worker's")
 // ClaimNextBatch implements notifications.Store. The job row is read
 // without a lock and written last, conditionally on the cursor it was read
 // with: the claims are inserted while outcomes are being recorded, and the
-// row is locked only for the final update.
+// row is locked only for the final update. On PostgreSQL an uncapped job
+// is claimed in one statement (claimStatement); a capped one, whose
+// owners are counted one by one, as on SQLite.
 func (db *DB) ClaimNextBatch(ctx context.Context, id, owner string, limit int, until time.Time) (notifications.Claims, error) {
 	if db.dialect == storage.Postgres {
-		return db.claimPostgres(ctx, id, owner, limit, until)
+		c, capped, err := db.claimPostgres(ctx, id, owner, limit, until)
+		if err != nil || !capped {
+			return c, err
+		}
 	}
 	var c notifications.Claims
 	err := db.inTx(ctx, func(tx *Tx) error {
@@ -219,12 +225,13 @@ func (db *DB) ClaimNextBatch(ctx context.Context, id, owner string, limit int, u
 		if err := tx.commitWithoutFlush(ctx); err != nil {
 			return err
 		}
-		var status, cursor string
+		var status, cursor, category string
 		var holder *string
 		var done bool
 		var created time.Time
-		if err := tx.q.queryRow(ctx, `SELECT status, lease_owner, walk_cursor, walk_done, created_at FROM notification_jobs WHERE id = ?`, id).
-			Scan(&status, &holder, &cursor, &done, &created); err != nil {
+		var capPerDay int
+		if err := tx.q.queryRow(ctx, `SELECT status, lease_owner, walk_cursor, walk_done, created_at, category, cap_per_day FROM notification_jobs WHERE id = ?`, id).
+			Scan(&status, &holder, &cursor, &done, &created, &category, &capPerDay); err != nil {
 			return err
 		}
 		if status != notifications.StatusRunning || holder == nil || *holder != owner {
@@ -237,32 +244,57 @@ func (db *DB) ClaimNextBatch(ctx context.Context, id, owner string, limit int, u
 		}
 		type found struct {
 			notifications.Claim
-			optedOut bool
+			accountID string
+			skip      string // the delivery row of a device not claimed
 		}
-		rs, err := tx.q.query(ctx, `SELECT devices.id, devices.platform, devices.push_token, `+optedOut+` FROM devices, notification_jobs j
+		rs, err := tx.q.query(ctx, `SELECT devices.id, devices.platform, devices.push_token, devices.account_id, `+optedOut+` FROM devices, notification_jobs j
 			WHERE j.id = ? AND `+recipients+` AND `+inAudience+` AND devices.id > ? AND devices.created_at <= ? AND devices.push_token IS NOT NULL
 			ORDER BY devices.id LIMIT ?`,
 			id, cursor, created, limit)
 		page, err := collect(rs, err, func(r row) (found, error) {
 			var f found
-			err := r.Scan(&f.DeviceID, &f.Platform, &f.Token, &f.optedOut)
+			var out bool
+			err := r.Scan(&f.DeviceID, &f.Platform, &f.Token, &f.accountID, &out)
+			if out {
+				f.skip = notifications.DeliveryOptedOut
+			}
 			return f, err
 		})
 		if err != nil {
 			return err
 		}
+		if capPerDay > 0 {
+			var owners []string
+			for _, f := range page {
+				if f.skip == "" {
+					owners = append(owners, f.accountID)
+				}
+			}
+			over, err := db.useBroadcastCaps(ctx, tx, id, category, capPerDay, owners)
+			if err != nil {
+				return err
+			}
+			for i, f := range page {
+				if f.skip == "" && over[f.accountID] {
+					page[i].skip = notifications.DeliveryCapped
+				}
+			}
+		}
 		c.Done = len(page) < limit
-		next, skipped := cursor, 0
+		next, optedOut, capped := cursor, 0, 0
 		for _, f := range page {
-			if f.optedOut {
-				skipped++
-			} else {
+			switch f.skip {
+			case notifications.DeliveryOptedOut:
+				optedOut++
+			case notifications.DeliveryCapped:
+				capped++
+			default:
 				c.Claims = append(c.Claims, f.Claim)
 			}
 			c.Last, next = f.DeviceID, f.DeviceID
 		}
-		n, err := tx.q.exec(ctx, `UPDATE notification_jobs SET walk_cursor = ?, walk_done = ?, lease_until = ?, opted_out = opted_out + ?
-			WHERE id = ? AND status = 'running' AND lease_owner = ? AND walk_cursor = ?`, next, c.Done, until, skipped, id, owner, cursor)
+		n, err := tx.q.exec(ctx, `UPDATE notification_jobs SET walk_cursor = ?, walk_done = ?, lease_until = ?, opted_out = opted_out + ?, capped = capped + ?
+			WHERE id = ? AND status = 'running' AND lease_owner = ? AND walk_cursor = ?`, next, c.Done, until, optedOut, capped, id, owner, cursor)
 		if err != nil {
 			return err
 		}
@@ -272,9 +304,9 @@ func (db *DB) ClaimNextBatch(ctx context.Context, id, owner string, limit int, u
 		// A skipped device's row says so, so that a resumed walk does not
 		// take it for a claim whose outcome is unknown.
 		for _, f := range page {
-			if f.optedOut {
+			if f.skip != "" {
 				if _, err := tx.q.exec(ctx, `INSERT INTO notification_deliveries (job_id, device_id, status, claimed_by, updated_at) VALUES (?, ?, ?, ?, ?)`,
-					id, f.DeviceID, notifications.DeliveryOptedOut, owner, tx.now); err != nil {
+					id, f.DeviceID, f.skip, owner, tx.now); err != nil {
 					return err
 				}
 			}
@@ -287,6 +319,34 @@ func (db *DB) ClaimNextBatch(ctx context.Context, id, owner string, limit int, u
 	return c, err
 }
 
+// useBroadcastCaps counts each of owners once against their cap of
+// category (limit a day, the day on their own clock), as broadcast jobID
+// (notifications.CapSendID), inside tx, and returns those over it. The
+// owners are taken in account order, so two broadcasts' claims lock the
+// count rows they share in the same order and never deadlock; an owner
+// counted by an earlier batch or run of the job gets its first decision
+// again and is not counted twice.
+func (db *DB) useBroadcastCaps(ctx context.Context, tx *Tx, jobID, category string, limit int, owners []string) (map[string]bool, error) {
+	ctx = context.WithValue(ctx, txKey{}, tx)
+	slices.Sort(owners)
+	over := map[string]bool{}
+	for _, account := range slices.Compact(owners) {
+		sched, err := db.NotificationSchedule(ctx, account)
+		if err != nil {
+			return nil, err
+		}
+		allowed, err := preferences.UseCap(ctx, db, preferences.CapUse{AccountID: account, Category: category, Window: sched.CapWindow(tx.now),
+			SendID: notifications.CapSendID(jobID), Limit: limit})
+		if err != nil {
+			return nil, err
+		}
+		if !allowed {
+			over[account] = true
+		}
+	}
+	return over, nil
+}
+
 // The cursor is compared through a scalar subquery so that it bounds the
 // index scan (Index Cond: id > $n); compared as a join column it only
 // filters a scan from the first device, which made each batch cost as
@@ -297,14 +357,15 @@ func (db *DB) ClaimNextBatch(ctx context.Context, id, owner string, limit int, u
 // only if nobody moved it since (upd is empty otherwise) — and write a
 // row for each device skipped because its owner opted out (skips). The job row is
 // locked by upd alone, until the statement's implicit commit. One row per
-// device found (or one row of NULLs when none is).
+// device found (or one row of NULLs when none is). A capped job claims
+// nothing here (its owners are counted one by one: ClaimNextBatch).
 var claimStatement = `WITH j AS (
-	SELECT status, lease_owner, walk_cursor, walk_done, created_at AS job_created, audience_platforms, audience_plans, audience_status, category
+	SELECT status, lease_owner, walk_cursor, walk_done, created_at AS job_created, audience_platforms, audience_plans, audience_status, category, cap_per_day
 	FROM notification_jobs WHERE id = $1
 ),
 found AS (
 	SELECT devices.id, devices.platform, devices.push_token, ` + optedOut + ` AS opted_out FROM devices, j
-	WHERE j.status = 'running' AND j.lease_owner = $2 AND NOT j.walk_done
+	WHERE j.status = 'running' AND j.lease_owner = $2 AND NOT j.walk_done AND j.cap_per_day = 0
 		AND ` + recipients + ` AND ` + inAudienceOfCTE + ` AND devices.id > (SELECT walk_cursor FROM j) AND devices.created_at <= j.job_created AND devices.push_token IS NOT NULL
 	ORDER BY devices.id LIMIT $3
 ),
@@ -312,7 +373,7 @@ upd AS (
 	UPDATE notification_jobs n SET walk_cursor = COALESCE((SELECT max(id) FROM found), j.walk_cursor),
 		walk_done = (SELECT count(*) FROM found) < $3, lease_until = $4,
 		opted_out = n.opted_out + (SELECT count(*) FROM found WHERE found.opted_out)
-	FROM j WHERE n.id = $1 AND j.status = 'running' AND j.lease_owner = $2 AND NOT j.walk_done
+	FROM j WHERE n.id = $1 AND j.status = 'running' AND j.lease_owner = $2 AND NOT j.walk_done AND j.cap_per_day = 0
 		AND n.status = 'running' AND n.lease_owner = $2 AND n.walk_cursor = j.walk_cursor
 	RETURNING n.walk_done
 ),
@@ -320,20 +381,21 @@ skips AS (
 	INSERT INTO notification_deliveries (job_id, device_id, status, claimed_by, updated_at)
 	SELECT $1, found.id, '` + notifications.DeliveryOptedOut + `', $2, $5 FROM found, upd WHERE found.opted_out
 )
-SELECT j.status, j.lease_owner, j.walk_done, (SELECT walk_done FROM upd), f.id, f.platform, f.push_token, f.opted_out
+SELECT j.status, j.lease_owner, j.walk_done, (SELECT walk_done FROM upd), f.id, f.platform, f.push_token, f.opted_out, j.cap_per_day > 0
 FROM j LEFT JOIN found f ON TRUE
 ORDER BY f.id`
 
 // claimPostgres runs claimStatement in one round trip, its commit not
-// waiting for the WAL flush (see commitWithoutFlush).
-func (db *DB) claimPostgres(ctx context.Context, id, owner string, limit int, until time.Time) (notifications.Claims, error) {
+// waiting for the WAL flush (see commitWithoutFlush). capped reports a
+// capped job, for which it claimed nothing.
+func (db *DB) claimPostgres(ctx context.Context, id, owner string, limit int, until time.Time) (_ notifications.Claims, capped bool, _ error) {
 	ctx, cancel := db.bound(ctx)
 	if cancel != nil {
 		defer cancel()
 	}
 	conn, err := db.acquire(ctx)
 	if err != nil {
-		return notifications.Claims{}, err
+		return notifications.Claims{}, false, err
 	}
 	defer conn.Release()
 	var c notifications.Claims
@@ -347,10 +409,11 @@ func (db *DB) claimPostgres(ctx context.Context, id, owner string, limit int, un
 			var holder, deviceID, platform, token *string
 			var done bool
 			var moved, skip *bool
-			if err := r.Scan(&status, &holder, &done, &moved, &deviceID, &platform, &token, &skip); err != nil {
+			if err := r.Scan(&status, &holder, &done, &moved, &deviceID, &platform, &token, &skip, &capped); err != nil {
 				return err
 			}
 			switch {
+			case capped:
 			case status != notifications.StatusRunning || holder == nil || *holder != owner:
 				c.Stop = true
 			case done:
@@ -370,17 +433,19 @@ func (db *DB) claimPostgres(ctx context.Context, id, owner string, limit int, un
 		return r.Err()
 	})
 	if err := db.health.note(translate(conn.SendBatch(ctx, &b).Close())); err != nil {
-		return notifications.Claims{}, err
+		return notifications.Claims{}, false, err
 	}
 	switch {
 	case rows == 0:
-		return notifications.Claims{}, storage.ErrNotFound
+		return notifications.Claims{}, false, storage.ErrNotFound
+	case capped:
+		return notifications.Claims{}, true, nil
 	case c.Stop || lost > 0:
-		return notifications.Claims{Stop: true}, nil
+		return notifications.Claims{Stop: true}, false, nil
 	case c.Done && len(c.Claims) == 0 && c.Last == "":
-		return notifications.Claims{Done: true}, nil
+		return notifications.Claims{Done: true}, false, nil
 	}
-	return c, nil
+	return c, false, nil
 }
 
 // ReclaimDeliveries implements notifications.Store.

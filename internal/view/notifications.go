@@ -47,7 +47,7 @@ func NewNotificationJob(j notifications.Job) NotificationJob {
 		Sent:            j.Sent,
 		Failed:          j.Failed,
 		InvalidTokens:   j.InvalidTokens,
-		Skipped:         SkipCounts{OptedOut: j.OptedOut},
+		Skipped:         SkipCounts{OptedOut: j.OptedOut, Capped: j.Capped},
 		Category:        j.Category,
 		Inbox:           j.Inbox,
 		InboxItems:      j.InboxItems,
@@ -63,7 +63,7 @@ func NewNotificationJob(j notifications.Job) NotificationJob {
 // does not carry).
 func (v NotificationJob) job() notifications.Job {
 	return notifications.Job{ID: v.ID, Status: v.Status, Subject: v.Subject, TotalRecipients: v.TotalRecipients, Sent: v.Sent, Failed: v.Failed,
-		InvalidTokens: v.InvalidTokens, OptedOut: v.Skipped.OptedOut, Category: v.Category, Inbox: v.Inbox, InboxItems: v.InboxItems, CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, FinishedAt: v.FinishedAt, SendAt: v.SendAt, Error: deref(v.Error)}
+		InvalidTokens: v.InvalidTokens, OptedOut: v.Skipped.OptedOut, Capped: v.Skipped.Capped, Category: v.Category, Inbox: v.Inbox, InboxItems: v.InboxItems, CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, FinishedAt: v.FinishedAt, SendAt: v.SendAt, Error: deref(v.Error)}
 }
 
 // NotificationJobWire writes a job's state into a live progress event, as
@@ -120,7 +120,8 @@ type SkipCounts struct {
 	// OptedOut: the user turned the category off on that channel.
 	OptedOut int `json:"optedOut"`
 	// Capped: the user already had the category's cap of sends that day
-	// (sends to a user; broadcasts are not capped yet, 0 on a job).
+	// (a broadcast counts each device of such a user when its walk
+	// reaches it).
 	Capped int `json:"capped"`
 }
 

@@ -744,7 +744,10 @@ export type Mutation = {
    * replica; cancelNotificationJob cancels it before. category names the
    * notification category (default "service"): a device whose owner turned it
    * off on the device's channel when the job reaches it is skipped and counted
-   * in the job's skipped.optedOut. inbox: true also keeps it in the inbox of
+   * in the job's skipped.optedOut. A capped category (product:3/day) counts
+   * the broadcast once against each user it reaches; the devices of a user
+   * who already had the day's cap are skipped and counted in the job's
+   * skipped.capped. inbox: true also keeps it in the inbox of
    * every account the audience reaches (an active device in it) that allows
    * the category on the inbox channel: one item each, written once by the
    * job when it starts.
@@ -2353,8 +2356,9 @@ export type SkipCounts = {
    * The user already had the category's cap of sends that day (a category
    * capped in HERALD_NOTIFICATION_CATEGORIES, e.g. product:3/day): every
    * capped channel of the send (push, web push, Telegram, email; not the
-   * inbox) was skipped. Sends to a user only: broadcasts are not capped yet,
-   * so a job's is 0.
+   * inbox) was skipped. A broadcast counts each device of such a user when
+   * its walk reaches it; the broadcast itself counts once against each
+   * user it reaches.
    */
   capped: Scalars['Int']['output'];
   /** The user turned the send's category off on that channel. */

@@ -4275,7 +4275,7 @@ export interface components {
              *     `VALIDATION_ERROR` with `field: sendAt`.
              */
             sendAt?: string | null;
-            /** @description The notification category: `security`, `billing`, `service` (the default), `product`, `messages` or one of `HERALD_NOTIFICATION_CATEGORIES`; another is `INVALID_INPUT` with `field: category`. A channel the user turned the category off on is skipped and counted in `skipped.optedOut`; `security` and `billing` cannot be turned off. */
+            /** @description The notification category: `security`, `billing`, `service` (the default), `product`, `messages` or one of `HERALD_NOTIFICATION_CATEGORIES`; another is `INVALID_INPUT` with `field: category`. A channel the user turned the category off on is skipped and counted in `skipped.optedOut`; `security` and `billing` cannot be turned off. A capped category (`product:3/day`) counts the broadcast once against each user it reaches; the devices of a user who already had the day's cap are skipped and counted in `skipped.capped`. */
             category?: string | null;
             /** @description Also keep the notification in the in-app inbox of every account the audience reaches (with an active device in it) that allows its category on the `inbox` channel: one item each, written once by the broadcast's job when it starts, on whichever replica works it. */
             inbox?: boolean | null;
@@ -4324,7 +4324,7 @@ export interface components {
         SkipCounts: {
             /** @description The user turned the category off on the channel (a broadcast counts each device when its walk reaches it). */
             optedOut: number;
-            /** @description The user already had the category's cap of sends that day (a category capped in `HERALD_NOTIFICATION_CATEGORIES`, e.g. `product:3/day`): each recipient on a capped channel (push, web push, Telegram, email; not the inbox) was skipped. Sends to a user only: broadcasts are not capped yet, so a job's is 0. */
+            /** @description The user already had the category's cap of sends that day (a category capped in `HERALD_NOTIFICATION_CATEGORIES`, e.g. `product:3/day`): each recipient on a capped channel (push, web push, Telegram, email; not the inbox) was skipped. A broadcast counts each device of such a user when its walk reaches it; the broadcast itself counts once against each user it reaches. */
             capped: number;
         };
         /** @description A notification category of the deployment. */
