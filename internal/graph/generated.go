@@ -70,6 +70,10 @@ type ComplexityRoot struct {
 		Scopes     func(childComplexity int) int
 	}
 
+	AuthMethods struct {
+		Passkeys func(childComplexity int) int
+	}
+
 	AuthPayload struct {
 		AccessToken  func(childComplexity int) int
 		ExpiresIn    func(childComplexity int) int
@@ -480,6 +484,7 @@ type ComplexityRoot struct {
 	Query struct {
 		APIKeys                     func(childComplexity int) int
 		AdminOverview               func(childComplexity int) int
+		AuthMethods                 func(childComplexity int) int
 		Bans                        func(childComplexity int, first *int, after *string) int
 		Devices                     func(childComplexity int, userID *string, first *int, after *string) int
 		GetReferralCode             func(childComplexity int) int
@@ -796,6 +801,7 @@ type MutationResolver interface {
 type QueryResolver interface {
 	Version(ctx context.Context) (string, error)
 	VapidPublicKey(ctx context.Context) (*string, error)
+	AuthMethods(ctx context.Context) (*view.AuthMethods, error)
 	Me(ctx context.Context) (*view.User, error)
 	GetReferralCode(ctx context.Context) (string, error)
 	Devices(ctx context.Context, userID *string, first *int, after *string) (*DeviceConnection, error)
@@ -980,6 +986,13 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ApiKey.Scopes(childComplexity), true
+
+	case "AuthMethods.passkeys":
+		if e.ComplexityRoot.AuthMethods.Passkeys == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuthMethods.Passkeys(childComplexity), true
 
 	case "AuthPayload.accessToken":
 		if e.ComplexityRoot.AuthPayload.AccessToken == nil {
@@ -2998,6 +3011,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.AdminOverview(childComplexity), true
+	case "Query.authMethods":
+		if e.ComplexityRoot.Query.AuthMethods == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.AuthMethods(childComplexity), true
 	case "Query.bans":
 		if e.ComplexityRoot.Query.Bans == nil {
 			break
@@ -4247,6 +4266,14 @@ func (ec *executionContext) childFields_ApiKey(ctx context.Context, field graphq
 		return ec.fieldContext_ApiKey_revokedAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ApiKey", field.Name)
+}
+
+func (ec *executionContext) childFields_AuthMethods(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "passkeys":
+		return ec.fieldContext_AuthMethods_passkeys(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AuthMethods", field.Name)
 }
 
 func (ec *executionContext) childFields_AuthPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -7952,6 +7979,29 @@ func (ec *executionContext) _ApiKey_revokedAt(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_ApiKey_revokedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("ApiKey", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _AuthMethods_passkeys(ctx context.Context, field graphql.CollectedField, obj *view.AuthMethods) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuthMethods_passkeys(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Passkeys, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuthMethods_passkeys(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuthMethods", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _AuthPayload_accessToken(ctx context.Context, field graphql.CollectedField, obj *view.Tokens) (ret graphql.Marshaler) {
@@ -16830,6 +16880,38 @@ func (ec *executionContext) fieldContext_Query_vapidPublicKey(_ context.Context,
 	return graphql.NewScalarFieldContext("Query", field, true, true, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _Query_authMethods(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_authMethods(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().AuthMethods(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *view.AuthMethods) graphql.Marshaler {
+			return ec.marshalNAuthMethods2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐAuthMethods(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_authMethods(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuthMethods(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_me(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -23608,6 +23690,44 @@ func (ec *executionContext) _ApiKey(ctx context.Context, sel ast.SelectionSet, o
 	return out
 }
 
+var authMethodsImplementors = []string{"AuthMethods"}
+
+func (ec *executionContext) _AuthMethods(ctx context.Context, sel ast.SelectionSet, obj *view.AuthMethods) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, authMethodsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AuthMethods")
+		case "passkeys":
+			out.Values[i] = ec._AuthMethods_passkeys(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var authPayloadImplementors = []string{"AuthPayload"}
 
 func (ec *executionContext) _AuthPayload(ctx context.Context, sel ast.SelectionSet, obj *view.Tokens) graphql.Marshaler {
@@ -26697,6 +26817,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "authMethods":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_authMethods(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "me":
 			field := field
 
@@ -29404,6 +29546,20 @@ func (ec *executionContext) marshalNApiKey2ᚖgithubᚗcomᚋheraldᚑvpnᚋhera
 		return graphql.Null
 	}
 	return ec._ApiKey(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNAuthMethods2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐAuthMethods(ctx context.Context, sel ast.SelectionSet, v view.AuthMethods) graphql.Marshaler {
+	return ec._AuthMethods(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNAuthMethods2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐAuthMethods(ctx context.Context, sel ast.SelectionSet, v *view.AuthMethods) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._AuthMethods(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNAuthPayload2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐTokens(ctx context.Context, sel ast.SelectionSet, v view.Tokens) graphql.Marshaler {

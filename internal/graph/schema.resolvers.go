@@ -721,6 +721,11 @@ func (r *queryResolver) VapidPublicKey(ctx context.Context) (*string, error) {
 	return &r.VAPIDPublicKey, nil
 }
 
+// AuthMethods is the resolver for the authMethods field.
+func (r *queryResolver) AuthMethods(ctx context.Context) (*view.AuthMethods, error) {
+	return &view.AuthMethods{Passkeys: r.Passkeys.Enabled()}, nil
+}
+
 // Me is the resolver for the me field.
 func (r *queryResolver) Me(ctx context.Context) (*view.User, error) {
 	acct, err := r.caller(ctx)

@@ -193,3 +193,10 @@ func (h *Handlers) VerifyPasskey() http.HandlerFunc {
 		return view.NewTokens(t), nil
 	})
 }
+
+// AuthMethods is GET /api/v1/auth/methods: whether passkeys are on here.
+func (h *Handlers) AuthMethods() http.HandlerFunc {
+	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
+		return view.AuthMethods{Passkeys: h.Passkeys.Enabled()}, nil
+	})
+}

@@ -191,6 +191,7 @@ func restRoutes(h *rest.Handlers) []route {
 		{"GET", "/api/v1/users/me/passkeys", auth.Protected, h.MyPasskeys()},
 		{"PATCH", "/api/v1/users/me/passkeys/{id}", auth.Protected, h.RenamePasskey()},
 		{"DELETE", "/api/v1/users/me/passkeys/{id}", auth.Protected, h.RemovePasskey()},
+		{"GET", "/api/v1/auth/methods", auth.Public, h.AuthMethods()},
 		{"POST", "/api/v1/auth/passkey/begin", auth.ForAuthTier, h.BeginPasskeyLogin()},
 		{"POST", "/api/v1/auth/passkey/finish", auth.ForAuthTier, h.FinishPasskeyLogin()},
 		{"POST", "/api/v1/auth/login/mfa/passkey/begin", auth.ForAuthTier, h.BeginPasskeyMFA()},

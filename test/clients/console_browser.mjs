@@ -70,7 +70,7 @@ async function refresh(token) {
   return { status: resp.status, body: await resp.json() };
 }
 
-const JOB = "id status category totalRecipients sent failed invalidTokens skipped { optedOut } sendAt";
+const JOB = "id status category totalRecipients sent failed invalidTokens skipped { optedOut capped } sendAt";
 // The preference channels, in the order the page's columns show them.
 const CHANNELS = ["push", "telegram", "email", "webPush", "inbox"];
 const PREFERENCES = "categories { category critical channels { push telegram email webPush inbox } } timeZone quietHours { start end }";
@@ -531,8 +531,8 @@ try {
   assert.equal(job.status, "completed");
   assert.equal(job.totalRecipients, androidCount, "the audience: every android device");
   assert.deepEqual(
-    { sent: +counters.sent, failed: +counters.failed, invalid: +counters.invalid, optedOut: +counters.optedOut, total: +counters.total },
-    { sent: job.sent, failed: job.failed, invalid: job.invalidTokens, optedOut: job.skipped.optedOut, total: job.totalRecipients },
+    { sent: +counters.sent, failed: +counters.failed, invalid: +counters.invalid, optedOut: +counters.optedOut, capped: Number(counters.capped), total: +counters.total },
+    { sent: job.sent, failed: job.failed, invalid: job.invalidTokens, optedOut: job.skipped.optedOut, capped: job.skipped.capped, total: job.totalRecipients },
     "the page's counters against the job");
   assert.equal(job.category, "product", "the job's category through the API");
   assert.equal(await row.locator(".job-category").innerText(), "product", "the job's category in the list");

@@ -34,6 +34,16 @@ function forget() {
   session.expiresAt = 0;
 }
 
+// passkeysOn asks the server whether passkeys are on (GET
+// /api/v1/auth/methods, public), once a page load: false when they are
+// off, or when the server cannot be asked (its passkey operations would
+// fail too).
+let methods = null;
+export async function passkeysOn() {
+  methods ??= send("GET", "/api/v1/auth/methods", undefined, false).catch(() => ({ passkeys: false }));
+  return (await methods).passkeys === true;
+}
+
 // signIn logs in and checks that the account is an admin; a non-admin is
 // logged out again and refused with NOT_AN_ADMIN. It resolves to null
 // once signed in. A login that answers MFA_REQUIRED resolves to its second

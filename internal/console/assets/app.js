@@ -43,15 +43,17 @@ function signInForm() {
   const emailIn = h("input", { type: "email", name: "email", autocomplete: "username", required: true });
   const passIn = h("input", { type: "password", name: "password", autocomplete: "current-password", required: true });
   const submit = h("button", { type: "submit" }, "Sign in");
-  // A passkey signs in without the email and password (where the browser
-  // can use one: HTTPS or localhost).
-  const withPasskey = passkey.supported() ? h("button", { type: "button", class: "secondary" }, "Sign in with a passkey") : null;
+  // A passkey signs in without the email and password, where the browser
+  // can use one (HTTPS or localhost) and the server has passkeys on: the
+  // button is added once the server has said so.
+  const withPasskey = h("button", { type: "button", class: "secondary" }, "Sign in with a passkey");
+  const passkeyRow = h("p", { hidden: true }, withPasskey);
   const form = h("form", { class: "card signin", "aria-label": "Sign in" },
     h("h1", {}, "Sign in to Herald"),
     signedOutNote ? h("p", { class: "muted", role: "status" }, signedOutNote) : null,
     h("p", { class: "muted" }, "For Herald's operators: an account made with herald admin create."),
     field("Email", emailIn), field("Password", passIn), submit,
-    withPasskey ? h("p", {}, withPasskey) : null);
+    passkeyRow);
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     await guard(async () => {
@@ -61,12 +63,13 @@ function signInForm() {
       else signedIn();
     }, submit);
   });
-  withPasskey?.addEventListener("click", () => guard(async () => {
+  withPasskey.addEventListener("click", () => guard(async () => {
     await api.signInWithPasskey();
     signedIn();
   }, withPasskey));
   main.replaceChildren(form);
   emailIn.focus();
+  if (passkey.supported()) api.passkeysOn().then((on) => { passkeyRow.hidden = !on; });
 }
 
 function signedIn() {

@@ -2,7 +2,7 @@
 // console sign in with it (no password), and a password sign-in then asks
 // for it as the second step; removing one needs a session signed in with
 // a second factor (a passkey sign-in is one).
-import { gql, registerPasskey, email } from "../api.js";
+import { gql, registerPasskey, email, passkeysOn } from "../api.js";
 import { h, guard, field, fmtTime, notice } from "../ui.js";
 import { confirmButton, statusArea } from "../ops.js";
 import { supported } from "../passkey.js";
@@ -45,10 +45,13 @@ export async function render(main) {
     }, add);
   });
 
+  // Registering needs both the browser and the server: say which is missing.
+  const on = await passkeysOn();
   main.append(h("h1", {}, "My account"),
     h("p", { class: "muted" }, `Signed in as ${email()}.`),
     status, h("h2", {}, "Passkeys"),
-    supported() ? form : h("p", { class: "muted" }, "This browser cannot use passkeys here (it needs HTTPS, or localhost)."),
+    !on ? h("p", { class: "muted", id: "passkeys-off" }, "Passkeys are off on this server (HERALD_WEBAUTHN_RP_ID is not set).")
+      : supported() ? form : h("p", { class: "muted" }, "This browser cannot use passkeys here (it needs HTTPS, or localhost)."),
     list);
   await load();
 }

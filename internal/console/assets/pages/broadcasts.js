@@ -6,7 +6,7 @@
 import * as api from "../api.js";
 import { h, guard, field, fmtTime, pagedTable, badge, notice, showError, fieldError, clearFieldError, progressBar, toRFC3339 } from "../ui.js";
 
-const JOB = "id status subject category totalRecipients sent failed invalidTokens skipped { optedOut } createdAt startedAt sendAt finishedAt error";
+const JOB = "id status subject category totalRecipients sent failed invalidTokens skipped { optedOut capped } createdAt startedAt sendAt finishedAt error";
 const FINAL = new Set(["completed", "failed", "cancelled"]);
 const CANCELLABLE = new Set(["queued", "scheduled", "running"]);
 const PLATFORMS = ["android", "ios", "web", "huawei"];
@@ -43,6 +43,13 @@ export function parseData(text) {
     if (typeof val !== "string") return { error: `The value of "${k}" is not a string: every value must be a string.` };
   }
   return { data: v };
+}
+
+// categoryLabel names a category of the catalogue with what sets it apart:
+// critical, or its cap a day.
+export function categoryLabel(c) {
+  if (c.critical) return `${c.name} (critical)`;
+  return c.capPerDay != null ? `${c.name} (at most ${c.capPerDay} a day)` : c.name;
 }
 
 function statusKind(s) {
@@ -188,12 +195,14 @@ export async function render(main) {
   function paint(v, j) {
     v.status.replaceChildren(badge(j.status, statusKind(j.status)));
     v.status.dataset.status = j.status;
-    // A device skipped because its owner opted out is done with too.
+    // A device skipped because its owner opted out, or had the category's
+    // cap that day, is done with too.
     const optedOut = j.skipped?.optedOut ?? 0;
-    const done = j.sent + j.failed + j.invalidTokens + optedOut;
+    const capped = j.skipped?.capped ?? 0;
+    const done = j.sent + j.failed + j.invalidTokens + optedOut + capped;
     v.bar.set(done, j.totalRecipients);
-    for (const [k, n] of [["sent", j.sent], ["failed", j.failed], ["invalid", j.invalidTokens], ["optedOut", optedOut], ["total", j.totalRecipients]]) v.counters.dataset[k] = n;
-    v.counters.textContent = `${j.sent} sent · ${j.failed} failed · ${j.invalidTokens} invalid · ${optedOut} opted out of ${j.totalRecipients}`;
+    for (const [k, n] of [["sent", j.sent], ["failed", j.failed], ["invalid", j.invalidTokens], ["optedOut", optedOut], ["capped", capped], ["total", j.totalRecipients]]) v.counters.dataset[k] = n;
+    v.counters.textContent = `${j.sent} sent · ${j.failed} failed · ${j.invalidTokens} invalid · ${optedOut} opted out · ${capped} capped of ${j.totalRecipients}`;
     v.when.textContent = j.status === "scheduled" && j.sendAt ? `starts ${fmtTime(j.sendAt)}` : j.startedAt ? `started ${fmtTime(j.startedAt)}` : `created ${fmtTime(j.createdAt)}`;
     v.finished.textContent = j.finishedAt ? fmtTime(j.finishedAt) : "—";
     if (j.error) v.finished.textContent += ` (${j.error})`;
@@ -284,10 +293,10 @@ export async function render(main) {
   }
   const timer = setInterval(poll, POLL_MS);
 
-  const catalogue = await guard(() => api.gql("query { notificationCategories { name critical } }"));
+  const catalogue = await guard(() => api.gql("query { notificationCategories { name critical capPerDay } }"));
   if (catalogue) {
     categoryIn.replaceChildren(...catalogue.notificationCategories.map((c) =>
-      h("option", { value: c.name, selected: c.name === "service" }, c.critical ? `${c.name} (critical)` : c.name)));
+      h("option", { value: c.name, selected: c.name === "service" }, categoryLabel(c))));
   }
 
   const reload = h("button", { type: "button", class: "secondary" }, "Refresh");

@@ -443,13 +443,14 @@ export async function render(main, params) {
     await guard(async () => {
       const { sendNotificationToUser: r } = await api.gql(`mutation ($userId: ID!, $n: NotificationInput!, $channels: [String!], $category: String, $urgent: Boolean) {
         sendNotificationToUser(userId: $userId, notification: $n, channels: $channels, category: $category, urgent: $urgent) {
-          status message heldUntil skipped { optedOut } outcomes { deviceId chatId platform channel status error } } }`,
+          status message heldUntil skipped { optedOut capped } outcomes { deviceId chatId platform channel status error } } }`,
       { userId: id, n: { subject: subjectIn.value, content: contentIn.value }, channels: ["push", ...(telegramIn.checked ? ["telegram"] : []), ...(emailIn.checked ? ["email"] : [])],
         category: categoryIn.value, urgent: urgentIn.checked });
       const kind = r.status === "sent" ? "ok" : r.status === "partial" || r.status === "no_recipients" || r.status === "held" ? "warn" : "bad";
       outcomes.replaceChildren(h("p", {}, badge(r.status, kind), " ", r.message,
         r.heldUntil ? ` Held until ${fmtTime(r.heldUntil)}.` : null,
-        r.skipped.optedOut > 0 ? h("span", { class: "opted-out" }, ` ${r.skipped.optedOut} skipped: the user turned ${categoryIn.value} off there.`) : null));
+        r.skipped.optedOut > 0 ? h("span", { class: "opted-out" }, ` ${r.skipped.optedOut} skipped: the user turned ${categoryIn.value} off there.`) : null,
+        r.skipped.capped > 0 ? h("span", { class: "capped" }, ` ${r.skipped.capped} skipped: the user already had today's ${caps.get(categoryIn.value) ?? "capped number of"} ${categoryIn.value} sends (the category's cap).`) : null));
       if (r.outcomes.length > 0) outcomes.append(h("div", { class: "scroll" }, h("table", {},
           h("thead", {}, h("tr", {}, ["Recipient", "Platform", "Channel", "Outcome", "Error"].map((c) => h("th", { scope: "col" }, c)))),
           h("tbody", {}, r.outcomes.map((o) => h("tr", { class: "outcome" },
@@ -459,6 +460,10 @@ export async function render(main, params) {
             h("td", {}, o.error ? h("code", {}, o.error) : "—")))))));
     }, sendTest);
   });
+
+  // caps are the categories' caps a day (the deployment's catalogue;
+  // uncapped ones are absent), read with the preferences.
+  const caps = new Map();
 
   // Notification preferences: every category per channel, switched one
   // at a time (critical ones are always on), and the time zone and quiet
@@ -506,6 +511,7 @@ export async function render(main, params) {
     }
     preferences.replaceChildren(table("preferences", [
       ["Category", (c) => [h("code", {}, c.category), c.critical ? [" ", badge("critical", "warn")] : null]],
+      ["Cap", (c) => h("span", { class: "cap", "data-cap": caps.get(c.category) ?? "" }, caps.has(c.category) ? `${caps.get(c.category)} a day` : "—")],
       ...CHANNELS.map(([channel, label]) => [label, (c) => channelSwitch(c, channel, label)]),
     ], p.categories, "No category."));
     schedule.replaceChildren(facts([
@@ -560,7 +566,10 @@ export async function render(main, params) {
   showMfa((await guard(() => api.gql(MFA, { userId: id })))?.userMfa);
   showIdentities((await guard(() => api.gql(IDENTITIES, { userId: id })))?.userIdentities);
   showDetail(await guard(() => loadDetail(async () => (await api.gql(SUBSCRIPTION, { id })).userSubscription)));
-  showPreferences((await guard(() => api.gql(`query ($userId: ID!) { userNotificationPreferences(userId: $userId) { ${PREFERENCES} } }`, { userId: id })))?.userNotificationPreferences);
+  const prefs = await guard(() => api.gql(`query ($userId: ID!) {
+    userNotificationPreferences(userId: $userId) { ${PREFERENCES} } notificationCategories { name capPerDay } }`, { userId: id }));
+  for (const c of prefs?.notificationCategories ?? []) if (c.capPerDay != null) caps.set(c.name, c.capPerDay);
+  showPreferences(prefs?.userNotificationPreferences);
   await loadInboxCounts();
   main.append(
     h("p", { class: "crumbs" }, h("a", { href: "#/users" }, "Users"), " / account"),
@@ -583,7 +592,7 @@ export async function render(main, params) {
     section("Sign-in identities", identities),
     section("Security log", securityLog),
     section("Notification preferences",
-      h("p", { class: "muted" }, "Each category on or off per channel: a switch changes it at once. Critical categories are always on."),
+      h("p", { class: "muted" }, "Each category on or off per channel: a switch changes it at once. Critical categories are always on. A category's cap is the most of its sends the user gets a day (in their time zone); critical and urgent sends are never capped."),
       preferences,
       h("h3", {}, "Time zone and quiet hours"),
       h("p", { class: "muted" }, "Sends to the user inside the quiet hours, other than critical or urgent ones, are held until they end (in the user's time zone)."),

@@ -68,6 +68,13 @@ export type AudienceInput = {
   subscriptionStatus?: InputMaybe<Scalars['String']['input']>;
 };
 
+/** What a sign-in page may offer besides the email and password. */
+export type AuthMethods = {
+  __typename?: 'AuthMethods';
+  /** Passkeys are on (HERALD_WEBAUTHN_RP_ID set); false: every passkey operation answers PASSKEYS_NOT_CONFIGURED. */
+  passkeys: Scalars['Boolean']['output'];
+};
+
 export type AuthPayload = {
   __typename?: 'AuthPayload';
   /** A JWT (EdDSA) to send as Authorization: Bearer <accessToken>. */
@@ -1987,6 +1994,11 @@ export type Query = {
   adminOverview: AdminOverview;
   /** Every API key, revoked ones too, newest first. Secrets are never shown again. */
   apiKeys: Array<ApiKey>;
+  /**
+   * What a sign-in page may offer besides the email and password on this
+   * server (passkeys on or off). Public.
+   */
+  authMethods: AuthMethods;
   /** Banned client addresses, newest first (first: default 50, at most 500). */
   bans: BanConnection;
   /**

@@ -2332,6 +2332,30 @@ export interface paths {
         patch: operations["renamePasskey"];
         trace?: never;
     };
+    "/api/v1/auth/methods": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What a sign-in page may offer on this server
+         * @description What a sign-in page may offer besides the email and password: `passkeys`
+         *     is true when passkeys are on (`HERALD_WEBAUTHN_RP_ID` set), false when
+         *     every passkey operation answers `PASSKEYS_NOT_CONFIGURED`, so a page
+         *     shows its "Sign in with a passkey" button only when it would work.
+         *     Public. GraphQL: `authMethods`.
+         */
+        get: operations["authMethods"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/passkey/begin": {
         parameters: {
             query?: never;
@@ -4319,6 +4343,11 @@ export interface components {
             sendAt: components["schemas"]["Timestamp"] | null;
             /** @description Why a failed job failed. */
             error: string | null;
+        };
+        /** @description What a sign-in page may offer besides the email and password. */
+        AuthMethods: {
+            /** @description Passkeys are on (`HERALD_WEBAUTHN_RP_ID` set); false: every passkey operation answers `PASSKEYS_NOT_CONFIGURED`. */
+            passkeys: boolean;
         };
         /** @description Recipients not sent to, per reason. */
         SkipCounts: {
@@ -11246,6 +11275,35 @@ export interface operations {
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    authMethods: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The methods. */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data?: components["schemas"]["AuthMethods"];
+                    } & components["schemas"]["SuccessEnvelope"];
+                };
+            };
+            403: components["responses"]["Banned"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
         };
     };
     beginPasskeyLogin: {
