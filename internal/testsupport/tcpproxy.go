@@ -30,6 +30,8 @@ type TCPProxy struct {
 	delay  atomic.Int64 // time.Duration added before each answer is forwarded
 	// delayed counts the answers held back by delay.
 	delayed atomic.Int64
+	// dropped counts the reads the silence dropped.
+	dropped atomic.Int64
 }
 
 type pipe struct {
@@ -108,6 +110,7 @@ func (p *TCPProxy) forward(dst, src net.Conn, pp *pipe, answers bool) {
 			}
 			if p.silent.Load() {
 				pp.tainted.Store(true)
+				p.dropped.Add(1)
 			} else if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
@@ -130,6 +133,10 @@ func (p *TCPProxy) Delay(d time.Duration) { p.delay.Store(int64(d)) }
 
 // Delayed counts the answers held back by Delay so far.
 func (p *TCPProxy) Delayed() int64 { return p.delayed.Load() }
+
+// Dropped counts what the silence dropped so far (reads, either way), on
+// connections still open or closed since.
+func (p *TCPProxy) Dropped() int64 { return p.dropped.Load() }
 
 // TaintedPorts are the local ports of the open upstream connections the
 // silence dropped bytes of.
