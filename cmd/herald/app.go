@@ -754,6 +754,10 @@ func newRedis(cfg config.Config, logger *slog.Logger) (*redis.Client, error) {
 	// A free connection within a second, too, however many callers wait.
 	opts.PoolTimeout = time.Second
 	opts.DialerRetries = 1
+	// One retry, for a pooled connection Redis closed (a restart); more
+	// only multiply the wait on a silent network (go-redis's default of 3
+	// made it 2.5 s).
+	opts.MaxRetries = 1
 	// go-redis prints every failed dial straight to stderr; the fallbacks
 	// already log an outage once a minute, so keep its lines at debug
 	// level in our own log.

@@ -122,10 +122,10 @@ func TestStartWaitsForDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := newTCPProxy(t, u.Host)
-	proxy.cut() // connections refused until restore
+	proxy := testsupport.NewTCPProxy(t, u.Host)
+	proxy.Cut() // connections refused until restore
 	s := launchStarting(t, map[string]string{
-		"HERALD_DATABASE_URL":           withHostPort(fresh, proxy.addr),
+		"HERALD_DATABASE_URL":           withHostPort(fresh, proxy.Addr),
 		"HERALD_DATABASE_START_TIMEOUT": "10m",
 		// A starting server counts no limit, so its 503s carry no
 		// X-RateLimit-* (apidoc/openapi.yaml says so); the contract check
@@ -162,7 +162,7 @@ func TestStartWaitsForDatabase(t *testing.T) {
 
 	// The database answers: migrations run, the real handler takes over
 	// on the same listener.
-	proxy.restore(t)
+	proxy.Restore(t)
 	// Up to a capped backoff, then the migrations: startWait's bound.
 	testsupport.Eventually(t, startWait, func() bool {
 		a := rawDo(h, http.MethodGet, "/readyz", nil)

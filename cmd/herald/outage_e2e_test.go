@@ -12,12 +12,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,200 +23,6 @@ import (
 	"github.com/herald-vpn/herald/internal/testsupport"
 	"github.com/jackc/pgx/v5"
 )
-
-// tcpProxy forwards a loopback port to PostgreSQL. cut closes every
-// connection and stops listening (new connections are refused); hang
-// keeps listening but never forwards (connections wait forever); restore
-// forwards again on the same port. silence keeps every connection open
-// but drops what it carries, both ways, until heal (a middlebox that
-// drops packets without a reset); delay adds latency to every answer.
-type tcpProxy struct {
-	addr, target string
-
-	mu    sync.Mutex
-	ln    net.Listener
-	conns map[net.Conn]bool
-	hang  bool
-	// pipes are the connections forwarded to PostgreSQL and still open
-	// (both sides); a pipe is tainted once the silence dropped a byte of
-	// it.
-	pipes  map[*pipe]bool
-	silent atomic.Bool
-	delay  atomic.Int64 // time.Duration added before each answer is forwarded
-	// delayed counts the answers held back by delay.
-	delayed atomic.Int64
-}
-
-type pipe struct {
-	tainted atomic.Bool
-	port    int // the upstream connection's local port (pg_stat_activity.client_port)
-}
-
-func newTCPProxy(t *testing.T, target string) *tcpProxy {
-	t.Helper()
-	p := &tcpProxy{target: target, conns: map[net.Conn]bool{}, pipes: map[*pipe]bool{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.addr = ln.Addr().String()
-	p.serve(ln)
-	t.Cleanup(func() { p.cut() })
-	return p
-}
-
-func (p *tcpProxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.mu.Lock()
-			p.conns[c] = true
-			hang := p.hang
-			p.mu.Unlock()
-			if hang {
-				continue // held open, never answered, closed by cut
-			}
-			go p.pipe(c)
-		}
-	}()
-}
-
-func (p *tcpProxy) pipe(c net.Conn) {
-	up, err := net.Dial("tcp", p.target)
-	if err != nil {
-		c.Close()
-		return
-	}
-	pp := &pipe{port: up.LocalAddr().(*net.TCPAddr).Port}
-	p.mu.Lock()
-	p.conns[up] = true
-	p.pipes[pp] = true
-	p.mu.Unlock()
-	done := make(chan struct{})
-	go func() { p.forward(up, c, pp, false); up.Close(); close(done) }()
-	p.forward(c, up, pp, true)
-	c.Close()
-	<-done
-	p.mu.Lock()
-	delete(p.pipes, pp)
-	p.mu.Unlock()
-}
-
-// forward copies src to dst, dropping what arrives during a silence and
-// holding each answer back by the added latency.
-func (p *tcpProxy) forward(dst, src net.Conn, pp *pipe, answers bool) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			if d := time.Duration(p.delay.Load()); answers && d > 0 {
-				time.Sleep(d)
-				p.delayed.Add(1)
-			}
-			if p.silent.Load() {
-				pp.tainted.Store(true)
-			} else if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// silence drops every byte, both ways, on open and new connections
-// alike, until heal; no connection is closed.
-func (p *tcpProxy) silence() { p.silent.Store(true) }
-
-func (p *tcpProxy) heal() { p.silent.Store(false) }
-
-// taintedPorts are the local ports of the open upstream connections the
-// silence dropped bytes of.
-func (p *tcpProxy) taintedPorts() []int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var ports []int
-	for pp := range p.pipes {
-		if pp.tainted.Load() {
-			ports = append(ports, pp.port)
-		}
-	}
-	return ports
-}
-
-// openPipes counts the connections forwarded to PostgreSQL still open,
-// and those of them the silence dropped bytes of.
-func (p *tcpProxy) openPipes() (open, tainted int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for pp := range p.pipes {
-		open++
-		if pp.tainted.Load() {
-			tainted++
-		}
-	}
-	return open, tainted
-}
-
-func (p *tcpProxy) closeAll() {
-	for c := range p.conns {
-		c.Close()
-		delete(p.conns, c)
-	}
-}
-
-// cut refuses new connections and breaks the open ones.
-func (p *tcpProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	p.closeAll()
-}
-
-// blackhole breaks the open connections and accepts new ones that never
-// answer, as a server behind a dead network path would.
-func (p *tcpProxy) blackhole(t *testing.T) {
-	t.Helper()
-	p.cut()
-	p.mu.Lock()
-	p.hang = true
-	p.mu.Unlock()
-	p.listen(t)
-}
-
-// restore forwards again on the same address.
-func (p *tcpProxy) restore(t *testing.T) {
-	t.Helper()
-	p.cut()
-	p.mu.Lock()
-	p.hang = false
-	p.mu.Unlock()
-	p.listen(t)
-}
-
-func (p *tcpProxy) listen(t *testing.T) {
-	t.Helper()
-	var ln net.Listener
-	var err error
-	for range 50 {
-		if ln, err = net.Listen("tcp", p.addr); err == nil {
-			p.serve(ln)
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("listen again on %s: %v", p.addr, err)
-}
 
 // outageAnswers checks that a signed-in read and a signup are refused
 // 503 SERVICE_UNAVAILABLE with Retry-After on both doors.
@@ -288,33 +92,33 @@ func TestDatabaseOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := newTCPProxy(t, u.Host)
+	proxy := testsupport.NewTCPProxy(t, u.Host)
 	b := make([]byte, 4)
 	rand.Read(b)
 	app := "herald-outage-" + hex.EncodeToString(b)
 	q := u.Query()
 	q.Set("application_name", app)
 	u.RawQuery = q.Encode()
-	u.Host = proxy.addr
+	u.Host = proxy.Addr
 	h := startHerald(t, "postgres", map[string]string{"HERALD_DATABASE_URL": u.String()})
 	access, _ := newUserToken(t, h, restDoor.name, "outage@example.com")
 	waitMeOK(t, h, access, "before the outage")
 
 	// Refused and broken connections.
-	proxy.cut()
+	proxy.Cut()
 	for range 3 {
 		outageAnswers(t, h, access, "connections refused")
 	}
-	proxy.restore(t)
+	proxy.Restore(t)
 	waitMeOK(t, h, access, "after connections came back")
 
 	// A connection that never answers: the pool's acquire timeout.
-	proxy.blackhole(t)
+	proxy.Blackhole(t)
 	status, env, hdr := h.rest(t, http.MethodGet, "/api/v1/users/me", nil, withBearer(access))
 	if status != http.StatusServiceUnavailable || envCode(env) != "SERVICE_UNAVAILABLE" || hdr.Get("Retry-After") == "" {
 		t.Errorf("hanging database: status %d %v Retry-After %q; want 503 with Retry-After", status, env, hdr.Get("Retry-After"))
 	}
-	proxy.restore(t)
+	proxy.Restore(t)
 	waitMeOK(t, h, access, "after the hang")
 
 	// The server's backends terminated by the administrator (SQLSTATE
@@ -364,22 +168,19 @@ func TestDatabaseOutage(t *testing.T) {
 	}
 }
 
-// lazy formats as what it returns when the message is written, so that
-// a failed poll reports the last value seen.
-type lazy func() string
-
-func (l lazy) String() string { return l() }
+// lazy is testsupport.Lazy, under the short name this package's polls use.
+type lazy = testsupport.Lazy
 
 // startBehindProxy starts a server on a fresh PostgreSQL database reached
-// through a tcpProxy.
-func startBehindProxy(t *testing.T, env map[string]string) (*herald, *tcpProxy) {
+// through a testsupport.TCPProxy.
+func startBehindProxy(t *testing.T, env map[string]string) (*herald, *testsupport.TCPProxy) {
 	t.Helper()
 	u, err := url.Parse(sqlstoretest.NewURL(t, "postgres"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := newTCPProxy(t, u.Host)
-	u.Host = proxy.addr
+	proxy := testsupport.NewTCPProxy(t, u.Host)
+	u.Host = proxy.Addr
 	if env == nil {
 		env = map[string]string{}
 	}
@@ -409,7 +210,7 @@ func TestDatabaseSilence(t *testing.T) {
 	waitMeOK(t, h, access, "before the silence")
 	goroutinesBefore := h.metric(t, "go_goroutines")
 
-	proxy.silence()
+	proxy.Silence()
 	// A request's wait is bounded well past its deadline (a loaded
 	// machine), and fails clearly at that bound.
 	const slack = 15 * time.Second
@@ -464,12 +265,12 @@ func TestDatabaseSilence(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	open, tainted := proxy.openPipes()
+	open, tainted := proxy.OpenPipes()
 	t.Logf("in the silence: %d connections to PostgreSQL open, %d of them corrupted; %v goroutines before", open, tainted, goroutinesBefore)
 	if tainted == 0 {
 		t.Fatal("the silence dropped nothing: the test did not test")
 	}
-	proxy.heal()
+	proxy.Heal()
 
 	waitMeOK(t, h, access, "after the silence healed")
 	if status, body := h.graphql(t, `{ me { id } }`, nil, withBearer(access)); status != http.StatusOK || body["errors"] != nil {
@@ -495,7 +296,7 @@ func TestDatabaseSilence(t *testing.T) {
 	// more than pollWait once under the whole suite with -race.
 	testsupport.Eventually(t, 3*pollWait, func() bool {
 		stuck = stuck[:0]
-		for _, port := range proxy.taintedPorts() {
+		for _, port := range proxy.TaintedPorts() {
 			var query string
 			admin.QueryRow(context.Background(), `SELECT coalesce(query, '') FROM pg_stat_activity WHERE client_port = $1`, port).Scan(&query)
 			if !strings.HasPrefix(query, "LISTEN") || !strings.Contains(query, "river_control") {
@@ -504,7 +305,7 @@ func TestDatabaseSilence(t *testing.T) {
 		}
 		return len(stuck) == 0
 	}, "connections to PostgreSQL corrupted by the silence still open: %v", lazy(func() string { return fmt.Sprint(stuck) }))
-	open, _ = proxy.openPipes()
+	open, _ = proxy.OpenPipes()
 	// No goroutine is left waiting on the silence.
 	const spareGoroutines = 20
 	var now float64
@@ -526,18 +327,18 @@ func TestDatabaseLatency(t *testing.T) {
 	sqlstoretest.Require(t, "postgres")
 	h, proxy := startBehindProxy(t, nil)
 	access, _ := newUserToken(t, h, restDoor.name, "latency@example.com")
-	proxy.delay.Store(int64(200 * time.Millisecond))
+	proxy.Delay(200 * time.Millisecond)
 	for i := range 3 {
 		if status, env, _ := h.rest(t, http.MethodGet, "/api/v1/users/me", nil, withBearer(access)); status != http.StatusOK {
 			t.Errorf("REST users/me #%d with 200 ms latency: %d %v", i, status, env)
 		}
-		before := proxy.delayed.Load()
+		before := proxy.Delayed()
 		if status, body := h.graphql(t, `{ me { id } devices { nodes { deviceId } } }`, nil, withBearer(access)); status != http.StatusOK || body["errors"] != nil {
 			t.Errorf("GraphQL me #%d with 200 ms latency: %d %v", i, status, body)
 		}
 		// The devices come from the database: without an answer held back
 		// by the proxy here, the test tested nothing.
-		if proxy.delayed.Load() == before {
+		if proxy.Delayed() == before {
 			t.Fatalf("GraphQL me #%d was answered with no database answer held back by the proxy's 200 ms: the latency was not applied", i)
 		}
 	}

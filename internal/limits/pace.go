@@ -2,6 +2,7 @@ package limits
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math"
 	"sync"
@@ -111,6 +112,9 @@ func (p *SharedPace) Wait(ctx context.Context) error {
 		return p.local.Wait(ctx)
 	}
 	at, err := p.book(ctx)
+	if errors.Is(err, errSkippingRedis) {
+		return p.local.Wait(ctx)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -121,12 +125,23 @@ func (p *SharedPace) Wait(ctx context.Context) error {
 	return sleep.For(ctx, time.Until(at))
 }
 
+// errSkippingRedis is book's answer to a caller that waited for the lock
+// while another found Redis unreachable.
+var errSkippingRedis = errors.New("limits: Redis skipped after a failure")
+
 // book takes the caller's turn: the next of the events this process has
 // booked, booking another chunk in Redis when none is left.
 func (p *SharedPace) book(ctx context.Context) (time.Time, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.left == 0 {
+		// Asked again under the lock: the callers queued behind one that
+		// found Redis silent would otherwise each wait out its timeout in
+		// turn (a send pool's worth of half seconds), long enough to fail
+		// their sends.
+		if p.outage.skipping() {
+			return time.Time{}, errSkippingRedis
+		}
 		rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		wait, err := paceLua.Run(rctx, p.client, []string{p.key}, p.interval.Microseconds(), p.tolerance.Microseconds(), p.chunk).Int64()
 		cancel()

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/herald-vpn/herald/internal/testsupport"
 )
 
 func TestPaceSpacesEventsAfterTheBurst(t *testing.T) {
@@ -117,5 +119,38 @@ func TestSharedPaceFallsBackWithoutRedis(t *testing.T) {
 	// the count), and not none: the fallback paces, it does not stop.
 	if got < 1 || got > 100/10+50+10 {
 		t.Fatalf("%d events in half a second at 100/s without Redis", got)
+	}
+}
+
+// A Redis that goes silent (it takes connections and never answers) costs
+// the shared pace one Redis timeout, not one per waiter: the waiters
+// queued behind the one that found it silent pace alone at once, so a send
+// pool's worth of them all get their turn within their deadline.
+func TestSharedPaceSilentRedisCostsOneTimeout(t *testing.T) {
+	silent := testsupport.NewTCPProxy(t, "127.0.0.1:1")
+	silent.Blackhole(t)
+	c := redis.NewClient(&redis.Options{Addr: silent.Addr, DialTimeout: 500 * time.Millisecond,
+		ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, MaxRetries: -1, PoolSize: 64})
+	t.Cleanup(func() { c.Close() })
+	p := NewSharedPace(c, "herald:test:pace", 1000, slog.New(slog.DiscardHandler))
+	// 64 waiters (HERALD_PUSH_CONCURRENCY's default), each with a deadline
+	// far past one timeout and far short of 64 of them.
+	const waiters, deadline = 64, 8 * time.Second
+	errs := make(chan error, waiters)
+	for range waiters {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
+			defer cancel()
+			errs <- p.Wait(ctx)
+		}()
+	}
+	failed := 0
+	for range waiters {
+		if err := testsupport.Receive(t, errs, 2*deadline, "a waiter's turn"); err != nil {
+			failed++
+		}
+	}
+	if failed > 0 {
+		t.Fatalf("%d of %d waiters on a shared pace over a silent Redis missed their %s deadline", failed, waiters, deadline)
 	}
 }

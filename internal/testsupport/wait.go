@@ -33,3 +33,9 @@ func Receive[T any](t testing.TB, ch <-chan T, limit time.Duration, what string)
 		return zero
 	}
 }
+
+// Lazy formats as what it returns when the message is written, so that a
+// failed poll's message reports the last value seen.
+type Lazy func() string
+
+func (l Lazy) String() string { return l() }
