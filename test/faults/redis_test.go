@@ -77,19 +77,7 @@ func TestRedisRestartAndFlush(t *testing.T) {
 
 	rd.Start(t)
 	rd.FlushAll(t)
-	// The limiter tries Redis again on a request (one a second), so the
-	// replicas see requests meanwhile.
-	for _, r := range rs {
-		testsupport.Eventually(t, pollWait, func() bool {
-			req, _ := http.NewRequest(http.MethodGet, r.URL+"/api/v1/users/me", nil)
-			req.Header.Set("Authorization", "Bearer "+admin)
-			if resp, err := r.Client.Do(req); err == nil {
-				resp.Body.Close()
-			}
-			d := readyz(t, r)
-			return d.status == http.StatusOK && len(d.degraded) == 0
-		}, "%s /readyz still reports a degraded subsystem after Redis came back", r.Name)
-	}
+	waitUndegraded(t, rs, admin, "after Redis came back")
 	if got := statuses(t, c, "198.51.100.3", tries); got[http.StatusOK] != authLimit || got[http.StatusTooManyRequests] != tries-authLimit {
 		t.Fatalf("with Redis back, %d logins from one address through two replicas: %v; want %d allowed, the rest 429", tries, got, authLimit)
 	}
@@ -204,21 +192,9 @@ func TestRedisSilence(t *testing.T) {
 			}
 		}
 	}
-	// recovered waits until every replica counts in Redis again: the
-	// limiter tries it again on a request, once a second.
 	recovered := func(when string) {
 		t.Helper()
-		for _, r := range rs {
-			testsupport.Eventually(t, pollWait, func() bool {
-				req, _ := http.NewRequest(http.MethodGet, r.URL+"/api/v1/users/me", nil)
-				req.Header.Set("Authorization", "Bearer "+admin)
-				if resp, err := r.Client.Do(req); err == nil {
-					resp.Body.Close()
-				}
-				d := readyz(t, r)
-				return d.status == http.StatusOK && len(d.degraded) == 0
-			}, "%s: %s /readyz still reports a degraded subsystem", when, r.Name)
-		}
+		waitUndegraded(t, rs, admin, when)
 	}
 
 	shared("with Redis")
@@ -352,6 +328,24 @@ func answersWithin(t *testing.T, c *harness.Cluster, bearer, ip string, n, atOnc
 	wg.Wait()
 	t.Logf("%s: logins %v, the slowest answer of %d after %s", when, logins, 2*n, slowest.Round(time.Millisecond))
 	return logins
+}
+
+// waitUndegraded waits until every replica counts in Redis again. The
+// limiter tries Redis again on a request, once a second, so each replica
+// is sent requests meanwhile.
+func waitUndegraded(t *testing.T, rs []*harness.Replica, token, when string) {
+	t.Helper()
+	for _, r := range rs {
+		testsupport.Eventually(t, pollWait, func() bool {
+			req, _ := http.NewRequest(http.MethodGet, r.URL+"/api/v1/users/me", nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			if resp, err := r.Client.Do(req); err == nil {
+				resp.Body.Close()
+			}
+			d := readyz(t, r)
+			return d.status == http.StatusOK && len(d.degraded) == 0
+		}, "%s: %s /readyz still reports a degraded subsystem", when, r.Name)
+	}
 }
 
 type readiness struct {
