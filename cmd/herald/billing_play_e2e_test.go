@@ -22,6 +22,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -324,6 +325,7 @@ func TestBillingPlayE2E(t *testing.T) {
 		hooks := newBillHooks(t, h)
 		t.Run("Notifications", func(t *testing.T) { testPlayNotifications(t, h, fake, hooks) })
 		t.Run("OutOfOrder", func(t *testing.T) { testPlayOutOfOrder(t, h, fake, hooks) })
+		t.Run("OneRead", func(t *testing.T) { testPlayOneRead(t, h, fake) })
 		t.Run("Redelivery", func(t *testing.T) { testPlayRedelivery(t, h, fake) })
 		t.Run("AppPurchase", func(t *testing.T) { testPlayAppPurchase(t, h, fake) })
 		t.Run("Restore", func(t *testing.T) { testPlayRestore(t, h, fake) })
@@ -827,5 +829,32 @@ func testPlayOutOfOrder(t *testing.T, h *herald, fake *playfake.Fake, hooks *bil
 	}
 	if got := billHistory(t, hooks, id); !slices.Equal(got, want) {
 		t.Fatalf("history %v, want %v", got, want)
+	}
+}
+
+// testPlayOneRead: working a notification reads the purchase from Play
+// once; its acknowledgement state comes with that read, so settling it
+// asks Play only to acknowledge it, and nothing at all once it is.
+func testPlayOneRead(t *testing.T, h *herald, fake *playfake.Fake) {
+	now := time.Now().UTC().Truncate(time.Second)
+	_, id := newUserToken(t, h, restDoor.name, "play-one-read@example.com")
+	const token = "play-one-read"
+	fake.SetPurchase(token, playTruth{state: play.StateActive, product: playBasic, expiry: now.Add(30 * 24 * time.Hour), renews: true}.wire(now, id))
+	for _, c := range []struct {
+		what  string
+		kind  int
+		calls int
+	}{
+		{"a new purchase: read, then acknowledged", play.SubscriptionPurchased, 2},
+		{"an acknowledged purchase: read only", play.SubscriptionRenewed, 1},
+	} {
+		before := fake.Calls()
+		playDeliver(t, h, fake, "one-read-"+strconv.Itoa(c.kind), playNote(c.kind, token, playBasic))
+		if n := fake.Calls() - before; n != c.calls {
+			t.Fatalf("%s: %d calls to the Play API, want %d", c.what, n, c.calls)
+		}
+		if !fake.Acknowledged(token) {
+			t.Fatalf("%s: not acknowledged at the store", c.what)
+		}
 	}
 }
