@@ -154,15 +154,14 @@ func googlePlayChannel(ctx context.Context, cfg config.Config, now func() time.T
 			}
 			return pur.Observation, nil
 		},
-		// Play refunds a purchase not acknowledged within three days.
+		// Play refunds a purchase not acknowledged within three days. obs
+		// was read from Play just before (every path to Settled reads the
+		// purchase first), so it says whether it is acknowledged already.
 		Settled: func(ctx context.Context, obs subscriptions.Observation, _ json.RawMessage) error {
-			if obs.State != subscriptions.StateActive && obs.State != subscriptions.StateTrial && obs.State != subscriptions.StateGrace {
+			if obs.Acknowledged || obs.State != subscriptions.StateActive && obs.State != subscriptions.StateTrial && obs.State != subscriptions.StateGrace {
 				return nil
 			}
-			pur, err := c.Purchase(ctx, obs.ExternalID)
-			if err == nil && !pur.Acknowledged {
-				err = c.Acknowledge(ctx, pur.SubscriptionID, obs.ExternalID)
-			}
+			err := c.Acknowledge(ctx, obs.ProductID, obs.ExternalID)
 			if errors.Is(err, play.ErrPurchaseNotFound) {
 				// Play will not take it, however often asked.
 				return fmt.Errorf("%w: %v", billing.ErrUnknownPurchase, err)

@@ -78,12 +78,31 @@ func appleConfig(t testing.TB, fake *appstorefake.Fake, withAPI bool) map[string
 // appleRig is a server connected to a fake App Store, an operator, and a
 // webhook receiver of the subscription events.
 type appleRig struct {
+	*billHooks
+	h     *herald
+	fake  *appstorefake.Fake
+	api   bool
+	admin string
+}
+
+// billHooks is a webhook receiver of the subscription events of the
+// server h, registered by an operator whose token is admin.
+type billHooks struct {
 	h      *herald
-	fake   *appstorefake.Fake
-	api    bool
 	admin  string
 	hooks  *hookReceiver
 	secret string
+}
+
+// newBillHooks signs in an operator and registers a receiver of every
+// subscription.* event (the server must run with webhooksEnv).
+func newBillHooks(t *testing.T, h *herald) *billHooks {
+	t.Helper()
+	hooks := newHookReceiver(t, nil)
+	admin := newAdminToken(t, h, "ops@example.com")
+	key, _ := createKey(t, h, restDoor.name, admin, map[string]any{"name": "hooks", "scopes": []string{"webhooks:manage"}})
+	_, secret := createHook(t, h, key, hooks.srv.URL+appleHookPath, subscriptionEventTypes)
+	return &billHooks{h: h, admin: admin, hooks: hooks, secret: secret}
 }
 
 // startAppleRig starts the server with no signup trial, so that an
@@ -91,14 +110,11 @@ type appleRig struct {
 func startAppleRig(t *testing.T, d sqlstoretest.Dialect, withAPI bool) *appleRig {
 	t.Helper()
 	fake := appstorefake.New(t, appleBundle)
-	hooks := newHookReceiver(t, nil)
 	env := webhooksEnv(map[string]string{"HERALD_TRIAL_PERIOD": "0"})
 	maps.Copy(env, appleConfig(t, fake, withAPI))
 	h := startHerald(t, d, env)
-	admin := newAdminToken(t, h, "ops@example.com")
-	key, _ := createKey(t, h, restDoor.name, admin, map[string]any{"name": "hooks", "scopes": []string{"webhooks:manage"}})
-	_, secret := createHook(t, h, key, hooks.srv.URL+appleHookPath, subscriptionEventTypes)
-	return &appleRig{h: h, fake: fake, api: withAPI, admin: admin, hooks: hooks, secret: secret}
+	hooks := newBillHooks(t, h)
+	return &appleRig{billHooks: hooks, h: h, fake: fake, api: withAPI, admin: hooks.admin}
 }
 
 // noServerError fails on a 5xx: a store's notification or an app's proof
@@ -236,7 +252,7 @@ func expectTime(t testing.TB, what string, v any, want *time.Time) {
 }
 
 // userEvents are the subscription.* deliveries about the account.
-func (r *appleRig) userEvents(userID string) []hookDelivery {
+func (r *billHooks) userEvents(userID string) []hookDelivery {
 	var out []hookDelivery
 	for _, d := range r.hooks.at(appleHookPath) {
 		var p struct {
@@ -269,7 +285,7 @@ func countTypes(ds []hookDelivery) map[string]int {
 
 // outboxOf counts the subscription.* events the server wrote about the
 // account, by type: written with the change, so final once the change is.
-func (r *appleRig) outboxOf(t testing.TB, userID string) map[string]int {
+func (r *billHooks) outboxOf(t testing.TB, userID string) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	for _, typ := range subscriptionEventTypes {
@@ -297,7 +313,7 @@ func (r *appleRig) outboxOf(t testing.TB, userID string) map[string]int {
 // eventsSince checks the account's events: the outbox holds exactly want
 // (every event so far, by type), the receiver gets each once, and the
 // deliveries not in seen are returned (and added to seen).
-func (r *appleRig) eventsSince(t testing.TB, what, userID string, want map[string]int, seen map[string]bool) []hookDelivery {
+func (r *billHooks) eventsSince(t testing.TB, what, userID string, want map[string]int, seen map[string]bool) []hookDelivery {
 	t.Helper()
 	want = maps.Clone(want)
 	maps.DeleteFunc(want, func(_ string, n int) bool { return n == 0 })
@@ -323,7 +339,7 @@ func (r *appleRig) eventsSince(t testing.TB, what, userID string, want map[strin
 
 // countTypesLazy prints the receiver's count when a wait fails.
 type countTypesLazy struct {
-	r      *appleRig
+	r      *billHooks
 	userID string
 }
 

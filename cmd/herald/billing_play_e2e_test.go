@@ -22,6 +22,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,7 @@ import (
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/herald-vpn/herald/internal/subscriptions"
+	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
 const (
@@ -312,13 +314,18 @@ type playStep struct {
 	outcome string // how the worked notification's outcome begins
 	want    billSub
 	acked   bool // the purchase acknowledged at the fake afterwards
+	// events are the subscription.* events the step writes, each once.
+	events []string
 }
 
 func TestBillingPlayE2E(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
 		fake := playfake.New(t, playPackage)
-		h := startHerald(t, d, billEnv(t, playEnv(t, fake)))
-		t.Run("Notifications", func(t *testing.T) { testPlayNotifications(t, h, fake) })
+		h := startHerald(t, d, webhooksEnv(billEnv(t, playEnv(t, fake))))
+		hooks := newBillHooks(t, h)
+		t.Run("Notifications", func(t *testing.T) { testPlayNotifications(t, h, fake, hooks) })
+		t.Run("OutOfOrder", func(t *testing.T) { testPlayOutOfOrder(t, h, fake, hooks) })
+		t.Run("OneRead", func(t *testing.T) { testPlayOneRead(t, h, fake) })
 		t.Run("Redelivery", func(t *testing.T) { testPlayRedelivery(t, h, fake) })
 		t.Run("AppPurchase", func(t *testing.T) { testPlayAppPurchase(t, h, fake) })
 		t.Run("Restore", func(t *testing.T) { testPlayRestore(t, h, fake) })
@@ -329,7 +336,7 @@ func TestBillingPlayE2E(t *testing.T) {
 // testPlayNotifications runs each scenario for a user of its own: each
 // step sets the store's truth, pushes a notification, waits until Herald
 // has worked it, and reads the user's subscription.
-func testPlayNotifications(t *testing.T, h *herald, fake *playfake.Fake) {
+func testPlayNotifications(t *testing.T, h *herald, fake *playfake.Fake, hooks *billHooks) {
 	now := time.Now().UTC().Truncate(time.Second)
 	start := now.Add(-time.Hour)
 	day := func(n int) time.Time { return now.Add(time.Duration(n) * 24 * time.Hour) }
@@ -341,6 +348,11 @@ func testPlayNotifications(t *testing.T, h *herald, fake *playfake.Fake) {
 		cancelled, expired, revoked   = subscriptions.StateCancelled, subscriptions.StateExpired, subscriptions.StateRevoked
 		refunded, trial               = subscriptions.StateRefunded, subscriptions.StateTrial
 	)
+	const (
+		started, renewals, failed, recovers  = webhooks.SubscriptionStarted, webhooks.SubscriptionRenewed, webhooks.SubscriptionPaymentFailed, webhooks.SubscriptionRecovered
+		ended, refunds, cancels, planChanged = webhooks.SubscriptionExpired, webhooks.SubscriptionRefunded, webhooks.SubscriptionCancelled, webhooks.SubscriptionPlanChanged
+	)
+	ev := func(types ...string) []string { return types }
 	truth := func(state, product string, expiry time.Time, renews bool) *playTruth {
 		return &playTruth{state: state, product: product, expiry: expiry, renews: renews}
 	}
@@ -353,56 +365,56 @@ func testPlayNotifications(t *testing.T, h *herald, fake *playfake.Fake) {
 	}{
 		{"lifecycle", []playStep{
 			{kind: play.SubscriptionPurchased, token: "a", truth: truth(play.StateActive, playPremium, day(30), true),
-				want: premium(active, "active", day(30), true, nil), acked: true},
+				want: premium(active, "active", day(30), true, nil), acked: true, events: ev(started)},
 			{kind: play.SubscriptionRenewed, token: "a", truth: truth(play.StateActive, playPremium, day(60), true),
-				want: premium(active, "active", day(60), true, nil), acked: true},
+				want: premium(active, "active", day(60), true, nil), acked: true, events: ev(renewals)},
 			// Play extends expiryTime to the grace period's end.
 			{kind: play.SubscriptionInGracePeriod, token: "a", truth: truth(play.StateInGracePeriod, playPremium, day(3), true),
-				want: premium(grace, "active", day(3), true, ptr(day(3))), acked: true},
+				want: premium(grace, "active", day(3), true, ptr(day(3))), acked: true, events: ev(failed)},
 			{kind: play.SubscriptionRecovered, token: "a", truth: truth(play.StateActive, playPremium, day(33), true),
-				want: premium(active, "active", day(33), true, nil), acked: true},
+				want: premium(active, "active", day(33), true, nil), acked: true, events: ev(recovers)},
 			{kind: play.SubscriptionCanceled, token: "a", truth: truth(play.StateCanceled, playPremium, day(33), false),
-				want: premium(cancelled, "active", day(33), false, nil), acked: true},
+				want: premium(cancelled, "active", day(33), false, nil), acked: true, events: ev(cancels)},
 			{kind: play.SubscriptionRestarted, token: "a", truth: truth(play.StateActive, playPremium, day(33), true),
-				want: premium(active, "active", day(33), true, nil), acked: true},
+				want: premium(active, "active", day(33), true, nil), acked: true, events: ev(recovers)},
 			// Account hold: the period ended unpaid, no access.
 			{kind: play.SubscriptionOnHold, token: "a", truth: truth(play.StateOnHold, playPremium, past, true),
-				want: premium(onHold, "expired", past, false, nil), acked: true},
+				want: premium(onHold, "expired", past, false, nil), acked: true, events: ev(failed)},
 			{kind: play.SubscriptionRecovered, token: "a", truth: truth(play.StateActive, playPremium, day(30), true),
-				want: premium(active, "active", day(30), true, nil), acked: true},
+				want: premium(active, "active", day(30), true, nil), acked: true, events: ev(recovers)},
 			{kind: play.SubscriptionPauseScheduleChanged, token: "a", truth: truth(play.StateActive, playPremium, day(30), true),
 				want: premium(active, "active", day(30), true, nil), acked: true},
 			{kind: play.SubscriptionPaused, token: "a", truth: truth(play.StatePaused, playPremium, past, true),
 				want: premium(paused, "expired", past, false, nil), acked: true},
 			{kind: play.SubscriptionRenewed, token: "a", truth: truth(play.StateActive, playPremium, day(31), true),
-				want: premium(active, "active", day(31), true, nil), acked: true},
+				want: premium(active, "active", day(31), true, nil), acked: true, events: ev(recovers)},
 			{kind: play.SubscriptionDeferred, token: "a", truth: truth(play.StateActive, playPremium, day(90), true),
-				want: premium(active, "active", day(90), true, nil), acked: true},
+				want: premium(active, "active", day(90), true, nil), acked: true, events: ev(renewals)},
 			{kind: play.SubscriptionPriceChangeConfirmed, token: "a", truth: truth(play.StateActive, playPremium, day(90), true),
 				want: premium(active, "active", day(90), true, nil), acked: true},
 			{kind: play.SubscriptionCanceled, token: "a", truth: truth(play.StateCanceled, playPremium, day(90), false),
-				want: premium(cancelled, "active", day(90), false, nil), acked: true},
+				want: premium(cancelled, "active", day(90), false, nil), acked: true, events: ev(cancels)},
 			{kind: play.SubscriptionExpired, token: "a", truth: truth(play.StateExpired, playPremium, past, false),
-				want: premium(expired, "expired", past, false, nil), acked: true},
+				want: premium(expired, "expired", past, false, nil), acked: true, events: ev(ended)},
 		}},
 		{"revoked", []playStep{
 			{kind: play.SubscriptionPurchased, token: "r", truth: truth(play.StateActive, playPremium, day(30), true),
-				want: premium(active, "active", day(30), true, nil), acked: true},
+				want: premium(active, "active", day(30), true, nil), acked: true, events: ev(started)},
 			// The API says EXPIRED; the notification makes it revoked.
 			{kind: play.SubscriptionRevoked, token: "r", truth: truth(play.StateExpired, playPremium, past, false),
-				want: premium(revoked, "expired", past, false, nil), acked: true},
+				want: premium(revoked, "expired", past, false, nil), acked: true, events: ev(ended)},
 		}},
 		{"refunded", []playStep{
 			{kind: play.SubscriptionPurchased, token: "v", truth: truth(play.StateActive, playPremium, day(30), true),
-				want: premium(active, "active", day(30), true, nil), acked: true},
+				want: premium(active, "active", day(30), true, nil), acked: true, events: ev(started)},
 			{kind: 0, token: "v", truth: truth(play.StateExpired, playPremium, past, false),
-				want: premium(refunded, "expired", past, false, nil), acked: true},
+				want: premium(refunded, "expired", past, false, nil), acked: true, events: ev(refunds)},
 		}},
 		{"free trial", []playStep{
 			{kind: play.SubscriptionPurchased, token: "f", truth: &playTruth{state: play.StateActive, product: playPremium, expiry: day(7), renews: true, trial: true},
-				want: premium(trial, "active", day(7), true, nil), acked: true},
+				want: premium(trial, "active", day(7), true, nil), acked: true, events: ev(started)},
 			{kind: play.SubscriptionRenewed, token: "f", truth: truth(play.StateActive, playPremium, day(37), true),
-				want: premium(active, "active", day(37), true, nil), acked: true},
+				want: premium(active, "active", day(37), true, nil), acked: true, events: ev(renewals)},
 		}},
 		{"pending", []playStep{
 			// A purchase waiting for cash at a shop grants nothing yet.
@@ -413,13 +425,13 @@ func testPlayNotifications(t *testing.T, h *herald, fake *playfake.Fake) {
 		}},
 		{"upgrade and downgrade", []playStep{
 			{kind: play.SubscriptionPurchased, token: "u1", truth: truth(play.StateActive, playBasic, day(30), true),
-				want: sub("basic", "active", gp, day(30), true, nil, ent(gp, playBasic, active, day(30))), acked: true},
+				want: sub("basic", "active", gp, day(30), true, nil, ent(gp, playBasic, active, day(30))), acked: true, events: ev(started)},
 			// The new purchase names the one it replaces, and no account:
 			// it carries on the old one's.
 			{kind: play.SubscriptionPurchased, token: "u2", truth: &playTruth{state: play.StateActive, product: playPremium, expiry: day(31), renews: true, linked: "u1", anon: true},
-				want: sub("premium", "active", gp, day(31), true, nil, ent(gp, playBasic, expired, day(30)), ent(gp, playPremium, active, day(31))), acked: true},
+				want: sub("premium", "active", gp, day(31), true, nil, ent(gp, playBasic, expired, day(30)), ent(gp, playPremium, active, day(31))), acked: true, events: ev(renewals, planChanged)},
 			{kind: play.SubscriptionPurchased, token: "u3", truth: &playTruth{state: play.StateActive, product: playBasic, expiry: day(32), renews: true, linked: "u2"},
-				want: sub("basic", "active", gp, day(32), true, nil, ent(gp, playBasic, expired, day(30)), ent(gp, playPremium, expired, day(31)), ent(gp, playBasic, active, day(32))), acked: true},
+				want: sub("basic", "active", gp, day(32), true, nil, ent(gp, playBasic, expired, day(30)), ent(gp, playPremium, expired, day(31)), ent(gp, playBasic, active, day(32))), acked: true, events: ev(renewals, planChanged)},
 		}},
 		{"unmapped product", []playStep{
 			// Kept and refused, not retried: no plan, and not acknowledged.
@@ -433,6 +445,7 @@ func testPlayNotifications(t *testing.T, h *herald, fake *playfake.Fake) {
 	for i, sc := range scenarios {
 		t.Run(strings.ReplaceAll(sc.name, " ", "_"), func(t *testing.T) {
 			access, id := newUserToken(t, h, restDoor.name, fmt.Sprintf("play-%d@example.com", i))
+			events, seen := map[string]int{}, map[string]bool{}
 			for j, s := range sc.steps {
 				token := fmt.Sprintf("play-%d-%s", i, s.token)
 				if s.truth != nil {
@@ -459,6 +472,10 @@ func testPlayNotifications(t *testing.T, h *herald, fake *playfake.Fake) {
 				if got := fake.Acknowledged(token); got != s.acked {
 					t.Fatalf("%s: acknowledged at the store %t, want %t", what, got, s.acked)
 				}
+				for _, typ := range s.events {
+					events[typ]++
+				}
+				hooks.eventsSince(t, what, id, events, seen)
 			}
 		})
 	}
@@ -749,4 +766,95 @@ func TestBillingGrantOverStoreE2E(t *testing.T) {
 			t.Fatalf("after the store renewed: %+v, want basic from google_play until %s", got, rfc(day(61)))
 		}
 	})
+}
+
+// billHistory is the causes of the account's history, newest first, as
+// the admin API shows them.
+func billHistory(t testing.TB, hooks *billHooks, id string) []string {
+	t.Helper()
+	r := userSubscription(t, hooks.h, hooks.admin, id)
+	expectOK(t, "GET the user's subscription", r, http.StatusOK)
+	var causes []string
+	for _, c := range asObjects(t, jsonPath(r.data, "history")) {
+		cause, _ := c["cause"].(string)
+		causes = append(causes, cause)
+	}
+	return causes
+}
+
+// testPlayOutOfOrder: Pub/Sub delivers the notifications of one purchase
+// out of order, the renewal before the purchase and the purchase last,
+// after the cancellation. Each makes Herald read the purchase, so the
+// subscription is the store's newest truth after every one; the late
+// purchase notification changes nothing, and each change is one history
+// row and one event.
+func testPlayOutOfOrder(t *testing.T, h *herald, fake *playfake.Fake, hooks *billHooks) {
+	now := time.Now().UTC().Truncate(time.Second)
+	day := func(n int) time.Time { return now.Add(time.Duration(n) * 24 * time.Hour) }
+	gp := subscriptions.GooglePlay
+	access, id := newUserToken(t, h, restDoor.name, "play-ooo@example.com")
+	const token = "play-out-of-order"
+	deliver := func(what string, body []byte, auth, msg string) {
+		t.Helper()
+		expectOK(t, what, playPush(t, h, body, auth), http.StatusOK)
+		if n := billProcessed(t, h, gp, msg); !strings.HasPrefix(n.Outcome, "recorded") {
+			t.Fatalf("%s: worked with outcome %q, want recorded…", what, n.Outcome)
+		}
+	}
+	// The store's story: bought, renewed, cancelled; each notification
+	// made (published) when it happened.
+	fake.SetPurchase(token, playTruth{state: play.StateActive, product: playBasic, expiry: day(30), renews: true}.wire(now, id))
+	purchased, purchasedAuth := fake.Push("ooo-purchased", playNote(play.SubscriptionPurchased, token, playBasic))
+	fake.SetPurchase(token, playTruth{state: play.StateActive, product: playBasic, expiry: day(60), renews: true}.wire(now, id))
+	renewed, renewedAuth := fake.Push("ooo-renewed", playNote(play.SubscriptionRenewed, token, playBasic))
+
+	seen := map[string]bool{}
+	deliver("the renewal, first", renewed, renewedAuth, "ooo-renewed")
+	active := sub("basic", "active", gp, day(60), true, nil, ent(gp, playBasic, subscriptions.StateActive, day(60)))
+	expectBillSub(t, h, "after the renewal, first", access, active)
+	hooks.eventsSince(t, "after the renewal, first", id, map[string]int{webhooks.SubscriptionStarted: 1}, seen)
+
+	fake.SetPurchase(token, playTruth{state: play.StateCanceled, product: playBasic, expiry: day(60)}.wire(now, id))
+	cancelled, cancelledAuth := fake.Push("ooo-cancelled", playNote(play.SubscriptionCanceled, token, playBasic))
+	deliver("the cancellation", cancelled, cancelledAuth, "ooo-cancelled")
+	ending := sub("basic", "active", gp, day(60), false, nil, ent(gp, playBasic, subscriptions.StateCancelled, day(60)))
+	expectBillSub(t, h, "after the cancellation", access, ending)
+
+	deliver("the purchase, last", purchased, purchasedAuth, "ooo-purchased")
+	expectBillSub(t, h, "after the purchase, last", access, ending)
+	hooks.eventsSince(t, "after the purchase, last", id, map[string]int{webhooks.SubscriptionStarted: 1, webhooks.SubscriptionCancelled: 1}, seen)
+	want := []string{
+		fmt.Sprintf("google_play:subscription:%d", play.SubscriptionCanceled),
+		fmt.Sprintf("google_play:subscription:%d", play.SubscriptionRenewed),
+	}
+	if got := billHistory(t, hooks, id); !slices.Equal(got, want) {
+		t.Fatalf("history %v, want %v", got, want)
+	}
+}
+
+// testPlayOneRead: working a notification reads the purchase from Play
+// once; its acknowledgement state comes with that read, so settling it
+// asks Play only to acknowledge it, and nothing at all once it is.
+func testPlayOneRead(t *testing.T, h *herald, fake *playfake.Fake) {
+	now := time.Now().UTC().Truncate(time.Second)
+	_, id := newUserToken(t, h, restDoor.name, "play-one-read@example.com")
+	const token = "play-one-read"
+	fake.SetPurchase(token, playTruth{state: play.StateActive, product: playBasic, expiry: now.Add(30 * 24 * time.Hour), renews: true}.wire(now, id))
+	for _, c := range []struct {
+		what  string
+		kind  int
+		calls int
+	}{
+		{"a new purchase: read, then acknowledged", play.SubscriptionPurchased, 2},
+		{"an acknowledged purchase: read only", play.SubscriptionRenewed, 1},
+	} {
+		before := fake.Calls()
+		playDeliver(t, h, fake, "one-read-"+strconv.Itoa(c.kind), playNote(c.kind, token, playBasic))
+		if n := fake.Calls() - before; n != c.calls {
+			t.Fatalf("%s: %d calls to the Play API, want %d", c.what, n, c.calls)
+		}
+		if !fake.Acknowledged(token) {
+			t.Fatalf("%s: not acknowledged at the store", c.what)
+		}
+	}
 }

@@ -12,6 +12,7 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,13 @@ import (
 	"github.com/herald-vpn/herald/internal/billing/stripebill/stripefake"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/herald-vpn/herald/internal/subscriptions"
+	"github.com/herald-vpn/herald/internal/webhooks"
+)
+
+// The subscription.* events of the Stripe steps.
+const (
+	evStarted, evRenewed, evFailed, evRecovered = webhooks.SubscriptionStarted, webhooks.SubscriptionRenewed, webhooks.SubscriptionPaymentFailed, webhooks.SubscriptionRecovered
+	evExpired, evCancelled, evPlanChanged       = webhooks.SubscriptionExpired, webhooks.SubscriptionCancelled, webhooks.SubscriptionPlanChanged
 )
 
 const (
@@ -84,9 +92,11 @@ func stripeRedirect(t testing.TB, h *herald, path, access string, body any) (str
 func TestBillingStripeE2E(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
 		fake := stripefake.New(t)
-		h := startHerald(t, d, billEnv(t, stripeEnv(fake)))
-		t.Run("Lifecycle", func(t *testing.T) { testStripeLifecycle(t, h, fake) })
-		t.Run("TrialAndPause", func(t *testing.T) { testStripeTrial(t, h, fake) })
+		h := startHerald(t, d, webhooksEnv(billEnv(t, stripeEnv(fake))))
+		hooks := newBillHooks(t, h)
+		t.Run("Lifecycle", func(t *testing.T) { testStripeLifecycle(t, h, fake, hooks) })
+		t.Run("TrialAndPause", func(t *testing.T) { testStripeTrial(t, h, fake, hooks) })
+		t.Run("OutOfOrder", func(t *testing.T) { testStripeOutOfOrder(t, h, fake, hooks) })
 		t.Run("Refusals", func(t *testing.T) { testStripeRefusals(t, h, fake) })
 	})
 }
@@ -102,9 +112,11 @@ type stripeStep struct {
 	// observed: the subscription's expiresAt is when Herald took the
 	// store's word (access ended then), not a time the test set.
 	observed bool
+	// events are the subscription.* events the step writes, each once.
+	events []string
 }
 
-func testStripeLifecycle(t *testing.T, h *herald, fake *stripefake.Fake) {
+func testStripeLifecycle(t *testing.T, h *herald, fake *stripefake.Fake, hooks *billHooks) {
 	now := time.Now().UTC().Truncate(time.Second)
 	day := func(n int) time.Time { return now.Add(time.Duration(n) * 24 * time.Hour) }
 	email := "stripe-eve@example.com"
@@ -156,36 +168,36 @@ func testStripeLifecycle(t *testing.T, h *herald, fake *stripefake.Fake) {
 		StartDate: now, CurrentPeriodStart: now, CurrentPeriodEnd: day(30),
 	}
 	steps := []stripeStep{
-		{event: stripebill.EventCheckoutCompleted, want: stripeSub("basic", stripeBasic, subscriptions.StateActive, day(30), true, nil)},
+		{event: stripebill.EventCheckoutCompleted, want: stripeSub("basic", stripeBasic, subscriptions.StateActive, day(30), true, nil), events: []string{evStarted}},
 		{event: stripebill.EventSubscriptionCreated, outcome: "recorded", want: stripeSub("basic", stripeBasic, subscriptions.StateActive, day(30), true, nil)},
 		{event: stripebill.EventInvoicePaid, sub: func(s *stripefake.Subscription) {
 			s.CurrentPeriodStart, s.CurrentPeriodEnd = day(30), day(60)
-		}, want: stripeSub("basic", stripeBasic, subscriptions.StateActive, day(60), true, nil)},
+		}, want: stripeSub("basic", stripeBasic, subscriptions.StateActive, day(60), true, nil), events: []string{evRenewed}},
 		{event: stripebill.EventSubscriptionUpdated, sub: func(s *stripefake.Subscription) { s.CancelAtPeriodEnd = true },
-			want: stripeSub("basic", stripeBasic, subscriptions.StateCancelled, day(60), false, nil)},
+			want: stripeSub("basic", stripeBasic, subscriptions.StateCancelled, day(60), false, nil), events: []string{evCancelled}},
 		{event: stripebill.EventSubscriptionUpdated, sub: func(s *stripefake.Subscription) { s.CancelAtPeriodEnd = false },
-			want: stripeSub("basic", stripeBasic, subscriptions.StateActive, day(60), true, nil)},
+			want: stripeSub("basic", stripeBasic, subscriptions.StateActive, day(60), true, nil), events: []string{evRecovered}},
 		// An upgrade in the portal: the same subscription, another price.
 		{event: stripebill.EventSubscriptionUpdated, sub: func(s *stripefake.Subscription) { s.PriceID = stripePremium },
-			want: stripeSub("premium", stripePremium, subscriptions.StateActive, day(60), true, nil)},
+			want: stripeSub("premium", stripePremium, subscriptions.StateActive, day(60), true, nil), events: []string{evPlanChanged}},
 		// The renewal fails: Stripe retries it (past_due), access goes on.
 		{event: stripebill.EventInvoicePaymentFailed, sub: func(s *stripefake.Subscription) {
 			s.Status, s.CurrentPeriodStart, s.CurrentPeriodEnd = "past_due", day(60), day(90)
-		}, want: stripeSub("premium", stripePremium, subscriptions.StateGrace, day(90), true, ptr(day(90)))},
+		}, want: stripeSub("premium", stripePremium, subscriptions.StateGrace, day(90), true, ptr(day(90))), events: []string{evFailed}},
 		{event: stripebill.EventInvoicePaid, sub: func(s *stripefake.Subscription) { s.Status = "active" },
-			want: stripeSub("premium", stripePremium, subscriptions.StateActive, day(90), true, nil)},
+			want: stripeSub("premium", stripePremium, subscriptions.StateActive, day(90), true, nil), events: []string{evRecovered}},
 		{event: stripebill.EventInvoicePaymentFailed, sub: func(s *stripefake.Subscription) { s.Status = "past_due" },
-			want: stripeSub("premium", stripePremium, subscriptions.StateGrace, day(90), true, ptr(day(90)))},
+			want: stripeSub("premium", stripePremium, subscriptions.StateGrace, day(90), true, ptr(day(90))), events: []string{evFailed}},
 		// The retries end unpaid: no access from then on.
 		{event: stripebill.EventSubscriptionUpdated, sub: func(s *stripefake.Subscription) { s.Status = "unpaid" },
 			want: stripeSub("premium", stripePremium, subscriptions.StateOnHold, day(90), false, nil), observed: true},
 		{event: stripebill.EventSubscriptionDeleted, sub: func(s *stripefake.Subscription) {
 			s.Status, s.EndedAt = "canceled", &now
-		}, want: stripeSub("premium", stripePremium, subscriptions.StateExpired, now, false, nil)},
+		}, want: stripeSub("premium", stripePremium, subscriptions.StateExpired, now, false, nil), events: []string{evExpired}},
 		// Not an event Herald acts on: kept, and nothing changes.
 		{event: "charge.refunded", outcome: "ignored", want: stripeSub("premium", stripePremium, subscriptions.StateExpired, now, false, nil)},
 	}
-	stripeSteps(t, h, fake, access, id, &st, steps)
+	stripeSteps(t, h, fake, hooks, access, id, &st, steps)
 
 	// The portal, for the customer of her purchase.
 	u, r = stripeRedirect(t, h, "/api/v1/billing/stripe/portal", access, nil)
@@ -206,8 +218,9 @@ func testStripeLifecycle(t *testing.T, h *herald, fake *stripefake.Fake) {
 // stripeSteps runs the steps on the subscription st of the user (access,
 // id): each changes st, sets it at the fake (the API's answer), delivers
 // the event, waits until it is worked and reads the user's subscription.
-func stripeSteps(t *testing.T, h *herald, fake *stripefake.Fake, access, id string, st *stripefake.Subscription, steps []stripeStep) {
+func stripeSteps(t *testing.T, h *herald, fake *stripefake.Fake, hooks *billHooks, access, id string, st *stripefake.Subscription, steps []stripeStep) {
 	t.Helper()
+	events, seen := map[string]int{}, map[string]bool{}
 	for i, step := range steps {
 		if step.sub != nil {
 			step.sub(st)
@@ -249,12 +262,16 @@ func stripeSteps(t *testing.T, h *herald, fake *stripefake.Fake, access, id stri
 			want.ExpiresAt = got.ExpiresAt
 		}
 		expectBillSub(t, h, what, access, want)
+		for _, typ := range step.events {
+			events[typ]++
+		}
+		hooks.eventsSince(t, what, id, events, seen)
 	}
 }
 
 // testStripeTrial: a subscription that starts with a trial, pauses when
 // the trial ends without a payment method, and resumes once paid.
-func testStripeTrial(t *testing.T, h *herald, fake *stripefake.Fake) {
+func testStripeTrial(t *testing.T, h *herald, fake *stripefake.Fake, hooks *billHooks) {
 	now := time.Now().UTC().Truncate(time.Second)
 	day := func(n int) time.Time { return now.Add(time.Duration(n) * 24 * time.Hour) }
 	access, id := newUserToken(t, h, restDoor.name, "stripe-gil@example.com")
@@ -263,13 +280,13 @@ func testStripeTrial(t *testing.T, h *herald, fake *stripefake.Fake) {
 		StartDate: now, CurrentPeriodStart: now, CurrentPeriodEnd: day(7), TrialEnd: ptr(day(7)),
 		Metadata: map[string]string{stripebill.MetadataUserID: id},
 	}
-	stripeSteps(t, h, fake, access, id, &st, []stripeStep{
-		{event: stripebill.EventSubscriptionCreated, want: stripeSub("premium", stripePremium, subscriptions.StateTrial, day(7), true, nil)},
+	stripeSteps(t, h, fake, hooks, access, id, &st, []stripeStep{
+		{event: stripebill.EventSubscriptionCreated, want: stripeSub("premium", stripePremium, subscriptions.StateTrial, day(7), true, nil), events: []string{evStarted}},
 		{event: stripebill.EventSubscriptionUpdated, sub: func(s *stripefake.Subscription) { s.Status = "paused" },
 			want: stripeSub("premium", stripePremium, subscriptions.StatePaused, day(7), false, nil), observed: true},
 		{event: stripebill.EventInvoicePaid, sub: func(s *stripefake.Subscription) {
 			s.Status, s.CurrentPeriodStart, s.CurrentPeriodEnd = "active", day(7), day(37)
-		}, want: stripeSub("premium", stripePremium, subscriptions.StateActive, day(37), true, nil)},
+		}, want: stripeSub("premium", stripePremium, subscriptions.StateActive, day(37), true, nil), events: []string{evRecovered}},
 	})
 }
 
@@ -359,4 +376,54 @@ func testStripeRefusals(t *testing.T, h *herald, fake *stripefake.Fake) {
 	barrier, barrierSig := fake.Event("customer.updated", map[string]any{"id": "cus_fay", "object": "customer", "livemode": false})
 	stripeDeliver(t, h, barrier, barrierSig)
 	expectBillSub(t, h, "Fay after the replays", access, ended)
+}
+
+// testStripeOutOfOrder: Stripe delivers the events of one subscription out
+// of order, the renewal's invoice.paid before customer.subscription.created
+// and the creation last, after the cancellation. Each has the subscription
+// read from the API, so the subscription is Stripe's newest truth after
+// every one, whatever the event's own (older) object says; the late
+// creation changes nothing, and each change is one history row and one
+// event.
+func testStripeOutOfOrder(t *testing.T, h *herald, fake *stripefake.Fake, hooks *billHooks) {
+	now := time.Now().UTC().Truncate(time.Second)
+	day := func(n int) time.Time { return now.Add(time.Duration(n) * 24 * time.Hour) }
+	access, id := newUserToken(t, h, restDoor.name, "stripe-ooo@example.com")
+	// Stripe's story: created, renewed, cancelled at the period's end;
+	// each event made (signed) when it happened, with the object as it
+	// was then.
+	st := stripefake.Subscription{
+		ID: "sub_ooo", Customer: "cus_ooo", Status: "active", PriceID: stripeBasic,
+		StartDate: now, CurrentPeriodStart: now, CurrentPeriodEnd: day(30),
+		Metadata: map[string]string{stripebill.MetadataUserID: id},
+	}
+	fake.SetSubscription(st)
+	created, createdSig := fake.Event(stripebill.EventSubscriptionCreated, st)
+	st.CurrentPeriodStart, st.CurrentPeriodEnd = day(30), day(60)
+	fake.SetSubscription(st)
+	paid, paidSig := fake.Event(stripebill.EventInvoicePaid, stripefake.Invoice{ID: "in_ooo_2", Customer: st.Customer, Subscription: st.ID})
+
+	seen := map[string]bool{}
+	if out := stripeDeliver(t, h, paid, paidSig); !strings.HasPrefix(out, "recorded") {
+		t.Fatalf("the renewal, first: outcome %q", out)
+	}
+	expectBillSub(t, h, "after the renewal, first", access, stripeSub("basic", stripeBasic, subscriptions.StateActive, day(60), true, nil))
+	hooks.eventsSince(t, "after the renewal, first", id, map[string]int{evStarted: 1}, seen)
+
+	st.CancelAtPeriodEnd = true
+	fake.SetSubscription(st)
+	updated, updatedSig := fake.Event(stripebill.EventSubscriptionUpdated, st)
+	stripeDeliver(t, h, updated, updatedSig)
+	ending := stripeSub("basic", stripeBasic, subscriptions.StateCancelled, day(60), false, nil)
+	expectBillSub(t, h, "after the cancellation", access, ending)
+
+	if out := stripeDeliver(t, h, created, createdSig); !strings.HasPrefix(out, "recorded") {
+		t.Fatalf("the creation, last: outcome %q", out)
+	}
+	expectBillSub(t, h, "after the creation, last", access, ending)
+	hooks.eventsSince(t, "after the creation, last", id, map[string]int{evStarted: 1, evCancelled: 1}, seen)
+	want := []string{"stripe:" + stripebill.EventSubscriptionUpdated, "stripe:" + stripebill.EventInvoicePaid}
+	if got := billHistory(t, hooks, id); !slices.Equal(got, want) {
+		t.Fatalf("history %v, want %v", got, want)
+	}
 }

@@ -62,7 +62,9 @@ type Channel struct {
 	// Play's a GooglePlayProof.
 	Prove func(ctx context.Context, proof json.RawMessage) (subscriptions.Observation, error)
 	// Settled runs after a purchase's state was recorded (Play's
-	// acknowledgement); an error retries the job.
+	// acknowledgement); an error retries the job. obs is the store's
+	// word read just before (Read or Prove), so Settled need not read the
+	// purchase again.
 	Settled func(ctx context.Context, obs subscriptions.Observation, extra json.RawMessage) error
 	// Checkout starts a purchase on the web for the account (Stripe
 	// Checkout) and returns the URL to send the user to; customer is the

@@ -236,6 +236,10 @@ type Observation struct {
 	// linkedPurchaseToken after an upgrade or downgrade): its entitlement
 	// ends and this one carries on.
 	Replaces string
+	// Acknowledged: the store had the purchase acknowledged when this
+	// word was read (Google Play's acknowledgementState), so settling it
+	// needs no other read.
+	Acknowledged bool
 }
 
 // Apply is the entitlement after obs, from cur (nil when the purchase is

@@ -20,9 +20,6 @@ import (
 const (
 	// maxAPIBody bounds an answer of the App Store Server API.
 	maxAPIBody = 8 << 20
-	// maxHistoryPages bounds the pages of one history read (Apple pages
-	// by 20 transactions).
-	maxHistoryPages = 500
 	// tokenLifetime is the bearer token's (Apple accepts up to an hour).
 	tokenLifetime = 5 * 60
 )
@@ -68,44 +65,6 @@ func (c *Client) Statuses(ctx context.Context, originalTransactionID string) (su
 		return subscriptions.Observation{}, fmt.Errorf("%w: no subscription %q in the statuses", ErrNotFound, originalTransactionID)
 	}
 	return *found, nil
-}
-
-// History calls Get Transaction History
-// (GET /inApps/v2/history/{transactionId}), following its pages, and
-// verifies and decodes each transaction.
-func (c *Client) History(ctx context.Context, transactionID string) ([]Transaction, error) {
-	var out []Transaction
-	revision := ""
-	for page := 0; ; page++ {
-		if page == maxHistoryPages {
-			return nil, fmt.Errorf("%w: more than %d pages of history", billing.ErrUpstream, maxHistoryPages)
-		}
-		path := "/inApps/v2/history/" + url.PathEscape(transactionID)
-		if revision != "" {
-			path += "?revision=" + url.QueryEscape(revision)
-		}
-		var resp historyResponse
-		if err := c.get(ctx, path, &resp); err != nil {
-			return nil, err
-		}
-		if err := c.checkAddress("history", resp.BundleID, resp.Environment); err != nil {
-			return nil, err
-		}
-		for _, s := range resp.SignedTransactions {
-			tx, err := c.transaction(s)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, tx)
-		}
-		if !resp.HasMore {
-			return out, nil
-		}
-		if resp.Revision == "" || resp.Revision == revision {
-			return nil, fmt.Errorf("%w: hasMore without a new revision", billing.ErrMalformed)
-		}
-		revision = resp.Revision
-	}
 }
 
 // get calls the App Store Server API and decodes its JSON answer into v.

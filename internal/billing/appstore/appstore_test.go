@@ -432,54 +432,6 @@ func TestStatuses(t *testing.T) {
 	}
 }
 
-func TestHistory(t *testing.T) {
-	e := setup(t, nil)
-	clock := e.clock
-	e.fake.SetPageSize(2)
-	first := baseTx(clock)
-	var want []string
-	for i := range 5 {
-		tx := first
-		tx.TransactionID = "200000000000001" + string(rune('0'+i))
-		tx.PurchaseDate = first.OriginalPurchaseDate.Add(day(30 * i))
-		tx.ExpiresDate = tx.PurchaseDate.Add(day(30))
-		e.fake.AddTransaction(tx)
-		want = append(want, tx.TransactionID)
-	}
-	// The third renewal is refunded.
-	refunded := first
-	refunded.TransactionID = "2000000000000012"
-	refunded.PurchaseDate = first.OriginalPurchaseDate.Add(day(60))
-	refunded.ExpiresDate = refunded.PurchaseDate.Add(day(30))
-	refunded.RevocationDate, refunded.RevocationReason = clock.Add(-time.Hour), ptr(0)
-	e.fake.SetSubscription(appstorefake.StatusRevoked, refunded, appstorefake.RenewalFields{})
-
-	got, err := e.c.History(context.Background(), "2000000000000014")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, tx := range got {
-		ids = append(ids, tx.TransactionID)
-		if tx.OriginalTransactionID != first.OriginalTransactionID || tx.AppAccountToken != userID || !tx.SignedAt.Equal(clock) {
-			t.Errorf("transaction %+v", tx)
-		}
-		refund := tx.TransactionID == refunded.TransactionID
-		if refund != !tx.RevocationDate.IsZero() || refund != (tx.RevocationReason != nil) {
-			t.Errorf("transaction %s: revoked %v, reason %v", tx.TransactionID, tx.RevocationDate, tx.RevocationReason)
-		}
-	}
-	if !reflect.DeepEqual(ids, want) {
-		t.Errorf("history %v, want %v", ids, want)
-	}
-	if n := e.fake.Requests(); n != 3 {
-		t.Errorf("%d pages read, want 3", n)
-	}
-	if _, err := e.c.History(context.Background(), "9999"); !errors.Is(err, appstore.ErrNotFound) {
-		t.Errorf("unknown transaction: %v", err)
-	}
-}
-
 func TestBearerToken(t *testing.T) {
 	f := appstorefake.New(t, bundle)
 	other := appstorefake.New(t, bundle)
@@ -517,10 +469,6 @@ func TestBearerToken(t *testing.T) {
 			if !errors.Is(err, tc.want) && !(tc.want == nil && err == nil) {
 				t.Fatalf("Statuses: %v, want %v", err, tc.want)
 			}
-			_, err = c.History(context.Background(), "2000000000000001")
-			if !errors.Is(err, tc.want) && !(tc.want == nil && err == nil) {
-				t.Fatalf("History: %v, want %v", err, tc.want)
-			}
 		})
 	}
 }
@@ -535,7 +483,7 @@ func TestUpstreamUnavailable(t *testing.T) {
 			t.Errorf("%d: %v", status, err)
 		}
 		srv.Close()
-		if _, err := e.c.History(context.Background(), "1"); !errors.Is(err, billing.ErrUpstream) {
+		if _, err := e.c.Statuses(context.Background(), "1"); !errors.Is(err, billing.ErrUpstream) {
 			t.Errorf("closed: %v", err)
 		}
 	}

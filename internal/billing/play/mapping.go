@@ -31,11 +31,12 @@ var ErrPending = errors.New("play: purchase is pending")
 // notification.
 func Observe(p SubscriptionPurchaseV2, token string, observedAt time.Time) (subscriptions.Observation, error) {
 	obs := subscriptions.Observation{
-		Source:      subscriptions.GooglePlay,
-		ExternalID:  token,
-		Replaces:    p.LinkedPurchaseToken,
-		ObservedAt:  observedAt.UTC(),
-		Environment: "Production",
+		Source:       subscriptions.GooglePlay,
+		ExternalID:   token,
+		Replaces:     p.LinkedPurchaseToken,
+		ObservedAt:   observedAt.UTC(),
+		Environment:  "Production",
+		Acknowledged: p.AcknowledgementState == AcknowledgementAcknowledged,
 	}
 	if p.TestPurchase != nil {
 		obs.Environment = "Sandbox"

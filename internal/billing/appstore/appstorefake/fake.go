@@ -2,8 +2,8 @@
 // Server Notifications V2 and StoreKit 2 transactions with its own root,
 // intermediate and leaf certificates (carrying Apple's marker
 // extensions), and serves the App Store Server API's Get All Subscription
-// Statuses and Get Transaction History, checking the bearer JWT of the
-// in-app purchase key it hands out.
+// Statuses, checking the bearer JWT of the in-app purchase key it hands
+// out.
 package appstorefake
 
 import (
@@ -44,7 +44,6 @@ type state struct {
 	mu       sync.Mutex
 	now      func() time.Time
 	env      string
-	pageSize int
 	subs     map[string]*subscription // by originalTransactionId
 	order    []string                 // originalTransactionIds as set
 	requests int
@@ -70,7 +69,6 @@ func New(t testing.TB, bundleID string) *Fake {
 		appAppleID: 1234567890,
 		now:        time.Now,
 		env:        "Production",
-		pageSize:   20,
 		subs:       map[string]*subscription{},
 	}
 	s.srv = httptest.NewServer(s.handler())
@@ -126,13 +124,6 @@ func (f *Fake) SetEnvironment(env string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.env = env
-}
-
-// SetPageSize sets how many transactions a history page holds (20).
-func (f *Fake) SetPageSize(n int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.pageSize = max(n, 1)
 }
 
 // Requests is how many API requests the fake answered 200.

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -99,7 +98,6 @@ func (s *state) handler() http.Handler {
 	f := &Fake{state: s, signer: Apple, bundleID: s.bundleID}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /inApps/v1/subscriptions/{transactionId}", f.authorized(f.statuses))
-	mux.HandleFunc("GET /inApps/v2/history/{transactionId}", f.authorized(f.history))
 	return mux
 }
 
@@ -225,42 +223,5 @@ func (f *Fake) statuses(w http.ResponseWriter, r *http.Request) {
 		"bundleId":    f.bundleID,
 		"appAppleId":  f.appAppleID,
 		"data":        groups,
-	})
-}
-
-func (f *Fake) history(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	orig, ok := f.find(r.PathValue("transactionId"))
-	if !ok {
-		f.notFound(w)
-		return
-	}
-	start := 0
-	if rev := r.URL.Query().Get("revision"); rev != "" {
-		n, err := strconv.Atoi(strings.TrimPrefix(rev, "rev-"))
-		if err != nil || n < 0 {
-			f.writeJSON(w, http.StatusBadRequest, map[string]any{"errorCode": 4000005, "errorMessage": "Invalid revision."})
-			return
-		}
-		start = n
-	}
-	hist := f.subs[orig].history
-	start = min(start, len(hist))
-	end := min(start+f.pageSize, len(hist))
-	v := f.view()
-	now := f.now()
-	signed := []string{}
-	for _, tx := range hist[start:end] {
-		signed = append(signed, v.sign(v.txPayload(tx, now)))
-	}
-	f.requests++
-	f.writeJSON(w, http.StatusOK, map[string]any{
-		"revision":           "rev-" + strconv.Itoa(end),
-		"hasMore":            end < len(hist),
-		"bundleId":           f.bundleID,
-		"appAppleId":         f.appAppleID,
-		"environment":        f.env,
-		"signedTransactions": signed,
 	})
 }
