@@ -286,6 +286,21 @@ func TestProviderSignInWithFactorE2E(t *testing.T) {
 				pwd := mfaOp(t, h, dn, "completeMfaLogin", map[string]any{"challengeToken": challengeOf(t, h, dn, u.email), "code": u.recovery[0]})
 				expectOK(t, "a password login's second step", pwd, http.StatusOK)
 				expectAAL(t, "a password login completed with a recovery code", tokensOf(t, "session", pwd).access, "aal2", "pwd", "recovery")
+
+				// A factor enrolled in a provider's session steps that
+				// session up: its amr keeps the provider, never a pwd.
+				nonce = "n-new-" + dn
+				tok = google.Mint(t, providertest.Token{Audience: googleClientID, Subject: "g-stepup-" + dn, Email: dn + "-google-stepup@example.com", EmailVerified: true, Nonce: nonce})
+				sess := providerSignIn(t, h, dn, "google", tok, nonce, "", true)
+				expectAAL(t, "a Google sign-in without a factor", sess.access, "aal1", "google")
+				e := mfaOp(t, h, dn, "enrollTotp", nil, withBearer(sess.access))
+				expectOK(t, "enrollTotp in a Google session", e, map[string]int{"rest": 201, "graphql": 200}[dn])
+				secret, _ := jsonPath(e.data, "secret").(string)
+				factorID, _ := jsonPath(e.data, "factor", "id").(string)
+				c := mfaOp(t, h, dn, "confirmTotp", map[string]any{"factorId": factorID, "code": totpCode(t, secret, time.Now())}, withBearer(sess.access))
+				expectOK(t, "confirmTotp in a Google session", c, http.StatusOK)
+				stepped := tokensOf(t, "the confirming session", result{status: http.StatusOK, data: jsonPath(c.data, "session")})
+				expectAAL(t, "a Google session stepped up by a TOTP code", stepped.access, "aal2", "google", "otp")
 			})
 		}
 	})
