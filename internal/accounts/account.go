@@ -44,6 +44,11 @@ type Account struct {
 // Disabled reports whether an operator has disabled the account.
 func (a Account) Disabled() bool { return a.DisabledAt != nil }
 
+// Address is the account's email address, "" when it has none: a
+// guest's placeholder, kept by a guest upgraded with a passkey until it
+// adds an address, is no address anyone can read, so nothing shows it.
+func (a Account) Address() string { return address(a.Email) }
+
 // Verified reports whether the account's email has been confirmed.
 func (a Account) Verified() bool { return a.EmailVerifiedAt != nil }
 
