@@ -210,7 +210,13 @@ type Store interface {
 	// RevokeAllSessions ends every session of the account.
 	RevokeAllSessions(ctx context.Context, accountID string) error
 
+	// UpdatePasswordHash sets a new password's hash and clears the mark
+	// of SetPasswordChangeRequired.
 	UpdatePasswordHash(ctx context.Context, accountID, hash string) error
+	// RehashPassword stores the same password hashed anew (a login under
+	// stronger hashing parameters): the mark stays, the password did not
+	// change.
+	RehashPassword(ctx context.Context, accountID, hash string) error
 	// SetPasswordChangeRequired marks the account to change its password
 	// (UpdatePasswordHash clears the mark).
 	SetPasswordChangeRequired(ctx context.Context, accountID string) error
