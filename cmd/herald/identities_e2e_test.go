@@ -241,6 +241,23 @@ func testIdentities(t *testing.T, h *herald, dn string, apple, google *providert
 			t.Fatalf("delete erin: %d %v", status, env)
 		}
 		eventually(t, func() bool { return slices.Contains(apple.Revoked(), refresh2) }, "Apple's token was not revoked when its account was deleted: %v", apple.Revoked())
+		// An account made by Apple deletes itself without a password (a
+		// fresh sign-in proves it), and its Apple token is revoked too.
+		code3, refresh3 := sub("apple-code-3"), sub("apple-refresh-3")
+		apple.IssueCode(code3, refresh3)
+		tok = apple.Mint(t, providertest.Token{Audience: appleClientID, Subject: sub("a-fay"), Email: email("fay"), EmailVerified: true, Nonce: providertest.AppleNonce("n3")})
+		fay := providerSignIn(t, h, dn, "apple", tok, "n3", code3, true)
+		var deleted result
+		if dn == graphQLDoor.name {
+			deleted = gql(t, h, "deleteAccount", `mutation { deleteAccount }`, nil, withBearer(fay.access))
+		} else {
+			status, env, hdr := h.rest(t, http.MethodPost, "/api/v1/users/me/delete", map[string]any{}, withBearer(fay.access))
+			deleted = envelopeResult(t, "delete", status, env, hdr)
+		}
+		if deleted.code != "" {
+			t.Fatalf("fay deleting herself: %d %s %s", deleted.status, deleted.code, deleted.message)
+		}
+		eventually(t, func() bool { return slices.Contains(apple.Revoked(), refresh3) }, "Apple's token was not revoked when its account deleted itself: %v", apple.Revoked())
 		// The log holds the links and the unlink.
 		log := strings.Join(sqlstoretest.RawColumn(t, h.Env["HERALD_DATABASE_URL"], `SELECT kind FROM security_events WHERE account_id = '`+jwtSub(t, s.access)+`'`), " ")
 		for _, k := range []string{"identity_linked", "identity_unlinked"} {
