@@ -241,6 +241,23 @@ func testIdentities(t *testing.T, h *herald, dn string, apple, google *providert
 			t.Fatalf("delete erin: %d %v", status, env)
 		}
 		eventually(t, func() bool { return slices.Contains(apple.Revoked(), refresh2) }, "Apple's token was not revoked when its account was deleted: %v", apple.Revoked())
+		// An account made by Apple deletes itself without a password (a
+		// fresh sign-in proves it), and its Apple token is revoked too.
+		code3, refresh3 := sub("apple-code-3"), sub("apple-refresh-3")
+		apple.IssueCode(code3, refresh3)
+		tok = apple.Mint(t, providertest.Token{Audience: appleClientID, Subject: sub("a-fay"), Email: email("fay"), EmailVerified: true, Nonce: providertest.AppleNonce("n3")})
+		fay := providerSignIn(t, h, dn, "apple", tok, "n3", code3, true)
+		var deleted result
+		if dn == graphQLDoor.name {
+			deleted = gql(t, h, "deleteAccount", `mutation { deleteAccount }`, nil, withBearer(fay.access))
+		} else {
+			status, env, hdr := h.rest(t, http.MethodPost, "/api/v1/users/me/delete", map[string]any{}, withBearer(fay.access))
+			deleted = envelopeResult(t, "delete", status, env, hdr)
+		}
+		if deleted.code != "" {
+			t.Fatalf("fay deleting herself: %d %s %s", deleted.status, deleted.code, deleted.message)
+		}
+		eventually(t, func() bool { return slices.Contains(apple.Revoked(), refresh3) }, "Apple's token was not revoked when its account deleted itself: %v", apple.Revoked())
 		// The log holds the links and the unlink.
 		log := strings.Join(sqlstoretest.RawColumn(t, h.Env["HERALD_DATABASE_URL"], `SELECT kind FROM security_events WHERE account_id = '`+jwtSub(t, s.access)+`'`), " ")
 		for _, k := range []string{"identity_linked", "identity_unlinked"} {
@@ -286,6 +303,21 @@ func TestProviderSignInWithFactorE2E(t *testing.T) {
 				pwd := mfaOp(t, h, dn, "completeMfaLogin", map[string]any{"challengeToken": challengeOf(t, h, dn, u.email), "code": u.recovery[0]})
 				expectOK(t, "a password login's second step", pwd, http.StatusOK)
 				expectAAL(t, "a password login completed with a recovery code", tokensOf(t, "session", pwd).access, "aal2", "pwd", "recovery")
+
+				// A factor enrolled in a provider's session steps that
+				// session up: its amr keeps the provider, never a pwd.
+				nonce = "n-new-" + dn
+				tok = google.Mint(t, providertest.Token{Audience: googleClientID, Subject: "g-stepup-" + dn, Email: dn + "-google-stepup@example.com", EmailVerified: true, Nonce: nonce})
+				sess := providerSignIn(t, h, dn, "google", tok, nonce, "", true)
+				expectAAL(t, "a Google sign-in without a factor", sess.access, "aal1", "google")
+				e := mfaOp(t, h, dn, "enrollTotp", nil, withBearer(sess.access))
+				expectOK(t, "enrollTotp in a Google session", e, map[string]int{"rest": 201, "graphql": 200}[dn])
+				secret, _ := jsonPath(e.data, "secret").(string)
+				factorID, _ := jsonPath(e.data, "factor", "id").(string)
+				c := mfaOp(t, h, dn, "confirmTotp", map[string]any{"factorId": factorID, "code": totpCode(t, secret, time.Now())}, withBearer(sess.access))
+				expectOK(t, "confirmTotp in a Google session", c, http.StatusOK)
+				stepped := tokensOf(t, "the confirming session", result{status: http.StatusOK, data: jsonPath(c.data, "session")})
+				expectAAL(t, "a Google session stepped up by a TOTP code", stepped.access, "aal2", "google", "otp")
 			})
 		}
 	})

@@ -44,6 +44,11 @@ type Account struct {
 // Disabled reports whether an operator has disabled the account.
 func (a Account) Disabled() bool { return a.DisabledAt != nil }
 
+// Address is the account's email address, "" when it has none: a
+// guest's placeholder, kept by a guest upgraded with a passkey until it
+// adds an address, is no address anyone can read, so nothing shows it.
+func (a Account) Address() string { return address(a.Email) }
+
 // Verified reports whether the account's email has been confirmed.
 func (a Account) Verified() bool { return a.EmailVerifiedAt != nil }
 
@@ -205,7 +210,13 @@ type Store interface {
 	// RevokeAllSessions ends every session of the account.
 	RevokeAllSessions(ctx context.Context, accountID string) error
 
+	// UpdatePasswordHash sets a new password's hash and clears the mark
+	// of SetPasswordChangeRequired.
 	UpdatePasswordHash(ctx context.Context, accountID, hash string) error
+	// RehashPassword stores the same password hashed anew (a login under
+	// stronger hashing parameters): the mark stays, the password did not
+	// change.
+	RehashPassword(ctx context.Context, accountID, hash string) error
 	// SetPasswordChangeRequired marks the account to change its password
 	// (UpdatePasswordHash clears the mark).
 	SetPasswordChangeRequired(ctx context.Context, accountID string) error

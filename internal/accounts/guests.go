@@ -28,6 +28,14 @@ const DefaultGuestRetention = 30 * 24 * time.Hour
 // IsGuestPlaceholder reports whether email is a guest's placeholder.
 func IsGuestPlaceholder(email string) bool { return strings.HasSuffix(email, guestDomain) }
 
+// address is a stored email as shown anywhere: "" for a placeholder.
+func address(email string) string {
+	if IsGuestPlaceholder(email) {
+		return ""
+	}
+	return email
+}
+
 // ValidateInstallID checks an install id: 8 to 128 characters of letters,
 // digits, '-', '_' and '.' (a UUID, an Android ID, an identifierForVendor).
 func ValidateInstallID(id string) error {

@@ -126,7 +126,7 @@ func (s *Service) checkCredentials(ctx context.Context, email, plain string) (Ac
 	}
 	if rehash {
 		if h, err := s.hasher.Hash(ctx, plain); err == nil {
-			if err := s.store.UpdatePasswordHash(ctx, acct.ID, h); err != nil {
+			if err := s.store.RehashPassword(ctx, acct.ID, h); err != nil {
 				s.logger.WarnContext(ctx, "password rehash not saved", "account_id", acct.ID, "err", err)
 			}
 		}

@@ -160,7 +160,7 @@ func (s *Service) EnrollTOTP(ctx context.Context, p auth.Principal, name string)
 	if name == "" {
 		name = "Authenticator app"
 	}
-	key, err := totp.Generate(totp.GenerateOpts{Issuer: s.cfg.Issuer, AccountName: acct.Email, Period: uint(Period / time.Second), Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1, SecretSize: 20})
+	key, err := totp.Generate(totp.GenerateOpts{Issuer: s.cfg.Issuer, AccountName: cmp.Or(acct.Address(), acct.ID), Period: uint(Period / time.Second), Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1, SecretSize: 20})
 	if err != nil {
 		return Enrollment{}, err
 	}

@@ -2,6 +2,7 @@ package passkeys
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -142,10 +143,8 @@ type user struct {
 
 func (u user) WebAuthnID() []byte { return []byte(u.acct.ID) }
 func (u user) WebAuthnName() string {
-	if u.acct.Email != "" {
-		return u.acct.Email
-	}
-	return u.acct.ID
+	// An authenticator shows it: never a guest's placeholder.
+	return cmp.Or(u.acct.Address(), u.acct.ID)
 }
 func (u user) WebAuthnDisplayName() string { return u.WebAuthnName() }
 func (u user) WebAuthnCredentials() []webauthn.Credential {

@@ -296,8 +296,14 @@ func (s *Service) StepUp(ctx context.Context, p auth.Principal, method string) (
 	if err != nil {
 		return Tokens{}, err
 	}
-	amr := []string{auth.AMRPassword}
-	for _, m := range append(slices.Clone(p.AMR), method) {
+	// The session's own first step stays first (a provider, a guest, a
+	// password); pwd only for a token from before amr was carried.
+	var amr []string
+	first := p.AMR
+	if len(first) == 0 {
+		first = []string{auth.AMRPassword}
+	}
+	for _, m := range append(slices.Clone(first), method) {
 		if !slices.Contains(amr, m) {
 			amr = append(amr, m)
 		}

@@ -362,6 +362,14 @@ func (db *DB) UpdatePasswordHash(ctx context.Context, accountID, hash string) er
 	})
 }
 
+// RehashPassword implements accounts.Store.
+func (db *DB) RehashPassword(ctx context.Context, accountID, hash string) error {
+	return db.inTx(ctx, func(tx *Tx) error {
+		_, err := tx.q.exec(ctx, `UPDATE accounts SET password_hash = ? WHERE id = ?`, hash, accountID)
+		return err
+	})
+}
+
 // SetScope implements accounts.Store.
 func (db *DB) SetScope(ctx context.Context, accountID, scope string, revokeSessions bool, allow func(accounts.Standing) error) error {
 	return db.inTx(ctx, func(tx *Tx) error {

@@ -83,6 +83,7 @@ func TestConformance(t *testing.T) {
 		{"RevokeSessions", testRevokeSessions},
 		{"Bans", testBans},
 		{"PruneSessionsCodesLeases", testPrune},
+		{"RehashKeepsPasswordChangeRequired", testRehashKeepsMark},
 	}
 	runConformance(t, cases, mustOpen)
 }
@@ -603,6 +604,35 @@ func TestMigrateConcurrently(t *testing.T) {
 			}
 		case <-time.After(time.Minute):
 			t.Fatal("a migration did not finish within a minute")
+		}
+	}
+}
+
+// A login's rehash stores the same password anew and keeps the mark a
+// breached password set; only a new password clears it.
+func testRehashKeepsMark(t *testing.T, db *sqlstore.DB, _ *testsupport.Clock) {
+	ctx := context.Background()
+	if _, _, err := accounts.Create(ctx, db, newAccount("id-1", "a@example.com", "AAAAAAAA")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name     string
+		save     func(context.Context, string, string) error
+		hash     string
+		wantMark bool
+	}{
+		{"rehash", db.RehashPassword, "$argon2id$rehashed", true},
+		{"new password", db.UpdatePasswordHash, "$argon2id$new", false},
+	} {
+		if err := db.SetPasswordChangeRequired(ctx, "id-1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.save(ctx, "id-1", c.hash); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		a, err := db.AccountByEmail(ctx, "a@example.com")
+		if err != nil || a.PasswordHash != c.hash || a.PasswordChangeRequired != c.wantMark {
+			t.Fatalf("after a %s: hash %q passwordChangeRequired %v (%v), want %q %v", c.name, a.PasswordHash, a.PasswordChangeRequired, err, c.hash, c.wantMark)
 		}
 	}
 }

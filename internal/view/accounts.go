@@ -10,8 +10,11 @@ import (
 
 // User is an account as its owner sees it (REST /users/me, GraphQL me).
 type User struct {
-	ID            string           `json:"id"`
-	Email         string           `json:"email"`
+	ID string `json:"id"`
+	// Email is nil while the account has no address of its own: a guest,
+	// or a guest upgraded with a passkey until it adds one (its stored
+	// placeholder is never shown).
+	Email         *string          `json:"email"`
 	EmailVerified bool             `json:"emailVerified"`
 	CreatedAt     time.Time        `json:"createdAt"`
 	ReferralCode  string           `json:"referralCode"`
@@ -23,7 +26,7 @@ type User struct {
 	// corpus; apps should ask for a new one (a change or reset clears it).
 	PasswordChangeRequired bool `json:"passwordChangeRequired"`
 	// Guest: an account made for an app install (POST /api/v1/auth/guest)
-	// with a placeholder email and no password, until it upgrades.
+	// with no email and no password, until it upgrades.
 	Guest bool `json:"guest"`
 }
 
@@ -60,7 +63,7 @@ func NewUserSubscription(sub subscriptions.Subscription, now time.Time) UserSubs
 func NewUser(a accounts.Account, now time.Time) User {
 	return User{
 		ID:            a.ID,
-		Email:         a.Email,
+		Email:         nonEmpty(a.Address()),
 		EmailVerified: a.Verified(),
 		CreatedAt:     seconds(a.CreatedAt),
 		ReferralCode:  a.ReferralCode,

@@ -2461,9 +2461,10 @@ export type TotpEnrollment = {
 export type User = {
   __typename?: 'User';
   createdAt: Scalars['Time']['output'];
-  email: Scalars['String']['output'];
+  /** Null while the account has no address of its own: a guest, or a guest upgraded with a passkey until it adds one (changeEmail). */
+  email?: Maybe<Scalars['String']['output']>;
   emailVerified: Scalars['Boolean']['output'];
-  /** A guest account (signInAsGuest): a placeholder email and no password until it upgrades (upgradeGuest, a passkey, or Apple or Google). */
+  /** A guest account (signInAsGuest): no email (null) and no password until it upgrades (upgradeGuest, a passkey, or Apple or Google). */
   guest: Scalars['Boolean']['output'];
   id: Scalars['ID']['output'];
   /** The language of the account's emails, a BCP 47 tag such as de or pt-BR (setLocale); null when none was given: English. */
@@ -2484,7 +2485,8 @@ export type UserRecord = {
   disabledAt?: Maybe<Scalars['Time']['output']>;
   /** The reason given when it was disabled; null when none. */
   disabledReason?: Maybe<Scalars['String']['output']>;
-  email: Scalars['String']['output'];
+  /** Null while the account has no address of its own (a guest, or a guest upgraded with a passkey). */
+  email?: Maybe<Scalars['String']['output']>;
   emailVerified: Scalars['Boolean']['output'];
   /** When the account confirmed its email; null until then. */
   emailVerifiedAt?: Maybe<Scalars['Time']['output']>;
@@ -2607,7 +2609,7 @@ export type InboxChangedSubscription = { inboxChanged: { unseen: number, unread:
 export type MeQueryVariables = Exact<{ [key: string]: never; }>;
 
 
-export type MeQuery = { me: { id: string, email: string } };
+export type MeQuery = { me: { id: string, email: string | null } };
 
 export type NotificationJobUpdatedSubscriptionVariables = Exact<{
   id: string | number;

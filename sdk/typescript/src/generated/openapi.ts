@@ -3831,8 +3831,11 @@ export interface components {
         User: {
             /** Format: uuid */
             id: string;
-            /** Format: email */
-            email: string;
+            /**
+             * Format: email
+             * @description Null while the account has no address of its own (a guest, or a guest upgraded with a passkey until it adds one with the email change).
+             */
+            email: string | null;
             emailVerified: boolean;
             createdAt: components["schemas"]["Timestamp"];
             /** @description The user's own code for referrals (8 characters of A-Z and 2-9 without 0, O, 1, I, L). */
@@ -3845,15 +3848,18 @@ export interface components {
             locale: string | null;
             /** @description A login found the password in a breach corpus (HERALD_PWNED_PASSWORDS_URL); apps should ask for a new one. A password change or reset clears it. */
             passwordChangeRequired: boolean;
-            /** @description A guest account (`POST /api/v1/auth/guest`) with a placeholder email and no password, until it upgrades. */
+            /** @description A guest account (`POST /api/v1/auth/guest`) with no email (null) and no password, until it upgrades. */
             guest: boolean;
         };
         /** @description An account as the admin API shows it; `disabledReason` is null when none was given. */
         UserRecord: {
             /** Format: uuid */
             id: string;
-            /** Format: email */
-            email: string;
+            /**
+             * Format: email
+             * @description Null while the account has no address of its own (a guest, or a guest upgraded with a passkey until it adds one with the email change).
+             */
+            email: string | null;
             emailVerified: boolean;
             createdAt: components["schemas"]["Timestamp"];
             referralCode: string;
@@ -3865,7 +3871,7 @@ export interface components {
             locale: string | null;
             /** @description A login found the password in a breach corpus; the user is asked for a new one. */
             passwordChangeRequired: boolean;
-            /** @description A guest account (`POST /api/v1/auth/guest`) with a placeholder email and no password, until it upgrades. */
+            /** @description A guest account (`POST /api/v1/auth/guest`) with no email (null) and no password, until it upgrades. */
             guest: boolean;
             /**
              * Format: date-time
@@ -3891,8 +3897,11 @@ export interface components {
         UserDetail: {
             /** Format: uuid */
             id: string;
-            /** Format: email */
-            email: string;
+            /**
+             * Format: email
+             * @description Null while the account has no address of its own (a guest, or a guest upgraded with a passkey until it adds one with the email change).
+             */
+            email: string | null;
             emailVerified: boolean;
             createdAt: components["schemas"]["Timestamp"];
             referralCode: string;
@@ -3904,7 +3913,7 @@ export interface components {
             locale: string | null;
             /** @description A login found the password in a breach corpus; the user is asked for a new one. */
             passwordChangeRequired: boolean;
-            /** @description A guest account (`POST /api/v1/auth/guest`) with a placeholder email and no password, until it upgrades. */
+            /** @description A guest account (`POST /api/v1/auth/guest`) with no email (null) and no password, until it upgrades. */
             guest: boolean;
             /**
              * Format: date-time
