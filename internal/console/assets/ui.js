@@ -159,3 +159,9 @@ export function toLocalInput(iso) {
   const pad = (n) => String(n).padStart(2, "0");
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
 }
+
+// accountName is how the console names an account: its email, or for a
+// guest (no address: the API says email null) "guest" and its id.
+export function accountName(u) {
+  return u.email ?? `guest ${u.id}`;
+}

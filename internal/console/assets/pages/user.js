@@ -6,7 +6,7 @@
 // second factors, a category switched per channel, the time zone and quiet
 // hours, archiving inbox items, a test notification, deletion).
 import * as api from "../api.js";
-import { h, guard, field, fmtTime, pagedTable, badge, facts, notice, fieldError, clearFieldError, toRFC3339, toLocalInput } from "../ui.js";
+import { h, guard, field, fmtTime, pagedTable, badge, facts, notice, fieldError, clearFieldError, toRFC3339, toLocalInput, accountName } from "../ui.js";
 
 const PLANS = ["trial", "basic", "premium"];
 
@@ -140,7 +140,7 @@ export async function render(main, params) {
   // show puts the record's current values in every part that shows them.
   function show(u) {
     user = u;
-    title.textContent = u.email;
+    title.textContent = accountName(u);
     badges.replaceChildren(u.emailVerified ? badge("verified", "ok") : badge("unverified", "warn"));
     if (u.disabled) badges.append(badge("disabled", "bad"));
     account.replaceChildren(facts([
@@ -542,19 +542,19 @@ export async function render(main, params) {
     }, saveSchedule);
   });
 
-  // Deletion, confirmed by typing the email.
+  // Deletion, confirmed by typing the email (a guest's id: it has none).
   const confirmIn = h("input", { name: "confirm", autocomplete: "off", spellcheck: "false" });
   const deleteButton = h("button", { type: "submit", class: "danger", disabled: true }, "Delete account");
   const deleteForm = h("form", { class: "inline", "aria-label": "Delete account" },
-    field(`Type ${user.email} to confirm`, confirmIn), deleteButton);
-  confirmIn.addEventListener("input", () => { deleteButton.disabled = confirmIn.value.trim() !== user.email; });
+    field(`Type ${user.email ?? user.id} to confirm`, confirmIn), deleteButton);
+  confirmIn.addEventListener("input", () => { deleteButton.disabled = confirmIn.value.trim() !== (user.email ?? user.id); });
   deleteForm.addEventListener("submit", async (ev) => {
     ev.preventDefault();
-    if (confirmIn.value.trim() !== user.email) return;
-    const email = user.email;
+    if (confirmIn.value.trim() !== (user.email ?? user.id)) return;
+    const email = accountName(user);
     const done = await guard(() => api.gql(`mutation ($userId: ID!) { deleteUser(userId: $userId) }`, { userId: id }), deleteButton);
     if (!done) {
-      deleteButton.disabled = confirmIn.value.trim() !== user.email;
+      deleteButton.disabled = confirmIn.value.trim() !== (user.email ?? user.id);
       return;
     }
     main.replaceChildren(h("h1", {}, "Account deleted"),

@@ -3,7 +3,7 @@
 // filters live in the URL (#/users/query=ann&plan=premium), so a search
 // can be shared, reloaded and gone back to.
 import * as api from "../api.js";
-import { h, field, fmtTime, pagedTable, badge } from "../ui.js";
+import { h, field, fmtTime, pagedTable, badge, accountName } from "../ui.js";
 
 const PAGE = 50;
 const PLANS = ["trial", "basic", "premium"];
@@ -54,7 +54,7 @@ export async function render(main, params) {
     first: PAGE,
   };
   const table = pagedTable([
-    ["Email", (u) => h("a", { href: `#/user/${encodeURIComponent(u.id)}`, class: "user-link" }, u.email)],
+    ["Email", (u) => h("a", { href: `#/user/${encodeURIComponent(u.id)}`, class: "user-link" }, accountName(u))],
     ["Plan", (u) => u.subscription.plan],
     ["Subscription", (u) => badge(u.subscription.status, u.subscription.status === "active" ? "ok" : "warn")],
     ["Expires", (u) => fmtTime(u.subscription.expiresAt)],
