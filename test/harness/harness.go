@@ -564,6 +564,19 @@ func (p *Proxy) Add(r *Replica) {
 	p.pool = append(p.pool, r)
 }
 
+// CloseIdleConnections closes the proxy's idle connections to every
+// replica it routes to, so that a count of a replica's goroutines does not
+// depend on how many connections the last burst of requests left open.
+func (p *Proxy) CloseIdleConnections() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range p.pool {
+		if tr, ok := r.rp.Transport.(*http.Transport); ok {
+			tr.CloseIdleConnections()
+		}
+	}
+}
+
 // Remove stops routing to r.
 func (p *Proxy) Remove(r *Replica) {
 	p.mu.Lock()
