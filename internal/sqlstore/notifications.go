@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -245,16 +246,23 @@ func (db *DB) ClaimNextBatch(ctx context.Context, id, owner string, limit int, u
 		type found struct {
 			notifications.Claim
 			accountID string
+			timeZone  string // the owner's, for a capped job's day ("" otherwise)
 			skip      string // the delivery row of a device not claimed
 		}
-		rs, err := tx.q.query(ctx, `SELECT devices.id, devices.platform, devices.push_token, devices.account_id, `+optedOut+` FROM devices, notification_jobs j
+		// A capped job reads each owner's time zone with the page, not one
+		// query per owner.
+		timeZone := `''`
+		if capPerDay > 0 {
+			timeZone = `COALESCE((SELECT s.time_zone FROM notification_schedules s WHERE s.account_id = devices.account_id), '')`
+		}
+		rs, err := tx.q.query(ctx, `SELECT devices.id, devices.platform, devices.push_token, devices.account_id, `+timeZone+`, `+optedOut+` FROM devices, notification_jobs j
 			WHERE j.id = ? AND `+recipients+` AND `+inAudience+` AND devices.id > ? AND devices.created_at <= ? AND devices.push_token IS NOT NULL
 			ORDER BY devices.id LIMIT ?`,
 			id, cursor, created, limit)
 		page, err := collect(rs, err, func(r row) (found, error) {
 			var f found
 			var out bool
-			err := r.Scan(&f.DeviceID, &f.Platform, &f.Token, &f.accountID, &out)
+			err := r.Scan(&f.DeviceID, &f.Platform, &f.Token, &f.accountID, &f.timeZone, &out)
 			if out {
 				f.skip = notifications.DeliveryOptedOut
 			}
@@ -264,10 +272,10 @@ func (db *DB) ClaimNextBatch(ctx context.Context, id, owner string, limit int, u
 			return err
 		}
 		if capPerDay > 0 {
-			var owners []string
+			owners := map[string]preferences.Schedule{}
 			for _, f := range page {
 				if f.skip == "" {
-					owners = append(owners, f.accountID)
+					owners[f.accountID] = preferences.Schedule{TimeZone: f.timeZone}
 				}
 			}
 			over, err := db.useBroadcastCaps(ctx, tx, id, category, capPerDay, owners)
@@ -319,23 +327,18 @@ func (db *DB) ClaimNextBatch(ctx context.Context, id, owner string, limit int, u
 	return c, err
 }
 
-// useBroadcastCaps counts each of owners once against their cap of
-// category (limit a day, the day on their own clock), as broadcast jobID
-// (notifications.CapSendID), inside tx, and returns those over it. The
-// owners are taken in account order, so two broadcasts' claims lock the
-// count rows they share in the same order and never deadlock; an owner
-// counted by an earlier batch or run of the job gets its first decision
-// again and is not counted twice.
-func (db *DB) useBroadcastCaps(ctx context.Context, tx *Tx, jobID, category string, limit int, owners []string) (map[string]bool, error) {
+// useBroadcastCaps counts each of owners (their schedules: the day is on
+// their own clock) once against their cap of category (limit a day), as
+// broadcast jobID (notifications.CapSendID), inside tx, and returns those
+// over it. The owners are taken in account order, so two broadcasts'
+// claims lock the count rows they share in the same order and never
+// deadlock; an owner counted by an earlier batch or run of the job gets
+// its first decision again and is not counted twice.
+func (db *DB) useBroadcastCaps(ctx context.Context, tx *Tx, jobID, category string, limit int, owners map[string]preferences.Schedule) (map[string]bool, error) {
 	ctx = context.WithValue(ctx, txKey{}, tx)
-	slices.Sort(owners)
 	over := map[string]bool{}
-	for _, account := range slices.Compact(owners) {
-		sched, err := db.NotificationSchedule(ctx, account)
-		if err != nil {
-			return nil, err
-		}
-		allowed, err := preferences.UseCap(ctx, db, preferences.CapUse{AccountID: account, Category: category, Window: sched.CapWindow(tx.now),
+	for _, account := range slices.Sorted(maps.Keys(owners)) {
+		allowed, err := preferences.UseCap(ctx, db, preferences.CapUse{AccountID: account, Category: category, Window: owners[account].CapWindow(tx.now),
 			SendID: notifications.CapSendID(jobID), Limit: limit})
 		if err != nil {
 			return nil, err
