@@ -188,19 +188,22 @@ func (p *TCPProxy) Cut() {
 // answer, as a server behind a dead network path would.
 func (p *TCPProxy) Blackhole(t testing.TB) {
 	t.Helper()
-	p.Cut()
-	p.mu.Lock()
-	p.hang = true
-	p.mu.Unlock()
-	p.listen(t)
+	p.reopen(t, true)
 }
 
 // Restore forwards again on the same address.
 func (p *TCPProxy) Restore(t testing.TB) {
 	t.Helper()
+	p.reopen(t, false)
+}
+
+// reopen breaks every connection and listens again on the same address,
+// new connections forwarded or (hang) never answered.
+func (p *TCPProxy) reopen(t testing.TB, hang bool) {
+	t.Helper()
 	p.Cut()
 	p.mu.Lock()
-	p.hang = false
+	p.hang = hang
 	p.mu.Unlock()
 	p.listen(t)
 }
