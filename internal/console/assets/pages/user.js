@@ -543,18 +543,19 @@ export async function render(main, params) {
   });
 
   // Deletion, confirmed by typing the email (a guest's id: it has none).
+  const confirmWord = () => user.email ?? user.id;
   const confirmIn = h("input", { name: "confirm", autocomplete: "off", spellcheck: "false" });
   const deleteButton = h("button", { type: "submit", class: "danger", disabled: true }, "Delete account");
   const deleteForm = h("form", { class: "inline", "aria-label": "Delete account" },
-    field(`Type ${user.email ?? user.id} to confirm`, confirmIn), deleteButton);
-  confirmIn.addEventListener("input", () => { deleteButton.disabled = confirmIn.value.trim() !== (user.email ?? user.id); });
+    field(`Type ${confirmWord()} to confirm`, confirmIn), deleteButton);
+  confirmIn.addEventListener("input", () => { deleteButton.disabled = confirmIn.value.trim() !== confirmWord(); });
   deleteForm.addEventListener("submit", async (ev) => {
     ev.preventDefault();
-    if (confirmIn.value.trim() !== (user.email ?? user.id)) return;
+    if (confirmIn.value.trim() !== confirmWord()) return;
     const email = accountName(user);
     const done = await guard(() => api.gql(`mutation ($userId: ID!) { deleteUser(userId: $userId) }`, { userId: id }), deleteButton);
     if (!done) {
-      deleteButton.disabled = confirmIn.value.trim() !== (user.email ?? user.id);
+      deleteButton.disabled = confirmIn.value.trim() !== confirmWord();
       return;
     }
     main.replaceChildren(h("h1", {}, "Account deleted"),
