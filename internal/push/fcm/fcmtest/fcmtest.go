@@ -331,6 +331,12 @@ func (s *Server) RevokeAccessTokens() {
 // DistinctTokens counts device tokens with at least one accepted message.
 func (s *Server) DistinctTokens() int { return fakeledger.DistinctTokens(s.ledger) }
 
+// CloseClientConnections closes every connection clients hold to the fake,
+// idle ones included: an idle keep-alive connection holds two goroutines
+// in the client (its read and write loops), which a goroutine count taken
+// to find a leak must not mistake for one.
+func (s *Server) CloseClientConnections() { s.srv.CloseClientConnections() }
+
 // InFlight counts send requests the fake has received and not yet
 // answered (with Latency, those waiting out their latency).
 func (s *Server) InFlight() int { return int(s.inFlight.Load()) }
