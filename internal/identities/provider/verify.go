@@ -5,15 +5,18 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/go-jose/go-jose/v4"
 	"github.com/herald-vpn/herald/internal/apperr"
 	"github.com/herald-vpn/herald/internal/identities"
 )
@@ -40,6 +43,7 @@ type ProviderConfig struct {
 // Verifier checks one provider's id_tokens.
 type Verifier struct {
 	provider  identities.Provider
+	issuer    string
 	clientIDs []string
 	oidc      *oidc.IDTokenVerifier
 }
@@ -49,19 +53,63 @@ type Verifier struct {
 // timeout; ctx must last as long as the verifier (the key set's fetches
 // run under it).
 func NewVerifier(ctx context.Context, p identities.Provider, cfg ProviderConfig, client *http.Client, now func() time.Time) *Verifier {
-	return newVerifier(p, cfg, oidc.NewRemoteKeySet(oidc.ClientContext(ctx, client), cfg.JWKSURL), now)
+	keysClient := *client
+	keysClient.Transport = keysTransport{next: cmp.Or[http.RoundTripper](client.Transport, http.DefaultTransport)}
+	return newVerifier(p, cfg, oidc.NewRemoteKeySet(oidc.ClientContext(ctx, &keysClient), cfg.JWKSURL), now)
 }
 
 func newVerifier(p identities.Provider, cfg ProviderConfig, keys oidc.KeySet, now func() time.Time) *Verifier {
 	return &Verifier{
 		provider:  p,
+		issuer:    cfg.Issuer,
 		clientIDs: cfg.ClientIDs,
-		oidc: oidc.NewVerifier(cfg.Issuer, keys, &oidc.Config{
+		oidc: oidc.NewVerifier(cfg.Issuer, signatureStage{keys}, &oidc.Config{
 			SkipClientIDCheck:    true, // several client ids: checked below
-			SupportedSigningAlgs: []string{oidc.RS256, oidc.ES256},
+			SkipIssuerCheck:      true, // checked below, to name the refusal without reading go-oidc's text
+			SupportedSigningAlgs: signingAlgs,
 			Now:                  now,
 		}),
 	}
+}
+
+var signingAlgs = []string{oidc.RS256, oidc.ES256}
+
+// errKeysUnavailable marks a failure to fetch the provider's key set (the
+// network, or an answer other than 200): not the token's fault.
+var errKeysUnavailable = errors.New("the provider's keys cannot be fetched")
+
+// keysTransport turns every failed fetch of the key set into an error
+// wrapping errKeysUnavailable, which go-oidc passes up with %w to the key
+// set (a status it would otherwise put in its text only).
+type keysTransport struct{ next http.RoundTripper }
+
+func (t keysTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(r)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errKeysUnavailable, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%w: %s", errKeysUnavailable, resp.Status)
+	}
+	return resp, nil
+}
+
+// signatureStage wraps the key set to tell Verify that the refusal came
+// from the signature check, and whether the keys were out of reach:
+// go-oidc flattens that error into text (%v) on its way out.
+type signatureStage struct{ keys oidc.KeySet }
+
+type signatureOutcome struct{ failed, keysUnavailable bool }
+
+type signatureOutcomeKey struct{}
+
+func (s signatureStage) VerifySignature(ctx context.Context, jwt string) ([]byte, error) {
+	payload, err := s.keys.VerifySignature(ctx, jwt)
+	if o, ok := ctx.Value(signatureOutcomeKey{}).(*signatureOutcome); ok && err != nil {
+		o.failed, o.keysUnavailable = true, errors.Is(err, errKeysUnavailable)
+	}
+	return payload, err
 }
 
 // Verify checks raw: signed by the provider's key, its issuer, its
@@ -74,13 +122,25 @@ func (v *Verifier) Verify(ctx context.Context, raw, nonce string) (identities.Cl
 	if nonce == "" {
 		return identities.Claims{}, apperr.Invalid("nonce", "the nonce the app sent the provider", "nothing")
 	}
-	tok, err := v.oidc.Verify(ctx, raw)
-	if err != nil {
-		if r := reasonOf(err); r != "keys unavailable" {
-			return identities.Claims{}, invalid(r)
-		}
-		// The provider's keys cannot be fetched: later, not the token's fault.
+	if jws, err := jose.ParseSignedCompact(raw, joseAlgs); err != nil || len(jws.Signatures) != 1 {
+		return identities.Claims{}, invalid("malformed")
+	}
+	var sig signatureOutcome
+	tok, err := v.oidc.Verify(context.WithValue(ctx, signatureOutcomeKey{}, &sig), raw)
+	var expired *oidc.TokenExpiredError
+	switch {
+	case sig.keysUnavailable:
+		// Later, not the token's fault.
 		return identities.Claims{}, apperr.Newf(apperr.ServiceUnavailable, "The identity provider's keys cannot be fetched; try again shortly.").WithRetryAfter(5)
+	case sig.failed:
+		return identities.Claims{}, invalid("signature")
+	case errors.As(err, &expired):
+		return identities.Claims{}, invalid("expired")
+	case err != nil:
+		// Claims that do not decode, or a token not valid yet (nbf).
+		return identities.Claims{}, invalid("claims")
+	case !issuedBy(tok.Issuer, v.issuer):
+		return identities.Claims{}, invalid("issuer")
 	}
 	if !slices.ContainsFunc(tok.Audience, func(a string) bool { return slices.Contains(v.clientIDs, a) }) {
 		return identities.Claims{}, invalid("audience")
@@ -108,22 +168,20 @@ func invalid(reason string) error {
 	return apperr.New(apperr.IdentityTokenInvalid).With("reason", reason)
 }
 
-// reasonOf names what go-oidc refused, for details.reason.
-func reasonOf(err error) string {
-	var expired *oidc.TokenExpiredError
-	switch msg := err.Error(); {
-	case errors.As(err, &expired):
-		return "expired"
-	case strings.Contains(msg, "issuer") || strings.Contains(msg, "different provider"):
-		return "issuer"
-	case strings.Contains(msg, "malformed") || strings.Contains(msg, "parse"):
-		return "malformed"
-	case strings.Contains(msg, "fetching keys") || strings.Contains(msg, "get keys"):
-		return "keys unavailable"
-	default:
-		return "signature"
-	}
+// issuedBy reports whether a token's iss is the configured issuer.
+// Google's tokens may say "accounts.google.com" without the scheme, which
+// Google documents as the same issuer (go-oidc allows it the same way).
+func issuedBy(iss, want string) bool {
+	return iss == want || (want == GoogleIssuer && iss == "accounts.google.com")
 }
+
+var joseAlgs = func() []jose.SignatureAlgorithm {
+	out := make([]jose.SignatureAlgorithm, len(signingAlgs))
+	for i, a := range signingAlgs {
+		out[i] = jose.SignatureAlgorithm(a)
+	}
+	return out
+}()
 
 // truthy reads a claim Apple sends as a string and Google as a boolean.
 func truthy(v any) bool {
