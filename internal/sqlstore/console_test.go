@@ -2,7 +2,11 @@ package sqlstore_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"reflect"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +27,7 @@ func TestConsoleConformance(t *testing.T) {
 	runConformance(t, []storeCase{
 		{"CountsOfAnEmptyDatabase", testCountsEmpty},
 		{"Counts", testCounts},
+		{"CountersFollowEveryWrite", testCountersFollowWrites},
 		{"BansPages", testBansPages},
 	}, mustOpenWithBroadcastWorkers)
 }
@@ -208,4 +213,91 @@ func testBansPages(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	if b, err := db.BanByIP(ctx, "203.0.113.4"); err != nil || b.IP != "203.0.113.4" || !b.CreatedAt.Equal(clk.Now().Add(time.Second)) {
 		t.Errorf("ban by ip: %+v %v", b, err)
 	}
+}
+
+// The overview's counters, maintained by the database as rows change,
+// say what counting every row says after each kind of write: signups,
+// verification, disabling, deletion (which erases the devices), device
+// registration, a token moved to another device, a dead token, removal,
+// re-registration, an import, and concurrent registrations.
+func testCountersFollowWrites(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
+	ctx := context.Background()
+	step := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		since := clk.Now().Add(-24 * time.Hour)
+		gotA, err := db.CountAccounts(ctx, since)
+		if err != nil {
+			t.Fatalf("after %s, CountAccounts: %v", what, err)
+		}
+		gotD, err := db.CountDeviceTokens(ctx)
+		if err != nil {
+			t.Fatalf("after %s, CountDeviceTokens: %v", what, err)
+		}
+		wantA, wantD, err := sqlstore.Recount(ctx, db, since)
+		if err != nil {
+			t.Fatalf("after %s, recount: %v", what, err)
+		}
+		if gotA != wantA {
+			t.Errorf("after %s: accounts %+v, counting every row %+v", what, gotA, wantA)
+		}
+		if len(gotD) != 0 || len(wantD) != 0 {
+			if !reflect.DeepEqual(gotD, wantD) {
+				t.Errorf("after %s: devices %+v, counting every row %+v", what, gotD, wantD)
+			}
+		}
+	}
+	create := func(id string, verified bool) error {
+		a := newAccount(id, id+"@example.com", "CODE"+id)
+		a.Verified = verified
+		_, _, err := accounts.Create(ctx, db, a)
+		return err
+	}
+	register := func(id, account, platform, token string) error {
+		_, err := devices.Register(ctx, db, devices.NewDevice{ID: id, AccountID: account, Platform: platform, PushToken: token}, allowAll)
+		return err
+	}
+	for i, id := range []string{"a1", "a2", "a3", "a4"} {
+		step("signup "+id, create(id, i%2 == 0))
+	}
+	_, err := db.MarkVerified(ctx, "a2")
+	step("verify", err)
+	_, err = db.SetDisabled(ctx, "a3", true, "fraud", nil)
+	step("disable", err)
+	_, err = db.SetDisabled(ctx, "a3", false, "", nil)
+	step("enable", err)
+	_, err = db.SetDisabled(ctx, "a4", true, "fraud", nil)
+	step("disable another", err)
+	step("register", register("d1", "a1", "android", "t1"))
+	step("register on ios", register("d2", "a1", "ios", "t2"))
+	step("register without a token", register("d3", "a2", "android", ""))
+	step("register a held token again (the device refreshed)", register("d1x", "a1", "android", "t1"))
+	_, err = db.UpdatePushToken(ctx, "a1", "d1", "t1b")
+	step("a new token on a device", err)
+	step("move a token to another device", register("d4", "a2", "ios", "t2"))
+	step("a dead token", db.InvalidatePushToken(ctx, "d1", "t1b"))
+	_, err = db.UpdatePushToken(ctx, "a1", "d1", "t1c")
+	step("a new token on the dead one", err)
+	step("a token dropped", db.DropPushToken(ctx, "d4"))
+	step("remove", db.DeactivateDevice(ctx, "a2", "d3"))
+	step("register on a removed device's token", register("d5", "a2", "android", "t3"))
+	svc := devices.NewService(db, nil, devices.Config{})
+	_, err = svc.Import(ctx, strings.NewReader(`{"email":"a3@example.com","platform":"android","pushToken":"imp-1"}
+{"email":"a3@example.com","platform":"ios","pushToken":"imp-2"}
+{"email":"a4@example.com","platform":"android","pushToken":"t3"}
+`), nil)
+	step("import (a token taken from another device)", err)
+	var wg sync.WaitGroup
+	errs := make([]error, 12)
+	for i := range errs {
+		wg.Go(func() { errs[i] = register(fmt.Sprintf("c%d", i), "a1", []string{"android", "ios", "web"}[i%3], fmt.Sprintf("ct-%d", i)) })
+	}
+	wg.Wait()
+	step("twelve registrations at once", errors.Join(errs...))
+	step("delete an account (its devices erased)", accounts.DeleteAccount(ctx, db, "a1", nil))
+	step("delete a disabled account", accounts.DeleteAccount(ctx, db, "a4", nil))
+	clk.Advance(25 * time.Hour)
+	step("a day later", nil)
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/accounts"
+	"github.com/herald-vpn/herald/internal/devices"
 	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -101,3 +103,14 @@ func ExecInTx(ctx context.Context, db *DB, q string) error {
 
 // Translate is translate.
 var Translate = translate
+
+// Recount counts accounts and devices by reading every row, as the
+// overview's maintained counters must say.
+func Recount(ctx context.Context, db *DB, since time.Time) (accounts.Counts, []devices.PlatformTokens, error) {
+	a, err := db.recountAccounts(ctx, since)
+	if err != nil {
+		return a, nil, err
+	}
+	d, err := db.recountDeviceTokens(ctx)
+	return a, d, err
+}
