@@ -292,7 +292,9 @@ func testCountersFollowWrites(t *testing.T, db *sqlstore.DB, clk *testsupport.Cl
 	var wg sync.WaitGroup
 	errs := make([]error, 12)
 	for i := range errs {
-		wg.Go(func() { errs[i] = register(fmt.Sprintf("c%d", i), "a1", []string{"android", "ios", "web"}[i%3], fmt.Sprintf("ct-%d", i)) })
+		wg.Go(func() {
+			errs[i] = register(fmt.Sprintf("c%d", i), "a1", []string{"android", "ios", "web"}[i%3], fmt.Sprintf("ct-%d", i))
+		})
 	}
 	wg.Wait()
 	step("twelve registrations at once", errors.Join(errs...))
