@@ -64,7 +64,7 @@ func main() {
 }
 
 // measure names accepted by -only.
-var measureNames = []string{"users-me-pg", "users-me-sqlite", "login", "login-flood", "broadcast-sqlite", "broadcast-pg", "million"}
+var measureNames = []string{"users-me-pg", "users-me-sqlite", "login", "login-flood", "broadcast-sqlite", "broadcast-pg", "million", "scale"}
 
 var measureAliases = map[string][]string{
 	"users-me":  {"users-me-pg", "users-me-sqlite"},
@@ -85,17 +85,22 @@ type options struct {
 	fillers      int
 	devices      int
 	million      bool
-	pushWorkers  int
-	sendLimit    time.Duration
-	heraldBin    string
-	postgres     string
-	keep         bool
-	profile      bool
-	preferences  bool
-	verifyEvery  bool
-	neighbour    int
-	env          multiFlag
-	selected     map[string]bool
+	// scale: the operator's reads (and a broadcast) at scaleAccounts
+	// accounts and scaleDevices devices (-only scale).
+	scaleAccounts  int
+	scaleDevices   int
+	scaleBroadcast bool
+	pushWorkers    int
+	sendLimit      time.Duration
+	heraldBin      string
+	postgres       string
+	keep           bool
+	profile        bool
+	preferences    bool
+	verifyEvery    bool
+	neighbour      int
+	env            multiFlag
+	selected       map[string]bool
 }
 
 type multiFlag []string
@@ -122,6 +127,9 @@ func parseOptions(args []string) (*options, error) {
 	fs.IntVar(&o.users, "users", 8, "accounts whose tokens the users/me clients share, and that log in")
 	fs.IntVar(&o.fillers, "filler-accounts", 10_000, "accounts that never log in, added by SQL beside the load's (and as many rows in the ceiling's table), so that tables have a size in service and lookups go through their indexes")
 	fs.IntVar(&o.devices, "devices", 100_000, "devices of the broadcast measures")
+	fs.IntVar(&o.scaleAccounts, "scale-accounts", 1_000_000, "accounts of the scale measure (-only scale), added by SQL")
+	fs.IntVar(&o.scaleDevices, "scale-devices", 10_000_000, "devices of the scale measure, added by SQL")
+	fs.BoolVar(&o.scaleBroadcast, "scale-broadcast", false, "the scale measure also broadcasts to every device with a valid token")
 	fs.BoolVar(&o.million, "million", false, "also broadcast to 1,000,000 devices on PostgreSQL (about 5 minutes more, plus seeding)")
 	fs.DurationVar(&o.sendLimit, "broadcast-limit", 0, "longest wait for one Herald broadcast before it is cancelled (default: 1 min + 1 s per 2,000 devices)")
 	fs.IntVar(&o.pushWorkers, "push-workers", 64, "goroutines and connections of the bare FCM sender")
@@ -450,6 +458,11 @@ func runMeasures(ctx context.Context, k *kit, o *options, b *board) error {
 	}
 	if sel["million"] {
 		if err := millionMeasure(ctx, k, o, b); err != nil {
+			return err
+		}
+	}
+	if sel["scale"] {
+		if err := scaleMeasure(ctx, k, o, b); err != nil {
 			return err
 		}
 	}
