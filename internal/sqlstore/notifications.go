@@ -110,7 +110,7 @@ const optedOut = `EXISTS (SELECT 1 FROM notification_preferences np WHERE np.acc
 	AND np.channel = CASE WHEN devices.platform = '` + devices.PlatformWeb + `' THEN '` + preferences.ChannelWebPush + `' ELSE '` + preferences.ChannelPush + `' END
 	AND np.enabled = FALSE)`
 
-const recipients = `active = TRUE AND push_token_status = 'valid' AND NOT EXISTS (SELECT 1 FROM accounts acct WHERE acct.id = devices.account_id AND acct.disabled_at IS NOT NULL)`
+const recipients = `active = TRUE AND push_token_status = 'valid' AND devices.push_token IS NOT NULL AND NOT EXISTS (SELECT 1 FROM accounts acct WHERE acct.id = devices.account_id AND acct.disabled_at IS NOT NULL)`
 
 // AccountDisabled implements notifications.Store.
 func (db *DB) AccountDisabled(ctx context.Context, accountID string) (bool, error) {
