@@ -75,6 +75,10 @@ type App struct {
 	jobs    *jobs.Runner
 	workers *river.Workers
 
+	// now is the replica's one clock, handed to the store and to the
+	// services that keep leases or times (replicaClock).
+	now func() time.Time
+
 	// services are what the doors open onto (and the operator commands
 	// call); a server adds Overview once its rate limiter is built.
 	services.Services
@@ -116,7 +120,7 @@ func openAppFromEnv(ctx context.Context, env *environment) (*App, error) {
 // something to undo, its closer; they run in this order, and Close undoes
 // them in reverse.
 func openApp(ctx context.Context, env *environment, cfg config.Config, logger *slog.Logger, serving bool) (a *App, err error) {
-	a = &App{cfg: cfg, logger: logger, metrics: metrics.New(), workers: river.NewWorkers()}
+	a = &App{cfg: cfg, logger: logger, metrics: metrics.New(), workers: river.NewWorkers(), now: replicaClock(cfg)}
 	defer func() {
 		if err != nil {
 			a.Close(context.Background())
@@ -140,7 +144,7 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, logger *s
 			return a, configError{err.Error()}
 		}
 	}
-	if a.db, undo, err = openDatabase(ctx, cfg, logger, a.tracer, serving); err != nil {
+	if a.db, undo, err = openDatabase(ctx, cfg, a.now, logger, a.tracer, serving); err != nil {
 		return a, err
 	}
 	a.onClose(undo)
@@ -325,14 +329,14 @@ func openTracer(ctx context.Context, env *environment, logger *slog.Logger) (tra
 
 // openDatabase opens and migrates the database and, for a server, seals
 // its stored secrets; the closer closes it.
-func openDatabase(ctx context.Context, cfg config.Config, logger *slog.Logger, tp trace.TracerProvider, serving bool) (*sqlstore.DB, closer, error) {
+func openDatabase(ctx context.Context, cfg config.Config, now func() time.Time, logger *slog.Logger, tp trace.TracerProvider, serving bool) (*sqlstore.DB, closer, error) {
 	// A server waits for a database that refuses connections at start
 	// (HERALD_DATABASE_START_TIMEOUT); an operator command fails at once.
 	var wait time.Duration
 	if serving {
 		wait = cfg.DatabaseStartTimeout
 	}
-	db, err := openMigrated(ctx, cfg, logger, tp, wait)
+	db, err := openMigrated(ctx, cfg, now, logger, tp, wait)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -441,6 +445,7 @@ func (a *App) newAccounts(ctx context.Context, sender mail.Sender, emails *mail.
 		// The old address's notice links here; without a public URL it
 		// has no link (docs/accounts.md).
 		CancelEmailChangeURL: cancelEmailChangeURL(cfg.PublicBase()),
+		Now:                  a.now,
 	}, a.logger)
 }
 
@@ -484,6 +489,7 @@ func (a *App) newMessenger(ctx context.Context) (*messenger.Service, error) {
 		Pacer:         limits.ChatPaceConfig{Global: telegramGap},
 		SharedPacer:   a.sharedChatPacer(telegramGap, logger),
 		Live:          a.live,
+		Now:           a.now,
 	}, a.telegramHTTPClient(), logger.With("component", "messenger"))
 }
 
@@ -503,6 +509,7 @@ func (a *App) newNotifications(provider push.Provider) *notifications.Service {
 		Logger:      a.logger.With("component", "push"),
 		Wire:        view.NotificationJobWire(),
 		Tokens:      tokenRules(cfg),
+		Now:         a.now,
 	})
 }
 
@@ -520,6 +527,7 @@ func (a *App) newWebhooks() *webhooks.Service {
 		DisableAfter:  cfg.WebhooksDisableAfter,
 		Logger:        a.logger.With("component", "webhooks"),
 		Outcome:       a.metrics.WebhookDelivery,
+		Now:           a.now,
 	})
 }
 
@@ -572,7 +580,7 @@ func (a *App) start(ctx context.Context) error {
 
 // openMigrated opens the database, trying again for up to wait while it
 // cannot be reached (openWhenReachable), and applies its migrations.
-func openMigrated(ctx context.Context, cfg config.Config, logger *slog.Logger, tp trace.TracerProvider, wait time.Duration) (*sqlstore.DB, error) {
+func openMigrated(ctx context.Context, cfg config.Config, now func() time.Time, logger *slog.Logger, tp trace.TracerProvider, wait time.Duration) (*sqlstore.DB, error) {
 	keys, err := encryptionKeys(cfg)
 	if err != nil {
 		return nil, err
@@ -587,6 +595,7 @@ func openMigrated(ctx context.Context, cfg config.Config, logger *slog.Logger, t
 	if err != nil {
 		return nil, err
 	}
+	db.Now = now
 	applied, err := db.Migrate(ctx)
 	if err != nil {
 		db.Close()
@@ -650,7 +659,7 @@ func openStore(ctx context.Context, env *environment) (config.Config, *sqlstore.
 	if err != nil {
 		return cfg, nil, err
 	}
-	db, err := openMigrated(ctx, cfg, newLogger(env.stderr, cfg.LogFormat, cfg.LogLevel), nil, 0)
+	db, err := openMigrated(ctx, cfg, replicaClock(cfg), newLogger(env.stderr, cfg.LogFormat, cfg.LogLevel), nil, 0)
 	return cfg, db, err
 }
 
