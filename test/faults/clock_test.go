@@ -118,7 +118,11 @@ func TestClockSkewedReplicas(t *testing.T) {
 		t.Errorf("the messenger broadcast was worked by %v while %s lived, want %s alone", w, owner.Name, owner.Name)
 	}
 	if p := pollerOf(c); p != owner {
-		t.Errorf("the Telegram polling lease moved to %v while %s lived", p, owner.Name)
+		name := "no replica"
+		if p != nil {
+			name = p.Name
+		}
+		t.Errorf("the Telegram polling lease moved to %s while %s lived", name, owner.Name)
 	}
 	if n := c.Bot.MaxConcurrentPolls(); n > 1 {
 		t.Errorf("up to %d getUpdates calls were in flight at once while %s lived, want 1", n, owner.Name)
