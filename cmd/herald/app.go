@@ -144,6 +144,9 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, logger *s
 			return a, configError{err.Error()}
 		}
 	}
+	if cfg.TestClockOffset != 0 {
+		logger.Warn("HERALD_TEST_CLOCK_OFFSET is set: this replica's clock is shifted; a test-only setting, never for production", "offset", cfg.TestClockOffset.String())
+	}
 	if a.db, undo, err = openDatabase(ctx, cfg, a.now, logger, a.tracer, serving); err != nil {
 		return a, err
 	}
@@ -188,7 +191,7 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 	if a.Sessions, err = a.newSessions(ctx); err != nil {
 		return err
 	}
-	if a.APIKeys, err = apikeys.NewService(ctx, a.db, apikeys.Config{DefaultRateLimit: cfg.RateLimitAPIKey, Logger: logger.With("component", "apikeys")}); err != nil {
+	if a.APIKeys, err = apikeys.NewService(ctx, a.db, apikeys.Config{DefaultRateLimit: cfg.RateLimitAPIKey, Logger: logger.With("component", "apikeys"), Now: a.now}); err != nil {
 		return err
 	}
 	if a.MFA, err = mfa.NewService(ctx, a.db, a.Accounts, a.Sessions, mfa.Config{
@@ -261,12 +264,12 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 	if err != nil {
 		return configError{"billing: " + err.Error()}
 	}
-	a.Billing = billing.NewService(a.db, a.Plans, billing.Config{Products: billingSetup.products, Channels: billingSetup.channels, Logger: logger.With("component", "billing")})
+	a.Billing = billing.NewService(a.db, a.Plans, billing.Config{Products: billingSetup.products, Channels: billingSetup.channels, Logger: logger.With("component", "billing"), Now: a.now})
 	river.AddWorker(a.workers, &billing.IngestWorker{Service: a.Billing})
 	river.AddWorker(a.workers, &billing.SweepWorker{Service: a.Billing})
 	river.AddWorker(a.workers, &billing.ReconcileWorker{Service: a.Billing})
 	river.AddWorker(a.workers, &billing.SettleWorker{Service: a.Billing})
-	a.Devices = devices.NewService(a.db, a.Plans, devices.Config{Tokens: tokenRules(cfg)})
+	a.Devices = devices.NewService(a.db, a.Plans, devices.Config{Tokens: tokenRules(cfg), Now: a.now})
 	a.Notifications = a.newNotifications(provider)
 	river.AddWorker(a.workers, &notifications.HeldSendWorker{Service: a.Notifications})
 	river.AddWorker(a.workers, &notifications.DigestWorker{Service: a.Notifications})
@@ -465,7 +468,7 @@ func (a *App) registerQueueMetrics(name string, q *shed.Queue) {
 // keys when it is set.
 func (a *App) newSessions(ctx context.Context) (*sessions.Service, error) {
 	cfg := a.cfg
-	sessCfg := sessions.Config{AccessTTL: cfg.AccessTokenTTL, RefreshTTL: cfg.RefreshTokenTTL, Grace: cfg.RefreshGrace, Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience}
+	sessCfg := sessions.Config{AccessTTL: cfg.AccessTokenTTL, RefreshTTL: cfg.RefreshTokenTTL, Grace: cfg.RefreshGrace, Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, Now: a.now}
 	if cfg.JWTKeysFile != "" {
 		var err error
 		if sessCfg.Keys, err = sessions.LoadKeySetFile(cfg.JWTKeysFile); err != nil {
@@ -695,7 +698,7 @@ func sharedLoginFailures(rdb *redis.Client) captcha.Failures {
 
 // newPlans is the subscriptions service as configured.
 func newPlans(db *sqlstore.DB, cfg config.Config) *subscriptions.Service {
-	return subscriptions.NewService(db, subscriptions.Config{DeviceLimits: cfg.PlanDeviceLimits, UpgradeURL: cfg.UpgradeURL, RenewURL: cfg.RenewURL, RenewURLs: renewURLs(cfg)})
+	return subscriptions.NewService(db, subscriptions.Config{DeviceLimits: cfg.PlanDeviceLimits, UpgradeURL: cfg.UpgradeURL, RenewURL: cfg.RenewURL, RenewURLs: renewURLs(cfg), Now: db.Now})
 }
 
 // newGate builds the rate limiter: in memory, or Redis with an in-memory
