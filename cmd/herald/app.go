@@ -75,6 +75,10 @@ type App struct {
 	jobs    *jobs.Runner
 	workers *river.Workers
 
+	// now is the replica's one clock, handed to the store and to the
+	// services that keep leases or times (replicaClock).
+	now func() time.Time
+
 	// services are what the doors open onto (and the operator commands
 	// call); a server adds Overview once its rate limiter is built.
 	services.Services
@@ -116,7 +120,7 @@ func openAppFromEnv(ctx context.Context, env *environment) (*App, error) {
 // something to undo, its closer; they run in this order, and Close undoes
 // them in reverse.
 func openApp(ctx context.Context, env *environment, cfg config.Config, logger *slog.Logger, serving bool) (a *App, err error) {
-	a = &App{cfg: cfg, logger: logger, metrics: metrics.New(), workers: river.NewWorkers()}
+	a = &App{cfg: cfg, logger: logger, metrics: metrics.New(), workers: river.NewWorkers(), now: replicaClock(cfg)}
 	defer func() {
 		if err != nil {
 			a.Close(context.Background())
@@ -140,7 +144,10 @@ func openApp(ctx context.Context, env *environment, cfg config.Config, logger *s
 			return a, configError{err.Error()}
 		}
 	}
-	if a.db, undo, err = openDatabase(ctx, cfg, logger, a.tracer, serving); err != nil {
+	if cfg.TestClockOffset != 0 {
+		logger.Warn("HERALD_TEST_CLOCK_OFFSET is set: this replica's clock is shifted; a test-only setting, never for production", "offset", cfg.TestClockOffset.String())
+	}
+	if a.db, undo, err = openDatabase(ctx, cfg, a.now, logger, a.tracer, serving); err != nil {
 		return a, err
 	}
 	a.onClose(undo)
@@ -184,7 +191,7 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 	if a.Sessions, err = a.newSessions(ctx); err != nil {
 		return err
 	}
-	if a.APIKeys, err = apikeys.NewService(ctx, a.db, apikeys.Config{DefaultRateLimit: cfg.RateLimitAPIKey, Logger: logger.With("component", "apikeys")}); err != nil {
+	if a.APIKeys, err = apikeys.NewService(ctx, a.db, apikeys.Config{DefaultRateLimit: cfg.RateLimitAPIKey, Logger: logger.With("component", "apikeys"), Now: a.now}); err != nil {
 		return err
 	}
 	if a.MFA, err = mfa.NewService(ctx, a.db, a.Accounts, a.Sessions, mfa.Config{
@@ -257,12 +264,12 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 	if err != nil {
 		return configError{"billing: " + err.Error()}
 	}
-	a.Billing = billing.NewService(a.db, a.Plans, billing.Config{Products: billingSetup.products, Channels: billingSetup.channels, Logger: logger.With("component", "billing")})
+	a.Billing = billing.NewService(a.db, a.Plans, billing.Config{Products: billingSetup.products, Channels: billingSetup.channels, Logger: logger.With("component", "billing"), Now: a.now})
 	river.AddWorker(a.workers, &billing.IngestWorker{Service: a.Billing})
 	river.AddWorker(a.workers, &billing.SweepWorker{Service: a.Billing})
 	river.AddWorker(a.workers, &billing.ReconcileWorker{Service: a.Billing})
 	river.AddWorker(a.workers, &billing.SettleWorker{Service: a.Billing})
-	a.Devices = devices.NewService(a.db, a.Plans, devices.Config{Tokens: tokenRules(cfg)})
+	a.Devices = devices.NewService(a.db, a.Plans, devices.Config{Tokens: tokenRules(cfg), Now: a.now})
 	a.Notifications = a.newNotifications(provider)
 	river.AddWorker(a.workers, &notifications.HeldSendWorker{Service: a.Notifications})
 	river.AddWorker(a.workers, &notifications.DigestWorker{Service: a.Notifications})
@@ -325,14 +332,14 @@ func openTracer(ctx context.Context, env *environment, logger *slog.Logger) (tra
 
 // openDatabase opens and migrates the database and, for a server, seals
 // its stored secrets; the closer closes it.
-func openDatabase(ctx context.Context, cfg config.Config, logger *slog.Logger, tp trace.TracerProvider, serving bool) (*sqlstore.DB, closer, error) {
+func openDatabase(ctx context.Context, cfg config.Config, now func() time.Time, logger *slog.Logger, tp trace.TracerProvider, serving bool) (*sqlstore.DB, closer, error) {
 	// A server waits for a database that refuses connections at start
 	// (HERALD_DATABASE_START_TIMEOUT); an operator command fails at once.
 	var wait time.Duration
 	if serving {
 		wait = cfg.DatabaseStartTimeout
 	}
-	db, err := openMigrated(ctx, cfg, logger, tp, wait)
+	db, err := openMigrated(ctx, cfg, now, logger, tp, wait)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -441,6 +448,7 @@ func (a *App) newAccounts(ctx context.Context, sender mail.Sender, emails *mail.
 		// The old address's notice links here; without a public URL it
 		// has no link (docs/accounts.md).
 		CancelEmailChangeURL: cancelEmailChangeURL(cfg.PublicBase()),
+		Now:                  a.now,
 	}, a.logger)
 }
 
@@ -460,7 +468,7 @@ func (a *App) registerQueueMetrics(name string, q *shed.Queue) {
 // keys when it is set.
 func (a *App) newSessions(ctx context.Context) (*sessions.Service, error) {
 	cfg := a.cfg
-	sessCfg := sessions.Config{AccessTTL: cfg.AccessTokenTTL, RefreshTTL: cfg.RefreshTokenTTL, Grace: cfg.RefreshGrace, Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience}
+	sessCfg := sessions.Config{AccessTTL: cfg.AccessTokenTTL, RefreshTTL: cfg.RefreshTokenTTL, Grace: cfg.RefreshGrace, Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, Now: a.now}
 	if cfg.JWTKeysFile != "" {
 		var err error
 		if sessCfg.Keys, err = sessions.LoadKeySetFile(cfg.JWTKeysFile); err != nil {
@@ -484,6 +492,7 @@ func (a *App) newMessenger(ctx context.Context) (*messenger.Service, error) {
 		Pacer:         limits.ChatPaceConfig{Global: telegramGap},
 		SharedPacer:   a.sharedChatPacer(telegramGap, logger),
 		Live:          a.live,
+		Now:           a.now,
 	}, a.telegramHTTPClient(), logger.With("component", "messenger"))
 }
 
@@ -503,6 +512,7 @@ func (a *App) newNotifications(provider push.Provider) *notifications.Service {
 		Logger:      a.logger.With("component", "push"),
 		Wire:        view.NotificationJobWire(),
 		Tokens:      tokenRules(cfg),
+		Now:         a.now,
 	})
 }
 
@@ -520,6 +530,7 @@ func (a *App) newWebhooks() *webhooks.Service {
 		DisableAfter:  cfg.WebhooksDisableAfter,
 		Logger:        a.logger.With("component", "webhooks"),
 		Outcome:       a.metrics.WebhookDelivery,
+		Now:           a.now,
 	})
 }
 
@@ -572,7 +583,7 @@ func (a *App) start(ctx context.Context) error {
 
 // openMigrated opens the database, trying again for up to wait while it
 // cannot be reached (openWhenReachable), and applies its migrations.
-func openMigrated(ctx context.Context, cfg config.Config, logger *slog.Logger, tp trace.TracerProvider, wait time.Duration) (*sqlstore.DB, error) {
+func openMigrated(ctx context.Context, cfg config.Config, now func() time.Time, logger *slog.Logger, tp trace.TracerProvider, wait time.Duration) (*sqlstore.DB, error) {
 	keys, err := encryptionKeys(cfg)
 	if err != nil {
 		return nil, err
@@ -587,6 +598,7 @@ func openMigrated(ctx context.Context, cfg config.Config, logger *slog.Logger, t
 	if err != nil {
 		return nil, err
 	}
+	db.Now = now
 	applied, err := db.Migrate(ctx)
 	if err != nil {
 		db.Close()
@@ -650,7 +662,7 @@ func openStore(ctx context.Context, env *environment) (config.Config, *sqlstore.
 	if err != nil {
 		return cfg, nil, err
 	}
-	db, err := openMigrated(ctx, cfg, newLogger(env.stderr, cfg.LogFormat, cfg.LogLevel), nil, 0)
+	db, err := openMigrated(ctx, cfg, replicaClock(cfg), newLogger(env.stderr, cfg.LogFormat, cfg.LogLevel), nil, 0)
 	return cfg, db, err
 }
 
@@ -686,7 +698,7 @@ func sharedLoginFailures(rdb *redis.Client) captcha.Failures {
 
 // newPlans is the subscriptions service as configured.
 func newPlans(db *sqlstore.DB, cfg config.Config) *subscriptions.Service {
-	return subscriptions.NewService(db, subscriptions.Config{DeviceLimits: cfg.PlanDeviceLimits, UpgradeURL: cfg.UpgradeURL, RenewURL: cfg.RenewURL, RenewURLs: renewURLs(cfg)})
+	return subscriptions.NewService(db, subscriptions.Config{DeviceLimits: cfg.PlanDeviceLimits, UpgradeURL: cfg.UpgradeURL, RenewURL: cfg.RenewURL, RenewURLs: renewURLs(cfg), Now: db.Now})
 }
 
 // newGate builds the rate limiter: in memory, or Redis with an in-memory

@@ -163,7 +163,7 @@ func (a *App) serve(ctx context.Context, srv *http.Server, swap *handlerSwap, er
 	}()
 	gate, limiter := a.newGate(ctx)
 	stopping := make(chan struct{})
-	a.Overview = overview.New(a.db, a.Messenger, overview.Config{Version: readBuild().version, RateLimiter: limiter})
+	a.Overview = overview.New(a.db, a.Messenger, overview.Config{Version: readBuild().version, RateLimiter: limiter, Now: a.now})
 	// The API requests in flight are bounded (the streams aside): past
 	// the bound and its queue a request is answered 503 at once.
 	requests := shed.New("API requests", shed.Bounds{Concurrency: a.cfg.MaxRequests, Queue: a.cfg.RequestQueue, Wait: a.cfg.RequestQueueWait})

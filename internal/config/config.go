@@ -122,6 +122,8 @@ type Config struct {
 	PushConcurrency   int
 	PushLeaseTTL      time.Duration
 	DeliveryRetention time.Duration
+	// TestClockOffset shifts the replica's clock (test only).
+	TestClockOffset time.Duration
 	// SecurityLogRetention is how long security log entries are kept.
 	SecurityLogRetention time.Duration
 	// InboxRetention is how long an in-app inbox item is kept.
@@ -323,6 +325,7 @@ func Vars() []Var {
 		{"HERALD_PUSH_BATCH_SIZE", "500", "1000", "devices per broadcast batch", integer(func(c *Config) *int { return &c.PushBatchSize }, 1)},
 		{"HERALD_PUSH_CONCURRENCY", "64", "128", "sends in flight per broadcast", integer(func(c *Config) *int { return &c.PushConcurrency }, 1)},
 		{"HERALD_PUSH_LEASE_TTL", "20s", "10s", "how long a broadcast stays claimed by a worker that stopped answering: another replica takes it over within about this long after its worker dies", duration(func(c *Config) *time.Duration { return &c.PushLeaseTTL })},
+		{"HERALD_TEST_CLOCK_OFFSET", "0s", "2s", "test only, never in production: shifts this replica's clock by this much (negative: behind), as if its system clock were off; the fault suite runs replicas 2 s apart with it (docs/operations.md, Clocks)", signedDuration(func(c *Config) *time.Duration { return &c.TestClockOffset })},
 		{"HERALD_PUSH_DELIVERY_RETENTION", "720h", "168h", "how long the per-device delivery records of a finished broadcast (failures, retries, dead tokens, and outcomes written before their batch settled) are kept (its counters stay)", duration(func(c *Config) *time.Duration { return &c.DeliveryRetention })},
 		{"HERALD_INBOX_RETENTION", "2160h", "720h", "how long an item of a user's in-app inbox is kept; an expired item is no longer listed or counted, and the hourly housekeeping deletes it", duration(func(c *Config) *time.Duration { return &c.InboxRetention })},
 		{"HERALD_SECURITY_LOG_RETENTION", "8760h", "2160h", "how long an account's security log entries (sign-ins, factor, password, email, session and key changes, admins' actions) are kept; older ones are deleted by the hourly housekeeping", duration(func(c *Config) *time.Duration { return &c.SecurityLogRetention })},

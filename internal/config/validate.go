@@ -166,6 +166,18 @@ func duration(field func(*Config) *time.Duration) setter {
 	}
 }
 
+// signedDuration is any duration: negative, zero or positive.
+func signedDuration(field func(*Config) *time.Duration) setter {
+	return func(c *Config, v string) error {
+		d, err := parseDuration(v)
+		if err != nil {
+			return err
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
 // durationOrZero is duration that also takes 0 (what 0 means is the
 // variable's to say).
 func durationOrZero(field func(*Config) *time.Duration) setter {

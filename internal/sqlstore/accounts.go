@@ -146,10 +146,10 @@ func (db *DB) AccountByID(ctx context.Context, id string) (accounts.Account, err
 // AcquireSendLease implements accounts.Store: one conditional upsert, so
 // two replicas cannot both win.
 func (db *DB) AcquireSendLease(ctx context.Context, accountID string, p accounts.Purpose, until time.Time) (bool, error) {
-	now := db.Now()
-	n, err := db.conn().exec(ctx, `INSERT INTO code_send_leases (account_id, purpose, locked_until) VALUES (?, ?, ?)
+	// The lease's times are the database's clock (clock.go).
+	n, err := db.conn().exec(ctx, `INSERT INTO code_send_leases (account_id, purpose, locked_until) VALUES (?, ?, `+db.dbAt()+`)
 		ON CONFLICT (account_id, purpose) DO UPDATE SET locked_until = excluded.locked_until
-		WHERE code_send_leases.locked_until < ?`, accountID, string(p), until, now)
+		WHERE code_send_leases.locked_until < `+db.dbAt(), accountID, string(p), db.dbUntilArg(until), db.dbAtArg(0))
 	return n == 1, err
 }
 

@@ -85,8 +85,13 @@ type DB struct {
 	tracer trace.Tracer // nil: no spans
 	// keys seal the secrets the store keeps (nil: kept plain).
 	keys *seal.Keyring
-	// Now is the store's clock; tests replace it.
+	// Now is the store's clock, the replica's (cmd/herald passes the one
+	// clock its services share); tests replace it (see UseTestClock).
+	// Leases do not read it on PostgreSQL: see clock.go.
 	Now func() time.Time
+	// dbShift moves the database's clock as the store's leases read it
+	// (clock.go); nil but in tests (UseTestClock).
+	dbShift func() time.Duration
 
 	onRevocation hooks[func(kind, id string)]
 

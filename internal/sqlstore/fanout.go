@@ -7,6 +7,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/herald-vpn/herald/internal/fanout"
+	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
@@ -40,17 +41,32 @@ func (t fanoutJobs[J]) acquire(ctx context.Context, db *DB, id, owner string, un
 		l = fanout.Lease{}
 		var status string
 		var holder *string
-		var holdUntil *time.Time
-		if err := tx.q.queryRow(ctx, `SELECT status, lease_owner, lease_until FROM `+t.table+` WHERE id = ?`+db.forUpdate(), id).
-			Scan(&status, &holder, &holdUntil); err != nil {
-			return err
+		// left is how long the lease has to run on the database's clock
+		// (clock.go); zero or less: lapsed.
+		var left time.Duration
+		if db.dialect == storage.Postgres {
+			var secs float64
+			if err := tx.q.queryRow(ctx, `SELECT status, lease_owner, COALESCE(EXTRACT(EPOCH FROM lease_until - `+db.dbAt()+`), 0) FROM `+t.table+` WHERE id = ? FOR UPDATE`,
+				db.dbAtArg(0), id).Scan(&status, &holder, &secs); err != nil {
+				return err
+			}
+			left = time.Duration(secs * float64(time.Second))
+		} else {
+			var until *time.Time
+			if err := tx.q.queryRow(ctx, `SELECT status, lease_owner, lease_until FROM `+t.table+` WHERE id = ?`, id).Scan(&status, &holder, &until); err != nil {
+				return err
+			}
+			if until != nil {
+				left = until.Sub(db.Now())
+			}
 		}
 		if !fanout.Finished(status) {
-			if holder != nil && *holder != owner && holdUntil != nil && holdUntil.After(tx.now) {
-				l.HeldBy, l.Until = *holder, holdUntil.UTC()
+			if holder != nil && *holder != owner && left > 0 {
+				// The holder's end on this replica's clock.
+				l.HeldBy, l.Until = *holder, db.Now().UTC().Add(left)
 			} else {
-				if _, err := tx.q.exec(ctx, `UPDATE `+t.table+` SET status = 'running', started_at = COALESCE(started_at, ?), lease_owner = ?, lease_until = ? WHERE id = ?`,
-					tx.now, owner, until, id); err != nil {
+				if _, err := tx.q.exec(ctx, `UPDATE `+t.table+` SET status = 'running', started_at = COALESCE(started_at, ?), lease_owner = ?, lease_until = `+db.dbAt()+` WHERE id = ?`,
+					tx.now, owner, db.dbUntilArg(until), id); err != nil {
 					return err
 				}
 				l.Acquired, l.Until = true, until.UTC()
@@ -76,8 +92,8 @@ func (t fanoutJobs[J]) holdsLease(ctx context.Context, tx *Tx, id, owner string)
 
 // renew moves owner's lease of the running job to until and reports
 // whether owner still holds it.
-func (t fanoutJobs[J]) renew(ctx context.Context, q querier, id, owner string, until time.Time) (bool, error) {
-	n, err := q.exec(ctx, `UPDATE `+t.table+` SET lease_until = ? WHERE id = ? AND status = 'running' AND lease_owner = ?`, until, id, owner)
+func (t fanoutJobs[J]) renew(ctx context.Context, db *DB, q querier, id, owner string, until time.Time) (bool, error) {
+	n, err := q.exec(ctx, `UPDATE `+t.table+` SET lease_until = `+db.dbAt()+` WHERE id = ? AND status = 'running' AND lease_owner = ?`, db.dbUntilArg(until), id, owner)
 	return n == 1, err
 }
 
@@ -129,11 +145,10 @@ func (t fanoutJobs[J]) release(ctx context.Context, db *DB, id, owner string) er
 // it safe on every replica at once: only one of them moves requeued_at,
 // and only that one inserts the job.
 func (t fanoutJobs[J]) requeueStalled(ctx context.Context, db *DB, minInterval time.Duration, newJob func(id string) river.JobArgs) ([]string, error) {
-	now := db.Now()
 	// The IN term lets SQLite use the table's partial index of unfinished
-	// jobs.
+	// jobs. lease_until and requeued_at are the database's clock.
 	rs, err := db.conn().query(ctx, `SELECT id FROM `+t.table+` WHERE status IN ('queued', 'running') AND status = 'running'
-		AND (lease_until IS NULL OR lease_until < ?) AND (requeued_at IS NULL OR requeued_at < ?) ORDER BY id`, now, now.Add(-minInterval))
+		AND (lease_until IS NULL OR lease_until < `+db.dbAt()+`) AND (requeued_at IS NULL OR requeued_at < `+db.dbAt()+`) ORDER BY id`, db.dbAtArg(0), db.dbAtArg(-minInterval))
 	stalled, err := collect(rs, err, scanString)
 	if err != nil {
 		return nil, err
@@ -141,8 +156,8 @@ func (t fanoutJobs[J]) requeueStalled(ctx context.Context, db *DB, minInterval t
 	var requeued []string
 	for _, id := range stalled {
 		err := db.inTx(ctx, func(tx *Tx) error {
-			n, err := tx.q.exec(ctx, `UPDATE `+t.table+` SET requeued_at = ? WHERE id = ? AND status = 'running'
-				AND (lease_until IS NULL OR lease_until < ?) AND (requeued_at IS NULL OR requeued_at < ?)`, tx.now, id, tx.now, tx.now.Add(-minInterval))
+			n, err := tx.q.exec(ctx, `UPDATE `+t.table+` SET requeued_at = `+db.dbAt()+` WHERE id = ? AND status = 'running'
+				AND (lease_until IS NULL OR lease_until < `+db.dbAt()+`) AND (requeued_at IS NULL OR requeued_at < `+db.dbAt()+`)`, db.dbAtArg(0), id, db.dbAtArg(0), db.dbAtArg(-minInterval))
 			if err != nil || n == 0 {
 				return err
 			}

@@ -42,7 +42,7 @@ func (db *DB) Prune(ctx context.Context, deliveriesBefore time.Time) (Pruned, er
 			{&p.Sessions, `DELETE FROM sessions WHERE expires_at < ? OR revoked_at < ?`, []any{tx.now.Add(-sessions.EndedRetention), tx.now.Add(-sessions.EndedRetention)}},
 			{&p.Codes, `DELETE FROM one_time_codes WHERE expires_at < ?`, []any{tx.now.Add(-accounts.ExpiredCodeRetention)}},
 			{&p.PendingCodes, `DELETE FROM pending_codes WHERE expires_at < ?`, []any{tx.now.Add(-accounts.ExpiredCodeRetention)}},
-			{&p.Leases, `DELETE FROM code_send_leases WHERE locked_until < ?`, []any{tx.now}},
+			{&p.Leases, `DELETE FROM code_send_leases WHERE locked_until < ` + db.dbAt(), []any{db.dbAtArg(0)}},
 			{&p.IdempotencyKeys, `DELETE FROM idempotency_keys WHERE created_at < ?`, []any{tx.now.Add(-idempotency.Window)}},
 			{&p.TelegramUpdates, `DELETE FROM telegram_updates WHERE processed_at < ?`, []any{tx.now.Add(-messenger.UpdateRetention)}},
 			{new(int64), `DELETE FROM telegram_link_tokens WHERE expires_at < ?`, []any{tx.now.Add(-messenger.LinkTokenRetention)}},

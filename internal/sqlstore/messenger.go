@@ -211,9 +211,10 @@ func (db *DB) ListTelegramSubscribers(ctx context.Context, status messenger.Subs
 // succeeds for a new lease, a renewal by the holder or an expired lease,
 // so two replicas cannot both hold it.
 func (db *DB) AcquireLease(ctx context.Context, name, holder string, until time.Time) (bool, error) {
-	n, err := db.conn().exec(ctx, `INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?)
+	// The lease's times are the database's clock (clock.go).
+	n, err := db.conn().exec(ctx, `INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, `+db.dbAt()+`)
 		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
-		WHERE leases.holder = excluded.holder OR leases.expires_at < ?`, name, holder, until, db.Now())
+		WHERE leases.holder = excluded.holder OR leases.expires_at < `+db.dbAt(), name, holder, db.dbUntilArg(until), db.dbAtArg(0))
 	return n == 1, err
 }
 

@@ -107,7 +107,7 @@ func (db *DB) NextMessengerBroadcastBatch(ctx context.Context, id, owner string,
 	var out messenger.BroadcastBatch
 	err := db.inTx(ctx, func(tx *Tx) error {
 		out = messenger.BroadcastBatch{}
-		held, err := messengerJobs.renew(ctx, tx.q, id, owner, until)
+		held, err := messengerJobs.renew(ctx, db, tx.q, id, owner, until)
 		if err != nil {
 			return err
 		}
@@ -136,8 +136,8 @@ func (db *DB) RecordMessengerBroadcast(ctx context.Context, id, owner string, p 
 	// A batch in flight when the job was cancelled still went out: it is
 	// counted (the walk stops at the next batch, which finds the job
 	// cancelled).
-	n, err := db.conn().exec(ctx, `UPDATE messenger_broadcasts SET sent = sent + ?, failed = failed + ?, blocked = blocked + ?, walk_cursor = ?, lease_until = ?
-		WHERE id = ? AND status IN ('running', 'cancelled') AND lease_owner = ?`, p.Sent, p.Failed, p.Blocked, p.Cursor, until, id, owner)
+	n, err := db.conn().exec(ctx, `UPDATE messenger_broadcasts SET sent = sent + ?, failed = failed + ?, blocked = blocked + ?, walk_cursor = ?, lease_until = `+db.dbAt()+`
+		WHERE id = ? AND status IN ('running', 'cancelled') AND lease_owner = ?`, p.Sent, p.Failed, p.Blocked, p.Cursor, db.dbUntilArg(until), id, owner)
 	return n == 1, err
 }
 

@@ -301,8 +301,8 @@ func (db *DB) ClaimNextBatch(ctx context.Context, id, owner string, limit int, u
 			}
 			c.Last, next = f.DeviceID, f.DeviceID
 		}
-		n, err := tx.q.exec(ctx, `UPDATE notification_jobs SET walk_cursor = ?, walk_done = ?, lease_until = ?, opted_out = opted_out + ?, capped = capped + ?
-			WHERE id = ? AND status = 'running' AND lease_owner = ? AND walk_cursor = ?`, next, c.Done, until, optedOut, capped, id, owner, cursor)
+		n, err := tx.q.exec(ctx, `UPDATE notification_jobs SET walk_cursor = ?, walk_done = ?, lease_until = `+db.dbAt()+`, opted_out = opted_out + ?, capped = capped + ?
+			WHERE id = ? AND status = 'running' AND lease_owner = ? AND walk_cursor = ?`, next, c.Done, db.dbUntilArg(until), optedOut, capped, id, owner, cursor)
 		if err != nil {
 			return err
 		}
@@ -374,7 +374,7 @@ found AS (
 ),
 upd AS (
 	UPDATE notification_jobs n SET walk_cursor = COALESCE((SELECT max(id) FROM found), j.walk_cursor),
-		walk_done = (SELECT count(*) FROM found) < $3, lease_until = $4,
+		walk_done = (SELECT count(*) FROM found) < $3, lease_until = ` + pgDBAt("$4") + `,
 		opted_out = n.opted_out + (SELECT count(*) FROM found WHERE found.opted_out)
 	FROM j WHERE n.id = $1 AND j.status = 'running' AND j.lease_owner = $2 AND NOT j.walk_done AND j.cap_per_day = 0
 		AND n.status = 'running' AND n.lease_owner = $2 AND n.walk_cursor = j.walk_cursor
@@ -405,7 +405,7 @@ func (db *DB) claimPostgres(ctx context.Context, id, owner string, limit int, un
 	var rows, lost int
 	var b pgx.Batch
 	b.Queue(`SET LOCAL synchronous_commit TO OFF`)
-	b.Queue(claimStatement, id, owner, limit, until, db.Now()).Query(func(r pgx.Rows) error {
+	b.Queue(claimStatement, id, owner, limit, db.dbUntilArg(until), db.Now()).Query(func(r pgx.Rows) error {
 		for r.Next() {
 			rows++
 			var status string
@@ -509,7 +509,7 @@ func (db *DB) ReclaimDeliveries(ctx context.Context, id, owner string, retriesOn
 				return err
 			}
 		}
-		_, err = tx.q.exec(ctx, `UPDATE notification_jobs SET lease_until = ? WHERE id = ?`, until, id)
+		_, err = tx.q.exec(ctx, `UPDATE notification_jobs SET lease_until = `+db.dbAt()+` WHERE id = ?`, db.dbUntilArg(until), id)
 		return err
 	})
 	return c, err
@@ -519,7 +519,7 @@ func (db *DB) ReclaimDeliveries(ctx context.Context, id, owner string, retriesOn
 // statement: the outcomes as arrays, written as rows (a device's first, or
 // an update of a delivery the owner claimed), and the counters, the
 // settled cursor and the lease moved.
-const recordPostgres = `WITH v AS (SELECT * FROM unnest($1::text[], $2::text[]) AS v(device_id, status)),
+var recordPostgres = `WITH v AS (SELECT * FROM unnest($1::text[], $2::text[]) AS v(device_id, status)),
 ins AS (
 	INSERT INTO notification_deliveries AS d (job_id, device_id, status, claimed_by, updated_at)
 	SELECT $4, v.device_id, v.status, $5, $3 FROM v
@@ -533,7 +533,7 @@ cnt AS (
 UPDATE notification_jobs j SET sent = j.sent + cnt.sent + CASE WHEN j.lease_owner = $5 THEN $7 ELSE 0 END,
 	failed = j.failed + cnt.failed,
 	settled_cursor = CASE WHEN j.lease_owner = $5 AND $8 > j.settled_cursor THEN $8 ELSE j.settled_cursor END,
-	lease_until = CASE WHEN j.lease_owner = $5 THEN $6 ELSE j.lease_until END
+	lease_until = CASE WHEN j.lease_owner = $5 THEN ` + pgDBAt("$6") + ` ELSE j.lease_until END
 FROM cnt WHERE j.id = $4 RETURNING j.lease_owner`
 
 // firstOutcomes drops every outcome of a device after its first, so that
@@ -578,7 +578,7 @@ func (db *DB) RecordDeliveries(ctx context.Context, id, owner string, rec notifi
 		var b pgx.Batch
 		b.Queue(`SET LOCAL synchronous_commit TO OFF`)
 		var holder *string
-		b.Queue(recordPostgres, ids, statuses, db.Now(), id, owner, until, rec.Sent, rec.Settled).
+		b.Queue(recordPostgres, ids, statuses, db.Now(), id, owner, db.dbUntilArg(until), rec.Sent, rec.Settled).
 			QueryRow(func(r pgx.Row) error { return r.Scan(&holder) })
 		if err := db.health.note(translate(c.SendBatch(ctx, &b).Close())); err != nil {
 			return false, err
@@ -628,8 +628,8 @@ func (db *DB) RecordDeliveries(ctx context.Context, id, owner string, rec notifi
 		if err := tx.q.queryRow(ctx, `UPDATE notification_jobs SET sent = sent + ? + CASE WHEN lease_owner = ? THEN ? ELSE 0 END,
 			failed = failed + ?, invalid_tokens = invalid_tokens + ?,
 			settled_cursor = CASE WHEN lease_owner = ? AND ? > settled_cursor THEN ? ELSE settled_cursor END,
-			lease_until = CASE WHEN lease_owner = ? THEN ? ELSE lease_until END WHERE id = ? RETURNING lease_owner`,
-			sent, owner, rec.Sent, failed, invalid, owner, rec.Settled, rec.Settled, owner, until, id).Scan(&holder); err != nil {
+			lease_until = CASE WHEN lease_owner = ? THEN `+db.dbAt()+` ELSE lease_until END WHERE id = ? RETURNING lease_owner`,
+			sent, owner, rec.Sent, failed, invalid, owner, rec.Settled, rec.Settled, owner, db.dbUntilArg(until), id).Scan(&holder); err != nil {
 			return err
 		}
 		kept = holder != nil && *holder == owner
@@ -678,7 +678,7 @@ func (db *DB) ResumeWalk(ctx context.Context, id, owner, after string, limit int
 		} else {
 			c.Last = c.Claims[len(c.Claims)-1].DeviceID
 		}
-		_, err = tx.q.exec(ctx, `UPDATE notification_jobs SET lease_until = ? WHERE id = ? AND lease_owner = ?`, until, id, owner)
+		_, err = tx.q.exec(ctx, `UPDATE notification_jobs SET lease_until = `+db.dbAt()+` WHERE id = ? AND lease_owner = ?`, db.dbUntilArg(until), id, owner)
 		return err
 	})
 	return c, err

@@ -32,7 +32,7 @@ func mustOpenJobs(t *testing.T, url string, cfg jobs.Config) (*sqlstore.DB, *tes
 	t.Helper()
 	db, _ := jobstest.Open(t, url, cfg)
 	clk := testsupport.NewClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
-	db.Now = clk.Now
+	db.UseTestClock(clk.Now)
 	return db, clk
 }
 

@@ -309,8 +309,8 @@ func (db *DB) AcquireWebhookSlot(ctx context.Context, r webhooks.SlotRequest, ru
 			return err
 		}
 		var mine, others int
-		if err := tx.q.queryRow(ctx, `SELECT COUNT(CASE WHEN job_id = ? THEN 1 END), COUNT(CASE WHEN job_id <> ? AND expires_at > ? THEN 1 END)
-			FROM webhook_slots WHERE endpoint_id = ?`, r.JobID, r.JobID, tx.now, r.EndpointID).Scan(&mine, &others); err != nil {
+		if err := tx.q.queryRow(ctx, `SELECT COUNT(CASE WHEN job_id = ? THEN 1 END), COUNT(CASE WHEN job_id <> ? AND expires_at > `+db.dbAt()+` THEN 1 END)
+			FROM webhook_slots WHERE endpoint_id = ?`, r.JobID, r.JobID, db.dbAtArg(0), r.EndpointID).Scan(&mine, &others); err != nil {
 			return err
 		}
 		limit := rules.Limit(b, tx.now)
@@ -319,8 +319,8 @@ func (db *DB) AcquireWebhookSlot(ctx context.Context, r webhooks.SlotRequest, ru
 		}
 		if others < limit {
 			held = true
-			_, err = tx.q.exec(ctx, `INSERT INTO webhook_slots (endpoint_id, job_id, expires_at) VALUES (?, ?, ?)
-				ON CONFLICT (endpoint_id, job_id) DO UPDATE SET expires_at = excluded.expires_at`, r.EndpointID, r.JobID, tx.now.Add(rules.LeaseTTL))
+			_, err = tx.q.exec(ctx, `INSERT INTO webhook_slots (endpoint_id, job_id, expires_at) VALUES (?, ?, `+db.dbAt()+`)
+				ON CONFLICT (endpoint_id, job_id) DO UPDATE SET expires_at = excluded.expires_at`, r.EndpointID, r.JobID, db.dbAtArg(rules.LeaseTTL))
 			return err
 		}
 		var event string
@@ -367,7 +367,7 @@ func (db *DB) ReleaseWebhookSlot(ctx context.Context, endpointID string, jobID i
 // releaseWebhookSlot frees the job's slot and hands the free ones on;
 // the endpoint's row is locked.
 func (tx *Tx) releaseWebhookSlot(ctx context.Context, endpointID string, jobID int64, b webhooks.Breaker, rules webhooks.Slots) error {
-	if _, err := tx.q.exec(ctx, `DELETE FROM webhook_slots WHERE endpoint_id = ? AND (job_id = ? OR expires_at <= ?)`, endpointID, jobID, tx.now); err != nil {
+	if _, err := tx.q.exec(ctx, `DELETE FROM webhook_slots WHERE endpoint_id = ? AND (job_id = ? OR expires_at <= `+tx.db.dbAt()+`)`, endpointID, jobID, tx.db.dbAtArg(0)); err != nil {
 		return err
 	}
 	return tx.handOffWebhookSlots(ctx, endpointID, b, rules)
@@ -380,8 +380,8 @@ func (tx *Tx) releaseWebhookSlot(ctx context.Context, endpointID string, jobID i
 // locked.
 func (tx *Tx) handOffWebhookSlots(ctx context.Context, endpointID string, b webhooks.Breaker, rules webhooks.Slots) error {
 	var held, parked int
-	if err := tx.q.queryRow(ctx, `SELECT (SELECT COUNT(*) FROM webhook_slots WHERE endpoint_id = ? AND expires_at > ?),
-		CASE WHEN EXISTS (SELECT 1 FROM webhook_parked WHERE endpoint_id = ?) THEN 1 ELSE 0 END`, endpointID, tx.now, endpointID).Scan(&held, &parked); err != nil {
+	if err := tx.q.queryRow(ctx, `SELECT (SELECT COUNT(*) FROM webhook_slots WHERE endpoint_id = ? AND expires_at > `+tx.db.dbAt()+`),
+		CASE WHEN EXISTS (SELECT 1 FROM webhook_parked WHERE endpoint_id = ?) THEN 1 ELSE 0 END`, endpointID, tx.db.dbAtArg(0), endpointID).Scan(&held, &parked); err != nil {
 		return err
 	}
 	if parked == 0 {
@@ -409,7 +409,7 @@ func (tx *Tx) handOffWebhookSlots(ctx context.Context, endpointID string, b webh
 		if err != nil {
 			return err
 		}
-		if _, err := tx.q.exec(ctx, `INSERT INTO webhook_slots (endpoint_id, job_id, expires_at) VALUES (?, ?, ?)`, endpointID, job, at.Add(rules.ReserveTTL)); err != nil {
+		if _, err := tx.q.exec(ctx, `INSERT INTO webhook_slots (endpoint_id, job_id, expires_at) VALUES (?, ?, `+tx.db.dbAt()+`)`, endpointID, job, tx.db.dbAtArg(at.Sub(tx.now)+rules.ReserveTTL)); err != nil {
 			return err
 		}
 	}
@@ -446,8 +446,8 @@ func (db *DB) SweepWebhookSlots(ctx context.Context, rules webhooks.Slots) (int,
 // WebhookSlots counts an endpoint's live slots and parked deliveries
 // (tests).
 func (db *DB) WebhookSlots(ctx context.Context, endpointID string) (held, parked int, err error) {
-	err = db.conn().queryRow(ctx, `SELECT (SELECT COUNT(*) FROM webhook_slots WHERE endpoint_id = ? AND expires_at > ?), (SELECT COUNT(*) FROM webhook_parked WHERE endpoint_id = ?)`,
-		endpointID, db.Now(), endpointID).Scan(&held, &parked)
+	err = db.conn().queryRow(ctx, `SELECT (SELECT COUNT(*) FROM webhook_slots WHERE endpoint_id = ? AND expires_at > `+db.dbAt()+`), (SELECT COUNT(*) FROM webhook_parked WHERE endpoint_id = ?)`,
+		endpointID, db.dbAtArg(0), endpointID).Scan(&held, &parked)
 	return held, parked, err
 }
 

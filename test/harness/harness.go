@@ -119,6 +119,11 @@ type Cluster struct {
 	SMTP  *mailtest.Server
 	Proxy *Proxy
 
+	// ReplicaEnv, when set, adds to the configuration of the replica it
+	// names ("r1", "r2", … in launch order): what differs between them,
+	// such as HERALD_TEST_CLOCK_OFFSET.
+	ReplicaEnv func(name string) map[string]string
+
 	mu       sync.Mutex
 	replicas []*Replica
 	seq      int
@@ -253,6 +258,9 @@ func (c *Cluster) Launch(t *testing.T, n int) []*Replica {
 		c.replicas = append(c.replicas, r)
 		c.mu.Unlock()
 		env := maps.Clone(c.Env)
+		if c.ReplicaEnv != nil {
+			maps.Copy(env, c.ReplicaEnv(r.Name))
+		}
 		env["HERALD_ADDR"] = "127.0.0.1:0" // WaitHealthy reads the bound address from the log
 		r.Cmd = exec.Command(c.Bin, "serve")
 		r.Cmd.Env = EnvList(env)
