@@ -136,7 +136,9 @@ func TestNotificationTypes(t *testing.T) {
 		// An upgrade takes effect at once: the transaction is the new product's.
 		{"DID_CHANGE_RENEWAL_PREF", "UPGRADE", func(tx *appstorefake.TransactionFields) {
 			tx.TransactionID, tx.ProductID = "2000000000000006", "herald.family.monthly"
-		}, on, func(o *subscriptions.Observation) { o.ProductID, o.TransactionID = "herald.family.monthly", "2000000000000006" }},
+		}, on, func(o *subscriptions.Observation) {
+			o.ProductID, o.TransactionID = "herald.family.monthly", "2000000000000006"
+		}},
 		// A downgrade waits for the renewal: the product stays.
 		{"DID_CHANGE_RENEWAL_PREF", "DOWNGRADE", nil,
 			appstorefake.RenewalFields{AutoRenewStatus: 1, AutoRenewProductID: "herald.basic.monthly"},
