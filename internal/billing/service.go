@@ -294,7 +294,7 @@ func (s *Service) work(ctx context.Context, in Inbound) (string, error) {
 	if obs.AccountHint == "" {
 		obs.AccountHint = in.AccountHint
 	}
-	e, err := s.record(ctx, *obs, string(in.Source)+":"+in.Kind)
+	e, err := s.recordOnce(ctx, *obs, string(in.Source)+":"+in.Kind)
 	if err != nil {
 		if apperr.Is(err, apperr.ProductUnknown) {
 			return "refused: " + err.Error(), nil
@@ -311,6 +311,19 @@ func (s *Service) work(ctx context.Context, in Inbound) (string, error) {
 
 // ErrIgnore: a read found nothing to record (a pending purchase).
 var ErrIgnore = errors.New("nothing to record")
+
+// recordOnce is record in a unit of work of its own, done again once when
+// another replica created the purchase's entitlement between this one's
+// read and its insert (two notifications of a new purchase worked at
+// once): the second time it reads that row and goes on from it.
+func (s *Service) recordOnce(ctx context.Context, obs subscriptions.Observation, cause string) (subscriptions.Entitlement, error) {
+	e, err := s.record(ctx, obs, cause)
+	if errors.Is(err, storage.ErrConflict) {
+		s.logger.Info("a purchase's entitlement was created at the same time elsewhere; recording again over it", "source", obs.Source)
+		e, err = s.record(ctx, obs, cause)
+	}
+	return e, err
+}
 
 // record plans obs by its product and records it.
 func (s *Service) record(ctx context.Context, obs subscriptions.Observation, cause string) (subscriptions.Entitlement, error) {
@@ -347,7 +360,7 @@ func (s *Service) Prove(ctx context.Context, source subscriptions.Source, accoun
 	}
 	obs.AccountHint = accountID
 	var e subscriptions.Entitlement
-	err = s.store.InTx(ctx, func(ctx context.Context) error {
+	keep := func(ctx context.Context) error {
 		var err error
 		if e, err = s.record(ctx, obs, "purchase"); err != nil || ch.Settled == nil {
 			return err
@@ -356,7 +369,13 @@ func (s *Service) Prove(ctx context.Context, source subscriptions.Source, accoun
 		// purchase after three days) is tried below at once; the job, kept
 		// with the purchase, retries it until the store takes it.
 		return s.store.EnqueueJob(ctx, SettleArgs{Source: source, ExternalID: obs.ExternalID})
-	})
+	}
+	err = s.store.InTx(ctx, keep)
+	if errors.Is(err, storage.ErrConflict) {
+		// The store's notification created the purchase's entitlement on
+		// another replica at the same moment: once more, over its row.
+		err = s.store.InTx(ctx, keep)
+	}
 	if err != nil {
 		return subscriptions.Entitlement{}, err
 	}
