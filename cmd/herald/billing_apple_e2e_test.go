@@ -985,6 +985,31 @@ func testApplePastRefund(t *testing.T, r *appleRig) {
 	}
 	r.eventsSince(t, "a forged history", halID, events, seen)
 
+	// A refund Herald was told of (REFUND of the current period), then
+	// the customer subscribes again in the same group: the refunded
+	// transaction is now an earlier period's in the history, and is not
+	// told a second time.
+	jo, joID, now2, joTx, _ := r.subscribedBasic(t, "jo@example.com", "4300000000000001")
+	joSeen := map[string]bool{}
+	joEvents := map[string]int{webhooks.SubscriptionStarted: 1}
+	joRefund := joTx
+	joRefund.TransactionID = joTx.OriginalTransactionID
+	joRefund.RevocationDate, joRefund.RevocationReason = now2, new(int)
+	r.fake.SetSubscription(appstorefake.StatusRevoked, joRefund, appstorefake.RenewalFields{})
+	refundID := uuid.NewString()
+	r.deliver(t, "jo's REFUND", r.fake.NotificationWithUUID(refundID, "REFUND", "", joRefund, appstorefake.RenewalFields{}))
+	r.processed(t, refundID)
+	joEvents[webhooks.SubscriptionRefunded]++
+	r.eventsSince(t, "jo's refund", joID, joEvents, joSeen)
+	again := joTx
+	again.TransactionID, again.PurchaseDate, again.ExpiresDate = "4300000000000002", now2.Add(time.Minute), joTx.ExpiresDate.Add(time.Minute)
+	r.fake.SetSubscription(appstorefake.StatusActive, again, on)
+	if sub, got := reconcile("jo subscribes again", jo, joID); sub["status"] != "active" || slices.ContainsFunc(got, func(c map[string]any) bool { return c["cause"] == "past_refund" }) {
+		t.Fatalf("jo subscribes again: %v, history %v (the refund told already)", sub, got)
+	}
+	joEvents[webhooks.SubscriptionStarted]++
+	r.eventsSince(t, "jo subscribes again", joID, joEvents, joSeen)
+
 	// Three earlier periods refunded, two a page: both pages are read,
 	// each refund recorded once; the next run reads one page, from where
 	// the last ended.
