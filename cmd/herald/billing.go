@@ -287,6 +287,13 @@ func appStoreChannel(_ context.Context, cfg config.Config, now func() time.Time)
 			}
 			return obs, err
 		}
+		ch.Revocations = func(ctx context.Context, originalTransactionID, revision string) ([]subscriptions.PastRevocation, string, error) {
+			revs, next, err := c.Revocations(ctx, originalTransactionID, revision)
+			if errors.Is(err, appstore.ErrNotFound) {
+				return nil, "", fmt.Errorf("%w: %v", billing.ErrUnknownPurchase, err)
+			}
+			return revs, next, err
+		}
 	}
 	return ch, nil
 }

@@ -888,6 +888,202 @@ func testAppleReconcile(t *testing.T, r *appleRig) {
 		http.StatusForbidden, "INSUFFICIENT_PERMISSIONS")
 }
 
+// testApplePastRefund: the App Store refunds an earlier period of a
+// purchase that has renewed since, and the REFUND notification is lost;
+// the statuses show only the latest transaction, still paid. The
+// reconciliation reads the transaction history's revoked transactions and
+// records the refund once: one history row (cause past_refund, the state
+// unchanged, expiresAt the refunded period's end) and one
+// subscription.refunded naming the period, the access unchanged. A
+// forged transaction in the history is refused and records nothing; a
+// history of two pages is read whole, and the next run reads only what
+// changed since (one page).
+func testApplePastRefund(t *testing.T, r *appleRig) {
+	hal, halID, now, tx, on := r.subscribedBasic(t, "hal@example.com", "4100000000000001")
+	seen := map[string]bool{}
+	events := map[string]int{webhooks.SubscriptionStarted: 1}
+	r.eventsSince(t, "subscribed", halID, events, seen)
+	reconcile := func(what string, access, id string) (map[string]any, []map[string]any) {
+		t.Helper()
+		res := noServerError(t, what, restCall(t, r.h, http.MethodPost, "/api/v1/admin/users/"+id+"/subscription/reconcile", nil, withBearer(r.admin)))
+		expectOK(t, what, res, http.StatusOK)
+		return r.detail(t, access, id)
+	}
+
+	// The first period renews, and Herald hears of it.
+	renewal := tx
+	renewal.TransactionID, renewal.PurchaseDate, renewal.ExpiresDate = "4100000000000002", tx.ExpiresDate, now.Add(60*day)
+	r.fake.SetSubscription(appstorefake.StatusActive, renewal, on)
+	before, history := reconcile("the renewal", hal, halID)
+	events[webhooks.SubscriptionRenewed]++
+	r.eventsSince(t, "the renewal", halID, events, seen)
+
+	// The first period is refunded; no notification arrives.
+	refunded := tx
+	refunded.TransactionID = tx.OriginalTransactionID
+	refunded.RevocationDate, refunded.RevocationReason = now.Add(time.Minute), new(int)
+	r.fake.AddTransaction(refunded)
+	base := history
+	for run := 1; run <= 3; run++ {
+		what := fmt.Sprintf("reconcile %d after the missed refund", run)
+		if run == 3 {
+			// The App Store changes the refunded transaction again: the
+			// history gives it anew, and its transaction id records
+			// nothing twice.
+			r.fake.AddTransaction(refunded)
+		}
+		sub, got := reconcile(what, hal, halID)
+		if !sameAccess(sub, before) {
+			t.Fatalf("%s: the subscription became %v, was %v (access must not change)", what, sub, before)
+		}
+		if len(got) != len(base)+1 {
+			t.Fatalf("%s: history %v, want one row more than %v", what, got, base)
+		}
+		row := got[0]
+		if row["cause"] != "past_refund" || row["from"] != "active" || row["to"] != "active" || row["plan"] != "basic" {
+			t.Fatalf("%s: the refund's row %v", what, row)
+		}
+		expectTime(t, what+": the row's expiresAt", row["expiresAt"], &tx.ExpiresDate)
+		if run == 1 {
+			events[webhooks.SubscriptionRefunded]++
+		}
+		fresh := r.eventsSince(t, what, halID, events, seen)
+		if run > 1 {
+			if len(fresh) != 0 {
+				t.Fatalf("%s: new events %v", what, fresh)
+			}
+			continue
+		}
+		if len(fresh) != 1 || fresh[0].typ() != webhooks.SubscriptionRefunded {
+			t.Fatalf("%s: events %v, want one subscription.refunded", what, fresh)
+		}
+		data, _ := verifyHook(t, r.secret, fresh[0])["data"].(map[string]any)
+		period, _ := data["refundedPeriod"].(map[string]any)
+		if data["state"] != "active" || data["userId"] != halID || data["subscriptionPlan"] != "basic" || period == nil ||
+			period["transactionId"] != refunded.TransactionID || period["reason"] != "refunded" || period["productId"] != appleBasic {
+			t.Fatalf("%s: subscription.refunded data %v", what, data)
+		}
+		expectTime(t, what+": the event's expiresAt", data["expiresAt"], &renewal.ExpiresDate)
+		expectTime(t, what+": refundedPeriod.startsAt", period["startsAt"], &tx.OriginalPurchaseDate)
+		expectTime(t, what+": refundedPeriod.endsAt", period["endsAt"], &tx.ExpiresDate)
+		expectTime(t, what+": refundedPeriod.revokedAt", period["revokedAt"], &refunded.RevocationDate)
+	}
+	_, history = r.detail(t, hal, halID)
+
+	// A forged refund in the history: refused, nothing recorded; the
+	// account keeps its access.
+	forged := renewal
+	forged.TransactionID, forged.PurchaseDate, forged.ExpiresDate = "4100000000000009", tx.OriginalPurchaseDate, tx.OriginalPurchaseDate.Add(time.Hour)
+	forged.RevocationDate, forged.RevocationReason = now, new(int)
+	r.fake.As(appstorefake.ForeignKey).AddTransaction(forged)
+	// The store's answer is at fault: 502 UPSTREAM_ERROR, not a 500 nor
+	// the 401 of a forged notification (the admin did nothing wrong).
+	res := restCall(t, r.h, http.MethodPost, "/api/v1/admin/users/"+halID+"/subscription/reconcile", nil, withBearer(r.admin))
+	expectError(t, "reconcile a forged history", res, http.StatusBadGateway, "UPSTREAM_ERROR")
+	if sub, got := r.detail(t, hal, halID); !sameAccess(sub, before) || !reflect.DeepEqual(got, history) {
+		t.Fatalf("after a forged history: %v, history %v", sub, got)
+	}
+	r.eventsSince(t, "a forged history", halID, events, seen)
+
+	// A refund Herald was told of (REFUND of the current period), then
+	// the customer subscribes again in the same group: the refunded
+	// transaction is now an earlier period's in the history, and is not
+	// told a second time.
+	jo, joID, now2, joTx, _ := r.subscribedBasic(t, "jo@example.com", "4300000000000001")
+	joSeen := map[string]bool{}
+	joEvents := map[string]int{webhooks.SubscriptionStarted: 1}
+	joRefund := joTx
+	joRefund.TransactionID = joTx.OriginalTransactionID
+	joRefund.RevocationDate, joRefund.RevocationReason = now2, new(int)
+	r.fake.SetSubscription(appstorefake.StatusRevoked, joRefund, appstorefake.RenewalFields{})
+	refundID := uuid.NewString()
+	r.deliver(t, "jo's REFUND", r.fake.NotificationWithUUID(refundID, "REFUND", "", joRefund, appstorefake.RenewalFields{}))
+	r.processed(t, refundID)
+	joEvents[webhooks.SubscriptionRefunded]++
+	r.eventsSince(t, "jo's refund", joID, joEvents, joSeen)
+	again := joTx
+	again.TransactionID, again.PurchaseDate, again.ExpiresDate = "4300000000000002", now2.Add(time.Minute), joTx.ExpiresDate.Add(time.Minute)
+	r.fake.SetSubscription(appstorefake.StatusActive, again, on)
+	if sub, got := reconcile("jo subscribes again", jo, joID); sub["status"] != "active" || slices.ContainsFunc(got, func(c map[string]any) bool { return c["cause"] == "past_refund" }) {
+		t.Fatalf("jo subscribes again: %v, history %v (the refund told already)", sub, got)
+	}
+	joEvents[webhooks.SubscriptionStarted]++
+	r.eventsSince(t, "jo subscribes again", joID, joEvents, joSeen)
+
+	// Three earlier periods refunded, two a page: both pages are read,
+	// each refund recorded once; the next run reads one page, from where
+	// the last ended.
+	r.fake.SetPageSize(2)
+	t.Cleanup(func() { r.fake.SetPageSize(20) })
+	ivy, ivyID, _, first, _ := r.subscribedBasic(t, "ivy@example.com", "4200000000000001")
+	ivySeen := map[string]bool{}
+	ivyEvents := map[string]int{webhooks.SubscriptionStarted: 1}
+	r.eventsSince(t, "ivy subscribed", ivyID, ivyEvents, ivySeen)
+	var periods []appstorefake.TransactionFields
+	for i := range 4 {
+		p := first
+		p.TransactionID = fmt.Sprintf("420000000000001%d", i)
+		p.PurchaseDate = first.OriginalPurchaseDate.Add(time.Duration(i) * 30 * day)
+		p.ExpiresDate = p.PurchaseDate.Add(30 * day)
+		periods = append(periods, p)
+	}
+	r.fake.SetSubscription(appstorefake.StatusActive, periods[3], on)
+	ivyBefore, ivyHistory := reconcile("ivy's renewals", ivy, ivyID)
+	ivyEvents[webhooks.SubscriptionRenewed]++
+	r.eventsSince(t, "ivy's renewals", ivyID, ivyEvents, ivySeen)
+	for _, p := range periods[:3] {
+		p.RevocationDate, p.RevocationReason = now, new(int)
+		r.fake.AddTransaction(p)
+	}
+	pages := r.fake.HistoryPages()
+	sub, got := reconcile("ivy's refunds", ivy, ivyID)
+	if n := r.fake.HistoryPages() - pages; n != 2 {
+		t.Fatalf("ivy's refunds: %d history pages read, want 2", n)
+	}
+	if !sameAccess(sub, ivyBefore) || len(got) != len(ivyHistory)+3 {
+		t.Fatalf("ivy's refunds: %v, history %v (was %v)", sub, got, ivyHistory)
+	}
+	var refundedIDs []string
+	ivyEvents[webhooks.SubscriptionRefunded] += 3
+	for _, d := range r.eventsSince(t, "ivy's refunds", ivyID, ivyEvents, ivySeen) {
+		data, _ := verifyHook(t, r.secret, d)["data"].(map[string]any)
+		period, _ := data["refundedPeriod"].(map[string]any)
+		refundedIDs = append(refundedIDs, fmt.Sprint(period["transactionId"]))
+	}
+	slices.Sort(refundedIDs)
+	if want := []string{periods[0].TransactionID, periods[1].TransactionID, periods[2].TransactionID}; !slices.Equal(refundedIDs, want) {
+		t.Fatalf("ivy's refunds told %v, want %v", refundedIDs, want)
+	}
+	pages = r.fake.HistoryPages()
+	if _, again := reconcile("ivy again", ivy, ivyID); len(again) != len(got) {
+		t.Fatalf("ivy again: history %v, was %v", again, got)
+	}
+	if n := r.fake.HistoryPages() - pages; n != 1 {
+		t.Fatalf("ivy again: %d history pages read, want 1 (from the last revision)", n)
+	}
+	r.eventsSince(t, "ivy again", ivyID, ivyEvents, ivySeen)
+}
+
+// sameAccess reports whether two subscriptions (GET /api/v1/subscription)
+// say the same, but for when each entitlement was last read from its store
+// (updatedAt moves with every read).
+func sameAccess(a, b map[string]any) bool {
+	strip := func(m map[string]any) map[string]any {
+		m = maps.Clone(m)
+		ents, _ := m["entitlements"].([]any)
+		var out []any
+		for _, e := range ents {
+			em, _ := e.(map[string]any)
+			em = maps.Clone(em)
+			delete(em, "updatedAt")
+			out = append(out, em)
+		}
+		m["entitlements"] = out
+		return m
+	}
+	return reflect.DeepEqual(strip(a), strip(b))
+}
+
 // testAppleLateNotification: with the Server API, a notification is only
 // a signal. One that arrives after the purchase moved on (a failed renewal
 // told after the retry succeeded) records the API's state, not its own.
@@ -980,6 +1176,7 @@ func TestAppleBillingE2E(t *testing.T) {
 				if mode.api {
 					t.Run("Transactions", func(t *testing.T) { testAppleTransactions(t, r) })
 					t.Run("Reconcile", func(t *testing.T) { testAppleReconcile(t, r) })
+					t.Run("PastRefund", func(t *testing.T) { testApplePastRefund(t, r) })
 					t.Run("LateNotification", func(t *testing.T) { testAppleLateNotification(t, r) })
 				}
 			})

@@ -66,6 +66,12 @@ type Channel struct {
 	// word read just before (Read or Prove), so Settled need not read the
 	// purchase again.
 	Settled func(ctx context.Context, obs subscriptions.Observation, extra json.RawMessage) error
+	// Revocations reads the refunds and revocations of the purchase's
+	// transactions the store changed after cursor ("" from the start): the
+	// App Store's Get Transaction History, where a refund of an earlier
+	// period shows that the state (Read) does not. It returns them and the
+	// cursor the next read goes on from.
+	Revocations func(ctx context.Context, externalID, cursor string) ([]subscriptions.PastRevocation, string, error)
 	// Checkout starts a purchase on the web for the account (Stripe
 	// Checkout) and returns the URL to send the user to; customer is the
 	// account's customer in the store ("" when none yet).
@@ -115,6 +121,10 @@ type Store interface {
 	// EntitlementByCustomer is the account's newest entitlement of source
 	// with a store customer; ErrNotFound when none.
 	EntitlementByCustomer(ctx context.Context, source subscriptions.Source, accountID string) (subscriptions.Entitlement, error)
+	// HistoryRevision is where the read of the entitlement's history in
+	// its store got to ("" when never read); SaveHistoryRevision keeps it.
+	HistoryRevision(ctx context.Context, entitlementID string) (string, error)
+	SaveHistoryRevision(ctx context.Context, entitlementID, revision string) error
 }
 
 // Config is the billing service's settings.
@@ -284,7 +294,7 @@ func (s *Service) work(ctx context.Context, in Inbound) (string, error) {
 	if obs.AccountHint == "" {
 		obs.AccountHint = in.AccountHint
 	}
-	e, err := s.record(ctx, *obs, string(in.Source)+":"+in.Kind)
+	e, err := s.recordOnce(ctx, *obs, string(in.Source)+":"+in.Kind)
 	if err != nil {
 		if apperr.Is(err, apperr.ProductUnknown) {
 			return "refused: " + err.Error(), nil
@@ -301,6 +311,19 @@ func (s *Service) work(ctx context.Context, in Inbound) (string, error) {
 
 // ErrIgnore: a read found nothing to record (a pending purchase).
 var ErrIgnore = errors.New("nothing to record")
+
+// recordOnce is record in a unit of work of its own, done again once when
+// another replica created the purchase's entitlement between this one's
+// read and its insert (two notifications of a new purchase worked at
+// once): the second time it reads that row and goes on from it.
+func (s *Service) recordOnce(ctx context.Context, obs subscriptions.Observation, cause string) (subscriptions.Entitlement, error) {
+	e, err := s.record(ctx, obs, cause)
+	if errors.Is(err, storage.ErrConflict) {
+		s.logger.Info("a purchase's entitlement was created at the same time elsewhere; recording again over it", "source", obs.Source)
+		e, err = s.record(ctx, obs, cause)
+	}
+	return e, err
+}
 
 // record plans obs by its product and records it.
 func (s *Service) record(ctx context.Context, obs subscriptions.Observation, cause string) (subscriptions.Entitlement, error) {
@@ -337,7 +360,7 @@ func (s *Service) Prove(ctx context.Context, source subscriptions.Source, accoun
 	}
 	obs.AccountHint = accountID
 	var e subscriptions.Entitlement
-	err = s.store.InTx(ctx, func(ctx context.Context) error {
+	keep := func(ctx context.Context) error {
 		var err error
 		if e, err = s.record(ctx, obs, "purchase"); err != nil || ch.Settled == nil {
 			return err
@@ -346,7 +369,13 @@ func (s *Service) Prove(ctx context.Context, source subscriptions.Source, accoun
 		// purchase after three days) is tried below at once; the job, kept
 		// with the purchase, retries it until the store takes it.
 		return s.store.EnqueueJob(ctx, SettleArgs{Source: source, ExternalID: obs.ExternalID})
-	})
+	}
+	err = s.store.InTx(ctx, keep)
+	if errors.Is(err, storage.ErrConflict) {
+		// The store's notification created the purchase's entitlement on
+		// another replica at the same moment: once more, over its row.
+		err = s.store.InTx(ctx, keep)
+	}
 	if err != nil {
 		return subscriptions.Entitlement{}, err
 	}
@@ -380,7 +409,7 @@ func (s *Service) Reconcile(ctx context.Context, accountID string) (int, error) 
 		if !e.Source.Store() {
 			continue
 		}
-		if err := s.reconcileOne(ctx, e); err != nil {
+		if err := s.reconcileOne(ctx, e, true); err != nil {
 			return n, err
 		}
 		n++
@@ -388,9 +417,10 @@ func (s *Service) Reconcile(ctx context.Context, accountID string) (int, error) 
 	return n, nil
 }
 
-// reconcileOne reads one purchase from its store; a store not connected
-// or without an API is skipped.
-func (s *Service) reconcileOne(ctx context.Context, e subscriptions.Entitlement) error {
+// reconcileOne reads one purchase from its store, and with history the
+// refunds of its earlier periods; a store not connected or without an API
+// is skipped.
+func (s *Service) reconcileOne(ctx context.Context, e subscriptions.Entitlement, history bool) error {
 	ch, ok := s.cfg.Channels[e.Source]
 	if !ok || ch.Read == nil {
 		return nil
@@ -421,7 +451,48 @@ func (s *Service) reconcileOne(ctx context.Context, e subscriptions.Entitlement)
 			s.logger.Warn("reconcile: settling the purchase failed", "entitlement", e.ID, "source", e.Source, "err", err)
 		}
 	}
+	if history && ch.Revocations != nil {
+		return s.pastRevocations(ctx, ch, e)
+	}
 	return nil
+}
+
+// pastRevocations reads the refunds and revocations of the purchase's
+// transactions its store changed since the last read, records those of
+// earlier periods Herald has not recorded (RecordPastRevocation: once by
+// the transaction id, the access unchanged), and keeps where the read got
+// to. A read that fails records nothing and keeps the cursor where it
+// was.
+func (s *Service) pastRevocations(ctx context.Context, ch Channel, e subscriptions.Entitlement) error {
+	cursor, err := s.store.HistoryRevision(ctx, e.ID)
+	if err != nil {
+		return err
+	}
+	revs, next, err := ch.Revocations(ctx, e.ExternalID, cursor)
+	if errors.Is(err, ErrUnknownPurchase) {
+		return nil
+	}
+	if errors.Is(err, ErrForged) || errors.Is(err, ErrMalformed) || errors.Is(err, ErrMisaddressed) {
+		// The store's answer is at fault, not whoever asked for the read.
+		s.logger.Warn("reconcile: the store's history refused", "entitlement", e.ID, "source", e.Source, "err", err)
+		return apperr.Newf(apperr.UpstreamError, "The store's transaction history did not verify; nothing was recorded from it.")
+	}
+	if err != nil {
+		return Refusal(err)
+	}
+	for _, r := range revs {
+		recorded, err := subscriptions.RecordPastRevocation(ctx, s.store, e.Source, e.ExternalID, r)
+		if err != nil {
+			return err
+		}
+		if recorded {
+			s.logger.Info("reconcile: a refund of an earlier period recorded", "entitlement", e.ID, "source", e.Source, "transaction", r.TransactionID)
+		}
+	}
+	if next == "" || next == cursor {
+		return nil
+	}
+	return s.store.SaveHistoryRevision(ctx, e.ID, next)
 }
 
 // SettleArgs is the job that settles a purchase an app posted (Play's
@@ -476,7 +547,7 @@ func (s *Service) ReconcileAll(ctx context.Context) (int, error) {
 			return n, err
 		}
 		for _, e := range page {
-			if err := s.reconcileOne(ctx, e); err != nil {
+			if err := s.reconcileOne(ctx, e, true); err != nil {
 				s.logger.Warn("reconcile failed", "entitlement", e.ID, "source", e.Source, "err", err)
 				continue
 			}
@@ -507,7 +578,7 @@ func (s *Service) Sweep(ctx context.Context) error {
 			if e.AutoRenew && now.Sub(e.AccessEnds()) < StoreLeeway {
 				continue
 			}
-			if err := s.reconcileOne(ctx, e); err != nil {
+			if err := s.reconcileOne(ctx, e, false); err != nil {
 				// The store could not say: try again at the next sweep
 				// rather than end what may well be paid.
 				s.logger.Warn("sweep: store read failed", "entitlement", e.ID, "err", err)

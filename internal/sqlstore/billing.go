@@ -2,8 +2,10 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 
 	"github.com/herald-vpn/herald/internal/billing"
+	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/herald-vpn/herald/internal/subscriptions"
 )
 
@@ -43,6 +45,37 @@ func (db *DB) LiveStoreEntitlements(ctx context.Context, afterID string, limit i
 	return collectWith(scanEntitlement)(db.conn().query(ctx, `SELECT `+entitlementColumns+` FROM entitlements
 		WHERE source IN ('app_store', 'google_play', 'stripe') AND state IN ('trial', 'active', 'grace', 'on_hold', 'paused', 'cancelled') AND id > ?
 		ORDER BY id LIMIT ?`, afterID, limit))
+}
+
+// MarkRevocation implements subscriptions.Ledger.
+func (db *DB) MarkRevocation(ctx context.Context, source subscriptions.Source, transactionID, entitlementID string) (bool, error) {
+	var fresh bool
+	err := db.inTx(ctx, func(tx *Tx) error {
+		k, err := tx.q.exec(ctx, `INSERT INTO billing_revocations (source, transaction_id, entitlement_id, recorded_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (source, transaction_id) DO NOTHING`, string(source), transactionID, entitlementID, tx.now)
+		fresh = k == 1
+		return err
+	})
+	return fresh, err
+}
+
+// HistoryRevision implements billing.Store.
+func (db *DB) HistoryRevision(ctx context.Context, entitlementID string) (string, error) {
+	var rev string
+	err := db.conn().queryRow(ctx, `SELECT revision FROM billing_history_cursors WHERE entitlement_id = ?`, entitlementID).Scan(&rev)
+	if errors.Is(err, storage.ErrNotFound) {
+		return "", nil
+	}
+	return rev, err
+}
+
+// SaveHistoryRevision implements billing.Store.
+func (db *DB) SaveHistoryRevision(ctx context.Context, entitlementID, revision string) error {
+	return db.inTx(ctx, func(tx *Tx) error {
+		_, err := tx.q.exec(ctx, `INSERT INTO billing_history_cursors (entitlement_id, revision, read_at) VALUES (?, ?, ?)
+			ON CONFLICT (entitlement_id) DO UPDATE SET revision = excluded.revision, read_at = excluded.read_at`, entitlementID, revision, tx.now)
+		return err
+	})
 }
 
 var _ billing.Store = (*DB)(nil)

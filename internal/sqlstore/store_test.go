@@ -18,6 +18,7 @@ import (
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 	"github.com/herald-vpn/herald/internal/storage"
+	"github.com/herald-vpn/herald/internal/subscriptions"
 	"github.com/herald-vpn/herald/internal/testsupport"
 )
 
@@ -84,8 +85,50 @@ func TestConformance(t *testing.T) {
 		{"Bans", testBans},
 		{"PruneSessionsCodesLeases", testPrune},
 		{"RehashKeepsPasswordChangeRequired", testRehashKeepsMark},
+		{"BillingRevocationsAndHistoryRevision", testBillingRevocations},
 	}
 	runConformance(t, cases, mustOpen)
+}
+
+// testBillingRevocations: a store transaction's refund is marked once
+// per source (the second mark says it was already), and the history's
+// revision of an entitlement is "" until kept, then the latest kept.
+func testBillingRevocations(t *testing.T, db *sqlstore.DB, _ *testsupport.Clock) {
+	ctx := context.Background()
+	if _, _, err := accounts.Create(ctx, db, newAccount("id-r", "r@example.com", "RRRRRRRR")); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := db.AccountEntitlements(ctx, "id-r")
+	if err != nil || len(ents) != 1 {
+		t.Fatalf("the signup's entitlement: %v %v", ents, err)
+	}
+	id := ents[0].ID
+	for _, tc := range []struct {
+		source subscriptions.Source
+		tx     string
+		fresh  bool
+	}{
+		{subscriptions.AppStore, "2000000000000001", true},
+		{subscriptions.AppStore, "2000000000000001", false},
+		{subscriptions.AppStore, "2000000000000002", true},
+		{subscriptions.GooglePlay, "2000000000000001", true},
+	} {
+		fresh, err := db.MarkRevocation(ctx, tc.source, tc.tx, id)
+		if err != nil || fresh != tc.fresh {
+			t.Fatalf("mark %s %s: fresh %v, %v; want %v", tc.source, tc.tx, fresh, err, tc.fresh)
+		}
+	}
+	if rev, err := db.HistoryRevision(ctx, id); err != nil || rev != "" {
+		t.Fatalf("revision never kept: %q, %v", rev, err)
+	}
+	for _, want := range []string{"rev-1", "rev-2"} {
+		if err := db.SaveHistoryRevision(ctx, id, want); err != nil {
+			t.Fatal(err)
+		}
+		if rev, err := db.HistoryRevision(ctx, id); err != nil || rev != want {
+			t.Fatalf("revision %q, %v; want %q", rev, err, want)
+		}
+	}
 }
 
 func testCreateAndFind(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {

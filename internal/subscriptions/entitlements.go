@@ -236,6 +236,11 @@ type Observation struct {
 	// linkedPurchaseToken after an upgrade or downgrade): its entitlement
 	// ends and this one carries on.
 	Replaces string
+	// TransactionID is the store's transaction this word is about (the
+	// App Store's transactionId), "" when it names none: a refund or
+	// revocation it records is marked by it (MarkRevocation), so that the
+	// store's history read later does not record it again.
+	TransactionID string
 	// Acknowledged: the store had the purchase acknowledged when this
 	// word was read (Google Play's acknowledgementState), so settling it
 	// needs no other read.

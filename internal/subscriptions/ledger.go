@@ -54,6 +54,72 @@ type Ledger interface {
 	// EntitlementChanges reads the account's history, newest first, at
 	// most limit rows.
 	EntitlementChanges(ctx context.Context, accountID string, limit int) ([]Change, error)
+	// MarkRevocation records that the refund or revocation of the store's
+	// transaction was recorded against the entitlement; false when it was
+	// already.
+	MarkRevocation(ctx context.Context, source Source, transactionID, entitlementID string) (bool, error)
+}
+
+// CausePastRefund is the history's cause of a refund or revocation of an
+// earlier period (RecordPastRevocation).
+const CausePastRefund = "past_refund"
+
+// PastRevocation is a refund or revocation of one transaction of a store
+// purchase, as its store's history gives it (the App Store's Get
+// Transaction History).
+type PastRevocation struct {
+	TransactionID string
+	ProductID     string
+	// The transaction's period.
+	StartedAt, EndsAt time.Time
+	RevokedAt         time.Time
+	// Reason is StateRefunded (the customer got their money back) or
+	// StateRevoked (Family Sharing withdrawn).
+	Reason State
+}
+
+// RecordPastRevocation records the refund or revocation r of an earlier
+// period of the purchase (source, externalID), once by its transaction id,
+// in one unit of work of st: one history row (cause CausePastRefund, the
+// entitlement's state unchanged, expiresAt the refunded period's end) and
+// subscription.refunded carrying the period (Lifecycle.RefundedPeriod).
+// The entitlement and the account's access stay as they are: the period
+// paid now is another. A revocation whose period does not end before the
+// entitlement's is the current one, which the store's state gives (Record)
+// and is not recorded here; so is a purchase Herald does not hold. It
+// reports whether it recorded anything.
+func RecordPastRevocation(ctx context.Context, st Ledger, source Source, externalID string, r PastRevocation) (bool, error) {
+	recorded := false
+	err := st.InTx(ctx, func(ctx context.Context) error {
+		now := st.TxTime(ctx)
+		e, err := lockEntitlement(ctx, st, source, externalID)
+		if err != nil || e == nil || !r.EndsAt.Before(e.ExpiresAt) {
+			return err
+		}
+		if recorded, err = st.MarkRevocation(ctx, source, r.TransactionID, e.ID); err != nil || !recorded {
+			return err
+		}
+		if err := st.RecordChange(ctx, Change{
+			ID: uuid.NewString(), EntitlementID: e.ID, AccountID: e.AccountID, Source: e.Source,
+			Cause: CausePastRefund, FromState: e.State, ToState: e.State, Plan: e.Plan, ExpiresAt: r.EndsAt.UTC(), At: now,
+		}); err != nil || e.AccountID == "" {
+			return err
+		}
+		sub, err := st.LockSubscription(ctx, e.AccountID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		ev := LifecycleEvent(EventRefunded, e.AccountID, *e, sub)
+		ev.RefundedPeriod = &RefundedPeriod{
+			TransactionID: r.TransactionID, ProductID: r.ProductID, StartsAt: r.StartedAt.UTC(), EndsAt: r.EndsAt.UTC(),
+			RevokedAt: r.RevokedAt.UTC(), Reason: r.Reason,
+		}
+		return st.Emit(ctx, ev)
+	})
+	return recorded, err
 }
 
 // NoticeArgs is the job that tells an account's owner about their
@@ -140,6 +206,11 @@ func Record(ctx context.Context, st Ledger, obs Observation, plan, cause string,
 		next.ChangedAt = now
 		if err := save(ctx, st, cur, next, cause, now); err != nil {
 			return err
+		}
+		if obs.TransactionID != "" && (next.State == StateRefunded || next.State == StateRevoked) {
+			if _, err := st.MarkRevocation(ctx, next.Source, obs.TransactionID, next.ID); err != nil {
+				return err
+			}
 		}
 		out = next
 		if next.AccountID == "" {

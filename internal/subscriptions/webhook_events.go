@@ -35,15 +35,31 @@ type Lifecycle struct {
 	GraceEndsAt   *time.Time `json:"graceEndsAt"`
 	Plan          string     `json:"plan"`
 	// PreviousPlan is set on subscription.plan_changed only.
-	PreviousPlan     string    `json:"previousPlan,omitempty"`
-	ProductID        string    `json:"productId"`
-	Source           Source    `json:"source"`
-	State            State     `json:"state"`
-	SubscriptionEnds time.Time `json:"subscriptionExpiresAt"`
-	SubscriptionPlan string    `json:"subscriptionPlan"`
-	UserID           string    `json:"userId"`
+	PreviousPlan string `json:"previousPlan,omitempty"`
+	ProductID    string `json:"productId"`
+	// RefundedPeriod is set on a subscription.refunded of an earlier
+	// period only (RecordPastRevocation): the entitlement's state, its
+	// expiresAt and the account's subscription are unchanged.
+	RefundedPeriod   *RefundedPeriod `json:"refundedPeriod,omitempty"`
+	Source           Source          `json:"source"`
+	State            State           `json:"state"`
+	SubscriptionEnds time.Time       `json:"subscriptionExpiresAt"`
+	SubscriptionPlan string          `json:"subscriptionPlan"`
+	UserID           string          `json:"userId"`
 
 	event string
+}
+
+// RefundedPeriod is the period a subscription.refunded of an earlier
+// period took back (fields in the order of their JSON names).
+type RefundedPeriod struct {
+	EndsAt    time.Time `json:"endsAt"`
+	ProductID string    `json:"productId"`
+	// Reason is "refunded" or "revoked" (Family Sharing withdrawn).
+	Reason        State     `json:"reason"`
+	RevokedAt     time.Time `json:"revokedAt"`
+	StartsAt      time.Time `json:"startsAt"`
+	TransactionID string    `json:"transactionId"`
 }
 
 func (l Lifecycle) EventType() string { return l.event }

@@ -401,6 +401,147 @@ func TestBillingOnceAcrossReplicas(t *testing.T) {
 		map[string]int{webhooks.SubscriptionStarted: 1, webhooks.SubscriptionRenewed: 1})
 }
 
+// delivery is one store delivery to one replica.
+type delivery struct {
+	what, path string
+	body       []byte
+	header     map[string]string
+	to         *replica
+}
+
+// deliverTogether posts each delivery to its replica at the same moment
+// (all wait on one start signal), then each once more to another replica,
+// as a store retries; every answer must be 200.
+func (r *billRig) deliverTogether(t *testing.T, ds ...delivery) {
+	t.Helper()
+	start := make(chan struct{})
+	type answer struct {
+		d      delivery
+		status int
+		body   string
+	}
+	answers := make(chan answer, len(ds))
+	var wg sync.WaitGroup
+	for _, d := range ds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			status, b := post(t, d.to, d.path, d.body, d.header)
+			answers <- answer{d, status, b}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(answers)
+	for a := range answers {
+		if a.status != http.StatusOK {
+			t.Fatalf("%s at %s: %d %s, want 200", a.d.what, a.d.to.Name, a.status, a.body)
+		}
+	}
+	for i, d := range ds {
+		other := r.rs[(i+len(ds))%len(r.rs)]
+		if status, b := post(t, other, d.path, d.body, d.header); status != http.StatusOK {
+			t.Fatalf("%s delivered again to %s: %d %s, want 200", d.what, other.Name, status, b)
+		}
+	}
+}
+
+// firstAttempt checks that the ingest job of each notification id
+// succeeded at its first attempt: two replicas creating the same
+// purchase's entitlement at once must not fail one of them (a unique
+// violation retried later).
+func (r *billRig) firstAttempt(t *testing.T, what string, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		if n := r.count(t, `SELECT count(*) FROM river_job WHERE kind = 'billing_ingest' AND args->>'id' = $1 AND (attempt > 1 OR cardinality(errors) > 0)`, id); n != 0 {
+			var errs string
+			_ = r.db.QueryRow(context.Background(), `SELECT COALESCE(errors::text, '') FROM river_job WHERE kind = 'billing_ingest' AND args->>'id' = $1`, id).Scan(&errs)
+			t.Fatalf("%s: the ingest job of %s failed before it succeeded: %s", what, id, errs)
+		}
+	}
+}
+
+// entitlements counts the account's entitlements of source.
+func (r *billRig) entitlements(t *testing.T, userID, source string) int {
+	t.Helper()
+	return r.count(t, `SELECT count(*) FROM entitlements WHERE account_id = $1 AND source = $2`, userID, source)
+}
+
+// Two different notifications of a purchase Herald does not know yet,
+// arriving together at two replicas (the App Store's SUBSCRIBED at one
+// and DID_RENEW at the other; Stripe's customer.subscription.created and
+// invoice.paid), each worked by whichever replica's worker takes its job:
+// both answered 200, one entitlement at the store's newest truth, one
+// history row and one subscription.started (both read the same truth from
+// the store's API), and every replica reads the same subscription.
+func TestBillingDifferentNotificationsAtOnce(t *testing.T) {
+	r := startBillRig(t)
+	now := time.Now().UTC().Truncate(time.Second)
+
+	buyer, buyerAccess := r.user(t, buyerEmail)
+	tx := appstorefake.TransactionFields{
+		OriginalTransactionID: "9200000000000001", ProductID: billApple, AppAccountToken: buyer,
+		OriginalPurchaseDate: now.Add(-31 * billDay), ExpiresDate: now.Add(-billDay),
+	}
+	renewal := tx
+	renewal.TransactionID, renewal.PurchaseDate, renewal.ExpiresDate = "9200000000000002", tx.ExpiresDate, now.Add(29*billDay)
+	on := appstorefake.RenewalFields{AutoRenewStatus: 1}
+	r.apple.SetSubscription(appstorefake.StatusActive, tx, on)
+	r.apple.SetSubscription(appstorefake.StatusActive, renewal, on)
+	subscribed, renewed := uuid.NewString(), uuid.NewString()
+	r.deliverTogether(t,
+		delivery{what: "SUBSCRIBED", path: applePath, body: r.apple.NotificationWithUUID(subscribed, "SUBSCRIBED", "INITIAL_BUY", tx, on), to: r.rs[0]},
+		delivery{what: "DID_RENEW", path: applePath, body: r.apple.NotificationWithUUID(renewed, "DID_RENEW", "", renewal, on), to: r.rs[1]},
+	)
+	r.settled(t, "SUBSCRIBED", "app_store", subscribed)
+	r.settled(t, "DID_RENEW", "app_store", renewed)
+	if n := r.entitlements(t, buyer, "app_store"); n != 1 {
+		t.Fatalf("%d App Store entitlements for the purchase, want 1", n)
+	}
+	r.firstAttempt(t, "SUBSCRIBED and DID_RENEW at once", subscribed, renewed)
+	changes := r.count(t, `SELECT count(*) FROM entitlement_changes WHERE account_id = $1`, buyer)
+	if changes != 1 {
+		t.Fatalf("%d history rows, want 1 (both notifications read the same truth)", changes)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var cause string
+	if err := r.db.QueryRow(ctx, `SELECT cause FROM entitlement_changes WHERE account_id = $1`, buyer).Scan(&cause); err != nil {
+		t.Fatal(err)
+	}
+	r.expectChanges(t, "SUBSCRIBED and DID_RENEW at once", buyer, []string{cause}, map[string]int{webhooks.SubscriptionStarted: 1})
+	expectSub(t, "SUBSCRIBED and DID_RENEW at once", r.agree(t, "SUBSCRIBED and DID_RENEW at once", buyerAccess), "app_store", "active", renewal.ExpiresDate)
+
+	webBuyer, webAccess := r.user(t, webBuyEmail)
+	st := stripefake.Subscription{
+		ID: "sub_cluster_together", Customer: "cus_cluster_together", Status: "active", PriceID: billStripe,
+		StartDate: now, CurrentPeriodStart: now, CurrentPeriodEnd: now.Add(30 * billDay),
+		Metadata: map[string]string{stripebill.MetadataUserID: webBuyer},
+	}
+	r.stripe.SetSubscription(st)
+	created, createdSig := r.stripe.Event(stripebill.EventSubscriptionCreated, st)
+	paid, paidSig := r.stripe.Event(stripebill.EventInvoicePaid, stripefake.Invoice{ID: "in_cluster_together", Customer: st.Customer, Subscription: st.ID})
+	r.deliverTogether(t,
+		delivery{what: "customer.subscription.created", path: stripePath, body: created, header: map[string]string{"Stripe-Signature": createdSig}, to: r.rs[1]},
+		delivery{what: "invoice.paid", path: stripePath, body: paid, header: map[string]string{"Stripe-Signature": paidSig}, to: r.rs[2]},
+	)
+	r.settled(t, "customer.subscription.created", "stripe", eventID(t, created))
+	r.settled(t, "invoice.paid", "stripe", eventID(t, paid))
+	if n := r.entitlements(t, webBuyer, "stripe"); n != 1 {
+		t.Fatalf("%d Stripe entitlements for the subscription, want 1", n)
+	}
+	r.firstAttempt(t, "created and invoice.paid at once", eventID(t, created), eventID(t, paid))
+	if n := r.count(t, `SELECT count(*) FROM entitlement_changes WHERE account_id = $1`, webBuyer); n != 1 {
+		t.Fatalf("%d history rows for the Stripe subscription, want 1", n)
+	}
+	if err := r.db.QueryRow(ctx, `SELECT cause FROM entitlement_changes WHERE account_id = $1`, webBuyer).Scan(&cause); err != nil {
+		t.Fatal(err)
+	}
+	r.expectChanges(t, "created and invoice.paid at once", webBuyer, []string{cause}, map[string]int{webhooks.SubscriptionStarted: 1})
+	expectSub(t, "created and invoice.paid at once", r.agree(t, "created and invoice.paid at once", webAccess), "stripe", "active", st.CurrentPeriodEnd)
+}
+
 // eventID reads a Stripe payload's event id.
 func eventID(t *testing.T, payload []byte) string {
 	t.Helper()

@@ -20,6 +20,10 @@ import (
 const (
 	// maxAPIBody bounds an answer of the App Store Server API.
 	maxAPIBody = 8 << 20
+	// MaxHistoryPages bounds the pages of one history read (Apple pages
+	// by 20 transactions); a read that stops there has More, and the next
+	// goes on from its Revision.
+	MaxHistoryPages = 25
 	// tokenLifetime is the bearer token's (Apple accepts up to an hour).
 	tokenLifetime = 5 * 60
 )
@@ -65,6 +69,62 @@ func (c *Client) Statuses(ctx context.Context, originalTransactionID string) (su
 		return subscriptions.Observation{}, fmt.Errorf("%w: no subscription %q in the statuses", ErrNotFound, originalTransactionID)
 	}
 	return *found, nil
+}
+
+// History is what one read of Get Transaction History gave.
+type History struct {
+	// Transactions are verified and decoded, oldest change first.
+	Transactions []Transaction
+	// Revision is where the next read goes on from: it gives only the
+	// transactions the App Store changed after these.
+	Revision string
+	// More: the read stopped at MaxHistoryPages with pages left.
+	More bool
+}
+
+// RevokedHistory calls Get Transaction History
+// (GET /inApps/v2/history/{transactionId}?revoked=true&sort=ASCENDING) of
+// the customer transactionID belongs to, from revision ("" from the
+// start), following its pages up to MaxHistoryPages: the refunded and
+// revoked transactions, in the order the App Store last changed them (a
+// refund changes a transaction, so a revision read later gives the
+// refunds since). Every signed transaction is verified like the others;
+// one that fails fails the read.
+func (c *Client) RevokedHistory(ctx context.Context, transactionID, revision string) (History, error) {
+	out := History{Revision: revision}
+	for page := 0; page < MaxHistoryPages; page++ {
+		q := url.Values{"revoked": {"true"}, "sort": {"ASCENDING"}}
+		if out.Revision != "" {
+			q.Set("revision", out.Revision)
+		}
+		var resp historyResponse
+		if err := c.get(ctx, "/inApps/v2/history/"+url.PathEscape(transactionID)+"?"+q.Encode(), &resp); err != nil {
+			return History{}, err
+		}
+		if err := c.checkAddress("history", resp.BundleID, resp.Environment); err != nil {
+			return History{}, err
+		}
+		for _, s := range resp.SignedTransactions {
+			tx, err := c.transaction(s)
+			if err != nil {
+				return History{}, err
+			}
+			out.Transactions = append(out.Transactions, tx)
+		}
+		if resp.Revision == "" {
+			return History{}, fmt.Errorf("%w: a history page without its revision", billing.ErrMalformed)
+		}
+		if !resp.HasMore {
+			out.Revision = resp.Revision
+			return out, nil
+		}
+		if resp.Revision == out.Revision {
+			return History{}, fmt.Errorf("%w: hasMore without a new revision", billing.ErrMalformed)
+		}
+		out.Revision = resp.Revision
+	}
+	out.More = true
+	return out, nil
 }
 
 // get calls the App Store Server API and decodes its JSON answer into v.

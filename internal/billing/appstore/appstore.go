@@ -1,7 +1,8 @@
 // Package appstore verifies and decodes what the App Store says about
 // subscriptions: App Store Server Notifications V2, the StoreKit 2 signed
-// transactions an app posts, and the App Store Server API's answer to Get
-// All Subscription Statuses. Each becomes a subscriptions.Observation.
+// transactions an app posts, and the App Store Server API's answers to Get
+// All Subscription Statuses (each becomes a subscriptions.Observation) and
+// Get Transaction History (its refunded and revoked transactions).
 //
 // Every payload is a JWS (ES256) whose x5c header carries the signing
 // chain (leaf, intermediate, root), which must verify to Apple Root CA -
@@ -42,7 +43,7 @@ var appleRootG3 []byte
 
 // Errors of the App Store Server API besides billing.ErrUpstream.
 var (
-	// ErrNotConfigured: Statuses needs an in-app purchase key.
+	// ErrNotConfigured: Statuses and RevokedHistory need an in-app purchase key.
 	ErrNotConfigured = errors.New("appstore: the App Store Server API is not configured (no in-app purchase key)")
 	// ErrUnauthorized: the API refused the bearer token (wrong key, key id
 	// or issuer).
@@ -64,7 +65,7 @@ type Config struct {
 	Roots *x509.CertPool
 
 	// The App Store Server API (reconciliation). Optional: without
-	// PrivateKey, Statuses answers ErrNotConfigured.
+	// PrivateKey, Statuses and RevokedHistory answer ErrNotConfigured.
 	IssuerID, KeyID string
 	// PrivateKey is the in-app purchase key (ParsePrivateKey reads its .p8).
 	PrivateKey *ecdsa.PrivateKey

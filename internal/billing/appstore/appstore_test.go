@@ -3,6 +3,7 @@ package appstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -88,6 +89,8 @@ func baseObs(clock time.Time) subscriptions.Observation {
 		AutoRenew:   true,
 		Environment: appstore.Production,
 		ObservedAt:  clock,
+		// The transaction the word is about (baseTx's).
+		TransactionID: "2000000000000005",
 	}
 }
 
@@ -133,7 +136,9 @@ func TestNotificationTypes(t *testing.T) {
 		// An upgrade takes effect at once: the transaction is the new product's.
 		{"DID_CHANGE_RENEWAL_PREF", "UPGRADE", func(tx *appstorefake.TransactionFields) {
 			tx.TransactionID, tx.ProductID = "2000000000000006", "herald.family.monthly"
-		}, on, func(o *subscriptions.Observation) { o.ProductID = "herald.family.monthly" }},
+		}, on, func(o *subscriptions.Observation) {
+			o.ProductID, o.TransactionID = "herald.family.monthly", "2000000000000006"
+		}},
 		// A downgrade waits for the renewal: the product stays.
 		{"DID_CHANGE_RENEWAL_PREF", "DOWNGRADE", nil,
 			appstorefake.RenewalFields{AutoRenewStatus: 1, AutoRenewProductID: "herald.basic.monthly"},
@@ -432,6 +437,98 @@ func TestStatuses(t *testing.T) {
 	}
 }
 
+// TestRevokedHistory: Get Transaction History gives the refunded and
+// revoked transactions of the customer, every one verified, following
+// hasMore over the pages; a read from the revision it ended at gives only
+// what changed since (a later refund); a forged transaction in a page
+// fails the whole read.
+func TestRevokedHistory(t *testing.T) {
+	e := setup(t, nil)
+	clock := e.clock
+	e.fake.SetPageSize(2)
+	first := baseTx(clock)
+	var refunds []string
+	for i := range 5 {
+		tx := first
+		tx.TransactionID = "200000000000001" + string(rune('0'+i))
+		tx.PurchaseDate = first.OriginalPurchaseDate.Add(day(30 * i))
+		tx.ExpiresDate = tx.PurchaseDate.Add(day(30))
+		if i%2 == 0 { // three refunded periods, two not
+			tx.RevocationDate, tx.RevocationReason = tx.PurchaseDate.Add(day(3)), ptr(0)
+			refunds = append(refunds, tx.TransactionID)
+		}
+		e.fake.AddTransaction(tx)
+	}
+	h, err := e.c.RevokedHistory(context.Background(), first.OriginalTransactionID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, tx := range h.Transactions {
+		ids = append(ids, tx.TransactionID)
+		if tx.OriginalTransactionID != first.OriginalTransactionID || tx.AppAccountToken != userID || tx.RevocationDate.IsZero() || tx.RevocationReason == nil {
+			t.Errorf("transaction %+v", tx)
+		}
+	}
+	if !reflect.DeepEqual(ids, refunds) || h.More || h.Revision == "" {
+		t.Fatalf("history %v (more %v, revision %q), want %v", ids, h.More, h.Revision, refunds)
+	}
+	if n := e.fake.HistoryPages(); n != 2 {
+		t.Errorf("%d pages read, want 2 (three refunds, two a page)", n)
+	}
+
+	// Nothing changed: the revision gives nothing. A later refund of the
+	// second period: the revision gives it alone.
+	if again, err := e.c.RevokedHistory(context.Background(), first.OriginalTransactionID, h.Revision); err != nil || len(again.Transactions) != 0 || again.Revision != h.Revision {
+		t.Fatalf("read again from %q: %+v, %v", h.Revision, again, err)
+	}
+	late := first
+	late.TransactionID = "2000000000000011"
+	late.PurchaseDate = first.OriginalPurchaseDate.Add(day(30))
+	late.ExpiresDate = late.PurchaseDate.Add(day(30))
+	late.RevocationDate, late.RevocationReason = clock, ptr(1)
+	e.fake.AddTransaction(late)
+	next, err := e.c.RevokedHistory(context.Background(), first.OriginalTransactionID, h.Revision)
+	if err != nil || len(next.Transactions) != 1 || next.Transactions[0].TransactionID != late.TransactionID || next.Revision == h.Revision {
+		t.Fatalf("read from %q after a refund: %+v, %v", h.Revision, next, err)
+	}
+
+	// A forged transaction among them fails the read.
+	forged := first
+	forged.TransactionID = "2000000000000099"
+	forged.RevocationDate, forged.RevocationReason = clock, ptr(0)
+	e.fake.As(appstorefake.ForeignKey).AddTransaction(forged)
+	if _, err := e.c.RevokedHistory(context.Background(), first.OriginalTransactionID, next.Revision); !errors.Is(err, billing.ErrForged) {
+		t.Errorf("a forged transaction in the history: %v, want ErrForged", err)
+	}
+	if _, err := e.c.RevokedHistory(context.Background(), "9999", ""); !errors.Is(err, appstore.ErrNotFound) {
+		t.Errorf("unknown transaction: %v", err)
+	}
+}
+
+// TestRevokedHistoryBounded: a read stops at MaxHistoryPages, says there
+// is more, and the next goes on from its revision.
+func TestRevokedHistoryBounded(t *testing.T) {
+	e := setup(t, nil)
+	e.fake.SetPageSize(1)
+	first := baseTx(e.clock)
+	n := appstore.MaxHistoryPages + 1
+	for i := range n {
+		tx := first
+		tx.TransactionID = fmt.Sprintf("30000000000%05d", i)
+		tx.RevocationDate, tx.RevocationReason = e.clock, ptr(0)
+		e.fake.AddTransaction(tx)
+	}
+	h, err := e.c.RevokedHistory(context.Background(), first.OriginalTransactionID, "")
+	if err != nil || !h.More || len(h.Transactions) != appstore.MaxHistoryPages {
+		t.Fatalf("the bounded read: %d transactions, more %v, %v", len(h.Transactions), h.More, err)
+	}
+	rest, err := e.c.RevokedHistory(context.Background(), first.OriginalTransactionID, h.Revision)
+	if err != nil || rest.More || len(rest.Transactions) != n-appstore.MaxHistoryPages {
+		t.Fatalf("the rest: %d transactions, more %v, %v", len(rest.Transactions), rest.More, err)
+	}
+}
+
 func TestBearerToken(t *testing.T) {
 	f := appstorefake.New(t, bundle)
 	other := appstorefake.New(t, bundle)
@@ -468,6 +565,10 @@ func TestBearerToken(t *testing.T) {
 			_, err = c.Statuses(context.Background(), "2000000000000001")
 			if !errors.Is(err, tc.want) && !(tc.want == nil && err == nil) {
 				t.Fatalf("Statuses: %v, want %v", err, tc.want)
+			}
+			_, err = c.RevokedHistory(context.Background(), "2000000000000001", "")
+			if !errors.Is(err, tc.want) && !(tc.want == nil && err == nil) {
+				t.Fatalf("RevokedHistory: %v, want %v", err, tc.want)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package appstore
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -160,17 +161,41 @@ func revoked(tx Transaction) subscriptions.State {
 
 func observation(tx Transaction, state subscriptions.State, autoRenew bool, at time.Time) subscriptions.Observation {
 	return subscriptions.Observation{
-		Source:      subscriptions.AppStore,
-		ExternalID:  tx.OriginalTransactionID,
-		AccountHint: tx.AppAccountToken,
-		ProductID:   tx.ProductID,
-		State:       state,
-		StartedAt:   tx.OriginalPurchaseDate,
-		ExpiresAt:   tx.ExpiresDate,
-		AutoRenew:   autoRenew,
-		Environment: tx.Environment,
-		ObservedAt:  at,
+		Source:        subscriptions.AppStore,
+		ExternalID:    tx.OriginalTransactionID,
+		AccountHint:   tx.AppAccountToken,
+		ProductID:     tx.ProductID,
+		State:         state,
+		StartedAt:     tx.OriginalPurchaseDate,
+		ExpiresAt:     tx.ExpiresDate,
+		AutoRenew:     autoRenew,
+		Environment:   tx.Environment,
+		ObservedAt:    at,
+		TransactionID: tx.TransactionID,
 	}
+}
+
+// Revocations reads the refunds and revocations of the subscription
+// originalTransactionID the App Store changed after revision ("" from the
+// start), by Get Transaction History (RevokedHistory: the customer's
+// other subscriptions are read with their own), and the revision the next
+// read goes on from.
+func (c *Client) Revocations(ctx context.Context, originalTransactionID, revision string) ([]subscriptions.PastRevocation, string, error) {
+	h, err := c.RevokedHistory(ctx, originalTransactionID, revision)
+	if err != nil {
+		return nil, "", err
+	}
+	var out []subscriptions.PastRevocation
+	for _, tx := range h.Transactions {
+		if tx.OriginalTransactionID != originalTransactionID || tx.RevocationDate.IsZero() {
+			continue
+		}
+		out = append(out, subscriptions.PastRevocation{
+			TransactionID: tx.TransactionID, ProductID: tx.ProductID, StartedAt: tx.PurchaseDate, EndsAt: tx.ExpiresDate,
+			RevokedAt: tx.RevocationDate, Reason: revoked(tx),
+		})
+	}
+	return out, h.Revision, nil
 }
 
 // Transaction verifies a StoreKit 2 signed transaction (JWS) the app

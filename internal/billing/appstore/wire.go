@@ -99,6 +99,16 @@ type statusResponse struct {
 	} `json:"data"`
 }
 
+// historyResponse is HistoryResponse (Get Transaction History).
+type historyResponse struct {
+	Revision           string   `json:"revision"`
+	HasMore            bool     `json:"hasMore"`
+	BundleID           string   `json:"bundleId"`
+	AppAppleID         int64    `json:"appAppleId"`
+	Environment        string   `json:"environment"`
+	SignedTransactions []string `json:"signedTransactions"`
+}
+
 // apiError is the App Store Server API's error body.
 type apiError struct {
 	ErrorCode    int64  `json:"errorCode"`

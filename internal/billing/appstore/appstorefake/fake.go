@@ -2,8 +2,8 @@
 // Server Notifications V2 and StoreKit 2 transactions with its own root,
 // intermediate and leaf certificates (carrying Apple's marker
 // extensions), and serves the App Store Server API's Get All Subscription
-// Statuses, checking the bearer JWT of the in-app purchase key it hands
-// out.
+// Statuses and Get Transaction History, checking the bearer JWT of the
+// in-app purchase key it hands out.
 package appstorefake
 
 import (
@@ -44,15 +44,28 @@ type state struct {
 	mu       sync.Mutex
 	now      func() time.Time
 	env      string
+	pageSize int
+	// seq orders the changes of transactions (the history's "recently
+	// modified" order and its revisions).
+	seq      int
 	subs     map[string]*subscription // by originalTransactionId
 	order    []string                 // originalTransactionIds as set
 	requests int
+	pages    int
 }
 
 type subscription struct {
 	status  int
 	renewal RenewalFields
 	history []TransactionFields
+	// meta is, for each transaction of history, who signs it in the
+	// history and when it last changed.
+	meta []txMeta
+}
+
+type txMeta struct {
+	signer   Signer
+	modified int
 }
 
 // New starts a fake App Store for bundleID (environment Production); it
@@ -69,6 +82,7 @@ func New(t testing.TB, bundleID string) *Fake {
 		appAppleID: 1234567890,
 		now:        time.Now,
 		env:        "Production",
+		pageSize:   20,
 		subs:       map[string]*subscription{},
 	}
 	s.srv = httptest.NewServer(s.handler())
@@ -124,6 +138,22 @@ func (f *Fake) SetEnvironment(env string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.env = env
+}
+
+// SetPageSize sets how many transactions a history page holds (20, as
+// the App Store).
+func (f *Fake) SetPageSize(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pageSize = max(n, 1)
+}
+
+// HistoryPages is how many pages of Get Transaction History the fake
+// answered 200.
+func (f *Fake) HistoryPages() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pages
 }
 
 // Requests is how many API requests the fake answered 200.

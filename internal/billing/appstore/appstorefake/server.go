@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,7 +24,8 @@ const (
 // SetSubscription sets the subscription tx.OriginalTransactionID's status
 // (StatusActive, ...), latest transaction and renewal info, as the API
 // answers them. tx joins the history, replacing a transaction with the
-// same id (so a refund shows in the history).
+// same id (so a refund shows in the history), signed there by f's signer
+// (a view As(ForeignKey) puts a forged transaction in the history).
 func (f *Fake) SetSubscription(status int, tx TransactionFields, renewal RenewalFields) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -33,11 +36,14 @@ func (f *Fake) SetSubscription(status int, tx TransactionFields, renewal Renewal
 		f.order = append(f.order, tx.OriginalTransactionID)
 	}
 	sub.status, sub.renewal = status, renewal
-	sub.record(tx)
+	f.record(sub, tx)
 }
 
 // AddTransaction adds tx (a renewal, an upgrade) to the history of its
-// subscription, leaving its status as it is.
+// subscription, leaving its status as it is; a transaction with a
+// RevocationDate is a refund or revocation of that period the statuses do
+// not show once a later transaction exists. The history signs it with f's
+// signer.
 func (f *Fake) AddTransaction(tx TransactionFields) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -47,7 +53,7 @@ func (f *Fake) AddTransaction(tx TransactionFields) {
 		f.subs[tx.OriginalTransactionID] = sub
 		f.order = append(f.order, tx.OriginalTransactionID)
 	}
-	sub.record(tx)
+	f.record(sub, tx)
 }
 
 func id(tx TransactionFields) string {
@@ -57,14 +63,18 @@ func id(tx TransactionFields) string {
 	return tx.OriginalTransactionID
 }
 
-func (s *subscription) record(tx TransactionFields) {
-	for i := range s.history {
-		if id(s.history[i]) == id(tx) {
-			s.history[i] = tx
+// record puts tx in sub's history as changed now; f.mu is held.
+func (f *Fake) record(sub *subscription, tx TransactionFields) {
+	f.seq++
+	m := txMeta{signer: f.signer, modified: f.seq}
+	for i := range sub.history {
+		if id(sub.history[i]) == id(tx) {
+			sub.history[i], sub.meta[i] = tx, m
 			return
 		}
 	}
-	s.history = append(s.history, tx)
+	sub.history = append(sub.history, tx)
+	sub.meta = append(sub.meta, m)
 }
 
 // latest is the subscription's newest transaction (by purchase date).
@@ -98,6 +108,7 @@ func (s *state) handler() http.Handler {
 	f := &Fake{state: s, signer: Apple, bundleID: s.bundleID}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /inApps/v1/subscriptions/{transactionId}", f.authorized(f.statuses))
+	mux.HandleFunc("GET /inApps/v2/history/{transactionId}", f.authorized(f.history))
 	return mux
 }
 
@@ -223,5 +234,75 @@ func (f *Fake) statuses(w http.ResponseWriter, r *http.Request) {
 		"bundleId":    f.bundleID,
 		"appAppleId":  f.appAppleID,
 		"data":        groups,
+	})
+}
+
+// history serves Get Transaction History (v2): the customer's
+// transactions (those of the subscriptions with the same account token)
+// in the order they last changed, ASCENDING (the default; DESCENDING is
+// refused by the fake), filtered by revoked=true|false, a page of
+// pageSize after the revision given. The revision ("rev-N") names the
+// last change a page holds, so a later read from it gives only what
+// changed since, a refund included.
+func (f *Fake) history(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	orig, ok := f.find(r.PathValue("transactionId"))
+	if !ok {
+		f.notFound(w)
+		return
+	}
+	q := r.URL.Query()
+	if sort := q.Get("sort"); sort != "" && sort != "ASCENDING" {
+		f.writeJSON(w, http.StatusBadRequest, map[string]any{"errorCode": 4000000, "errorMessage": "appstorefake: only sort=ASCENDING"})
+		return
+	}
+	after := 0
+	if rev := q.Get("revision"); rev != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(rev, "rev-"))
+		if err != nil || n < 0 || !strings.HasPrefix(rev, "rev-") {
+			f.writeJSON(w, http.StatusBadRequest, map[string]any{"errorCode": 4000005, "errorMessage": "Invalid revision."})
+			return
+		}
+		after = n
+	}
+	type entry struct {
+		tx TransactionFields
+		m  txMeta
+	}
+	token := f.subs[orig].latest().AppAccountToken
+	var all []entry
+	for _, o := range f.order {
+		sub := f.subs[o]
+		if o != orig && (token == "" || sub.latest().AppAccountToken != token) {
+			continue
+		}
+		for i, tx := range sub.history {
+			revoked := !tx.RevocationDate.IsZero()
+			if (q.Get("revoked") == "true" && !revoked) || (q.Get("revoked") == "false" && revoked) || sub.meta[i].modified <= after {
+				continue
+			}
+			all = append(all, entry{tx, sub.meta[i]})
+		}
+	}
+	slices.SortFunc(all, func(a, b entry) int { return a.m.modified - b.m.modified })
+	page := all[:min(len(all), f.pageSize)]
+	last := after
+	signed := []string{}
+	v := f.view()
+	now := f.now()
+	for _, e := range page {
+		signed = append(signed, v.As(e.m.signer).sign(v.txPayload(e.tx, now)))
+		last = e.m.modified
+	}
+	f.requests++
+	f.pages++
+	f.writeJSON(w, http.StatusOK, map[string]any{
+		"revision":           "rev-" + strconv.Itoa(last),
+		"hasMore":            len(all) > len(page),
+		"bundleId":           f.bundleID,
+		"appAppleId":         f.appAppleID,
+		"environment":        f.env,
+		"signedTransactions": signed,
 	})
 }

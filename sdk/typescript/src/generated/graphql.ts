@@ -269,7 +269,7 @@ export type Entitlement = {
 export type EntitlementChange = {
   __typename?: 'EntitlementChange';
   at: Scalars['Time']['output'];
-  /** What made the change: a store's notification (app_store:DID_RENEW), purchase, restore, reconcile, admin, signup, referral, expiry, replaced. */
+  /** What made the change: a store's notification (app_store:DID_RENEW), purchase, restore, reconcile, past_refund (a refund of an earlier App Store period: the state unchanged, expiresAt the refunded period's end), admin, signup, referral, expiry, replaced. */
   cause: Scalars['String']['output'];
   entitlementId: Scalars['ID']['output'];
   expiresAt: Scalars['Time']['output'];

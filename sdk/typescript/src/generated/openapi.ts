@@ -1273,7 +1273,7 @@ export interface paths {
          * @description The account's subscription, every entitlement it is derived from, and
          *     the last 100 changes of those entitlements, newest first, each with its
          *     cause (a store's notification such as `app_store:DID_RENEW`, `purchase`,
-         *     `restore`, `reconcile`, `admin`, `signup`, `referral`, `expiry`).
+         *     `restore`, `reconcile`, `past_refund` (a refund of an earlier period, the state unchanged), `admin`, `signup`, `referral`, `expiry`).
          *     Admin users, or API keys with `accounts:read`.
          */
         get: operations["userSubscription"];
@@ -4072,7 +4072,7 @@ export interface components {
             id: string;
             entitlementId: string;
             source: components["schemas"]["SubscriptionSource"];
-            /** @description What made the change: a store's notification (`app_store:DID_RENEW`, `google_play:subscription:4`, `stripe:invoice.paid`), `purchase`, `restore`, `reconcile`, `admin`, `signup`, `referral`, `expiry` or `replaced`. */
+            /** @description What made the change: a store's notification (`app_store:DID_RENEW`, `google_play:subscription:4`, `stripe:invoice.paid`), `purchase`, `restore`, `reconcile`, `past_refund` (a refund or revocation of an earlier App Store period read from its transaction history: `from` and `to` are the unchanged state, `expiresAt` the refunded period's end), `admin`, `signup`, `referral`, `expiry` or `replaced`. */
             cause: string;
             /** @description The state before; null for a new entitlement. */
             from: components["schemas"]["EntitlementState"] | null;
