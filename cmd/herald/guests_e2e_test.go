@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,14 +57,15 @@ func TestGuestsE2E(t *testing.T) {
 			"HERALD_GOOGLE_ISSUER":     google.URL,
 			"HERALD_GOOGLE_JWKS_URL":   google.JWKSURL(),
 		}))
+		admin := newAdminToken(t, h, "ops@example.com")
 		for _, dn := range doorNames {
-			t.Run(dn, func(t *testing.T) { testGuests(t, h, dn, google) })
+			t.Run(dn, func(t *testing.T) { testGuests(t, h, dn, google, admin) })
 		}
 		t.Run("Purge", func(t *testing.T) { testGuestPurge(t, h, d) })
 	})
 }
 
-func testGuests(t *testing.T, h *herald, dn string, google *providertest.Issuer) {
+func testGuests(t *testing.T, h *herald, dn string, google *providertest.Issuer, admin string) {
 	install := "install-" + dn + "-0001"
 	s := guestSignIn(t, h, dn, install, true)
 	guestID := jwtSub(t, s.access)
@@ -75,6 +77,19 @@ func testGuests(t *testing.T, h *herald, dn string, google *providertest.Issuer)
 		t.Fatalf("a guest's me: %v", m.data)
 	}
 	email := placeholderOf(t, h, guestID)
+	// The admin's email search never matches the placeholder; the guest
+	// filter lists it.
+	for _, q := range []string{"guest", email} {
+		if ids := userIDs(t, adminOp(t, h, dn, "users", map[string]any{"query": q}, withBearer(admin))); slices.Contains(ids, guestID) {
+			t.Errorf("searching %q lists the guest by its placeholder: %v", q, ids)
+		}
+	}
+	if ids := userIDs(t, adminOp(t, h, dn, "users", map[string]any{"guest": true}, withBearer(admin))); !slices.Contains(ids, guestID) {
+		t.Errorf("guest=true does not list the guest %s: %v", guestID, ids)
+	}
+	if ids := userIDs(t, adminOp(t, h, dn, "users", map[string]any{"guest": false}, withBearer(admin))); slices.Contains(ids, guestID) {
+		t.Errorf("guest=false lists the guest %s: %v", guestID, ids)
+	}
 	mustRegister(t, h, dn, s.access, "android", "guest-token-"+dn, "Pixel")
 	// The same install: the same guest, signed in again.
 	if again := guestSignIn(t, h, dn, install, false); jwtSub(t, again.access) != guestID {
@@ -209,6 +224,17 @@ func TestDeletePasswordlessE2E(t *testing.T) {
 			})
 		}
 	})
+}
+
+// userIDs are the ids of a page of the admin's users list.
+func userIDs(t testing.TB, r result) []string {
+	t.Helper()
+	expectOK(t, "users", r, http.StatusOK)
+	var ids []string
+	for _, n := range jsonPath(r.data, "nodes").([]any) {
+		ids = append(ids, n.(map[string]any)["id"].(string))
+	}
+	return ids
 }
 
 // placeholderOf is the address a guest's row holds (never shown by the API).

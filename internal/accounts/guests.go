@@ -15,9 +15,10 @@ import (
 // sign up later"), gets the trial and the free device allowance, and
 // upgrades in place, keeping its devices, subscription and history.
 
-// guestDomain is the placeholder addresses' domain: .invalid is reserved
+// GuestDomain is the placeholder addresses' domain: .invalid is reserved
 // (RFC 2606), so no mail can ever reach one, and no signup can take one.
-const guestDomain = "@guest.invalid"
+// The store leaves placeholders out of the admin's email search with it.
+const GuestDomain = "@guest.invalid"
 
 // MaxInstallIDLen bounds an app install's id.
 const MaxInstallIDLen = 128
@@ -26,7 +27,7 @@ const MaxInstallIDLen = 128
 const DefaultGuestRetention = 30 * 24 * time.Hour
 
 // IsGuestPlaceholder reports whether email is a guest's placeholder.
-func IsGuestPlaceholder(email string) bool { return strings.HasSuffix(email, guestDomain) }
+func IsGuestPlaceholder(email string) bool { return strings.HasSuffix(email, GuestDomain) }
 
 // address is a stored email as shown anywhere: "" for a placeholder.
 func address(email string) string {

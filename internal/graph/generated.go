@@ -513,7 +513,7 @@ type ComplexityRoot struct {
 		UserNotificationPreferences func(childComplexity int, userID string) int
 		UserSecurityLog             func(childComplexity int, userID string, first *int, after *string) int
 		UserSubscription            func(childComplexity int, id string) int
-		Users                       func(childComplexity int, query *string, plan *string, status *string, verified *bool, disabled *bool, first *int, after *string) int
+		Users                       func(childComplexity int, query *string, plan *string, status *string, verified *bool, disabled *bool, guest *bool, first *int, after *string) int
 		VapidPublicKey              func(childComplexity int) int
 		Version                     func(childComplexity int) int
 		WebhookDeliveries           func(childComplexity int, endpointID string, first *int, after *string) int
@@ -812,7 +812,7 @@ type QueryResolver interface {
 	MessengerPreview(ctx context.Context, message string) (*view.MessengerPreview, error)
 	MessengerBroadcast(ctx context.Context, id string) (*view.MessengerBroadcast, error)
 	APIKeys(ctx context.Context) ([]view.APIKey, error)
-	Users(ctx context.Context, query *string, plan *string, status *string, verified *bool, disabled *bool, first *int, after *string) (*UserRecordConnection, error)
+	Users(ctx context.Context, query *string, plan *string, status *string, verified *bool, disabled *bool, guest *bool, first *int, after *string) (*UserRecordConnection, error)
 	User(ctx context.Context, id *string, email *string) (*view.UserRecord, error)
 	MySubscription(ctx context.Context) (*view.SubscriptionDetail, error)
 	UserSubscription(ctx context.Context, id string) (*view.UserSubscriptionDetail, error)
@@ -3281,7 +3281,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Users(childComplexity, args["query"].(*string), args["plan"].(*string), args["status"].(*string), args["verified"].(*bool), args["disabled"].(*bool), args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.Query.Users(childComplexity, args["query"].(*string), args["plan"].(*string), args["status"].(*string), args["verified"].(*bool), args["disabled"].(*bool), args["guest"].(*bool), args["first"].(*int), args["after"].(*string)), true
 	case "Query.vapidPublicKey":
 		if e.ComplexityRoot.Query.VapidPublicKey == nil {
 			break
@@ -7339,22 +7339,30 @@ func (ec *executionContext) field_Query_users_args(ctx context.Context, rawArgs 
 		return nil, err
 	}
 	args["disabled"] = arg4
-	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "guest",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["guest"] = arg5
+	arg6, err := graphql.ProcessArgField(ctx, rawArgs, "first",
 		func(ctx context.Context, v any) (*int, error) {
 			return ec.unmarshalOInt2ᚖint(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["first"] = arg5
-	arg6, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+	args["first"] = arg6
+	arg7, err := graphql.ProcessArgField(ctx, rawArgs, "after",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["after"] = arg6
+	args["after"] = arg7
 	return args, nil
 }
 
@@ -17470,7 +17478,7 @@ func (ec *executionContext) _Query_users(ctx context.Context, field graphql.Coll
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Users(ctx, fc.Args["query"].(*string), fc.Args["plan"].(*string), fc.Args["status"].(*string), fc.Args["verified"].(*bool), fc.Args["disabled"].(*bool), fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.Query().Users(ctx, fc.Args["query"].(*string), fc.Args["plan"].(*string), fc.Args["status"].(*string), fc.Args["verified"].(*bool), fc.Args["disabled"].(*bool), fc.Args["guest"].(*bool), fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
 			directive0 := next

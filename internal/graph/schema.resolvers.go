@@ -828,8 +828,8 @@ func (r *queryResolver) APIKeys(ctx context.Context) ([]view.APIKey, error) {
 }
 
 // Users is the resolver for the users field.
-func (r *queryResolver) Users(ctx context.Context, query *string, plan *string, status *string, verified *bool, disabled *bool, first *int, after *string) (*UserRecordConnection, error) {
-	page, err := r.Accounts.Users(ctx, accounts.Search{Query: deref(query), Plan: deref(plan), Status: deref(status), Verified: verified, Disabled: disabled}, deref(first), deref(after))
+func (r *queryResolver) Users(ctx context.Context, query *string, plan *string, status *string, verified *bool, disabled *bool, guest *bool, first *int, after *string) (*UserRecordConnection, error) {
+	page, err := r.Accounts.Users(ctx, accounts.Search{Query: deref(query), Plan: deref(plan), Status: deref(status), Verified: verified, Disabled: disabled, Guest: guest}, deref(first), deref(after))
 	if err != nil {
 		return nil, err
 	}

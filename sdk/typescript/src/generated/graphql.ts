@@ -2085,8 +2085,10 @@ export type Query = {
   userSubscription: UserSubscriptionDetail;
   /**
    * Accounts, newest first, with cursor pagination (first: default 50, at most
-   * 500). query matches the beginning of the email, or the whole id; status is
-   * the subscription's (active or expired); deleted accounts are never listed.
+   * 500). query matches the beginning of the email (never a guest's
+   * placeholder), or the whole id; status is the subscription's (active or
+   * expired); guest true lists the guest accounts (not upgraded yet), false
+   * the others; deleted accounts are never listed.
    */
   users: UserRecordConnection;
   /**
@@ -2216,6 +2218,7 @@ export type QueryUsersArgs = {
   after?: InputMaybe<Scalars['String']['input']>;
   disabled?: InputMaybe<Scalars['Boolean']['input']>;
   first?: InputMaybe<Scalars['Int']['input']>;
+  guest?: InputMaybe<Scalars['Boolean']['input']>;
   plan?: InputMaybe<Scalars['String']['input']>;
   query?: InputMaybe<Scalars['String']['input']>;
   status?: InputMaybe<Scalars['String']['input']>;

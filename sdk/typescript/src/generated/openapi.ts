@@ -8521,7 +8521,7 @@ export interface operations {
     listUsers: {
         parameters: {
             query?: {
-                /** @description The beginning of the email (any case), or a whole user id. */
+                /** @description The beginning of the email (any case; never a guest's placeholder address), or a whole user id. */
                 query?: string;
                 /** @description An exact email; the page holds that account or nothing (the other filters are ignored). */
                 email?: string;
@@ -8533,6 +8533,8 @@ export interface operations {
                 verified?: "true" | "false";
                 /** @description Only disabled (`true`) or enabled (`false`) accounts. */
                 disabled?: "true" | "false";
+                /** @description Only guest accounts, not upgraded yet (`true`), or only the others (`false`). */
+                guest?: "true" | "false";
                 /** @description Page size: default 50, at most 500. */
                 first?: number;
                 /** @description The `endCursor` of the previous page. */
