@@ -246,3 +246,63 @@ func placeholderOf(t testing.TB, h *herald, id string) string {
 	}
 	return col[0]
 }
+
+// The webhooks carrying a user's address say null for a guest's, as the
+// API does (one wire type): user.created of a guest, user.email_changed
+// of a guest upgraded with a passkey adding its first address; a signup's
+// user.created carries its address.
+func TestGuestWebhooksE2E(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
+		rcv := newHookReceiver(t, nil)
+		h := startHerald(t, d, webhooksEnv(sessionEnv(map[string]string{
+			"HERALD_WEBAUTHN_RP_ID":   passkeyRPID,
+			"HERALD_WEBAUTHN_RP_NAME": "Herald Test",
+			"HERALD_WEBAUTHN_ORIGINS": passkeyOrigin,
+		})))
+		admin := newAdminToken(t, h, "ops@example.com")
+		key, _ := createKey(t, h, restDoor.name, admin, map[string]any{"name": "hooks", "scopes": []string{"webhooks:manage"}})
+		_, secret := createHook(t, h, key, rcv.srv.URL+"/users", []string{"user.created", "user.email_changed"})
+		data := func(typ, userID string) map[string]any {
+			t.Helper()
+			var found map[string]any
+			rcv.waitFor(t, "/users", func(ds []hookDelivery) bool {
+				for _, dl := range ofType(ds, typ) {
+					if m := verifyHook(t, secret, dl)["data"].(map[string]any); m["userId"] == userID {
+						found = m
+						return true
+					}
+				}
+				return false
+			}, typ+" of "+userID)
+			return found
+		}
+
+		guest := guestSignIn(t, h, restDoor.name, "install-hooks-0001", true)
+		gid := jwtSub(t, guest.access)
+		if m := data("user.created", gid); !hasNull(m, "email") {
+			t.Errorf("a guest's user.created: %v, want email null", m)
+		}
+		signup := "hooks-ann@example.com"
+		newVerifiedUser(t, h, restDoor.name, signup)
+		if m := data("user.created", h.account(t, signup).ID); m["email"] != signup {
+			t.Errorf("a signup's user.created: %v, want email %s", m, signup)
+		}
+
+		// A guest upgraded with a passkey adds its first address.
+		phone := &passkeystest.Authenticator{}
+		registerPasskey(t, h, restDoor.name, guest.access, phone, "Phone")
+		s := tokensOf(t, "passkey sign-in", passkeyLogin(t, h, restDoor.name, phone, passkeystest.Ceremony{Origin: passkeyOrigin}))
+		next := "hooks-guest@example.com"
+		expectOK(t, "change email", call(t, h, restDoor.name, opChangeEmail, map[string]any{"email": next}, withBearer(s.access)), http.StatusAccepted)
+		expectOK(t, "confirm", call(t, h, restDoor.name, opConfirmEmail, map[string]any{"code": emailChangeCode(t, h, gid, next, 1)}, withBearer(s.access)), http.StatusOK)
+		if m := data("user.email_changed", gid); m["email"] != next || !hasNull(m, "previousEmail") {
+			t.Errorf("the first address's user.email_changed: %v, want previousEmail null", m)
+		}
+	})
+}
+
+// hasNull reports whether m holds key, and null there.
+func hasNull(m map[string]any, key string) bool {
+	v, ok := m[key]
+	return ok && v == nil
+}

@@ -37,6 +37,15 @@ func address(email string) string {
 	return email
 }
 
+// wireAddress is a stored email as an answer or an event says it: null
+// (nil) for a placeholder, as the API's email.
+func wireAddress(email string) *string {
+	if a := address(email); a != "" {
+		return &a
+	}
+	return nil
+}
+
 // ValidateInstallID checks an install id: 8 to 128 characters of letters,
 // digits, '-', '_' and '.' (a UUID, an Android ID, an identifierForVendor).
 func ValidateInstallID(id string) error {
