@@ -44,10 +44,10 @@ type UserPasswordChanged struct {
 // typed; it is the account's email now, verified, and every other
 // session ended.
 type UserEmailChanged struct {
-	Email         string `json:"email"`
+	Email         string  `json:"email"`
 	PreviousEmail *string `json:"previousEmail"` // null when it had none (a guest upgraded with a passkey)
-	SessionsEnded int    `json:"sessionsEnded"`
-	UserID        string `json:"userId"`
+	SessionsEnded int     `json:"sessionsEnded"`
+	UserID        string  `json:"userId"`
 }
 
 // UserDisabled is user.disabled: an administrator disabled the account.
