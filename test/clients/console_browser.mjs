@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { chromium } from "playwright-core";
 
 const base = process.env.HERALD_URL;
-const { ADMIN_EMAIL, ADMIN_TOKEN, USER_EMAIL, GONE_EMAIL, PASSWORD, SCREENSHOT_DIR } = process.env;
+const { ADMIN_EMAIL, ADMIN_TOKEN, USER_EMAIL, GONE_EMAIL, GUEST_ID, PASSWORD, SCREENSHOT_DIR } = process.env;
 // Ann's Apple identity's address (a private relay one); the operator with
 // an authenticator app, its secret (base32) and two of its recovery codes.
 const { APPLE_RELAY, TOTP_EMAIL, TOTP_SECRET, RECOVERY_CODES } = process.env;
@@ -26,7 +26,7 @@ const inboxItems = Number(process.env.INBOX_ITEMS);
 const passkeyBase = process.env.PASSKEY_URL;
 const recoveryCodes = (RECOVERY_CODES ?? "").split(",");
 const androidCount = Number(process.env.ANDROID_COUNT);
-for (const [k, v] of Object.entries({ base, ADMIN_EMAIL, ADMIN_TOKEN, USER_EMAIL, GONE_EMAIL, PASSWORD, SCREENSHOT_DIR, androidCount, passkeyBase, APPLE_RELAY, TOTP_EMAIL, TOTP_SECRET, RECOVERY_CODES, inboxItems })) assert.ok(v, `${k} not set`);
+for (const [k, v] of Object.entries({ base, ADMIN_EMAIL, ADMIN_TOKEN, USER_EMAIL, GONE_EMAIL, GUEST_ID, PASSWORD, SCREENSHOT_DIR, androidCount, passkeyBase, APPLE_RELAY, TOTP_EMAIL, TOTP_SECRET, RECOVERY_CODES, inboxItems })) assert.ok(v, `${k} not set`);
 
 const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
 // The background-networking flags keep Chromium from calling out: on a
@@ -600,6 +600,31 @@ try {
   await noError(page, "delete");
   assert.equal(await gqlError("query ($id: ID!) { user(id: $id) { id } }", { id: goneId }), "USER_NOT_FOUND", "the deleted account through the API");
   console.log(`ok: ${GONE_EMAIL} deleted from the page, unknown to the API`);
+
+  // ---- A guest: named "guest <id>", deleted by typing its id ----
+  // Searching "guest" never matches its placeholder address; the guest
+  // filter lists it, by that name.
+  const guestName = `guest ${GUEST_ID}`;
+  await page.evaluate(() => { location.hash = `#/users/${encodeURIComponent("query=guest")}`; });
+  await page.locator("#users").getByText("No account matches.").waitFor();
+  await noError(page, "searching guest");
+  await page.evaluate(() => { location.hash = `#/users/${encodeURIComponent("guest=yes")}`; });
+  await page.locator("#users a.user-link", { hasText: guestName }).click();
+  await page.locator("#user-email", { hasText: guestName }).waitFor();
+  assert.equal(decodeURIComponent(page.url().split("#/user/")[1]), GUEST_ID, "the guest's page");
+  const guestDelete = page.getByRole("button", { name: "Delete account" });
+  const guestConfirm = page.getByLabel(`Type ${GUEST_ID} to confirm`);
+  await guestConfirm.fill(guestName);
+  assert.ok(await guestDelete.isDisabled(), "a guest's delete enabled with its name typed, not its id");
+  await guestConfirm.fill(GUEST_ID);
+  assert.ok(await guestDelete.isEnabled(), "a guest's delete not enabled with its id typed");
+  await guestDelete.click();
+  await page.getByRole("heading", { name: "Account deleted" }).waitFor();
+  await noError(page, "delete a guest");
+  assert.equal(await gqlError("query ($id: ID!) { user(id: $id) { id } }", { id: GUEST_ID }), "USER_NOT_FOUND", "the deleted guest through the API");
+  await page.evaluate(() => { location.hash = `#/users/${encodeURIComponent("guest=yes")}`; });
+  await page.locator("#users").getByText("No account matches.").waitFor();
+  console.log(`ok: ${guestName} listed by the guest filter only, named so on its page, deleted by typing its id, gone`);
 
   // ---- Sign out: the session's refresh token is refused ----
   await page.evaluate(() => { location.hash = "#/overview"; });
