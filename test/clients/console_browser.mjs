@@ -768,6 +768,24 @@ try {
   c = claims(await secondSteps[2]);
   assert.deepEqual([c.aal, c.amr], ["aal2", ["pwd", "webauthn"]], `the passkey second step's session: ${JSON.stringify(c)}`);
   console.log(`ok: ${TOTP_EMAIL}, with a passkey too, completed the second step with it instead of a code (${c.amr})`);
+  // The operator's passkey on its user page, as the API lists it, and an
+  // admin's removal there, which the user's security log records with
+  // the operator as the actor.
+  await page.evaluate((uid) => { location.hash = `#/user/${encodeURIComponent(uid)}`; }, totpUser.id);
+  const listed = page.locator("#user-passkeys tbody tr");
+  await shown(listed.filter({ hasText: "TOTP operator's key" }), "the passkey on the user page");
+  assert.equal(await listed.count(), 1, "passkeys on the user page");
+  let { userPasskeys } = await gql("query ($userId: ID!) { userPasskeys(userId: $userId) { id name } }", { userId: totpUser.id });
+  assert.deepEqual(userPasskeys.map((p) => p.name), ["TOTP operator's key"], "the user's passkeys through the API");
+  await page.getByRole("button", { name: "Remove passkey TOTP operator's key" }).click();
+  await shown(page.locator("p#user-passkeys", { hasText: "No passkey registered." }), "no passkey left on the user page");
+  await noError(page, "an admin's passkey removal");
+  ({ userPasskeys } = await gql("query ($userId: ID!) { userPasskeys(userId: $userId) { id } }", { userId: totpUser.id }));
+  assert.deepEqual(userPasskeys, [], "the user's passkeys through the API after the removal");
+  const { userSecurityLog: removedLog } = await gql(`query ($userId: ID!) { userSecurityLog(userId: $userId, first: 5) { nodes { kind actor } } }`, { userId: totpUser.id });
+  const removedEntry = removedLog.nodes.find((e) => e.kind === "passkey_removed");
+  assert.equal(removedEntry?.actor, `admin:${totpUser.id}`, `the removal's security log entry: ${JSON.stringify(removedLog.nodes)}`);
+  console.log(`ok: the passkey listed on the user page as the API lists it, removed there (security log: ${removedEntry.kind} by ${removedEntry.actor})`);
   await page.getByRole("button", { name: "Sign out" }).click();
   await shown(page.locator("form.signin", { hasText: "You are signed out." }), "the sign-in form after signing out");
 

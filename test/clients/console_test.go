@@ -44,7 +44,9 @@ var consoleShotNames = []string{"overview", "users", "user", "broadcasts"}
 // the session's refresh token is refused; then passkeys with Chromium's
 // virtual authenticator (DevTools WebAuthn domain): one registered from
 // the page, a sign-in with it alone, a password sign-in completed with it
-// (MFA_REQUIRED), and its removal, each read back through the API; the
+// (MFA_REQUIRED), and its removal, each read back through the API; a
+// passkey listed on its user's page and removed there by an admin (the
+// security log names the admin), as the API reads it; the
 // user's Apple and Google identities on their page, as the API reads
 // them; an operator with an authenticator app signing in with the code
 // computed in the script (a wrong one refused first), then with a recovery

@@ -705,6 +705,12 @@ export type Mutation = {
   removeMfaFactor: MfaFactorRemoved;
   /** Remove one of the caller's passkeys (needs aal2 while the account has a second factor). */
   removePasskey: PasskeyRemoved;
+  /**
+   * Remove one passkey of a user (an operator's action: the user's security
+   * log records passkey_removed with the operator as the actor).
+   * PASSKEY_NOT_FOUND for a passkey the user does not have.
+   */
+  removeUserPasskey: PasskeyRemoved;
   /** Rename one of the caller's passkeys. */
   renamePasskey: Passkey;
   /** Email a password reset code. Answers true whether or not the account exists. With a CAPTCHA provider, needs X-Captcha-Token. */
@@ -1378,6 +1384,20 @@ export type MutationRemoveMfaFactorArgs = {
  */
 export type MutationRemovePasskeyArgs = {
   passkeyId: Scalars['ID']['input'];
+};
+
+
+/**
+ * Every send and broadcast (sendNotificationByDeviceId, sendNotificationToUser,
+ * sendNotificationToAll, sendMessengerMessage) takes an optional
+ * idempotencyKey (1 to 255 printable ASCII characters): the same key with the
+ * same arguments from the same caller within 24 hours answers the first
+ * answer again and sends nothing; with other arguments it is
+ * IDEMPOTENCY_KEY_REUSED (409).
+ */
+export type MutationRemoveUserPasskeyArgs = {
+  passkeyId: Scalars['ID']['input'];
+  userId: Scalars['ID']['input'];
 };
 
 
@@ -2075,6 +2095,8 @@ export type Query = {
   userMfa: MfaStatus;
   /** A user's notification preferences (USER_NOT_FOUND for an unknown user). */
   userNotificationPreferences: NotificationPreferences;
+  /** A user's passkeys, oldest first (the console's user page). USER_NOT_FOUND for an unknown user. */
+  userPasskeys: Array<Passkey>;
   /** A user's security log, newest first (USER_NOT_FOUND for an unknown user). */
   userSecurityLog: SecurityEventConnection;
   /**
@@ -2198,6 +2220,11 @@ export type QueryUserMfaArgs = {
 
 
 export type QueryUserNotificationPreferencesArgs = {
+  userId: Scalars['ID']['input'];
+};
+
+
+export type QueryUserPasskeysArgs = {
   userId: Scalars['ID']['input'];
 };
 
