@@ -24,8 +24,8 @@ import (
 const recordFields = `id email emailVerified emailVerifiedAt createdAt referralCode subscription { plan status expiresAt } disabled disabledAt disabledReason lastLoginAt deviceCount sessionCount`
 
 var adminDocs = map[string]string{
-	"users": `query Users($query: String, $plan: String, $status: String, $verified: Boolean, $disabled: Boolean, $first: Int, $after: String) {
-  users(query: $query, plan: $plan, status: $status, verified: $verified, disabled: $disabled, first: $first, after: $after) { nodes { ` + recordFields + ` } pageInfo { endCursor hasNextPage } }
+	"users": `query Users($query: String, $plan: String, $status: String, $verified: Boolean, $disabled: Boolean, $guest: Boolean, $first: Int, $after: String) {
+  users(query: $query, plan: $plan, status: $status, verified: $verified, disabled: $disabled, guest: $guest, first: $first, after: $after) { nodes { ` + recordFields + ` } pageInfo { endCursor hasNextPage } }
 }`,
 	"user":            `query User($id: ID, $email: String) { user(id: $id, email: $email) { ` + recordFields + ` } }`,
 	"setSubscription": `mutation Set($userId: ID!, $plan: String!, $expiresAt: Time!) { setSubscription(userId: $userId, plan: $plan, expiresAt: $expiresAt) { ` + recordFields + ` } }`,

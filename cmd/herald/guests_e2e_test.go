@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,14 +57,15 @@ func TestGuestsE2E(t *testing.T) {
 			"HERALD_GOOGLE_ISSUER":     google.URL,
 			"HERALD_GOOGLE_JWKS_URL":   google.JWKSURL(),
 		}))
+		admin := newAdminToken(t, h, "ops@example.com")
 		for _, dn := range doorNames {
-			t.Run(dn, func(t *testing.T) { testGuests(t, h, dn, google) })
+			t.Run(dn, func(t *testing.T) { testGuests(t, h, dn, google, admin) })
 		}
 		t.Run("Purge", func(t *testing.T) { testGuestPurge(t, h, d) })
 	})
 }
 
-func testGuests(t *testing.T, h *herald, dn string, google *providertest.Issuer) {
+func testGuests(t *testing.T, h *herald, dn string, google *providertest.Issuer, admin string) {
 	install := "install-" + dn + "-0001"
 	s := guestSignIn(t, h, dn, install, true)
 	guestID := jwtSub(t, s.access)
@@ -75,6 +77,19 @@ func testGuests(t *testing.T, h *herald, dn string, google *providertest.Issuer)
 		t.Fatalf("a guest's me: %v", m.data)
 	}
 	email := placeholderOf(t, h, guestID)
+	// The admin's email search never matches the placeholder; the guest
+	// filter lists it.
+	for _, q := range []string{"guest", email} {
+		if ids := userIDs(t, adminOp(t, h, dn, "users", map[string]any{"query": q}, withBearer(admin))); slices.Contains(ids, guestID) {
+			t.Errorf("searching %q lists the guest by its placeholder: %v", q, ids)
+		}
+	}
+	if ids := userIDs(t, adminOp(t, h, dn, "users", map[string]any{"guest": true}, withBearer(admin))); !slices.Contains(ids, guestID) {
+		t.Errorf("guest=true does not list the guest %s: %v", guestID, ids)
+	}
+	if ids := userIDs(t, adminOp(t, h, dn, "users", map[string]any{"guest": false}, withBearer(admin))); slices.Contains(ids, guestID) {
+		t.Errorf("guest=false lists the guest %s: %v", guestID, ids)
+	}
 	mustRegister(t, h, dn, s.access, "android", "guest-token-"+dn, "Pixel")
 	// The same install: the same guest, signed in again.
 	if again := guestSignIn(t, h, dn, install, false); jwtSub(t, again.access) != guestID {
@@ -211,6 +226,17 @@ func TestDeletePasswordlessE2E(t *testing.T) {
 	})
 }
 
+// userIDs are the ids of a page of the admin's users list.
+func userIDs(t testing.TB, r result) []string {
+	t.Helper()
+	expectOK(t, "users", r, http.StatusOK)
+	var ids []string
+	for _, n := range jsonPath(r.data, "nodes").([]any) {
+		ids = append(ids, n.(map[string]any)["id"].(string))
+	}
+	return ids
+}
+
 // placeholderOf is the address a guest's row holds (never shown by the API).
 func placeholderOf(t testing.TB, h *herald, id string) string {
 	t.Helper()
@@ -219,4 +245,64 @@ func placeholderOf(t testing.TB, h *herald, id string) string {
 		t.Fatalf("guest %s's stored address: %v", id, col)
 	}
 	return col[0]
+}
+
+// The webhooks carrying a user's address say null for a guest's, as the
+// API does (one wire type): user.created of a guest, user.email_changed
+// of a guest upgraded with a passkey adding its first address; a signup's
+// user.created carries its address.
+func TestGuestWebhooksE2E(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
+		rcv := newHookReceiver(t, nil)
+		h := startHerald(t, d, webhooksEnv(sessionEnv(map[string]string{
+			"HERALD_WEBAUTHN_RP_ID":   passkeyRPID,
+			"HERALD_WEBAUTHN_RP_NAME": "Herald Test",
+			"HERALD_WEBAUTHN_ORIGINS": passkeyOrigin,
+		})))
+		admin := newAdminToken(t, h, "ops@example.com")
+		key, _ := createKey(t, h, restDoor.name, admin, map[string]any{"name": "hooks", "scopes": []string{"webhooks:manage"}})
+		_, secret := createHook(t, h, key, rcv.srv.URL+"/users", []string{"user.created", "user.email_changed"})
+		data := func(typ, userID string) map[string]any {
+			t.Helper()
+			var found map[string]any
+			rcv.waitFor(t, "/users", func(ds []hookDelivery) bool {
+				for _, dl := range ofType(ds, typ) {
+					if m := verifyHook(t, secret, dl)["data"].(map[string]any); m["userId"] == userID {
+						found = m
+						return true
+					}
+				}
+				return false
+			}, typ+" of "+userID)
+			return found
+		}
+
+		guest := guestSignIn(t, h, restDoor.name, "install-hooks-0001", true)
+		gid := jwtSub(t, guest.access)
+		if m := data("user.created", gid); !hasNull(m, "email") {
+			t.Errorf("a guest's user.created: %v, want email null", m)
+		}
+		signup := "hooks-ann@example.com"
+		newVerifiedUser(t, h, restDoor.name, signup)
+		if m := data("user.created", h.account(t, signup).ID); m["email"] != signup {
+			t.Errorf("a signup's user.created: %v, want email %s", m, signup)
+		}
+
+		// A guest upgraded with a passkey adds its first address.
+		phone := &passkeystest.Authenticator{}
+		registerPasskey(t, h, restDoor.name, guest.access, phone, "Phone")
+		s := tokensOf(t, "passkey sign-in", passkeyLogin(t, h, restDoor.name, phone, passkeystest.Ceremony{Origin: passkeyOrigin}))
+		next := "hooks-guest@example.com"
+		expectOK(t, "change email", call(t, h, restDoor.name, opChangeEmail, map[string]any{"email": next}, withBearer(s.access)), http.StatusAccepted)
+		expectOK(t, "confirm", call(t, h, restDoor.name, opConfirmEmail, map[string]any{"code": emailChangeCode(t, h, gid, next, 1)}, withBearer(s.access)), http.StatusOK)
+		if m := data("user.email_changed", gid); m["email"] != next || !hasNull(m, "previousEmail") {
+			t.Errorf("the first address's user.email_changed: %v, want previousEmail null", m)
+		}
+	})
+}
+
+// hasNull reports whether m holds key, and null there.
+func hasNull(m map[string]any, key string) bool {
+	v, ok := m[key]
+	return ok && v == nil
 }

@@ -39,6 +39,8 @@ var passkeyDocs = map[string]string{
 	"beginPasskeyMfa":             `mutation($challengeToken: String!) { beginPasskeyMfa(challengeToken: $challengeToken) { challengeId expiresAt publicKey } }`,
 	"beginPasskeyStepUp":          `mutation { beginPasskeyStepUp { challengeId expiresAt publicKey } }`,
 	"verifyMfaWithPasskey":        `mutation($challengeId: ID!, $credential: JSON!) { verifyMfaWithPasskey(challengeId: $challengeId, credential: $credential) { ` + mfaTokenFields + ` } }`,
+	"userPasskeys":                `query($userId: ID!) { userPasskeys(userId: $userId) { ` + passkeyFields + ` } }`,
+	"removeUserPasskey":           `mutation($userId: ID!, $passkeyId: ID!) { removeUserPasskey(userId: $userId, passkeyId: $passkeyId) { passkeyId removed } }`,
 	"completeMfaLoginWithPasskey": `mutation($challengeToken: String!, $challengeId: ID!, $credential: JSON!) { completeMfaLoginWithPasskey(challengeToken: $challengeToken, challengeId: $challengeId, credential: $credential) { ` + mfaTokenFields + ` } }`,
 }
 
@@ -74,6 +76,10 @@ func passkeyOp(t testing.TB, h *herald, dn, op string, args map[string]any, opts
 		method, path, body = http.MethodPost, "/api/v1/auth/mfa/passkey/verify", args
 	case "completeMfaLoginWithPasskey":
 		method, path, body = http.MethodPost, "/api/v1/auth/login/mfa/passkey/finish", args
+	case "userPasskeys":
+		method, path = http.MethodGet, "/api/v1/admin/users/"+url.PathEscape(str("userId"))+"/passkeys"
+	case "removeUserPasskey":
+		method, path = http.MethodDelete, "/api/v1/admin/users/"+url.PathEscape(str("userId"))+"/passkeys/"+url.PathEscape(str("passkeyId"))
 	default:
 		t.Fatalf("no REST route for %s", op)
 	}
@@ -454,6 +460,69 @@ func TestPasskeysAcrossReplicasE2E(t *testing.T) {
 			if want := []string{"200 ", "400 PASSKEY_CHALLENGE_INVALID"}; !slices.Equal(codes, want) {
 				t.Fatalf("round %d: two finishes at once answered %v, want %v", round, codes, want)
 			}
+		}
+	})
+}
+
+// An operator lists a user's passkeys (the fields the user's own list
+// shows, nothing more) and removes one, which the user's security log
+// records with the operator as the actor; the scopes and the unknown ids
+// are refused with the catalogue's codes.
+func TestAdminPasskeysE2E(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
+		h := startHerald(t, d, accountsEnv(map[string]string{
+			"HERALD_WEBAUTHN_RP_ID":   passkeyRPID,
+			"HERALD_WEBAUTHN_RP_NAME": "Herald Test",
+			"HERALD_WEBAUTHN_ORIGINS": passkeyOrigin,
+		}))
+		admin := newAdminToken(t, h, "ops@example.com")
+		reader, _ := createKey(t, h, restDoor.name, admin, map[string]any{"name": "support", "scopes": []string{"accounts:read"}})
+		writer, writerID := createKey(t, h, restDoor.name, admin, map[string]any{"name": "ops", "scopes": []string{"accounts:write"}})
+		for _, dn := range doorNames {
+			t.Run(dn, func(t *testing.T) {
+				access, id := newUserToken(t, h, dn, dn+"-admin-passkeys@example.com")
+				phone := &passkeystest.Authenticator{Synced: true}
+				registerPasskey(t, h, dn, access, phone, "Phone")
+				// The second at aal2: the first is a factor.
+				access = tokensOf(t, "passkey sign-in", passkeyLogin(t, h, dn, phone, passkeystest.Ceremony{Origin: passkeyOrigin})).access
+				registerPasskey(t, h, dn, access, &passkeystest.Authenticator{Format: passkeystest.FormatPacked}, "Key")
+				mine := passkeyOp(t, h, dn, "myPasskeys", nil, withBearer(access))
+				r := passkeyOp(t, h, dn, "userPasskeys", map[string]any{"userId": id}, key(reader))
+				expectOK(t, "userPasskeys", r, http.StatusOK)
+				if got := asList(r.data); len(got) != 2 || fmt.Sprint(r.data) != fmt.Sprint(mine.data) {
+					t.Fatalf("the admin's list %v, want the user's own %v", r.data, mine.data)
+				}
+				for _, p := range asList(r.data) {
+					for k := range p.(map[string]any) {
+						if !slices.Contains(strings.Fields(passkeyFields), k) {
+							t.Errorf("the admin's list shows %q: %v", k, p)
+						}
+					}
+				}
+				phoneID := jsonPath(asList(r.data)[0], "id").(string)
+
+				expectError(t, "list with a write-only key", passkeyOp(t, h, dn, "userPasskeys", map[string]any{"userId": id}, key(writer)), http.StatusForbidden, "INSUFFICIENT_PERMISSIONS")
+				expectError(t, "list as the user", passkeyOp(t, h, dn, "userPasskeys", map[string]any{"userId": id}, withBearer(access)), http.StatusForbidden, "INSUFFICIENT_PERMISSIONS")
+				expectError(t, "list of an unknown user", passkeyOp(t, h, dn, "userPasskeys", map[string]any{"userId": "nobody"}, key(reader)), http.StatusNotFound, "USER_NOT_FOUND")
+				expectError(t, "remove with a read key", passkeyOp(t, h, dn, "removeUserPasskey", map[string]any{"userId": id, "passkeyId": phoneID}, key(reader)), http.StatusForbidden, "INSUFFICIENT_PERMISSIONS")
+				expectError(t, "remove of an unknown user", passkeyOp(t, h, dn, "removeUserPasskey", map[string]any{"userId": "nobody", "passkeyId": phoneID}, key(writer)), http.StatusNotFound, "USER_NOT_FOUND")
+				_, other := newUserToken(t, h, dn, dn+"-admin-passkeys-other@example.com")
+				expectError(t, "remove through another user", passkeyOp(t, h, dn, "removeUserPasskey", map[string]any{"userId": other, "passkeyId": phoneID}, key(writer)), http.StatusNotFound, "PASSKEY_NOT_FOUND")
+
+				r = passkeyOp(t, h, dn, "removeUserPasskey", map[string]any{"userId": id, "passkeyId": phoneID}, key(writer))
+				expectOK(t, "removeUserPasskey", r, http.StatusOK)
+				if jsonPath(r.data, "passkeyId") != phoneID || jsonPath(r.data, "removed") != true {
+					t.Fatalf("removeUserPasskey: %v", r.data)
+				}
+				if left := myPasskeys(t, h, dn, access); len(left) != 1 || left[0]["name"] != "Key" {
+					t.Fatalf("the user's passkeys after the removal: %v", left)
+				}
+				expectError(t, "remove again", passkeyOp(t, h, dn, "removeUserPasskey", map[string]any{"userId": id, "passkeyId": phoneID}, key(writer)), http.StatusNotFound, "PASSKEY_NOT_FOUND")
+				actors := sqlstoretest.RawColumn(t, h.Env["HERALD_DATABASE_URL"], `SELECT actor FROM security_events WHERE kind = 'passkey_removed' AND account_id = '`+id+`'`)
+				if !slices.Equal(actors, []string{"admin:" + writerID}) {
+					t.Fatalf("passkey_removed entries' actors %v, want admin:%s", actors, writerID)
+				}
+			})
 		}
 	})
 }

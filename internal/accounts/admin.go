@@ -28,8 +28,9 @@ type Record struct {
 
 // Filter narrows the admin search; zero fields do not filter.
 type Filter struct {
-	// EmailPrefix matches the beginning of the (lower-case) email; ID
-	// matches the id exactly. Both set: either matches.
+	// EmailPrefix matches the beginning of the (lower-case) email, never
+	// a guest's placeholder; ID matches the id exactly. Both set: either
+	// matches.
 	EmailPrefix string
 	ID          string
 	Plan        string
@@ -37,7 +38,10 @@ type Filter struct {
 	Active   *bool
 	Verified *bool
 	Disabled *bool
-	Now      time.Time
+	// Guest filters on the record's guest: true the guest accounts (not
+	// upgraded yet), false the others.
+	Guest *bool
+	Now   time.Time
 }
 
 // Search is what the admin listing asks for.
@@ -47,6 +51,7 @@ type Search struct {
 	Status   string // "", active or expired (the subscription's status)
 	Verified *bool
 	Disabled *bool
+	Guest    *bool // guest accounts (true) or the others (false)
 }
 
 // Paging of the admin listing.
@@ -77,7 +82,7 @@ func (s *Service) Users(ctx context.Context, q Search, first int, after string) 
 	if err != nil {
 		return UserPage{}, apperr.Invalid("after", "a cursor from an earlier page", after)
 	}
-	f := Filter{Plan: strings.TrimSpace(q.Plan), Verified: q.Verified, Disabled: q.Disabled, Now: s.now()}
+	f := Filter{Plan: strings.TrimSpace(q.Plan), Verified: q.Verified, Disabled: q.Disabled, Guest: q.Guest, Now: s.now()}
 	if query := strings.TrimSpace(q.Query); query != "" {
 		if len(query) > MaxEmailLen || !utf8.ValidString(query) {
 			return UserPage{}, apperr.Invalid("query", "an email prefix or a user id", "too long or not UTF-8")

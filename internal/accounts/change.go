@@ -221,7 +221,7 @@ func applyEmailChange(ctx context.Context, st Store, accountID string, e CodeEff
 	if err != nil {
 		return err
 	}
-	if err := st.Emit(ctx, UserEmailChanged{UserID: accountID, Email: e.NewEmail, PreviousEmail: address(e.OldEmail), SessionsEnded: ended}); err != nil {
+	if err := st.Emit(ctx, UserEmailChanged{UserID: accountID, Email: e.NewEmail, PreviousEmail: wireAddress(e.OldEmail), SessionsEnded: ended}); err != nil {
 		return err
 	}
 	return st.EnqueueJob(ctx, AccountNoticeArgs{AccountID: accountID, Email: mail.EmailChanged, To: e.OldEmail, NewEmail: e.NewEmail})

@@ -15,9 +15,10 @@ import (
 // sign up later"), gets the trial and the free device allowance, and
 // upgrades in place, keeping its devices, subscription and history.
 
-// guestDomain is the placeholder addresses' domain: .invalid is reserved
+// GuestDomain is the placeholder addresses' domain: .invalid is reserved
 // (RFC 2606), so no mail can ever reach one, and no signup can take one.
-const guestDomain = "@guest.invalid"
+// The store leaves placeholders out of the admin's email search with it.
+const GuestDomain = "@guest.invalid"
 
 // MaxInstallIDLen bounds an app install's id.
 const MaxInstallIDLen = 128
@@ -26,7 +27,7 @@ const MaxInstallIDLen = 128
 const DefaultGuestRetention = 30 * 24 * time.Hour
 
 // IsGuestPlaceholder reports whether email is a guest's placeholder.
-func IsGuestPlaceholder(email string) bool { return strings.HasSuffix(email, guestDomain) }
+func IsGuestPlaceholder(email string) bool { return strings.HasSuffix(email, GuestDomain) }
 
 // address is a stored email as shown anywhere: "" for a placeholder.
 func address(email string) string {
@@ -34,6 +35,15 @@ func address(email string) string {
 		return ""
 	}
 	return email
+}
+
+// wireAddress is a stored email as an answer or an event says it: null
+// (nil) for a placeholder, as the API's email.
+func wireAddress(email string) *string {
+	if a := address(email); a != "" {
+		return &a
+	}
+	return nil
 }
 
 // ValidateInstallID checks an install id: 8 to 128 characters of letters,

@@ -285,7 +285,7 @@ func (s *Service) createAccount(ctx context.Context, email, hash, referral strin
 	}
 	id := uid.String()
 	if guestInstall != "" {
-		email = "guest-" + id + guestDomain
+		email = "guest-" + id + GuestDomain
 	}
 	for attempt := 0; attempt < 5; attempt++ {
 		code, err := newReferralCode()

@@ -71,7 +71,7 @@ func Create(ctx context.Context, st Store, n NewAccount) (Account, bool, error) 
 				return err
 			}
 		}
-		return st.Emit(ctx, UserCreated{UserID: n.ID, Email: address(n.Email), EmailVerified: n.Verified, Plan: trial.Plan, ExpiresAt: trial.ExpiresAt.UTC(), ReferrerID: referrerID})
+		return st.Emit(ctx, UserCreated{UserID: n.ID, Email: wireAddress(n.Email), EmailVerified: n.Verified, Plan: trial.Plan, ExpiresAt: trial.ExpiresAt.UTC(), ReferrerID: referrerID})
 	})
 	if err != nil {
 		return Account{}, false, err

@@ -2,6 +2,7 @@ package accounts
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -120,7 +121,8 @@ func TestSignupTrialAndReferral(t *testing.T) {
 		if c.referrerTo.IsZero() != (len(f.extended) == 0) || (len(f.extended) == 1 && !f.extended[0].Equal(c.referrerTo)) || len(f.rewards) != len(f.extended) {
 			t.Errorf("%s: referrer extended to %v (rewards %v), want %v", c.name, f.extended, f.rewards, c.referrerTo)
 		}
-		want := UserCreated{UserID: "new", Email: "a@example.com", Plan: subscriptions.Trial, ExpiresAt: c.trialEnd}
+		addr := "a@example.com"
+		want := UserCreated{UserID: "new", Email: &addr, Plan: subscriptions.Trial, ExpiresAt: c.trialEnd}
 		if c.applied {
 			want.ReferrerID = "ref"
 		}
@@ -130,7 +132,7 @@ func TestSignupTrialAndReferral(t *testing.T) {
 				created = append(created, e)
 			}
 		}
-		if len(created) != 1 || created[0] != want {
+		if len(created) != 1 || !reflect.DeepEqual(created[0], want) {
 			t.Errorf("%s: events %+v, want one %+v", c.name, f.events, want)
 		}
 		if trial := f.ents["trial/new"]; trial.State != subscriptions.StateTrial || !trial.ExpiresAt.Equal(c.trialEnd) || trial.AccountID != "new" {

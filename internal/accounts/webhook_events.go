@@ -11,7 +11,7 @@ import (
 
 // UserCreated is user.created: a signup or an operator's new account.
 type UserCreated struct {
-	Email string `json:"email"` // "" for a guest: it has no address
+	Email *string `json:"email"` // null for a guest: it has no address (the API's email)
 
 	EmailVerified bool      `json:"emailVerified"`
 	ExpiresAt     time.Time `json:"expiresAt"`
@@ -44,10 +44,10 @@ type UserPasswordChanged struct {
 // typed; it is the account's email now, verified, and every other
 // session ended.
 type UserEmailChanged struct {
-	Email         string `json:"email"`
-	PreviousEmail string `json:"previousEmail"` // "" when it had none (a guest upgraded with a passkey)
-	SessionsEnded int    `json:"sessionsEnded"`
-	UserID        string `json:"userId"`
+	Email         string  `json:"email"`
+	PreviousEmail *string `json:"previousEmail"` // null when it had none (a guest upgraded with a passkey)
+	SessionsEnded int     `json:"sessionsEnded"`
+	UserID        string  `json:"userId"`
 }
 
 // UserDisabled is user.disabled: an administrator disabled the account.

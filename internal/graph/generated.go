@@ -371,6 +371,7 @@ type ComplexityRoot struct {
 		RemoveDevice                      func(childComplexity int, deviceID string) int
 		RemoveMfaFactor                   func(childComplexity int, factorID string) int
 		RemovePasskey                     func(childComplexity int, passkeyID string) int
+		RemoveUserPasskey                 func(childComplexity int, userID string, passkeyID string) int
 		RenamePasskey                     func(childComplexity int, passkeyID string, name string) int
 		RequestPasswordReset              func(childComplexity int, email string) int
 		ResendVerificationEmail           func(childComplexity int, email string) int
@@ -511,9 +512,10 @@ type ComplexityRoot struct {
 		UserInboxCounts             func(childComplexity int, userID string) int
 		UserMfa                     func(childComplexity int, userID string) int
 		UserNotificationPreferences func(childComplexity int, userID string) int
+		UserPasskeys                func(childComplexity int, userID string) int
 		UserSecurityLog             func(childComplexity int, userID string, first *int, after *string) int
 		UserSubscription            func(childComplexity int, id string) int
-		Users                       func(childComplexity int, query *string, plan *string, status *string, verified *bool, disabled *bool, first *int, after *string) int
+		Users                       func(childComplexity int, query *string, plan *string, status *string, verified *bool, disabled *bool, guest *bool, first *int, after *string) int
 		VapidPublicKey              func(childComplexity int) int
 		Version                     func(childComplexity int) int
 		WebhookDeliveries           func(childComplexity int, endpointID string, first *int, after *string) int
@@ -780,6 +782,7 @@ type MutationResolver interface {
 	FinishPasskeyRegistration(ctx context.Context, credential map[string]any, name *string, challengeID *string) (*view.Passkey, error)
 	RenamePasskey(ctx context.Context, passkeyID string, name string) (*view.Passkey, error)
 	RemovePasskey(ctx context.Context, passkeyID string) (*view.PasskeyRemoved, error)
+	RemoveUserPasskey(ctx context.Context, userID string, passkeyID string) (*view.PasskeyRemoved, error)
 	BeginPasskeyLogin(ctx context.Context) (*view.PasskeyOptions, error)
 	FinishPasskeyLogin(ctx context.Context, challengeID string, credential map[string]any) (*view.Tokens, error)
 	BeginPasskeyMfa(ctx context.Context, challengeToken string) (*view.PasskeyOptions, error)
@@ -812,7 +815,7 @@ type QueryResolver interface {
 	MessengerPreview(ctx context.Context, message string) (*view.MessengerPreview, error)
 	MessengerBroadcast(ctx context.Context, id string) (*view.MessengerBroadcast, error)
 	APIKeys(ctx context.Context) ([]view.APIKey, error)
-	Users(ctx context.Context, query *string, plan *string, status *string, verified *bool, disabled *bool, first *int, after *string) (*UserRecordConnection, error)
+	Users(ctx context.Context, query *string, plan *string, status *string, verified *bool, disabled *bool, guest *bool, first *int, after *string) (*UserRecordConnection, error)
 	User(ctx context.Context, id *string, email *string) (*view.UserRecord, error)
 	MySubscription(ctx context.Context) (*view.SubscriptionDetail, error)
 	UserSubscription(ctx context.Context, id string) (*view.UserSubscriptionDetail, error)
@@ -826,6 +829,7 @@ type QueryResolver interface {
 	MyMfa(ctx context.Context) (*view.MFAStatus, error)
 	UserMfa(ctx context.Context, userID string) (*view.MFAStatus, error)
 	MyPasskeys(ctx context.Context) ([]view.Passkey, error)
+	UserPasskeys(ctx context.Context, userID string) ([]view.Passkey, error)
 	MyIdentities(ctx context.Context) ([]view.Identity, error)
 	UserIdentities(ctx context.Context, userID string) ([]view.Identity, error)
 	MySecurityLog(ctx context.Context, first *int, after *string) (*SecurityEventConnection, error)
@@ -2360,6 +2364,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RemovePasskey(childComplexity, args["passkeyId"].(string)), true
+	case "Mutation.removeUserPasskey":
+		if e.ComplexityRoot.Mutation.RemoveUserPasskey == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_removeUserPasskey_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RemoveUserPasskey(childComplexity, args["userId"].(string), args["passkeyId"].(string)), true
 	case "Mutation.renamePasskey":
 		if e.ComplexityRoot.Mutation.RenamePasskey == nil {
 			break
@@ -3249,6 +3264,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.UserNotificationPreferences(childComplexity, args["userId"].(string)), true
+	case "Query.userPasskeys":
+		if e.ComplexityRoot.Query.UserPasskeys == nil {
+			break
+		}
+
+		args, err := ec.field_Query_userPasskeys_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.UserPasskeys(childComplexity, args["userId"].(string)), true
 	case "Query.userSecurityLog":
 		if e.ComplexityRoot.Query.UserSecurityLog == nil {
 			break
@@ -3281,7 +3307,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Users(childComplexity, args["query"].(*string), args["plan"].(*string), args["status"].(*string), args["verified"].(*bool), args["disabled"].(*bool), args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.Query.Users(childComplexity, args["query"].(*string), args["plan"].(*string), args["status"].(*string), args["verified"].(*bool), args["disabled"].(*bool), args["guest"].(*bool), args["first"].(*int), args["after"].(*string)), true
 	case "Query.vapidPublicKey":
 		if e.ComplexityRoot.Query.VapidPublicKey == nil {
 			break
@@ -6108,6 +6134,28 @@ func (ec *executionContext) field_Mutation_removePasskey_args(ctx context.Contex
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_removeUserPasskey_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "userId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["userId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "passkeyId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["passkeyId"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_renamePasskey_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -7230,6 +7278,20 @@ func (ec *executionContext) field_Query_userNotificationPreferences_args(ctx con
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_userPasskeys_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "userId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["userId"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_userSecurityLog_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -7339,22 +7401,30 @@ func (ec *executionContext) field_Query_users_args(ctx context.Context, rawArgs 
 		return nil, err
 	}
 	args["disabled"] = arg4
-	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "guest",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["guest"] = arg5
+	arg6, err := graphql.ProcessArgField(ctx, rawArgs, "first",
 		func(ctx context.Context, v any) (*int, error) {
 			return ec.unmarshalOInt2ᚖint(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["first"] = arg5
-	arg6, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+	args["first"] = arg6
+	arg7, err := graphql.ProcessArgField(ctx, rawArgs, "after",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["after"] = arg6
+	args["after"] = arg7
 	return args, nil
 }
 
@@ -14895,6 +14965,68 @@ func (ec *executionContext) fieldContext_Mutation_removePasskey(ctx context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_removeUserPasskey(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_removeUserPasskey(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RemoveUserPasskey(ctx, fc.Args["userId"].(string), fc.Args["passkeyId"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalOString2ᚖstring(ctx, "accounts:write")
+				if err != nil {
+					var zeroVal *view.PasskeyRemoved
+					return zeroVal, err
+				}
+				if ec.Directives.Auth == nil {
+					var zeroVal *view.PasskeyRemoved
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *view.PasskeyRemoved) graphql.Marshaler {
+			return ec.marshalNPasskeyRemoved2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPasskeyRemoved(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_removeUserPasskey(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PasskeyRemoved(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_removeUserPasskey_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_beginPasskeyLogin(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -17470,7 +17602,7 @@ func (ec *executionContext) _Query_users(ctx context.Context, field graphql.Coll
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Users(ctx, fc.Args["query"].(*string), fc.Args["plan"].(*string), fc.Args["status"].(*string), fc.Args["verified"].(*bool), fc.Args["disabled"].(*bool), fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.Query().Users(ctx, fc.Args["query"].(*string), fc.Args["plan"].(*string), fc.Args["status"].(*string), fc.Args["verified"].(*bool), fc.Args["disabled"].(*bool), fc.Args["guest"].(*bool), fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
 			directive0 := next
@@ -18211,6 +18343,68 @@ func (ec *executionContext) fieldContext_Query_myPasskeys(_ context.Context, fie
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Passkey(ctx, field)
 		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_userPasskeys(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_userPasskeys(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().UserPasskeys(ctx, fc.Args["userId"].(string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalOString2ᚖstring(ctx, "accounts:read")
+				if err != nil {
+					var zeroVal []view.Passkey
+					return zeroVal, err
+				}
+				if ec.Directives.Auth == nil {
+					var zeroVal []view.Passkey
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v []view.Passkey) graphql.Marshaler {
+			return ec.marshalNPasskey2ᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐPasskeyᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_userPasskeys(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Passkey(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_userPasskeys_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -26063,6 +26257,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "removeUserPasskey":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_removeUserPasskey(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "beginPasskeyLogin":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_beginPasskeyLogin(ctx, field)
@@ -27355,6 +27556,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_myPasskeys(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "userPasskeys":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_userPasskeys(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}

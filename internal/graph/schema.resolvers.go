@@ -564,6 +564,14 @@ func (r *mutationResolver) RemovePasskey(ctx context.Context, passkeyID string) 
 	return &view.PasskeyRemoved{PasskeyID: passkeyID, Removed: true}, nil
 }
 
+// RemoveUserPasskey is the resolver for the removeUserPasskey field.
+func (r *mutationResolver) RemoveUserPasskey(ctx context.Context, userID string, passkeyID string) (*view.PasskeyRemoved, error) {
+	if err := r.Passkeys.RemoveFor(ctx, auth.Caller(ctx), userID, passkeyID); err != nil {
+		return nil, err
+	}
+	return &view.PasskeyRemoved{PasskeyID: passkeyID, Removed: true}, nil
+}
+
 // BeginPasskeyLogin is the resolver for the beginPasskeyLogin field.
 func (r *mutationResolver) BeginPasskeyLogin(ctx context.Context) (*view.PasskeyOptions, error) {
 	return passkeyOptions(r.Passkeys.BeginLogin(ctx))
@@ -828,8 +836,8 @@ func (r *queryResolver) APIKeys(ctx context.Context) ([]view.APIKey, error) {
 }
 
 // Users is the resolver for the users field.
-func (r *queryResolver) Users(ctx context.Context, query *string, plan *string, status *string, verified *bool, disabled *bool, first *int, after *string) (*UserRecordConnection, error) {
-	page, err := r.Accounts.Users(ctx, accounts.Search{Query: deref(query), Plan: deref(plan), Status: deref(status), Verified: verified, Disabled: disabled}, deref(first), deref(after))
+func (r *queryResolver) Users(ctx context.Context, query *string, plan *string, status *string, verified *bool, disabled *bool, guest *bool, first *int, after *string) (*UserRecordConnection, error) {
+	page, err := r.Accounts.Users(ctx, accounts.Search{Query: deref(query), Plan: deref(plan), Status: deref(status), Verified: verified, Disabled: disabled, Guest: guest}, deref(first), deref(after))
 	if err != nil {
 		return nil, err
 	}
@@ -959,6 +967,15 @@ func (r *queryResolver) UserMfa(ctx context.Context, userID string) (*view.MFASt
 // MyPasskeys is the resolver for the myPasskeys field.
 func (r *queryResolver) MyPasskeys(ctx context.Context) ([]view.Passkey, error) {
 	list, err := r.Passkeys.List(ctx, auth.Caller(ctx).AccountID)
+	if err != nil {
+		return nil, err
+	}
+	return view.All(list, view.NewPasskey), nil
+}
+
+// UserPasskeys is the resolver for the userPasskeys field.
+func (r *queryResolver) UserPasskeys(ctx context.Context, userID string) ([]view.Passkey, error) {
+	list, err := r.Passkeys.ListOf(ctx, userID)
 	if err != nil {
 		return nil, err
 	}

@@ -320,6 +320,46 @@ func (s *Service) List(ctx context.Context, accountID string) ([]Credential, err
 	return s.store.Passkeys(ctx, accountID)
 }
 
+// ListOf is a user's passkeys, oldest first, for an operator:
+// USER_NOT_FOUND for an unknown or deleted account.
+func (s *Service) ListOf(ctx context.Context, accountID string) ([]Credential, error) {
+	if _, err := s.accounts.ByID(ctx, accountID); err != nil {
+		return nil, err
+	}
+	return s.store.Passkeys(ctx, accountID)
+}
+
+// RemoveFor deletes one passkey of a user for an operator (by), held to
+// the rules of the admin's other actions on an account (MayManage), and
+// records it in the user's security log as passkey_removed with the
+// operator as the actor. USER_NOT_FOUND for an unknown account,
+// PASSKEY_NOT_FOUND for a passkey it does not have.
+func (s *Service) RemoveFor(ctx context.Context, by auth.Principal, accountID, id string) error {
+	acct, err := s.accounts.ByID(ctx, accountID)
+	if err != nil {
+		return err
+	}
+	if err := accounts.MayManage(by, acct); err != nil {
+		return err
+	}
+	err = s.store.InTx(ctx, func(ctx context.Context) error {
+		ok, err := s.store.DeletePasskey(ctx, accountID, id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return apperr.New(apperr.PasskeyNotFound).With("passkeyId", id)
+		}
+		return s.accounts.SecurityLog().Record(ctx, securitylog.Event{AccountID: accountID, Kind: securitylog.PasskeyRemoved, Outcome: securitylog.OK,
+			Actor: accounts.AdminActor(by), Detail: map[string]string{"passkeyId": id}})
+	})
+	if err != nil {
+		return err
+	}
+	s.log.InfoContext(ctx, "passkey removed by an admin", "account_id", accountID, "passkey_id", id, "actor", by.Subject())
+	return nil
+}
+
 // Rename renames one of the caller's passkeys: PASSKEY_NOT_FOUND for
 // another's or an unknown one.
 func (s *Service) Rename(ctx context.Context, p auth.Principal, id, name string) (Credential, error) {

@@ -93,6 +93,28 @@ func (h *Handlers) RemovePasskey() http.HandlerFunc {
 	})
 }
 
+// UserPasskeys is GET /api/v1/admin/users/{id}/passkeys.
+func (h *Handlers) UserPasskeys() http.HandlerFunc {
+	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
+		list, err := h.Passkeys.ListOf(r.Context(), r.PathValue("id"))
+		if err != nil {
+			return nil, err
+		}
+		return view.All(list, view.NewPasskey), nil
+	})
+}
+
+// RemoveUserPasskey is DELETE /api/v1/admin/users/{id}/passkeys/{passkeyId}.
+func (h *Handlers) RemoveUserPasskey() http.HandlerFunc {
+	return handle(http.StatusOK, func(r *http.Request, _ noBody) (any, error) {
+		id := r.PathValue("passkeyId")
+		if err := h.Passkeys.RemoveFor(r.Context(), auth.Caller(r.Context()), r.PathValue("id"), id); err != nil {
+			return nil, err
+		}
+		return view.PasskeyRemoved{PasskeyID: id, Removed: true}, nil
+	})
+}
+
 // BeginPasskeyLogin is POST /api/v1/auth/passkey/begin: a passwordless
 // sign-in's options.
 func (h *Handlers) BeginPasskeyLogin() http.HandlerFunc {

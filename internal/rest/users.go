@@ -62,7 +62,11 @@ func (h *Handlers) ListUsers() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		page, err := h.Accounts.Users(r.Context(), accounts.Search{Query: q.Get("query"), Plan: q.Get("plan"), Status: q.Get("status"), Verified: verified, Disabled: disabled}, first, q.Get("after"))
+		guest, err := optionalBool(r, "guest")
+		if err != nil {
+			return nil, err
+		}
+		page, err := h.Accounts.Users(r.Context(), accounts.Search{Query: q.Get("query"), Plan: q.Get("plan"), Status: q.Get("status"), Verified: verified, Disabled: disabled, Guest: guest}, first, q.Get("after"))
 		if err != nil {
 			return nil, err
 		}

@@ -185,6 +185,8 @@ func restRoutes(h *rest.Handlers) []route {
 		{"POST", "/api/v1/users/me/mfa/recovery-codes", auth.Protected, h.RegenerateRecoveryCodes()},
 		{"GET", "/api/v1/admin/users/{id}/mfa", auth.Scoped(auth.ScopeAccountsRead), h.UserMFA()},
 		{"DELETE", "/api/v1/admin/users/{id}/mfa", auth.Scoped(auth.ScopeAccountsWrite), h.ResetUserMFA()},
+		{"GET", "/api/v1/admin/users/{id}/passkeys", auth.Scoped(auth.ScopeAccountsRead), h.UserPasskeys()},
+		{"DELETE", "/api/v1/admin/users/{id}/passkeys/{passkeyId}", auth.Scoped(auth.ScopeAccountsWrite), h.RemoveUserPasskey()},
 		// Passkeys (issue 25).
 		{"POST", "/api/v1/users/me/passkeys/register/begin", auth.Protected, h.BeginPasskeyRegistration()},
 		{"POST", "/api/v1/users/me/passkeys/register/finish", auth.Protected, h.FinishPasskeyRegistration()},

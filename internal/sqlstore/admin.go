@@ -27,17 +27,26 @@ func likePrefix(p string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(p) + "%"
 }
 
+// placeholderSuffix is the LIKE pattern of every guest's placeholder
+// address (accounts.GuestDomain has no wildcard to escape).
+const placeholderSuffix = "%" + accounts.GuestDomain
+
+// emailPrefix is the condition of an email search: the prefix's LIKE
+// (which an index on email answers) and, on the rows it finds, not a
+// guest's placeholder, so that searching "guest" lists no guest.
+const emailPrefix = `(a.email LIKE ? ESCAPE '\' AND a.email NOT LIKE ?)`
+
 // SearchAccounts implements accounts.Store.
 func (db *DB) SearchAccounts(ctx context.Context, f accounts.Filter, afterID string, limit int) ([]accounts.Record, error) {
 	q := `SELECT ` + accountColumns + recordCounts + accountFrom + `1 = 1`
 	args := []any{f.Now}
 	switch {
 	case f.EmailPrefix != "" && f.ID != "":
-		q += ` AND (a.email LIKE ? ESCAPE '\' OR a.id = ?)`
-		args = append(args, likePrefix(f.EmailPrefix), f.ID)
+		q += ` AND (` + emailPrefix + ` OR a.id = ?)`
+		args = append(args, likePrefix(f.EmailPrefix), placeholderSuffix, f.ID)
 	case f.EmailPrefix != "":
-		q += ` AND a.email LIKE ? ESCAPE '\'`
-		args = append(args, likePrefix(f.EmailPrefix))
+		q += ` AND ` + emailPrefix
+		args = append(args, likePrefix(f.EmailPrefix), placeholderSuffix)
 	case f.ID != "":
 		q += ` AND a.id = ?`
 		args = append(args, f.ID)
@@ -66,6 +75,13 @@ func (db *DB) SearchAccounts(ctx context.Context, f accounts.Filter, afterID str
 			q += ` AND a.disabled_at IS NOT NULL`
 		} else {
 			q += ` AND a.disabled_at IS NULL`
+		}
+	}
+	if f.Guest != nil {
+		if *f.Guest {
+			q += ` AND a.guest_install_id IS NOT NULL`
+		} else {
+			q += ` AND a.guest_install_id IS NULL`
 		}
 	}
 	if afterID != "" {

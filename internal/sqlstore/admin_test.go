@@ -57,6 +57,16 @@ func testSearchAccounts(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	verified := newAccount("u5", "carol@example.com", "CODEu5")
 	verified.Verified = true
 	accounts.Create(ctx, db, verified)
+	// A guest (its placeholder address) and an address that really
+	// begins "guest".
+	guest := newAccount("u6", "guest-u6"+accounts.GuestDomain, "CODEu6")
+	guest.GuestInstallID = "install-u6"
+	if _, _, err := accounts.Create(ctx, db, guest); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := accounts.Create(ctx, db, newAccount("u7", "guesthouse@example.net", "CODEu7")); err != nil {
+		t.Fatal(err)
+	}
 	if _, _, err := subscriptions.Set(ctx, db, "u4", "premium", clk.Now().Add(-time.Hour), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +79,7 @@ func testSearchAccounts(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 		f    accounts.Filter
 		want []string
 	}{
-		{"all, newest first", accounts.Filter{}, []string{"u5", "u4", "u3", "u2", "u1"}},
+		{"all, newest first", accounts.Filter{}, []string{"u7", "u6", "u5", "u4", "u3", "u2", "u1"}},
 		{"email prefix", accounts.Filter{EmailPrefix: "a"}, []string{"u3", "u2", "u1"}},
 		{"LIKE wildcards are literal", accounts.Filter{EmailPrefix: "a_"}, []string{"u2"}},
 		{"id", accounts.Filter{EmailPrefix: "u4", ID: "u4"}, []string{"u4"}},
@@ -79,6 +89,12 @@ func testSearchAccounts(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 		{"verified", accounts.Filter{Verified: ptr(true)}, []string{"u5"}},
 		{"disabled", accounts.Filter{Disabled: ptr(true)}, []string{"u3"}},
 		{"not disabled", accounts.Filter{Disabled: ptr(false), EmailPrefix: "a"}, []string{"u2", "u1"}},
+		{"a prefix never matches a placeholder", accounts.Filter{EmailPrefix: "guest"}, []string{"u7"}},
+		{"nor a whole placeholder", accounts.Filter{EmailPrefix: "guest-u6" + accounts.GuestDomain}, nil},
+		{"nor with an id", accounts.Filter{EmailPrefix: "guest-u6", ID: "guest-u6"}, nil},
+		{"the id finds a guest", accounts.Filter{EmailPrefix: "u6", ID: "u6"}, []string{"u6"}},
+		{"guests", accounts.Filter{Guest: ptr(true)}, []string{"u6"}},
+		{"not guests", accounts.Filter{Guest: ptr(false), Plan: "premium"}, []string{"u4"}},
 	}
 	for _, c := range cases {
 		c.f.Now = now

@@ -256,15 +256,15 @@ func catalogueExamples(t *testing.T, manual []byte) map[string]map[string]any {
 // (json sorts a map's keys: the struct's fields are in that order).
 func TestPayloadsWriteTheirMapsBytes(t *testing.T) {
 	at := time.Date(2026, 11, 26, 10, 0, 0, 123456000, time.FixedZone("x", 3600))
-	empty := ""
+	empty, addr := "", "a@example.com"
 	for _, c := range []struct {
 		typed webhooks.Payload
 		typ   string
 		was   map[string]any
 	}{
-		{accounts.UserCreated{UserID: "u1", Email: "a@example.com", EmailVerified: false, Plan: "trial", ExpiresAt: at.UTC()}, webhooks.UserCreated,
+		{accounts.UserCreated{UserID: "u1", Email: &addr, EmailVerified: false, Plan: "trial", ExpiresAt: at.UTC()}, webhooks.UserCreated,
 			map[string]any{"userId": "u1", "email": "a@example.com", "emailVerified": false, "plan": "trial", "expiresAt": at.UTC()}},
-		{accounts.UserCreated{UserID: "u1", Email: "a@example.com", EmailVerified: true, Plan: "trial", ExpiresAt: at.UTC(), ReferrerID: "u0"}, webhooks.UserCreated,
+		{accounts.UserCreated{UserID: "u1", Email: &addr, EmailVerified: true, Plan: "trial", ExpiresAt: at.UTC(), ReferrerID: "u0"}, webhooks.UserCreated,
 			map[string]any{"userId": "u1", "email": "a@example.com", "emailVerified": true, "plan": "trial", "expiresAt": at.UTC(), "referrerId": "u0"}},
 		{accounts.UserVerified{UserID: "u1", EmailVerified: true}, webhooks.UserVerified, map[string]any{"userId": "u1", "emailVerified": true}},
 		{accounts.UserPasswordReset{UserID: "u1", SessionsRevoked: true}, webhooks.UserPasswordReset, map[string]any{"userId": "u1", "sessionsRevoked": true}},

@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { chromium } from "playwright-core";
 
 const base = process.env.HERALD_URL;
-const { ADMIN_EMAIL, ADMIN_TOKEN, USER_EMAIL, GONE_EMAIL, PASSWORD, SCREENSHOT_DIR } = process.env;
+const { ADMIN_EMAIL, ADMIN_TOKEN, USER_EMAIL, GONE_EMAIL, GUEST_ID, PASSWORD, SCREENSHOT_DIR } = process.env;
 // Ann's Apple identity's address (a private relay one); the operator with
 // an authenticator app, its secret (base32) and two of its recovery codes.
 const { APPLE_RELAY, TOTP_EMAIL, TOTP_SECRET, RECOVERY_CODES } = process.env;
@@ -26,7 +26,7 @@ const inboxItems = Number(process.env.INBOX_ITEMS);
 const passkeyBase = process.env.PASSKEY_URL;
 const recoveryCodes = (RECOVERY_CODES ?? "").split(",");
 const androidCount = Number(process.env.ANDROID_COUNT);
-for (const [k, v] of Object.entries({ base, ADMIN_EMAIL, ADMIN_TOKEN, USER_EMAIL, GONE_EMAIL, PASSWORD, SCREENSHOT_DIR, androidCount, passkeyBase, APPLE_RELAY, TOTP_EMAIL, TOTP_SECRET, RECOVERY_CODES, inboxItems })) assert.ok(v, `${k} not set`);
+for (const [k, v] of Object.entries({ base, ADMIN_EMAIL, ADMIN_TOKEN, USER_EMAIL, GONE_EMAIL, GUEST_ID, PASSWORD, SCREENSHOT_DIR, androidCount, passkeyBase, APPLE_RELAY, TOTP_EMAIL, TOTP_SECRET, RECOVERY_CODES, inboxItems })) assert.ok(v, `${k} not set`);
 
 const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
 // The background-networking flags keep Chromium from calling out: on a
@@ -601,6 +601,31 @@ try {
   assert.equal(await gqlError("query ($id: ID!) { user(id: $id) { id } }", { id: goneId }), "USER_NOT_FOUND", "the deleted account through the API");
   console.log(`ok: ${GONE_EMAIL} deleted from the page, unknown to the API`);
 
+  // ---- A guest: named "guest <id>", deleted by typing its id ----
+  // Searching "guest" never matches its placeholder address; the guest
+  // filter lists it, by that name.
+  const guestName = `guest ${GUEST_ID}`;
+  await page.evaluate(() => { location.hash = `#/users/${encodeURIComponent("query=guest")}`; });
+  await page.locator("#users").getByText("No account matches.").waitFor();
+  await noError(page, "searching guest");
+  await page.evaluate(() => { location.hash = `#/users/${encodeURIComponent("guest=yes")}`; });
+  await page.locator("#users a.user-link", { hasText: guestName }).click();
+  await page.locator("#user-email", { hasText: guestName }).waitFor();
+  assert.equal(decodeURIComponent(page.url().split("#/user/")[1]), GUEST_ID, "the guest's page");
+  const guestDelete = page.getByRole("button", { name: "Delete account" });
+  const guestConfirm = page.getByLabel(`Type ${GUEST_ID} to confirm`);
+  await guestConfirm.fill(guestName);
+  assert.ok(await guestDelete.isDisabled(), "a guest's delete enabled with its name typed, not its id");
+  await guestConfirm.fill(GUEST_ID);
+  assert.ok(await guestDelete.isEnabled(), "a guest's delete not enabled with its id typed");
+  await guestDelete.click();
+  await page.getByRole("heading", { name: "Account deleted" }).waitFor();
+  await noError(page, "delete a guest");
+  assert.equal(await gqlError("query ($id: ID!) { user(id: $id) { id } }", { id: GUEST_ID }), "USER_NOT_FOUND", "the deleted guest through the API");
+  await page.evaluate(() => { location.hash = `#/users/${encodeURIComponent("guest=yes")}`; });
+  await page.locator("#users").getByText("No account matches.").waitFor();
+  console.log(`ok: ${guestName} listed by the guest filter only, named so on its page, deleted by typing its id, gone`);
+
   // ---- Sign out: the session's refresh token is refused ----
   await page.evaluate(() => { location.hash = "#/overview"; });
   await page.locator("#overview[data-loaded]").waitFor();
@@ -743,6 +768,24 @@ try {
   c = claims(await secondSteps[2]);
   assert.deepEqual([c.aal, c.amr], ["aal2", ["pwd", "webauthn"]], `the passkey second step's session: ${JSON.stringify(c)}`);
   console.log(`ok: ${TOTP_EMAIL}, with a passkey too, completed the second step with it instead of a code (${c.amr})`);
+  // The operator's passkey on its user page, as the API lists it, and an
+  // admin's removal there, which the user's security log records with
+  // the operator as the actor.
+  await page.evaluate((uid) => { location.hash = `#/user/${encodeURIComponent(uid)}`; }, totpUser.id);
+  const listed = page.locator("#user-passkeys tbody tr");
+  await shown(listed.filter({ hasText: "TOTP operator's key" }), "the passkey on the user page");
+  assert.equal(await listed.count(), 1, "passkeys on the user page");
+  let { userPasskeys } = await gql("query ($userId: ID!) { userPasskeys(userId: $userId) { id name } }", { userId: totpUser.id });
+  assert.deepEqual(userPasskeys.map((p) => p.name), ["TOTP operator's key"], "the user's passkeys through the API");
+  await page.getByRole("button", { name: "Remove passkey TOTP operator's key" }).click();
+  await shown(page.locator("p#user-passkeys", { hasText: "No passkey registered." }), "no passkey left on the user page");
+  await noError(page, "an admin's passkey removal");
+  ({ userPasskeys } = await gql("query ($userId: ID!) { userPasskeys(userId: $userId) { id } }", { userId: totpUser.id }));
+  assert.deepEqual(userPasskeys, [], "the user's passkeys through the API after the removal");
+  const { userSecurityLog: removedLog } = await gql(`query ($userId: ID!) { userSecurityLog(userId: $userId, first: 5) { nodes { kind actor } } }`, { userId: totpUser.id });
+  const removedEntry = removedLog.nodes.find((e) => e.kind === "passkey_removed");
+  assert.equal(removedEntry?.actor, `admin:${totpUser.id}`, `the removal's security log entry: ${JSON.stringify(removedLog.nodes)}`);
+  console.log(`ok: the passkey listed on the user page as the API lists it, removed there (security log: ${removedEntry.kind} by ${removedEntry.actor})`);
   await page.getByRole("button", { name: "Sign out" }).click();
   await shown(page.locator("form.signin", { hasText: "You are signed out." }), "the sign-in form after signing out");
 

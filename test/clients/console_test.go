@@ -37,11 +37,16 @@ var consoleShotNames = []string{"overview", "users", "user", "broadcasts"}
 // request), sent in category product to the imported devices and followed
 // live to 100%, its counters (the user's phone opted out) and category
 // compared with the job's; an API refusal shown with its code; a
-// scheduled broadcast cancelled; an account deleted; sign-out, after which
+// scheduled broadcast cancelled; an account deleted; a guest (made by
+// POST /api/v1/auth/guest) not found by searching "guest", listed by the
+// guest filter and named "guest <id>" there and on its page, and deleted
+// by typing its id; sign-out, after which
 // the session's refresh token is refused; then passkeys with Chromium's
 // virtual authenticator (DevTools WebAuthn domain): one registered from
 // the page, a sign-in with it alone, a password sign-in completed with it
-// (MFA_REQUIRED), and its removal, each read back through the API; the
+// (MFA_REQUIRED), and its removal, each read back through the API; a
+// passkey listed on its user's page and removed there by an admin (the
+// security log names the admin), as the API reads it; the
 // user's Apple and Google identities on their page, as the API reads
 // them; an operator with an authenticator app signing in with the code
 // computed in the script (a wrong one refused first), then with a recovery
@@ -129,6 +134,18 @@ func TestConsole(t *testing.T) {
 	secret, recovery := enrollTOTP(t, s, totpOps)
 	s.userToken(t, "fleet@example.com")
 	s.userToken(t, "gone@example.com") // deleted in the page
+	// A guest (an app install signed in without an address): the page
+	// names it "guest <id>" and deletes it when its id is typed.
+	status, gbody := s.call(t, http.MethodPost, "/api/v1/auth/guest", "", map[string]any{"installId": "console-guest-install"})
+	guestToken, _ := testsupport.JSONPath(gbody, "data", "session", "token").(string)
+	if status != http.StatusCreated || guestToken == "" {
+		t.Fatalf("a guest: %d %v", status, gbody)
+	}
+	status, gme := s.call(t, http.MethodGet, "/api/v1/users/me", guestToken, nil)
+	guestID, _ := testsupport.JSONPath(gme, "data", "id").(string)
+	if status != http.StatusOK || guestID == "" || testsupport.JSONPath(gme, "data", "guest") != true {
+		t.Fatalf("the guest's account: %d %v", status, gme)
+	}
 	var rows strings.Builder
 	for i := range android + ios {
 		platform := "android"
@@ -159,6 +176,7 @@ func TestConsole(t *testing.T) {
 		"ADMIN_TOKEN":    admin,
 		"USER_EMAIL":     "ann@example.com",
 		"GONE_EMAIL":     "gone@example.com",
+		"GUEST_ID":       guestID,
 		"PASSWORD":       password,
 		"ANDROID_COUNT":  fmt.Sprint(android + 1), // the fleet's and Ann's Pixel
 		"SCREENSHOT_DIR": shots,

@@ -1,5 +1,5 @@
 // One account: its subscription with the entitlements it comes from and
-// their history, devices, sessions, second factors, Apple and Google
+// their history, devices, sessions, second factors, passkeys, Apple and Google
 // sign-in identities, security log, linked Telegram chat, notification
 // preferences and in-app inbox, with the operator's actions on it (a
 // manual grant, reconcile now, disable and enable, end sessions, reset
@@ -26,6 +26,8 @@ const DETAIL = `plan status expiresAt source autoRenew graceEndsAt
 const SUBSCRIPTION = `query ($id: ID!) { userSubscription(id: $id) { ${DETAIL} } }`;
 
 const MFA = `query ($userId: ID!) { userMfa(userId: $userId) { enabled recoveryCodesLeft passkeys factors { id kind name status createdAt lastUsedAt } } }`;
+
+const PASSKEYS = `query ($userId: ID!) { userPasskeys(userId: $userId) { id name backedUp createdAt lastUsedAt counterRegressions } }`;
 
 const IDENTITIES = `query ($userId: ID!) { userIdentities(userId: $userId) { id provider email privateRelay createdAt lastUsedAt } }`;
 
@@ -297,10 +299,40 @@ export async function render(main, params) {
   }
   resetMfa.addEventListener("click", () => guard(async () => {
     const { resetUserMfa } = await api.gql(`mutation ($userId: ID!) { resetUserMfa(userId: $userId) { factorsRemoved } }`, { userId: id });
-    showMfa((await api.gql(MFA, { userId: id })).userMfa);
+    await reloadPasskeys();
     securityLog.reload();
     say(`${resetUserMfa.factorsRemoved} factor${resetUserMfa.factorsRemoved === 1 ? "" : "s"} removed: the user signs in with the password alone and may enroll again.`);
   }, resetMfa));
+
+  // Passkeys: each by name, and an admin's removal of one (a lost or
+  // stolen device), which the user's security log records.
+  const passkeyList = h("div", { id: "passkeys-part" });
+  function showPasskeys(list) {
+    if (!list) {
+      passkeyList.replaceChildren(h("p", { class: "muted" }, "Not read: see the error above."));
+      return;
+    }
+    passkeyList.replaceChildren(table("user-passkeys", [
+      ["Name", (p) => p.name],
+      ["Synced", (p) => (p.backedUp ? "yes" : "no")],
+      ["Registered", (p) => fmtTime(p.createdAt)],
+      ["Last used", (p) => (p.lastUsedAt ? fmtTime(p.lastUsedAt) : "never")],
+      ["", (p) => {
+        const remove = h("button", { type: "button", class: "danger small", "aria-label": `Remove passkey ${p.name}` }, "Remove");
+        remove.addEventListener("click", () => guard(async () => {
+          await api.gql(`mutation ($userId: ID!, $passkeyId: ID!) { removeUserPasskey(userId: $userId, passkeyId: $passkeyId) { removed } }`, { userId: id, passkeyId: p.id });
+          await reloadPasskeys();
+          securityLog.reload();
+          say(`Passkey ${p.name} removed.`);
+        }, remove));
+        return remove;
+      }],
+    ], list, "No passkey registered."));
+  }
+  async function reloadPasskeys() {
+    showPasskeys((await guard(() => api.gql(PASSKEYS, { userId: id })))?.userPasskeys);
+    showMfa((await guard(() => api.gql(MFA, { userId: id })))?.userMfa);
+  }
 
   // Sign-in identities: the Apple and Google accounts linked to this one.
   const identities = h("div", { id: "identities-part" });
@@ -564,7 +596,7 @@ export async function render(main, params) {
   });
 
   show(user);
-  showMfa((await guard(() => api.gql(MFA, { userId: id })))?.userMfa);
+  await reloadPasskeys();
   showIdentities((await guard(() => api.gql(IDENTITIES, { userId: id })))?.userIdentities);
   showDetail(await guard(() => loadDetail(async () => (await api.gql(SUBSCRIPTION, { id })).userSubscription)));
   const prefs = await guard(() => api.gql(`query ($userId: ID!) {
@@ -590,6 +622,7 @@ export async function render(main, params) {
       section("Sessions", sessions, h("div", { class: "actions" }, endSessions)),
       section("Telegram", chat)),
     section("Second factors", factors, h("div", { class: "actions" }, resetMfa)),
+    section("Passkeys", passkeyList),
     section("Sign-in identities", identities),
     section("Security log", securityLog),
     section("Notification preferences",

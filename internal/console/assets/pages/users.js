@@ -1,5 +1,6 @@
 // Users: find accounts by the beginning of their email (or a whole id),
-// filtered by plan, subscription status, verification and disabled. The
+// filtered by plan, subscription status, verification, disabled and guest
+// (a guest has no address, so no email search finds it). The
 // filters live in the URL (#/users/query=ann&plan=premium), so a search
 // can be shared, reloaded and gone back to.
 import * as api from "../api.js";
@@ -8,8 +9,8 @@ import { h, field, fmtTime, pagedTable, badge, accountName } from "../ui.js";
 const PAGE = 50;
 const PLANS = ["trial", "basic", "premium"];
 
-const QUERY = `query ($query: String, $plan: String, $status: String, $verified: Boolean, $disabled: Boolean, $first: Int, $after: String) {
-  users(query: $query, plan: $plan, status: $status, verified: $verified, disabled: $disabled, first: $first, after: $after) {
+const QUERY = `query ($query: String, $plan: String, $status: String, $verified: Boolean, $disabled: Boolean, $guest: Boolean, $first: Int, $after: String) {
+  users(query: $query, plan: $plan, status: $status, verified: $verified, disabled: $disabled, guest: $guest, first: $first, after: $after) {
     nodes { id email emailVerified createdAt disabled lastLoginAt deviceCount subscription { plan status expiresAt } }
     pageInfo { endCursor hasNextPage }
   }
@@ -36,6 +37,7 @@ export async function render(main, params) {
     select("status", "Subscription", [["", "Any"], ["active", "active"], ["expired", "expired"]], get("status")),
     select("verified", "Verified", [["", "Any"], ["yes", "yes"], ["no", "no"]], get("verified")),
     select("disabled", "Disabled", [["", "Any"], ["yes", "yes"], ["no", "no"]], get("disabled")),
+    select("guest", "Guest", [["", "Any"], ["yes", "yes"], ["no", "no"]], get("guest")),
     h("button", { type: "submit" }, "Search"));
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
@@ -51,6 +53,7 @@ export async function render(main, params) {
     status: get("status") || null,
     verified: bool(get("verified")),
     disabled: bool(get("disabled")),
+    guest: bool(get("guest")),
     first: PAGE,
   };
   const table = pagedTable([

@@ -705,6 +705,12 @@ export type Mutation = {
   removeMfaFactor: MfaFactorRemoved;
   /** Remove one of the caller's passkeys (needs aal2 while the account has a second factor). */
   removePasskey: PasskeyRemoved;
+  /**
+   * Remove one passkey of a user (an operator's action: the user's security
+   * log records passkey_removed with the operator as the actor).
+   * PASSKEY_NOT_FOUND for a passkey the user does not have.
+   */
+  removeUserPasskey: PasskeyRemoved;
   /** Rename one of the caller's passkeys. */
   renamePasskey: Passkey;
   /** Email a password reset code. Answers true whether or not the account exists. With a CAPTCHA provider, needs X-Captcha-Token. */
@@ -1378,6 +1384,20 @@ export type MutationRemoveMfaFactorArgs = {
  */
 export type MutationRemovePasskeyArgs = {
   passkeyId: Scalars['ID']['input'];
+};
+
+
+/**
+ * Every send and broadcast (sendNotificationByDeviceId, sendNotificationToUser,
+ * sendNotificationToAll, sendMessengerMessage) takes an optional
+ * idempotencyKey (1 to 255 printable ASCII characters): the same key with the
+ * same arguments from the same caller within 24 hours answers the first
+ * answer again and sends nothing; with other arguments it is
+ * IDEMPOTENCY_KEY_REUSED (409).
+ */
+export type MutationRemoveUserPasskeyArgs = {
+  passkeyId: Scalars['ID']['input'];
+  userId: Scalars['ID']['input'];
 };
 
 
@@ -2075,6 +2095,8 @@ export type Query = {
   userMfa: MfaStatus;
   /** A user's notification preferences (USER_NOT_FOUND for an unknown user). */
   userNotificationPreferences: NotificationPreferences;
+  /** A user's passkeys, oldest first (the console's user page). USER_NOT_FOUND for an unknown user. */
+  userPasskeys: Array<Passkey>;
   /** A user's security log, newest first (USER_NOT_FOUND for an unknown user). */
   userSecurityLog: SecurityEventConnection;
   /**
@@ -2085,8 +2107,10 @@ export type Query = {
   userSubscription: UserSubscriptionDetail;
   /**
    * Accounts, newest first, with cursor pagination (first: default 50, at most
-   * 500). query matches the beginning of the email, or the whole id; status is
-   * the subscription's (active or expired); deleted accounts are never listed.
+   * 500). query matches the beginning of the email (never a guest's
+   * placeholder), or the whole id; status is the subscription's (active or
+   * expired); guest true lists the guest accounts (not upgraded yet), false
+   * the others; deleted accounts are never listed.
    */
   users: UserRecordConnection;
   /**
@@ -2200,6 +2224,11 @@ export type QueryUserNotificationPreferencesArgs = {
 };
 
 
+export type QueryUserPasskeysArgs = {
+  userId: Scalars['ID']['input'];
+};
+
+
 export type QueryUserSecurityLogArgs = {
   after?: InputMaybe<Scalars['String']['input']>;
   first?: InputMaybe<Scalars['Int']['input']>;
@@ -2216,6 +2245,7 @@ export type QueryUsersArgs = {
   after?: InputMaybe<Scalars['String']['input']>;
   disabled?: InputMaybe<Scalars['Boolean']['input']>;
   first?: InputMaybe<Scalars['Int']['input']>;
+  guest?: InputMaybe<Scalars['Boolean']['input']>;
   plan?: InputMaybe<Scalars['String']['input']>;
   query?: InputMaybe<Scalars['String']['input']>;
   status?: InputMaybe<Scalars['String']['input']>;

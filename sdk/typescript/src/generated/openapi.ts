@@ -2677,6 +2677,53 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/users/{id}/passkeys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A user's passkeys
+         * @description The user's passkeys, oldest first (the console's user page): the
+         *     same fields the user's own list shows (never the public key).
+         *     Needs `accounts:read`.
+         */
+        get: operations["userPasskeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/admin/users/{id}/passkeys/{passkeyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a user's passkey
+         * @description Removes one passkey of the user (a lost or stolen device). Audited:
+         *     the user's security log records `passkey_removed` with the actor
+         *     `admin:<id>` (the admin's account or the API key), and the
+         *     `security.passkey_removed` webhook event says so. Needs
+         *     `accounts:write`; an account holding `admin` only by a caller
+         *     holding `admin`.
+         */
+        delete: operations["removeUserPasskey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -8521,7 +8568,7 @@ export interface operations {
     listUsers: {
         parameters: {
             query?: {
-                /** @description The beginning of the email (any case), or a whole user id. */
+                /** @description The beginning of the email (any case; never a guest's placeholder address), or a whole user id. */
                 query?: string;
                 /** @description An exact email; the page holds that account or nothing (the other filters are ignored). */
                 email?: string;
@@ -8533,6 +8580,8 @@ export interface operations {
                 verified?: "true" | "false";
                 /** @description Only disabled (`true`) or enabled (`false`) accounts. */
                 disabled?: "true" | "false";
+                /** @description Only guest accounts, not upgraded yet (`true`), or only the others (`false`). */
+                guest?: "true" | "false";
                 /** @description Page size: default 50, at most 500. */
                 first?: number;
                 /** @description The `endCursor` of the previous page. */
@@ -12254,6 +12303,106 @@ export interface operations {
                 content: {
                     "application/json": {
                         error?: components["schemas"]["UserNotFoundError"];
+                    } & components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    userPasskeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user's id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user's passkeys. */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data?: components["schemas"]["Passkey"][];
+                    } & components["schemas"]["SuccessEnvelope"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such user. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error?: components["schemas"]["UserNotFoundError"];
+                    } & components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    removeUserPasskey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The user's id. */
+                id: string;
+                /** @description The passkey's id. */
+                passkeyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The passkey is removed. */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data?: components["schemas"]["PasskeyRemoved"];
+                    } & components["schemas"]["SuccessEnvelope"];
+                };
+            };
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such user, or the user has no passkey with this id. */
+            404: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error?: components["schemas"]["UserNotFoundError"] | components["schemas"]["PasskeyNotFoundError"];
                     } & components["schemas"]["ErrorEnvelope"];
                 };
             };
