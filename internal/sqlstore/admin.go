@@ -38,6 +38,9 @@ const emailPrefix = `(a.email LIKE ? ESCAPE '\' AND a.email NOT LIKE ?)`
 
 // SearchAccounts implements accounts.Store.
 func (db *DB) SearchAccounts(ctx context.Context, f accounts.Filter, afterID string, limit int) ([]accounts.Record, error) {
+	if f.EmailPrefix != "" && f.ID == "" && f.Plan == "" && f.Active == nil && f.Verified == nil && f.Disabled == nil && f.Guest == nil {
+		return db.searchByEmailPrefix(ctx, f, afterID, limit)
+	}
 	q := `SELECT ` + accountColumns + recordCounts + accountFrom + `1 = 1`
 	args := []any{f.Now}
 	switch {
@@ -91,6 +94,24 @@ func (db *DB) SearchAccounts(ctx context.Context, f accounts.Filter, afterID str
 	q += ` ORDER BY a.id DESC LIMIT ?`
 	args = append(args, limit)
 	rs, err := db.conn().query(ctx, q, args...)
+	return collect(rs, err, scanRecord)
+}
+
+// searchByEmailPrefix is the console's search by the beginning of an
+// address alone, in two steps: the page's ids from the index of live
+// accounts by email and id (migration 0051; no table row read to choose
+// them), then those rows. One query: the same page SearchAccounts's
+// general form would give.
+func (db *DB) searchByEmailPrefix(ctx context.Context, f accounts.Filter, afterID string, limit int) ([]accounts.Record, error) {
+	inner := `SELECT id FROM accounts WHERE deleted_at IS NULL AND email LIKE ? ESCAPE '\' AND email NOT LIKE ?`
+	args := []any{f.Now, likePrefix(f.EmailPrefix), placeholderSuffix}
+	if afterID != "" {
+		inner += ` AND id < ?`
+		args = append(args, afterID)
+	}
+	inner += ` ORDER BY id DESC LIMIT ?`
+	args = append(args, limit)
+	rs, err := db.conn().query(ctx, `SELECT `+accountColumns+recordCounts+accountFrom+`a.id IN (`+inner+`) ORDER BY a.id DESC`, args...)
 	return collect(rs, err, scanRecord)
 }
 

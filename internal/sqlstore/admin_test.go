@@ -107,11 +107,26 @@ func testSearchAccounts(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
 	if err != nil || !slices.Equal(recordIDs(page), []string{"u2", "u1"}) {
 		t.Fatalf("after u3: %v, %v", recordIDs(page), err)
 	}
+	// The prefix alone takes its own path (the page's ids from the email
+	// index): it pages the same way.
+	for _, c := range []struct {
+		after string
+		limit int
+		want  []string
+	}{{"", 2, []string{"u3", "u2"}}, {"u3", 1, []string{"u2"}}, {"u2", 10, []string{"u1"}}, {"u1", 10, nil}} {
+		got, err := db.SearchAccounts(ctx, accounts.Filter{Now: now, EmailPrefix: "a"}, c.after, c.limit)
+		if err != nil || !slices.Equal(recordIDs(got), c.want) {
+			t.Errorf("prefix a after %q, %d: %v, %v; want %v", c.after, c.limit, recordIDs(got), err, c.want)
+		}
+	}
 	if err := accounts.DeleteAccount(ctx, db, "u1", nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := db.SearchAccounts(ctx, accounts.Filter{Now: now, EmailPrefix: "deleted", ID: "u1"}, "", 10); len(got) != 0 {
 		t.Fatalf("a deleted account was found: %v", recordIDs(got))
+	}
+	if got, _ := db.SearchAccounts(ctx, accounts.Filter{Now: now, EmailPrefix: "a"}, "", 10); !slices.Equal(recordIDs(got), []string{"u3", "u2"}) {
+		t.Fatalf("prefix a after deleting u1: %v, want [u3 u2]", recordIDs(got))
 	}
 }
 
