@@ -300,6 +300,11 @@ type BroadcastOptions struct {
 	// allows the category on the inbox channel: written by the job when
 	// it starts, once (Job.InboxItems counts them).
 	Inbox bool
+	// Urgent passes through the recipients' quiet hours and the
+	// category's cap, as on sends to a user; otherwise a device whose
+	// owner is inside their quiet hours when the walk reaches it is held
+	// and sent at the end of the window, by the same job.
+	Urgent bool
 }
 
 // BroadcastWith is Broadcast with options. VALIDATION_ERROR (field sendAt)
@@ -333,7 +338,7 @@ func (s *Service) BroadcastWith(ctx context.Context, n Notification, opts Broadc
 		return Job{}, err
 	}
 	b := NewBroadcast{ID: id.String(), Subject: n.Subject, Content: n.Content, Data: data, SendAt: sendAt, Audience: opts.Audience, Category: category, Inbox: opts.Inbox,
-		CapPerDay: s.cfg.Categories.CapOf(category, false)}
+		CapPerDay: s.cfg.Categories.CapOf(category, opts.Urgent), Urgent: opts.Urgent}
 	if n.Options != (PushOptions{}) {
 		if b.Options, err = json.Marshal(n.Options); err != nil {
 			return Job{}, err

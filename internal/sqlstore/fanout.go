@@ -23,6 +23,10 @@ type fanoutJobs[J any] struct {
 	// internal/view builds from the job's wire type and names by its
 	// status; the store only writes it into the outbox.
 	event func(J) webhooks.Payload
+	// waits, when not "", is the condition of a running job that waits
+	// on purpose (a push broadcast with devices held for quiet hours
+	// until its resume_at), with one ? for now: the sweep leaves it alone.
+	waits string
 }
 
 // get reads one job; ErrNotFound when unknown.
@@ -132,8 +136,12 @@ func (t fanoutJobs[J]) requeueStalled(ctx context.Context, db *DB, minInterval t
 	now := db.Now()
 	// The IN term lets SQLite use the table's partial index of unfinished
 	// jobs.
+	notWaiting, args := "", []any{now, now.Add(-minInterval)}
+	if t.waits != "" {
+		notWaiting, args = ` AND NOT (`+t.waits+`)`, append(args, now)
+	}
 	rs, err := db.conn().query(ctx, `SELECT id FROM `+t.table+` WHERE status IN ('queued', 'running') AND status = 'running'
-		AND (lease_until IS NULL OR lease_until < ?) AND (requeued_at IS NULL OR requeued_at < ?) ORDER BY id`, now, now.Add(-minInterval))
+		AND (lease_until IS NULL OR lease_until < ?) AND (requeued_at IS NULL OR requeued_at < ?)`+notWaiting+` ORDER BY id`, args...)
 	stalled, err := collect(rs, err, scanString)
 	if err != nil {
 		return nil, err
@@ -141,8 +149,12 @@ func (t fanoutJobs[J]) requeueStalled(ctx context.Context, db *DB, minInterval t
 	var requeued []string
 	for _, id := range stalled {
 		err := db.inTx(ctx, func(tx *Tx) error {
+			args := []any{tx.now, id, tx.now, tx.now.Add(-minInterval)}
+			if t.waits != "" {
+				args = append(args, tx.now)
+			}
 			n, err := tx.q.exec(ctx, `UPDATE `+t.table+` SET requeued_at = ? WHERE id = ? AND status = 'running'
-				AND (lease_until IS NULL OR lease_until < ?) AND (requeued_at IS NULL OR requeued_at < ?)`, tx.now, id, tx.now, tx.now.Add(-minInterval))
+				AND (lease_until IS NULL OR lease_until < ?) AND (requeued_at IS NULL OR requeued_at < ?)`+notWaiting, args...)
 			if err != nil || n == 0 {
 				return err
 			}
