@@ -83,7 +83,10 @@ type Job struct {
 	// Held counts the devices waiting now for the end of their owner's
 	// quiet hours (DeliveryHeld); 0 once the job completes. A held device
 	// is counted again where its outcome lands.
-	Held       int
+	Held int
+	// ResumeAt is when a running job with held devices and none due
+	// continues (the earliest end of their quiet hours); nil otherwise.
+	ResumeAt   *time.Time
 	CreatedAt  time.Time
 	StartedAt  *time.Time
 	FinishedAt *time.Time

@@ -140,8 +140,8 @@ func testQuietHeldParkRelease(t *testing.T, db *sqlstore.DB, clk *testsupport.Cl
 		t.Fatalf("park: %v, %v (%d jobs)", parked, err, len(scheduled))
 	}
 	j, err := db.BroadcastJob(ctx, "job1")
-	if err != nil || j.Status != notifications.StatusRunning {
-		t.Fatalf("parked job %+v, %v; want running", j, err)
+	if err != nil || j.Status != notifications.StatusRunning || j.ResumeAt == nil || !j.ResumeAt.Equal(soon) {
+		t.Fatalf("parked job %+v, %v; want running, resuming at %v", j, err, soon)
 	}
 	// The lease is free, but the job waits on purpose: no sweep until
 	// its first device is due, however long after the lease.
@@ -183,5 +183,8 @@ func testQuietHeldParkRelease(t *testing.T, db *sqlstore.DB, clk *testsupport.Cl
 	}
 	if parked, err := db.ParkBroadcast(ctx, "job1", "w2", newJob); err != nil || parked {
 		t.Fatalf("park with nothing held: %v, %v", parked, err)
+	}
+	if j, err := db.BroadcastJob(ctx, "job1"); err != nil || j.ResumeAt != nil {
+		t.Fatalf("job %+v, %v; want no resume_at once nothing is held", j, err)
 	}
 }

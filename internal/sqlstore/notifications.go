@@ -30,15 +30,15 @@ var pushJobs = fanoutJobs[notifications.Job]{
 	waits: `resume_at IS NOT NULL AND resume_at > ?`,
 }
 
-const jobColumns = `id, status, subject, content, data, total_recipients, sent, failed, invalid_tokens, created_at, started_at, finished_at, last_error, push_options, send_at, audience_platforms, audience_plans, audience_status, category, opted_out, inbox, inbox_written_at IS NOT NULL, inbox_items, capped, cap_per_day, urgent, held`
+const jobColumns = `id, status, subject, content, data, total_recipients, sent, failed, invalid_tokens, created_at, started_at, finished_at, last_error, push_options, send_at, audience_platforms, audience_plans, audience_status, category, opted_out, inbox, inbox_written_at IS NOT NULL, inbox_items, capped, cap_per_day, urgent, held, resume_at`
 
 func scanJob(r row, extra ...any) (notifications.Job, error) {
 	var j notifications.Job
 	var data, opts *string
 	var platforms, plans string
-	var started, finished, sendAt *time.Time
+	var started, finished, sendAt, resumeAt *time.Time
 	dest := append([]any{&j.ID, &j.Status, &j.Subject, &j.Content, &data, &j.TotalRecipients, &j.Sent, &j.Failed, &j.InvalidTokens,
-		&j.CreatedAt, &started, &finished, &j.Error, &opts, &sendAt, &platforms, &plans, &j.Audience.SubscriptionStatus, &j.Category, &j.OptedOut, &j.Inbox, &j.InboxWritten, &j.InboxItems, &j.Capped, &j.CapPerDay, &j.Urgent, &j.Held}, extra...)
+		&j.CreatedAt, &started, &finished, &j.Error, &opts, &sendAt, &platforms, &plans, &j.Audience.SubscriptionStatus, &j.Category, &j.OptedOut, &j.Inbox, &j.InboxWritten, &j.InboxItems, &j.Capped, &j.CapPerDay, &j.Urgent, &j.Held, &resumeAt}, extra...)
 	if err := r.Scan(dest...); err != nil {
 		return notifications.Job{}, err
 	}
@@ -55,7 +55,7 @@ func scanJob(r row, extra ...any) (notifications.Job, error) {
 		}
 	}
 	j.CreatedAt = j.CreatedAt.UTC()
-	j.StartedAt, j.FinishedAt, j.SendAt = utcPtr(started), utcPtr(finished), utcPtr(sendAt)
+	j.StartedAt, j.FinishedAt, j.SendAt, j.ResumeAt = utcPtr(started), utcPtr(finished), utcPtr(sendAt), utcPtr(resumeAt)
 	j.Audience.Platforms, j.Audience.Plans = splitList(platforms), splitList(plans)
 	return j, nil
 }
@@ -800,7 +800,8 @@ func (db *DB) ParkBroadcast(ctx context.Context, id, owner string, newJob func(i
 		var due *time.Time
 		err := tx.q.queryRow(ctx, `SELECT due_at FROM notification_deliveries WHERE job_id = ? AND status = 'held' ORDER BY due_at LIMIT 1`, id).Scan(&due)
 		if errors.Is(err, storage.ErrNotFound) || (err == nil && due == nil) {
-			return nil
+			_, err := tx.q.exec(ctx, `UPDATE notification_jobs SET resume_at = NULL WHERE id = ? AND resume_at IS NOT NULL`, id)
+			return err
 		}
 		if err != nil {
 			return err
