@@ -384,7 +384,7 @@ type ComplexityRoot struct {
 		SendMessengerMessage              func(childComplexity int, chatID string, message string, options *view.MessengerOptions, idempotencyKey *string) int
 		SendNotificationByDeviceID        func(childComplexity int, deviceID string, notification NotificationInput, idempotencyKey *string) int
 		SendNotificationByToken           func(childComplexity int, platform string, pushToken string, notification NotificationInput, idempotencyKey *string) int
-		SendNotificationToAll             func(childComplexity int, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, category *string, inbox *bool, idempotencyKey *string) int
+		SendNotificationToAll             func(childComplexity int, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, category *string, urgent *bool, inbox *bool, idempotencyKey *string) int
 		SendNotificationToUser            func(childComplexity int, userID string, notification NotificationInput, channels []string, category *string, urgent *bool, inbox *bool, idempotencyKey *string) int
 		SendWebhookPing                   func(childComplexity int, endpointID string) int
 		SetLocale                         func(childComplexity int, locale string) int
@@ -419,6 +419,7 @@ type ComplexityRoot struct {
 		Error           func(childComplexity int) int
 		Failed          func(childComplexity int) int
 		FinishedAt      func(childComplexity int) int
+		Held            func(childComplexity int) int
 		ID              func(childComplexity int) int
 		Inbox           func(childComplexity int) int
 		InboxItems      func(childComplexity int) int
@@ -430,6 +431,7 @@ type ComplexityRoot struct {
 		Status          func(childComplexity int) int
 		Subject         func(childComplexity int) int
 		TotalRecipients func(childComplexity int) int
+		Urgent          func(childComplexity int) int
 	}
 
 	NotificationJobConnection struct {
@@ -733,7 +735,7 @@ type MutationResolver interface {
 	RemoveDevice(ctx context.Context, deviceID string) (bool, error)
 	SendNotificationByDeviceID(ctx context.Context, deviceID string, notification NotificationInput, idempotencyKey *string) (*view.SendNotificationResult, error)
 	SendNotificationToUser(ctx context.Context, userID string, notification NotificationInput, channels []string, category *string, urgent *bool, inbox *bool, idempotencyKey *string) (*view.SendToUserResult, error)
-	SendNotificationToAll(ctx context.Context, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, category *string, inbox *bool, idempotencyKey *string) (*view.BroadcastResult, error)
+	SendNotificationToAll(ctx context.Context, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, category *string, urgent *bool, inbox *bool, idempotencyKey *string) (*view.BroadcastResult, error)
 	SendNotificationByToken(ctx context.Context, platform string, pushToken string, notification NotificationInput, idempotencyKey *string) (*view.SendNotificationResult, error)
 	CancelNotificationJob(ctx context.Context, id string) (*view.NotificationJob, error)
 	MessengerLinkURL(ctx context.Context) (*view.MessengerLink, error)
@@ -2513,7 +2515,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.SendNotificationToAll(childComplexity, args["notification"].(NotificationInput), args["audience"].(*AudienceInput), args["sendAt"].(*time.Time), args["category"].(*string), args["inbox"].(*bool), args["idempotencyKey"].(*string)), true
+		return e.ComplexityRoot.Mutation.SendNotificationToAll(childComplexity, args["notification"].(NotificationInput), args["audience"].(*AudienceInput), args["sendAt"].(*time.Time), args["category"].(*string), args["urgent"].(*bool), args["inbox"].(*bool), args["idempotencyKey"].(*string)), true
 	case "Mutation.sendNotificationToUser":
 		if e.ComplexityRoot.Mutation.SendNotificationToUser == nil {
 			break
@@ -2774,6 +2776,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NotificationJob.FinishedAt(childComplexity), true
+	case "NotificationJob.held":
+		if e.ComplexityRoot.NotificationJob.Held == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationJob.Held(childComplexity), true
 	case "NotificationJob.id":
 		if e.ComplexityRoot.NotificationJob.ID == nil {
 			break
@@ -2840,6 +2848,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NotificationJob.TotalRecipients(childComplexity), true
+	case "NotificationJob.urgent":
+		if e.ComplexityRoot.NotificationJob.Urgent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationJob.Urgent(childComplexity), true
 
 	case "NotificationJobConnection.nodes":
 		if e.ComplexityRoot.NotificationJobConnection.Nodes == nil {
@@ -4812,6 +4826,10 @@ func (ec *executionContext) childFields_NotificationJob(ctx context.Context, fie
 		return ec.fieldContext_NotificationJob_invalidTokens(ctx, field)
 	case "skipped":
 		return ec.fieldContext_NotificationJob_skipped(ctx, field)
+	case "held":
+		return ec.fieldContext_NotificationJob_held(ctx, field)
+	case "urgent":
+		return ec.fieldContext_NotificationJob_urgent(ctx, field)
 	case "category":
 		return ec.fieldContext_NotificationJob_category(ctx, field)
 	case "inbox":
@@ -6437,22 +6455,30 @@ func (ec *executionContext) field_Mutation_sendNotificationToAll_args(ctx contex
 		return nil, err
 	}
 	args["category"] = arg3
-	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "inbox",
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "urgent",
 		func(ctx context.Context, v any) (*bool, error) {
 			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["inbox"] = arg4
-	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+	args["urgent"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "inbox",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["inbox"] = arg5
+	arg6, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["idempotencyKey"] = arg5
+	args["idempotencyKey"] = arg6
 	return args, nil
 }
 
@@ -12210,7 +12236,7 @@ func (ec *executionContext) _Mutation_sendNotificationToAll(ctx context.Context,
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().SendNotificationToAll(ctx, fc.Args["notification"].(NotificationInput), fc.Args["audience"].(*AudienceInput), fc.Args["sendAt"].(*time.Time), fc.Args["category"].(*string), fc.Args["inbox"].(*bool), fc.Args["idempotencyKey"].(*string))
+			return ec.Resolvers.Mutation().SendNotificationToAll(ctx, fc.Args["notification"].(NotificationInput), fc.Args["audience"].(*AudienceInput), fc.Args["sendAt"].(*time.Time), fc.Args["category"].(*string), fc.Args["urgent"].(*bool), fc.Args["inbox"].(*bool), fc.Args["idempotencyKey"].(*string))
 		},
 		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
 			directive0 := next
@@ -16037,6 +16063,52 @@ func (ec *executionContext) fieldContext_NotificationJob_skipped(_ context.Conte
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _NotificationJob_held(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationJob_held(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Held, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationJob_held(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationJob_urgent(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationJob_urgent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Urgent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationJob_urgent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type Boolean does not have child fields"))
 }
 
 func (ec *executionContext) _NotificationJob_category(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
@@ -26300,6 +26372,16 @@ func (ec *executionContext) _NotificationJob(ctx context.Context, sel ast.Select
 			}
 		case "skipped":
 			out.Values[i] = ec._NotificationJob_skipped(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "held":
+			out.Values[i] = ec._NotificationJob_held(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "urgent":
+			out.Values[i] = ec._NotificationJob_urgent(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}

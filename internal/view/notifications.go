@@ -22,6 +22,12 @@ type NotificationJob struct {
 	InvalidTokens   int    `json:"invalidTokens"`
 	// Skipped counts the recipients not sent to, per reason.
 	Skipped SkipCounts `json:"skipped"`
+	// Held counts the devices waiting now for the end of their owner's
+	// quiet hours (0 once the job completes); each is counted again where
+	// its outcome lands.
+	Held int `json:"held"`
+	// Urgent: the job passes through quiet hours.
+	Urgent bool `json:"urgent"`
 	// Category is the notification category it is sent in.
 	Category string `json:"category"`
 	// Inbox: the job keeps inbox items; InboxItems counts those it wrote
@@ -48,6 +54,8 @@ func NewNotificationJob(j notifications.Job) NotificationJob {
 		Failed:          j.Failed,
 		InvalidTokens:   j.InvalidTokens,
 		Skipped:         SkipCounts{OptedOut: j.OptedOut, Capped: j.Capped},
+		Held:            j.Held,
+		Urgent:          j.Urgent,
 		Category:        j.Category,
 		Inbox:           j.Inbox,
 		InboxItems:      j.InboxItems,
@@ -63,7 +71,7 @@ func NewNotificationJob(j notifications.Job) NotificationJob {
 // does not carry).
 func (v NotificationJob) job() notifications.Job {
 	return notifications.Job{ID: v.ID, Status: v.Status, Subject: v.Subject, TotalRecipients: v.TotalRecipients, Sent: v.Sent, Failed: v.Failed,
-		InvalidTokens: v.InvalidTokens, OptedOut: v.Skipped.OptedOut, Capped: v.Skipped.Capped, Category: v.Category, Inbox: v.Inbox, InboxItems: v.InboxItems, CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, FinishedAt: v.FinishedAt, SendAt: v.SendAt, Error: deref(v.Error)}
+		InvalidTokens: v.InvalidTokens, OptedOut: v.Skipped.OptedOut, Capped: v.Skipped.Capped, Held: v.Held, Urgent: v.Urgent, Category: v.Category, Inbox: v.Inbox, InboxItems: v.InboxItems, CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, FinishedAt: v.FinishedAt, SendAt: v.SendAt, Error: deref(v.Error)}
 }
 
 // NotificationJobWire writes a job's state into a live progress event, as

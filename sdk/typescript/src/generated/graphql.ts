@@ -757,7 +757,10 @@ export type Mutation = {
    * skipped.capped. inbox: true also keeps it in the inbox of
    * every account the audience reaches (an active device in it) that allows
    * the category on the inbox channel: one item each, written once by the
-   * job when it starts.
+   * job when it starts. Unless urgent is true or the category is critical
+   * (security, billing), a device whose owner is inside their quiet hours
+   * when the job reaches it is held (counted in the job's held) and sent by
+   * the same job at the end of the owner's window.
    */
   sendNotificationToAll: BroadcastResult;
   /**
@@ -1579,6 +1582,7 @@ export type MutationSendNotificationToAllArgs = {
   inbox?: InputMaybe<Scalars['Boolean']['input']>;
   notification: NotificationInput;
   sendAt?: InputMaybe<Scalars['Time']['input']>;
+  urgent?: InputMaybe<Scalars['Boolean']['input']>;
 };
 
 
@@ -1870,6 +1874,8 @@ export type NotificationJob = {
   error?: Maybe<Scalars['String']['output']>;
   failed: Scalars['Int']['output'];
   finishedAt?: Maybe<Scalars['Time']['output']>;
+  /** Devices waiting now for the end of their owner's quiet hours (0 once the job completes); each is counted again where its outcome lands. */
+  held: Scalars['Int']['output'];
   id: Scalars['ID']['output'];
   /** Whether it keeps inbox items (sendNotificationToAll's inbox). */
   inbox: Scalars['Boolean']['output'];
@@ -1886,6 +1892,8 @@ export type NotificationJob = {
   status: Scalars['String']['output'];
   subject: Scalars['String']['output'];
   totalRecipients: Scalars['Int']['output'];
+  /** Whether it passes through quiet hours (sendNotificationToAll's urgent). */
+  urgent: Scalars['Boolean']['output'];
 };
 
 export type NotificationJobConnection = {
