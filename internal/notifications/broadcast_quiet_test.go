@@ -31,6 +31,14 @@ var quietNight = time.Date(2027, 3, 27, 22, 0, 0, 0, time.UTC)
 
 func newQuietEnv(t *testing.T, url string) *quietEnv {
 	t.Helper()
+	q := newQuietEnvStopped(t, url)
+	q.start(t)
+	return q
+}
+
+// newQuietEnvStopped is newQuietEnv with its job runner not started.
+func newQuietEnvStopped(t *testing.T, url string) *quietEnv {
+	t.Helper()
 	clk := testsupport.NewClock(quietNight)
 	e := newEnv(t, url, withConfig(func(c *notifications.Config) { c.Now = clk.Now }))
 	e.db.Now = clk.Now
@@ -52,7 +60,6 @@ func newQuietEnv(t *testing.T, url string) *quietEnv {
 			t.Fatal(err)
 		}
 	}
-	e.start(t)
 	return q
 }
 
@@ -166,6 +173,35 @@ func TestBroadcastCancelSendsNoneHeld(t *testing.T) {
 		}
 		if j, _ = q.svc.Job(ctx, j.ID); j.Status != notifications.StatusCancelled || j.Sent != 1 {
 			t.Fatalf("job = %+v, want cancelled with 1 sent", j)
+		}
+	})
+}
+
+// A run that claimed the walk's devices and died before sending any is
+// taken over after its lease: the resumed walk decides quiet hours again,
+// so the night owls' phones are held, not sent.
+func TestBroadcastResumedWalkHoldsAgain(t *testing.T) {
+	eachDB(t, func(t *testing.T, url string) {
+		q := newQuietEnvStopped(t, url)
+		ctx := context.Background()
+		j, err := q.svc.BroadcastWith(ctx, hello, notifications.BroadcastOptions{Category: preferences.CategoryProduct})
+		if err != nil {
+			t.Fatal(err)
+		}
+		until := q.clk.Now().Add(time.Minute)
+		if l, err := q.db.AcquireBroadcast(ctx, j.ID, "dead-worker", until); err != nil || !l.Acquired {
+			t.Fatalf("acquire %+v, %v", l, err)
+		}
+		if c, err := q.db.ClaimNextBatch(ctx, j.ID, "dead-worker", 10, until); err != nil || len(c.Claims) != 3 {
+			t.Fatalf("claim %+v, %v", c, err)
+		}
+		// The dead worker's lease lapses; the broadcast's River job takes
+		// the job over.
+		q.clk.Advance(2 * time.Minute)
+		q.start(t)
+		q.waitHeld(t, j.ID, 2, 1)
+		if got := q.pushes(); got != [3]int{0, 0, 1} {
+			t.Fatalf("pushes %v after the takeover, want only the daytime phone's", got)
 		}
 	})
 }
