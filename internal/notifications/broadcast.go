@@ -72,6 +72,8 @@ type run struct {
 	// quiet: the job holds devices of owners inside their quiet hours
 	// (neither urgent nor of a critical category).
 	quiet bool
+	// local: the job is due for each owner at this time in their zone.
+	local *LocalTime
 }
 
 // pushChannel is push as a fan-out channel: the walk over the devices,
@@ -119,7 +121,7 @@ func (c pushChannel) Send(ctx context.Context, j Job, owner string) error {
 		}
 	}
 	r := &run{s: s, id: j.ID, owner: owner, n: Notification{Subject: j.Subject, Content: j.Content, Data: j.Data, Options: j.Options}.push(), sliceEnd: s.cfg.Now().Add(s.cfg.Slice),
-		quiet: !j.Urgent && !s.cfg.Categories.Critical(j.Category)}
+		quiet: !j.Urgent && !s.cfg.Categories.Critical(j.Category), local: j.SendAtLocal}
 	r.n.CollapseKey = j.ID // a resend after a crash replaces, not repeats, on the device
 	r.n = r.n.Prepared()   // encoded once for every device, not at each send
 	err := r.all(ctx)
@@ -202,12 +204,25 @@ func (r *run) walk() source {
 // not sent but recorded DeliveryHeld, due at the end of the window. Every
 // pass decides, so a walk resumed after a crash, a retry and a release
 // decide again under the schedule of then.
+//
+// A job "at 09:00 local" (SendAtLocal) first holds each claim until that
+// time in its owner's zone; once it has come (or had passed when the walk
+// reached the owner), quiet hours are checked as for any send.
 func (r *run) decide(claims []Claim) []Claim {
-	if !r.quiet {
+	if !r.quiet && r.local == nil {
 		return claims
 	}
 	now := r.s.cfg.Now()
 	for i := range claims {
+		if r.local != nil {
+			if due := r.local.DueFor(claims[i].Schedule); due.After(now) {
+				claims[i].holdUntil = due
+				continue
+			}
+		}
+		if !r.quiet {
+			continue
+		}
 		if until, held := claims[i].Schedule.HoldUntil(now); held {
 			claims[i].holdUntil = until
 		}

@@ -205,3 +205,85 @@ func TestBroadcastResumedWalkHoldsAgain(t *testing.T) {
 		}
 	})
 }
+
+// "At 09:00 in each recipient's time zone" to users in Tokyo, Berlin and
+// New York on the day Europe's clocks jump forward: one job, scheduled
+// at 09:00 in UTC+14 (19:00 UTC the day before), that sends each phone at
+// 09:00 on its owner's clock — 00:00, 07:00 (CEST, not CET) and 13:00 UTC —
+// and completes after the last. The job's River jobs are a year ahead of
+// River's clock, so the test starts each run: the first by hand, the rest
+// through the sweep.
+func TestBroadcastAtLocalTime(t *testing.T) {
+	eachDB(t, func(t *testing.T, url string) {
+		clk := testsupport.NewClock(time.Date(2027, 3, 27, 12, 0, 0, 0, time.UTC))
+		e := newEnv(t, url, withConfig(func(c *notifications.Config) { c.Now = clk.Now }))
+		e.db.Now = clk.Now
+		ctx := context.Background()
+		zones := []string{"Asia/Tokyo", "Europe/Berlin", "America/New_York"}
+		for _, z := range zones {
+			a := e.account(t, z+"@example.com")
+			if _, err := e.devices.Register(ctx, a, "android", "phone-"+z, ""); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.db.InTx(ctx, func(ctx context.Context) error { return e.db.SetNotificationSchedule(ctx, a, preferences.Schedule{TimeZone: z}) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.start(t)
+		pushes := func() (p [3]int) {
+			for i, z := range zones {
+				p[i] = e.fcm.Delivered("phone-" + z)
+			}
+			return p
+		}
+		for _, tc := range []struct {
+			in    notifications.LocalSendTime
+			field string
+		}{{notifications.LocalSendTime{Date: "2027-3-28", Time: "09:00"}, "sendAtLocal.date"}, {notifications.LocalSendTime{Date: "2027-03-28", Time: "9:00"}, "sendAtLocal.time"},
+			{notifications.LocalSendTime{Date: "2027-03-25", Time: "09:00"}, "sendAtLocal"}, {notifications.LocalSendTime{Date: "2027-05-28", Time: "09:00"}, "sendAtLocal"}} {
+			_, err := e.svc.BroadcastWith(ctx, hello, notifications.BroadcastOptions{SendAtLocal: &tc.in})
+			if ae := wantCode(t, err, "VALIDATION_ERROR"); ae.Details["field"] != tc.field {
+				t.Fatalf("sendAtLocal %+v: %v, want field %s", tc.in, ae, tc.field)
+			}
+		}
+		j, err := e.svc.BroadcastWith(ctx, hello, notifications.BroadcastOptions{SendAtLocal: &notifications.LocalSendTime{Date: "2027-03-28", Time: "09:00"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first := time.Date(2027, 3, 27, 19, 0, 0, 0, time.UTC); j.Status != notifications.StatusScheduled || j.SendAt == nil || !j.SendAt.Equal(first) || j.TotalRecipients != 3 {
+			t.Fatalf("job = %+v, want scheduled at %v for 3", j, first)
+		}
+		clk.Set(time.Date(2027, 3, 27, 19, 0, 0, 0, time.UTC))
+		w := &notifications.BroadcastWorker{Service: e.svc}
+		if err := w.Work(ctx, &river.Job[notifications.BroadcastArgs]{JobRow: &rivertype.JobRow{ID: 1 << 40, Attempt: 1, MaxAttempts: 25}, Args: notifications.BroadcastArgs{JobID: j.ID}}); err != nil {
+			t.Fatal(err)
+		}
+		if j, _ = e.svc.Job(ctx, j.ID); j.Held != 3 || j.ResumeAt == nil || !j.ResumeAt.Equal(time.Date(2027, 3, 28, 0, 0, 0, 0, time.UTC)) || pushes() != [3]int{} {
+			t.Fatalf("at 19:00 UTC job = %+v, pushes %v; want all 3 held until Tokyo's 09:00", j, pushes())
+		}
+		for i, at := range []time.Time{time.Date(2027, 3, 28, 0, 0, 30, 0, time.UTC), time.Date(2027, 3, 28, 7, 0, 30, 0, time.UTC), time.Date(2027, 3, 28, 13, 0, 30, 0, time.UTC)} {
+			clk.Set(at.Add(-time.Minute))
+			if n, err := e.svc.Sweep(ctx); err != nil || n != 0 {
+				t.Fatalf("the sweep a minute before %s's 09:00 requeued %d (%v)", zones[i], n, err)
+			}
+			clk.Set(at)
+			if n, err := e.svc.Sweep(ctx); err != nil || n != 1 {
+				t.Fatalf("the sweep at %s's 09:00 requeued %d (%v)", zones[i], n, err)
+			}
+			waitFor(t, zones[i]+"'s phone sent at its 09:00", 30*time.Second, func() bool {
+				j, _ = e.svc.Job(ctx, j.ID)
+				return j.Sent == i+1 && (j.Finished() || j.ResumeAt != nil && j.ResumeAt.After(at))
+			})
+			want := [3]int{}
+			for k := range i + 1 {
+				want[k] = 1
+			}
+			if got := pushes(); got != want {
+				t.Fatalf("at %v pushes %v, want %v", at, got, want)
+			}
+		}
+		if j.Status != notifications.StatusCompleted || j.Sent != 3 || j.Held != 0 {
+			t.Fatalf("job = %+v, want completed with 3 sent", j)
+		}
+	})
+}

@@ -96,6 +96,9 @@ type Job struct {
 	Options PushOptions
 	// SendAt is when a scheduled job starts; nil for one queued at once.
 	SendAt *time.Time
+	// SendAtLocal: the job is due for each owner at this wall-clock time
+	// in their zone (nil: at once).
+	SendAtLocal *LocalTime
 	// Audience is who it is sent to; the zero value is everyone.
 	Audience Audience
 	// Category is the notification category it is sent in
@@ -127,6 +130,9 @@ type NewBroadcast struct {
 	// SendAt schedules the job (status scheduled, its River job scheduled
 	// at that time); nil queues it now.
 	SendAt *time.Time
+	// SendAtLocal: due for each owner at this wall-clock time in their
+	// zone (Job.SendAtLocal); SendAt is then its earliest instant.
+	SendAtLocal *LocalTime
 	// Audience narrows the recipients; the zero value is everyone.
 	Audience Audience
 	// Category is the notification category (resolved: never "").
@@ -138,6 +144,23 @@ type NewBroadcast struct {
 	CapPerDay int
 	// Urgent: the job passes through quiet hours (Job.Urgent).
 	Urgent bool
+}
+
+// LocalTime is a wall-clock time on a civil date, read in each
+// recipient's time zone (UTC without one).
+type LocalTime struct {
+	Date    string // YYYY-MM-DD
+	Minutes int    // after midnight
+}
+
+// DueFor is when the time is due for an owner of schedule s
+// (preferences.Schedule.LocalInstant).
+func (l LocalTime) DueFor(s preferences.Schedule) time.Time {
+	d, err := time.Parse(time.DateOnly, l.Date)
+	if err != nil {
+		return time.Time{} // checked when the job was created
+	}
+	return s.LocalInstant(d, l.Minutes)
 }
 
 // Audience narrows a broadcast's recipients (the zero value is everyone).

@@ -30,15 +30,17 @@ var pushJobs = fanoutJobs[notifications.Job]{
 	waits: `resume_at IS NOT NULL AND resume_at > ?`,
 }
 
-const jobColumns = `id, status, subject, content, data, total_recipients, sent, failed, invalid_tokens, created_at, started_at, finished_at, last_error, push_options, send_at, audience_platforms, audience_plans, audience_status, category, opted_out, inbox, inbox_written_at IS NOT NULL, inbox_items, capped, cap_per_day, urgent, held, resume_at`
+const jobColumns = `id, status, subject, content, data, total_recipients, sent, failed, invalid_tokens, created_at, started_at, finished_at, last_error, push_options, send_at, audience_platforms, audience_plans, audience_status, category, opted_out, inbox, inbox_written_at IS NOT NULL, inbox_items, capped, cap_per_day, urgent, held, resume_at, local_date, local_minute`
 
 func scanJob(r row, extra ...any) (notifications.Job, error) {
 	var j notifications.Job
 	var data, opts *string
 	var platforms, plans string
 	var started, finished, sendAt, resumeAt *time.Time
+	var localDate *string
+	var localMinute *int
 	dest := append([]any{&j.ID, &j.Status, &j.Subject, &j.Content, &data, &j.TotalRecipients, &j.Sent, &j.Failed, &j.InvalidTokens,
-		&j.CreatedAt, &started, &finished, &j.Error, &opts, &sendAt, &platforms, &plans, &j.Audience.SubscriptionStatus, &j.Category, &j.OptedOut, &j.Inbox, &j.InboxWritten, &j.InboxItems, &j.Capped, &j.CapPerDay, &j.Urgent, &j.Held, &resumeAt}, extra...)
+		&j.CreatedAt, &started, &finished, &j.Error, &opts, &sendAt, &platforms, &plans, &j.Audience.SubscriptionStatus, &j.Category, &j.OptedOut, &j.Inbox, &j.InboxWritten, &j.InboxItems, &j.Capped, &j.CapPerDay, &j.Urgent, &j.Held, &resumeAt, &localDate, &localMinute}, extra...)
 	if err := r.Scan(dest...); err != nil {
 		return notifications.Job{}, err
 	}
@@ -55,6 +57,9 @@ func scanJob(r row, extra ...any) (notifications.Job, error) {
 		}
 	}
 	j.CreatedAt = j.CreatedAt.UTC()
+	if localDate != nil && localMinute != nil {
+		j.SendAtLocal = &notifications.LocalTime{Date: *localDate, Minutes: *localMinute}
+	}
 	j.StartedAt, j.FinishedAt, j.SendAt, j.ResumeAt = utcPtr(started), utcPtr(finished), utcPtr(sendAt), utcPtr(resumeAt)
 	j.Audience.Platforms, j.Audience.Plans = splitList(platforms), splitList(plans)
 	return j, nil
@@ -166,9 +171,13 @@ func (db *DB) CreateBroadcast(ctx context.Context, b notifications.NewBroadcast,
 			status, insertOpts = notifications.StatusScheduled, &river.InsertOpts{ScheduledAt: *b.SendAt}
 		}
 		a := b.Audience
+		var localDate, localMinute any
+		if b.SendAtLocal != nil {
+			localDate, localMinute = b.SendAtLocal.Date, b.SendAtLocal.Minutes
+		}
 		if _, err := tx.q.exec(ctx, `INSERT INTO notification_jobs (id, subject, content, data, status, total_recipients, created_at, push_options, send_at,
-			audience_platforms, audience_plans, audience_status, category, inbox, cap_per_day, urgent) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			b.ID, b.Subject, b.Content, data, status, tx.now, opts, b.SendAt, joinList(a.Platforms), joinList(a.Plans), a.SubscriptionStatus, b.Category, b.Inbox, b.CapPerDay, b.Urgent); err != nil {
+			audience_platforms, audience_plans, audience_status, category, inbox, cap_per_day, urgent, local_date, local_minute) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			b.ID, b.Subject, b.Content, data, status, tx.now, opts, b.SendAt, joinList(a.Platforms), joinList(a.Plans), a.SubscriptionStatus, b.Category, b.Inbox, b.CapPerDay, b.Urgent, localDate, localMinute); err != nil {
 			return err
 		}
 		// Counted with the walk's own condition, read from the job row.
@@ -187,7 +196,7 @@ func (db *DB) CreateBroadcast(ctx context.Context, b notifications.NewBroadcast,
 		if err != nil {
 			return err
 		}
-		j = notifications.Job{ID: b.ID, Status: status, Subject: b.Subject, Content: b.Content, Data: m, TotalRecipients: total, CreatedAt: tx.now, SendAt: utcPtr(b.SendAt), Audience: b.Audience, Category: b.Category, Inbox: b.Inbox, CapPerDay: b.CapPerDay, Urgent: b.Urgent}
+		j = notifications.Job{ID: b.ID, Status: status, Subject: b.Subject, Content: b.Content, Data: m, TotalRecipients: total, CreatedAt: tx.now, SendAt: utcPtr(b.SendAt), Audience: b.Audience, Category: b.Category, Inbox: b.Inbox, CapPerDay: b.CapPerDay, Urgent: b.Urgent, SendAtLocal: b.SendAtLocal}
 		if b.Options != nil {
 			if err := json.Unmarshal(b.Options, &j.Options); err != nil {
 				return err
