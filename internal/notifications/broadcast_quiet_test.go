@@ -225,7 +225,9 @@ func TestBroadcastAtLocalTime(t *testing.T) {
 			if _, err := e.devices.Register(ctx, a, "android", "phone-"+z, ""); err != nil {
 				t.Fatal(err)
 			}
-			if err := e.db.InTx(ctx, func(ctx context.Context) error { return e.db.SetNotificationSchedule(ctx, a, preferences.Schedule{TimeZone: z}) }); err != nil {
+			if err := e.db.InTx(ctx, func(ctx context.Context) error {
+				return e.db.SetNotificationSchedule(ctx, a, preferences.Schedule{TimeZone: z})
+			}); err != nil {
 				t.Fatal(err)
 			}
 		}
