@@ -353,6 +353,21 @@ export type InboxMark =
   | 'read'
   | 'seen';
 
+/** A wall-clock time on a date, read in each recipient's time zone. */
+export type LocalTime = {
+  __typename?: 'LocalTime';
+  /** YYYY-MM-DD. */
+  date: Scalars['String']['output'];
+  /** HH:MM. */
+  time: Scalars['String']['output'];
+};
+
+/** A wall-clock time on a date, read in each recipient's time zone: a date (YYYY-MM-DD) and a time (HH:MM); either malformed is VALIDATION_ERROR naming sendAtLocal.date or sendAtLocal.time, and one past in every zone or more than 30 days ahead names sendAtLocal. */
+export type LocalTimeInput = {
+  date: Scalars['String']['input'];
+  time: Scalars['String']['input'];
+};
+
 export type MessengerBotStatus = {
   __typename?: 'MessengerBotStatus';
   botName?: Maybe<Scalars['String']['output']>;
@@ -760,7 +775,10 @@ export type Mutation = {
    * job when it starts. Unless urgent is true or the category is critical
    * (security, billing), a device whose owner is inside their quiet hours
    * when the job reaches it is held (counted in the job's held) and sent by
-   * the same job at the end of the owner's window.
+   * the same job at the end of the owner's window. sendAtLocal ({date:
+   * "2026-12-24", time: "09:00"}, not with sendAt) sends it at that time in
+   * each recipient's time zone (UTC without one): one job, scheduled at the
+   * first zone's time, holding each device until its owner's.
    */
   sendNotificationToAll: BroadcastResult;
   /**
@@ -1582,6 +1600,7 @@ export type MutationSendNotificationToAllArgs = {
   inbox?: InputMaybe<Scalars['Boolean']['input']>;
   notification: NotificationInput;
   sendAt?: InputMaybe<Scalars['Time']['input']>;
+  sendAtLocal?: InputMaybe<LocalTimeInput>;
   urgent?: InputMaybe<Scalars['Boolean']['input']>;
 };
 
@@ -1884,6 +1903,8 @@ export type NotificationJob = {
   invalidTokens: Scalars['Int']['output'];
   /** When a scheduled job starts. */
   sendAt?: Maybe<Scalars['Time']['output']>;
+  /** The wall-clock time it is due at in each recipient's time zone (sendNotificationToAll's sendAtLocal). */
+  sendAtLocal?: Maybe<LocalTime>;
   sent: Scalars['Int']['output'];
   /** Recipients not sent to, per reason. */
   skipped: SkipCounts;
