@@ -242,6 +242,11 @@ type ComplexityRoot struct {
 		PageInfo func(childComplexity int) int
 	}
 
+	LocalTime struct {
+		Date func(childComplexity int) int
+		Time func(childComplexity int) int
+	}
+
 	MessengerBotStatus struct {
 		BotName         func(childComplexity int) int
 		BotUsername     func(childComplexity int) int
@@ -385,7 +390,7 @@ type ComplexityRoot struct {
 		SendMessengerMessage              func(childComplexity int, chatID string, message string, options *view.MessengerOptions, idempotencyKey *string) int
 		SendNotificationByDeviceID        func(childComplexity int, deviceID string, notification NotificationInput, idempotencyKey *string) int
 		SendNotificationByToken           func(childComplexity int, platform string, pushToken string, notification NotificationInput, idempotencyKey *string) int
-		SendNotificationToAll             func(childComplexity int, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, category *string, inbox *bool, idempotencyKey *string) int
+		SendNotificationToAll             func(childComplexity int, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, sendAtLocal *view.LocalTime, category *string, urgent *bool, inbox *bool, idempotencyKey *string) int
 		SendNotificationToUser            func(childComplexity int, userID string, notification NotificationInput, channels []string, category *string, urgent *bool, inbox *bool, idempotencyKey *string) int
 		SendWebhookPing                   func(childComplexity int, endpointID string) int
 		SetLocale                         func(childComplexity int, locale string) int
@@ -420,17 +425,20 @@ type ComplexityRoot struct {
 		Error           func(childComplexity int) int
 		Failed          func(childComplexity int) int
 		FinishedAt      func(childComplexity int) int
+		Held            func(childComplexity int) int
 		ID              func(childComplexity int) int
 		Inbox           func(childComplexity int) int
 		InboxItems      func(childComplexity int) int
 		InvalidTokens   func(childComplexity int) int
 		SendAt          func(childComplexity int) int
+		SendAtLocal     func(childComplexity int) int
 		Sent            func(childComplexity int) int
 		Skipped         func(childComplexity int) int
 		StartedAt       func(childComplexity int) int
 		Status          func(childComplexity int) int
 		Subject         func(childComplexity int) int
 		TotalRecipients func(childComplexity int) int
+		Urgent          func(childComplexity int) int
 	}
 
 	NotificationJobConnection struct {
@@ -735,7 +743,7 @@ type MutationResolver interface {
 	RemoveDevice(ctx context.Context, deviceID string) (bool, error)
 	SendNotificationByDeviceID(ctx context.Context, deviceID string, notification NotificationInput, idempotencyKey *string) (*view.SendNotificationResult, error)
 	SendNotificationToUser(ctx context.Context, userID string, notification NotificationInput, channels []string, category *string, urgent *bool, inbox *bool, idempotencyKey *string) (*view.SendToUserResult, error)
-	SendNotificationToAll(ctx context.Context, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, category *string, inbox *bool, idempotencyKey *string) (*view.BroadcastResult, error)
+	SendNotificationToAll(ctx context.Context, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, sendAtLocal *view.LocalTime, category *string, urgent *bool, inbox *bool, idempotencyKey *string) (*view.BroadcastResult, error)
 	SendNotificationByToken(ctx context.Context, platform string, pushToken string, notification NotificationInput, idempotencyKey *string) (*view.SendNotificationResult, error)
 	CancelNotificationJob(ctx context.Context, id string) (*view.NotificationJob, error)
 	MessengerLinkURL(ctx context.Context) (*view.MessengerLink, error)
@@ -1614,6 +1622,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.InboxItemConnection.PageInfo(childComplexity), true
+
+	case "LocalTime.date":
+		if e.ComplexityRoot.LocalTime.Date == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LocalTime.Date(childComplexity), true
+	case "LocalTime.time":
+		if e.ComplexityRoot.LocalTime.Time == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LocalTime.Time(childComplexity), true
 
 	case "MessengerBotStatus.botName":
 		if e.ComplexityRoot.MessengerBotStatus.BotName == nil {
@@ -2528,7 +2549,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.SendNotificationToAll(childComplexity, args["notification"].(NotificationInput), args["audience"].(*AudienceInput), args["sendAt"].(*time.Time), args["category"].(*string), args["inbox"].(*bool), args["idempotencyKey"].(*string)), true
+		return e.ComplexityRoot.Mutation.SendNotificationToAll(childComplexity, args["notification"].(NotificationInput), args["audience"].(*AudienceInput), args["sendAt"].(*time.Time), args["sendAtLocal"].(*view.LocalTime), args["category"].(*string), args["urgent"].(*bool), args["inbox"].(*bool), args["idempotencyKey"].(*string)), true
 	case "Mutation.sendNotificationToUser":
 		if e.ComplexityRoot.Mutation.SendNotificationToUser == nil {
 			break
@@ -2789,6 +2810,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NotificationJob.FinishedAt(childComplexity), true
+	case "NotificationJob.held":
+		if e.ComplexityRoot.NotificationJob.Held == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationJob.Held(childComplexity), true
 	case "NotificationJob.id":
 		if e.ComplexityRoot.NotificationJob.ID == nil {
 			break
@@ -2819,6 +2846,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NotificationJob.SendAt(childComplexity), true
+	case "NotificationJob.sendAtLocal":
+		if e.ComplexityRoot.NotificationJob.SendAtLocal == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationJob.SendAtLocal(childComplexity), true
 	case "NotificationJob.sent":
 		if e.ComplexityRoot.NotificationJob.Sent == nil {
 			break
@@ -2855,6 +2888,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NotificationJob.TotalRecipients(childComplexity), true
+	case "NotificationJob.urgent":
+		if e.ComplexityRoot.NotificationJob.Urgent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationJob.Urgent(childComplexity), true
 
 	case "NotificationJobConnection.nodes":
 		if e.ComplexityRoot.NotificationJobConnection.Nodes == nil {
@@ -4120,6 +4159,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		ec.unmarshalInputAudienceInput,
 		ec.unmarshalInputCreateApiKeyInput,
 		ec.unmarshalInputCreateWebhookEndpointInput,
+		ec.unmarshalInputLocalTimeInput,
 		ec.unmarshalInputMessengerButton,
 		ec.unmarshalInputMessengerMessageOptions,
 		ec.unmarshalInputNotificationInput,
@@ -4638,6 +4678,16 @@ func (ec *executionContext) childFields_InboxItemConnection(ctx context.Context,
 	return nil, fmt.Errorf("no field named %q was found under type InboxItemConnection", field.Name)
 }
 
+func (ec *executionContext) childFields_LocalTime(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "date":
+		return ec.fieldContext_LocalTime_date(ctx, field)
+	case "time":
+		return ec.fieldContext_LocalTime_time(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LocalTime", field.Name)
+}
+
 func (ec *executionContext) childFields_MessengerBotStatus(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "connected":
@@ -4838,6 +4888,10 @@ func (ec *executionContext) childFields_NotificationJob(ctx context.Context, fie
 		return ec.fieldContext_NotificationJob_invalidTokens(ctx, field)
 	case "skipped":
 		return ec.fieldContext_NotificationJob_skipped(ctx, field)
+	case "held":
+		return ec.fieldContext_NotificationJob_held(ctx, field)
+	case "urgent":
+		return ec.fieldContext_NotificationJob_urgent(ctx, field)
 	case "category":
 		return ec.fieldContext_NotificationJob_category(ctx, field)
 	case "inbox":
@@ -4850,6 +4904,8 @@ func (ec *executionContext) childFields_NotificationJob(ctx context.Context, fie
 		return ec.fieldContext_NotificationJob_startedAt(ctx, field)
 	case "sendAt":
 		return ec.fieldContext_NotificationJob_sendAt(ctx, field)
+	case "sendAtLocal":
+		return ec.fieldContext_NotificationJob_sendAtLocal(ctx, field)
 	case "finishedAt":
 		return ec.fieldContext_NotificationJob_finishedAt(ctx, field)
 	case "error":
@@ -6477,30 +6533,46 @@ func (ec *executionContext) field_Mutation_sendNotificationToAll_args(ctx contex
 		return nil, err
 	}
 	args["sendAt"] = arg2
-	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "category",
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "sendAtLocal",
+		func(ctx context.Context, v any) (*view.LocalTime, error) {
+			return ec.unmarshalOLocalTimeInput2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐLocalTime(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["sendAtLocal"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "category",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["category"] = arg3
-	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "inbox",
+	args["category"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "urgent",
 		func(ctx context.Context, v any) (*bool, error) {
 			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["inbox"] = arg4
-	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+	args["urgent"] = arg5
+	arg6, err := graphql.ProcessArgField(ctx, rawArgs, "inbox",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["inbox"] = arg6
+	arg7, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["idempotencyKey"] = arg5
+	args["idempotencyKey"] = arg7
 	return args, nil
 }
 
@@ -10450,6 +10522,52 @@ func (ec *executionContext) fieldContext_InboxItemConnection_pageInfo(_ context.
 	return fc, nil
 }
 
+func (ec *executionContext) _LocalTime_date(ctx context.Context, field graphql.CollectedField, obj *view.LocalTime) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LocalTime_date(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Date, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LocalTime_date(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LocalTime", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _LocalTime_time(ctx context.Context, field graphql.CollectedField, obj *view.LocalTime) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LocalTime_time(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Time, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LocalTime_time(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LocalTime", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _MessengerBotStatus_connected(ctx context.Context, field graphql.CollectedField, obj *view.MessengerBotStatus) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12280,7 +12398,7 @@ func (ec *executionContext) _Mutation_sendNotificationToAll(ctx context.Context,
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().SendNotificationToAll(ctx, fc.Args["notification"].(NotificationInput), fc.Args["audience"].(*AudienceInput), fc.Args["sendAt"].(*time.Time), fc.Args["category"].(*string), fc.Args["inbox"].(*bool), fc.Args["idempotencyKey"].(*string))
+			return ec.Resolvers.Mutation().SendNotificationToAll(ctx, fc.Args["notification"].(NotificationInput), fc.Args["audience"].(*AudienceInput), fc.Args["sendAt"].(*time.Time), fc.Args["sendAtLocal"].(*view.LocalTime), fc.Args["category"].(*string), fc.Args["urgent"].(*bool), fc.Args["inbox"].(*bool), fc.Args["idempotencyKey"].(*string))
 		},
 		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
 			directive0 := next
@@ -16171,6 +16289,52 @@ func (ec *executionContext) fieldContext_NotificationJob_skipped(_ context.Conte
 	return fc, nil
 }
 
+func (ec *executionContext) _NotificationJob_held(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationJob_held(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Held, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationJob_held(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationJob_urgent(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationJob_urgent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Urgent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationJob_urgent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type Boolean does not have child fields"))
+}
+
 func (ec *executionContext) _NotificationJob_category(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -16307,6 +16471,38 @@ func (ec *executionContext) _NotificationJob_sendAt(ctx context.Context, field g
 }
 func (ec *executionContext) fieldContext_NotificationJob_sendAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type Time does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationJob_sendAtLocal(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationJob_sendAtLocal(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SendAtLocal, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *view.LocalTime) graphql.Marshaler {
+			return ec.marshalOLocalTime2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐLocalTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationJob_sendAtLocal(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NotificationJob",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LocalTime(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _NotificationJob_finishedAt(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
@@ -23332,6 +23528,43 @@ func (ec *executionContext) unmarshalInputCreateWebhookEndpointInput(ctx context
 	return it, nil
 }
 
+func (ec *executionContext) unmarshalInputLocalTimeInput(ctx context.Context, obj any) (view.LocalTime, error) {
+	var it view.LocalTime
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"date", "time"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "date":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("date"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Date = data
+		case "time":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("time"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Time = data
+		}
+	}
+	return it, nil
+}
+
 func (ec *executionContext) unmarshalInputMessengerButton(ctx context.Context, obj any) (view.MessengerButton, error) {
 	var it view.MessengerButton
 	if obj == nil {
@@ -25176,6 +25409,49 @@ func (ec *executionContext) _InboxItemConnection(ctx context.Context, sel ast.Se
 	return out
 }
 
+var localTimeImplementors = []string{"LocalTime"}
+
+func (ec *executionContext) _LocalTime(ctx context.Context, sel ast.SelectionSet, obj *view.LocalTime) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, localTimeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LocalTime")
+		case "date":
+			out.Values[i] = ec._LocalTime_date(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "time":
+			out.Values[i] = ec._LocalTime_time(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var messengerBotStatusImplementors = []string{"MessengerBotStatus"}
 
 func (ec *executionContext) _MessengerBotStatus(ctx context.Context, sel ast.SelectionSet, obj *view.MessengerBotStatus) graphql.Marshaler {
@@ -26504,6 +26780,16 @@ func (ec *executionContext) _NotificationJob(ctx context.Context, sel ast.Select
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "held":
+			out.Values[i] = ec._NotificationJob_held(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "urgent":
+			out.Values[i] = ec._NotificationJob_urgent(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "category":
 			out.Values[i] = ec._NotificationJob_category(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -26531,6 +26817,11 @@ func (ec *executionContext) _NotificationJob(ctx context.Context, sel ast.Select
 			}
 		case "sendAt":
 			out.Values[i] = ec._NotificationJob_sendAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "sendAtLocal":
+			out.Values[i] = ec._NotificationJob_sendAtLocal(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
@@ -31307,6 +31598,21 @@ func (ec *executionContext) marshalOJSON2map(ctx context.Context, sel ast.Select
 	_ = ctx
 	res := graphql.MarshalMap(v)
 	return res
+}
+
+func (ec *executionContext) marshalOLocalTime2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐLocalTime(ctx context.Context, sel ast.SelectionSet, v *view.LocalTime) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._LocalTime(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOLocalTimeInput2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐLocalTime(ctx context.Context, v any) (*view.LocalTime, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputLocalTimeInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalOMessengerButton2ᚕᚕgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐMessengerButtonᚄ(ctx context.Context, v any) ([][]view.MessengerButton, error) {

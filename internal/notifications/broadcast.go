@@ -69,6 +69,11 @@ type run struct {
 	owner    string
 	n        push.Notification
 	sliceEnd time.Time
+	// quiet: the job holds devices of owners inside their quiet hours
+	// (neither urgent nor of a critical category).
+	quiet bool
+	// local: the job is due for each owner at this time in their zone.
+	local *LocalTime
 }
 
 // pushChannel is push as a fan-out channel: the walk over the devices,
@@ -115,7 +120,8 @@ func (c pushChannel) Send(ctx context.Context, j Job, owner string) error {
 			return err
 		}
 	}
-	r := &run{s: s, id: j.ID, owner: owner, n: Notification{Subject: j.Subject, Content: j.Content, Data: j.Data, Options: j.Options}.push(), sliceEnd: s.cfg.Now().Add(s.cfg.Slice)}
+	r := &run{s: s, id: j.ID, owner: owner, n: Notification{Subject: j.Subject, Content: j.Content, Data: j.Data, Options: j.Options}.push(), sliceEnd: s.cfg.Now().Add(s.cfg.Slice),
+		quiet: !j.Urgent && !s.cfg.Categories.Critical(j.Category), local: j.SendAtLocal}
 	r.n.CollapseKey = j.ID // a resend after a crash replaces, not repeats, on the device
 	r.n = r.n.Prepared()   // encoded once for every device, not at each send
 	err := r.all(ctx)
@@ -123,7 +129,22 @@ func (c pushChannel) Send(ctx context.Context, j Job, owner string) error {
 		s.cfg.Logger.ErrorContext(ctx, "BROADCAST FAILED: the push provider refused the request; check the FCM/APNs credentials and settings", "job_id", j.ID, "err", fatal.err)
 		return &fanout.Failure{Msg: "push provider refused the request: " + fatal.err.Error()}
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	// Every pass is done. With devices still held, the job waits, running
+	// and without a lease, for a River job at the earliest end of their
+	// quiet hours (the sweep leaves it alone until then); otherwise it
+	// completes.
+	parked, err := s.store.ParkBroadcast(context.WithoutCancel(ctx), j.ID, owner, func(id string) river.JobArgs { return BroadcastArgs{JobID: id} })
+	if err != nil {
+		return err
+	}
+	if parked {
+		s.progress.Changed(j.ID, false)
+		return errStopped // the lease is already freed
+	}
+	return nil
 }
 
 // giveUp fails a broadcast on River's last attempt only when the provider
@@ -148,14 +169,15 @@ func (s *Service) leaseUntil() time.Time { return s.engine.Until() }
 // comes with its batch; a page of delivery rows taken up again has none.
 type source func(ctx context.Context) (claims []Claim, b *batch, done bool, err error)
 
-// all runs the four passes: deliveries left unresolved by earlier runs,
+// all runs the five passes: deliveries left unresolved by earlier runs,
 // devices the walk claimed whose outcome is unknown, the walk over the
-// devices, and a last try of transient failures.
+// devices, the held devices now due, and a last try of transient
+// failures.
 func (r *run) all(ctx context.Context) error {
 	for _, p := range []struct {
 		next  source
 		final bool
-	}{{r.reclaim(false), false}, {r.resume(), false}, {r.walk(), false}, {r.reclaim(true), true}} {
+	}{{r.reclaim(false), false}, {r.resume(), false}, {r.walk(), false}, {r.release(), false}, {r.reclaim(true), true}} {
 		if err := r.pipeline(ctx, p.next, p.final); err != nil {
 			return err
 		}
@@ -173,7 +195,56 @@ func (r *run) walk() source {
 		case c.Stop:
 			return nil, nil, false, errStopped
 		}
-		return c.Claims, newBatch(c), c.Done, nil
+		return r.decide(c.Claims), newBatch(c), c.Done, nil
+	}
+}
+
+// decide marks the claims whose owner is inside their quiet hours now
+// (preferences.Schedule.HoldUntil, the rule of sends to a user): they are
+// not sent but recorded DeliveryHeld, due at the end of the window. Every
+// pass decides, so a walk resumed after a crash, a retry and a release
+// decide again under the schedule of then.
+//
+// A job "at 09:00 local" (SendAtLocal) first holds each claim until that
+// time in its owner's zone; once it has come (or had passed when the walk
+// reached the owner), quiet hours are checked as for any send.
+func (r *run) decide(claims []Claim) []Claim {
+	if !r.quiet && r.local == nil {
+		return claims
+	}
+	now := r.s.cfg.Now()
+	for i := range claims {
+		if r.local != nil {
+			if due := r.local.DueFor(claims[i].Schedule); due.After(now) {
+				claims[i].holdUntil = due
+				continue
+			}
+		}
+		if !r.quiet {
+			continue
+		}
+		if until, held := claims[i].Schedule.HoldUntil(now); held {
+			claims[i].holdUntil = until
+		}
+	}
+	return claims
+}
+
+// release takes up, page by page, the held devices now due.
+func (r *run) release() source {
+	after := ""
+	return func(ctx context.Context) ([]Claim, *batch, bool, error) {
+		c, err := r.s.store.ReleaseHeld(ctx, r.id, r.owner, after, r.s.cfg.Now(), r.s.cfg.BatchSize, r.s.leaseUntil())
+		switch {
+		case err != nil:
+			return nil, nil, false, err
+		case c.Stop:
+			return nil, nil, false, errStopped
+		case c.Last == "":
+			return nil, nil, true, nil
+		}
+		after = c.Last
+		return r.decide(c.Claims), nil, false, nil
 	}
 }
 
@@ -190,7 +261,7 @@ func (r *run) resume() source {
 			return nil, nil, false, errStopped
 		}
 		after = c.Last
-		return c.Claims, newBatch(c), c.Done, nil
+		return r.decide(c.Claims), newBatch(c), c.Done, nil
 	}
 }
 
@@ -208,7 +279,7 @@ func (r *run) reclaim(retriesOnly bool) source {
 			return nil, nil, true, nil
 		}
 		after = c.Last
-		return c.Claims, nil, false, nil
+		return r.decide(c.Claims), nil, false, nil
 	}
 }
 
@@ -292,6 +363,10 @@ func (r *run) startSends(ctx context.Context, work <-chan item, stopped func() b
 				if stopped() {
 					continue // claimed, never sent: a later run takes it up
 				}
+				if !it.c.holdUntil.IsZero() {
+					results <- result{item: it} // held: recorded, not sent
+					continue
+				}
 				sctx, cancel := context.WithTimeout(sendCtx, cfg.SendTimeout)
 				err := push.SendWithRetry(sctx, r.s.provider, push.Target{Platform: it.c.Platform, Token: it.c.Token}, r.n, cfg.BroadcastRetry)
 				cancel()
@@ -341,6 +416,10 @@ func (r *run) record(ctx context.Context, results <-chan result, batches *batchQ
 				// Every send is answered: write what is left now.
 				open, results = false, nil
 				break
+			}
+			if !res.c.holdUntil.IsZero() {
+				rec.add(Outcome{DeviceID: res.c.DeviceID, Token: res.c.Token, Status: DeliveryHeld, DueAt: res.c.holdUntil}, res.b)
+				continue
 			}
 			kind, _ := push.Classify(res.err)
 			o, known := r.outcome(ctx, res, kind, final)

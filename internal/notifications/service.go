@@ -300,6 +300,60 @@ type BroadcastOptions struct {
 	// allows the category on the inbox channel: written by the job when
 	// it starts, once (Job.InboxItems counts them).
 	Inbox bool
+	// SendAtLocal sends "at 09:00 in each recipient's time zone": one job,
+	// scheduled at the earliest such instant (UTC+14), that holds each
+	// device until that time in its owner's zone (UTC without one). Not
+	// with SendAt.
+	SendAtLocal *LocalSendTime
+	// Urgent passes through the recipients' quiet hours and the
+	// category's cap, as on sends to a user; otherwise a device whose
+	// owner is inside their quiet hours when the walk reaches it is held
+	// and sent at the end of the window, by the same job.
+	Urgent bool
+}
+
+// LocalSendTime is sendAtLocal as the doors take it: a date (YYYY-MM-DD)
+// and a wall-clock time (HH:MM).
+type LocalSendTime struct {
+	Date string `json:"date"`
+	Time string `json:"time"`
+}
+
+// Time zones span UTC-12 to UTC+14: a wall-clock time on a date comes
+// first in UTC+14 and last in UTC-12.
+const (
+	earliestZone = 14 * time.Hour
+	latestZone   = 12 * time.Hour
+)
+
+// localTime checks sendAtLocal and returns it with the instant the job
+// starts (nil: now, the time has come in some zone already).
+// VALIDATION_ERROR naming the field for a malformed date or time, a time
+// past in every zone, one more than 30 days ahead, or both sendAt and
+// sendAtLocal.
+func (s *Service) localTime(in LocalSendTime, sendAt *time.Time) (*LocalTime, *time.Time, error) {
+	if sendAt != nil {
+		return nil, nil, apperr.Invalid("sendAtLocal", "either sendAt or sendAtLocal, not both", "both")
+	}
+	d, err := time.Parse(time.DateOnly, in.Date)
+	if err != nil {
+		return nil, nil, apperr.Invalid("sendAtLocal.date", "a date as YYYY-MM-DD", fmt.Sprintf("%.16q", in.Date))
+	}
+	m, err := preferences.ParseClock("sendAtLocal.time", in.Time)
+	if err != nil {
+		return nil, nil, err
+	}
+	wall := time.Date(d.Year(), d.Month(), d.Day(), m/60, m%60, 0, 0, time.UTC)
+	first, last, now := wall.Add(-earliestZone), wall.Add(latestZone), s.cfg.Now()
+	switch {
+	case last.Before(now):
+		return nil, nil, apperr.Invalid("sendAtLocal", "a date and time not yet past in every time zone", in.Date+" "+in.Time)
+	case first.After(now.Add(MaxSchedule)):
+		return nil, nil, apperr.Invalid("sendAtLocal", "a date and time at most 30 days ahead", in.Date+" "+in.Time)
+	case first.After(now):
+		return &LocalTime{Date: in.Date, Minutes: m}, &first, nil
+	}
+	return &LocalTime{Date: in.Date, Minutes: m}, nil, nil
 }
 
 // BroadcastWith is Broadcast with options. VALIDATION_ERROR (field sendAt)
@@ -328,12 +382,18 @@ func (s *Service) BroadcastWith(ctx context.Context, n Notification, opts Broadc
 			sendAt = &at
 		}
 	}
+	var local *LocalTime
+	if opts.SendAtLocal != nil {
+		if local, sendAt, err = s.localTime(*opts.SendAtLocal, opts.SendAt); err != nil {
+			return Job{}, err
+		}
+	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		return Job{}, err
 	}
-	b := NewBroadcast{ID: id.String(), Subject: n.Subject, Content: n.Content, Data: data, SendAt: sendAt, Audience: opts.Audience, Category: category, Inbox: opts.Inbox,
-		CapPerDay: s.cfg.Categories.CapOf(category, false)}
+	b := NewBroadcast{SendAtLocal: local, ID: id.String(), Subject: n.Subject, Content: n.Content, Data: data, SendAt: sendAt, Audience: opts.Audience, Category: category, Inbox: opts.Inbox,
+		CapPerDay: s.cfg.Categories.CapOf(category, opts.Urgent), Urgent: opts.Urgent}
 	if n.Options != (PushOptions{}) {
 		if b.Options, err = json.Marshal(n.Options); err != nil {
 			return Job{}, err

@@ -49,6 +49,12 @@ const (
 	// first); counted in the job's Capped, never sent, not even by a
 	// resumed walk.
 	DeliveryCapped = "capped"
+	// DeliveryHeld: the walk (or a release) reached the device inside its
+	// owner's quiet hours; it waits for DueAt, the end of the window, and
+	// is taken up again by a release pass of the same job (Store.ReleaseHeld),
+	// under the preferences and quiet hours of then. Counted in the job's
+	// Held while it waits.
+	DeliveryHeld = "held"
 )
 
 // Job is a broadcast job.
@@ -70,7 +76,17 @@ type Job struct {
 	Capped int
 	// CapPerDay is the category's cap when the job was created (0: none);
 	// the walk reads it from the job, not from the configuration of now.
-	CapPerDay  int
+	CapPerDay int
+	// Urgent: an operator marked the broadcast urgent; it passes through
+	// its recipients' quiet hours (as a critical category does).
+	Urgent bool
+	// Held counts the devices waiting now for the end of their owner's
+	// quiet hours (DeliveryHeld); 0 once the job completes. A held device
+	// is counted again where its outcome lands.
+	Held int
+	// ResumeAt is when a running job with held devices and none due
+	// continues (the earliest end of their quiet hours); nil otherwise.
+	ResumeAt   *time.Time
 	CreatedAt  time.Time
 	StartedAt  *time.Time
 	FinishedAt *time.Time
@@ -80,6 +96,9 @@ type Job struct {
 	Options PushOptions
 	// SendAt is when a scheduled job starts; nil for one queued at once.
 	SendAt *time.Time
+	// SendAtLocal: the job is due for each owner at this wall-clock time
+	// in their zone (nil: at once).
+	SendAtLocal *LocalTime
 	// Audience is who it is sent to; the zero value is everyone.
 	Audience Audience
 	// Category is the notification category it is sent in
@@ -111,6 +130,9 @@ type NewBroadcast struct {
 	// SendAt schedules the job (status scheduled, its River job scheduled
 	// at that time); nil queues it now.
 	SendAt *time.Time
+	// SendAtLocal: due for each owner at this wall-clock time in their
+	// zone (Job.SendAtLocal); SendAt is then its earliest instant.
+	SendAtLocal *LocalTime
 	// Audience narrows the recipients; the zero value is everyone.
 	Audience Audience
 	// Category is the notification category (resolved: never "").
@@ -120,6 +142,25 @@ type NewBroadcast struct {
 	// CapPerDay is the category's cap (preferences.Catalogue.CapOf; 0:
 	// uncapped), kept on the job.
 	CapPerDay int
+	// Urgent: the job passes through quiet hours (Job.Urgent).
+	Urgent bool
+}
+
+// LocalTime is a wall-clock time on a civil date, read in each
+// recipient's time zone (UTC without one).
+type LocalTime struct {
+	Date    string // YYYY-MM-DD
+	Minutes int    // after midnight
+}
+
+// DueFor is when the time is due for an owner of schedule s
+// (preferences.Schedule.LocalInstant).
+func (l LocalTime) DueFor(s preferences.Schedule) time.Time {
+	d, err := time.Parse(time.DateOnly, l.Date)
+	if err != nil {
+		return time.Time{} // checked when the job was created
+	}
+	return s.LocalInstant(d, l.Minutes)
 }
 
 // Audience narrows a broadcast's recipients (the zero value is everyone).
@@ -136,6 +177,11 @@ type Claim struct {
 	DeviceID string
 	Platform string
 	Token    string
+	// Schedule is the device owner's time zone and quiet hours, read with
+	// the claim: the engine decides with it whether the device is held.
+	Schedule preferences.Schedule
+	// holdUntil is set by the engine for a claim it holds (not sent).
+	holdUntil time.Time
 }
 
 // Claims is a claimed batch.
@@ -167,7 +213,10 @@ type Record struct {
 type Outcome struct {
 	DeviceID string
 	Token    string // the token sent to; an invalid outcome marks the device only if it still has it
-	Status   string // DeliverySent, DeliveryFailed, DeliveryInvalid or DeliveryRetry
+	Status   string // DeliverySent, DeliveryFailed, DeliveryInvalid, DeliveryRetry or DeliveryHeld
+	// DueAt is when a DeliveryHeld device is due (the end of its owner's
+	// quiet hours); zero otherwise.
+	DueAt time.Time
 }
 
 // Store is the persistence the notifications service needs; sqlstore
@@ -269,6 +318,19 @@ type Store interface {
 	// cursor moved to r.Settled. It renews the lease and reports whether
 	// owner still holds it.
 	RecordDeliveries(ctx context.Context, id, owner string, r Record, until time.Time) (bool, error)
+	// ReleaseHeld takes up, in device order after `after`, up to limit
+	// DeliveryHeld rows due at or before now, moving the job's Held down
+	// by each: devices no longer recipients become DeliverySkipped, those
+	// whose owner turned the job's category off on the device's channel
+	// DeliveryOptedOut (counted in OptedOut), and the rest DeliveryClaimed
+	// by owner, returned with their owner's schedule. It renews the lease.
+	ReleaseHeld(ctx context.Context, id, owner, after string, now time.Time, limit int, until time.Time) (Claims, error)
+	// ParkBroadcast, when the job has DeliveryHeld rows, in one
+	// transaction sets its resume_at to the earliest due_at, frees owner's
+	// lease and inserts newJob(id) scheduled then; the job stays running.
+	// It reports whether it parked the job (false: nothing is held, and
+	// the job can finish).
+	ParkBroadcast(ctx context.Context, id, owner string, newJob func(id string) river.JobArgs) (bool, error)
 	// FinishBroadcast moves a running job whose lease owner holds to
 	// status (completed or failed, with errMsg) and frees the lease; it
 	// returns the job as it is.

@@ -129,3 +129,18 @@ func (s Schedule) HoldUntil(now time.Time) (time.Time, bool) {
 	}
 	return end.UTC(), true
 }
+
+// LocalInstant is the instant the schedule's zone reads date (a civil
+// date, its year, month and day) at minutes after midnight: when a
+// broadcast "at 09:00 in each recipient's time zone" is due for this
+// user. A wall time the clocks skip that day (02:30 the night they jump
+// from 02:00 to 03:00) is the instant they jump, as for quiet hours; a
+// wall time they repeat is one of its two instants.
+func (s Schedule) LocalInstant(date time.Time, minutes int) time.Time {
+	loc := s.location()
+	t := time.Date(date.Year(), date.Month(), date.Day(), minutes/60, minutes%60, 0, 0, loc)
+	if t.Hour()*60+t.Minute() != minutes {
+		t, _ = t.ZoneBounds()
+	}
+	return t.UTC()
+}

@@ -78,6 +78,10 @@ type broadcastBody struct {
 	// Inbox also keeps it in the inbox of every account the audience
 	// reaches.
 	Inbox bool `json:"inbox"`
+	// Urgent passes through the recipients' quiet hours.
+	Urgent bool `json:"urgent"`
+	// SendAtLocal sends it at a wall-clock time in each recipient's zone.
+	SendAtLocal *view.LocalTime `json:"sendAtLocal"`
 }
 
 // Broadcast is POST /api/v1/notifications/broadcasts: 202, the job is
@@ -88,7 +92,7 @@ func (h *Handlers) Broadcast() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		j, err := h.Notifications.BroadcastIdempotent(r.Context(), h.idempotencyKey(r), n, notifications.BroadcastOptions{SendAt: in.SendAt, Audience: deref(in.Audience), Category: in.Category, Inbox: in.Inbox})
+		j, err := h.Notifications.BroadcastIdempotent(r.Context(), h.idempotencyKey(r), n, notifications.BroadcastOptions{SendAt: in.SendAt, Audience: deref(in.Audience), Category: in.Category, Inbox: in.Inbox, Urgent: in.Urgent, SendAtLocal: in.SendAtLocal.SendTime()})
 		if err != nil {
 			return nil, err
 		}

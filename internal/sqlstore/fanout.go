@@ -24,6 +24,10 @@ type fanoutJobs[J any] struct {
 	// internal/view builds from the job's wire type and names by its
 	// status; the store only writes it into the outbox.
 	event func(J) webhooks.Payload
+	// waits, when not "", is the condition of a running job that waits
+	// on purpose (a push broadcast with devices held for quiet hours
+	// until its resume_at), with one ? for now: the sweep leaves it alone.
+	waits string
 }
 
 // get reads one job; ErrNotFound when unknown.
@@ -146,9 +150,15 @@ func (t fanoutJobs[J]) release(ctx context.Context, db *DB, id, owner string) er
 // and only that one inserts the job.
 func (t fanoutJobs[J]) requeueStalled(ctx context.Context, db *DB, minInterval time.Duration, newJob func(id string) river.JobArgs) ([]string, error) {
 	// The IN term lets SQLite use the table's partial index of unfinished
-	// jobs. lease_until and requeued_at are the database's clock.
+	// jobs. lease_until and requeued_at are the database's clock; a waiting
+	// job's resume_at (see waits) is an owner's wall-clock time, as the
+	// services computed it, compared with this replica's clock.
+	notWaiting, args := "", []any{db.dbAtArg(0), db.dbAtArg(-minInterval)}
+	if t.waits != "" {
+		notWaiting, args = ` AND NOT (`+t.waits+`)`, append(args, db.Now())
+	}
 	rs, err := db.conn().query(ctx, `SELECT id FROM `+t.table+` WHERE status IN ('queued', 'running') AND status = 'running'
-		AND (lease_until IS NULL OR lease_until < `+db.dbAt()+`) AND (requeued_at IS NULL OR requeued_at < `+db.dbAt()+`) ORDER BY id`, db.dbAtArg(0), db.dbAtArg(-minInterval))
+		AND (lease_until IS NULL OR lease_until < `+db.dbAt()+`) AND (requeued_at IS NULL OR requeued_at < `+db.dbAt()+`)`+notWaiting+` ORDER BY id`, args...)
 	stalled, err := collect(rs, err, scanString)
 	if err != nil {
 		return nil, err
@@ -156,8 +166,12 @@ func (t fanoutJobs[J]) requeueStalled(ctx context.Context, db *DB, minInterval t
 	var requeued []string
 	for _, id := range stalled {
 		err := db.inTx(ctx, func(tx *Tx) error {
+			args := []any{db.dbAtArg(0), id, db.dbAtArg(0), db.dbAtArg(-minInterval)}
+			if t.waits != "" {
+				args = append(args, tx.now)
+			}
 			n, err := tx.q.exec(ctx, `UPDATE `+t.table+` SET requeued_at = `+db.dbAt()+` WHERE id = ? AND status = 'running'
-				AND (lease_until IS NULL OR lease_until < `+db.dbAt()+`) AND (requeued_at IS NULL OR requeued_at < `+db.dbAt()+`)`, db.dbAtArg(0), id, db.dbAtArg(0), db.dbAtArg(-minInterval))
+				AND (lease_until IS NULL OR lease_until < `+db.dbAt()+`) AND (requeued_at IS NULL OR requeued_at < `+db.dbAt()+`)`+notWaiting, args...)
 			if err != nil || n == 0 {
 				return err
 			}

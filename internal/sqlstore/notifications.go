@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,17 +27,20 @@ var pushJobs = fanoutJobs[notifications.Job]{
 	table: "notification_jobs", columns: jobColumns,
 	scan:  func(r row) (notifications.Job, error) { return scanJob(r) },
 	event: func(j notifications.Job) webhooks.Payload { return view.NewNotificationJobEvent(j) },
+	waits: `resume_at IS NOT NULL AND resume_at > ?`,
 }
 
-const jobColumns = `id, status, subject, content, data, total_recipients, sent, failed, invalid_tokens, created_at, started_at, finished_at, last_error, push_options, send_at, audience_platforms, audience_plans, audience_status, category, opted_out, inbox, inbox_written_at IS NOT NULL, inbox_items, capped, cap_per_day`
+const jobColumns = `id, status, subject, content, data, total_recipients, sent, failed, invalid_tokens, created_at, started_at, finished_at, last_error, push_options, send_at, audience_platforms, audience_plans, audience_status, category, opted_out, inbox, inbox_written_at IS NOT NULL, inbox_items, capped, cap_per_day, urgent, held, resume_at, local_date, local_minute`
 
 func scanJob(r row, extra ...any) (notifications.Job, error) {
 	var j notifications.Job
 	var data, opts *string
 	var platforms, plans string
-	var started, finished, sendAt *time.Time
+	var started, finished, sendAt, resumeAt *time.Time
+	var localDate *string
+	var localMinute *int
 	dest := append([]any{&j.ID, &j.Status, &j.Subject, &j.Content, &data, &j.TotalRecipients, &j.Sent, &j.Failed, &j.InvalidTokens,
-		&j.CreatedAt, &started, &finished, &j.Error, &opts, &sendAt, &platforms, &plans, &j.Audience.SubscriptionStatus, &j.Category, &j.OptedOut, &j.Inbox, &j.InboxWritten, &j.InboxItems, &j.Capped, &j.CapPerDay}, extra...)
+		&j.CreatedAt, &started, &finished, &j.Error, &opts, &sendAt, &platforms, &plans, &j.Audience.SubscriptionStatus, &j.Category, &j.OptedOut, &j.Inbox, &j.InboxWritten, &j.InboxItems, &j.Capped, &j.CapPerDay, &j.Urgent, &j.Held, &resumeAt, &localDate, &localMinute}, extra...)
 	if err := r.Scan(dest...); err != nil {
 		return notifications.Job{}, err
 	}
@@ -53,7 +57,10 @@ func scanJob(r row, extra ...any) (notifications.Job, error) {
 		}
 	}
 	j.CreatedAt = j.CreatedAt.UTC()
-	j.StartedAt, j.FinishedAt, j.SendAt = utcPtr(started), utcPtr(finished), utcPtr(sendAt)
+	if localDate != nil && localMinute != nil {
+		j.SendAtLocal = &notifications.LocalTime{Date: *localDate, Minutes: *localMinute}
+	}
+	j.StartedAt, j.FinishedAt, j.SendAt, j.ResumeAt = utcPtr(started), utcPtr(finished), utcPtr(sendAt), utcPtr(resumeAt)
 	j.Audience.Platforms, j.Audience.Plans = splitList(platforms), splitList(plans)
 	return j, nil
 }
@@ -110,6 +117,32 @@ const optedOut = `EXISTS (SELECT 1 FROM notification_preferences np WHERE np.acc
 	AND np.channel = CASE WHEN devices.platform = '` + devices.PlatformWeb + `' THEN '` + preferences.ChannelWebPush + `' ELSE '` + preferences.ChannelPush + `' END
 	AND np.enabled = FALSE)`
 
+// scheduleOf is the schedule of the owner of a device (the devices row
+// or alias dev) as one text column, "zone|start|end" (-1 for no quiet
+// hours; NULL without a schedule row), read by parseSchedule: the walk
+// decides quiet hours in Go, with the zone database the sends use.
+func scheduleOf(dev string) string {
+	return `(SELECT s.time_zone || '|' || COALESCE(s.quiet_start, -1) || '|' || COALESCE(s.quiet_end, -1) FROM notification_schedules s WHERE s.account_id = ` + dev + `.account_id)`
+}
+
+// parseSchedule reads scheduleOf's column.
+func parseSchedule(v *string) preferences.Schedule {
+	if v == nil {
+		return preferences.Schedule{}
+	}
+	parts := strings.Split(*v, "|")
+	if len(parts) != 3 {
+		return preferences.Schedule{}
+	}
+	s := preferences.Schedule{TimeZone: parts[0]}
+	start, err1 := strconv.Atoi(parts[1])
+	end, err2 := strconv.Atoi(parts[2])
+	if err1 == nil && err2 == nil && start >= 0 && end >= 0 {
+		s.Quiet = &preferences.QuietHours{Start: start, End: end}
+	}
+	return s
+}
+
 const recipients = `active = TRUE AND push_token_status = 'valid' AND devices.push_token IS NOT NULL AND NOT EXISTS (SELECT 1 FROM accounts acct WHERE acct.id = devices.account_id AND acct.disabled_at IS NOT NULL)`
 
 // AccountDisabled implements notifications.Store.
@@ -138,9 +171,13 @@ func (db *DB) CreateBroadcast(ctx context.Context, b notifications.NewBroadcast,
 			status, insertOpts = notifications.StatusScheduled, &river.InsertOpts{ScheduledAt: *b.SendAt}
 		}
 		a := b.Audience
+		var localDate, localMinute any
+		if b.SendAtLocal != nil {
+			localDate, localMinute = b.SendAtLocal.Date, b.SendAtLocal.Minutes
+		}
 		if _, err := tx.q.exec(ctx, `INSERT INTO notification_jobs (id, subject, content, data, status, total_recipients, created_at, push_options, send_at,
-			audience_platforms, audience_plans, audience_status, category, inbox, cap_per_day) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			b.ID, b.Subject, b.Content, data, status, tx.now, opts, b.SendAt, joinList(a.Platforms), joinList(a.Plans), a.SubscriptionStatus, b.Category, b.Inbox, b.CapPerDay); err != nil {
+			audience_platforms, audience_plans, audience_status, category, inbox, cap_per_day, urgent, local_date, local_minute) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			b.ID, b.Subject, b.Content, data, status, tx.now, opts, b.SendAt, joinList(a.Platforms), joinList(a.Plans), a.SubscriptionStatus, b.Category, b.Inbox, b.CapPerDay, b.Urgent, localDate, localMinute); err != nil {
 			return err
 		}
 		// Counted with the walk's own condition, read from the job row.
@@ -159,7 +196,7 @@ func (db *DB) CreateBroadcast(ctx context.Context, b notifications.NewBroadcast,
 		if err != nil {
 			return err
 		}
-		j = notifications.Job{ID: b.ID, Status: status, Subject: b.Subject, Content: b.Content, Data: m, TotalRecipients: total, CreatedAt: tx.now, SendAt: utcPtr(b.SendAt), Audience: b.Audience, Category: b.Category, Inbox: b.Inbox, CapPerDay: b.CapPerDay}
+		j = notifications.Job{ID: b.ID, Status: status, Subject: b.Subject, Content: b.Content, Data: m, TotalRecipients: total, CreatedAt: tx.now, SendAt: utcPtr(b.SendAt), Audience: b.Audience, Category: b.Category, Inbox: b.Inbox, CapPerDay: b.CapPerDay, Urgent: b.Urgent, SendAtLocal: b.SendAtLocal}
 		if b.Options != nil {
 			if err := json.Unmarshal(b.Options, &j.Options); err != nil {
 				return err
@@ -246,23 +283,20 @@ func (db *DB) ClaimNextBatch(ctx context.Context, id, owner string, limit int, u
 		type found struct {
 			notifications.Claim
 			accountID string
-			timeZone  string // the owner's, for a capped job's day ("" otherwise)
 			skip      string // the delivery row of a device not claimed
 		}
-		// A capped job reads each owner's time zone with the page, not one
-		// query per owner.
-		timeZone := `''`
-		if capPerDay > 0 {
-			timeZone = `COALESCE((SELECT s.time_zone FROM notification_schedules s WHERE s.account_id = devices.account_id), '')`
-		}
-		rs, err := tx.q.query(ctx, `SELECT devices.id, devices.platform, devices.push_token, devices.account_id, `+timeZone+`, `+optedOut+` FROM devices, notification_jobs j
+		// Each owner's schedule comes with the page (their quiet hours,
+		// and a capped job's day), not one query per owner.
+		rs, err := tx.q.query(ctx, `SELECT devices.id, devices.platform, devices.push_token, devices.account_id, `+scheduleOf("devices")+`, `+optedOut+` FROM devices, notification_jobs j
 			WHERE j.id = ? AND `+recipients+` AND `+inAudience+` AND devices.id > ? AND devices.created_at <= ? AND devices.push_token IS NOT NULL
 			ORDER BY devices.id LIMIT ?`,
 			id, cursor, created, limit)
 		page, err := collect(rs, err, func(r row) (found, error) {
 			var f found
 			var out bool
-			err := r.Scan(&f.DeviceID, &f.Platform, &f.Token, &f.accountID, &f.timeZone, &out)
+			var sched *string
+			err := r.Scan(&f.DeviceID, &f.Platform, &f.Token, &f.accountID, &sched, &out)
+			f.Schedule = parseSchedule(sched)
 			if out {
 				f.skip = notifications.DeliveryOptedOut
 			}
@@ -275,7 +309,7 @@ func (db *DB) ClaimNextBatch(ctx context.Context, id, owner string, limit int, u
 			owners := map[string]preferences.Schedule{}
 			for _, f := range page {
 				if f.skip == "" {
-					owners[f.accountID] = preferences.Schedule{TimeZone: f.timeZone}
+					owners[f.accountID] = f.Schedule
 				}
 			}
 			over, err := db.useBroadcastCaps(ctx, tx, id, category, capPerDay, owners)
@@ -367,7 +401,7 @@ var claimStatement = `WITH j AS (
 	FROM notification_jobs WHERE id = $1
 ),
 found AS (
-	SELECT devices.id, devices.platform, devices.push_token, ` + optedOut + ` AS opted_out FROM devices, j
+	SELECT devices.id, devices.platform, devices.push_token, ` + optedOut + ` AS opted_out, ` + scheduleOf("devices") + ` AS sched FROM devices, j
 	WHERE j.status = 'running' AND j.lease_owner = $2 AND NOT j.walk_done AND j.cap_per_day = 0
 		AND ` + recipients + ` AND ` + inAudienceOfCTE + ` AND devices.id > (SELECT walk_cursor FROM j) AND devices.created_at <= j.job_created AND devices.push_token IS NOT NULL
 	ORDER BY devices.id LIMIT $3
@@ -384,7 +418,7 @@ skips AS (
 	INSERT INTO notification_deliveries (job_id, device_id, status, claimed_by, updated_at)
 	SELECT $1, found.id, '` + notifications.DeliveryOptedOut + `', $2, $5 FROM found, upd WHERE found.opted_out
 )
-SELECT j.status, j.lease_owner, j.walk_done, (SELECT walk_done FROM upd), f.id, f.platform, f.push_token, f.opted_out, j.cap_per_day > 0
+SELECT j.status, j.lease_owner, j.walk_done, (SELECT walk_done FROM upd), f.id, f.platform, f.push_token, f.opted_out, j.cap_per_day > 0, f.sched
 FROM j LEFT JOIN found f ON TRUE
 ORDER BY f.id`
 
@@ -409,10 +443,10 @@ func (db *DB) claimPostgres(ctx context.Context, id, owner string, limit int, un
 		for r.Next() {
 			rows++
 			var status string
-			var holder, deviceID, platform, token *string
+			var holder, deviceID, platform, token, sched *string
 			var done bool
 			var moved, skip *bool
-			if err := r.Scan(&status, &holder, &done, &moved, &deviceID, &platform, &token, &skip, &capped); err != nil {
+			if err := r.Scan(&status, &holder, &done, &moved, &deviceID, &platform, &token, &skip, &capped, &sched); err != nil {
 				return err
 			}
 			switch {
@@ -428,7 +462,7 @@ func (db *DB) claimPostgres(ctx context.Context, id, owner string, limit int, un
 				if deviceID != nil {
 					c.Last = *deviceID
 					if !*skip { // an opted-out device is counted, not claimed
-						c.Claims = append(c.Claims, notifications.Claim{DeviceID: *deviceID, Platform: *platform, Token: *token})
+						c.Claims = append(c.Claims, notifications.Claim{DeviceID: *deviceID, Platform: *platform, Token: *token, Schedule: parseSchedule(sched)})
 					}
 				}
 			}
@@ -473,16 +507,16 @@ func (db *DB) ReclaimDeliveries(ctx context.Context, id, owner string, retriesOn
 		if retriesOnly {
 			which = `d.status IN ('claimed', 'retry') AND d.status = 'retry'`
 		}
-		rs, err := tx.q.query(ctx, `SELECT d.device_id, v.platform, v.push_token, v.active, v.push_token_status
+		rs, err := tx.q.query(ctx, `SELECT d.device_id, v.platform, v.push_token, v.active, v.push_token_status, `+scheduleOf("v")+`
 			FROM notification_deliveries d LEFT JOIN devices v ON v.id = d.device_id
 			WHERE d.job_id = ? AND d.device_id > ? AND `+which+`
 			ORDER BY d.device_id LIMIT ?`, id, after, limit)
 		var take, skip []any
 		err = each(rs, err, func(r row) error {
 			var deviceID string
-			var platform, token, tokenStatus *string
+			var platform, token, tokenStatus, sched *string
 			var active *bool
-			if err := r.Scan(&deviceID, &platform, &token, &active, &tokenStatus); err != nil {
+			if err := r.Scan(&deviceID, &platform, &token, &active, &tokenStatus, &sched); err != nil {
 				return err
 			}
 			c.Last = deviceID
@@ -490,7 +524,7 @@ func (db *DB) ReclaimDeliveries(ctx context.Context, id, owner string, retriesOn
 				skip = append(skip, deviceID)
 				return nil
 			}
-			c.Claims = append(c.Claims, notifications.Claim{DeviceID: deviceID, Platform: *platform, Token: *token})
+			c.Claims = append(c.Claims, notifications.Claim{DeviceID: deviceID, Platform: *platform, Token: *token, Schedule: parseSchedule(sched)})
 			take = append(take, deviceID)
 			return nil
 		})
@@ -519,19 +553,20 @@ func (db *DB) ReclaimDeliveries(ctx context.Context, id, owner string, retriesOn
 // statement: the outcomes as arrays, written as rows (a device's first, or
 // an update of a delivery the owner claimed), and the counters, the
 // settled cursor and the lease moved.
-var recordPostgres = `WITH v AS (SELECT * FROM unnest($1::text[], $2::text[]) AS v(device_id, status)),
+var recordPostgres = `WITH v AS (SELECT * FROM unnest($1::text[], $2::text[], $9::timestamptz[]) AS v(device_id, status, due_at)),
 ins AS (
-	INSERT INTO notification_deliveries AS d (job_id, device_id, status, claimed_by, updated_at)
-	SELECT $4, v.device_id, v.status, $5, $3 FROM v
-	ON CONFLICT (job_id, device_id) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at
+	INSERT INTO notification_deliveries AS d (job_id, device_id, status, claimed_by, updated_at, due_at)
+	SELECT $4, v.device_id, v.status, $5, $3, v.due_at FROM v
+	ON CONFLICT (job_id, device_id) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at, due_at = excluded.due_at
 		WHERE d.status = 'claimed' AND d.claimed_by = $5
 	RETURNING d.status
 ),
 cnt AS (
-	SELECT count(*) FILTER (WHERE status = 'sent') AS sent, count(*) FILTER (WHERE status = 'failed') AS failed FROM ins
+	SELECT count(*) FILTER (WHERE status = 'sent') AS sent, count(*) FILTER (WHERE status = 'failed') AS failed,
+		count(*) FILTER (WHERE status = 'held') AS held FROM ins
 )
 UPDATE notification_jobs j SET sent = j.sent + cnt.sent + CASE WHEN j.lease_owner = $5 THEN $7 ELSE 0 END,
-	failed = j.failed + cnt.failed,
+	failed = j.failed + cnt.failed, held = j.held + cnt.held,
 	settled_cursor = CASE WHEN j.lease_owner = $5 AND $8 > j.settled_cursor THEN $8 ELSE j.settled_cursor END,
 	lease_until = CASE WHEN j.lease_owner = $5 THEN ` + pgDBAt("$6") + ` ELSE j.lease_until END
 FROM cnt WHERE j.id = $4 RETURNING j.lease_owner`
@@ -558,9 +593,12 @@ func (db *DB) RecordDeliveries(ctx context.Context, id, owner string, rec notifi
 	// Dead tokens raise events, which need a transaction of the store's
 	// own: the one-statement path serves the outcomes without them.
 	if db.dialect == storage.Postgres && !anyInvalid(outcomes) {
-		ids, statuses := make([]string, len(outcomes)), make([]string, len(outcomes))
+		ids, statuses, dues := make([]string, len(outcomes)), make([]string, len(outcomes)), make([]*time.Time, len(outcomes))
 		for i, o := range outcomes {
 			ids[i], statuses[i] = o.DeviceID, o.Status
+			if !o.DueAt.IsZero() {
+				dues[i] = &o.DueAt
+			}
 		}
 		ctx, cancel := db.bound(ctx)
 		if cancel != nil {
@@ -578,7 +616,7 @@ func (db *DB) RecordDeliveries(ctx context.Context, id, owner string, rec notifi
 		var b pgx.Batch
 		b.Queue(`SET LOCAL synchronous_commit TO OFF`)
 		var holder *string
-		b.Queue(recordPostgres, ids, statuses, db.Now(), id, owner, db.dbUntilArg(until), rec.Sent, rec.Settled).
+		b.Queue(recordPostgres, ids, statuses, db.Now(), id, owner, db.dbUntilArg(until), rec.Sent, rec.Settled, dues).
 			QueryRow(func(r pgx.Row) error { return r.Scan(&holder) })
 		if err := db.health.note(translate(c.SendBatch(ctx, &b).Close())); err != nil {
 			return false, err
@@ -595,12 +633,16 @@ func (db *DB) RecordDeliveries(ctx context.Context, id, owner string, rec notifi
 				if i > 0 {
 					q = append(q, ", "...)
 				}
-				q = append(q, "(?, ?, ?, ?, ?)"...)
-				args = append(args, id, o.DeviceID, o.Status, owner, tx.now)
+				q = append(q, "(?, ?, ?, ?, ?, ?)"...)
+				var due any
+				if !o.DueAt.IsZero() {
+					due = o.DueAt.UTC()
+				}
+				args = append(args, id, o.DeviceID, o.Status, owner, tx.now, due)
 			}
 			args = append(args, owner)
-			rs, err := tx.q.query(ctx, `INSERT INTO notification_deliveries (job_id, device_id, status, claimed_by, updated_at) VALUES `+string(q)+`
-				ON CONFLICT (job_id, device_id) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at
+			rs, err := tx.q.query(ctx, `INSERT INTO notification_deliveries (job_id, device_id, status, claimed_by, updated_at, due_at) VALUES `+string(q)+`
+				ON CONFLICT (job_id, device_id) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at, due_at = excluded.due_at
 				WHERE notification_deliveries.status = 'claimed' AND notification_deliveries.claimed_by = ?
 				RETURNING status`, args...)
 			err = each(rs, err, func(r row) error {
@@ -623,13 +665,13 @@ func (db *DB) RecordDeliveries(ctx context.Context, id, owner string, rec notifi
 		}
 		// Counters, the settled cursor and the lease in one statement on
 		// the job row, last, so its lock is held only to the commit.
-		sent, failed, invalid := counted[notifications.DeliverySent], counted[notifications.DeliveryFailed], counted[notifications.DeliveryInvalid]
+		sent, failed, invalid, held := counted[notifications.DeliverySent], counted[notifications.DeliveryFailed], counted[notifications.DeliveryInvalid], counted[notifications.DeliveryHeld]
 		var holder *string
 		if err := tx.q.queryRow(ctx, `UPDATE notification_jobs SET sent = sent + ? + CASE WHEN lease_owner = ? THEN ? ELSE 0 END,
-			failed = failed + ?, invalid_tokens = invalid_tokens + ?,
+			failed = failed + ?, invalid_tokens = invalid_tokens + ?, held = held + ?,
 			settled_cursor = CASE WHEN lease_owner = ? AND ? > settled_cursor THEN ? ELSE settled_cursor END,
 			lease_until = CASE WHEN lease_owner = ? THEN `+db.dbAt()+` ELSE lease_until END WHERE id = ? RETURNING lease_owner`,
-			sent, owner, rec.Sent, failed, invalid, owner, rec.Settled, rec.Settled, owner, db.dbUntilArg(until), id).Scan(&holder); err != nil {
+			sent, owner, rec.Sent, failed, invalid, held, owner, rec.Settled, rec.Settled, owner, db.dbUntilArg(until), id).Scan(&holder); err != nil {
 			return err
 		}
 		kept = holder != nil && *holder == owner
@@ -660,14 +702,16 @@ func (db *DB) ResumeWalk(ctx context.Context, id, owner, after string, limit int
 		}
 		// The bounds are parameters, not the job's columns, so that they
 		// bound the index scan.
-		rs, err := tx.q.query(ctx, `SELECT devices.id, devices.platform, devices.push_token FROM devices, notification_jobs j
+		rs, err := tx.q.query(ctx, `SELECT devices.id, devices.platform, devices.push_token, `+scheduleOf("devices")+` FROM devices, notification_jobs j
 			WHERE j.id = ? AND `+recipients+` AND `+inAudience+` AND devices.id > ? AND devices.id <= ?
 				AND devices.created_at <= j.created_at AND devices.push_token IS NOT NULL
 				AND NOT EXISTS (SELECT 1 FROM notification_deliveries d WHERE d.job_id = j.id AND d.device_id = devices.id)
 			ORDER BY devices.id LIMIT ?`, id, from, cursor, limit)
 		c.Claims, err = collect(rs, err, func(r row) (notifications.Claim, error) {
 			var cl notifications.Claim
-			err := r.Scan(&cl.DeviceID, &cl.Platform, &cl.Token)
+			var sched *string
+			err := r.Scan(&cl.DeviceID, &cl.Platform, &cl.Token, &sched)
+			cl.Schedule = parseSchedule(sched)
 			return cl, err
 		})
 		if err != nil {
@@ -691,6 +735,96 @@ func anyInvalid(outcomes []notifications.Outcome) bool {
 		}
 	}
 	return false
+}
+
+// ReleaseHeld implements notifications.Store.
+func (db *DB) ReleaseHeld(ctx context.Context, id, owner, after string, now time.Time, limit int, until time.Time) (notifications.Claims, error) {
+	var c notifications.Claims
+	err := db.inTx(ctx, func(tx *Tx) error {
+		c = notifications.Claims{}
+		ok, err := pushJobs.holdsLease(ctx, tx, id, owner)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			c.Stop = true
+			return nil
+		}
+		// The status term lets both databases use the
+		// notification_deliveries_held partial index.
+		rs, err := tx.q.query(ctx, `SELECT d.device_id, devices.platform, devices.push_token, devices.active, devices.push_token_status,
+				devices.account_id IS NOT NULL AND EXISTS (SELECT 1 FROM accounts acct WHERE acct.id = devices.account_id AND acct.disabled_at IS NOT NULL),
+				devices.account_id IS NOT NULL AND `+optedOut+`, `+scheduleOf("devices")+`
+			FROM notification_deliveries d JOIN notification_jobs j ON j.id = d.job_id LEFT JOIN devices ON devices.id = d.device_id
+			WHERE d.job_id = ? AND d.status = 'held' AND d.due_at <= ? AND d.device_id > ?
+			ORDER BY d.device_id LIMIT ?`, id, now.UTC(), after, limit)
+		var take, skip, out []any
+		err = each(rs, err, func(r row) error {
+			var deviceID string
+			var platform, token, tokenStatus, sched *string
+			var active *bool
+			var disabled, optOut bool
+			if err := r.Scan(&deviceID, &platform, &token, &active, &tokenStatus, &disabled, &optOut, &sched); err != nil {
+				return err
+			}
+			c.Last = deviceID
+			switch {
+			case platform == nil || token == nil || active == nil || !*active || tokenStatus == nil || *tokenStatus != "valid" || disabled:
+				skip = append(skip, deviceID)
+			case optOut:
+				out = append(out, deviceID)
+			default:
+				c.Claims = append(c.Claims, notifications.Claim{DeviceID: deviceID, Platform: *platform, Token: *token, Schedule: parseSchedule(sched)})
+				take = append(take, deviceID)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, set := range []struct {
+			status string
+			ids    []any
+		}{{notifications.DeliveryClaimed, take}, {notifications.DeliverySkipped, skip}, {notifications.DeliveryOptedOut, out}} {
+			for part := range chunks(set.ids, 500) {
+				a := append([]any{set.status, owner, tx.now, id}, part...)
+				if _, err := tx.q.exec(ctx, `UPDATE notification_deliveries SET status = ?, claimed_by = ?, updated_at = ?, due_at = NULL
+					WHERE job_id = ? AND status = 'held' AND device_id IN (`+placeholders(len(part))+`)`, a...); err != nil {
+					return err
+				}
+			}
+		}
+		_, err = tx.q.exec(ctx, `UPDATE notification_jobs SET held = held - ?, opted_out = opted_out + ?, lease_until = `+db.dbAt()+` WHERE id = ?`,
+			len(take)+len(skip)+len(out), len(out), db.dbUntilArg(until), id)
+		return err
+	})
+	return c, err
+}
+
+// ParkBroadcast implements notifications.Store.
+func (db *DB) ParkBroadcast(ctx context.Context, id, owner string, newJob func(id string) river.JobArgs) (bool, error) {
+	var parked bool
+	err := db.inTx(ctx, func(tx *Tx) error {
+		parked = false
+		var due *time.Time
+		err := tx.q.queryRow(ctx, `SELECT due_at FROM notification_deliveries WHERE job_id = ? AND status = 'held' ORDER BY due_at LIMIT 1`, id).Scan(&due)
+		if errors.Is(err, storage.ErrNotFound) || (err == nil && due == nil) {
+			_, err := tx.q.exec(ctx, `UPDATE notification_jobs SET resume_at = NULL WHERE id = ? AND resume_at IS NOT NULL`, id)
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		parked = true
+		n, err := tx.q.exec(ctx, `UPDATE notification_jobs SET resume_at = ?, lease_owner = NULL, lease_until = NULL WHERE id = ? AND status = 'running' AND lease_owner = ?`,
+			due.UTC(), id, owner)
+		if err != nil || n == 0 {
+			return err // cancelled, or no longer owner's: nothing to schedule
+		}
+		_, err = tx.InsertJob(ctx, newJob(id), &river.InsertOpts{ScheduledAt: due.UTC()})
+		return err
+	})
+	return parked, err
 }
 
 // FinishBroadcast implements notifications.Store.

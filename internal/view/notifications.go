@@ -6,6 +6,7 @@ import (
 	"github.com/herald-vpn/herald/internal/fanout"
 	"github.com/herald-vpn/herald/internal/live"
 	"github.com/herald-vpn/herald/internal/notifications"
+	"github.com/herald-vpn/herald/internal/preferences"
 	"github.com/herald-vpn/herald/internal/webhooks"
 )
 
@@ -22,6 +23,12 @@ type NotificationJob struct {
 	InvalidTokens   int    `json:"invalidTokens"`
 	// Skipped counts the recipients not sent to, per reason.
 	Skipped SkipCounts `json:"skipped"`
+	// Held counts the devices waiting now for the end of their owner's
+	// quiet hours (0 once the job completes); each is counted again where
+	// its outcome lands.
+	Held int `json:"held"`
+	// Urgent: the job passes through quiet hours.
+	Urgent bool `json:"urgent"`
 	// Category is the notification category it is sent in.
 	Category string `json:"category"`
 	// Inbox: the job keeps inbox items; InboxItems counts those it wrote
@@ -33,8 +40,41 @@ type NotificationJob struct {
 	FinishedAt *time.Time `json:"finishedAt"`
 	// SendAt is when a scheduled job starts; nil for one queued at once.
 	SendAt *time.Time `json:"sendAt"`
+	// SendAtLocal is the wall-clock time the job is due at in each
+	// recipient's zone; nil for a job sent at once.
+	SendAtLocal *LocalTime `json:"sendAtLocal"`
 	// Error says why a failed job failed.
 	Error *string `json:"error"`
+}
+
+// LocalTime is a wall-clock time on a date, read in each recipient's
+// time zone: sendAtLocal, asked for and shown.
+type LocalTime struct {
+	Date string `json:"date"`
+	Time string `json:"time"`
+}
+
+// SendTime is the domain's input.
+func (l *LocalTime) SendTime() *notifications.LocalSendTime {
+	if l == nil {
+		return nil
+	}
+	return &notifications.LocalSendTime{Date: l.Date, Time: l.Time}
+}
+
+func newLocalTime(l *notifications.LocalTime) *LocalTime {
+	if l == nil {
+		return nil
+	}
+	return &LocalTime{Date: l.Date, Time: preferences.Clock(l.Minutes)}
+}
+
+func (l *LocalTime) local() *notifications.LocalTime {
+	if l == nil {
+		return nil
+	}
+	m, _ := preferences.ParseClock("time", l.Time)
+	return &notifications.LocalTime{Date: l.Date, Minutes: m}
 }
 
 // NewNotificationJob renders a job, without its content and data.
@@ -48,6 +88,8 @@ func NewNotificationJob(j notifications.Job) NotificationJob {
 		Failed:          j.Failed,
 		InvalidTokens:   j.InvalidTokens,
 		Skipped:         SkipCounts{OptedOut: j.OptedOut, Capped: j.Capped},
+		Held:            j.Held,
+		Urgent:          j.Urgent,
 		Category:        j.Category,
 		Inbox:           j.Inbox,
 		InboxItems:      j.InboxItems,
@@ -55,6 +97,7 @@ func NewNotificationJob(j notifications.Job) NotificationJob {
 		StartedAt:       optionalSeconds(j.StartedAt),
 		FinishedAt:      optionalSeconds(j.FinishedAt),
 		SendAt:          optionalSeconds(j.SendAt),
+		SendAtLocal:     newLocalTime(j.SendAtLocal),
 		Error:           nonEmpty(j.Error),
 	}
 }
@@ -63,7 +106,7 @@ func NewNotificationJob(j notifications.Job) NotificationJob {
 // does not carry).
 func (v NotificationJob) job() notifications.Job {
 	return notifications.Job{ID: v.ID, Status: v.Status, Subject: v.Subject, TotalRecipients: v.TotalRecipients, Sent: v.Sent, Failed: v.Failed,
-		InvalidTokens: v.InvalidTokens, OptedOut: v.Skipped.OptedOut, Capped: v.Skipped.Capped, Category: v.Category, Inbox: v.Inbox, InboxItems: v.InboxItems, CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, FinishedAt: v.FinishedAt, SendAt: v.SendAt, Error: deref(v.Error)}
+		InvalidTokens: v.InvalidTokens, OptedOut: v.Skipped.OptedOut, Capped: v.Skipped.Capped, Held: v.Held, Urgent: v.Urgent, Category: v.Category, Inbox: v.Inbox, InboxItems: v.InboxItems, CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, FinishedAt: v.FinishedAt, SendAt: v.SendAt, SendAtLocal: v.SendAtLocal.local(), Error: deref(v.Error)}
 }
 
 // NotificationJobWire writes a job's state into a live progress event, as

@@ -6,7 +6,7 @@
 import * as api from "../api.js";
 import { h, guard, field, fmtTime, pagedTable, badge, notice, showError, fieldError, clearFieldError, progressBar, toRFC3339 } from "../ui.js";
 
-const JOB = "id status subject category totalRecipients sent failed invalidTokens skipped { optedOut capped } createdAt startedAt sendAt finishedAt error";
+const JOB = "id status subject category totalRecipients sent failed invalidTokens skipped { optedOut capped } held createdAt startedAt sendAt finishedAt error";
 const FINAL = new Set(["completed", "failed", "cancelled"]);
 const CANCELLABLE = new Set(["queued", "scheduled", "running"]);
 const PLATFORMS = ["android", "ios", "web", "huawei"];
@@ -95,12 +95,14 @@ export async function render(main) {
   // broadcast names service unless another is chosen.
   const categoryIn = h("select", { name: "category" }, h("option", { value: "service" }, "service"));
   const sendAtIn = h("input", { type: "datetime-local", name: "sendAt" });
+  const urgentIn = h("input", { type: "checkbox", name: "urgent" });
   const submit = h("button", { type: "submit" }, "Send now");
   const form = h("form", { id: "compose", "aria-label": "Compose a broadcast" },
     field("Subject", subjectIn),
     field("Content", contentIn),
     field("Data (optional: a JSON object of strings, for the app)", dataIn),
     field("Category (a device whose owner turned it off on its channel, push or web push, is skipped)", categoryIn),
+    h("label", { class: "check-line" }, urgentIn, "Urgent (passes through quiet hours and caps; otherwise a device whose owner is in their quiet hours is held and sent when they end)"),
     h("fieldset", {}, h("legend", {}, "Audience (nothing ticked: everyone)"),
       h("div", { class: "checks", role: "group", "aria-label": "Platforms" }, h("span", { class: "group-name" }, "Platforms"), checkboxes("platforms", PLATFORMS)),
       h("div", { class: "checks", role: "group", "aria-label": "Plans" }, h("span", { class: "group-name" }, "Plans"), checkboxes("plans", PLANS)),
@@ -154,9 +156,9 @@ export async function render(main) {
     const notification = { subject: subjectIn.value, content: contentIn.value };
     if (parsed.data) notification.data = parsed.data;
     await guard(async () => {
-      const { sendNotificationToAll: r } = await api.gql(`mutation ($n: NotificationInput!, $a: AudienceInput, $at: Time, $category: String, $key: String) {
-        sendNotificationToAll(notification: $n, audience: $a, sendAt: $at, category: $category, idempotencyKey: $key) { status message totalRecipients jobId } }`,
-      { n: notification, a: audience, at: sendAt, category: categoryIn.value, key });
+      const { sendNotificationToAll: r } = await api.gql(`mutation ($n: NotificationInput!, $a: AudienceInput, $at: Time, $category: String, $urgent: Boolean, $key: String) {
+        sendNotificationToAll(notification: $n, audience: $a, sendAt: $at, category: $category, urgent: $urgent, idempotencyKey: $key) { status message totalRecipients jobId } }`,
+      { n: notification, a: audience, at: sendAt, category: categoryIn.value, urgent: urgentIn.checked, key });
       key = newKey();
       result.replaceChildren(notice(r.message));
       const { notificationJob } = await api.gql(`query ($id: ID!) { notificationJob(id: $id) { ${JOB} } }`, { id: r.jobId });
@@ -201,8 +203,11 @@ export async function render(main) {
     const capped = j.skipped?.capped ?? 0;
     const done = j.sent + j.failed + j.invalidTokens + optedOut + capped;
     v.bar.set(done, j.totalRecipients);
-    for (const [k, n] of [["sent", j.sent], ["failed", j.failed], ["invalid", j.invalidTokens], ["optedOut", optedOut], ["capped", capped], ["total", j.totalRecipients]]) v.counters.dataset[k] = n;
-    v.counters.textContent = `${j.sent} sent · ${j.failed} failed · ${j.invalidTokens} invalid · ${optedOut} opted out · ${capped} capped of ${j.totalRecipients}`;
+    // Devices held for their owners' quiet hours (or a time in their
+    // zone) are not done yet: the job sends them later.
+    const held = j.held ?? 0;
+    for (const [k, n] of [["sent", j.sent], ["failed", j.failed], ["invalid", j.invalidTokens], ["optedOut", optedOut], ["capped", capped], ["held", held], ["total", j.totalRecipients]]) v.counters.dataset[k] = n;
+    v.counters.textContent = `${j.sent} sent · ${j.failed} failed · ${j.invalidTokens} invalid · ${optedOut} opted out · ${capped} capped of ${j.totalRecipients}` + (held > 0 ? ` · ${held} held for quiet hours` : "");
     v.when.textContent = j.status === "scheduled" && j.sendAt ? `starts ${fmtTime(j.sendAt)}` : j.startedAt ? `started ${fmtTime(j.startedAt)}` : `created ${fmtTime(j.createdAt)}`;
     v.finished.textContent = j.finishedAt ? fmtTime(j.finishedAt) : "—";
     if (j.error) v.finished.textContent += ` (${j.error})`;

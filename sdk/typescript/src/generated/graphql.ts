@@ -353,6 +353,21 @@ export type InboxMark =
   | 'read'
   | 'seen';
 
+/** A wall-clock time on a date, read in each recipient's time zone. */
+export type LocalTime = {
+  __typename?: 'LocalTime';
+  /** YYYY-MM-DD. */
+  date: Scalars['String']['output'];
+  /** HH:MM. */
+  time: Scalars['String']['output'];
+};
+
+/** A wall-clock time on a date, read in each recipient's time zone: a date (YYYY-MM-DD) and a time (HH:MM); either malformed is VALIDATION_ERROR naming sendAtLocal.date or sendAtLocal.time, and one past in every zone or more than 30 days ahead names sendAtLocal. */
+export type LocalTimeInput = {
+  date: Scalars['String']['input'];
+  time: Scalars['String']['input'];
+};
+
 export type MessengerBotStatus = {
   __typename?: 'MessengerBotStatus';
   botName?: Maybe<Scalars['String']['output']>;
@@ -763,7 +778,13 @@ export type Mutation = {
    * skipped.capped. inbox: true also keeps it in the inbox of
    * every account the audience reaches (an active device in it) that allows
    * the category on the inbox channel: one item each, written once by the
-   * job when it starts.
+   * job when it starts. Unless urgent is true or the category is critical
+   * (security, billing), a device whose owner is inside their quiet hours
+   * when the job reaches it is held (counted in the job's held) and sent by
+   * the same job at the end of the owner's window. sendAtLocal ({date:
+   * "2026-12-24", time: "09:00"}, not with sendAt) sends it at that time in
+   * each recipient's time zone (UTC without one): one job, scheduled at the
+   * first zone's time, holding each device until its owner's.
    */
   sendNotificationToAll: BroadcastResult;
   /**
@@ -1599,6 +1620,8 @@ export type MutationSendNotificationToAllArgs = {
   inbox?: InputMaybe<Scalars['Boolean']['input']>;
   notification: NotificationInput;
   sendAt?: InputMaybe<Scalars['Time']['input']>;
+  sendAtLocal?: InputMaybe<LocalTimeInput>;
+  urgent?: InputMaybe<Scalars['Boolean']['input']>;
 };
 
 
@@ -1890,6 +1913,8 @@ export type NotificationJob = {
   error?: Maybe<Scalars['String']['output']>;
   failed: Scalars['Int']['output'];
   finishedAt?: Maybe<Scalars['Time']['output']>;
+  /** Devices waiting now for the end of their owner's quiet hours (0 once the job completes); each is counted again where its outcome lands. */
+  held: Scalars['Int']['output'];
   id: Scalars['ID']['output'];
   /** Whether it keeps inbox items (sendNotificationToAll's inbox). */
   inbox: Scalars['Boolean']['output'];
@@ -1898,6 +1923,8 @@ export type NotificationJob = {
   invalidTokens: Scalars['Int']['output'];
   /** When a scheduled job starts. */
   sendAt?: Maybe<Scalars['Time']['output']>;
+  /** The wall-clock time it is due at in each recipient's time zone (sendNotificationToAll's sendAtLocal). */
+  sendAtLocal?: Maybe<LocalTime>;
   sent: Scalars['Int']['output'];
   /** Recipients not sent to, per reason. */
   skipped: SkipCounts;
@@ -1906,6 +1933,8 @@ export type NotificationJob = {
   status: Scalars['String']['output'];
   subject: Scalars['String']['output'];
   totalRecipients: Scalars['Int']['output'];
+  /** Whether it passes through quiet hours (sendNotificationToAll's urgent). */
+  urgent: Scalars['Boolean']['output'];
 };
 
 export type NotificationJobConnection = {

@@ -4355,8 +4355,21 @@ export interface components {
              *     `VALIDATION_ERROR` with `field: sendAt`.
              */
             sendAt?: string | null;
+            /**
+             * @description Sends it at this wall-clock time in each recipient's time zone (UTC
+             *     for a user without one): one job, `scheduled` at the first zone's
+             *     time (UTC+14), that holds each device (counted in `held`) until its
+             *     owner's time and sends it then; an owner whose time has passed when
+             *     the job reaches them is sent at once. Not with `sendAt`. A malformed
+             *     date or time is `VALIDATION_ERROR` naming `sendAtLocal.date` or
+             *     `sendAtLocal.time`; one past in every zone, or more than 30 days
+             *     ahead, names `sendAtLocal`.
+             */
+            sendAtLocal?: components["schemas"]["LocalTime"] | null;
             /** @description The notification category: `security`, `billing`, `service` (the default), `product`, `messages` or one of `HERALD_NOTIFICATION_CATEGORIES`; another is `INVALID_INPUT` with `field: category`. A channel the user turned the category off on is skipped and counted in `skipped.optedOut`; `security` and `billing` cannot be turned off. A capped category (`product:3/day`) counts the broadcast once against each user it reaches; the devices of a user who already had the day's cap are skipped and counted in `skipped.capped`. */
             category?: string | null;
+            /** @description Passes through the recipients' quiet hours (and the category's cap). Otherwise, unless the category is `security` or `billing`, a device whose owner is inside their quiet hours when the job reaches it is held, counted in the job's `held`, and sent by the same job at the end of the owner's window (under the preferences of then). */
+            urgent?: boolean | null;
             /** @description Also keep the notification in the in-app inbox of every account the audience reaches (with an active device in it) that allows its category on the `inbox` channel: one item each, written once by the broadcast's job when it starts, on whichever replica works it. */
             inbox?: boolean | null;
         };
@@ -4376,8 +4389,21 @@ export interface components {
             totalRecipients: number;
             jobId: string;
         };
+        /** @description A wall-clock time on a date, read in each recipient's time zone. */
+        LocalTime: {
+            /** @description YYYY-MM-DD. */
+            date: string;
+            /** @description HH:MM. */
+            time: string;
+        };
         NotificationJob: {
+            /** @description The wall-clock time it is due at in each recipient's time zone (the request's `sendAtLocal`); null for a job sent at once. */
+            sendAtLocal: components["schemas"]["LocalTime"] | null;
             skipped: components["schemas"]["SkipCounts"];
+            /** @description Devices waiting now for the end of their owner's quiet hours (0 once the job completes); each is counted again where its outcome lands. A running job with held devices and none due waits without sending. */
+            held: number;
+            /** @description Whether it passes through quiet hours (the request's `urgent`). */
+            urgent: boolean;
             /** @description The notification category it is sent in. */
             category: string;
             /** @description Whether it keeps inbox items (the request's `inbox`). */
