@@ -41,7 +41,7 @@ func newQuietEnvStopped(t *testing.T, url string) *quietEnv {
 	t.Helper()
 	clk := testsupport.NewClock(quietNight)
 	e := newEnv(t, url, withConfig(func(c *notifications.Config) { c.Now = clk.Now }))
-	e.db.Now = clk.Now
+	e.db.UseTestClock(clk.Now)
 	q := &quietEnv{env: e, clk: clk}
 	ctx := context.Background()
 	night := preferences.QuietHours{Start: 22 * 60, End: 7 * 60}
@@ -217,7 +217,7 @@ func TestBroadcastAtLocalTime(t *testing.T) {
 	eachDB(t, func(t *testing.T, url string) {
 		clk := testsupport.NewClock(time.Date(2027, 3, 27, 12, 0, 0, 0, time.UTC))
 		e := newEnv(t, url, withConfig(func(c *notifications.Config) { c.Now = clk.Now }))
-		e.db.Now = clk.Now
+		e.db.UseTestClock(clk.Now)
 		ctx := context.Background()
 		zones := []string{"Asia/Tokyo", "Europe/Berlin", "America/New_York"}
 		for _, z := range zones {
