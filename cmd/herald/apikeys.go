@@ -9,7 +9,6 @@ import (
 
 	"github.com/herald-vpn/herald/internal/apikeys"
 	"github.com/herald-vpn/herald/internal/auth"
-	"github.com/herald-vpn/herald/internal/sqlstore"
 )
 
 // apiKeysUsage is the usage of `herald apikeys`.
@@ -50,11 +49,11 @@ func apiKeysCreate(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	keys, db, err := openKeys(ctx, env)
+	keys, done, err := openKeys(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer done()
 	k, key, err := keys.Create(ctx, auth.Principal{}, n)
 	if err != nil {
 		return describe(err)
@@ -92,11 +91,11 @@ func apiKeysList(ctx context.Context, env *environment, args []string) error {
 	if helped, err := parseFlags(env, fs, args); helped || err != nil {
 		return err
 	}
-	keys, db, err := openKeys(ctx, env)
+	keys, done, err := openKeys(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer done()
 	list, err := keys.List(ctx)
 	if err != nil {
 		return err
@@ -131,11 +130,11 @@ func apiKeysRevoke(ctx context.Context, env *environment, args []string) error {
 	if helped, err := parseFlags(env, fs, rest); helped || err != nil {
 		return err
 	}
-	keys, db, err := openKeys(ctx, env)
+	keys, closeKeys, err := openKeys(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer closeKeys()
 	k, err := keys.Revoke(ctx, id)
 	if err != nil {
 		return describe(err)
@@ -144,19 +143,16 @@ func apiKeysRevoke(ctx context.Context, env *environment, args []string) error {
 	return nil
 }
 
-// openKeys opens the store and the API key service over it; the caller
-// closes the store.
-func openKeys(ctx context.Context, env *environment) (*apikeys.Service, *sqlstore.DB, error) {
-	cfg, db, err := openStore(ctx, env)
+// openKeys opens the application (the store, migrated, and its job
+// queue) for the API key service; the caller runs done. A key made or
+// revoked here is an entry of the operators' log (actor cli) with its
+// security.api_key_* webhook, which the server delivers.
+func openKeys(ctx context.Context, env *environment) (keys *apikeys.Service, done func(), err error) {
+	a, err := openAppFromEnv(ctx, env)
 	if err != nil {
 		return nil, nil, err
 	}
-	keys, err := apikeys.NewService(ctx, db, apikeys.Config{DefaultRateLimit: cfg.RateLimitAPIKey})
-	if err != nil {
-		db.Close()
-		return nil, nil, err
-	}
-	return keys, db, nil
+	return a.APIKeys, func() { a.Close(context.Background()) }, nil
 }
 
 func orDash(t *time.Time) string {

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/herald-vpn/herald/internal/auth"
 	"github.com/herald-vpn/herald/internal/sqlstore/sqlstoretest"
 )
 
@@ -185,6 +187,93 @@ func TestAPIKeysE2E(t *testing.T) {
 		}
 		if !strings.Contains(logs, "API key created") {
 			t.Fatal("key creation is not logged at all; the secret check above proves nothing")
+		}
+	})
+}
+
+// The audit of API keys: one made or revoked at the command line is an
+// entry of the operators' log (no account, actor cli), read by admins on
+// both doors, with its security.api_key_* webhook (userId null); one made
+// by an admin user is in that user's log (actor user), not the
+// operators'. An API key cannot make or revoke keys (the admin scope,
+// which no key holds), so it leaves no entry.
+func TestAPIKeyAuditE2E(t *testing.T) {
+	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
+		rcv := newHookReceiver(t, nil)
+		h := startHerald(t, d, webhooksEnv(nil))
+		admin := newAdminToken(t, h, "ops@example.com")
+		hooks, _ := createKey(t, h, restDoor.name, admin, map[string]any{"name": "hooks", "scopes": []string{"webhooks:manage"}})
+		_, secret := createHook(t, h, hooks, rcv.srv.URL+"/keys", []string{"security.api_key_created", "security.api_key_revoked"})
+		every, everyID := createKey(t, h, restDoor.name, admin, map[string]any{"name": "every scope", "scopes": auth.KeyScopes})
+
+		operatorLog := func(dn string, opts ...reqOption) result {
+			t.Helper()
+			if dn == graphQLDoor.name {
+				return gql(t, h, "operatorSecurityLog", `query { operatorSecurityLog(first: 10) { nodes { id kind outcome actor detail } pageInfo { hasNextPage } } }`, nil, opts...)
+			}
+			status, env, hdr := h.rest(t, http.MethodGet, "/api/v1/admin/security-log?first=10", nil, opts...)
+			return envelopeResult(t, "operator security log", status, env, hdr)
+		}
+		entries := func(dn string) []string {
+			t.Helper()
+			r := operatorLog(dn, withBearer(admin))
+			expectOK(t, "the operators' log", r, http.StatusOK)
+			var out []string
+			for _, n := range asList(jsonPath(r.data, "nodes")) {
+				out = append(out, fmt.Sprint(jsonPath(n, "kind"), " ", jsonPath(n, "actor"), " ", jsonPath(n, "detail", "keyId")))
+			}
+			return out
+		}
+
+		// A key with every scope is refused, and leaves nothing.
+		status, env, hdr := h.rest(t, http.MethodPost, "/api/v1/api-keys", map[string]any{"name": "by a key", "scopes": []string{"accounts:read"}}, withHeader("X-API-Key", every))
+		expectError(t, "a key creating a key", envelopeResult(t, "create", status, env, hdr), http.StatusForbidden, "INSUFFICIENT_PERMISSIONS")
+		status, env, hdr = h.rest(t, http.MethodDelete, "/api/v1/api-keys/"+everyID, nil, withHeader("X-API-Key", every))
+		expectError(t, "a key revoking a key", envelopeResult(t, "revoke", status, env, hdr), http.StatusForbidden, "INSUFFICIENT_PERMISSIONS")
+		for _, dn := range doorNames {
+			if got := entries(dn); len(got) != 0 {
+				t.Fatalf("%s: the operators' log after the admin's keys and a key's refusals: %v", dn, got)
+			}
+			expectError(t, "the operators' log read with a key", operatorLog(dn, withHeader("X-API-Key", every)), http.StatusForbidden, "INSUFFICIENT_PERMISSIONS")
+		}
+		// The admin's own keys are in the admin's log.
+		adminID := jwtSub(t, admin)
+		made := sqlstoretest.RawColumn(t, h.Env["HERALD_DATABASE_URL"], `SELECT actor FROM security_events WHERE kind = 'api_key_created' AND account_id = '`+adminID+`'`)
+		if !slices.Equal(made, []string{"user", "user"}) {
+			t.Fatalf("the admin's api_key_created entries: %v", made)
+		}
+
+		// The command line: an entry of the operators' log each, actor cli.
+		out, stderr, err := runHerald(t, h.Env, "", "apikeys", "create", "--name", "cli", "--scopes", "accounts:read")
+		m := keyPattern.FindStringSubmatch(strings.TrimSpace(out))
+		if err != nil || m == nil {
+			t.Fatalf("apikeys create: %q %v\n%s", out, err, stderr)
+		}
+		if out, stderr, err := runHerald(t, h.Env, "", "apikeys", "revoke", m[1]); err != nil {
+			t.Fatalf("apikeys revoke: %v\n%s%s", err, out, stderr)
+		}
+		want := []string{"api_key_revoked cli " + m[1], "api_key_created cli " + m[1]}
+		for _, dn := range doorNames {
+			if got := entries(dn); !slices.Equal(got, want) {
+				t.Errorf("%s: the operators' log %v, want %v", dn, got, want)
+			}
+		}
+		if got := sqlstoretest.RawColumn(t, h.Env["HERALD_DATABASE_URL"], `SELECT actor FROM security_events WHERE actor = 'cli' AND account_id IS NOT NULL`); len(got) != 0 {
+			t.Errorf("a command line entry in an account's log: %v", got)
+		}
+		for _, typ := range []string{"security.api_key_created", "security.api_key_revoked"} {
+			ds := rcv.waitFor(t, "/keys", func(ds []hookDelivery) bool {
+				return slices.ContainsFunc(ofType(ds, typ), func(dl hookDelivery) bool { return strings.Contains(string(dl.body), `"cli"`) })
+			}, typ+" of the command line")
+			for _, dl := range ofType(ds, typ) {
+				data := verifyHook(t, secret, dl)["data"].(map[string]any)
+				if data["actor"] != "cli" {
+					continue
+				}
+				if v, ok := data["userId"]; !ok || v != nil || jsonPath(data, "detail", "keyId") != m[1] {
+					t.Errorf("%s of the command line: %v, want userId null and keyId %s", typ, data, m[1])
+				}
+			}
 		}
 	})
 }

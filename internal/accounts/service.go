@@ -486,11 +486,24 @@ func (s *Service) SecurityEvents(ctx context.Context, accountID string, first in
 		return nil, false, err
 	}
 	page, more, err := s.seclog.Events(ctx, accountID, first, after)
+	return page, more, logPageError(err, first, after)
+}
+
+// OperatorSecurityEvents reads a page of the operators' log: the entries
+// of no account (an API key made or revoked at the command line), as
+// SecurityEvents.
+func (s *Service) OperatorSecurityEvents(ctx context.Context, first int, after string) ([]securitylog.Event, bool, error) {
+	page, more, err := s.seclog.OperatorEvents(ctx, first, after)
+	return page, more, logPageError(err, first, after)
+}
+
+// logPageError is the catalogue's error of a log page asked for badly.
+func logPageError(err error, first int, after string) error {
 	switch {
 	case errors.Is(err, securitylog.ErrBadPage):
-		return nil, false, apperr.Invalid("first", fmt.Sprintf("between 1 and %d", securitylog.MaxPage), strconv.Itoa(first))
+		return apperr.Invalid("first", fmt.Sprintf("between 1 and %d", securitylog.MaxPage), strconv.Itoa(first))
 	case errors.Is(err, securitylog.ErrBadCursor):
-		return nil, false, apperr.Invalid("after", "the endCursor of a page before", after)
+		return apperr.Invalid("after", "the endCursor of a page before", after)
 	}
-	return page, more, err
+	return err
 }

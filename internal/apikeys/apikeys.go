@@ -221,19 +221,27 @@ func (s *Service) hash(secret string) []byte {
 // serving).
 func (s *Service) SetStepUp(c auth.StepUp) { s.stepUp = c }
 
-// SetSecurityLog records each key's creation and revocation in the
-// security log of the admin user who made it (set once, before serving).
+// SetSecurityLog records each key's creation and revocation: in the
+// security log of the admin user who did it, or in the operators' log for
+// the command line (set once, before serving).
 func (s *Service) SetSecurityLog(l *securitylog.Log) { s.seclog = l }
 
-// record writes kind to the log of the user calling (none for another key
-// or the command line); the key's row is already written, so a failure
-// is logged, not returned.
+// record writes kind to the log of the admin user calling (actor user),
+// or, for the command line (no caller: the host's operator), to the
+// operators' log (no account, actor cli). An API key never gets here:
+// managing keys needs the admin scope, which no key holds. The key's row
+// is already written, so a failure is logged, not returned.
 func (s *Service) record(ctx context.Context, kind securitylog.Kind, keyID string) {
-	by := auth.Caller(ctx)
-	if by.Kind != auth.User || by.AccountID == "" {
+	e := securitylog.Event{Kind: kind, Outcome: securitylog.OK, Detail: map[string]string{"keyId": keyID}}
+	switch by := auth.Caller(ctx); {
+	case by.Kind == auth.User && by.AccountID != "":
+		e.AccountID = by.AccountID
+	case by.Kind == auth.Anonymous:
+		e.Actor = securitylog.ActorCLI
+	default:
+		s.logger.WarnContext(ctx, "security log entry not written: an unexpected caller", "kind", kind, "key_id", keyID)
 		return
 	}
-	e := securitylog.Event{AccountID: by.AccountID, Kind: kind, Outcome: securitylog.OK, Detail: map[string]string{"keyId": keyID}}
 	if err := s.seclog.Record(context.WithoutCancel(ctx), e); err != nil {
 		s.logger.WarnContext(ctx, "security log entry not written", "kind", kind, "key_id", keyID, "err", err)
 	}

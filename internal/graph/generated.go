@@ -514,6 +514,7 @@ type ComplexityRoot struct {
 		NotificationCategories      func(childComplexity int) int
 		NotificationJob             func(childComplexity int, id string) int
 		NotificationJobs            func(childComplexity int, first *int, after *string) int
+		OperatorSecurityLog         func(childComplexity int, first *int, after *string) int
 		User                        func(childComplexity int, id *string, email *string) int
 		UserIdentities              func(childComplexity int, userID string) int
 		UserInbox                   func(childComplexity int, userID string, first *int, after *string, archived *bool, unreadOnly *bool) int
@@ -842,6 +843,7 @@ type QueryResolver interface {
 	UserIdentities(ctx context.Context, userID string) ([]view.Identity, error)
 	MySecurityLog(ctx context.Context, first *int, after *string) (*SecurityEventConnection, error)
 	UserSecurityLog(ctx context.Context, userID string, first *int, after *string) (*SecurityEventConnection, error)
+	OperatorSecurityLog(ctx context.Context, first *int, after *string) (*SecurityEventConnection, error)
 	MyNotificationPreferences(ctx context.Context) (*view.NotificationPreferences, error)
 	UserNotificationPreferences(ctx context.Context, userID string) (*view.NotificationPreferences, error)
 	NotificationCategories(ctx context.Context) ([]view.NotificationCategory, error)
@@ -3237,6 +3239,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.NotificationJobs(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "Query.operatorSecurityLog":
+		if e.ComplexityRoot.Query.OperatorSecurityLog == nil {
+			break
+		}
+
+		args, err := ec.field_Query_operatorSecurityLog_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.OperatorSecurityLog(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Query.user":
 		if e.ComplexityRoot.Query.User == nil {
 			break
@@ -7227,6 +7240,28 @@ func (ec *executionContext) field_Query_notificationJob_args(ctx context.Context
 }
 
 func (ec *executionContext) field_Query_notificationJobs_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_operatorSecurityLog_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
@@ -18831,6 +18866,68 @@ func (ec *executionContext) fieldContext_Query_userSecurityLog(ctx context.Conte
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_operatorSecurityLog(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_operatorSecurityLog(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().OperatorSecurityLog(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
+			directive0 := next
+
+			directive1 := func(ctx context.Context) (any, error) {
+				scope, err := ec.unmarshalOString2ᚖstring(ctx, "admin")
+				if err != nil {
+					var zeroVal *SecurityEventConnection
+					return zeroVal, err
+				}
+				if ec.Directives.Auth == nil {
+					var zeroVal *SecurityEventConnection
+					return zeroVal, errors.New("directive auth is not implemented")
+				}
+				return ec.Directives.Auth(ctx, nil, directive0, scope)
+			}
+
+			next = directive1
+			return next
+		},
+		func(ctx context.Context, selections ast.SelectionSet, v *SecurityEventConnection) graphql.Marshaler {
+			return ec.marshalNSecurityEventConnection2ᚖgithubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋgraphᚐSecurityEventConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_operatorSecurityLog(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_SecurityEventConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_operatorSecurityLog_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_myNotificationPreferences(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -27957,6 +28054,28 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 					}
 				}()
 				res = ec._Query_userSecurityLog(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "operatorSecurityLog":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_operatorSecurityLog(ctx, field)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}

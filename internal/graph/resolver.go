@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"github.com/herald-vpn/herald/internal/securitylog"
 	"strconv"
 	"time"
 
@@ -105,11 +106,17 @@ func audienceInput(a *AudienceInput) audience.Audience {
 }
 
 // securityLog is a page of an account's security log.
-func (r *queryResolver) securityLog(ctx context.Context, accountID string, first *int, after *string) (*SecurityEventConnection, error) {
+func (r *queryResolver) securityLog(ctx context.Context, accountID string, operators bool, first *int, after *string) (*SecurityEventConnection, error) {
 	if first != nil && *first < 1 {
 		return nil, apperr.Invalid("first", "between 1 and 100", strconv.Itoa(*first))
 	}
-	page, more, err := r.Accounts.SecurityEvents(ctx, accountID, deref(first), deref(after))
+	read := r.Accounts.SecurityEvents
+	if operators { // the operators' log (operatorSecurityLog)
+		read = func(ctx context.Context, _ string, first int, after string) ([]securitylog.Event, bool, error) {
+			return r.Accounts.OperatorSecurityEvents(ctx, first, after)
+		}
+	}
+	page, more, err := read(ctx, accountID, deref(first), deref(after))
 	if err != nil {
 		return nil, err
 	}

@@ -75,6 +75,7 @@ var pageSizes = map[string]PageSize{
 	"Query.myInbox":              {inbox.DefaultPageSize, inbox.MaxPageSize},
 	"Query.userInbox":            {inbox.DefaultPageSize, inbox.MaxPageSize},
 	"Query.userSecurityLog":      {securitylog.DefaultPage, securitylog.MaxPage},
+	"Query.operatorSecurityLog":  {securitylog.DefaultPage, securitylog.MaxPage},
 	"Query.bans":                 {limits.DefaultBansPage, limits.MaxBansPage},
 }
 

@@ -1002,12 +1002,17 @@ func (r *queryResolver) UserIdentities(ctx context.Context, userID string) ([]vi
 
 // MySecurityLog is the resolver for the mySecurityLog field.
 func (r *queryResolver) MySecurityLog(ctx context.Context, first *int, after *string) (*SecurityEventConnection, error) {
-	return r.securityLog(ctx, auth.Caller(ctx).AccountID, first, after)
+	return r.securityLog(ctx, auth.Caller(ctx).AccountID, false, first, after)
 }
 
 // UserSecurityLog is the resolver for the userSecurityLog field.
 func (r *queryResolver) UserSecurityLog(ctx context.Context, userID string, first *int, after *string) (*SecurityEventConnection, error) {
-	return r.securityLog(ctx, userID, first, after)
+	return r.securityLog(ctx, userID, false, first, after)
+}
+
+// OperatorSecurityLog is the resolver for the operatorSecurityLog field.
+func (r *queryResolver) OperatorSecurityLog(ctx context.Context, first *int, after *string) (*SecurityEventConnection, error) {
+	return r.securityLog(ctx, "", true, first, after)
 }
 
 // MyNotificationPreferences is the resolver for the myNotificationPreferences field.

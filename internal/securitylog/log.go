@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -64,7 +65,7 @@ func (l *Log) Record(ctx context.Context, e Event) error {
 	if l == nil {
 		return nil
 	}
-	if e.AccountID == "" {
+	if e.AccountID == "" && !slices.Contains(OperatorKinds, e.Kind) {
 		return fmt.Errorf("securitylog: an event of no account")
 	}
 	if e.Actor == "" {
@@ -147,9 +148,22 @@ var ErrBadCursor = errors.New("securitylog: malformed cursor")
 // (0: DefaultPage) older than the entry whose id is after ("" for the
 // newest), and whether more follow.
 func (l *Log) Events(ctx context.Context, accountID string, first int, after string) (page []Event, more bool, err error) {
+	if l == nil || accountID == "" { // "" is no account's: the operators' log is OperatorEvents
+		return nil, false, nil
+	}
+	return l.events(ctx, accountID, first, after)
+}
+
+// OperatorEvents reads a page of the operators' log (the entries of no
+// account: API keys made or revoked at the command line), as Events.
+func (l *Log) OperatorEvents(ctx context.Context, first int, after string) (page []Event, more bool, err error) {
 	if l == nil {
 		return nil, false, nil
 	}
+	return l.events(ctx, "", first, after)
+}
+
+func (l *Log) events(ctx context.Context, accountID string, first int, after string) (page []Event, more bool, err error) {
 	if first == 0 {
 		first = DefaultPage
 	}
@@ -187,7 +201,7 @@ type Payload struct {
 	Kind      Kind              `json:"-"`
 	Outcome   Outcome           `json:"outcome"`
 	UserAgent string            `json:"userAgent"`
-	UserID    string            `json:"userId"`
+	UserID    *string           `json:"userId"` // null for the operators' log
 }
 
 // EventType is security.<kind>.
@@ -199,7 +213,11 @@ func PayloadOf(e Event) Payload {
 	if d == nil {
 		d = map[string]string{}
 	}
-	return Payload{Actor: e.Actor, Detail: d, EventID: e.ID, IP: e.IP, Kind: e.Kind, Outcome: e.Outcome, UserAgent: e.UserAgent, UserID: e.AccountID}
+	p := Payload{Actor: e.Actor, Detail: d, EventID: e.ID, IP: e.IP, Kind: e.Kind, Outcome: e.Outcome, UserAgent: e.UserAgent}
+	if e.AccountID != "" {
+		p.UserID = &e.AccountID
+	}
+	return p
 }
 
 // NewDeviceAlertArgs is the job that tells an account's owner, by email,

@@ -93,7 +93,7 @@ type Event struct {
 	AccountID string
 	Kind      Kind
 	Outcome   Outcome
-	Actor     string // "user", "system" or "admin:<id>"
+	Actor     string // "user", "system", "cli" or "admin:<id>"
 	IP        string
 	UserAgent string
 	At        time.Time
@@ -107,19 +107,25 @@ var (
 	ErrBigDetail  = errors.New("securitylog: detail too large")
 )
 
-// Actor names. AdminActor makes "admin:<id>".
+// Actor names. AdminActor makes "admin:<id>". ActorCLI is the host's
+// operator at the herald command line (no account, no key).
 const (
 	ActorUser   = "user"
 	ActorSystem = "system"
+	ActorCLI    = "cli"
 )
+
+// OperatorKinds are the kinds an entry of no account may have: the
+// operators' log (an API key made or revoked at the command line).
+var OperatorKinds = []Kind{APIKeyCreated, APIKeyRevoked}
 
 func AdminActor(id string) string { return "admin:" + id }
 
-// ParseActor splits an actor into its kind ("user", "system", "admin")
-// and, for an admin, the operator's id.
+// ParseActor splits an actor into its kind ("user", "system", "cli",
+// "admin") and, for an admin, the operator's id.
 func ParseActor(s string) (kind, id string, err error) {
 	switch s {
-	case ActorUser, ActorSystem:
+	case ActorUser, ActorSystem, ActorCLI:
 		return s, "", nil
 	}
 	rest, ok := strings.CutPrefix(s, "admin:")

@@ -203,6 +203,7 @@ func restRoutes(h *rest.Handlers) []route {
 		// The security log (issue 25).
 		{"GET", "/api/v1/users/me/security-log", auth.Protected, h.MySecurityLog()},
 		{"GET", "/api/v1/admin/users/{id}/security-log", auth.Scoped(auth.ScopeAccountsRead), h.UserSecurityLog()},
+		{"GET", "/api/v1/admin/security-log", auth.Admin, h.OperatorSecurityLog()},
 		{"GET", "/api/v1/users/me/notification-preferences", auth.Protected, h.MyPreferences()},
 		// The in-app inbox (issue 26): the caller's own.
 		{"GET", "/api/v1/users/me/inbox", auth.Protected, h.MyInbox()},

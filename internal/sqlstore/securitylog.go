@@ -8,7 +8,8 @@ import (
 	"github.com/herald-vpn/herald/internal/securitylog"
 )
 
-// RecordSecurityEvent writes e to the account's security log, in the
+// RecordSecurityEvent writes e to the account's security log (the
+// operators' log, account_id NULL, when e.AccountID is ""), in the
 // transaction ctx carries when there is one (so the entry commits or
 // rolls back with the change it records), in its own otherwise (a failed
 // login). e is normalized first; its device key is kept for the
@@ -30,16 +31,20 @@ func (db *DB) RecordSecurityEvent(ctx context.Context, e securitylog.Event) erro
 			at = tx.now
 		}
 		_, err := tx.q.exec(ctx, `INSERT INTO security_events (id, account_id, kind, outcome, actor, ip, user_agent, device_key, detail, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			e.ID, e.AccountID, string(e.Kind), string(e.Outcome), e.Actor, e.IP, e.UserAgent, securitylog.DeviceKey(e.UserAgent, e.IP), string(detail), at)
+			e.ID, nullable(e.AccountID), string(e.Kind), string(e.Outcome), e.Actor, e.IP, e.UserAgent, securitylog.DeviceKey(e.UserAgent, e.IP), string(detail), at)
 		return err
 	})
 }
 
-// SecurityEvents lists an account's security log, newest first: at most
+// SecurityEvents lists an account's security log (the operators' log,
+// the entries of no account, when accountID is ""), newest first: at most
 // limit entries with ids below beforeID ("" for the newest).
 func (db *DB) SecurityEvents(ctx context.Context, accountID, beforeID string, limit int) ([]securitylog.Event, error) {
-	q := `SELECT id, account_id, kind, outcome, actor, ip, user_agent, detail, created_at FROM security_events WHERE account_id = ?`
+	q := `SELECT id, COALESCE(account_id, ''), kind, outcome, actor, ip, user_agent, detail, created_at FROM security_events WHERE account_id = ?`
 	args := []any{accountID}
+	if accountID == "" {
+		q, args = `SELECT id, '', kind, outcome, actor, ip, user_agent, detail, created_at FROM security_events WHERE account_id IS NULL`, nil
+	}
 	if beforeID != "" {
 		q += ` AND id < ?`
 		args = append(args, beforeID)

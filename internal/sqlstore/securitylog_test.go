@@ -3,6 +3,7 @@ package sqlstore_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ func TestSecurityLogConformance(t *testing.T) {
 		{"RecordListPage", testSecurityLogList},
 		{"RolledBackWithItsChange", testSecurityLogRollback},
 		{"RetentionAndDeletion", testSecurityLogRetention},
+		{"OperatorsLogHasNoAccount", testOperatorSecurityLog},
 	}, mustOpen)
 }
 
@@ -107,5 +109,42 @@ func testSecurityLogRetention(t *testing.T, db *sqlstore.DB, clk *testsupport.Cl
 	}
 	if page, err := db.SecurityEvents(ctx, "a1", "", 10); err != nil || len(page) != 0 {
 		t.Fatalf("after deletion: %+v, %v", page, err)
+	}
+}
+
+// The operators' log: entries of no account (an API key made at the
+// command line) are listed by SecurityEvents(""), never in an account's
+// log, and stay when an account is deleted.
+func testOperatorSecurityLog(t *testing.T, db *sqlstore.DB, _ *testsupport.Clock) {
+	ctx := context.Background()
+	mustAccount(t, db, "a1")
+	cli := func(id string, k securitylog.Kind) securitylog.Event {
+		return securitylog.Event{ID: id, Kind: k, Outcome: securitylog.OK, Actor: securitylog.ActorCLI, Detail: map[string]string{"keyId": "k_" + id}}
+	}
+	for _, e := range []securitylog.Event{cli("sec_1", securitylog.APIKeyCreated), secEvent("sec_2", "a1", securitylog.APIKeyCreated, "", ""), cli("sec_3", securitylog.APIKeyRevoked)} {
+		if err := db.RecordSecurityEvent(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func(evs []securitylog.Event) (out []string) {
+		for _, e := range evs {
+			out = append(out, e.ID+"/"+e.AccountID+"/"+e.Actor+"/"+e.Detail["keyId"])
+		}
+		return out
+	}
+	if page, err := db.SecurityEvents(ctx, "", "", 10); err != nil || !slices.Equal(ids(page), []string{"sec_3//cli/k_sec_3", "sec_1//cli/k_sec_1"}) {
+		t.Fatalf("the operators' log = %v, %v", ids(page), err)
+	}
+	if page, err := db.SecurityEvents(ctx, "", "sec_3", 10); err != nil || !slices.Equal(ids(page), []string{"sec_1//cli/k_sec_1"}) {
+		t.Fatalf("the operators' log after sec_3 = %v, %v", ids(page), err)
+	}
+	if page, err := db.SecurityEvents(ctx, "a1", "", 10); err != nil || !slices.Equal(ids(page), []string{"sec_2/a1/user/"}) {
+		t.Fatalf("a1's log = %v, %v", ids(page), err)
+	}
+	if err := accounts.DeleteAccount(ctx, db, "a1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if page, err := db.SecurityEvents(ctx, "", "", 10); err != nil || len(page) != 2 {
+		t.Fatalf("the operators' log after an account's deletion = %v, %v", ids(page), err)
 	}
 }

@@ -9,8 +9,9 @@ import (
 // SecurityEvent is one entry of an account's security log (GraphQL
 // SecurityEvent).
 type SecurityEvent struct {
-	// Actor is who did it: user (the account's owner), system, or
-	// admin:<id> (an operator's account id or API key id).
+	// Actor is who did it: user (the account's owner), system,
+	// admin:<id> (an operator's account id or API key id), or cli (the
+	// herald command line, in the operators' log).
 	Actor  string            `json:"actor"`
 	At     time.Time         `json:"at"`
 	Detail map[string]string `json:"detail"`

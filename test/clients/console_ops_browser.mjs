@@ -17,8 +17,8 @@ const env = (k) => {
   assert.ok(process.env[k], `${k} not set`);
   return process.env[k];
 };
-const [email, password, chatId, chats, missingChat, control, hookURL, shots] =
-  ["EMAIL", "PASSWORD", "CHAT_ID", "CHATS", "MISSING_CHAT", "CONTROL_URL", "HOOK_URL", "SHOTS"].map(env);
+const [email, password, chatId, chats, missingChat, control, hookURL, shots, cliKeyID] =
+  ["EMAIL", "PASSWORD", "CHAT_ID", "CHATS", "MISSING_CHAT", "CONTROL_URL", "HOOK_URL", "SHOTS", "CLI_KEY_ID"].map(env);
 
 const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
 // As in cors_browser.mjs: no background networking (no outside network).
@@ -230,6 +230,14 @@ async function sanitizer(context) {
 
 async function apiKeys(page) {
   await open(page, "#/apikeys", "API keys");
+  // The operators' log: the key made and revoked at the command line.
+  const opLog = page.locator("#operator-log tbody tr", { hasText: cliKeyID });
+  await opLog.filter({ hasText: "api_key_revoked" }).waitFor();
+  assert.equal(await opLog.count(), 2, "the command line key's entries in the operators' log");
+  for (const kind of ["api_key_created", "api_key_revoked"]) {
+    assert.match(await opLog.filter({ hasText: kind }).innerText(), /\bcli\b/, `${kind} by cli`);
+  }
+  console.log(`ok: the operators' log shows ${cliKeyID} made and revoked at the command line (actor cli)`);
   await page.getByLabel("Name", { exact: true }).fill("ops-test");
   await page.getByRole("button", { name: "Create key" }).click();
   const noScope = await shownError(page);

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -164,7 +165,15 @@ func TestConsoleOps(t *testing.T) {
 		shots = abs
 	}
 	control := controlServer(t, fake, hooks)
+	// A key made and revoked at the command line: the API keys page lists
+	// both in the operators' log.
+	made := regexp.MustCompile(`hk_([0-9a-f]{16})_`).FindStringSubmatch(s.cli(t, "", "apikeys", "create", "--name", "cli-made", "--scopes", "accounts:read"))
+	if made == nil {
+		t.Fatal("apikeys create printed no key")
+	}
+	s.cli(t, "", "apikeys", "revoke", made[1])
 	out := runNode(t, s, "console_ops_browser.mjs", map[string]string{
+		"CLI_KEY_ID":   made[1],
 		"CHROMIUM":     chromiumPath,
 		"EMAIL":        email,
 		"PASSWORD":     password,
@@ -217,7 +226,7 @@ func TestConsoleOps(t *testing.T) {
 		t.Errorf("webhook endpoints after the console deleted its one: %v", eps)
 	}
 	keys, _ := testsupport.JSONPath(body, "data", "apiKeys").([]any)
-	if len(keys) != 1 || testsupport.JSONPath(keys[0], "revokedAt") == nil {
-		t.Errorf("API keys after the console created and revoked one: %v", keys)
+	if len(keys) != 2 || testsupport.JSONPath(keys[0], "name") != "ops-test" || testsupport.JSONPath(keys[0], "revokedAt") == nil {
+		t.Errorf("API keys after the console created and revoked one (beside the command line's, revoked): %v", keys)
 	}
 }

@@ -1,7 +1,9 @@
 // API keys: other services' credentials. A key's secret is in the create
-// answer only; the list never shows one.
+// answer only; the list never shows one. Below them, the operators' log:
+// keys made or revoked at the herald command line (an admin user's are in
+// their own security log).
 import { gql } from "../api.js";
-import { h, badge, guard, field, fmtTime, notice, toRFC3339 } from "../ui.js";
+import { h, badge, guard, field, fmtTime, notice, toRFC3339, pagedTable } from "../ui.js";
 import { checkboxes, confirmButton, secretBox, statusArea } from "../ops.js";
 
 // The scopes a key can hold (never admin: only admin users hold it).
@@ -68,6 +70,22 @@ export async function render(main) {
     }, create);
   });
 
+  const OPERATOR_LOG = `query ($first: Int, $after: String) {
+    operatorSecurityLog(first: $first, after: $after) { nodes { id kind outcome actor detail at } pageInfo { endCursor hasNextPage } } }`;
+  const operatorLog = pagedTable([
+    ["When", (e) => fmtTime(e.at)],
+    ["What", (e) => e.kind],
+    ["Key", (e) => h("code", {}, e.detail?.keyId ?? "")],
+    ["By", (e) => e.actor],
+  ], async (after) => {
+    const { operatorSecurityLog: p } = await gql(OPERATOR_LOG, { first: 50, after });
+    return { items: p.nodes, pageInfo: p.pageInfo };
+  }, { empty: "No key made or revoked at the command line." });
+  operatorLog.id = "operator-log";
+
   await load();
-  main.append(h("h1", {}, "API keys"), status, secretSlot, list, h("h2", {}, "New key"), form);
+  main.append(h("h1", {}, "API keys"), status, secretSlot, list, h("h2", {}, "New key"), form,
+    h("h2", {}, "Made or revoked at the command line"),
+    h("p", { class: "muted" }, "The operators' log: keys made or revoked with herald apikeys (actor cli). A key an admin user made or revoked is in that user's security log."),
+    operatorLog);
 }

@@ -2109,6 +2109,12 @@ export type Query = {
   notificationJob: NotificationJob;
   /** Broadcast jobs, newest first. */
   notificationJobs: NotificationJobConnection;
+  /**
+   * The operators' log, newest first: the entries of no account, an API key
+   * created or revoked at the herald command line (actor cli). Keys created
+   * or revoked by an admin user are in that user's log (actor user).
+   */
+  operatorSecurityLog: SecurityEventConnection;
   /** One account, by id or by email: exactly one of the two. */
   user: UserRecord;
   /** A user's provider identities, oldest first (USER_NOT_FOUND for an unknown user). */
@@ -2213,6 +2219,12 @@ export type QueryNotificationJobArgs = {
 
 
 export type QueryNotificationJobsArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
+export type QueryOperatorSecurityLogArgs = {
   after?: InputMaybe<Scalars['String']['input']>;
   first?: InputMaybe<Scalars['Int']['input']>;
 };
@@ -2343,7 +2355,7 @@ export type RegisterDeviceInput = {
 /** One entry of an account's security log. */
 export type SecurityEvent = {
   __typename?: 'SecurityEvent';
-  /** user (the account's owner), system, or admin:<id> (an operator's account id or API key id). */
+  /** user (the account's owner), system, admin:<id> (an operator's account id or API key id), or cli (the herald command line, in the operators' log). */
   actor: Scalars['String']['output'];
   at: Scalars['Time']['output'];
   /** A small map of strings: method, sessionId, reason, action… */

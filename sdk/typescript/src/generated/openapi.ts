@@ -2606,6 +2606,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/admin/security-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The operators' security log
+         * @description The security events of no account, newest first: an API key created
+         *     or revoked at the `herald` command line (actor `cli`, `detail.keyId`).
+         *     A key created or revoked by an admin user is in that user's log
+         *     (actor `user`); an API key cannot create or revoke keys. Admin users
+         *     only.
+         */
+        get: operations["operatorSecurityLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/admin/users/{id}/security-log": {
         parameters: {
             query?: never;
@@ -3741,7 +3765,7 @@ export interface components {
             kind: string;
             /** @enum {string} */
             outcome: "ok" | "failed" | "refused";
-            /** @description user (the owner), system, or admin:<id> (an operator account id or API key id). */
+            /** @description user (the owner), system, admin:<id> (an operator account id or API key id), or cli (the herald command line, in the operators' log). */
             actor: string;
             ip: string;
             userAgent: string;
@@ -12130,6 +12154,43 @@ export interface operations {
                     } & components["schemas"]["ErrorEnvelope"];
                 };
             };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    operatorSecurityLog: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100; default 20. */
+                first?: number;
+                /** @description The `endCursor` of the previous page. */
+                after?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the log. */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["X-Request-ID"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data?: components["schemas"]["SecurityEventPage"];
+                    } & components["schemas"]["SuccessEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
