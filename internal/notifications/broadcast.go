@@ -118,7 +118,13 @@ func (c pushChannel) Send(ctx context.Context, j Job, owner string) error {
 	r := &run{s: s, id: j.ID, owner: owner, n: Notification{Subject: j.Subject, Content: j.Content, Data: j.Data, Options: j.Options}.push(), sliceEnd: s.cfg.Now().Add(s.cfg.Slice)}
 	r.n.CollapseKey = j.ID // a resend after a crash replaces, not repeats, on the device
 	r.n = r.n.Prepared()   // encoded once for every device, not at each send
-	err := r.all(ctx)
+	var err error
+	if j.Pushes() {
+		err = r.all(ctx)
+	}
+	if err == nil && j.Emails() {
+		err = r.emailWalk(ctx, j.Subject, j.Content, j.Category)
+	}
 	if fatal, ok := errors.AsType[*fatalError](err); ok {
 		s.cfg.Logger.ErrorContext(ctx, "BROADCAST FAILED: the push provider refused the request; check the FCM/APNs credentials and settings", "job_id", j.ID, "err", fatal.err)
 		return &fanout.Failure{Msg: "push provider refused the request: " + fatal.err.Error()}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -300,6 +301,13 @@ type BroadcastOptions struct {
 	// allows the category on the inbox channel: written by the job when
 	// it starts, once (Job.InboxItems counts them).
 	Inbox bool
+	// Channels are the broadcast's channels, the values of the user
+	// send's: ChannelPush (every device in the audience: push and web
+	// push) and ChannelEmail (one email per account of the audience with
+	// a verified real address, however many devices it has). None is push
+	// alone; another (telegram too: the Telegram broadcast is the
+	// messenger's) is INVALID_INPUT (field channels).
+	Channels []string
 }
 
 // BroadcastWith is Broadcast with options. VALIDATION_ERROR (field sendAt)
@@ -313,6 +321,10 @@ func (s *Service) BroadcastWith(ctx context.Context, n Notification, opts Broadc
 		return Job{}, err
 	}
 	category, err := s.category(opts.Category)
+	if err != nil {
+		return Job{}, err
+	}
+	channels, err := broadcastChannels(opts.Channels)
 	if err != nil {
 		return Job{}, err
 	}
@@ -333,13 +345,30 @@ func (s *Service) BroadcastWith(ctx context.Context, n Notification, opts Broadc
 		return Job{}, err
 	}
 	b := NewBroadcast{ID: id.String(), Subject: n.Subject, Content: n.Content, Data: data, SendAt: sendAt, Audience: opts.Audience, Category: category, Inbox: opts.Inbox,
-		CapPerDay: s.cfg.Categories.CapOf(category, false)}
+		CapPerDay: s.cfg.Categories.CapOf(category, false), Channels: channels}
 	if n.Options != (PushOptions{}) {
 		if b.Options, err = json.Marshal(n.Options); err != nil {
 			return Job{}, err
 		}
 	}
 	return s.store.CreateBroadcast(ctx, b, BroadcastArgs{JobID: id.String()})
+}
+
+// broadcastChannels checks a broadcast's channels and answers them in
+// their one order (push, then email); none is push alone.
+func broadcastChannels(channels []string) ([]string, error) {
+	for _, c := range channels {
+		if c != ChannelPush && c != ChannelEmail {
+			return nil, invalidInput("channels", fmt.Sprintf("Unknown channel %q; the channels of a broadcast are push and email.", c))
+		}
+	}
+	var out []string
+	for _, c := range []string{ChannelPush, ChannelEmail} {
+		if len(channels) == 0 && c == ChannelPush || slices.Contains(channels, c) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 // category resolves the category a send names: INVALID_INPUT (field
