@@ -384,7 +384,7 @@ type ComplexityRoot struct {
 		SendMessengerMessage              func(childComplexity int, chatID string, message string, options *view.MessengerOptions, idempotencyKey *string) int
 		SendNotificationByDeviceID        func(childComplexity int, deviceID string, notification NotificationInput, idempotencyKey *string) int
 		SendNotificationByToken           func(childComplexity int, platform string, pushToken string, notification NotificationInput, idempotencyKey *string) int
-		SendNotificationToAll             func(childComplexity int, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, category *string, inbox *bool, idempotencyKey *string) int
+		SendNotificationToAll             func(childComplexity int, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, category *string, inbox *bool, channels []string, idempotencyKey *string) int
 		SendNotificationToUser            func(childComplexity int, userID string, notification NotificationInput, channels []string, category *string, urgent *bool, inbox *bool, idempotencyKey *string) int
 		SendWebhookPing                   func(childComplexity int, endpointID string) int
 		SetLocale                         func(childComplexity int, locale string) int
@@ -415,7 +415,9 @@ type ComplexityRoot struct {
 
 	NotificationJob struct {
 		Category        func(childComplexity int) int
+		Channels        func(childComplexity int) int
 		CreatedAt       func(childComplexity int) int
+		Emailed         func(childComplexity int) int
 		Error           func(childComplexity int) int
 		Failed          func(childComplexity int) int
 		FinishedAt      func(childComplexity int) int
@@ -592,8 +594,9 @@ type ComplexityRoot struct {
 	}
 
 	SkipCounts struct {
-		Capped   func(childComplexity int) int
-		OptedOut func(childComplexity int) int
+		Capped         func(childComplexity int) int
+		NoEmailAddress func(childComplexity int) int
+		OptedOut       func(childComplexity int) int
 	}
 
 	Subscription struct {
@@ -733,7 +736,7 @@ type MutationResolver interface {
 	RemoveDevice(ctx context.Context, deviceID string) (bool, error)
 	SendNotificationByDeviceID(ctx context.Context, deviceID string, notification NotificationInput, idempotencyKey *string) (*view.SendNotificationResult, error)
 	SendNotificationToUser(ctx context.Context, userID string, notification NotificationInput, channels []string, category *string, urgent *bool, inbox *bool, idempotencyKey *string) (*view.SendToUserResult, error)
-	SendNotificationToAll(ctx context.Context, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, category *string, inbox *bool, idempotencyKey *string) (*view.BroadcastResult, error)
+	SendNotificationToAll(ctx context.Context, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, category *string, inbox *bool, channels []string, idempotencyKey *string) (*view.BroadcastResult, error)
 	SendNotificationByToken(ctx context.Context, platform string, pushToken string, notification NotificationInput, idempotencyKey *string) (*view.SendNotificationResult, error)
 	CancelNotificationJob(ctx context.Context, id string) (*view.NotificationJob, error)
 	MessengerLinkURL(ctx context.Context) (*view.MessengerLink, error)
@@ -2513,7 +2516,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.SendNotificationToAll(childComplexity, args["notification"].(NotificationInput), args["audience"].(*AudienceInput), args["sendAt"].(*time.Time), args["category"].(*string), args["inbox"].(*bool), args["idempotencyKey"].(*string)), true
+		return e.ComplexityRoot.Mutation.SendNotificationToAll(childComplexity, args["notification"].(NotificationInput), args["audience"].(*AudienceInput), args["sendAt"].(*time.Time), args["category"].(*string), args["inbox"].(*bool), args["channels"].([]string), args["idempotencyKey"].(*string)), true
 	case "Mutation.sendNotificationToUser":
 		if e.ComplexityRoot.Mutation.SendNotificationToUser == nil {
 			break
@@ -2750,12 +2753,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NotificationJob.Category(childComplexity), true
+	case "NotificationJob.channels":
+		if e.ComplexityRoot.NotificationJob.Channels == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationJob.Channels(childComplexity), true
 	case "NotificationJob.createdAt":
 		if e.ComplexityRoot.NotificationJob.CreatedAt == nil {
 			break
 		}
 
 		return e.ComplexityRoot.NotificationJob.CreatedAt(childComplexity), true
+	case "NotificationJob.emailed":
+		if e.ComplexityRoot.NotificationJob.Emailed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationJob.Emailed(childComplexity), true
 	case "NotificationJob.error":
 		if e.ComplexityRoot.NotificationJob.Error == nil {
 			break
@@ -3562,6 +3577,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SkipCounts.Capped(childComplexity), true
+	case "SkipCounts.noEmailAddress":
+		if e.ComplexityRoot.SkipCounts.NoEmailAddress == nil {
+			break
+		}
+
+		return e.ComplexityRoot.SkipCounts.NoEmailAddress(childComplexity), true
 	case "SkipCounts.optedOut":
 		if e.ComplexityRoot.SkipCounts.OptedOut == nil {
 			break
@@ -4818,6 +4839,10 @@ func (ec *executionContext) childFields_NotificationJob(ctx context.Context, fie
 		return ec.fieldContext_NotificationJob_inbox(ctx, field)
 	case "inboxItems":
 		return ec.fieldContext_NotificationJob_inboxItems(ctx, field)
+	case "channels":
+		return ec.fieldContext_NotificationJob_channels(ctx, field)
+	case "emailed":
+		return ec.fieldContext_NotificationJob_emailed(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_NotificationJob_createdAt(ctx, field)
 	case "startedAt":
@@ -5074,6 +5099,8 @@ func (ec *executionContext) childFields_SkipCounts(ctx context.Context, field gr
 		return ec.fieldContext_SkipCounts_optedOut(ctx, field)
 	case "capped":
 		return ec.fieldContext_SkipCounts_capped(ctx, field)
+	case "noEmailAddress":
+		return ec.fieldContext_SkipCounts_noEmailAddress(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SkipCounts", field.Name)
 }
@@ -6445,14 +6472,22 @@ func (ec *executionContext) field_Mutation_sendNotificationToAll_args(ctx contex
 		return nil, err
 	}
 	args["inbox"] = arg4
-	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "channels",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["channels"] = arg5
+	arg6, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["idempotencyKey"] = arg5
+	args["idempotencyKey"] = arg6
 	return args, nil
 }
 
@@ -12210,7 +12245,7 @@ func (ec *executionContext) _Mutation_sendNotificationToAll(ctx context.Context,
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().SendNotificationToAll(ctx, fc.Args["notification"].(NotificationInput), fc.Args["audience"].(*AudienceInput), fc.Args["sendAt"].(*time.Time), fc.Args["category"].(*string), fc.Args["inbox"].(*bool), fc.Args["idempotencyKey"].(*string))
+			return ec.Resolvers.Mutation().SendNotificationToAll(ctx, fc.Args["notification"].(NotificationInput), fc.Args["audience"].(*AudienceInput), fc.Args["sendAt"].(*time.Time), fc.Args["category"].(*string), fc.Args["inbox"].(*bool), fc.Args["channels"].([]string), fc.Args["idempotencyKey"].(*string))
 		},
 		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
 			directive0 := next
@@ -16108,6 +16143,52 @@ func (ec *executionContext) fieldContext_NotificationJob_inboxItems(_ context.Co
 	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
+func (ec *executionContext) _NotificationJob_channels(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationJob_channels(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Channels, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationJob_channels(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationJob_emailed(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationJob_emailed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Emailed, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationJob_emailed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
 func (ec *executionContext) _NotificationJob_createdAt(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -19816,6 +19897,29 @@ func (ec *executionContext) _SkipCounts_capped(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_SkipCounts_capped(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("SkipCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _SkipCounts_noEmailAddress(ctx context.Context, field graphql.CollectedField, obj *view.SkipCounts) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_SkipCounts_noEmailAddress(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NoEmailAddress, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_SkipCounts_noEmailAddress(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SkipCounts", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
@@ -26318,6 +26422,16 @@ func (ec *executionContext) _NotificationJob(ctx context.Context, sel ast.Select
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "channels":
+			out.Values[i] = ec._NotificationJob_channels(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "emailed":
+			out.Values[i] = ec._NotificationJob_emailed(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "createdAt":
 			out.Values[i] = ec._NotificationJob_createdAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -28239,6 +28353,11 @@ func (ec *executionContext) _SkipCounts(ctx context.Context, sel ast.SelectionSe
 			}
 		case "capped":
 			out.Values[i] = ec._SkipCounts_capped(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "noEmailAddress":
+			out.Values[i] = ec._SkipCounts_noEmailAddress(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}

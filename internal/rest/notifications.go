@@ -78,6 +78,8 @@ type broadcastBody struct {
 	// Inbox also keeps it in the inbox of every account the audience
 	// reaches.
 	Inbox bool `json:"inbox"`
+	// Channels are push (the default) and email.
+	Channels []string `json:"channels"`
 }
 
 // Broadcast is POST /api/v1/notifications/broadcasts: 202, the job is
@@ -88,7 +90,7 @@ func (h *Handlers) Broadcast() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		j, err := h.Notifications.BroadcastIdempotent(r.Context(), h.idempotencyKey(r), n, notifications.BroadcastOptions{SendAt: in.SendAt, Audience: deref(in.Audience), Category: in.Category, Inbox: in.Inbox})
+		j, err := h.Notifications.BroadcastIdempotent(r.Context(), h.idempotencyKey(r), n, notifications.BroadcastOptions{SendAt: in.SendAt, Audience: deref(in.Audience), Category: in.Category, Inbox: in.Inbox, Channels: in.Channels})
 		if err != nil {
 			return nil, err
 		}

@@ -26,8 +26,14 @@ type NotificationJob struct {
 	Category string `json:"category"`
 	// Inbox: the job keeps inbox items; InboxItems counts those it wrote
 	// (0 until it starts).
-	Inbox      bool       `json:"inbox"`
-	InboxItems int        `json:"inboxItems"`
+	Inbox      bool `json:"inbox"`
+	InboxItems int  `json:"inboxItems"`
+	// Channels are the broadcast's channels: push (every device in the
+	// audience), email (one email per account of the audience), or both.
+	Channels []string `json:"channels"`
+	// Emailed counts the emails queued, one per account with a verified
+	// real address (each is then sent by the email channel's job).
+	Emailed    int        `json:"emailed"`
 	CreatedAt  time.Time  `json:"createdAt"`
 	StartedAt  *time.Time `json:"startedAt"`
 	FinishedAt *time.Time `json:"finishedAt"`
@@ -47,7 +53,9 @@ func NewNotificationJob(j notifications.Job) NotificationJob {
 		Sent:            j.Sent,
 		Failed:          j.Failed,
 		InvalidTokens:   j.InvalidTokens,
-		Skipped:         SkipCounts{OptedOut: j.OptedOut, Capped: j.Capped},
+		Skipped:         SkipCounts{OptedOut: j.OptedOut, Capped: j.Capped, NoEmailAddress: j.NoEmailAddress},
+		Channels:        channelsOf(j),
+		Emailed:         j.Emailed,
 		Category:        j.Category,
 		Inbox:           j.Inbox,
 		InboxItems:      j.InboxItems,
@@ -59,11 +67,19 @@ func NewNotificationJob(j notifications.Job) NotificationJob {
 	}
 }
 
+// channelsOf is a job's channels, push alone for a job that names none.
+func channelsOf(j notifications.Job) []string {
+	if len(j.Channels) == 0 {
+		return []string{notifications.ChannelPush}
+	}
+	return j.Channels
+}
+
 // job is the domain value v shows (without content and data, which it
 // does not carry).
 func (v NotificationJob) job() notifications.Job {
 	return notifications.Job{ID: v.ID, Status: v.Status, Subject: v.Subject, TotalRecipients: v.TotalRecipients, Sent: v.Sent, Failed: v.Failed,
-		InvalidTokens: v.InvalidTokens, OptedOut: v.Skipped.OptedOut, Capped: v.Skipped.Capped, Category: v.Category, Inbox: v.Inbox, InboxItems: v.InboxItems, CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, FinishedAt: v.FinishedAt, SendAt: v.SendAt, Error: deref(v.Error)}
+		InvalidTokens: v.InvalidTokens, OptedOut: v.Skipped.OptedOut, Capped: v.Skipped.Capped, NoEmailAddress: v.Skipped.NoEmailAddress, Channels: v.Channels, Emailed: v.Emailed, Category: v.Category, Inbox: v.Inbox, InboxItems: v.InboxItems, CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, FinishedAt: v.FinishedAt, SendAt: v.SendAt, Error: deref(v.Error)}
 }
 
 // NotificationJobWire writes a job's state into a live progress event, as
@@ -123,6 +139,10 @@ type SkipCounts struct {
 	// (a broadcast counts each device of such a user when its walk
 	// reaches it).
 	Capped int `json:"capped"`
+	// NoEmailAddress: the email channel was asked for and the account has
+	// no verified real address (a guest's placeholder, an address not yet
+	// verified); a broadcast counts each such account of its audience.
+	NoEmailAddress int `json:"noEmailAddress"`
 }
 
 // DeviceSendOutcome is how the send to one device, or to the linked

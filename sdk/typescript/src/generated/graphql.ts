@@ -121,7 +121,7 @@ export type BroadcastResult = {
   message: Scalars['String']['output'];
   /** queued, or scheduled with sendAt */
   status: Scalars['String']['output'];
-  /** Active devices with a valid token when the job was queued. */
+  /** Active devices with a valid token when the job was queued (0 for a broadcast without the push channel; its emails are counted as they are queued, in the job's emailed). */
   totalRecipients: Scalars['Int']['output'];
 };
 
@@ -757,7 +757,12 @@ export type Mutation = {
    * skipped.capped. inbox: true also keeps it in the inbox of
    * every account the audience reaches (an active device in it) that allows
    * the category on the inbox channel: one item each, written once by the
-   * job when it starts.
+   * job when it starts. channels are push (the default: every device in the
+   * audience) and email: one email to each account the audience reaches
+   * that has a verified real address, however many devices it has (the
+   * notification template in the account's locale, with the unsubscribe
+   * link), counted in the job's emailed; an account without one is counted
+   * in skipped.noEmailAddress. Another channel is INVALID_INPUT.
    */
   sendNotificationToAll: BroadcastResult;
   /**
@@ -1575,6 +1580,7 @@ export type MutationSendNotificationByTokenArgs = {
 export type MutationSendNotificationToAllArgs = {
   audience?: InputMaybe<AudienceInput>;
   category?: InputMaybe<Scalars['String']['input']>;
+  channels?: InputMaybe<Array<Scalars['String']['input']>>;
   idempotencyKey?: InputMaybe<Scalars['String']['input']>;
   inbox?: InputMaybe<Scalars['Boolean']['input']>;
   notification: NotificationInput;
@@ -1865,7 +1871,11 @@ export type NotificationJob = {
   __typename?: 'NotificationJob';
   /** The notification category it is sent in. */
   category: Scalars['String']['output'];
+  /** Its channels: push, email, or both (sendNotificationToAll's channels). */
+  channels: Array<Scalars['String']['output']>;
   createdAt: Scalars['Time']['output'];
+  /** The emails it queued, one per account of the audience with a verified real address (each sent by the email channel's job). */
+  emailed: Scalars['Int']['output'];
   /** Why a failed job failed. */
   error?: Maybe<Scalars['String']['output']>;
   failed: Scalars['Int']['output'];
@@ -2373,6 +2383,12 @@ export type SkipCounts = {
    * user it reaches.
    */
   capped: Scalars['Int']['output'];
+  /**
+   * The email channel was asked for and the account has no verified real
+   * address (a guest's placeholder, an address not yet verified); a
+   * broadcast counts each such account of its audience.
+   */
+  noEmailAddress: Scalars['Int']['output'];
   /** The user turned the send's category off on that channel. */
   optedOut: Scalars['Int']['output'];
 };
