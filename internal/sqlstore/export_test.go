@@ -101,3 +101,17 @@ func ExecInTx(ctx context.Context, db *DB, q string) error {
 
 // Translate is translate.
 var Translate = translate
+
+// NotificationEmailJobs lists the notification_email jobs' arguments (as
+// JSON), oldest first.
+func NotificationEmailJobs(ctx context.Context, db *DB) ([]string, error) {
+	args := `json(args)`
+	if db.dialect == storage.Postgres {
+		args = `args::text`
+	}
+	rs, err := db.conn().query(ctx, `SELECT `+args+` FROM river_job WHERE kind = 'notification_email' ORDER BY id`)
+	return collect(rs, err, func(r row) (string, error) {
+		var s string
+		return s, r.Scan(&s)
+	})
+}
