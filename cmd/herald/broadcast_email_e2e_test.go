@@ -6,8 +6,8 @@ package main
 // and a user who turned product email off. Each account with a verified
 // real address gets one email (the fake SMTP server, with the
 // List-Unsubscribe headers), however many phones it has; the guest and
-// the unverified account are counted in skipped.noEmailAddress, the
-// opted-out user in skipped.optedOut (and still pushed); the one-click
+// the unverified account are counted in email.noEmailAddress, the
+// opted-out user in email.optedOut (and still pushed); the one-click
 // link of the first broadcast's email turns product email off, so the
 // second broadcast skips that user; a walk resumed after the job looked
 // finished queues no second email; an unknown channel is INVALID_INPUT.
@@ -25,7 +25,7 @@ import (
 const (
 	emailBroadcastDoc = `mutation ($n: NotificationInput!, $ch: [String!]) {
   sendNotificationToAll(notification: $n, category: "product", channels: $ch) { jobId status totalRecipients } }`
-	emailJobDoc = `query ($id: ID!) { notificationJob(id: $id) { status totalRecipients sent channels emailed skipped { optedOut capped noEmailAddress } } }`
+	emailJobDoc = `query ($id: ID!) { notificationJob(id: $id) { status totalRecipients sent channels skipped { optedOut capped } email { queued optedOut capped noEmailAddress } } }`
 )
 
 // broadcastEmailJobs answers the account ids of the notification_email
@@ -166,9 +166,10 @@ func TestBroadcastEmailE2E(t *testing.T) {
 			}
 			chans, _ := job["channels"].([]any)
 			if job["status"] != "completed" || asInt(t, job["totalRecipients"]) != 6 || asInt(t, job["sent"]) != 6 || len(chans) != 2 || chans[0] != "push" || chans[1] != "email" ||
-				asInt(t, job["emailed"]) != emailed || asInt(t, jsonPath(job, "skipped", "noEmailAddress")) != 2 ||
-				asInt(t, jsonPath(job, "skipped", "optedOut")) != opted || asInt(t, jsonPath(job, "skipped", "capped")) != 0 {
-				t.Fatalf("%s: job %v; want completed, 6 sent of 6, channels [push email], emailed %d, noEmailAddress 2 (guest, unverified), optedOut %d", dn, job, emailed, opted)
+				asInt(t, jsonPath(job, "email", "queued")) != emailed || asInt(t, jsonPath(job, "email", "noEmailAddress")) != 2 ||
+				asInt(t, jsonPath(job, "email", "optedOut")) != opted || asInt(t, jsonPath(job, "email", "capped")) != 0 ||
+				asInt(t, jsonPath(job, "skipped", "optedOut")) != 0 || asInt(t, jsonPath(job, "skipped", "capped")) != 0 {
+				t.Fatalf("%s: job %v; want completed, 6 sent of 6, channels [push email], email queued %d, noEmailAddress 2 (guest, unverified), optedOut %d, no device skipped", dn, job, emailed, opted)
 			}
 			want := []string{f.userID, twoID}
 			if i == 1 {
@@ -205,8 +206,8 @@ func TestBroadcastEmailE2E(t *testing.T) {
 		// no second email.
 		execSQL(t, h, d, `UPDATE notification_jobs SET status = 'running', finished_at = NULL, email_done = FALSE, lease_owner = NULL, lease_until = NULL, requeued_at = NULL WHERE id = '`+lastJob+`'`)
 		job := completedJob(t, h, lastJob, withAPIKey(f.key))
-		if asInt(t, job["emailed"]) != 1 || asInt(t, job["sent"]) != 6 {
-			t.Fatalf("the resumed job %v; want emailed 1 and sent 6 still", job)
+		if asInt(t, jsonPath(job, "email", "queued")) != 1 || asInt(t, job["sent"]) != 6 {
+			t.Fatalf("the resumed job %v; want email.queued 1 and sent 6 still", job)
 		}
 		if got := broadcastEmailJobs(t, h, d, lastJob); len(got) != 1 || got[0] != f.userID {
 			t.Fatalf("the resumed job's email jobs %v, want the reader's alone", got)

@@ -99,6 +99,13 @@ type ComplexityRoot struct {
 		Scheduled        func(childComplexity int) int
 	}
 
+	BroadcastEmailCounts struct {
+		Capped         func(childComplexity int) int
+		NoEmailAddress func(childComplexity int) int
+		OptedOut       func(childComplexity int) int
+		Queued         func(childComplexity int) int
+	}
+
 	BroadcastResult struct {
 		JobID           func(childComplexity int) int
 		Message         func(childComplexity int) int
@@ -417,7 +424,7 @@ type ComplexityRoot struct {
 		Category        func(childComplexity int) int
 		Channels        func(childComplexity int) int
 		CreatedAt       func(childComplexity int) int
-		Emailed         func(childComplexity int) int
+		Email           func(childComplexity int) int
 		Error           func(childComplexity int) int
 		Failed          func(childComplexity int) int
 		FinishedAt      func(childComplexity int) int
@@ -594,9 +601,8 @@ type ComplexityRoot struct {
 	}
 
 	SkipCounts struct {
-		Capped         func(childComplexity int) int
-		NoEmailAddress func(childComplexity int) int
-		OptedOut       func(childComplexity int) int
+		Capped   func(childComplexity int) int
+		OptedOut func(childComplexity int) int
 	}
 
 	Subscription struct {
@@ -1078,6 +1084,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.BroadcastCounts.Scheduled(childComplexity), true
+
+	case "BroadcastEmailCounts.capped":
+		if e.ComplexityRoot.BroadcastEmailCounts.Capped == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BroadcastEmailCounts.Capped(childComplexity), true
+	case "BroadcastEmailCounts.noEmailAddress":
+		if e.ComplexityRoot.BroadcastEmailCounts.NoEmailAddress == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BroadcastEmailCounts.NoEmailAddress(childComplexity), true
+	case "BroadcastEmailCounts.optedOut":
+		if e.ComplexityRoot.BroadcastEmailCounts.OptedOut == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BroadcastEmailCounts.OptedOut(childComplexity), true
+	case "BroadcastEmailCounts.queued":
+		if e.ComplexityRoot.BroadcastEmailCounts.Queued == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BroadcastEmailCounts.Queued(childComplexity), true
 
 	case "BroadcastResult.jobId":
 		if e.ComplexityRoot.BroadcastResult.JobID == nil {
@@ -2765,12 +2796,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NotificationJob.CreatedAt(childComplexity), true
-	case "NotificationJob.emailed":
-		if e.ComplexityRoot.NotificationJob.Emailed == nil {
+	case "NotificationJob.email":
+		if e.ComplexityRoot.NotificationJob.Email == nil {
 			break
 		}
 
-		return e.ComplexityRoot.NotificationJob.Emailed(childComplexity), true
+		return e.ComplexityRoot.NotificationJob.Email(childComplexity), true
 	case "NotificationJob.error":
 		if e.ComplexityRoot.NotificationJob.Error == nil {
 			break
@@ -3577,12 +3608,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.SkipCounts.Capped(childComplexity), true
-	case "SkipCounts.noEmailAddress":
-		if e.ComplexityRoot.SkipCounts.NoEmailAddress == nil {
-			break
-		}
-
-		return e.ComplexityRoot.SkipCounts.NoEmailAddress(childComplexity), true
 	case "SkipCounts.optedOut":
 		if e.ComplexityRoot.SkipCounts.OptedOut == nil {
 			break
@@ -4347,6 +4372,20 @@ func (ec *executionContext) childFields_BroadcastCounts(ctx context.Context, fie
 	return nil, fmt.Errorf("no field named %q was found under type BroadcastCounts", field.Name)
 }
 
+func (ec *executionContext) childFields_BroadcastEmailCounts(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "queued":
+		return ec.fieldContext_BroadcastEmailCounts_queued(ctx, field)
+	case "optedOut":
+		return ec.fieldContext_BroadcastEmailCounts_optedOut(ctx, field)
+	case "capped":
+		return ec.fieldContext_BroadcastEmailCounts_capped(ctx, field)
+	case "noEmailAddress":
+		return ec.fieldContext_BroadcastEmailCounts_noEmailAddress(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type BroadcastEmailCounts", field.Name)
+}
+
 func (ec *executionContext) childFields_BroadcastResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "status":
@@ -4841,8 +4880,8 @@ func (ec *executionContext) childFields_NotificationJob(ctx context.Context, fie
 		return ec.fieldContext_NotificationJob_inboxItems(ctx, field)
 	case "channels":
 		return ec.fieldContext_NotificationJob_channels(ctx, field)
-	case "emailed":
-		return ec.fieldContext_NotificationJob_emailed(ctx, field)
+	case "email":
+		return ec.fieldContext_NotificationJob_email(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_NotificationJob_createdAt(ctx, field)
 	case "startedAt":
@@ -5099,8 +5138,6 @@ func (ec *executionContext) childFields_SkipCounts(ctx context.Context, field gr
 		return ec.fieldContext_SkipCounts_optedOut(ctx, field)
 	case "capped":
 		return ec.fieldContext_SkipCounts_capped(ctx, field)
-	case "noEmailAddress":
-		return ec.fieldContext_SkipCounts_noEmailAddress(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type SkipCounts", field.Name)
 }
@@ -8354,6 +8391,98 @@ func (ec *executionContext) _BroadcastCounts_messengerRunning(ctx context.Contex
 }
 func (ec *executionContext) fieldContext_BroadcastCounts_messengerRunning(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("BroadcastCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _BroadcastEmailCounts_queued(ctx context.Context, field graphql.CollectedField, obj *view.BroadcastEmailCounts) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BroadcastEmailCounts_queued(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Queued, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BroadcastEmailCounts_queued(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BroadcastEmailCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _BroadcastEmailCounts_optedOut(ctx context.Context, field graphql.CollectedField, obj *view.BroadcastEmailCounts) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BroadcastEmailCounts_optedOut(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OptedOut, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BroadcastEmailCounts_optedOut(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BroadcastEmailCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _BroadcastEmailCounts_capped(ctx context.Context, field graphql.CollectedField, obj *view.BroadcastEmailCounts) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BroadcastEmailCounts_capped(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Capped, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BroadcastEmailCounts_capped(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BroadcastEmailCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _BroadcastEmailCounts_noEmailAddress(ctx context.Context, field graphql.CollectedField, obj *view.BroadcastEmailCounts) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BroadcastEmailCounts_noEmailAddress(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NoEmailAddress, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BroadcastEmailCounts_noEmailAddress(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BroadcastEmailCounts", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _BroadcastResult_status(ctx context.Context, field graphql.CollectedField, obj *view.BroadcastResult) (ret graphql.Marshaler) {
@@ -16166,27 +16295,36 @@ func (ec *executionContext) fieldContext_NotificationJob_channels(_ context.Cont
 	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _NotificationJob_emailed(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
+func (ec *executionContext) _NotificationJob_email(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_NotificationJob_emailed(ctx, field)
+			return ec.fieldContext_NotificationJob_email(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Emailed, nil
+			return obj.Email, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v view.BroadcastEmailCounts) graphql.Marshaler {
+			return ec.marshalNBroadcastEmailCounts2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐBroadcastEmailCounts(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_NotificationJob_emailed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type Int does not have child fields"))
+func (ec *executionContext) fieldContext_NotificationJob_email(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NotificationJob",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_BroadcastEmailCounts(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _NotificationJob_createdAt(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
@@ -19897,29 +20035,6 @@ func (ec *executionContext) _SkipCounts_capped(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_SkipCounts_capped(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("SkipCounts", field, false, false, errors.New("field of type Int does not have child fields"))
-}
-
-func (ec *executionContext) _SkipCounts_noEmailAddress(ctx context.Context, field graphql.CollectedField, obj *view.SkipCounts) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_SkipCounts_noEmailAddress(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.NoEmailAddress, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_SkipCounts_noEmailAddress(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("SkipCounts", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
@@ -24029,6 +24144,59 @@ func (ec *executionContext) _BroadcastCounts(ctx context.Context, sel ast.Select
 	return out
 }
 
+var broadcastEmailCountsImplementors = []string{"BroadcastEmailCounts"}
+
+func (ec *executionContext) _BroadcastEmailCounts(ctx context.Context, sel ast.SelectionSet, obj *view.BroadcastEmailCounts) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, broadcastEmailCountsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("BroadcastEmailCounts")
+		case "queued":
+			out.Values[i] = ec._BroadcastEmailCounts_queued(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "optedOut":
+			out.Values[i] = ec._BroadcastEmailCounts_optedOut(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "capped":
+			out.Values[i] = ec._BroadcastEmailCounts_capped(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "noEmailAddress":
+			out.Values[i] = ec._BroadcastEmailCounts_noEmailAddress(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var broadcastResultImplementors = []string{"BroadcastResult"}
 
 func (ec *executionContext) _BroadcastResult(ctx context.Context, sel ast.SelectionSet, obj *view.BroadcastResult) graphql.Marshaler {
@@ -26427,8 +26595,8 @@ func (ec *executionContext) _NotificationJob(ctx context.Context, sel ast.Select
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
-		case "emailed":
-			out.Values[i] = ec._NotificationJob_emailed(ctx, field, obj)
+		case "email":
+			out.Values[i] = ec._NotificationJob_email(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -28356,11 +28524,6 @@ func (ec *executionContext) _SkipCounts(ctx context.Context, sel ast.SelectionSe
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
-		case "noEmailAddress":
-			out.Values[i] = ec._SkipCounts_noEmailAddress(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				out.Invalids++
-			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -29779,6 +29942,10 @@ func (ec *executionContext) marshalNBoolean2ᚖbool(ctx context.Context, sel ast
 
 func (ec *executionContext) marshalNBroadcastCounts2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐBroadcastCounts(ctx context.Context, sel ast.SelectionSet, v view.BroadcastCounts) graphql.Marshaler {
 	return ec._BroadcastCounts(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNBroadcastEmailCounts2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐBroadcastEmailCounts(ctx context.Context, sel ast.SelectionSet, v view.BroadcastEmailCounts) graphql.Marshaler {
+	return ec._BroadcastEmailCounts(ctx, sel, &v)
 }
 
 func (ec *executionContext) marshalNBroadcastResult2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐBroadcastResult(ctx context.Context, sel ast.SelectionSet, v view.BroadcastResult) graphql.Marshaler {

@@ -95,11 +95,16 @@ type Job struct {
 	// Channels are the broadcast's channels (ChannelPush, ChannelEmail;
 	// nil is push alone, as every broadcast before them).
 	Channels []string
-	// Emailed counts the accounts whose email the job queued (one
-	// notification_email job each, EmailArgs), NoEmailAddress those of
-	// the audience it skipped for lack of a verified real address.
-	Emailed        int
-	NoEmailAddress int
+	// Email counts the email part, apart from the devices' counters.
+	Email EmailCounts
+}
+
+// EmailCounts are a broadcast's email part: the accounts whose email it
+// queued (one notification_email job each, EmailArgs), and those of the
+// audience it skipped: opted out of the category's email, over its cap,
+// or without a verified real address (HasEmailAddress).
+type EmailCounts struct {
+	Queued, OptedOut, Capped, NoEmailAddress int
 }
 
 // Pushes reports whether the job walks the devices (push and web push).
@@ -285,12 +290,12 @@ type Store interface {
 	// later than the job, and, in one transaction that also moves the
 	// cursor past them (and renews the lease) only while owner holds the
 	// lease of the running job: skips an account that turned the job's
-	// category off on the email channel (counted in OptedOut), then one
-	// without a verified real address (HasEmailAddress: a guest's
-	// placeholder, an address not verified; NoEmailAddress), counts each
-	// left against its cap of the day as the device walk does (send id
-	// CapSendID: an owner reached by both counts once; over it: Capped),
-	// and inserts email(account) for the rest (Emailed). A run that dies
+	// category off on the email channel, then one without a verified real
+	// address (HasEmailAddress: a guest's placeholder, an address not
+	// verified), counts each left against its cap of the day as the
+	// device walk does (send id CapSendID: an owner reached by both counts
+	// once), skips those over it, and inserts email(account) for the
+	// rest; each counted in the job's Email. A run that dies
 	// before the commit queued nothing; after it, the cursor is past the
 	// accounts, so no account is emailed twice by the job. Stop when the
 	// job is not owner's or not running; Done when the walk is over.

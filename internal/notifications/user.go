@@ -122,10 +122,6 @@ type SkipCounts struct {
 	// (preferences.Category.Cap); every capped channel of the send is
 	// skipped, each recipient counted.
 	Capped int `json:"capped"`
-	// NoEmailAddress: the email channel was asked for and the account
-	// has no verified real address (a guest's placeholder, an address not
-	// yet verified).
-	NoEmailAddress int `json:"noEmailAddress"`
 }
 
 // UserSendOptions are sendNotificationToUser's optional arguments.
@@ -261,7 +257,6 @@ func (s *Service) sendToUser(ctx context.Context, userID string, n Notification,
 		skipped.OptedOut++
 	case !HasEmailAddress(acct):
 		email, noAddress = false, true
-		skipped.NoEmailAddress++
 	}
 	if limit := s.cfg.Categories.CapOf(category, opts.Urgent); limit > 0 {
 		recipients := len(list)

@@ -107,7 +107,7 @@ func (db *DB) ClaimEmailBatch(ctx context.Context, id, owner string, limit int, 
 			next = f.acct.ID
 		}
 		n, err := tx.q.exec(ctx, `UPDATE notification_jobs SET email_cursor = ?, email_done = ?, lease_until = ?, emailed = emailed + ?,
-			no_email_address = no_email_address + ?, opted_out = opted_out + ?, capped = capped + ?
+			no_email_address = no_email_address + ?, email_opted_out = email_opted_out + ?, email_capped = email_capped + ?
 			WHERE id = ? AND status = 'running' AND lease_owner = ? AND email_cursor = ?`,
 			next, c.Done, until, c.Queued, noAddress, optedOut, capped, id, owner, cursor)
 		if err != nil {

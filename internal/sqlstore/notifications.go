@@ -28,7 +28,7 @@ var pushJobs = fanoutJobs[notifications.Job]{
 	event: func(j notifications.Job) webhooks.Payload { return view.NewNotificationJobEvent(j) },
 }
 
-const jobColumns = `id, status, subject, content, data, total_recipients, sent, failed, invalid_tokens, created_at, started_at, finished_at, last_error, push_options, send_at, audience_platforms, audience_plans, audience_status, category, opted_out, inbox, inbox_written_at IS NOT NULL, inbox_items, capped, cap_per_day, channels, emailed, no_email_address`
+const jobColumns = `id, status, subject, content, data, total_recipients, sent, failed, invalid_tokens, created_at, started_at, finished_at, last_error, push_options, send_at, audience_platforms, audience_plans, audience_status, category, opted_out, inbox, inbox_written_at IS NOT NULL, inbox_items, capped, cap_per_day, channels, emailed, email_opted_out, email_capped, no_email_address`
 
 func scanJob(r row, extra ...any) (notifications.Job, error) {
 	var j notifications.Job
@@ -36,7 +36,7 @@ func scanJob(r row, extra ...any) (notifications.Job, error) {
 	var platforms, plans, channels string
 	var started, finished, sendAt *time.Time
 	dest := append([]any{&j.ID, &j.Status, &j.Subject, &j.Content, &data, &j.TotalRecipients, &j.Sent, &j.Failed, &j.InvalidTokens,
-		&j.CreatedAt, &started, &finished, &j.Error, &opts, &sendAt, &platforms, &plans, &j.Audience.SubscriptionStatus, &j.Category, &j.OptedOut, &j.Inbox, &j.InboxWritten, &j.InboxItems, &j.Capped, &j.CapPerDay, &channels, &j.Emailed, &j.NoEmailAddress}, extra...)
+		&j.CreatedAt, &started, &finished, &j.Error, &opts, &sendAt, &platforms, &plans, &j.Audience.SubscriptionStatus, &j.Category, &j.OptedOut, &j.Inbox, &j.InboxWritten, &j.InboxItems, &j.Capped, &j.CapPerDay, &channels, &j.Email.Queued, &j.Email.OptedOut, &j.Email.Capped, &j.Email.NoEmailAddress}, extra...)
 	if err := r.Scan(dest...); err != nil {
 		return notifications.Job{}, err
 	}

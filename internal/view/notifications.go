@@ -31,12 +31,11 @@ type NotificationJob struct {
 	// Channels are the broadcast's channels: push (every device in the
 	// audience), email (one email per account of the audience), or both.
 	Channels []string `json:"channels"`
-	// Emailed counts the emails queued, one per account with a verified
-	// real address (each is then sent by the email channel's job).
-	Emailed    int        `json:"emailed"`
-	CreatedAt  time.Time  `json:"createdAt"`
-	StartedAt  *time.Time `json:"startedAt"`
-	FinishedAt *time.Time `json:"finishedAt"`
+	// Email counts the email part (zeros without the email channel).
+	Email      BroadcastEmailCounts `json:"email"`
+	CreatedAt  time.Time            `json:"createdAt"`
+	StartedAt  *time.Time           `json:"startedAt"`
+	FinishedAt *time.Time           `json:"finishedAt"`
 	// SendAt is when a scheduled job starts; nil for one queued at once.
 	SendAt *time.Time `json:"sendAt"`
 	// Error says why a failed job failed.
@@ -53,9 +52,9 @@ func NewNotificationJob(j notifications.Job) NotificationJob {
 		Sent:            j.Sent,
 		Failed:          j.Failed,
 		InvalidTokens:   j.InvalidTokens,
-		Skipped:         SkipCounts{OptedOut: j.OptedOut, Capped: j.Capped, NoEmailAddress: j.NoEmailAddress},
+		Skipped:         SkipCounts{OptedOut: j.OptedOut, Capped: j.Capped},
 		Channels:        channelsOf(j),
-		Emailed:         j.Emailed,
+		Email:           BroadcastEmailCounts(j.Email),
 		Category:        j.Category,
 		Inbox:           j.Inbox,
 		InboxItems:      j.InboxItems,
@@ -79,7 +78,7 @@ func channelsOf(j notifications.Job) []string {
 // does not carry).
 func (v NotificationJob) job() notifications.Job {
 	return notifications.Job{ID: v.ID, Status: v.Status, Subject: v.Subject, TotalRecipients: v.TotalRecipients, Sent: v.Sent, Failed: v.Failed,
-		InvalidTokens: v.InvalidTokens, OptedOut: v.Skipped.OptedOut, Capped: v.Skipped.Capped, NoEmailAddress: v.Skipped.NoEmailAddress, Channels: v.Channels, Emailed: v.Emailed, Category: v.Category, Inbox: v.Inbox, InboxItems: v.InboxItems, CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, FinishedAt: v.FinishedAt, SendAt: v.SendAt, Error: deref(v.Error)}
+		InvalidTokens: v.InvalidTokens, OptedOut: v.Skipped.OptedOut, Capped: v.Skipped.Capped, Channels: v.Channels, Email: notifications.EmailCounts(v.Email), Category: v.Category, Inbox: v.Inbox, InboxItems: v.InboxItems, CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, FinishedAt: v.FinishedAt, SendAt: v.SendAt, Error: deref(v.Error)}
 }
 
 // NotificationJobWire writes a job's state into a live progress event, as
@@ -139,9 +138,20 @@ type SkipCounts struct {
 	// (a broadcast counts each device of such a user when its walk
 	// reaches it).
 	Capped int `json:"capped"`
-	// NoEmailAddress: the email channel was asked for and the account has
-	// no verified real address (a guest's placeholder, an address not yet
-	// verified); a broadcast counts each such account of its audience.
+}
+
+// BroadcastEmailCounts are a broadcast's email part, counted apart from
+// its devices: one email per account of the audience.
+type BroadcastEmailCounts struct {
+	// Queued: emails queued, one per account with a verified real
+	// address (each then sent by the email channel's job).
+	Queued int `json:"queued"`
+	// OptedOut: accounts that turned the category's email off.
+	OptedOut int `json:"optedOut"`
+	// Capped: accounts already at the category's cap that day.
+	Capped int `json:"capped"`
+	// NoEmailAddress: accounts without a verified real address (a
+	// guest's placeholder, an address not yet verified).
 	NoEmailAddress int `json:"noEmailAddress"`
 }
 

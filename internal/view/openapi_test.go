@@ -109,6 +109,7 @@ var schemas = []struct {
 	{"CategoryPreferences", typeOf[view.CategoryPreferences](), false},
 	{"ChannelSwitches", typeOf[view.ChannelSwitches](), false},
 	{"SkipCounts", typeOf[view.SkipCounts](), false},
+	{"BroadcastEmailCounts", typeOf[view.BroadcastEmailCounts](), false},
 	{"AuthMethods", typeOf[view.AuthMethods](), false},
 	{"NotificationSetting", typeOf[view.NotificationSetting](), true},
 	{"QuietHours", typeOf[view.QuietHours](), false},

@@ -115,13 +115,26 @@ export type BroadcastCounts = {
   scheduled: Scalars['Int']['output'];
 };
 
+/** A broadcast's email part, counted apart from its devices: one email per account of the audience. */
+export type BroadcastEmailCounts = {
+  __typename?: 'BroadcastEmailCounts';
+  /** Accounts already at the category's cap that day (counted once per broadcast with their devices). */
+  capped: Scalars['Int']['output'];
+  /** Accounts without a verified real address (a guest's placeholder, an address not yet verified). */
+  noEmailAddress: Scalars['Int']['output'];
+  /** Accounts that turned the category's email off. */
+  optedOut: Scalars['Int']['output'];
+  /** Emails queued, one per account with a verified real address (each then sent by the email channel's job). */
+  queued: Scalars['Int']['output'];
+};
+
 export type BroadcastResult = {
   __typename?: 'BroadcastResult';
   jobId: Scalars['String']['output'];
   message: Scalars['String']['output'];
   /** queued, or scheduled with sendAt */
   status: Scalars['String']['output'];
-  /** Active devices with a valid token when the job was queued (0 for a broadcast without the push channel; its emails are counted as they are queued, in the job's emailed). */
+  /** Active devices with a valid token when the job was queued (0 for a broadcast without the push channel; its emails are counted as they are queued, in the job's email counters). */
   totalRecipients: Scalars['Int']['output'];
 };
 
@@ -761,8 +774,8 @@ export type Mutation = {
    * audience) and email: one email to each account the audience reaches
    * that has a verified real address, however many devices it has (the
    * notification template in the account's locale, with the unsubscribe
-   * link), counted in the job's emailed; an account without one is counted
-   * in skipped.noEmailAddress. Another channel is INVALID_INPUT.
+   * link), counted in the job's email.queued; the accounts skipped are
+   * counted in its email counters. Another channel is INVALID_INPUT.
    */
   sendNotificationToAll: BroadcastResult;
   /**
@@ -1874,8 +1887,8 @@ export type NotificationJob = {
   /** Its channels: push, email, or both (sendNotificationToAll's channels). */
   channels: Array<Scalars['String']['output']>;
   createdAt: Scalars['Time']['output'];
-  /** The emails it queued, one per account of the audience with a verified real address (each sent by the email channel's job). */
-  emailed: Scalars['Int']['output'];
+  /** Its email part (zeros without the email channel); skipped counts devices only. */
+  email: BroadcastEmailCounts;
   /** Why a failed job failed. */
   error?: Maybe<Scalars['String']['output']>;
   failed: Scalars['Int']['output'];
@@ -2383,12 +2396,6 @@ export type SkipCounts = {
    * user it reaches.
    */
   capped: Scalars['Int']['output'];
-  /**
-   * The email channel was asked for and the account has no verified real
-   * address (a guest's placeholder, an address not yet verified); a
-   * broadcast counts each such account of its audience.
-   */
-  noEmailAddress: Scalars['Int']['output'];
   /** The user turned the send's category off on that channel. */
   optedOut: Scalars['Int']['output'];
 };
