@@ -6,7 +6,7 @@
 import * as api from "../api.js";
 import { h, guard, field, fmtTime, pagedTable, badge, notice, showError, fieldError, clearFieldError, progressBar, toRFC3339 } from "../ui.js";
 
-const JOB = "id status subject category totalRecipients sent failed invalidTokens skipped { optedOut capped } createdAt startedAt sendAt finishedAt error";
+const JOB = "id status subject category totalRecipients sent failed invalidTokens skipped { optedOut capped } channels email { queued optedOut capped noEmailAddress } createdAt startedAt sendAt finishedAt error";
 const FINAL = new Set(["completed", "failed", "cancelled"]);
 const CANCELLABLE = new Set(["queued", "scheduled", "running"]);
 const PLATFORMS = ["android", "ios", "web", "huawei"];
@@ -101,6 +101,8 @@ export async function render(main) {
     field("Content", contentIn),
     field("Data (optional: a JSON object of strings, for the app)", dataIn),
     field("Category (a device whose owner turned it off on its channel, push or web push, is skipped)", categoryIn),
+    h("div", { class: "checks", role: "group", "aria-label": "Channels" }, h("span", { class: "group-name" }, "Channels (email: one per account of the audience with a verified address)"),
+      ["push", "email"].map((v) => h("label", { class: "check" }, h("input", { type: "checkbox", name: "channels", value: v, checked: v === "push" }), v))),
     h("fieldset", {}, h("legend", {}, "Audience (nothing ticked: everyone)"),
       h("div", { class: "checks", role: "group", "aria-label": "Platforms" }, h("span", { class: "group-name" }, "Platforms"), checkboxes("platforms", PLATFORMS)),
       h("div", { class: "checks", role: "group", "aria-label": "Plans" }, h("span", { class: "group-name" }, "Plans"), checkboxes("plans", PLANS)),
@@ -153,10 +155,12 @@ export async function render(main) {
     const audience = { platforms: checked("platforms"), plans: checked("plans"), subscriptionStatus: statusIn.value || null };
     const notification = { subject: subjectIn.value, content: contentIn.value };
     if (parsed.data) notification.data = parsed.data;
+    const channels = checked("channels");
+    if (channels.length === 0) return fieldError(form.querySelector("input[name=channels]"), "Tick push, email or both.");
     await guard(async () => {
-      const { sendNotificationToAll: r } = await api.gql(`mutation ($n: NotificationInput!, $a: AudienceInput, $at: Time, $category: String, $key: String) {
-        sendNotificationToAll(notification: $n, audience: $a, sendAt: $at, category: $category, idempotencyKey: $key) { status message totalRecipients jobId } }`,
-      { n: notification, a: audience, at: sendAt, category: categoryIn.value, key });
+      const { sendNotificationToAll: r } = await api.gql(`mutation ($n: NotificationInput!, $a: AudienceInput, $at: Time, $category: String, $ch: [String!], $key: String) {
+        sendNotificationToAll(notification: $n, audience: $a, sendAt: $at, category: $category, channels: $ch, idempotencyKey: $key) { status message totalRecipients jobId } }`,
+      { n: notification, a: audience, at: sendAt, category: categoryIn.value, ch: channels, key });
       key = newKey();
       result.replaceChildren(notice(r.message));
       const { notificationJob } = await api.gql(`query ($id: ID!) { notificationJob(id: $id) { ${JOB} } }`, { id: r.jobId });
@@ -203,6 +207,12 @@ export async function render(main) {
     v.bar.set(done, j.totalRecipients);
     for (const [k, n] of [["sent", j.sent], ["failed", j.failed], ["invalid", j.invalidTokens], ["optedOut", optedOut], ["capped", capped], ["total", j.totalRecipients]]) v.counters.dataset[k] = n;
     v.counters.textContent = `${j.sent} sent · ${j.failed} failed · ${j.invalidTokens} invalid · ${optedOut} opted out · ${capped} capped of ${j.totalRecipients}`;
+    // The email part is counted apart: one email per account.
+    if (j.channels?.includes("email")) {
+      const e = j.email;
+      v.counters.dataset.emailed = e.queued;
+      v.counters.textContent += ` · emails: ${e.queued} queued, ${e.noEmailAddress} without an address, ${e.optedOut} opted out, ${e.capped} capped`;
+    }
     v.when.textContent = j.status === "scheduled" && j.sendAt ? `starts ${fmtTime(j.sendAt)}` : j.startedAt ? `started ${fmtTime(j.startedAt)}` : `created ${fmtTime(j.createdAt)}`;
     v.finished.textContent = j.finishedAt ? fmtTime(j.finishedAt) : "—";
     if (j.error) v.finished.textContent += ` (${j.error})`;
