@@ -140,7 +140,7 @@ func giveUp(err error) (string, bool) {
 
 // summary is a job's counters for the log.
 func summary(j Job) []any {
-	return []any{"status", j.Status, "total_recipients", j.TotalRecipients, "sent", j.Sent, "failed", j.Failed, "invalid_tokens", j.InvalidTokens}
+	return []any{"status", j.Status, "total_recipients", j.TotalRecipients, "sent", j.Sent, "failed", j.Failed, "invalid_tokens", j.InvalidTokens, "emails_queued", j.Email.Queued}
 }
 
 type fatalError struct{ err error }

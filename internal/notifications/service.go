@@ -386,10 +386,17 @@ func QueuedMessage(j Job) string {
 	if j.SendAt != nil {
 		return fmt.Sprintf("Notification scheduled for %s to %d device(s).", j.SendAt.UTC().Format(time.RFC3339), j.TotalRecipients)
 	}
-	if j.TotalRecipients == 1 {
-		return "Notification queued for 1 device."
+	if j.Emails() && !j.Pushes() {
+		return "Notification queued by email for the audience's accounts."
 	}
-	return fmt.Sprintf("Notification queued for %d devices.", j.TotalRecipients)
+	also := ""
+	if j.Emails() {
+		also = ", and by email for the audience's accounts"
+	}
+	if j.TotalRecipients == 1 {
+		return "Notification queued for 1 device" + also + "."
+	}
+	return fmt.Sprintf("Notification queued for %d devices%s.", j.TotalRecipients, also)
 }
 
 // Job returns a broadcast job; JOB_NOT_FOUND when unknown.
