@@ -16,10 +16,11 @@ import (
 const emailOptedOut = `EXISTS (SELECT 1 FROM notification_preferences np WHERE np.account_id = a.id AND np.category = j.category
 	AND np.channel = '` + preferences.ChannelEmail + `' AND np.enabled = FALSE)`
 
-// emailAudience is the condition that account a is in the audience of the
-// job row j: live, not disabled, with an active device in the job's
-// audience created no later than the job (the accounts its inbox items
-// go to, KeepBroadcastInbox, with the device walk's creation bound).
+// emailAudienceTail, followed by inAudience and a closing parenthesis, is
+// the condition that account a is in the audience of the job row j: live,
+// not disabled, with an active device in the job's audience created no
+// later than the job (the accounts its inbox items go to,
+// KeepBroadcastInbox, with the device walk's creation bound).
 const emailAudienceTail = ` AND a.deleted_at IS NULL AND a.disabled_at IS NULL
 	AND EXISTS (SELECT 1 FROM devices WHERE devices.account_id = a.id AND devices.active = TRUE AND devices.created_at <= j.created_at AND `
 
