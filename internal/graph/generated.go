@@ -99,6 +99,13 @@ type ComplexityRoot struct {
 		Scheduled        func(childComplexity int) int
 	}
 
+	BroadcastEmailCounts struct {
+		Capped         func(childComplexity int) int
+		NoEmailAddress func(childComplexity int) int
+		OptedOut       func(childComplexity int) int
+		Queued         func(childComplexity int) int
+	}
+
 	BroadcastResult struct {
 		JobID           func(childComplexity int) int
 		Message         func(childComplexity int) int
@@ -390,7 +397,7 @@ type ComplexityRoot struct {
 		SendMessengerMessage              func(childComplexity int, chatID string, message string, options *view.MessengerOptions, idempotencyKey *string) int
 		SendNotificationByDeviceID        func(childComplexity int, deviceID string, notification NotificationInput, idempotencyKey *string) int
 		SendNotificationByToken           func(childComplexity int, platform string, pushToken string, notification NotificationInput, idempotencyKey *string) int
-		SendNotificationToAll             func(childComplexity int, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, sendAtLocal *view.LocalTime, category *string, urgent *bool, inbox *bool, idempotencyKey *string) int
+		SendNotificationToAll             func(childComplexity int, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, sendAtLocal *view.LocalTime, category *string, urgent *bool, inbox *bool, channels []string, idempotencyKey *string) int
 		SendNotificationToUser            func(childComplexity int, userID string, notification NotificationInput, channels []string, category *string, urgent *bool, inbox *bool, idempotencyKey *string) int
 		SendWebhookPing                   func(childComplexity int, endpointID string) int
 		SetLocale                         func(childComplexity int, locale string) int
@@ -421,7 +428,9 @@ type ComplexityRoot struct {
 
 	NotificationJob struct {
 		Category        func(childComplexity int) int
+		Channels        func(childComplexity int) int
 		CreatedAt       func(childComplexity int) int
+		Email           func(childComplexity int) int
 		Error           func(childComplexity int) int
 		Failed          func(childComplexity int) int
 		FinishedAt      func(childComplexity int) int
@@ -744,7 +753,7 @@ type MutationResolver interface {
 	RemoveDevice(ctx context.Context, deviceID string) (bool, error)
 	SendNotificationByDeviceID(ctx context.Context, deviceID string, notification NotificationInput, idempotencyKey *string) (*view.SendNotificationResult, error)
 	SendNotificationToUser(ctx context.Context, userID string, notification NotificationInput, channels []string, category *string, urgent *bool, inbox *bool, idempotencyKey *string) (*view.SendToUserResult, error)
-	SendNotificationToAll(ctx context.Context, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, sendAtLocal *view.LocalTime, category *string, urgent *bool, inbox *bool, idempotencyKey *string) (*view.BroadcastResult, error)
+	SendNotificationToAll(ctx context.Context, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, sendAtLocal *view.LocalTime, category *string, urgent *bool, inbox *bool, channels []string, idempotencyKey *string) (*view.BroadcastResult, error)
 	SendNotificationByToken(ctx context.Context, platform string, pushToken string, notification NotificationInput, idempotencyKey *string) (*view.SendNotificationResult, error)
 	CancelNotificationJob(ctx context.Context, id string) (*view.NotificationJob, error)
 	MessengerLinkURL(ctx context.Context) (*view.MessengerLink, error)
@@ -1089,6 +1098,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.BroadcastCounts.Scheduled(childComplexity), true
+
+	case "BroadcastEmailCounts.capped":
+		if e.ComplexityRoot.BroadcastEmailCounts.Capped == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BroadcastEmailCounts.Capped(childComplexity), true
+	case "BroadcastEmailCounts.noEmailAddress":
+		if e.ComplexityRoot.BroadcastEmailCounts.NoEmailAddress == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BroadcastEmailCounts.NoEmailAddress(childComplexity), true
+	case "BroadcastEmailCounts.optedOut":
+		if e.ComplexityRoot.BroadcastEmailCounts.OptedOut == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BroadcastEmailCounts.OptedOut(childComplexity), true
+	case "BroadcastEmailCounts.queued":
+		if e.ComplexityRoot.BroadcastEmailCounts.Queued == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BroadcastEmailCounts.Queued(childComplexity), true
 
 	case "BroadcastResult.jobId":
 		if e.ComplexityRoot.BroadcastResult.JobID == nil {
@@ -2551,7 +2585,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.SendNotificationToAll(childComplexity, args["notification"].(NotificationInput), args["audience"].(*AudienceInput), args["sendAt"].(*time.Time), args["sendAtLocal"].(*view.LocalTime), args["category"].(*string), args["urgent"].(*bool), args["inbox"].(*bool), args["idempotencyKey"].(*string)), true
+		return e.ComplexityRoot.Mutation.SendNotificationToAll(childComplexity, args["notification"].(NotificationInput), args["audience"].(*AudienceInput), args["sendAt"].(*time.Time), args["sendAtLocal"].(*view.LocalTime), args["category"].(*string), args["urgent"].(*bool), args["inbox"].(*bool), args["channels"].([]string), args["idempotencyKey"].(*string)), true
 	case "Mutation.sendNotificationToUser":
 		if e.ComplexityRoot.Mutation.SendNotificationToUser == nil {
 			break
@@ -2788,12 +2822,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NotificationJob.Category(childComplexity), true
+	case "NotificationJob.channels":
+		if e.ComplexityRoot.NotificationJob.Channels == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationJob.Channels(childComplexity), true
 	case "NotificationJob.createdAt":
 		if e.ComplexityRoot.NotificationJob.CreatedAt == nil {
 			break
 		}
 
 		return e.ComplexityRoot.NotificationJob.CreatedAt(childComplexity), true
+	case "NotificationJob.email":
+		if e.ComplexityRoot.NotificationJob.Email == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NotificationJob.Email(childComplexity), true
 	case "NotificationJob.error":
 		if e.ComplexityRoot.NotificationJob.Error == nil {
 			break
@@ -4405,6 +4451,20 @@ func (ec *executionContext) childFields_BroadcastCounts(ctx context.Context, fie
 	return nil, fmt.Errorf("no field named %q was found under type BroadcastCounts", field.Name)
 }
 
+func (ec *executionContext) childFields_BroadcastEmailCounts(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "queued":
+		return ec.fieldContext_BroadcastEmailCounts_queued(ctx, field)
+	case "optedOut":
+		return ec.fieldContext_BroadcastEmailCounts_optedOut(ctx, field)
+	case "capped":
+		return ec.fieldContext_BroadcastEmailCounts_capped(ctx, field)
+	case "noEmailAddress":
+		return ec.fieldContext_BroadcastEmailCounts_noEmailAddress(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type BroadcastEmailCounts", field.Name)
+}
+
 func (ec *executionContext) childFields_BroadcastResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "status":
@@ -4911,6 +4971,10 @@ func (ec *executionContext) childFields_NotificationJob(ctx context.Context, fie
 		return ec.fieldContext_NotificationJob_inbox(ctx, field)
 	case "inboxItems":
 		return ec.fieldContext_NotificationJob_inboxItems(ctx, field)
+	case "channels":
+		return ec.fieldContext_NotificationJob_channels(ctx, field)
+	case "email":
+		return ec.fieldContext_NotificationJob_email(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_NotificationJob_createdAt(ctx, field)
 	case "startedAt":
@@ -6578,14 +6642,22 @@ func (ec *executionContext) field_Mutation_sendNotificationToAll_args(ctx contex
 		return nil, err
 	}
 	args["inbox"] = arg6
-	arg7, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+	arg7, err := graphql.ProcessArgField(ctx, rawArgs, "channels",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["channels"] = arg7
+	arg8, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["idempotencyKey"] = arg7
+	args["idempotencyKey"] = arg8
 	return args, nil
 }
 
@@ -8496,6 +8568,98 @@ func (ec *executionContext) _BroadcastCounts_messengerRunning(ctx context.Contex
 }
 func (ec *executionContext) fieldContext_BroadcastCounts_messengerRunning(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("BroadcastCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _BroadcastEmailCounts_queued(ctx context.Context, field graphql.CollectedField, obj *view.BroadcastEmailCounts) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BroadcastEmailCounts_queued(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Queued, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BroadcastEmailCounts_queued(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BroadcastEmailCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _BroadcastEmailCounts_optedOut(ctx context.Context, field graphql.CollectedField, obj *view.BroadcastEmailCounts) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BroadcastEmailCounts_optedOut(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OptedOut, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BroadcastEmailCounts_optedOut(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BroadcastEmailCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _BroadcastEmailCounts_capped(ctx context.Context, field graphql.CollectedField, obj *view.BroadcastEmailCounts) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BroadcastEmailCounts_capped(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Capped, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BroadcastEmailCounts_capped(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BroadcastEmailCounts", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _BroadcastEmailCounts_noEmailAddress(ctx context.Context, field graphql.CollectedField, obj *view.BroadcastEmailCounts) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BroadcastEmailCounts_noEmailAddress(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NoEmailAddress, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BroadcastEmailCounts_noEmailAddress(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BroadcastEmailCounts", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _BroadcastResult_status(ctx context.Context, field graphql.CollectedField, obj *view.BroadcastResult) (ret graphql.Marshaler) {
@@ -12433,7 +12597,7 @@ func (ec *executionContext) _Mutation_sendNotificationToAll(ctx context.Context,
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().SendNotificationToAll(ctx, fc.Args["notification"].(NotificationInput), fc.Args["audience"].(*AudienceInput), fc.Args["sendAt"].(*time.Time), fc.Args["sendAtLocal"].(*view.LocalTime), fc.Args["category"].(*string), fc.Args["urgent"].(*bool), fc.Args["inbox"].(*bool), fc.Args["idempotencyKey"].(*string))
+			return ec.Resolvers.Mutation().SendNotificationToAll(ctx, fc.Args["notification"].(NotificationInput), fc.Args["audience"].(*AudienceInput), fc.Args["sendAt"].(*time.Time), fc.Args["sendAtLocal"].(*view.LocalTime), fc.Args["category"].(*string), fc.Args["urgent"].(*bool), fc.Args["inbox"].(*bool), fc.Args["channels"].([]string), fc.Args["idempotencyKey"].(*string))
 		},
 		func(ctx context.Context, next graphql.Resolver) graphql.Resolver {
 			directive0 := next
@@ -16437,6 +16601,61 @@ func (ec *executionContext) _NotificationJob_inboxItems(ctx context.Context, fie
 }
 func (ec *executionContext) fieldContext_NotificationJob_inboxItems(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationJob_channels(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationJob_channels(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Channels, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationJob_channels(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NotificationJob", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _NotificationJob_email(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NotificationJob_email(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Email, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v view.BroadcastEmailCounts) graphql.Marshaler {
+			return ec.marshalNBroadcastEmailCounts2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐBroadcastEmailCounts(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NotificationJob_email(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NotificationJob",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_BroadcastEmailCounts(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _NotificationJob_createdAt(ctx context.Context, field graphql.CollectedField, obj *view.NotificationJob) (ret graphql.Marshaler) {
@@ -24449,6 +24668,59 @@ func (ec *executionContext) _BroadcastCounts(ctx context.Context, sel ast.Select
 	return out
 }
 
+var broadcastEmailCountsImplementors = []string{"BroadcastEmailCounts"}
+
+func (ec *executionContext) _BroadcastEmailCounts(ctx context.Context, sel ast.SelectionSet, obj *view.BroadcastEmailCounts) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, broadcastEmailCountsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("BroadcastEmailCounts")
+		case "queued":
+			out.Values[i] = ec._BroadcastEmailCounts_queued(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "optedOut":
+			out.Values[i] = ec._BroadcastEmailCounts_optedOut(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "capped":
+			out.Values[i] = ec._BroadcastEmailCounts_capped(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "noEmailAddress":
+			out.Values[i] = ec._BroadcastEmailCounts_noEmailAddress(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var broadcastResultImplementors = []string{"BroadcastResult"}
 
 func (ec *executionContext) _BroadcastResult(ctx context.Context, sel ast.SelectionSet, obj *view.BroadcastResult) graphql.Marshaler {
@@ -26899,6 +27171,16 @@ func (ec *executionContext) _NotificationJob(ctx context.Context, sel ast.Select
 			}
 		case "inboxItems":
 			out.Values[i] = ec._NotificationJob_inboxItems(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "channels":
+			out.Values[i] = ec._NotificationJob_channels(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "email":
+			out.Values[i] = ec._NotificationJob_email(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -30293,6 +30575,10 @@ func (ec *executionContext) marshalNBoolean2ᚖbool(ctx context.Context, sel ast
 
 func (ec *executionContext) marshalNBroadcastCounts2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐBroadcastCounts(ctx context.Context, sel ast.SelectionSet, v view.BroadcastCounts) graphql.Marshaler {
 	return ec._BroadcastCounts(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNBroadcastEmailCounts2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐBroadcastEmailCounts(ctx context.Context, sel ast.SelectionSet, v view.BroadcastEmailCounts) graphql.Marshaler {
+	return ec._BroadcastEmailCounts(ctx, sel, &v)
 }
 
 func (ec *executionContext) marshalNBroadcastResult2githubᚗcomᚋheraldᚑvpnᚋheraldᚋinternalᚋviewᚐBroadcastResult(ctx context.Context, sel ast.SelectionSet, v view.BroadcastResult) graphql.Marshaler {

@@ -147,8 +147,8 @@ func (r *mutationResolver) SendNotificationToUser(ctx context.Context, userID st
 }
 
 // SendNotificationToAll is the resolver for the sendNotificationToAll field.
-func (r *mutationResolver) SendNotificationToAll(ctx context.Context, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, sendAtLocal *view.LocalTime, category *string, urgent *bool, inbox *bool, idempotencyKey *string) (*view.BroadcastResult, error) {
-	job, err := r.Notifications.BroadcastIdempotent(ctx, r.idempotencyKey(idempotencyKey), notificationInput(notification), notifications.BroadcastOptions{SendAt: sendAt, Audience: audienceInput(audience), SendAtLocal: sendAtLocal.SendTime(), Category: deref(category), Urgent: deref(urgent), Inbox: deref(inbox)})
+func (r *mutationResolver) SendNotificationToAll(ctx context.Context, notification NotificationInput, audience *AudienceInput, sendAt *time.Time, sendAtLocal *view.LocalTime, category *string, urgent *bool, inbox *bool, channels []string, idempotencyKey *string) (*view.BroadcastResult, error) {
+	job, err := r.Notifications.BroadcastIdempotent(ctx, r.idempotencyKey(idempotencyKey), notificationInput(notification), notifications.BroadcastOptions{SendAt: sendAt, Audience: audienceInput(audience), SendAtLocal: sendAtLocal.SendTime(), Category: deref(category), Urgent: deref(urgent), Inbox: deref(inbox), Channels: channels})
 	if err != nil {
 		return nil, err
 	}

@@ -124,7 +124,13 @@ func (c pushChannel) Send(ctx context.Context, j Job, owner string) error {
 		quiet: !j.Urgent && !s.cfg.Categories.Critical(j.Category), local: j.SendAtLocal}
 	r.n.CollapseKey = j.ID // a resend after a crash replaces, not repeats, on the device
 	r.n = r.n.Prepared()   // encoded once for every device, not at each send
-	err := r.all(ctx)
+	var err error
+	if j.Pushes() {
+		err = r.all(ctx)
+	}
+	if err == nil && j.Emails() {
+		err = r.emailWalk(ctx, j.Subject, j.Content, j.Category)
+	}
 	if fatal, ok := errors.AsType[*fatalError](err); ok {
 		s.cfg.Logger.ErrorContext(ctx, "BROADCAST FAILED: the push provider refused the request; check the FCM/APNs credentials and settings", "job_id", j.ID, "err", fatal.err)
 		return &fanout.Failure{Msg: "push provider refused the request: " + fatal.err.Error()}
@@ -155,7 +161,7 @@ func giveUp(err error) (string, bool) {
 
 // summary is a job's counters for the log.
 func summary(j Job) []any {
-	return []any{"status", j.Status, "total_recipients", j.TotalRecipients, "sent", j.Sent, "failed", j.Failed, "invalid_tokens", j.InvalidTokens}
+	return []any{"status", j.Status, "total_recipients", j.TotalRecipients, "sent", j.Sent, "failed", j.Failed, "invalid_tokens", j.InvalidTokens, "emails_queued", j.Email.Queued}
 }
 
 type fatalError struct{ err error }

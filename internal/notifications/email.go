@@ -12,6 +12,9 @@ type EmailArgs struct {
 	Subject   string `json:"subject"`
 	Content   string `json:"content"`
 	Category  string `json:"category"`
+	// BroadcastID is the broadcast job that queued it ("" for a send to
+	// one user).
+	BroadcastID string `json:"broadcast_id,omitempty"`
 }
 
 // Kind implements river.JobArgs.

@@ -19,8 +19,14 @@ func ProgressTopic(id string) string { return "job:" + id }
 // Version orders the states of one job: it grows with every change of
 // status or counters (statuses only move forward, counters only grow), so
 // it is the event ID of live progress, the same on every replica, and a
-// client that saw version v needs nothing at or below it.
-func (j Job) Version() int64 { return fanout.Version(j.Status, j.Sent+j.Failed+j.InvalidTokens) }
+// client that saw version v needs nothing at or below it. The email
+// part's accounts count too, so that its pages are announced live.
+func (j Job) Version() int64 {
+	return fanout.Version(j.Status, j.Sent+j.Failed+j.InvalidTokens+j.Email.accounts())
+}
+
+// accounts counts the accounts the email part is done with.
+func (e EmailCounts) accounts() int { return e.Queued + e.OptedOut + e.Capped + e.NoEmailAddress }
 
 // Watch follows job id for a live subscriber: the job as it is now if its
 // Version is above after (-1 for a subscriber that has nothing yet: a

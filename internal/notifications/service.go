@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -310,6 +311,13 @@ type BroadcastOptions struct {
 	// owner is inside their quiet hours when the walk reaches it is held
 	// and sent at the end of the window, by the same job.
 	Urgent bool
+	// Channels are the broadcast's channels, the values of the user
+	// send's: ChannelPush (every device in the audience: push and web
+	// push) and ChannelEmail (one email per account of the audience with
+	// a verified real address, however many devices it has). None is push
+	// alone; another (telegram too: the Telegram broadcast is the
+	// messenger's) is INVALID_INPUT (field channels).
+	Channels []string
 }
 
 // LocalSendTime is sendAtLocal as the doors take it: a date (YYYY-MM-DD)
@@ -370,6 +378,10 @@ func (s *Service) BroadcastWith(ctx context.Context, n Notification, opts Broadc
 	if err != nil {
 		return Job{}, err
 	}
+	channels, err := broadcastChannels(opts.Channels)
+	if err != nil {
+		return Job{}, err
+	}
 	var sendAt *time.Time
 	if opts.SendAt != nil {
 		now, at := s.cfg.Now(), opts.SendAt.UTC()
@@ -393,13 +405,30 @@ func (s *Service) BroadcastWith(ctx context.Context, n Notification, opts Broadc
 		return Job{}, err
 	}
 	b := NewBroadcast{SendAtLocal: local, ID: id.String(), Subject: n.Subject, Content: n.Content, Data: data, SendAt: sendAt, Audience: opts.Audience, Category: category, Inbox: opts.Inbox,
-		CapPerDay: s.cfg.Categories.CapOf(category, opts.Urgent), Urgent: opts.Urgent}
+		CapPerDay: s.cfg.Categories.CapOf(category, opts.Urgent), Urgent: opts.Urgent, Channels: channels}
 	if n.Options != (PushOptions{}) {
 		if b.Options, err = json.Marshal(n.Options); err != nil {
 			return Job{}, err
 		}
 	}
 	return s.store.CreateBroadcast(ctx, b, BroadcastArgs{JobID: id.String()})
+}
+
+// broadcastChannels checks a broadcast's channels and answers them in
+// their one order (push, then email); none is push alone.
+func broadcastChannels(channels []string) ([]string, error) {
+	for _, c := range channels {
+		if c != ChannelPush && c != ChannelEmail {
+			return nil, invalidInput("channels", fmt.Sprintf("Unknown channel %q; the channels of a broadcast are push and email.", c))
+		}
+	}
+	var out []string
+	for _, c := range []string{ChannelPush, ChannelEmail} {
+		if len(channels) == 0 && c == ChannelPush || slices.Contains(channels, c) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 // category resolves the category a send names: INVALID_INPUT (field
@@ -417,10 +446,17 @@ func QueuedMessage(j Job) string {
 	if j.SendAt != nil {
 		return fmt.Sprintf("Notification scheduled for %s to %d device(s).", j.SendAt.UTC().Format(time.RFC3339), j.TotalRecipients)
 	}
-	if j.TotalRecipients == 1 {
-		return "Notification queued for 1 device."
+	if j.Emails() && !j.Pushes() {
+		return "Notification queued by email for the audience's accounts."
 	}
-	return fmt.Sprintf("Notification queued for %d devices.", j.TotalRecipients)
+	also := ""
+	if j.Emails() {
+		also = ", and by email for the audience's accounts"
+	}
+	if j.TotalRecipients == 1 {
+		return "Notification queued for 1 device" + also + "."
+	}
+	return fmt.Sprintf("Notification queued for %d devices%s.", j.TotalRecipients, also)
 }
 
 // Job returns a broadcast job; JOB_NOT_FOUND when unknown.

@@ -2,6 +2,7 @@ package notifications
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/herald-vpn/herald/internal/accounts"
@@ -110,7 +111,26 @@ type Job struct {
 	Inbox        bool
 	InboxWritten bool
 	InboxItems   int
+	// Channels are the broadcast's channels (ChannelPush, ChannelEmail;
+	// nil is push alone, as every broadcast before them).
+	Channels []string
+	// Email counts the email part, apart from the devices' counters.
+	Email EmailCounts
 }
+
+// EmailCounts are a broadcast's email part: the accounts whose email it
+// queued (one notification_email job each, EmailArgs), and those of the
+// audience it skipped: opted out of the category's email, over its cap,
+// or without a verified real address (HasEmailAddress).
+type EmailCounts struct {
+	Queued, OptedOut, Capped, NoEmailAddress int
+}
+
+// Pushes reports whether the job walks the devices (push and web push).
+func (j Job) Pushes() bool { return len(j.Channels) == 0 || slices.Contains(j.Channels, ChannelPush) }
+
+// Emails reports whether the job emails the audience's accounts.
+func (j Job) Emails() bool { return slices.Contains(j.Channels, ChannelEmail) }
 
 // CapSendID names broadcast jobID in its recipients' caps
 // (preferences.CapUse.SendID): an owner is counted once per job, however
@@ -144,6 +164,8 @@ type NewBroadcast struct {
 	CapPerDay int
 	// Urgent: the job passes through quiet hours (Job.Urgent).
 	Urgent bool
+	// Channels are the job's channels, checked (Job.Channels).
+	Channels []string
 }
 
 // LocalTime is a wall-clock time on a civil date, read in each
@@ -194,6 +216,15 @@ type Claims struct {
 	// Stop: the caller no longer holds the lease or the job is no longer
 	// running (cancelled); nothing was claimed.
 	Stop bool
+}
+
+// EmailClaims is one page of a broadcast's email walk.
+type EmailClaims struct {
+	// Queued counts the emails queued by the page.
+	Queued int
+	// Done: the walk is over. Stop: the job is no longer owner's, or no
+	// longer running; nothing was queued.
+	Done, Stop bool
 }
 
 // Record is one write of a broadcast's outcomes.
@@ -302,6 +333,22 @@ type Store interface {
 	// past them, claimed devices without a delivery row are the ones whose
 	// outcome is unknown.
 	ClaimNextBatch(ctx context.Context, id, owner string, limit int, until time.Time) (Claims, error)
+	// ClaimEmailBatch is the email part's walk: it takes, in account
+	// order after the job's email cursor, up to limit live, enabled
+	// accounts with an active device in the job's audience created no
+	// later than the job, and, in one transaction that also moves the
+	// cursor past them (and renews the lease) only while owner holds the
+	// lease of the running job: skips an account that turned the job's
+	// category off on the email channel, then one without a verified real
+	// address (HasEmailAddress: a guest's placeholder, an address not
+	// verified), counts each left against its cap of the day as the
+	// device walk does (send id CapSendID: an owner reached by both counts
+	// once), skips those over it, and inserts email(account) for the
+	// rest; each counted in the job's Email. A run that dies
+	// before the commit queued nothing; after it, the cursor is past the
+	// accounts, so no account is emailed twice by the job. Stop when the
+	// job is not owner's or not running; Done when the walk is over.
+	ClaimEmailBatch(ctx context.Context, id, owner string, limit int, until time.Time, email func(accountID string) EmailArgs) (EmailClaims, error)
 	// ResumeWalk returns, in device order after `after`, up to limit
 	// devices the walk claimed but whose outcome is unknown: recipients
 	// after the job's settled cursor and up to its walk cursor without a

@@ -82,6 +82,8 @@ type broadcastBody struct {
 	Urgent bool `json:"urgent"`
 	// SendAtLocal sends it at a wall-clock time in each recipient's zone.
 	SendAtLocal *view.LocalTime `json:"sendAtLocal"`
+	// Channels are push (the default) and email.
+	Channels []string `json:"channels"`
 }
 
 // Broadcast is POST /api/v1/notifications/broadcasts: 202, the job is
@@ -92,7 +94,7 @@ func (h *Handlers) Broadcast() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		j, err := h.Notifications.BroadcastIdempotent(r.Context(), h.idempotencyKey(r), n, notifications.BroadcastOptions{SendAt: in.SendAt, Audience: deref(in.Audience), Category: in.Category, Inbox: in.Inbox, Urgent: in.Urgent, SendAtLocal: in.SendAtLocal.SendTime()})
+		j, err := h.Notifications.BroadcastIdempotent(r.Context(), h.idempotencyKey(r), n, notifications.BroadcastOptions{SendAt: in.SendAt, Audience: deref(in.Audience), Category: in.Category, Inbox: in.Inbox, Urgent: in.Urgent, SendAtLocal: in.SendAtLocal.SendTime(), Channels: in.Channels})
 		if err != nil {
 			return nil, err
 		}

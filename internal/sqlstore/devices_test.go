@@ -43,12 +43,15 @@ func TestDevicesConformance(t *testing.T) {
 	runConformance(t, cases, mustOpenWithWorkers)
 }
 
-// mustOpenWithWorkers is mustOpen with the broadcast worker registered, so
+// mustOpenWithWorkers is mustOpen with the broadcast worker (and the
+// email channel's) registered, so
 // that broadcast jobs can be inserted (River refuses unknown kinds). The
 // job runner is never started.
 func mustOpenWithWorkers(t *testing.T, url string) (*sqlstore.DB, *testsupport.Clock) {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &notifications.BroadcastWorker{})
+	// A broadcast's email walk queues the email channel's jobs.
+	river.AddWorker(workers, river.WorkFunc(func(context.Context, *river.Job[notifications.EmailArgs]) error { return nil }))
 	return mustOpenJobs(t, url, jobs.Config{Workers: workers})
 }
 

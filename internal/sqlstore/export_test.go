@@ -114,3 +114,17 @@ func Recount(ctx context.Context, db *DB, since time.Time) (accounts.Counts, []d
 	d, err := db.recountDeviceTokens(ctx)
 	return a, d, err
 }
+
+// NotificationEmailJobs lists the notification_email jobs' arguments (as
+// JSON), oldest first.
+func NotificationEmailJobs(ctx context.Context, db *DB) ([]string, error) {
+	args := `json(args)`
+	if db.dialect == storage.Postgres {
+		args = `args::text`
+	}
+	rs, err := db.conn().query(ctx, `SELECT `+args+` FROM river_job WHERE kind = 'notification_email' ORDER BY id`)
+	return collect(rs, err, func(r row) (string, error) {
+		var s string
+		return s, r.Scan(&s)
+	})
+}

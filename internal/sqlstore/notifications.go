@@ -30,17 +30,18 @@ var pushJobs = fanoutJobs[notifications.Job]{
 	waits: `resume_at IS NOT NULL AND resume_at > ?`,
 }
 
-const jobColumns = `id, status, subject, content, data, total_recipients, sent, failed, invalid_tokens, created_at, started_at, finished_at, last_error, push_options, send_at, audience_platforms, audience_plans, audience_status, category, opted_out, inbox, inbox_written_at IS NOT NULL, inbox_items, capped, cap_per_day, urgent, held, resume_at, local_date, local_minute`
+const jobColumns = `id, status, subject, content, data, total_recipients, sent, failed, invalid_tokens, created_at, started_at, finished_at, last_error, push_options, send_at, audience_platforms, audience_plans, audience_status, category, opted_out, inbox, inbox_written_at IS NOT NULL, inbox_items, capped, cap_per_day, urgent, held, resume_at, local_date, local_minute, channels, emailed, email_opted_out, email_capped, no_email_address`
 
 func scanJob(r row, extra ...any) (notifications.Job, error) {
 	var j notifications.Job
 	var data, opts *string
-	var platforms, plans string
+	var platforms, plans, channels string
 	var started, finished, sendAt, resumeAt *time.Time
 	var localDate *string
 	var localMinute *int
 	dest := append([]any{&j.ID, &j.Status, &j.Subject, &j.Content, &data, &j.TotalRecipients, &j.Sent, &j.Failed, &j.InvalidTokens,
-		&j.CreatedAt, &started, &finished, &j.Error, &opts, &sendAt, &platforms, &plans, &j.Audience.SubscriptionStatus, &j.Category, &j.OptedOut, &j.Inbox, &j.InboxWritten, &j.InboxItems, &j.Capped, &j.CapPerDay, &j.Urgent, &j.Held, &resumeAt, &localDate, &localMinute}, extra...)
+		&j.CreatedAt, &started, &finished, &j.Error, &opts, &sendAt, &platforms, &plans, &j.Audience.SubscriptionStatus, &j.Category, &j.OptedOut, &j.Inbox, &j.InboxWritten, &j.InboxItems, &j.Capped, &j.CapPerDay, &j.Urgent, &j.Held, &resumeAt, &localDate, &localMinute,
+		&channels, &j.Email.Queued, &j.Email.OptedOut, &j.Email.Capped, &j.Email.NoEmailAddress}, extra...)
 	if err := r.Scan(dest...); err != nil {
 		return notifications.Job{}, err
 	}
@@ -62,6 +63,7 @@ func scanJob(r row, extra ...any) (notifications.Job, error) {
 	}
 	j.StartedAt, j.FinishedAt, j.SendAt, j.ResumeAt = utcPtr(started), utcPtr(finished), utcPtr(sendAt), utcPtr(resumeAt)
 	j.Audience.Platforms, j.Audience.Plans = splitList(platforms), splitList(plans)
+	j.Channels = splitList(channels)
 	return j, nil
 }
 
@@ -89,6 +91,15 @@ var (
 	inAudience      = audienceOf("j.audience_platforms", "j.audience_plans", "j.audience_status", "j.created_at")
 	inAudienceOfCTE = audienceOf("j.audience_platforms", "j.audience_plans", "j.audience_status", "j.job_created")
 )
+
+// channelList stores a job's channels; none is push alone, as the
+// column's default says for the jobs made before channels.
+func channelList(channels []string) string {
+	if len(channels) == 0 {
+		return joinList([]string{notifications.ChannelPush})
+	}
+	return joinList(channels)
+}
 
 // joinList stores a list as ",a,b," (” when empty), for LIKE '%,x,%'.
 func joinList(l []string) string {
@@ -176,14 +187,17 @@ func (db *DB) CreateBroadcast(ctx context.Context, b notifications.NewBroadcast,
 			localDate, localMinute = b.SendAtLocal.Date, b.SendAtLocal.Minutes
 		}
 		if _, err := tx.q.exec(ctx, `INSERT INTO notification_jobs (id, subject, content, data, status, total_recipients, created_at, push_options, send_at,
-			audience_platforms, audience_plans, audience_status, category, inbox, cap_per_day, urgent, local_date, local_minute) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			b.ID, b.Subject, b.Content, data, status, tx.now, opts, b.SendAt, joinList(a.Platforms), joinList(a.Plans), a.SubscriptionStatus, b.Category, b.Inbox, b.CapPerDay, b.Urgent, localDate, localMinute); err != nil {
+			audience_platforms, audience_plans, audience_status, category, inbox, cap_per_day, urgent, local_date, local_minute, channels) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			b.ID, b.Subject, b.Content, data, status, tx.now, opts, b.SendAt, joinList(a.Platforms), joinList(a.Plans), a.SubscriptionStatus, b.Category, b.Inbox, b.CapPerDay, b.Urgent, localDate, localMinute, channelList(b.Channels)); err != nil {
 			return err
 		}
-		// Counted with the walk's own condition, read from the job row.
-		if _, err := tx.q.exec(ctx, `UPDATE notification_jobs SET total_recipients = (SELECT COUNT(*) FROM devices, notification_jobs j
+		// Counted with the walk's own condition, read from the job row;
+		// a job without push walks no device.
+		if (notifications.Job{Channels: b.Channels}).Pushes() {
+			if _, err := tx.q.exec(ctx, `UPDATE notification_jobs SET total_recipients = (SELECT COUNT(*) FROM devices, notification_jobs j
 			WHERE j.id = ? AND `+recipients+` AND `+inAudience+`) WHERE id = ?`, b.ID, b.ID); err != nil {
-			return err
+				return err
+			}
 		}
 		var total int
 		if err := tx.q.queryRow(ctx, `SELECT total_recipients FROM notification_jobs WHERE id = ?`, b.ID).Scan(&total); err != nil {
@@ -196,7 +210,7 @@ func (db *DB) CreateBroadcast(ctx context.Context, b notifications.NewBroadcast,
 		if err != nil {
 			return err
 		}
-		j = notifications.Job{ID: b.ID, Status: status, Subject: b.Subject, Content: b.Content, Data: m, TotalRecipients: total, CreatedAt: tx.now, SendAt: utcPtr(b.SendAt), Audience: b.Audience, Category: b.Category, Inbox: b.Inbox, CapPerDay: b.CapPerDay, Urgent: b.Urgent, SendAtLocal: b.SendAtLocal}
+		j = notifications.Job{ID: b.ID, Status: status, Subject: b.Subject, Content: b.Content, Data: m, TotalRecipients: total, CreatedAt: tx.now, SendAt: utcPtr(b.SendAt), Audience: b.Audience, Category: b.Category, Inbox: b.Inbox, CapPerDay: b.CapPerDay, Urgent: b.Urgent, SendAtLocal: b.SendAtLocal, Channels: splitList(channelList(b.Channels))}
 		if b.Options != nil {
 			if err := json.Unmarshal(b.Options, &j.Options); err != nil {
 				return err

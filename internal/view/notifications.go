@@ -33,11 +33,16 @@ type NotificationJob struct {
 	Category string `json:"category"`
 	// Inbox: the job keeps inbox items; InboxItems counts those it wrote
 	// (0 until it starts).
-	Inbox      bool       `json:"inbox"`
-	InboxItems int        `json:"inboxItems"`
-	CreatedAt  time.Time  `json:"createdAt"`
-	StartedAt  *time.Time `json:"startedAt"`
-	FinishedAt *time.Time `json:"finishedAt"`
+	Inbox      bool `json:"inbox"`
+	InboxItems int  `json:"inboxItems"`
+	// Channels are the broadcast's channels: push (every device in the
+	// audience), email (one email per account of the audience), or both.
+	Channels []string `json:"channels"`
+	// Email counts the email part (zeros without the email channel).
+	Email      BroadcastEmailCounts `json:"email"`
+	CreatedAt  time.Time            `json:"createdAt"`
+	StartedAt  *time.Time           `json:"startedAt"`
+	FinishedAt *time.Time           `json:"finishedAt"`
 	// SendAt is when a scheduled job starts; nil for one queued at once.
 	SendAt *time.Time `json:"sendAt"`
 	// SendAtLocal is the wall-clock time the job is due at in each
@@ -90,6 +95,8 @@ func NewNotificationJob(j notifications.Job) NotificationJob {
 		Skipped:         SkipCounts{OptedOut: j.OptedOut, Capped: j.Capped},
 		Held:            j.Held,
 		Urgent:          j.Urgent,
+		Channels:        channelsOf(j),
+		Email:           BroadcastEmailCounts(j.Email),
 		Category:        j.Category,
 		Inbox:           j.Inbox,
 		InboxItems:      j.InboxItems,
@@ -102,11 +109,19 @@ func NewNotificationJob(j notifications.Job) NotificationJob {
 	}
 }
 
+// channelsOf is a job's channels, push alone for a job that names none.
+func channelsOf(j notifications.Job) []string {
+	if len(j.Channels) == 0 {
+		return []string{notifications.ChannelPush}
+	}
+	return j.Channels
+}
+
 // job is the domain value v shows (without content and data, which it
 // does not carry).
 func (v NotificationJob) job() notifications.Job {
 	return notifications.Job{ID: v.ID, Status: v.Status, Subject: v.Subject, TotalRecipients: v.TotalRecipients, Sent: v.Sent, Failed: v.Failed,
-		InvalidTokens: v.InvalidTokens, OptedOut: v.Skipped.OptedOut, Capped: v.Skipped.Capped, Held: v.Held, Urgent: v.Urgent, Category: v.Category, Inbox: v.Inbox, InboxItems: v.InboxItems, CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, FinishedAt: v.FinishedAt, SendAt: v.SendAt, SendAtLocal: v.SendAtLocal.local(), Error: deref(v.Error)}
+		InvalidTokens: v.InvalidTokens, OptedOut: v.Skipped.OptedOut, Capped: v.Skipped.Capped, Held: v.Held, Urgent: v.Urgent, Channels: v.Channels, Email: notifications.EmailCounts(v.Email), Category: v.Category, Inbox: v.Inbox, InboxItems: v.InboxItems, CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, FinishedAt: v.FinishedAt, SendAt: v.SendAt, SendAtLocal: v.SendAtLocal.local(), Error: deref(v.Error)}
 }
 
 // NotificationJobWire writes a job's state into a live progress event, as
@@ -166,6 +181,21 @@ type SkipCounts struct {
 	// (a broadcast counts each device of such a user when its walk
 	// reaches it).
 	Capped int `json:"capped"`
+}
+
+// BroadcastEmailCounts are a broadcast's email part, counted apart from
+// its devices: one email per account of the audience.
+type BroadcastEmailCounts struct {
+	// Queued: emails queued, one per account with a verified real
+	// address (each then sent by the email channel's job).
+	Queued int `json:"queued"`
+	// OptedOut: accounts that turned the category's email off.
+	OptedOut int `json:"optedOut"`
+	// Capped: accounts already at the category's cap that day.
+	Capped int `json:"capped"`
+	// NoEmailAddress: accounts without a verified real address (a
+	// guest's placeholder, an address not yet verified).
+	NoEmailAddress int `json:"noEmailAddress"`
 }
 
 // DeviceSendOutcome is how the send to one device, or to the linked

@@ -110,6 +110,7 @@ var schemas = []struct {
 	{"ChannelSwitches", typeOf[view.ChannelSwitches](), false},
 	{"SkipCounts", typeOf[view.SkipCounts](), false},
 	{"LocalTime", typeOf[view.LocalTime](), false},
+	{"BroadcastEmailCounts", typeOf[view.BroadcastEmailCounts](), false},
 	{"AuthMethods", typeOf[view.AuthMethods](), false},
 	{"NotificationSetting", typeOf[view.NotificationSetting](), true},
 	{"QuietHours", typeOf[view.QuietHours](), false},

@@ -18,7 +18,8 @@ func TestNotificationJobWire(t *testing.T) {
 	wire := view.NotificationJobWire()
 	started := time.Date(2026, 11, 29, 10, 0, 1, 500, time.UTC)
 	job := notifications.Job{ID: "j1", Status: notifications.StatusRunning, Subject: "Hi", Content: "not carried", TotalRecipients: 5, Sent: 2,
-		Failed: 1, InvalidTokens: 1, CreatedAt: time.Date(2026, 11, 29, 10, 0, 0, 999, time.UTC), StartedAt: &started}
+		Failed: 1, InvalidTokens: 1, CreatedAt: time.Date(2026, 11, 29, 10, 0, 0, 999, time.UTC), StartedAt: &started,
+		Channels: []string{"push", "email"}, Email: notifications.EmailCounts{Queued: 3, OptedOut: 1, Capped: 2, NoEmailAddress: 4}}
 	data, err := wire.Encode(job)
 	if err != nil {
 		t.Fatal(err)
@@ -32,6 +33,12 @@ func TestNotificationJobWire(t *testing.T) {
 	}
 	if a, b := mustJSON(t, view.NewNotificationJob(got)), mustJSON(t, view.NewNotificationJob(job)); a != b {
 		t.Fatalf("the decoded job shows\n%s\nthe job shows\n%s", a, b)
+	}
+	// A page of emails is a new state: live progress announces it.
+	more := job
+	more.Email.NoEmailAddress++
+	if more.Version() <= job.Version() {
+		t.Fatalf("an account more in the email part: version %d, not above %d", more.Version(), job.Version())
 	}
 
 	previous := `{"id":"j1","status":"completed","subject":"Hi","totalRecipients":5,"sent":4,"failed":1,"invalidTokens":0,` +

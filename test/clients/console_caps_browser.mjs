@@ -12,8 +12,8 @@ import { join } from "node:path";
 import { chromium } from "playwright-core";
 
 const api = process.env.HERALD_URL;
-const { ADMIN_EMAIL, ADMIN_TOKEN, PASSWORD, USER_ID, JOB_ID, CONSOLE_URL } = process.env;
-for (const [k, v] of Object.entries({ api, ADMIN_EMAIL, ADMIN_TOKEN, PASSWORD, USER_ID, JOB_ID, CONSOLE_URL })) assert.ok(v, `${k} not set`);
+const { ADMIN_EMAIL, ADMIN_TOKEN, PASSWORD, USER_ID, JOB_ID, EMAIL_JOB_ID, CONSOLE_URL } = process.env;
+for (const [k, v] of Object.entries({ api, ADMIN_EMAIL, ADMIN_TOKEN, PASSWORD, USER_ID, JOB_ID, EMAIL_JOB_ID, CONSOLE_URL })) assert.ok(v, `${k} not set`);
 const executablePath = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
   "--disable-background-networking", "--disable-component-update", "--disable-sync"];
@@ -135,6 +135,23 @@ try {
   assert.match(await row.locator(".counters").innerText(), new RegExp(`· ${job.skipped.capped} capped of ${job.totalRecipients}$`), "the capped counter as shown");
   await noError(page, "broadcasts");
   console.log(`ok: the broadcast's counters as the API: ${await row.locator(".counters").innerText()}`);
+
+  // ---- A broadcast on push and email: its emails in the counters ----
+  assert.equal(await page.locator('input[name="channels"][value="push"]').isChecked(), true, "push is ticked in the form");
+  assert.equal(await page.locator('input[name="channels"][value="email"]').isChecked(), false, "email is not ticked in the form");
+  const emailRow = page.locator("#jobs tbody tr").filter({ has: page.locator(`.job[data-job="${EMAIL_JOB_ID}"]`) });
+  await shown(emailRow, "the broadcast by email among the jobs");
+  let emailJob;
+  for (const until = Date.now() + 30_000; ;) {
+    ({ notificationJob: emailJob } = await gql("query ($id: ID!) { notificationJob(id: $id) { status channels email { queued optedOut capped noEmailAddress } } }", { id: EMAIL_JOB_ID }));
+    if (emailJob.status === "completed" && (await emailRow.locator(".job-status").getAttribute("data-status")) === "completed") break;
+    assert.ok(Date.now() < until, `the broadcast by email did not complete within 30 s: ${JSON.stringify(emailJob)}`);
+    await page.waitForTimeout(100);
+  }
+  assert.ok(emailJob.email.queued > 0, `the broadcast queued emails: ${JSON.stringify(emailJob)}`);
+  assert.equal(Number(await emailRow.locator(".counters").getAttribute("data-emailed")), emailJob.email.queued, "the emails queued against the API");
+  assert.match(await emailRow.locator(".counters").innerText(), new RegExp(`emails: ${emailJob.email.queued} queued, ${emailJob.email.noEmailAddress} without an address`), "the emails as shown");
+  console.log(`ok: the broadcast by email's counters: ${await emailRow.locator(".counters").innerText()}`);
 
   assert.deepEqual(violations, [], "Content Security Policy violations");
   assert.deepEqual(pageErrors, [], "uncaught errors in the page");

@@ -16,7 +16,9 @@ import (
 // authMethods say on both doors; the user's page shows each category's
 // cap, and a test send in product after the user's two of the day shows
 // the phone skipped as capped; the broadcast form names the cap, and a
-// job's counters include skipped.capped as the API reads it.
+// job's counters include skipped.capped as the API reads it; a broadcast
+// on push and email shows its emails queued as the API reads them, and
+// the form offers the channels, push ticked.
 func TestConsoleCapsAndPasskeysOff(t *testing.T) {
 	needNode(t)
 	needChromium(t)
@@ -65,14 +67,23 @@ func TestConsoleCapsAndPasskeysOff(t *testing.T) {
 		t.Fatalf("broadcast: %d %v", status, body)
 	}
 
+	// A broadcast on push and email: its row shows the emails.
+	status, body = s.call(t, http.MethodPost, "/api/v1/notifications/broadcasts", admin, map[string]any{
+		"notification": map[string]any{"subject": "Service news", "content": "By email too"}, "channels": []string{"push", "email"}})
+	emailJobID, _ := testsupport.JSONPath(body, "data", "jobId").(string)
+	if status != http.StatusAccepted || emailJobID == "" {
+		t.Fatalf("broadcast by email: %d %v", status, body)
+	}
+
 	out := runNode(t, s, "console_caps_browser.mjs", map[string]string{
-		"CHROMIUM":    chromiumPath,
-		"ADMIN_EMAIL": "ops@example.com",
-		"ADMIN_TOKEN": admin,
-		"PASSWORD":    password,
-		"USER_ID":     userID,
-		"JOB_ID":      jobID,
-		"CONSOLE_URL": "http://localhost:" + port,
+		"CHROMIUM":     chromiumPath,
+		"ADMIN_EMAIL":  "ops@example.com",
+		"ADMIN_TOKEN":  admin,
+		"PASSWORD":     password,
+		"USER_ID":      userID,
+		"JOB_ID":       jobID,
+		"EMAIL_JOB_ID": emailJobID,
+		"CONSOLE_URL":  "http://localhost:" + port,
 	})
 	t.Logf("console_caps_browser.mjs:\n%s", out)
 }

@@ -6,7 +6,7 @@
 import * as api from "../api.js";
 import { h, guard, field, fmtTime, pagedTable, badge, notice, showError, fieldError, clearFieldError, progressBar, toRFC3339 } from "../ui.js";
 
-const JOB = "id status subject category totalRecipients sent failed invalidTokens skipped { optedOut capped } held createdAt startedAt sendAt finishedAt error";
+const JOB = "id status subject category totalRecipients sent failed invalidTokens skipped { optedOut capped } held channels email { queued optedOut capped noEmailAddress } createdAt startedAt sendAt finishedAt error";
 const FINAL = new Set(["completed", "failed", "cancelled"]);
 const CANCELLABLE = new Set(["queued", "scheduled", "running"]);
 const PLATFORMS = ["android", "ios", "web", "huawei"];
@@ -103,6 +103,8 @@ export async function render(main) {
     field("Data (optional: a JSON object of strings, for the app)", dataIn),
     field("Category (a device whose owner turned it off on its channel, push or web push, is skipped)", categoryIn),
     h("label", { class: "check-line" }, urgentIn, "Urgent (passes through quiet hours and caps; otherwise a device whose owner is in their quiet hours is held and sent when they end)"),
+    h("div", { class: "checks", role: "group", "aria-label": "Channels" }, h("span", { class: "group-name" }, "Channels (email: one per account of the audience with a verified address)"),
+      ["push", "email"].map((v) => h("label", { class: "check" }, h("input", { type: "checkbox", name: "channels", value: v, checked: v === "push" }), v))),
     h("fieldset", {}, h("legend", {}, "Audience (nothing ticked: everyone)"),
       h("div", { class: "checks", role: "group", "aria-label": "Platforms" }, h("span", { class: "group-name" }, "Platforms"), checkboxes("platforms", PLATFORMS)),
       h("div", { class: "checks", role: "group", "aria-label": "Plans" }, h("span", { class: "group-name" }, "Plans"), checkboxes("plans", PLANS)),
@@ -155,10 +157,12 @@ export async function render(main) {
     const audience = { platforms: checked("platforms"), plans: checked("plans"), subscriptionStatus: statusIn.value || null };
     const notification = { subject: subjectIn.value, content: contentIn.value };
     if (parsed.data) notification.data = parsed.data;
+    const channels = checked("channels");
+    if (channels.length === 0) return fieldError(form.querySelector("input[name=channels]"), "Tick push, email or both.");
     await guard(async () => {
-      const { sendNotificationToAll: r } = await api.gql(`mutation ($n: NotificationInput!, $a: AudienceInput, $at: Time, $category: String, $urgent: Boolean, $key: String) {
-        sendNotificationToAll(notification: $n, audience: $a, sendAt: $at, category: $category, urgent: $urgent, idempotencyKey: $key) { status message totalRecipients jobId } }`,
-      { n: notification, a: audience, at: sendAt, category: categoryIn.value, urgent: urgentIn.checked, key });
+      const { sendNotificationToAll: r } = await api.gql(`mutation ($n: NotificationInput!, $a: AudienceInput, $at: Time, $category: String, $urgent: Boolean, $ch: [String!], $key: String) {
+        sendNotificationToAll(notification: $n, audience: $a, sendAt: $at, category: $category, urgent: $urgent, channels: $ch, idempotencyKey: $key) { status message totalRecipients jobId } }`,
+      { n: notification, a: audience, at: sendAt, category: categoryIn.value, urgent: urgentIn.checked, ch: channels, key });
       key = newKey();
       result.replaceChildren(notice(r.message));
       const { notificationJob } = await api.gql(`query ($id: ID!) { notificationJob(id: $id) { ${JOB} } }`, { id: r.jobId });
@@ -208,6 +212,12 @@ export async function render(main) {
     const held = j.held ?? 0;
     for (const [k, n] of [["sent", j.sent], ["failed", j.failed], ["invalid", j.invalidTokens], ["optedOut", optedOut], ["capped", capped], ["held", held], ["total", j.totalRecipients]]) v.counters.dataset[k] = n;
     v.counters.textContent = `${j.sent} sent · ${j.failed} failed · ${j.invalidTokens} invalid · ${optedOut} opted out · ${capped} capped of ${j.totalRecipients}` + (held > 0 ? ` · ${held} held for quiet hours` : "");
+    // The email part is counted apart: one email per account.
+    if (j.channels?.includes("email")) {
+      const e = j.email;
+      v.counters.dataset.emailed = e.queued;
+      v.counters.textContent += ` · emails: ${e.queued} queued, ${e.noEmailAddress} without an address, ${e.optedOut} opted out, ${e.capped} capped`;
+    }
     v.when.textContent = j.status === "scheduled" && j.sendAt ? `starts ${fmtTime(j.sendAt)}` : j.startedAt ? `started ${fmtTime(j.startedAt)}` : `created ${fmtTime(j.createdAt)}`;
     v.finished.textContent = j.finishedAt ? fmtTime(j.finishedAt) : "—";
     if (j.error) v.finished.textContent += ` (${j.error})`;

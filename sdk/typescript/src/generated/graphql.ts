@@ -115,13 +115,26 @@ export type BroadcastCounts = {
   scheduled: Scalars['Int']['output'];
 };
 
+/** A broadcast's email part, counted apart from its devices: one email per account of the audience. */
+export type BroadcastEmailCounts = {
+  __typename?: 'BroadcastEmailCounts';
+  /** Accounts already at the category's cap that day (counted once per broadcast with their devices). */
+  capped: Scalars['Int']['output'];
+  /** Accounts without a verified real address (a guest's placeholder, an address not yet verified). */
+  noEmailAddress: Scalars['Int']['output'];
+  /** Accounts that turned the category's email off. */
+  optedOut: Scalars['Int']['output'];
+  /** Emails queued, one per account with a verified real address (each then sent by the email channel's job). */
+  queued: Scalars['Int']['output'];
+};
+
 export type BroadcastResult = {
   __typename?: 'BroadcastResult';
   jobId: Scalars['String']['output'];
   message: Scalars['String']['output'];
   /** queued, or scheduled with sendAt */
   status: Scalars['String']['output'];
-  /** Active devices with a valid token when the job was queued. */
+  /** Active devices with a valid token when the job was queued (0 for a broadcast without the push channel; its emails are counted as they are queued, in the job's email counters). */
   totalRecipients: Scalars['Int']['output'];
 };
 
@@ -784,7 +797,13 @@ export type Mutation = {
    * the same job at the end of the owner's window. sendAtLocal ({date:
    * "2026-12-24", time: "09:00"}, not with sendAt) sends it at that time in
    * each recipient's time zone (UTC without one): one job, scheduled at the
-   * first zone's time, holding each device until its owner's.
+   * first zone's time, holding each device until its owner's. channels are
+   * push (the default: every device in the audience) and email: one email to
+   * each account the audience reaches that has a verified real address,
+   * however many devices it has (the notification template in the account's
+   * locale, with the unsubscribe link), counted in the job's email.queued;
+   * the accounts skipped are counted in its email counters. Another channel
+   * is INVALID_INPUT.
    */
   sendNotificationToAll: BroadcastResult;
   /**
@@ -1616,6 +1635,7 @@ export type MutationSendNotificationByTokenArgs = {
 export type MutationSendNotificationToAllArgs = {
   audience?: InputMaybe<AudienceInput>;
   category?: InputMaybe<Scalars['String']['input']>;
+  channels?: InputMaybe<Array<Scalars['String']['input']>>;
   idempotencyKey?: InputMaybe<Scalars['String']['input']>;
   inbox?: InputMaybe<Scalars['Boolean']['input']>;
   notification: NotificationInput;
@@ -1908,7 +1928,11 @@ export type NotificationJob = {
   __typename?: 'NotificationJob';
   /** The notification category it is sent in. */
   category: Scalars['String']['output'];
+  /** Its channels: push, email, or both (sendNotificationToAll's channels). */
+  channels: Array<Scalars['String']['output']>;
   createdAt: Scalars['Time']['output'];
+  /** Its email part (zeros without the email channel); skipped counts devices only. */
+  email: BroadcastEmailCounts;
   /** Why a failed job failed. */
   error?: Maybe<Scalars['String']['output']>;
   failed: Scalars['Int']['output'];

@@ -4396,6 +4396,8 @@ export interface components {
             urgent?: boolean | null;
             /** @description Also keep the notification in the in-app inbox of every account the audience reaches (with an active device in it) that allows its category on the `inbox` channel: one item each, written once by the broadcast's job when it starts, on whichever replica works it. */
             inbox?: boolean | null;
+            /** @description The broadcast's channels, the values of a send to a user's: `push` (the default: every device in the audience, push and web push) and `email`: one email to each account the audience reaches (an active device in it) that has a verified real address, however many devices it has, in the account's locale with the category's unsubscribe link, counted in the job's `email.queued`; an account without one (a guest's placeholder, an address not verified) is counted in `email.noEmailAddress`, one that turned the category's email off in `email.optedOut`, one at its cap in `email.capped`. Another value (`telegram` too) is `INVALID_INPUT` with `field: channels`. */
+            channels?: ("push" | "email")[] | null;
         };
         SendNotificationResult: {
             /** @constant */
@@ -4409,7 +4411,7 @@ export interface components {
              */
             status: "queued" | "scheduled" | "running" | "completed" | "failed" | "cancelled";
             message: string;
-            /** @description Active devices with a valid token when the job was queued. */
+            /** @description Active devices with a valid token when the job was queued (0 without the `push` channel; emails are counted as they are queued, in the job's `email`). */
             totalRecipients: number;
             jobId: string;
         };
@@ -4428,6 +4430,9 @@ export interface components {
             held: number;
             /** @description Whether it passes through quiet hours (the request's `urgent`). */
             urgent: boolean;
+            /** @description Its channels: `push`, `email`, or both (the request's `channels`). */
+            channels: ("push" | "email")[];
+            email: components["schemas"]["BroadcastEmailCounts"];
             /** @description The notification category it is sent in. */
             category: string;
             /** @description Whether it keeps inbox items (the request's `inbox`). */
@@ -4461,6 +4466,17 @@ export interface components {
             optedOut: number;
             /** @description The user already had the category's cap of sends that day (a category capped in `HERALD_NOTIFICATION_CATEGORIES`, e.g. `product:3/day`): each recipient on a capped channel (push, web push, Telegram, email; not the inbox) was skipped. A broadcast counts each device of such a user when its walk reaches it; the broadcast itself counts once against each user it reaches. */
             capped: number;
+        };
+        /** @description A broadcast's email part, counted apart from its devices (zeros without the `email` channel): one email per account of the audience. `skipped` and `totalRecipients` count devices only. */
+        BroadcastEmailCounts: {
+            /** @description Emails queued, one per account with a verified real address (each then sent by the email channel's job). */
+            queued: number;
+            /** @description Accounts that turned the category's email off. */
+            optedOut: number;
+            /** @description Accounts already at the category's cap that day (counted once per broadcast with their devices). */
+            capped: number;
+            /** @description Accounts without a verified real address (a guest's placeholder, an address not yet verified). */
+            noEmailAddress: number;
         };
         /** @description A notification category of the deployment. */
         NotificationCategory: {
