@@ -235,10 +235,14 @@ func TestConcurrentSends(t *testing.T) {
 	if got := srv.TotalDelivered(); got != n {
 		t.Fatalf("delivered %d, want %d", got, n)
 	}
-	// 1000 in flight fit in one HTTP/2 connection (1000 streams); a small
-	// slack allows a reconnect but catches a dial per request.
-	if got := srv.Connections(); got > 3 {
-		t.Errorf("connections = %d, want HTTP/2 multiplexing on ~1", got)
+	// 1000 in flight fit in one HTTP/2 connection (1000 streams), once the
+	// server's SETTINGS say so: until they arrive Go's client allows 100
+	// streams on a connection and dials another for the 101st, so on a
+	// busy machine, where the 1000 sends start before the SETTINGS come,
+	// up to n/100 connections are right (CI saw 4). A dial per request
+	// (1000) is what this catches.
+	if got := srv.Connections(); got > n/100 {
+		t.Errorf("connections = %d, want HTTP/2 multiplexing (at most %d before the server's SETTINGS arrive)", got, n/100)
 	}
 }
 
