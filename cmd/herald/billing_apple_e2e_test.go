@@ -1064,6 +1064,122 @@ func testApplePastRefund(t *testing.T, r *appleRig) {
 	r.eventsSince(t, "ivy again", ivyID, ivyEvents, ivySeen)
 }
 
+// testApplePastRefundNotified: the App Store refunds an earlier period of
+// a purchase that has renewed since, and tells it by a REFUND
+// notification of that period's transaction. Its ingestion records it at
+// once as the reconciliation would (one past_refund history row, one
+// subscription.refunded naming the period, the access unchanged), with or
+// without the Server API; the same REFUND delivered again, under its own
+// uuid or another, and the reconciliation after it record nothing more;
+// nor does a REFUND arriving after the reconciliation recorded it.
+func testApplePastRefundNotified(t *testing.T, r *appleRig) {
+	type account struct {
+		access, id string
+		tx         appstorefake.TransactionFields
+		renewal    appstorefake.TransactionFields
+		refunded   appstorefake.TransactionFields
+		before     map[string]any
+		history    []map[string]any
+		events     map[string]int
+		seen       map[string]bool
+	}
+	renewed := func(email, originalID string) *account {
+		t.Helper()
+		a := &account{events: map[string]int{webhooks.SubscriptionStarted: 1}, seen: map[string]bool{}}
+		var now time.Time
+		var on appstorefake.RenewalFields
+		a.access, a.id, now, a.tx, on = r.subscribedBasic(t, email, originalID)
+		a.renewal = a.tx
+		a.renewal.TransactionID = originalID[:len(originalID)-1] + "2"
+		a.renewal.PurchaseDate, a.renewal.ExpiresDate = a.tx.ExpiresDate, now.Add(60*day)
+		r.fake.SetSubscription(appstorefake.StatusActive, a.renewal, on)
+		id := uuid.NewString()
+		r.deliver(t, email+"'s DID_RENEW", r.fake.NotificationWithUUID(id, "DID_RENEW", "", a.renewal, on))
+		r.processed(t, id)
+		a.events[webhooks.SubscriptionRenewed]++
+		r.eventsSince(t, email+" renewed", a.id, a.events, a.seen)
+		a.before, a.history = r.detail(t, a.access, a.id)
+		a.refunded = a.tx
+		a.refunded.TransactionID = originalID
+		a.refunded.RevocationDate, a.refunded.RevocationReason = now.Add(time.Minute), new(int)
+		if r.api {
+			r.fake.AddTransaction(a.refunded)
+		}
+		return a
+	}
+	// recordedOnce checks the refund was recorded once, just now.
+	recordedOnce := func(what string, a *account) {
+		t.Helper()
+		sub, got := r.detail(t, a.access, a.id)
+		if !sameAccess(sub, a.before) {
+			t.Fatalf("%s: the subscription became %v, was %v (access must not change)", what, sub, a.before)
+		}
+		if len(got) != len(a.history)+1 {
+			t.Fatalf("%s: history %v, want one row more than %v", what, got, a.history)
+		}
+		row := got[0]
+		if row["cause"] != "past_refund" || row["from"] != "active" || row["to"] != "active" || row["plan"] != "basic" {
+			t.Fatalf("%s: the refund's row %v", what, row)
+		}
+		expectTime(t, what+": the row's expiresAt", row["expiresAt"], &a.tx.ExpiresDate)
+		a.history = got
+		a.events[webhooks.SubscriptionRefunded]++
+		fresh := r.eventsSince(t, what, a.id, a.events, a.seen)
+		if len(fresh) != 1 || fresh[0].typ() != webhooks.SubscriptionRefunded {
+			t.Fatalf("%s: events %v, want one subscription.refunded", what, fresh)
+		}
+		data, _ := verifyHook(t, r.secret, fresh[0])["data"].(map[string]any)
+		period, _ := data["refundedPeriod"].(map[string]any)
+		if data["state"] != "active" || data["userId"] != a.id || period == nil ||
+			period["transactionId"] != a.refunded.TransactionID || period["reason"] != "refunded" || period["productId"] != appleBasic {
+			t.Fatalf("%s: subscription.refunded data %v", what, data)
+		}
+		expectTime(t, what+": the event's expiresAt", data["expiresAt"], &a.renewal.ExpiresDate)
+		expectTime(t, what+": refundedPeriod.startsAt", period["startsAt"], &a.tx.OriginalPurchaseDate)
+		expectTime(t, what+": refundedPeriod.endsAt", period["endsAt"], &a.tx.ExpiresDate)
+		expectTime(t, what+": refundedPeriod.revokedAt", period["revokedAt"], &a.refunded.RevocationDate)
+	}
+	nothingMore := func(what string, a *account) {
+		t.Helper()
+		if sub, got := r.detail(t, a.access, a.id); !sameAccess(sub, a.before) || !reflect.DeepEqual(got, a.history) {
+			t.Fatalf("%s: %v, history %v; want %v and %v unchanged", what, sub, got, a.before, a.history)
+		}
+		if fresh := r.eventsSince(t, what, a.id, a.events, a.seen); len(fresh) != 0 {
+			t.Fatalf("%s: new events %v", what, fresh)
+		}
+	}
+	refund := func(what string, a *account, want string) {
+		t.Helper()
+		id := uuid.NewString()
+		r.deliver(t, what, r.fake.NotificationWithUUID(id, "REFUND", "", a.refunded, appstorefake.RenewalFields{}))
+		if n := r.processed(t, id); n.Outcome != want {
+			t.Fatalf("%s: outcome %q, want %q", what, n.Outcome, want)
+		}
+	}
+	reconcile := func(what string, a *account) {
+		t.Helper()
+		res := noServerError(t, what, restCall(t, r.h, http.MethodPost, "/api/v1/admin/users/"+a.id+"/subscription/reconcile", nil, withBearer(r.admin)))
+		expectOK(t, what, res, http.StatusOK)
+	}
+
+	kim := renewed("kim@example.com", "4400000000000001")
+	refund("kim's REFUND of the first period", kim, "recorded: past refund of "+kim.refunded.TransactionID)
+	recordedOnce("kim's REFUND of the first period", kim)
+	refund("kim's REFUND again, another uuid", kim, "ignored: past refund of "+kim.refunded.TransactionID+" recorded already")
+	nothingMore("kim's REFUND again", kim)
+	if !r.api {
+		return
+	}
+	reconcile("kim's reconcile after the REFUND", kim)
+	nothingMore("kim's reconcile after the REFUND", kim)
+
+	lee := renewed("lee@example.com", "4500000000000001")
+	reconcile("lee's reconcile finds the refund", lee)
+	recordedOnce("lee's reconcile finds the refund", lee)
+	refund("lee's REFUND after the reconcile", lee, "ignored: past refund of "+lee.refunded.TransactionID+" recorded already")
+	nothingMore("lee's REFUND after the reconcile", lee)
+}
+
 // sameAccess reports whether two subscriptions (GET /api/v1/subscription)
 // say the same, but for when each entitlement was last read from its store
 // (updatedAt moves with every read).
@@ -1173,6 +1289,7 @@ func TestAppleBillingE2E(t *testing.T) {
 				t.Run("Lifecycle", func(t *testing.T) { testAppleLifecycle(t, r) })
 				t.Run("PurchaseBeforeAccount", func(t *testing.T) { testApplePurchaseBeforeAccount(t, r) })
 				t.Run("Refusals", func(t *testing.T) { testAppleRefusals(t, r) })
+				t.Run("PastRefundNotified", func(t *testing.T) { testApplePastRefundNotified(t, r) })
 				if mode.api {
 					t.Run("Transactions", func(t *testing.T) { testAppleTransactions(t, r) })
 					t.Run("Reconcile", func(t *testing.T) { testAppleReconcile(t, r) })
