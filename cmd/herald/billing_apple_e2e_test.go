@@ -10,13 +10,16 @@ package main
 // device admission, the webhook events a receiver gets.
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -1180,6 +1183,86 @@ func testApplePastRefundNotified(t *testing.T, r *appleRig) {
 	nothingMore("lee's REFUND after the reconcile", lee)
 }
 
+// testAppleProofsAtOnce: an app's proof of a purchase Herald does not
+// know yet, posted twice at once (the app retries, or proves at purchase
+// and at start) while the App Store's SUBSCRIBED for it arrives: every
+// answer 200 (no 500 from the entitlement's unique key), one
+// entitlement, one history row, one subscription.started. The race is a
+// matter of timing, so it is run for several purchases, each its own
+// account.
+func testAppleProofsAtOnce(t *testing.T, r *appleRig) {
+	now := time.Now().UTC().Truncate(time.Second)
+	on := appstorefake.RenewalFields{AutoRenewStatus: 1}
+	for i := range 8 {
+		what := fmt.Sprintf("purchase %d: two proofs and SUBSCRIBED at once", i)
+		access, id := newUserToken(t, r.h, restDoor.name, fmt.Sprintf("prover%d@example.com", i))
+		tx := appstorefake.TransactionFields{
+			OriginalTransactionID: fmt.Sprintf("46000000000000%02d", i), ProductID: appleBasic, AppAccountToken: id,
+			OriginalPurchaseDate: now.Add(-time.Hour), ExpiresDate: now.Add(30 * day),
+		}
+		r.fake.SetSubscription(appstorefake.StatusActive, tx, on)
+		proof, err := json.Marshal(map[string]string{"signedTransaction": r.fake.SignedTransaction(tx)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		subscribed := uuid.NewString()
+		type post struct {
+			what, path, bearer string
+			body               []byte
+		}
+		posts := []post{
+			{"a proof", appleTxPath, access, proof},
+			{"the same proof", appleTxPath, access, proof},
+			{"SUBSCRIBED", appleNotifyPath, "", r.fake.NotificationWithUUID(subscribed, "SUBSCRIBED", "INITIAL_BUY", tx, on)},
+		}
+		answers := make([]string, len(posts))
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for k, p := range posts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				req, err := http.NewRequest(http.MethodPost, r.h.BaseURL+p.path, bytes.NewReader(p.body))
+				if err != nil {
+					answers[k] = err.Error()
+					return
+				}
+				req.Header.Set("Content-Type", "application/json")
+				if p.bearer != "" {
+					req.Header.Set("Authorization", "Bearer "+p.bearer)
+				}
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					answers[k] = err.Error()
+					return
+				}
+				defer res.Body.Close()
+				b, _ := io.ReadAll(res.Body)
+				if res.StatusCode != http.StatusOK {
+					answers[k] = fmt.Sprintf("%d %s", res.StatusCode, b)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for k, a := range answers {
+			if a != "" {
+				t.Fatalf("%s: %s answered %s, want 200", what, posts[k].what, a)
+			}
+		}
+		r.processed(t, subscribed)
+		sub, history := r.detail(t, access, id)
+		if ents := asObjects(t, sub["entitlements"]); len(ents) != 1 || sub["status"] != "active" || sub["plan"] != "basic" {
+			t.Fatalf("%s: subscription %v, want one entitlement, basic active", what, sub)
+		}
+		if len(history) != 1 {
+			t.Fatalf("%s: history %v, want one row", what, history)
+		}
+		r.eventsSince(t, what, id, map[string]int{webhooks.SubscriptionStarted: 1}, map[string]bool{})
+	}
+}
+
 // sameAccess reports whether two subscriptions (GET /api/v1/subscription)
 // say the same, but for when each entitlement was last read from its store
 // (updatedAt moves with every read).
@@ -1292,6 +1375,7 @@ func TestAppleBillingE2E(t *testing.T) {
 				t.Run("PastRefundNotified", func(t *testing.T) { testApplePastRefundNotified(t, r) })
 				if mode.api {
 					t.Run("Transactions", func(t *testing.T) { testAppleTransactions(t, r) })
+					t.Run("ProofsAtOnce", func(t *testing.T) { testAppleProofsAtOnce(t, r) })
 					t.Run("Reconcile", func(t *testing.T) { testAppleReconcile(t, r) })
 					t.Run("PastRefund", func(t *testing.T) { testApplePastRefund(t, r) })
 					t.Run("LateNotification", func(t *testing.T) { testAppleLateNotification(t, r) })
