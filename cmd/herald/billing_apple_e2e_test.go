@@ -1085,10 +1085,11 @@ func testApplePastRefundNotified(t *testing.T, r *appleRig) {
 		history    []map[string]any
 		events     map[string]int
 		seen       map[string]bool
+		reason     string
 	}
 	renewed := func(email, originalID string) *account {
 		t.Helper()
-		a := &account{events: map[string]int{webhooks.SubscriptionStarted: 1}, seen: map[string]bool{}}
+		a := &account{events: map[string]int{webhooks.SubscriptionStarted: 1}, seen: map[string]bool{}, reason: "refunded"}
 		var now time.Time
 		var on appstorefake.RenewalFields
 		a.access, a.id, now, a.tx, on = r.subscribedBasic(t, email, originalID)
@@ -1134,7 +1135,7 @@ func testApplePastRefundNotified(t *testing.T, r *appleRig) {
 		data, _ := verifyHook(t, r.secret, fresh[0])["data"].(map[string]any)
 		period, _ := data["refundedPeriod"].(map[string]any)
 		if data["state"] != "active" || data["userId"] != a.id || period == nil ||
-			period["transactionId"] != a.refunded.TransactionID || period["reason"] != "refunded" || period["productId"] != appleBasic {
+			period["transactionId"] != a.refunded.TransactionID || period["reason"] != a.reason || period["productId"] != appleBasic {
 			t.Fatalf("%s: subscription.refunded data %v", what, data)
 		}
 		expectTime(t, what+": the event's expiresAt", data["expiresAt"], &a.renewal.ExpiresDate)
@@ -1154,7 +1155,11 @@ func testApplePastRefundNotified(t *testing.T, r *appleRig) {
 	refund := func(what string, a *account, want string) {
 		t.Helper()
 		id := uuid.NewString()
-		r.deliver(t, what, r.fake.NotificationWithUUID(id, "REFUND", "", a.refunded, appstorefake.RenewalFields{}))
+		typ := "REFUND"
+		if a.reason == "revoked" {
+			typ = "REVOKE"
+		}
+		r.deliver(t, what, r.fake.NotificationWithUUID(id, typ, "", a.refunded, appstorefake.RenewalFields{}))
 		if n := r.processed(t, id); n.Outcome != want {
 			t.Fatalf("%s: outcome %q, want %q", what, n.Outcome, want)
 		}
@@ -1170,6 +1175,13 @@ func testApplePastRefundNotified(t *testing.T, r *appleRig) {
 	recordedOnce("kim's REFUND of the first period", kim)
 	refund("kim's REFUND again, another uuid", kim, "ignored: past refund of "+kim.refunded.TransactionID+" recorded already")
 	nothingMore("kim's REFUND again", kim)
+
+	// Family Sharing withdrawn from an earlier period: REVOKE, the same.
+	mo := renewed("mo@example.com", "4700000000000001")
+	mo.reason = "revoked"
+	mo.refunded.RevocationReason, mo.refunded.InAppOwnershipType = nil, "FAMILY_SHARED"
+	refund("mo's REVOKE of the first period", mo, "recorded: past refund of "+mo.refunded.TransactionID)
+	recordedOnce("mo's REVOKE of the first period", mo)
 	if !r.api {
 		return
 	}
