@@ -265,7 +265,7 @@ func appStoreChannel(_ context.Context, cfg config.Config, now func() time.Time)
 			if n.Subtype != "" {
 				kind += "/" + n.Subtype
 			}
-			in := billing.Inbound{ID: n.UUID, Kind: kind, Observation: n.Observation}
+			in := billing.Inbound{ID: n.UUID, Kind: kind, Observation: n.Observation, Revocation: n.Revocation()}
 			if withAPI && n.Observation != nil {
 				in.Refresh = n.Observation.ExternalID
 			}

@@ -10,13 +10,16 @@ package main
 // device admission, the webhook events a receiver gets.
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -1064,6 +1067,214 @@ func testApplePastRefund(t *testing.T, r *appleRig) {
 	r.eventsSince(t, "ivy again", ivyID, ivyEvents, ivySeen)
 }
 
+// testApplePastRefundNotified: the App Store refunds an earlier period of
+// a purchase that has renewed since, and tells it by a REFUND
+// notification of that period's transaction. Its ingestion records it at
+// once as the reconciliation would (one past_refund history row, one
+// subscription.refunded naming the period, the access unchanged), with or
+// without the Server API; the same REFUND delivered again, under its own
+// uuid or another, and the reconciliation after it record nothing more;
+// nor does a REFUND arriving after the reconciliation recorded it.
+func testApplePastRefundNotified(t *testing.T, r *appleRig) {
+	type account struct {
+		access, id string
+		tx         appstorefake.TransactionFields
+		renewal    appstorefake.TransactionFields
+		refunded   appstorefake.TransactionFields
+		before     map[string]any
+		history    []map[string]any
+		events     map[string]int
+		seen       map[string]bool
+		reason     string
+	}
+	renewed := func(email, originalID string) *account {
+		t.Helper()
+		a := &account{events: map[string]int{webhooks.SubscriptionStarted: 1}, seen: map[string]bool{}, reason: "refunded"}
+		var now time.Time
+		var on appstorefake.RenewalFields
+		a.access, a.id, now, a.tx, on = r.subscribedBasic(t, email, originalID)
+		a.renewal = a.tx
+		a.renewal.TransactionID = originalID[:len(originalID)-1] + "2"
+		a.renewal.PurchaseDate, a.renewal.ExpiresDate = a.tx.ExpiresDate, now.Add(60*day)
+		r.fake.SetSubscription(appstorefake.StatusActive, a.renewal, on)
+		id := uuid.NewString()
+		r.deliver(t, email+"'s DID_RENEW", r.fake.NotificationWithUUID(id, "DID_RENEW", "", a.renewal, on))
+		r.processed(t, id)
+		a.events[webhooks.SubscriptionRenewed]++
+		r.eventsSince(t, email+" renewed", a.id, a.events, a.seen)
+		a.before, a.history = r.detail(t, a.access, a.id)
+		a.refunded = a.tx
+		a.refunded.TransactionID = originalID
+		a.refunded.RevocationDate, a.refunded.RevocationReason = now.Add(time.Minute), new(int)
+		if r.api {
+			r.fake.AddTransaction(a.refunded)
+		}
+		return a
+	}
+	// recordedOnce checks the refund was recorded once, just now.
+	recordedOnce := func(what string, a *account) {
+		t.Helper()
+		sub, got := r.detail(t, a.access, a.id)
+		if !sameAccess(sub, a.before) {
+			t.Fatalf("%s: the subscription became %v, was %v (access must not change)", what, sub, a.before)
+		}
+		if len(got) != len(a.history)+1 {
+			t.Fatalf("%s: history %v, want one row more than %v", what, got, a.history)
+		}
+		row := got[0]
+		if row["cause"] != "past_refund" || row["from"] != "active" || row["to"] != "active" || row["plan"] != "basic" {
+			t.Fatalf("%s: the refund's row %v", what, row)
+		}
+		expectTime(t, what+": the row's expiresAt", row["expiresAt"], &a.tx.ExpiresDate)
+		a.history = got
+		a.events[webhooks.SubscriptionRefunded]++
+		fresh := r.eventsSince(t, what, a.id, a.events, a.seen)
+		if len(fresh) != 1 || fresh[0].typ() != webhooks.SubscriptionRefunded {
+			t.Fatalf("%s: events %v, want one subscription.refunded", what, fresh)
+		}
+		data, _ := verifyHook(t, r.secret, fresh[0])["data"].(map[string]any)
+		period, _ := data["refundedPeriod"].(map[string]any)
+		if data["state"] != "active" || data["userId"] != a.id || period == nil ||
+			period["transactionId"] != a.refunded.TransactionID || period["reason"] != a.reason || period["productId"] != appleBasic {
+			t.Fatalf("%s: subscription.refunded data %v", what, data)
+		}
+		expectTime(t, what+": the event's expiresAt", data["expiresAt"], &a.renewal.ExpiresDate)
+		expectTime(t, what+": refundedPeriod.startsAt", period["startsAt"], &a.tx.OriginalPurchaseDate)
+		expectTime(t, what+": refundedPeriod.endsAt", period["endsAt"], &a.tx.ExpiresDate)
+		expectTime(t, what+": refundedPeriod.revokedAt", period["revokedAt"], &a.refunded.RevocationDate)
+	}
+	nothingMore := func(what string, a *account) {
+		t.Helper()
+		if sub, got := r.detail(t, a.access, a.id); !sameAccess(sub, a.before) || !reflect.DeepEqual(got, a.history) {
+			t.Fatalf("%s: %v, history %v; want %v and %v unchanged", what, sub, got, a.before, a.history)
+		}
+		if fresh := r.eventsSince(t, what, a.id, a.events, a.seen); len(fresh) != 0 {
+			t.Fatalf("%s: new events %v", what, fresh)
+		}
+	}
+	refund := func(what string, a *account, want string) {
+		t.Helper()
+		id := uuid.NewString()
+		typ := "REFUND"
+		if a.reason == "revoked" {
+			typ = "REVOKE"
+		}
+		r.deliver(t, what, r.fake.NotificationWithUUID(id, typ, "", a.refunded, appstorefake.RenewalFields{}))
+		if n := r.processed(t, id); n.Outcome != want {
+			t.Fatalf("%s: outcome %q, want %q", what, n.Outcome, want)
+		}
+	}
+	reconcile := func(what string, a *account) {
+		t.Helper()
+		res := noServerError(t, what, restCall(t, r.h, http.MethodPost, "/api/v1/admin/users/"+a.id+"/subscription/reconcile", nil, withBearer(r.admin)))
+		expectOK(t, what, res, http.StatusOK)
+	}
+
+	kim := renewed("kim@example.com", "4400000000000001")
+	refund("kim's REFUND of the first period", kim, "recorded: past refund of "+kim.refunded.TransactionID)
+	recordedOnce("kim's REFUND of the first period", kim)
+	refund("kim's REFUND again, another uuid", kim, "ignored: past refund of "+kim.refunded.TransactionID+" recorded already")
+	nothingMore("kim's REFUND again", kim)
+
+	// Family Sharing withdrawn from an earlier period: REVOKE, the same.
+	mo := renewed("mo@example.com", "4700000000000001")
+	mo.reason = "revoked"
+	mo.refunded.RevocationReason, mo.refunded.InAppOwnershipType = nil, "FAMILY_SHARED"
+	refund("mo's REVOKE of the first period", mo, "recorded: past refund of "+mo.refunded.TransactionID)
+	recordedOnce("mo's REVOKE of the first period", mo)
+	if !r.api {
+		return
+	}
+	reconcile("kim's reconcile after the REFUND", kim)
+	nothingMore("kim's reconcile after the REFUND", kim)
+
+	lee := renewed("lee@example.com", "4500000000000001")
+	reconcile("lee's reconcile finds the refund", lee)
+	recordedOnce("lee's reconcile finds the refund", lee)
+	refund("lee's REFUND after the reconcile", lee, "ignored: past refund of "+lee.refunded.TransactionID+" recorded already")
+	nothingMore("lee's REFUND after the reconcile", lee)
+}
+
+// testAppleProofsAtOnce: an app's proof of a purchase Herald does not
+// know yet, posted twice at once (the app retries, or proves at purchase
+// and at start) while the App Store's SUBSCRIBED for it arrives: every
+// answer 200 (no 500 from the entitlement's unique key), one
+// entitlement, one history row, one subscription.started. The race is a
+// matter of timing, so it is run for several purchases, each its own
+// account.
+func testAppleProofsAtOnce(t *testing.T, r *appleRig) {
+	now := time.Now().UTC().Truncate(time.Second)
+	on := appstorefake.RenewalFields{AutoRenewStatus: 1}
+	for i := range 8 {
+		what := fmt.Sprintf("purchase %d: two proofs and SUBSCRIBED at once", i)
+		access, id := newUserToken(t, r.h, restDoor.name, fmt.Sprintf("prover%d@example.com", i))
+		tx := appstorefake.TransactionFields{
+			OriginalTransactionID: fmt.Sprintf("46000000000000%02d", i), ProductID: appleBasic, AppAccountToken: id,
+			OriginalPurchaseDate: now.Add(-time.Hour), ExpiresDate: now.Add(30 * day),
+		}
+		r.fake.SetSubscription(appstorefake.StatusActive, tx, on)
+		proof, err := json.Marshal(map[string]string{"signedTransaction": r.fake.SignedTransaction(tx)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		subscribed := uuid.NewString()
+		type post struct {
+			what, path, bearer string
+			body               []byte
+		}
+		posts := []post{
+			{"a proof", appleTxPath, access, proof},
+			{"the same proof", appleTxPath, access, proof},
+			{"SUBSCRIBED", appleNotifyPath, "", r.fake.NotificationWithUUID(subscribed, "SUBSCRIBED", "INITIAL_BUY", tx, on)},
+		}
+		answers := make([]string, len(posts))
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for k, p := range posts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				req, err := http.NewRequest(http.MethodPost, r.h.BaseURL+p.path, bytes.NewReader(p.body))
+				if err != nil {
+					answers[k] = err.Error()
+					return
+				}
+				req.Header.Set("Content-Type", "application/json")
+				if p.bearer != "" {
+					req.Header.Set("Authorization", "Bearer "+p.bearer)
+				}
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					answers[k] = err.Error()
+					return
+				}
+				defer res.Body.Close()
+				b, _ := io.ReadAll(res.Body)
+				if res.StatusCode != http.StatusOK {
+					answers[k] = fmt.Sprintf("%d %s", res.StatusCode, b)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for k, a := range answers {
+			if a != "" {
+				t.Fatalf("%s: %s answered %s, want 200", what, posts[k].what, a)
+			}
+		}
+		r.processed(t, subscribed)
+		sub, history := r.detail(t, access, id)
+		if ents := asObjects(t, sub["entitlements"]); len(ents) != 1 || sub["status"] != "active" || sub["plan"] != "basic" {
+			t.Fatalf("%s: subscription %v, want one entitlement, basic active", what, sub)
+		}
+		if len(history) != 1 {
+			t.Fatalf("%s: history %v, want one row", what, history)
+		}
+		r.eventsSince(t, what, id, map[string]int{webhooks.SubscriptionStarted: 1}, map[string]bool{})
+	}
+}
+
 // sameAccess reports whether two subscriptions (GET /api/v1/subscription)
 // say the same, but for when each entitlement was last read from its store
 // (updatedAt moves with every read).
@@ -1173,8 +1384,10 @@ func TestAppleBillingE2E(t *testing.T) {
 				t.Run("Lifecycle", func(t *testing.T) { testAppleLifecycle(t, r) })
 				t.Run("PurchaseBeforeAccount", func(t *testing.T) { testApplePurchaseBeforeAccount(t, r) })
 				t.Run("Refusals", func(t *testing.T) { testAppleRefusals(t, r) })
+				t.Run("PastRefundNotified", func(t *testing.T) { testApplePastRefundNotified(t, r) })
 				if mode.api {
 					t.Run("Transactions", func(t *testing.T) { testAppleTransactions(t, r) })
+					t.Run("ProofsAtOnce", func(t *testing.T) { testAppleProofsAtOnce(t, r) })
 					t.Run("Reconcile", func(t *testing.T) { testAppleReconcile(t, r) })
 					t.Run("PastRefund", func(t *testing.T) { testApplePastRefund(t, r) })
 					t.Run("LateNotification", func(t *testing.T) { testAppleLateNotification(t, r) })

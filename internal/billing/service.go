@@ -38,6 +38,13 @@ type Inbound struct {
 	// Extra is the adapter's own detail for the refresh (Play's
 	// notification type and voided purchase, for revocations).
 	Extra json.RawMessage `json:"extra,omitempty"`
+	// Revocation is the refund or revocation of one transaction the
+	// notification tells of (the App Store's REFUND and REVOKE). When its
+	// period ended before the purchase's current one it is recorded as a
+	// refund of an earlier period (RecordPastRevocation, as the
+	// reconciliation does: once by its transaction id, the access
+	// unchanged) and its own word is not the purchase's state.
+	Revocation *subscriptions.PastRevocation `json:"revocation,omitempty"`
 }
 
 // GooglePlayProof is what an app posts after a Google Play purchase or
@@ -272,14 +279,15 @@ func (s *Service) work(ctx context.Context, in Inbound) (string, error) {
 		return "", err // a store disconnected since: retried until it is back
 	}
 	obs := in.Observation
+	read := false
 	if in.Refresh != "" {
 		if ch.Read == nil {
 			return "ignored: no store API", nil
 		}
-		read, err := ch.Read(ctx, in.Refresh, in.Extra)
+		word, err := ch.Read(ctx, in.Refresh, in.Extra)
 		switch {
 		case err == nil:
-			obs = &read
+			obs, read = &word, true
 		case errors.Is(err, ErrUnknownPurchase) && obs != nil:
 			// The API does not know it yet: the notification's own word.
 		case errors.Is(err, ErrUnknownPurchase) || errors.Is(err, ErrIgnore):
@@ -294,6 +302,18 @@ func (s *Service) work(ctx context.Context, in Inbound) (string, error) {
 	if obs.AccountHint == "" {
 		obs.AccountHint = in.AccountHint
 	}
+	if in.Revocation != nil && !read {
+		// The notification's own word would be the state: a refund of an
+		// earlier period is recorded as one, and the purchase's current
+		// period stays as it is.
+		earlier, recorded, err := subscriptions.RecordPastRevocation(ctx, s.store, in.Source, obs.ExternalID, *in.Revocation)
+		if err != nil {
+			return "", err
+		}
+		if earlier {
+			return pastOutcome(in.Revocation.TransactionID, recorded), nil
+		}
+	}
 	e, err := s.recordOnce(ctx, *obs, string(in.Source)+":"+in.Kind)
 	if err != nil {
 		if apperr.Is(err, apperr.ProductUnknown) {
@@ -301,12 +321,33 @@ func (s *Service) work(ctx context.Context, in Inbound) (string, error) {
 		}
 		return "", err
 	}
+	outcome := fmt.Sprintf("recorded: %s %s", e.ID, e.State)
+	if in.Revocation != nil && read {
+		// The store's state now is recorded; the refund the notification
+		// tells of, when of an earlier period, is recorded as one.
+		earlier, recorded, err := subscriptions.RecordPastRevocation(ctx, s.store, in.Source, obs.ExternalID, *in.Revocation)
+		if err != nil {
+			return "", err
+		}
+		if earlier {
+			outcome = pastOutcome(in.Revocation.TransactionID, recorded)
+		}
+	}
 	if ch.Settled != nil {
 		if err := ch.Settled(ctx, *obs, in.Extra); err != nil {
 			return "", err
 		}
 	}
-	return fmt.Sprintf("recorded: %s %s", e.ID, e.State), nil
+	return outcome, nil
+}
+
+// pastOutcome is the outcome of a notification of a refund of an earlier
+// period.
+func pastOutcome(transactionID string, recorded bool) string {
+	if recorded {
+		return "recorded: past refund of " + transactionID
+	}
+	return "ignored: past refund of " + transactionID + " recorded already"
 }
 
 // ErrIgnore: a read found nothing to record (a pending purchase).
@@ -481,7 +522,7 @@ func (s *Service) pastRevocations(ctx context.Context, ch Channel, e subscriptio
 		return Refusal(err)
 	}
 	for _, r := range revs {
-		recorded, err := subscriptions.RecordPastRevocation(ctx, s.store, e.Source, e.ExternalID, r)
+		_, recorded, err := subscriptions.RecordPastRevocation(ctx, s.store, e.Source, e.ExternalID, r)
 		if err != nil {
 			return err
 		}

@@ -68,14 +68,15 @@ const CausePastRefund = "past_refund"
 // purchase, as its store's history gives it (the App Store's Get
 // Transaction History).
 type PastRevocation struct {
-	TransactionID string
-	ProductID     string
+	TransactionID string `json:"transactionId"`
+	ProductID     string `json:"productId"`
 	// The transaction's period.
-	StartedAt, EndsAt time.Time
-	RevokedAt         time.Time
+	StartedAt time.Time `json:"startedAt"`
+	EndsAt    time.Time `json:"endsAt"`
+	RevokedAt time.Time `json:"revokedAt"`
 	// Reason is StateRefunded (the customer got their money back) or
 	// StateRevoked (Family Sharing withdrawn).
-	Reason State
+	Reason State `json:"reason"`
 }
 
 // RecordPastRevocation records the refund or revocation r of an earlier
@@ -87,15 +88,16 @@ type PastRevocation struct {
 // paid now is another. A revocation whose period does not end before the
 // entitlement's is the current one, which the store's state gives (Record)
 // and is not recorded here; so is a purchase Herald does not hold. It
-// reports whether it recorded anything.
-func RecordPastRevocation(ctx context.Context, st Ledger, source Source, externalID string, r PastRevocation) (bool, error) {
-	recorded := false
-	err := st.InTx(ctx, func(ctx context.Context) error {
+// reports whether r is of an earlier period of a purchase Herald holds
+// (recorded now or before), and whether it recorded anything now.
+func RecordPastRevocation(ctx context.Context, st Ledger, source Source, externalID string, r PastRevocation) (earlier, recorded bool, err error) {
+	err = st.InTx(ctx, func(ctx context.Context) error {
 		now := st.TxTime(ctx)
 		e, err := lockEntitlement(ctx, st, source, externalID)
 		if err != nil || e == nil || !r.EndsAt.Before(e.ExpiresAt) {
 			return err
 		}
+		earlier = true
 		if recorded, err = st.MarkRevocation(ctx, source, r.TransactionID, e.ID); err != nil || !recorded {
 			return err
 		}
@@ -119,7 +121,7 @@ func RecordPastRevocation(ctx context.Context, st Ledger, source Source, externa
 		}
 		return st.Emit(ctx, ev)
 	})
-	return recorded, err
+	return earlier, recorded, err
 }
 
 // NoticeArgs is the job that tells an account's owner about their

@@ -38,6 +38,7 @@ const (
 	billStripe  = "price_premium_monthly"
 	billDay     = 24 * time.Hour
 	applePath   = "/api/v1/billing/apple/notifications"
+	appleTxPath = "/api/v1/billing/apple/transactions"
 	stripePath  = "/api/v1/billing/stripe/webhook"
 	billHooks   = "/subscriptions"
 	buyerEmail  = "buyer@example.com"
@@ -550,4 +551,82 @@ func eventID(t *testing.T, payload []byte) string {
 		t.Fatalf("event without an id: %s", payload)
 	}
 	return e.ID
+}
+
+// An app's proof of a purchase Herald does not know yet, posted twice at
+// once to two replicas (the app retries, or proves at purchase and at
+// start), while the App Store's SUBSCRIBED for it arrives at the third:
+// every answer 2xx (no 500 from the entitlement's unique key), one
+// entitlement, one history row, one subscription.started, the
+// notification's job done at its first attempt, and every replica reads
+// the same subscription. The race is a matter of timing, so it is run
+// for several purchases, each its own account.
+func TestBillingProofsAtOnce(t *testing.T) {
+	r := startBillRig(t)
+	now := time.Now().UTC().Truncate(time.Second)
+	const purchases = 8
+	on := appstorefake.RenewalFields{AutoRenewStatus: 1}
+	for i := range purchases {
+		email := fmt.Sprintf("prover%d@example.com", i)
+		r.c.CLI(t, "admin", "create", "--email", email, "--password", password)
+		id, access := r.user(t, email)
+		tx := appstorefake.TransactionFields{
+			OriginalTransactionID: fmt.Sprintf("93000000000000%02d", i), ProductID: billApple, AppAccountToken: id,
+			OriginalPurchaseDate: now.Add(-time.Hour), ExpiresDate: now.Add(30 * billDay),
+		}
+		r.apple.SetSubscription(appstorefake.StatusActive, tx, on)
+		proof, err := json.Marshal(map[string]string{"signedTransaction": r.apple.SignedTransaction(tx)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bearer := map[string]string{"Authorization": "Bearer " + access}
+		subscribed := uuid.NewString()
+		what := fmt.Sprintf("purchase %d: two proofs and SUBSCRIBED at once", i)
+		type answer struct {
+			what   string
+			status int
+			body   string
+		}
+		start := make(chan struct{})
+		answers := make(chan answer, 3)
+		var wg sync.WaitGroup
+		for _, d := range []delivery{
+			{what: "proof", path: appleTxPath, body: proof, header: bearer, to: r.rs[0]},
+			{what: "proof", path: appleTxPath, body: proof, header: bearer, to: r.rs[1]},
+			{what: "SUBSCRIBED", path: applePath, body: r.apple.NotificationWithUUID(subscribed, "SUBSCRIBED", "INITIAL_BUY", tx, on), to: r.rs[2]},
+		} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				status, b := post(t, d.to, d.path, d.body, d.header)
+				answers <- answer{d.what + " at " + d.to.Name, status, b}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		close(answers)
+		for a := range answers {
+			if a.status != http.StatusOK {
+				t.Fatalf("%s: %s answered %d %s, want 200", what, a.what, a.status, a.body)
+			}
+		}
+		r.settled(t, what, "app_store", subscribed)
+		r.firstAttempt(t, what, subscribed)
+		if n := r.entitlements(t, id, "app_store"); n != 1 {
+			t.Fatalf("%s: %d App Store entitlements, want 1", what, n)
+		}
+		if n := r.count(t, `SELECT count(*) FROM entitlement_changes WHERE account_id = $1`, id); n != 1 {
+			t.Fatalf("%s: %d history rows, want 1", what, n)
+		}
+		var cause string
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = r.db.QueryRow(ctx, `SELECT cause FROM entitlement_changes WHERE account_id = $1`, id).Scan(&cause)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.expectChanges(t, what, id, []string{cause}, map[string]int{webhooks.SubscriptionStarted: 1})
+		expectSub(t, what, r.agree(t, what, access), "app_store", "active", tx.ExpiresDate)
+	}
 }

@@ -190,12 +190,39 @@ func (c *Client) Revocations(ctx context.Context, originalTransactionID, revisio
 		if tx.OriginalTransactionID != originalTransactionID || tx.RevocationDate.IsZero() {
 			continue
 		}
-		out = append(out, subscriptions.PastRevocation{
-			TransactionID: tx.TransactionID, ProductID: tx.ProductID, StartedAt: tx.PurchaseDate, EndsAt: tx.ExpiresDate,
-			RevokedAt: tx.RevocationDate, Reason: revoked(tx),
-		})
+		out = append(out, pastRevocation(tx))
 	}
 	return out, h.Revision, nil
+}
+
+// pastRevocation is the refund or revocation of the transaction tx, its
+// period and why.
+func pastRevocation(tx Transaction) subscriptions.PastRevocation {
+	return subscriptions.PastRevocation{
+		TransactionID: tx.TransactionID, ProductID: tx.ProductID, StartedAt: tx.PurchaseDate, EndsAt: tx.ExpiresDate,
+		RevokedAt: tx.RevocationDate, Reason: revoked(tx),
+	}
+}
+
+// Revocation is the refund or revocation a REFUND or REVOKE notification
+// tells of, as Get Transaction History gives it (Revocations); nil for
+// another type. Whether it is of the current period or an earlier one
+// is for the caller to tell from the entitlement it holds.
+func (n Notification) Revocation() *subscriptions.PastRevocation {
+	if (n.Type != "REFUND" && n.Type != "REVOKE") || n.Transaction == nil || n.Transaction.TransactionID == "" {
+		return nil
+	}
+	tx := *n.Transaction
+	if tx.RevocationDate.IsZero() {
+		tx.RevocationDate = n.SignedAt
+	}
+	r := pastRevocation(tx)
+	if n.Type == "REVOKE" {
+		r.Reason = subscriptions.StateRevoked
+	} else {
+		r.Reason = subscriptions.StateRefunded
+	}
+	return &r
 }
 
 // Transaction verifies a StoreKit 2 signed transaction (JWS) the app
