@@ -218,3 +218,44 @@ func TestMigrateDeletedAccountsEvents(t *testing.T) {
 		}
 	})
 }
+
+// Migration 0046 lets a security event belong to no account (the
+// operators' log); on SQLite it rebuilds the table, which must keep every
+// event already recorded, and its account's cascade.
+func TestMigrateSecurityLogKeepsEvents(t *testing.T) {
+	sqlstoretest.Each(t, func(t *testing.T, url string) {
+		ctx := t.Context()
+		db := openUnmigrated(t, url)
+		if err := sqlstore.MigrateUpTo(ctx, db, 45); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+		for _, q := range []struct {
+			sql  string
+			args []any
+		}{
+			{`INSERT INTO accounts (id, email, password_hash, referral_code, created_at) VALUES (?, ?, ?, ?, ?)`, []any{"ann", "ann@example.com", "$argon2id$x", "ANN00001", at}},
+			{`INSERT INTO security_events (id, account_id, kind, outcome, actor, ip, user_agent, device_key, detail, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				[]any{"ev1", "ann", "login_ok", "ok", "user", "192.0.2.1", "Firefox", "k1", `{"method":"pwd"}`, at}},
+			{`INSERT INTO security_events (id, account_id, kind, outcome, actor, ip, user_agent, device_key, detail, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				[]any{"ev2", "ann", "password_changed", "ok", "user", "192.0.2.1", "Firefox", "k1", `{}`, at.Add(time.Minute)}},
+		} {
+			if err := sqlstore.Exec(ctx, db, q.sql, q.args...); err != nil {
+				t.Fatalf("%s: %v", q.sql, err)
+			}
+		}
+		if _, err := db.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		evs, err := db.SecurityEvents(ctx, "ann", "", 10)
+		if err != nil || len(evs) != 2 || evs[0].ID != "ev2" || evs[1].ID != "ev1" || evs[1].Detail["method"] != "pwd" || evs[1].IP != "192.0.2.1" || !evs[1].At.Equal(at) {
+			t.Fatalf("ann's log after the migration: %+v %v", evs, err)
+		}
+		if err := sqlstore.Exec(ctx, db, `DELETE FROM accounts WHERE id = ?`, "ann"); err != nil {
+			t.Fatal(err)
+		}
+		if evs, err := db.SecurityEvents(ctx, "ann", "", 10); err != nil || len(evs) != 0 {
+			t.Fatalf("ann's log after the account's row went: %+v %v (the cascade was lost)", evs, err)
+		}
+	})
+}
