@@ -28,11 +28,31 @@ func broadcastEmailScheduledAt(t *testing.T, h *herald, d sqlstoretest.Dialect, 
 	return at.UTC()
 }
 
+// broadcastEmailState answers the River state of the notification_email
+// job broadcast jobID queued for account.
+func broadcastEmailState(t *testing.T, h *herald, d sqlstoretest.Dialect, jobID, account string) string {
+	t.Helper()
+	db := h.store(t)
+	var state string
+	var err error
+	if d == "postgres" {
+		err = db.Pool().QueryRow(context.Background(), `SELECT state::text FROM river_job WHERE kind = 'notification_email' AND args->>'broadcast_id' = $1 AND args->>'account_id' = $2`, jobID, account).Scan(&state)
+	} else {
+		err = db.SQL().QueryRowContext(context.Background(), `SELECT state FROM river_job WHERE kind = 'notification_email' AND json_extract(args, '$.broadcast_id') = ? AND json_extract(args, '$.account_id') = ?`, jobID, account).Scan(&state)
+	}
+	if err != nil {
+		t.Fatalf("the email job of broadcast %s for %s: %v", jobID, account, err)
+	}
+	return state
+}
+
 // A broadcast's email obeys quiet hours, through the real server on both
 // databases: a product broadcast on push and email to a user inside their
 // quiet hours holds the phone and queues the email scheduled at the end
-// of the window (River's row; the fake SMTP server gets nothing), while an
-// urgent one emails at once.
+// of the window (River's row; the fake SMTP server gets nothing). The
+// broadcast is cancelled and the window's end brought forward (the email
+// job's scheduled_at moved to now): the job runs, finds the broadcast
+// cancelled and sends nothing. An urgent one emails at once.
 func TestBroadcastEmailQuietHoursE2E(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, d sqlstoretest.Dialect) {
 		f := newSendsFixture(t, d, nil)
@@ -64,6 +84,14 @@ func TestBroadcastEmailQuietHoursE2E(t *testing.T) {
 		}
 		if asInt(t, j["held"]) != 1 || h.SMTP.Count(reader) != before {
 			t.Fatalf("job %v, %d emails; want the phone held and no email", j, h.SMTP.Count(reader)-before)
+		}
+
+		c := restCall(t, h, http.MethodDelete, "/api/v1/notifications/broadcasts/"+id, nil, withAPIKey(f.key))
+		expectOK(t, "cancel the held broadcast", c, http.StatusOK)
+		execSQL(t, h, d, `UPDATE river_job SET scheduled_at = created_at WHERE kind = 'notification_email'`)
+		eventually(t, func() bool { return broadcastEmailState(t, h, d, id, f.userID) == "completed" }, "the held email's job never ran once due")
+		if n := h.SMTP.Count(reader); n != before {
+			t.Fatalf("%d emails to the reader after the cancelled broadcast's email job ran, want none", n-before)
 		}
 
 		uid := broadcast(true)
