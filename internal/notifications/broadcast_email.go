@@ -19,8 +19,8 @@ import (
 // its owner would be (emailDue): an owner inside their quiet hours, or
 // whose 09:00 of a "local time" job has not come, gets the email job
 // scheduled then. Cancelling the job stops the walk at its next page:
-// emails already queued go out, held ones not (the email job finds the
-// broadcast cancelled). It returns
+// an email queued but not yet sent (held, or waiting in the queue) is
+// not sent: its job finds the broadcast cancelled. It returns
 // errSliceDone when the slice is over first, errStopped when the job
 // stopped being this run's.
 func (r *run) emailWalk(ctx context.Context, subject, content, category string) error {
