@@ -294,7 +294,7 @@ func (a *App) openServices(ctx context.Context, emails *mail.Templates, serving 
 	river.AddWorker(a.workers, alertWorker)
 	// The email channel of sends to a user.
 	owner.Log = logger.With("component", "notifyemail")
-	emailWorker, err := notifyemail.New(notifyemail.Deps{Deps: owner, Settings: a.db, Categories: a.Preferences.Catalogue(),
+	emailWorker, err := notifyemail.New(notifyemail.Deps{Deps: owner, Settings: a.db, Broadcasts: a.db, Categories: a.Preferences.Catalogue(),
 		UnsubscribeURL: unsubscribeURL(cfg.PublicBase(), a.Preferences.UnsubscribeLinks())}, 0)
 	if err != nil {
 		return err

@@ -1,6 +1,11 @@
 package notifications
 
-import "context"
+import (
+	"context"
+	"time"
+
+	"github.com/herald-vpn/herald/internal/preferences"
+)
 
 // emailWalk is a broadcast's email part (Job.Emails), run by the same
 // broadcast job after its device passes: page by page, the store queues
@@ -10,13 +15,17 @@ import "context"
 // page committed and no account is emailed twice. The email itself is
 // the email channel's job (the notification template in the account's
 // locale, its unsubscribe link and header), which reads the account and
-// its preferences again when it runs. Cancelling the job stops the walk
-// at its next page: emails already queued go out. It returns
+// its preferences again when it runs. Each email is due when a device of
+// its owner would be (emailDue): an owner inside their quiet hours, or
+// whose 09:00 of a "local time" job has not come, gets the email job
+// scheduled then. Cancelling the job stops the walk at its next page:
+// an email queued but not yet sent (held, or waiting in the queue) is
+// not sent: its job finds the broadcast cancelled. It returns
 // errSliceDone when the slice is over first, errStopped when the job
 // stopped being this run's.
 func (r *run) emailWalk(ctx context.Context, subject, content, category string) error {
-	email := func(accountID string) EmailArgs {
-		return EmailArgs{AccountID: accountID, Subject: subject, Content: content, Category: category, BroadcastID: r.id}
+	email := func(accountID string, s preferences.Schedule) (EmailArgs, time.Time) {
+		return EmailArgs{AccountID: accountID, Subject: subject, Content: content, Category: category, BroadcastID: r.id}, r.emailDue(s, r.s.cfg.Now())
 	}
 	for {
 		if r.s.cfg.Now().After(r.sliceEnd) {
@@ -39,4 +48,27 @@ func (r *run) emailWalk(ctx context.Context, subject, content, category string) 
 			return err
 		}
 	}
+}
+
+// emailDue is when the email of an owner of schedule s is due, under the
+// rules decide applies to their devices: for a job "at 09:00 local" its
+// owner's instant (LocalTime.DueFor) if still ahead, then, unless the
+// job is urgent or its category critical, the end of the quiet hours
+// that instant falls in (preferences.Schedule.HoldUntil). The zero time
+// is now. Decided once, when the walk queues the email: a window moved
+// afterwards does not move it.
+func (r *run) emailDue(s preferences.Schedule, now time.Time) time.Time {
+	var due time.Time
+	at := now
+	if r.local != nil {
+		if d := r.local.DueFor(s); d.After(now) {
+			due, at = d, d
+		}
+	}
+	if r.quiet {
+		if until, held := s.HoldUntil(at); held {
+			due = until
+		}
+	}
+	return due
 }

@@ -348,7 +348,10 @@ type Store interface {
 	// before the commit queued nothing; after it, the cursor is past the
 	// accounts, so no account is emailed twice by the job. Stop when the
 	// job is not owner's or not running; Done when the walk is over.
-	ClaimEmailBatch(ctx context.Context, id, owner string, limit int, until time.Time, email func(accountID string) EmailArgs) (EmailClaims, error)
+	// email is given each account's schedule (read in the page's query)
+	// and says when its email is due: the job is scheduled then (the zero
+	// time: now).
+	ClaimEmailBatch(ctx context.Context, id, owner string, limit int, until time.Time, email func(accountID string, s preferences.Schedule) (EmailArgs, time.Time)) (EmailClaims, error)
 	// ResumeWalk returns, in device order after `after`, up to limit
 	// devices the walk claimed but whose outcome is unknown: recipients
 	// after the job's settled cursor and up to its walk cursor without a

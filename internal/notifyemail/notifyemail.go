@@ -9,18 +9,23 @@
 // account deleted meanwhile cancels it; one disabled, without a verified
 // address (a guest's placeholder), or whose owner turned the category's
 // email off since the send was asked for is told nothing. The send
+// A broadcast's email (EmailArgs.BroadcastID) whose broadcast was
+// cancelled before it ran, such as one scheduled for the end of its
+// owner's quiet hours, is not sent. The send
 // itself, its retries and their idempotency are package ownernotice's
 // (the email channel alone: ownernotice.Sender.SendEmail).
 package notifyemail
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/herald-vpn/herald/internal/mail"
 	"github.com/herald-vpn/herald/internal/notifications"
 	"github.com/herald-vpn/herald/internal/ownernotice"
 	"github.com/herald-vpn/herald/internal/preferences"
+	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/riverqueue/river"
 )
 
@@ -30,6 +35,11 @@ type Settings interface {
 	NotificationSettings(ctx context.Context, accountID string) ([]preferences.Setting, error)
 }
 
+// Broadcasts reads a broadcast job (the sqlstore implements it).
+type Broadcasts interface {
+	BroadcastJob(ctx context.Context, id string) (notifications.Job, error)
+}
+
 // Deps are what the worker reads and sends through: ownernotice's
 // Accounts, Templates, Mail, Idempotency and Log (its Push and Chats are
 // not used), the stored preferences, the deployment's categories, and
@@ -37,8 +47,11 @@ type Settings interface {
 // account (nil, or an answer of "": the email carries none).
 type Deps struct {
 	ownernotice.Deps
-	Settings       Settings
-	Categories     preferences.Catalogue
+	Settings   Settings
+	Categories preferences.Catalogue
+	// Broadcasts reads the status of a broadcast's email's job (nil: a
+	// cancelled broadcast's emails still go).
+	Broadcasts     Broadcasts
 	UnsubscribeURL func(accountID, category string) string
 }
 
@@ -78,6 +91,16 @@ func (w *Worker) Timeout(*river.Job[notifications.EmailArgs]) time.Duration {
 // may mend.
 func (w *Worker) Work(ctx context.Context, job *river.Job[notifications.EmailArgs]) error {
 	args := job.Args
+	if args.BroadcastID != "" && w.deps.Broadcasts != nil {
+		b, err := w.deps.Broadcasts.BroadcastJob(ctx, args.BroadcastID)
+		switch {
+		case err == nil && b.Status == notifications.StatusCancelled:
+			w.send.Log().InfoContext(ctx, "notification email not sent: its broadcast was cancelled", "account_id", args.AccountID, "broadcast_id", args.BroadcastID, "job_id", job.ID)
+			return nil
+		case err != nil && !errors.Is(err, storage.ErrNotFound):
+			return err
+		}
+	}
 	acct, ok, err := w.send.Recipient(ctx, args.AccountID)
 	if !ok {
 		return err

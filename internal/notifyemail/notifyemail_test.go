@@ -13,6 +13,7 @@ import (
 	"github.com/herald-vpn/herald/internal/ownernotice"
 	"github.com/herald-vpn/herald/internal/ownernotice/ownernoticetest"
 	"github.com/herald-vpn/herald/internal/preferences"
+	"github.com/herald-vpn/herald/internal/storage"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 )
@@ -102,5 +103,47 @@ func TestWork(t *testing.T) {
 	}
 	if err := work(6, "kim", "service"); err != nil || len(m.Sent) != 4 {
 		t.Fatalf("a retry after the send: %v, %d sent; want no second email", err, len(m.Sent))
+	}
+}
+
+// broadcasts are broadcast jobs' statuses by id.
+type broadcasts map[string]string
+
+func (b broadcasts) BroadcastJob(_ context.Context, id string) (notifications.Job, error) {
+	st, ok := b[id]
+	if !ok {
+		return notifications.Job{}, storage.ErrNotFound
+	}
+	return notifications.Job{ID: id, Status: st}, nil
+}
+
+// A broadcast's email finds, when it runs, whether its broadcast was
+// cancelled meanwhile (an email held for the end of its owner's quiet
+// hours): then it is not sent. A running, completed or pruned broadcast's
+// email goes; so does a send to one user's (no broadcast).
+func TestWorkSkipsACancelledBroadcastsEmail(t *testing.T) {
+	verified := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tpl, err := mail.LoadTemplates("", mail.Brand{Product: "Acme VPN"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &ownernoticetest.Mail{}
+	w, err := notifyemail.New(notifyemail.Deps{
+		Deps:       ownernotice.Deps{Accounts: ownernoticetest.Accounts{"kim": {ID: "kim", Email: "kim@example.com", EmailVerifiedAt: &verified}}, Templates: tpl, Mail: m, Idempotency: ownernoticetest.Idempotency()},
+		Settings:   settings{},
+		Broadcasts: broadcasts{"cancelled": notifications.StatusCancelled, "running": notifications.StatusRunning, "done": notifications.StatusCompleted},
+	}, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		broadcast string
+		sent      bool
+	}{{"cancelled", false}, {"running", true}, {"done", true}, {"pruned", true}, {"", true}} {
+		before := len(m.Sent)
+		err := w.Work(t.Context(), job(int64(100+i), notifications.EmailArgs{AccountID: "kim", Subject: "News", Content: "c", Category: "product", BroadcastID: tc.broadcast}))
+		if sent := len(m.Sent) > before; err != nil || sent != tc.sent {
+			t.Errorf("broadcast %q: sent %v (%v), want %v", tc.broadcast, sent, err, tc.sent)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/herald-vpn/herald/internal/accounts"
 	"github.com/herald-vpn/herald/internal/notifications"
 	"github.com/herald-vpn/herald/internal/preferences"
+	"github.com/riverqueue/river"
 )
 
 // emailOptedOut is the condition that account a turned the category of
@@ -29,7 +30,13 @@ const emailAudienceTail = ` AND a.deleted_at IS NULL AND a.disabled_at IS NULL
 // with and on owner's lease of the running job: the email jobs are
 // inserted in the same transaction, so a run that lost the job (a
 // takeover moved the cursor, a cancel) rolls them back with it.
-func (db *DB) ClaimEmailBatch(ctx context.Context, id, owner string, limit int, until time.Time, email func(accountID string) notifications.EmailArgs) (notifications.EmailClaims, error) {
+//
+// Each account's schedule (time zone and quiet hours) is read in the
+// page's query, one scalar subquery by primary key per row like the
+// device walk's (scheduleFor), and handed to email, which says when the
+// account's email is due: its River job is scheduled then (now for the
+// zero time).
+func (db *DB) ClaimEmailBatch(ctx context.Context, id, owner string, limit int, until time.Time, email func(accountID string, s preferences.Schedule) (notifications.EmailArgs, time.Time)) (notifications.EmailClaims, error) {
 	var c notifications.EmailClaims
 	err := db.inTx(ctx, func(tx *Tx) error {
 		c = notifications.EmailClaims{}
@@ -51,17 +58,17 @@ func (db *DB) ClaimEmailBatch(ctx context.Context, id, owner string, limit int, 
 		}
 		type found struct {
 			acct     accounts.Account
-			timeZone string
+			schedule *string
 			optedOut bool
 			skip     string // "" (email it), opted out, no address or capped
 		}
 		rs, err := tx.q.query(ctx, `SELECT a.id, a.email, a.email_verified_at, a.guest_install_id IS NOT NULL,
-			COALESCE((SELECT s.time_zone FROM notification_schedules s WHERE s.account_id = a.id), ''), `+emailOptedOut+`
+			`+scheduleFor("a.id")+`, `+emailOptedOut+`
 			FROM accounts a, notification_jobs j WHERE j.id = ? AND a.id > ?`+emailAudienceTail+inAudience+`)
 			ORDER BY a.id LIMIT ?`, id, cursor, limit)
 		page, err := collect(rs, err, func(r row) (found, error) {
 			var f found
-			err := r.Scan(&f.acct.ID, &f.acct.Email, &f.acct.EmailVerifiedAt, &f.acct.Guest, &f.timeZone, &f.optedOut)
+			err := r.Scan(&f.acct.ID, &f.acct.Email, &f.acct.EmailVerifiedAt, &f.acct.Guest, &f.schedule, &f.optedOut)
 			return f, err
 		})
 		if err != nil {
@@ -75,7 +82,7 @@ func (db *DB) ClaimEmailBatch(ctx context.Context, id, owner string, limit int, 
 			case !notifications.HasEmailAddress(f.acct):
 				page[i].skip = skipNoAddress
 			default:
-				owners[f.acct.ID] = preferences.Schedule{TimeZone: f.timeZone}
+				owners[f.acct.ID] = parseSchedule(f.schedule)
 			}
 		}
 		if capPerDay > 0 && len(owners) > 0 {
@@ -100,7 +107,12 @@ func (db *DB) ClaimEmailBatch(ctx context.Context, id, owner string, limit int, 
 			case notifications.DeliveryCapped:
 				capped++
 			default:
-				if _, err := tx.InsertJob(ctx, email(f.acct.ID), nil); err != nil {
+				args, due := email(f.acct.ID, parseSchedule(f.schedule))
+				var opts *river.InsertOpts
+				if !due.IsZero() {
+					opts = &river.InsertOpts{Queue: notifications.QueueEmail, ScheduledAt: due}
+				}
+				if _, err := tx.InsertJob(ctx, args, opts); err != nil {
 					return err
 				}
 				c.Queued++

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/herald-vpn/herald/internal/notifications"
+	"github.com/herald-vpn/herald/internal/preferences"
 	"github.com/herald-vpn/herald/internal/sqlstore"
 	"github.com/herald-vpn/herald/internal/testsupport"
 )
@@ -22,6 +23,7 @@ func TestBroadcastEmailConformance(t *testing.T) {
 		{"ATakeoverQueuesNoSecondEmail", testBroadcastEmailTakeover},
 		{"CancelStopsTheWalk", testBroadcastEmailCancel},
 		{"CapsCountAnOwnerOnceAcrossChannels", testBroadcastEmailCaps},
+		{"EachEmailScheduledAtItsDueTime", testBroadcastEmailDue},
 	}, mustOpenWithWorkers)
 }
 
@@ -103,9 +105,9 @@ func createEmailBroadcast(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock,
 	return j
 }
 
-func emailArgs(job string) func(string) notifications.EmailArgs {
-	return func(account string) notifications.EmailArgs {
-		return notifications.EmailArgs{AccountID: account, Subject: "News " + job, Content: "Body", Category: "product", BroadcastID: job}
+func emailArgs(job string) func(string, preferences.Schedule) (notifications.EmailArgs, time.Time) {
+	return func(account string, _ preferences.Schedule) (notifications.EmailArgs, time.Time) {
+		return notifications.EmailArgs{AccountID: account, Subject: "News " + job, Content: "Body", Category: "product", BroadcastID: job}, time.Time{}
 	}
 }
 
@@ -241,5 +243,47 @@ func testBroadcastEmailCaps(t *testing.T, db *sqlstore.DB, clk *testsupport.Cloc
 	}
 	if j, _ := db.BroadcastJob(ctx, "job1"); j.Capped != 1 || j.Email != (notifications.EmailCounts{Queued: 1, Capped: 1, NoEmailAddress: 2, OptedOut: 1}) {
 		t.Fatalf("job %+v; want a5's device capped, and its email (1 queued, 1 capped)", j)
+	}
+}
+
+// The walk reads each account's schedule in its page and schedules the
+// account's email job at the time the engine says it is due: a1 (in
+// Berlin, quiet 22:00–07:00) at the time given for that schedule, a5
+// (no schedule) at once.
+func testBroadcastEmailDue(t *testing.T, db *sqlstore.DB, clk *testsupport.Clock) {
+	ctx := context.Background()
+	seedEmailAudience(t, db)
+	night := preferences.QuietHours{Start: 22 * 60, End: 7 * 60}
+	if err := db.InTx(ctx, func(ctx context.Context) error {
+		return db.SetNotificationSchedule(ctx, "a1", preferences.Schedule{TimeZone: "Europe/Berlin", Quiet: &night})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	createEmailBroadcast(t, db, clk, "job1", "w1", 0)
+	later := time.Now().Add(30 * 24 * time.Hour).UTC().Truncate(time.Second)
+	var seen []preferences.Schedule
+	due := func(account string, s preferences.Schedule) (notifications.EmailArgs, time.Time) {
+		args, _ := emailArgs("job1")(account, s)
+		seen = append(seen, s)
+		if s.TimeZone == "Europe/Berlin" && s.Quiet != nil && *s.Quiet == night {
+			return args, later
+		}
+		return args, time.Time{}
+	}
+	if c, err := db.ClaimEmailBatch(ctx, "job1", "w1", 10, clk.Now().Add(time.Hour), due); err != nil || c.Queued != 2 || !c.Done {
+		t.Fatalf("walk %+v, %v", c, err)
+	}
+	if len(seen) != 2 || seen[1] != (preferences.Schedule{}) {
+		t.Fatalf("schedules handed over %+v, want a1's then a5's (none)", seen)
+	}
+	at, err := sqlstore.NotificationEmailSchedule(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !at["a1"].Equal(later) {
+		t.Fatalf("a1's email scheduled at %v, want %v (its due time)", at["a1"], later)
+	}
+	if a5, ok := at["a5"]; !ok || !a5.Before(later.Add(-29*24*time.Hour)) {
+		t.Fatalf("a5's email scheduled at %v (queued %v), want now", a5, ok)
 	}
 }

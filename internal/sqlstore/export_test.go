@@ -128,3 +128,26 @@ func NotificationEmailJobs(ctx context.Context, db *DB) ([]string, error) {
 		return s, r.Scan(&s)
 	})
 }
+
+// NotificationEmailSchedule is when each notification_email job is
+// scheduled, by the account it emails.
+func NotificationEmailSchedule(ctx context.Context, db *DB) (map[string]time.Time, error) {
+	account := `json_extract(args, '$.account_id')`
+	if db.dialect == storage.Postgres {
+		account = `args->>'account_id'`
+	}
+	rs, err := db.conn().query(ctx, `SELECT `+account+`, scheduled_at FROM river_job WHERE kind = 'notification_email' ORDER BY id`)
+	type at struct {
+		account string
+		at      time.Time
+	}
+	all, err := collect(rs, err, func(r row) (at, error) {
+		var a at
+		return a, r.Scan(&a.account, &a.at)
+	})
+	out := map[string]time.Time{}
+	for _, a := range all {
+		out[a.account] = a.at
+	}
+	return out, err
+}

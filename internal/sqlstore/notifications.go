@@ -132,8 +132,12 @@ const optedOut = `EXISTS (SELECT 1 FROM notification_preferences np WHERE np.acc
 // or alias dev) as one text column, "zone|start|end" (-1 for no quiet
 // hours; NULL without a schedule row), read by parseSchedule: the walk
 // decides quiet hours in Go, with the zone database the sends use.
-func scheduleOf(dev string) string {
-	return `(SELECT s.time_zone || '|' || COALESCE(s.quiet_start, -1) || '|' || COALESCE(s.quiet_end, -1) FROM notification_schedules s WHERE s.account_id = ` + dev + `.account_id)`
+func scheduleOf(dev string) string { return scheduleFor(dev + ".account_id") }
+
+// scheduleFor is scheduleOf for the account whose id is the column
+// account (the email walk's accounts).
+func scheduleFor(account string) string {
+	return `(SELECT s.time_zone || '|' || COALESCE(s.quiet_start, -1) || '|' || COALESCE(s.quiet_end, -1) FROM notification_schedules s WHERE s.account_id = ` + account + `)`
 }
 
 // parseSchedule reads scheduleOf's column.

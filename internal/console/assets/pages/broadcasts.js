@@ -102,7 +102,7 @@ export async function render(main) {
     field("Content", contentIn),
     field("Data (optional: a JSON object of strings, for the app)", dataIn),
     field("Category (a device whose owner turned it off on its channel, push or web push, is skipped)", categoryIn),
-    h("label", { class: "check-line" }, urgentIn, "Urgent (passes through quiet hours and caps; otherwise a device whose owner is in their quiet hours is held and sent when they end)"),
+    h("label", { class: "check-line" }, urgentIn, "Urgent (passes through quiet hours and caps; otherwise a device or email whose owner is in their quiet hours is held and sent when they end)"),
     h("div", { class: "checks", role: "group", "aria-label": "Channels" }, h("span", { class: "group-name" }, "Channels (email: one per account of the audience with a verified address)"),
       ["push", "email"].map((v) => h("label", { class: "check" }, h("input", { type: "checkbox", name: "channels", value: v, checked: v === "push" }), v))),
     h("fieldset", {}, h("legend", {}, "Audience (nothing ticked: everyone)"),

@@ -124,7 +124,7 @@ export type BroadcastEmailCounts = {
   noEmailAddress: Scalars['Int']['output'];
   /** Accounts that turned the category's email off. */
   optedOut: Scalars['Int']['output'];
-  /** Emails queued, one per account with a verified real address (each then sent by the email channel's job). */
+  /** Emails queued, one per account with a verified real address (each then sent by the email channel's job, at its owner's due time: a held email is queued with its due time). */
   queued: Scalars['Int']['output'];
 };
 
@@ -802,8 +802,10 @@ export type Mutation = {
    * each account the audience reaches that has a verified real address,
    * however many devices it has (the notification template in the account's
    * locale, with the unsubscribe link), counted in the job's email.queued;
-   * the accounts skipped are counted in its email counters. Another channel
-   * is INVALID_INPUT.
+   * the accounts skipped are counted in its email counters. An email is due
+   * when its owner's devices would be (sendAtLocal, then quiet hours unless
+   * urgent or critical) and queued to go then; a cancelled broadcast's
+   * emails not yet sent are not sent. Another channel is INVALID_INPUT.
    */
   sendNotificationToAll: BroadcastResult;
   /**

@@ -4396,7 +4396,7 @@ export interface components {
             urgent?: boolean | null;
             /** @description Also keep the notification in the in-app inbox of every account the audience reaches (with an active device in it) that allows its category on the `inbox` channel: one item each, written once by the broadcast's job when it starts, on whichever replica works it. */
             inbox?: boolean | null;
-            /** @description The broadcast's channels, the values of a send to a user's: `push` (the default: every device in the audience, push and web push) and `email`: one email to each account the audience reaches (an active device in it) that has a verified real address, however many devices it has, in the account's locale with the category's unsubscribe link, counted in the job's `email.queued`; an account without one (a guest's placeholder, an address not verified) is counted in `email.noEmailAddress`, one that turned the category's email off in `email.optedOut`, one at its cap in `email.capped`. Another value (`telegram` too) is `INVALID_INPUT` with `field: channels`. */
+            /** @description The broadcast's channels, the values of a send to a user's: `push` (the default: every device in the audience, push and web push) and `email`: one email to each account the audience reaches (an active device in it) that has a verified real address, however many devices it has, in the account's locale with the category's unsubscribe link, counted in the job's `email.queued` and queued to go when its owner's devices would (`sendAtLocal`, then quiet hours unless `urgent` or a critical category); a cancelled broadcast's emails not yet sent are not sent; an account without one (a guest's placeholder, an address not verified) is counted in `email.noEmailAddress`, one that turned the category's email off in `email.optedOut`, one at its cap in `email.capped`. Another value (`telegram` too) is `INVALID_INPUT` with `field: channels`. */
             channels?: ("push" | "email")[] | null;
         };
         SendNotificationResult: {
@@ -4469,7 +4469,7 @@ export interface components {
         };
         /** @description A broadcast's email part, counted apart from its devices (zeros without the `email` channel): one email per account of the audience. `skipped` and `totalRecipients` count devices only. */
         BroadcastEmailCounts: {
-            /** @description Emails queued, one per account with a verified real address (each then sent by the email channel's job). */
+            /** @description Emails queued, one per account with a verified real address (each then sent by the email channel's job, at its owner's due time: a held email is queued with its due time). */
             queued: number;
             /** @description Accounts that turned the category's email off. */
             optedOut: number;
