@@ -412,8 +412,24 @@ SELECT a.id, '` + preferenceCategory + `', c.channel, TRUE, a.created_at FROM ac
 // preferenceCategory is the category of -preferences broadcasts.
 const preferenceCategory = "product"
 
+// schedulesSQL gives every account a time zone and quiet hours: two
+// hours, half a day from the run (the %d minutes), so that the walk reads
+// and decides each device owner's schedule (issue 26's broadcast with
+// quiet hours on) and holds no one: the count stays the ceiling's.
+const schedulesSQL = `INSERT INTO notification_schedules (account_id, time_zone, quiet_start, quiet_end, updated_at)
+SELECT a.id, 'Europe/Berlin', %d, %d, a.created_at FROM accounts a`
+
 func insertPreferences(ctx context.Context, s *site) error {
-	return execSQL(ctx, s, preferencesSQL)
+	if err := execSQL(ctx, s, preferencesSQL); err != nil {
+		return err
+	}
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		return err
+	}
+	now := time.Now().In(berlin)
+	start := ((now.Hour()+11)%24)*60 + now.Minute()
+	return execSQL(ctx, s, fmt.Sprintf(schedulesSQL, start, (start+120)%1440))
 }
 
 // openSQLite opens a site's SQLite file for the kit's own statements.

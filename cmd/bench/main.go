@@ -139,7 +139,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.IntVar(&o.neighbour, "neighbour", 0, "run a CPU-bound neighbour of this many busy threads (`bench neighbour`, its own process) through every measure, Herald's and the ceilings' alike: the machine as busy as a shared one")
 	fs.BoolVar(&o.verifyEvery, "ceiling-verify-every-request", false, "the users/me ceiling checks the token's signature on every request (by default it checks each token once and remembers it until it expires, as Herald does)")
 	fs.BoolVar(&o.profile, "ceiling-profile", false, "write a CPU profile of each users/me ceiling run into the scratch directory (implies -keep), to compare with Herald's (HERALD_METRICS_ADDR's /debug/pprof)")
-	fs.BoolVar(&o.preferences, "preferences", false, "broadcasts name the product category and every account stores its preferences (product on for every channel), so the walk reads each device owner's choice: the cost of preferences, against the same bare sender")
+	fs.BoolVar(&o.preferences, "preferences", false, "broadcasts name the product category and every account stores its preferences (product on for every channel) and a time zone with quiet hours (two hours, half a day away), so the walk reads and decides each device owner's choice and schedule: the cost of preferences and quiet hours, against the same bare sender")
 	fs.Var(&o.env, "env", "KEY=VALUE added to Herald's configuration (repeatable), e.g. -env HERALD_DATABASE_MAX_CONNS=32")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -643,7 +643,7 @@ func broadcastMeasure(ctx context.Context, k *kit, o *options, b *board, pg, sq 
 	}
 	what := fmt.Sprintf("broadcast to %s devices, %%s, fake FCM (HTTP/1.1, 64 connections)", thousands(int64(o.devices)))
 	if o.preferences {
-		what += ", every owner's preferences stored (category " + preferenceCategory + ")"
+		what += ", every owner's preferences and quiet hours stored (category " + preferenceCategory + ")"
 	}
 	if o.selected["broadcast-sqlite"] {
 		b.sendRow(fmt.Sprintf(what, "SQLite"), hSQ, ceil)
