@@ -238,20 +238,9 @@ func (r *run) decide(claims []Claim) []Claim {
 
 // release takes up, page by page, the held devices now due.
 func (r *run) release() source {
-	after := ""
-	return func(ctx context.Context) ([]Claim, *batch, bool, error) {
-		c, err := r.s.store.ReleaseHeld(ctx, r.id, r.owner, after, r.s.cfg.Now(), r.s.cfg.BatchSize, r.s.leaseUntil())
-		switch {
-		case err != nil:
-			return nil, nil, false, err
-		case c.Stop:
-			return nil, nil, false, errStopped
-		case c.Last == "":
-			return nil, nil, true, nil
-		}
-		after = c.Last
-		return r.decide(c.Claims), nil, false, nil
-	}
+	return r.pages(func(ctx context.Context, after string) (Claims, error) {
+		return r.s.store.ReleaseHeld(ctx, r.id, r.owner, after, r.s.cfg.Now(), r.s.cfg.BatchSize, r.s.leaseUntil())
+	})
 }
 
 // resume takes up, page by page, the devices earlier runs claimed in the
@@ -273,9 +262,18 @@ func (r *run) resume() source {
 
 // reclaim takes up unresolved deliveries page by page.
 func (r *run) reclaim(retriesOnly bool) source {
+	return r.pages(func(ctx context.Context, after string) (Claims, error) {
+		return r.s.store.ReclaimDeliveries(ctx, r.id, r.owner, retriesOnly, after, r.s.cfg.BatchSize, r.s.leaseUntil())
+	})
+}
+
+// pages hands out the claims of fetch page by page, each decided again,
+// until a page comes back empty (no Last); outcomes are written per claim,
+// not as a batch of the walk.
+func (r *run) pages(fetch func(ctx context.Context, after string) (Claims, error)) source {
 	after := ""
 	return func(ctx context.Context) ([]Claim, *batch, bool, error) {
-		c, err := r.s.store.ReclaimDeliveries(ctx, r.id, r.owner, retriesOnly, after, r.s.cfg.BatchSize, r.s.leaseUntil())
+		c, err := fetch(ctx, after)
 		switch {
 		case err != nil:
 			return nil, nil, false, err
