@@ -174,7 +174,7 @@ func TestPollerKilled(t *testing.T) {
 
 	var poller *replica
 	testsupport.Eventually(t, pollWait, func() bool {
-		poller = pollerOf(c)
+		poller = c.Poller()
 		return poller != nil && c.Bot.PollsInFlight() == 1
 	}, "no replica took the polling lease and polled getUpdates")
 	c.Bot.PushText(1001, "/start")
@@ -191,7 +191,7 @@ func TestPollerKilled(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	next := "a replica that logged no lease"
-	if r := pollerOf(c); r != nil {
+	if r := c.Poller(); r != nil {
 		next = r.Name
 	}
 	t.Logf("killed the poller %s; %s polled and answered an update %s after the kill", poller.Name, next, time.Since(killAt).Round(time.Millisecond))
@@ -208,29 +208,6 @@ func TestPollerKilled(t *testing.T) {
 		}
 		t.Errorf("up to %d getUpdates calls were in flight at once, want never more than 1; overlapping calls started at %v", n, overlaps)
 	}
-}
-
-// pollerOf returns the live replica that holds the Telegram polling lease,
-// by its log: the last "telegram polling lease taken" not followed by
-// "telegram polling lease lost" on that replica; nil when none.
-func pollerOf(c *cluster) *replica {
-	var best *replica
-	var bestAt time.Time
-	for _, r := range c.Live() {
-		var taken, lost time.Time
-		for _, e := range r.LogEntries() {
-			switch e.Msg() {
-			case "telegram polling lease taken":
-				taken = e.Time()
-			case "telegram polling lease lost":
-				lost = e.Time()
-			}
-		}
-		if !taken.IsZero() && taken.After(lost) && taken.After(bestAt) {
-			best, bestAt = r, taken
-		}
-	}
-	return best
 }
 
 func pollsSince(fake *telegramtest.Server, at time.Time) int {

@@ -117,7 +117,7 @@ func TestClockSkewedReplicas(t *testing.T) {
 	if w := workers("messenger broadcast working", mbID); len(w) != 1 || w[0] != owner.Name {
 		t.Errorf("the messenger broadcast was worked by %v while %s lived, want %s alone", w, owner.Name, owner.Name)
 	}
-	if p := pollerOf(c); p != owner {
+	if p := c.Poller(); p != owner {
 		name := "no replica"
 		if p != nil {
 			name = p.Name
@@ -217,29 +217,6 @@ func TestClockSkewedReplicas(t *testing.T) {
 		pushAt.Sub(killAt).Round(time.Millisecond), newsAt.Sub(killAt).Round(time.Millisecond), pollAt.Sub(killAt).Round(time.Millisecond),
 		workers("broadcast working", job), workers("messenger broadcast working", mbID))
 	t.Logf("%d repeated pushes (bound %d), %d repeated messenger messages (bound %d)", repeats, crashBound, chatRepeats, messengerBatch)
-}
-
-// pollerOf returns the live replica that holds the Telegram polling lease,
-// by its log: the last "telegram polling lease taken" not followed by
-// "telegram polling lease lost" on that replica; nil when none.
-func pollerOf(c *harness.Cluster) *harness.Replica {
-	var best *harness.Replica
-	var bestAt time.Time
-	for _, r := range c.Live() {
-		var taken, lost time.Time
-		for _, e := range r.LogEntries() {
-			switch e.Msg() {
-			case "telegram polling lease taken":
-				taken = e.Time()
-			case "telegram polling lease lost":
-				lost = e.Time()
-			}
-		}
-		if !taken.IsZero() && taken.After(lost) && taken.After(bestAt) {
-			best, bestAt = r, taken
-		}
-	}
-	return best
 }
 
 // leaderWatch reads River's leader (river_leader) every 100 ms and keeps

@@ -492,6 +492,29 @@ func (c *Cluster) Live() []*Replica {
 	return slices.DeleteFunc(c.Replicas(), func(r *Replica) bool { return !r.Alive() })
 }
 
+// Poller returns the live replica that holds the Telegram polling lease,
+// by its log: the last "telegram polling lease taken" not followed by
+// "telegram polling lease lost" on that replica; nil when none.
+func (c *Cluster) Poller() *Replica {
+	var best *Replica
+	var bestAt time.Time
+	for _, r := range c.Live() {
+		var taken, lost time.Time
+		for _, e := range r.LogEntries() {
+			switch e.Msg() {
+			case "telegram polling lease taken":
+				taken = e.Time()
+			case "telegram polling lease lost":
+				lost = e.Time()
+			}
+		}
+		if !taken.IsZero() && taken.After(lost) && taken.After(bestAt) {
+			best, bestAt = r, taken
+		}
+	}
+	return best
+}
+
 // WorkersOf returns the replicas that logged "broadcast working" for job.
 func (c *Cluster) WorkersOf(job string) []*Replica {
 	return slices.DeleteFunc(c.Replicas(), func(r *Replica) bool {
